@@ -1,0 +1,183 @@
+package graph
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Attribute structs are plain Go structs whose fields carry the ONNX attribute name in an
+// `attr:"name"` tag, an optional `default:"..."` (scalars only) and `required:"true"`.
+// Allowed field types: int64, float32, string, []int64, []float32, []string,
+// *tensor.Tensor and *Func (a subgraph). A nil slice means "attribute absent".
+
+// AttrField describes one attribute field of an op's attribute struct.
+type AttrField struct {
+	Name     string // ONNX attribute name
+	Index    int    // struct field index
+	Type     reflect.Type
+	Default  string
+	Required bool
+}
+
+var (
+	typeInt64s  = reflect.TypeFor[[]int64]()
+	typeFloats  = reflect.TypeFor[[]float32]()
+	typeStrings = reflect.TypeFor[[]string]()
+	typeTensor  = reflect.TypeFor[*tensor.Tensor]()
+	typeFunc    = reflect.TypeFor[*Func]()
+)
+
+// AttrFields lists the attribute fields of an attribute struct type.
+func AttrFields(t reflect.Type) []AttrField {
+	var out []AttrField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, ok := f.Tag.Lookup("attr")
+		if !ok {
+			continue
+		}
+		switch f.Type.Kind() {
+		case reflect.Int64, reflect.Float32, reflect.String:
+		default:
+			switch f.Type {
+			case typeInt64s, typeFloats, typeStrings, typeTensor, typeFunc:
+			default:
+				panic(fmt.Sprintf("BUG: attribute field %s.%s has unsupported type %v", t.Name(), f.Name, f.Type))
+			}
+		}
+		out = append(out, AttrField{
+			Name: name, Index: i, Type: f.Type,
+			Default: f.Tag.Get("default"), Required: f.Tag.Get("required") == "true",
+		})
+	}
+	return out
+}
+
+func applyDefaults(v reflect.Value) error {
+	for _, f := range AttrFields(v.Type()) {
+		if f.Default == "" {
+			continue
+		}
+		if err := setScalar(v.Field(f.Index), f.Default); err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+func setScalar(fv reflect.Value, s string) error {
+	switch fv.Kind() {
+	case reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return err
+		}
+		fv.SetInt(n)
+	case reflect.Float32:
+		x, err := strconv.ParseFloat(s, 32)
+		if err != nil {
+			return err
+		}
+		fv.SetFloat(x)
+	case reflect.String:
+		fv.SetString(s)
+	default:
+		return fmt.Errorf("no scalar default for %v", fv.Type())
+	}
+	return nil
+}
+
+// Subgraphs returns the Funcs held in n's attributes, in field order.
+func (n *Node) Subgraphs() []*Func {
+	if n.Attrs == nil {
+		return nil
+	}
+	v := reflect.ValueOf(n.Attrs)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil
+	}
+	v = v.Elem()
+	var out []*Func
+	for _, f := range AttrFields(v.Type()) {
+		if f.Type == typeFunc && !v.Field(f.Index).IsNil() {
+			out = append(out, v.Field(f.Index).Interface().(*Func))
+		}
+	}
+	return out
+}
+
+// formatAttrs prints the non-default, present attributes as `{name=value, ...}`; subgraph
+// fields are printed by the caller and skipped here.
+func formatAttrs(a any) string {
+	if a == nil {
+		return ""
+	}
+	v := reflect.ValueOf(a).Elem()
+	var parts []string
+	for _, f := range AttrFields(v.Type()) {
+		fv := v.Field(f.Index)
+		var s string
+		switch {
+		case f.Type == typeFunc:
+			continue
+		case f.Type == typeTensor:
+			if fv.IsNil() {
+				continue
+			}
+			s = formatTensorLiteral(fv.Interface().(*tensor.Tensor))
+		case fv.Kind() == reflect.Slice:
+			if fv.IsNil() {
+				continue
+			}
+			items := make([]string, fv.Len())
+			for i := range items {
+				items[i] = formatScalar(fv.Index(i))
+			}
+			s = "[" + strings.Join(items, ",") + "]"
+		default:
+			s = formatScalar(fv)
+			if s == formatDefault(f) {
+				continue
+			}
+		}
+		parts = append(parts, f.Name+"="+s)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " {" + strings.Join(parts, ", ") + "}"
+}
+
+func formatDefault(f AttrField) string {
+	switch f.Type.Kind() {
+	case reflect.String:
+		return strconv.Quote(f.Default)
+	case reflect.Float32:
+		if f.Default == "" {
+			return "0"
+		}
+		x, _ := strconv.ParseFloat(f.Default, 32)
+		return strconv.FormatFloat(x, 'g', -1, 32)
+	default:
+		if f.Default == "" {
+			return "0"
+		}
+		return f.Default
+	}
+}
+
+func formatScalar(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Float32:
+		return strconv.FormatFloat(v.Float(), 'g', -1, 32)
+	case reflect.String:
+		return strconv.Quote(v.String())
+	}
+	return fmt.Sprint(v.Interface())
+}

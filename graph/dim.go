@@ -1,0 +1,283 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Dim is one extent of a shape: a constant, or a polynomial with integer coefficients over
+// named symbols (ONNX dim_param or fresh symbols), e.g. "batch", "s+1", "2*b*s".
+// The zero Dim is the constant 0. Dims are immutable values; compare them with Equal.
+type Dim struct {
+	c     int64
+	terms []term // sorted by monomial key, no zero coefficients
+}
+
+type term struct {
+	coef int64
+	syms []string // sorted, may repeat (b*b)
+}
+
+func (t term) key() string { return strings.Join(t.syms, "*") }
+
+// Const returns a constant dim.
+func Const(n int64) Dim { return Dim{c: n} }
+
+// Sym returns the dim named by a symbol.
+func Sym(name string) Dim { return Dim{terms: []term{{coef: 1, syms: []string{name}}}} }
+
+// IsConst reports whether d has no symbols.
+func (d Dim) IsConst() bool { return len(d.terms) == 0 }
+
+// Value is the constant value; ok is false for a symbolic dim.
+func (d Dim) Value() (v int64, ok bool) { return d.c, len(d.terms) == 0 }
+
+// IsSym reports whether d is exactly one symbol, and returns its name.
+func (d Dim) IsSym() (string, bool) {
+	if d.c == 0 && len(d.terms) == 1 && d.terms[0].coef == 1 && len(d.terms[0].syms) == 1 {
+		return d.terms[0].syms[0], true
+	}
+	return "", false
+}
+
+// Symbols lists the distinct symbols d uses, sorted.
+func (d Dim) Symbols() []string {
+	var out []string
+	for _, t := range d.terms {
+		out = append(out, t.syms...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Equal compares canonical forms.
+func (d Dim) Equal(o Dim) bool {
+	if d.c != o.c || len(d.terms) != len(o.terms) {
+		return false
+	}
+	for i := range d.terms {
+		if d.terms[i].coef != o.terms[i].coef || d.terms[i].key() != o.terms[i].key() {
+			return false
+		}
+	}
+	return true
+}
+
+func normalize(c int64, ts []term) Dim {
+	acc := map[string]term{}
+	for _, t := range ts {
+		k := t.key()
+		e := acc[k]
+		e.syms = t.syms
+		e.coef += t.coef
+		acc[k] = e
+	}
+	out := make([]term, 0, len(acc))
+	for _, t := range acc {
+		if t.coef != 0 {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b term) int {
+		if len(a.syms) != len(b.syms) {
+			return len(b.syms) - len(a.syms)
+		}
+		return strings.Compare(a.key(), b.key())
+	})
+	if len(out) == 0 {
+		out = nil
+	}
+	return Dim{c: c, terms: out}
+}
+
+// Add returns d+o.
+func (d Dim) Add(o Dim) Dim { return normalize(d.c+o.c, append(slices.Clone(d.terms), o.terms...)) }
+
+// Neg returns -d.
+func (d Dim) Neg() Dim { return d.Scale(-1) }
+
+// Sub returns d-o.
+func (d Dim) Sub(o Dim) Dim { return d.Add(o.Neg()) }
+
+// Scale returns k*d.
+func (d Dim) Scale(k int64) Dim {
+	ts := make([]term, len(d.terms))
+	for i, t := range d.terms {
+		ts[i] = term{coef: t.coef * k, syms: t.syms}
+	}
+	return normalize(d.c*k, ts)
+}
+
+// Mul returns d*o.
+func (d Dim) Mul(o Dim) Dim {
+	var ts []term
+	for _, a := range d.terms {
+		ts = append(ts, term{a.coef * o.c, a.syms})
+		for _, b := range o.terms {
+			s := append(slices.Clone(a.syms), b.syms...)
+			slices.Sort(s)
+			ts = append(ts, term{a.coef * b.coef, s})
+		}
+	}
+	for _, b := range o.terms {
+		ts = append(ts, term{b.coef * d.c, b.syms})
+	}
+	return normalize(d.c*o.c, ts)
+}
+
+// Div returns d/o when the division is exact in canonical form (a constant divisor that
+// divides every coefficient, or a divisor that equals d or one of its monomial factors).
+func (d Dim) Div(o Dim) (Dim, bool) {
+	if v, ok := o.Value(); ok {
+		if v == 0 {
+			return Dim{}, false
+		}
+		if d.c%v != 0 {
+			return Dim{}, false
+		}
+		ts := make([]term, len(d.terms))
+		for i, t := range d.terms {
+			if t.coef%v != 0 {
+				return Dim{}, false
+			}
+			ts[i] = term{t.coef / v, t.syms}
+		}
+		return normalize(d.c/v, ts), true
+	}
+	if d.Equal(o) {
+		return Const(1), true
+	}
+	// o = k*monomial: divide each term of d (d must have no constant part).
+	if len(o.terms) == 1 && o.c == 0 && d.c == 0 {
+		ot := o.terms[0]
+		ts := make([]term, len(d.terms))
+		for i, t := range d.terms {
+			rest, ok := removeSyms(t.syms, ot.syms)
+			if !ok || t.coef%ot.coef != 0 {
+				return Dim{}, false
+			}
+			ts[i] = term{t.coef / ot.coef, rest}
+		}
+		var c int64
+		var keep []term
+		for _, t := range ts {
+			if len(t.syms) == 0 {
+				c += t.coef
+			} else {
+				keep = append(keep, t)
+			}
+		}
+		return normalize(c, keep), true
+	}
+	return Dim{}, false
+}
+
+func removeSyms(from, sub []string) ([]string, bool) {
+	rest := slices.Clone(from)
+	for _, s := range sub {
+		i := slices.Index(rest, s)
+		if i < 0 {
+			return nil, false
+		}
+		rest = slices.Delete(rest, i, i+1)
+	}
+	return rest, true
+}
+
+// Eval substitutes symbol values; ok is false if a symbol is unbound.
+func (d Dim) Eval(env map[string]int64) (int64, bool) {
+	v := d.c
+	for _, t := range d.terms {
+		p := t.coef
+		for _, s := range t.syms {
+			x, ok := env[s]
+			if !ok {
+				return 0, false
+			}
+			p *= x
+		}
+		v += p
+	}
+	return v, true
+}
+
+// String prints the canonical form: "3", "batch", "s+1", "2*b*s-4".
+func (d Dim) String() string {
+	if len(d.terms) == 0 {
+		return strconv.FormatInt(d.c, 10)
+	}
+	var b strings.Builder
+	for i, t := range d.terms {
+		coef := t.coef
+		if coef < 0 {
+			b.WriteString("-")
+			coef = -coef
+		} else if i > 0 {
+			b.WriteString("+")
+		}
+		if coef != 1 {
+			fmt.Fprintf(&b, "%d*", coef)
+		}
+		b.WriteString(t.key())
+	}
+	if d.c > 0 {
+		fmt.Fprintf(&b, "+%d", d.c)
+	} else if d.c < 0 {
+		fmt.Fprintf(&b, "%d", d.c)
+	}
+	return b.String()
+}
+
+// ParseDim parses the String form (sums of products of integers and identifiers).
+func ParseDim(s string) (Dim, error) {
+	s = strings.ReplaceAll(s, " ", "")
+	if s == "" {
+		return Dim{}, fmt.Errorf("empty dim")
+	}
+	var out Dim
+	i := 0
+	for i < len(s) {
+		sign := int64(1)
+		if s[i] == '+' || s[i] == '-' {
+			if s[i] == '-' {
+				sign = -1
+			}
+			i++
+		}
+		j := i
+		for j < len(s) && s[j] != '+' && s[j] != '-' {
+			j++
+		}
+		if j == i {
+			return Dim{}, fmt.Errorf("bad dim %q", s)
+		}
+		prod := Const(sign)
+		for _, f := range strings.Split(s[i:j], "*") {
+			if f == "" {
+				return Dim{}, fmt.Errorf("bad dim %q", s)
+			}
+			if n, err := strconv.ParseInt(f, 10, 64); err == nil {
+				prod = prod.Scale(n)
+			} else if isIdent(f) {
+				prod = prod.Mul(Sym(f))
+			} else {
+				return Dim{}, fmt.Errorf("bad factor %q in dim %q", f, s)
+			}
+		}
+		out = out.Add(prod)
+		i = j
+	}
+	return out, nil
+}
+
+func isIdent(s string) bool {
+	for i, r := range s {
+		ok := r == '_' || r == '.' || r == '?' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -1,0 +1,168 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// ErrInfer is wrapped by type/shape inference failures (bad model input, not a bug).
+var ErrInfer = errors.New("type inference failed")
+
+// InferCtx is what an InferFunc may use besides the node: fresh symbols for extents that
+// cannot be known statically.
+type InferCtx struct {
+	M *Module
+}
+
+// Fresh returns a new symbolic extent. With no module (tests), a local counter is used.
+func (ic *InferCtx) Fresh() Dim {
+	if ic == nil || ic.M == nil {
+		localFresh++
+		return Sym(fmt.Sprintf("_t%d", localFresh))
+	}
+	return ic.M.FreshSymbol()
+}
+
+var localFresh int
+
+// Inferf builds an inference error that names the node.
+func Inferf(n *Node, format string, args ...any) error {
+	return fmt.Errorf("%w: %v: %s", ErrInfer, n, fmt.Sprintf(format, args...))
+}
+
+// InType returns the type of input i, and false when the input is omitted.
+func InType(n *Node, i int) (Type, bool) {
+	v := n.Input(i)
+	if v == nil {
+		return Type{}, false
+	}
+	return v.Type, true
+}
+
+// TensorIn returns input i's type and checks that it is a ranked tensor.
+func TensorIn(n *Node, i int) (Type, error) {
+	t, ok := InType(n, i)
+	if !ok {
+		return Type{}, Inferf(n, "input %d is missing", i)
+	}
+	if t.Kind != KindTensor {
+		return Type{}, Inferf(n, "input %d is a %v, want a tensor", i, t)
+	}
+	return t, nil
+}
+
+// BroadcastDims applies numpy broadcasting to symbolic shapes. Two different symbols
+// broadcast to the first (the model promises they agree at run time, or one is 1).
+func BroadcastDims(shapes ...[]Dim) ([]Dim, error) {
+	rank := 0
+	for _, s := range shapes {
+		rank = max(rank, len(s))
+	}
+	out := make([]Dim, rank)
+	for i := range out {
+		out[i] = Const(1)
+	}
+	for _, s := range shapes {
+		off := rank - len(s)
+		for i, d := range s {
+			cur := out[off+i]
+			switch {
+			case d.Equal(cur):
+			case isOne(d):
+			case isOne(cur):
+				out[off+i] = d
+			case cur.IsConst() && d.IsConst():
+				return nil, fmt.Errorf("cannot broadcast %s with %s", dimsString(shapes[0]), dimsString(s))
+			case !cur.IsConst():
+				// keep a static extent when one side is static: it is the more precise fact
+				if d.IsConst() {
+					out[off+i] = d
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func isOne(d Dim) bool { v, ok := d.Value(); return ok && v == 1 }
+
+// NormAxis maps a possibly negative axis into [0, rank), naming the node on error.
+func NormAxis(n *Node, axis int64, rank int) (int, error) {
+	a, err := tensor.NormAxis(axis, rank)
+	if err != nil {
+		return 0, Inferf(n, "%v", err)
+	}
+	return a, nil
+}
+
+// SameAs returns an InferFunc whose single output has input i's type (Known dropped).
+func SameAs(i int) InferFunc {
+	return func(_ *InferCtx, n *Node) ([]Type, error) {
+		t, ok := InType(n, i)
+		if !ok {
+			return nil, Inferf(n, "input %d is missing", i)
+		}
+		t.Known = nil
+		return []Type{t}, nil
+	}
+}
+
+// ConstInt64s returns the values of a constant integer input, or of one whose symbolic
+// values are all known constants (Type.Known); ok is false otherwise.
+func ConstInt64s(n *Node, i int) ([]int64, bool) {
+	v := n.Input(i)
+	if v == nil {
+		return nil, false
+	}
+	if v.Const != nil && (v.Const.DType.IsInt() || v.Const.DType == tensor.Bool) {
+		return v.Const.Int64s(), true
+	}
+	if v.Type.Known == nil {
+		return nil, false
+	}
+	out := make([]int64, len(v.Type.Known))
+	for j, d := range v.Type.Known {
+		x, ok := d.Value()
+		if !ok {
+			return nil, false
+		}
+		out[j] = x
+	}
+	return out, true
+}
+
+// KnownDims returns the symbolic element values of an integer input, when known.
+func KnownDims(n *Node, i int) ([]Dim, bool) {
+	v := n.Input(i)
+	if v == nil || v.Type.Known == nil {
+		return nil, false
+	}
+	return v.Type.Known, true
+}
+
+// FreshShape returns rank fresh extents.
+func (ic *InferCtx) FreshShape(rank int) []Dim {
+	out := make([]Dim, rank)
+	for i := range out {
+		out[i] = ic.Fresh()
+	}
+	return out
+}
+
+// InferNode runs the op's InferFunc and checks the result count.
+func InferNode(ic *InferCtx, n *Node) ([]Type, error) {
+	info := n.Op.Info()
+	if info == nil {
+		return nil, fmt.Errorf("%w: %v is not supported", ErrInfer, n)
+	}
+	ts, err := info.Infer(ic, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) < len(n.Outputs) {
+		return nil, fmt.Errorf("BUG: %v: inference returned %d types for %d outputs", n, len(ts), len(n.Outputs))
+	}
+	return ts[:len(n.Outputs)], nil
+}

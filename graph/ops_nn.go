@@ -1,0 +1,5 @@
+package graph
+
+func nnOps() []OpInfo {
+	return nil
+}

@@ -119,6 +119,7 @@ var opTable = buildOpTable(
 	elementwiseOps(),
 	nnOps(),
 	reduceOps(),
+	rnnOps(),
 	shapeOps(),
 	controlOps(),
 	miscOps(),

@@ -4,7 +4,6 @@ package graph
 // knows about; an Op that has no row in the op table is known by name but not supported.
 type Op uint16
 
-
 const (
 	OpInvalid Op = iota
 	// elementwise unary
@@ -110,6 +109,9 @@ const (
 	OpGridSample
 	OpRoiAlign
 	OpNonMaxSuppression
+	OpNegativeLogLikelihoodLoss
+	OpSoftmaxCrossEntropyLoss
+	OpMaxRoiPool
 	OpLSTM
 	OpGRU
 	OpRNN
@@ -202,7 +204,7 @@ const (
 // names live in the graph package; the loader maps through LookupOp.
 var opNames = [NumOps]string{
 	OpInvalid: "<invalid>",
-	OpAbs: "Abs", OpAcos: "Acos", OpAcosh: "Acosh", OpAsin: "Asin", OpAsinh: "Asinh",
+	OpAbs:     "Abs", OpAcos: "Acos", OpAcosh: "Acosh", OpAsin: "Asin", OpAsinh: "Asinh",
 	OpAtan: "Atan", OpAtanh: "Atanh", OpCeil: "Ceil", OpCos: "Cos", OpCosh: "Cosh",
 	OpErf: "Erf", OpExp: "Exp", OpFloor: "Floor", OpLog: "Log", OpNeg: "Neg",
 	OpReciprocal: "Reciprocal", OpRound: "Round", OpSigmoid: "Sigmoid", OpSign: "Sign",
@@ -230,7 +232,8 @@ var opNames = [NumOps]string{
 	OpQuantizeLinear: "QuantizeLinear", OpDequantizeLinear: "DequantizeLinear",
 	OpDynamicQuantizeLinear: "DynamicQuantizeLinear", OpQLinearConv: "QLinearConv",
 	OpQLinearMatMul: "QLinearMatMul", OpGridSample: "GridSample", OpRoiAlign: "RoiAlign",
-	OpNonMaxSuppression: "NonMaxSuppression", OpLSTM: "LSTM", OpGRU: "GRU", OpRNN: "RNN",
+	OpNonMaxSuppression: "NonMaxSuppression", OpNegativeLogLikelihoodLoss: "NegativeLogLikelihoodLoss",
+	OpSoftmaxCrossEntropyLoss: "SoftmaxCrossEntropyLoss", OpMaxRoiPool: "MaxRoiPool", OpLSTM: "LSTM", OpGRU: "GRU", OpRNN: "RNN",
 	OpReduceSum: "ReduceSum", OpReduceMean: "ReduceMean", OpReduceMax: "ReduceMax",
 	OpReduceMin: "ReduceMin", OpReduceProd: "ReduceProd", OpReduceL1: "ReduceL1",
 	OpReduceL2: "ReduceL2", OpReduceLogSum: "ReduceLogSum", OpReduceLogSumExp: "ReduceLogSumExp",

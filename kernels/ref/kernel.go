@@ -59,6 +59,7 @@ var kernelTable = buildKernels(
 	elementwiseKernels(),
 	nnKernels(),
 	reduceKernels(),
+	rnnKernels(),
 	shapeKernels(),
 	controlKernels(),
 	miscKernels(),

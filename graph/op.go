@@ -118,6 +118,7 @@ var opByName = func() map[string]Op {
 var opTable = buildOpTable(
 	elementwiseOps(),
 	nnOps(),
+	nnxOps(),
 	reduceOps(),
 	rnnOps(),
 	shapeOps(),

@@ -58,6 +58,7 @@ func Badf(format string, args ...any) error {
 var kernelTable = buildKernels(
 	elementwiseKernels(),
 	nnKernels(),
+	nnxKernels(),
 	reduceKernels(),
 	rnnKernels(),
 	shapeKernels(),

@@ -12,7 +12,7 @@ import (
 // Attribute structs are plain Go structs whose fields carry the ONNX attribute name in an
 // `attr:"name"` tag, an optional `default:"..."` (scalars only) and `required:"true"`.
 // Allowed field types: int64, float32, string, []int64, []float32, []string,
-// *tensor.Tensor and *Func (a subgraph). A nil slice means "attribute absent".
+// *tensor.Tensor, *Func (a subgraph) and *Type (a TypeProto attribute). A nil slice means "attribute absent".
 
 // AttrField describes one attribute field of an op's attribute struct.
 type AttrField struct {
@@ -29,6 +29,7 @@ var (
 	typeStrings = reflect.TypeFor[[]string]()
 	typeTensor  = reflect.TypeFor[*tensor.Tensor]()
 	typeFunc    = reflect.TypeFor[*Func]()
+	typeType    = reflect.TypeFor[*Type]()
 )
 
 // AttrFields lists the attribute fields of an attribute struct type.
@@ -44,7 +45,7 @@ func AttrFields(t reflect.Type) []AttrField {
 		case reflect.Int64, reflect.Float32, reflect.String:
 		default:
 			switch f.Type {
-			case typeInt64s, typeFloats, typeStrings, typeTensor, typeFunc:
+			case typeInt64s, typeFloats, typeStrings, typeTensor, typeFunc, typeType:
 			default:
 				panic(fmt.Sprintf("BUG: attribute field %s.%s has unsupported type %v", t.Name(), f.Name, f.Type))
 			}
@@ -124,6 +125,11 @@ func formatAttrs(a any) string {
 		switch {
 		case f.Type == typeFunc:
 			continue
+		case f.Type == typeType:
+			if fv.IsNil() {
+				continue
+			}
+			s = fv.Interface().(*Type).String()
 		case f.Type == typeTensor:
 			if fv.IsNil() {
 				continue

@@ -20,9 +20,10 @@ type Options struct {
 
 // Ctx is the state of one evaluation: values bound in the current scope chain.
 type Ctx struct {
-	opts  Options
-	env   map[*graph.Value]Value
-	outer *Ctx
+	opts    Options
+	kernels *[graph.NumOps]Kernel // the table (held here so that kernels can recurse)
+	env     map[*graph.Value]Value
+	outer   *Ctx
 }
 
 func (c *Ctx) lookup(v *graph.Value) (Value, bool) {
@@ -68,7 +69,7 @@ func Eval(m *graph.Module, inputs map[string]Value, opts Options) ([]Value, erro
 			return nil, fmt.Errorf("%w: unknown input %q", ErrBadInput, name)
 		}
 	}
-	root := &Ctx{opts: opts}
+	root := &Ctx{opts: opts, kernels: &kernelTable}
 	return root.Run(f, args)
 }
 
@@ -110,7 +111,7 @@ func (c *Ctx) Run(f *graph.Func, args []Value) ([]Value, error) {
 	if len(args) != len(f.Params) {
 		return nil, fmt.Errorf("BUG: func @%s called with %d args, has %d params", f.Name, len(args), len(f.Params))
 	}
-	sc := &Ctx{opts: c.opts, env: make(map[*graph.Value]Value, len(f.Nodes)+len(f.Params)), outer: c}
+	sc := &Ctx{opts: c.opts, kernels: c.kernels, env: make(map[*graph.Value]Value, len(f.Nodes)+len(f.Params)), outer: c}
 	if c.env == nil { // the root context has no scope of its own
 		sc.outer = nil
 	}
@@ -140,7 +141,7 @@ func (c *Ctx) Run(f *graph.Func, args []Value) ([]Value, error) {
 }
 
 func (c *Ctx) evalNode(n *graph.Node) (err error) {
-	k := kernelTable[n.Op]
+	k := c.kernels[n.Op]
 	if k == nil {
 		return fmt.Errorf("node %v: %w", n, ErrUnsupported)
 	}

@@ -1,0 +1,54 @@
+package archtest
+
+import "strings"
+
+// layers maps a package path (relative to the module) to its layer, as in ARCHITECTURE.md.
+// An entry ending in "/..." covers every package below that folder.
+var layers = map[string]int{
+	"tensor": 0, "target": 0, "compilecache": 0, "configs": 0, "internal/...": 0,
+	"graph": 1, "loopir": 1, "devices": 1,
+	"graph/passes": 2, "loopir/passes": 2, "te": 2, "loader": 2, "vm": 2,
+	"devices/cpu": 2, "devices/cuda": 2, "devices/opencl": 2, "devices/devicetest": 2,
+	// generated protobuf code sits below the importer that uses it
+	"loader/onnx/onnxpb": 2,
+	"schedule": 3, "codegen": 3, "loader/onnx": 3, "kernels/ref": 3,
+	"kernels": 4,
+	"kernels/cpu": 5, "kernels/gpu": 5, "autotune": 5,
+	"compiler": 6,
+	"serve": 7,
+	"serve/httpapi": 8, "serve/grpcapi": 8,
+	"cmd/kiln/...": 9, "cmd/kiln": 9,
+}
+
+// runtimeHalf may not import any package of compilerHalf.
+var runtimeHalf = []string{"tensor", "target", "devices/...", "devices", "vm", "compilecache"}
+
+var compilerHalf = []string{"graph/...", "graph", "loopir/...", "loopir", "te", "schedule",
+	"kernels/...", "kernels", "codegen", "autotune", "compiler", "loader/...", "loader", "serve/...", "serve"}
+
+// layerOf returns the layer of a module-relative package path.
+func layerOf(rel string) (int, bool) {
+	if l, ok := layers[rel]; ok {
+		return l, true
+	}
+	best, found, bestLen := 0, false, -1
+	for pat, l := range layers {
+		if prefix, ok := strings.CutSuffix(pat, "/..."); ok && strings.HasPrefix(rel, prefix+"/") && len(prefix) > bestLen {
+			best, found, bestLen = l, true, len(prefix)
+		}
+	}
+	return best, found
+}
+
+func matches(rel string, pats []string) bool {
+	for _, p := range pats {
+		if prefix, ok := strings.CutSuffix(p, "/..."); ok {
+			if strings.HasPrefix(rel, prefix+"/") {
+				return true
+			}
+		} else if rel == p {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,57 @@
+// Package testdata finds the data sets that tests use but the repository does not hold:
+// the model zoo (../shared/zoo beside the checkout, or $KILN_ZOO) and Debian's ONNX
+// backend test data (/usr/share/libonnx-testdata/data, or $KILN_ONNX_TESTDATA).
+//
+// When a data set is absent a test is skipped with a message that says how to get it,
+// unless KILN_REQUIRE_DATA=1 (set by CI), which turns the skip into a failure.
+package testdata
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Require reports whether missing data must fail tests (KILN_REQUIRE_DATA=1).
+func Require() bool { return os.Getenv("KILN_REQUIRE_DATA") == "1" }
+
+func missing(t testing.TB, what, how string) {
+	t.Helper()
+	if Require() {
+		t.Fatalf("%s is absent and KILN_REQUIRE_DATA=1: %s", what, how)
+	}
+	t.Skipf("%s is absent (%s); skipping", what, how)
+}
+
+// repoRoot is the module root, found from this source file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Zoo returns the model zoo directory, or skips/fails the test.
+func Zoo(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("KILN_ZOO")
+	if dir == "" {
+		dir = filepath.Join(repoRoot(), "..", "shared", "zoo")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+		missing(t, "the model zoo ("+dir+")", "set KILN_ZOO or place shared/zoo beside the checkout")
+	}
+	return dir
+}
+
+// ONNXData returns Debian's ONNX backend test data root (holding node/, simple/, ...).
+func ONNXData(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("KILN_ONNX_TESTDATA")
+	if dir == "" {
+		dir = "/usr/share/libonnx-testdata/data"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node")); err != nil {
+		missing(t, "the ONNX backend test data ("+dir+")", "apt-get install libonnx-testdata")
+	}
+	return dir
+}

@@ -1,0 +1,9 @@
+// Package conformance runs test cases laid out like the ONNX backend tests —
+// `model.onnx` plus `test_data_set_N/{input_K.pb, output_K.pb}` — through an engine and
+// compares the results with a tolerance. It serves `kiln conformance` for both the ONNX
+// node suite and the model zoo.
+//
+// Invariants: one case can never stop the run (errors, panics and timeouts become that
+// case's result); a model the loader reports as unsupported is "unsupported", never a
+// failure, and every non-passing case carries a reason.
+package conformance

@@ -1,0 +1,54 @@
+// Command kiln is the single kiln binary: every entry point is a subcommand.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// usageError marks errors that should exit with status 2.
+type usageError struct{ error }
+
+func main() {
+	root := &cobra.Command{
+		Use:           "kiln",
+		Short:         "kiln: a model-serving runtime with an on-device JIT compiler",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(versionCmd(), inspectCmd(), runCmd(), conformanceCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "kiln:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the kiln version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "kiln", version) },
+	}
+}
+
+// checkEngine accepts the engines that exist today.
+func checkEngine(name string) error {
+	switch name {
+	case "ref":
+		return nil
+	case "compiled":
+		return usageError{fmt.Errorf("engine %q does not exist yet: only the reference evaluator (--engine ref) is implemented", name)}
+	}
+	return usageError{fmt.Errorf("unknown engine %q (available: ref)", name)}
+}

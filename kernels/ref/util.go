@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // attrs returns n's attribute struct as *A; a mismatch is a bug (the verifier checks it).
@@ -13,4 +14,59 @@ func attrs[A any](n *graph.Node) *A {
 		panic(fmt.Sprintf("BUG: node %v has attributes %T", n, n.Attrs))
 	}
 	return a
+}
+
+// broadcastIndex maps each linear index of a tensor of shape out to the linear index of
+// the element of a tensor of shape in that numpy broadcasting reads (in is right-aligned,
+// extents of 1 repeat).
+func broadcastIndex(out, in tensor.Shape) []int {
+	n := out.NumElements()
+	idx := make([]int, n)
+	if in.Equal(out) {
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx
+	}
+	rank := len(out)
+	strides := make([]int, rank) // input stride per output axis (0 where broadcast)
+	inStrides := in.Strides()
+	off := rank - len(in)
+	for a := 0; a < len(in); a++ {
+		if in[a] != 1 {
+			strides[off+a] = inStrides[a]
+		}
+	}
+	counter := make([]int, rank)
+	cur := 0
+	for i := 0; i < n; i++ {
+		idx[i] = cur
+		for a := rank - 1; a >= 0; a-- {
+			counter[a]++
+			cur += strides[a]
+			if counter[a] < out[a] {
+				break
+			}
+			cur -= strides[a] * counter[a]
+			counter[a] = 0
+		}
+	}
+	return idx
+}
+
+// tensorIns returns the broadcast output shape of ts and the index maps of each input.
+func broadcastAll(ts ...*tensor.Tensor) (tensor.Shape, [][]int, error) {
+	shapes := make([]tensor.Shape, len(ts))
+	for i, t := range ts {
+		shapes[i] = t.Shape
+	}
+	out, err := tensor.BroadcastShapes(shapes...)
+	if err != nil {
+		return nil, nil, Badf("%v", err)
+	}
+	maps := make([][]int, len(ts))
+	for i, t := range ts {
+		maps[i] = broadcastIndex(out, t.Shape)
+	}
+	return out, maps, nil
 }

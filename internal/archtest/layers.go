@@ -11,11 +11,11 @@ var layers = map[string]int{
 	"devices/cpu": 2, "devices/cuda": 2, "devices/opencl": 2, "devices/devicetest": 2,
 	// generated protobuf code sits below the importer that uses it
 	"loader/onnx/onnxpb": 2,
-	"schedule": 3, "codegen": 3, "loader/onnx": 3, "kernels/ref": 3,
-	"kernels": 4,
+	"schedule":           3, "codegen": 3, "loader/onnx": 3, "kernels/ref": 3,
+	"kernels":     4,
 	"kernels/cpu": 5, "kernels/gpu": 5, "autotune": 5,
-	"compiler": 6,
-	"serve": 7,
+	"compiler":      6,
+	"serve":         7,
 	"serve/httpapi": 8, "serve/grpcapi": 8,
 	"cmd/kiln/...": 9, "cmd/kiln": 9,
 }

@@ -11,56 +11,56 @@ import (
 // it has emitted the node(s) itself.
 func upgradeRules() map[graph.Op]func(c *nodeConv) (bool, error) {
 	rules := map[graph.Op]func(c *nodeConv) (bool, error){
-	graph.OpSoftmax:         upSoftmax,
-	graph.OpLogSoftmax:      upSoftmax,
-	graph.OpHardmax:         upSoftmax,
-	graph.OpClip:            upClip,
-	graph.OpSplit:           upAttrToInput("split", 13, 1),
-	graph.OpSqueeze:         upAttrToInput("axes", 13, 1),
-	graph.OpUnsqueeze:       upAttrToInput("axes", 13, 1),
-	graph.OpReduceSum:       upAttrToInput("axes", 13, 1),
-	graph.OpReduceMean:      upAttrToInput("axes", 18, 1),
-	graph.OpReduceMax:       upAttrToInput("axes", 18, 1),
-	graph.OpReduceMin:       upAttrToInput("axes", 18, 1),
-	graph.OpReduceProd:      upAttrToInput("axes", 18, 1),
-	graph.OpReduceL1:        upAttrToInput("axes", 18, 1),
-	graph.OpReduceL2:        upAttrToInput("axes", 18, 1),
-	graph.OpReduceLogSum:    upAttrToInput("axes", 18, 1),
-	graph.OpReduceLogSumExp: upAttrToInput("axes", 18, 1),
-	graph.OpReduceSumSquare: upAttrToInput("axes", 18, 1),
-	graph.OpPad:             upPad,
-	graph.OpSlice:           upSlice,
-	graph.OpTopK:            upAttrToInput("k", 10, 1),
-	graph.OpReshape:         upAttrToInput("shape", 5, 1),
-	graph.OpDropout:         upDropout,
-	graph.OpResize:          upResize,
-	graph.OpUpsample:        upUpsample,
-	graph.OpBatchNormalization: func(c *nodeConv) (bool, error) {
-		c.dropLegacy("spatial", 1)
-		c.dropLegacy("is_test", -1)
-		return false, nil
-	},
-	graph.OpCast:  upCast,
-	graph.OpConcat: func(c *nodeConv) (bool, error) {
-		if _, ok := c.attrs["axis"]; !ok && c.opset < 4 {
-			c.setIntAttr("axis", 1)
-		}
-		return false, nil
-	},
-	graph.OpGemm: func(c *nodeConv) (bool, error) { c.dropLegacy("broadcast", -1); return false, nil },
-	graph.OpLSTM: upRNN,
-	graph.OpGRU:  upRNN,
-	graph.OpRNN:  upRNN,
-	graph.OpScan: func(c *nodeConv) (bool, error) {
-		if c.opset < 9 {
-			return false, c.unsupported("Scan before opset 9 (batched form with sequence_lens)")
-		}
-		return false, nil
-	},
-	graph.OpScatter: func(c *nodeConv) (bool, error) {
-		c.op = graph.OpScatterElements
-		return false, nil
-	},
+		graph.OpSoftmax:         upSoftmax,
+		graph.OpLogSoftmax:      upSoftmax,
+		graph.OpHardmax:         upSoftmax,
+		graph.OpClip:            upClip,
+		graph.OpSplit:           upAttrToInput("split", 13, 1),
+		graph.OpSqueeze:         upAttrToInput("axes", 13, 1),
+		graph.OpUnsqueeze:       upAttrToInput("axes", 13, 1),
+		graph.OpReduceSum:       upAttrToInput("axes", 13, 1),
+		graph.OpReduceMean:      upAttrToInput("axes", 18, 1),
+		graph.OpReduceMax:       upAttrToInput("axes", 18, 1),
+		graph.OpReduceMin:       upAttrToInput("axes", 18, 1),
+		graph.OpReduceProd:      upAttrToInput("axes", 18, 1),
+		graph.OpReduceL1:        upAttrToInput("axes", 18, 1),
+		graph.OpReduceL2:        upAttrToInput("axes", 18, 1),
+		graph.OpReduceLogSum:    upAttrToInput("axes", 18, 1),
+		graph.OpReduceLogSumExp: upAttrToInput("axes", 18, 1),
+		graph.OpReduceSumSquare: upAttrToInput("axes", 18, 1),
+		graph.OpPad:             upPad,
+		graph.OpSlice:           upSlice,
+		graph.OpTopK:            upAttrToInput("k", 10, 1),
+		graph.OpReshape:         upAttrToInput("shape", 5, 1),
+		graph.OpDropout:         upDropout,
+		graph.OpResize:          upResize,
+		graph.OpUpsample:        upUpsample,
+		graph.OpBatchNormalization: func(c *nodeConv) (bool, error) {
+			c.dropLegacy("spatial", 1)
+			c.dropLegacy("is_test", -1)
+			return false, nil
+		},
+		graph.OpCast: upCast,
+		graph.OpConcat: func(c *nodeConv) (bool, error) {
+			if _, ok := c.attrs["axis"]; !ok && c.opset < 4 {
+				c.setIntAttr("axis", 1)
+			}
+			return false, nil
+		},
+		graph.OpGemm: func(c *nodeConv) (bool, error) { c.dropLegacy("broadcast", -1); return false, nil },
+		graph.OpLSTM: upRNN,
+		graph.OpGRU:  upRNN,
+		graph.OpRNN:  upRNN,
+		graph.OpScan: func(c *nodeConv) (bool, error) {
+			if c.opset < 9 {
+				return false, c.unsupported("Scan before opset 9 (batched form with sequence_lens)")
+			}
+			return false, nil
+		},
+		graph.OpScatter: func(c *nodeConv) (bool, error) {
+			c.op = graph.OpScatterElements
+			return false, nil
+		},
 	}
 	for _, op := range legacyBroadcastOps {
 		rules[op] = upLegacyBroadcast
@@ -68,11 +68,9 @@ func upgradeRules() map[graph.Op]func(c *nodeConv) (bool, error) {
 	return rules
 }
 
-
 // legacyBroadcastOps had broadcast/axis attributes before opset 7.
 var legacyBroadcastOps = []graph.Op{graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpPow,
 	graph.OpAnd, graph.OpOr, graph.OpXor, graph.OpEqual, graph.OpGreater, graph.OpLess, graph.OpPRelu}
-
 
 // upLegacyBroadcast accepts opset<7 broadcast=1 only where numpy broadcasting agrees
 // (no axis, or axis aligning B with A's trailing dims).

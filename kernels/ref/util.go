@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
@@ -69,4 +70,75 @@ func broadcastAll(ts ...*tensor.Tensor) (tensor.Shape, [][]int, error) {
 		maps[i] = broadcastIndex(out, t.Shape)
 	}
 	return out, maps, nil
+}
+
+// take returns a tensor of the given shape whose element i is t's element idx[i].
+func take(t *tensor.Tensor, shape tensor.Shape, idx []int) *tensor.Tensor {
+	var data any
+	switch d := t.Data.(type) {
+	case []float32:
+		data = takeSlice(d, idx)
+	case []float64:
+		data = takeSlice(d, idx)
+	case []int64:
+		data = takeSlice(d, idx)
+	case []int32:
+		data = takeSlice(d, idx)
+	case []bool:
+		data = takeSlice(d, idx)
+	case []uint8:
+		data = takeSlice(d, idx)
+	case []int8:
+		data = takeSlice(d, idx)
+	default:
+		src := reflect.ValueOf(t.Data)
+		dst := reflect.MakeSlice(src.Type(), len(idx), len(idx))
+		for i, j := range idx {
+			dst.Index(i).Set(src.Index(j))
+		}
+		data = dst.Interface()
+	}
+	return tensor.MustFromSlice(shape, data)
+}
+
+func takeSlice[T any](src []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for i, j := range idx {
+		out[i] = src[j]
+	}
+	return out
+}
+
+// forEachIndex calls f with every multi-index of shape in row-major order, plus its
+// linear position.
+func forEachIndex(shape tensor.Shape, f func(lin int, idx []int)) {
+	n := shape.NumElements()
+	idx := make([]int, len(shape))
+	for lin := 0; lin < n; lin++ {
+		f(lin, idx)
+		for a := len(shape) - 1; a >= 0; a-- {
+			idx[a]++
+			if idx[a] < shape[a] {
+				break
+			}
+			idx[a] = 0
+		}
+	}
+}
+
+// linear returns the row-major offset of idx given strides.
+func linear(idx, strides []int) int {
+	off := 0
+	for i, v := range idx {
+		off += v * strides[i]
+	}
+	return off
+}
+
+// ints reads an integer tensor input as []int64, or nil if omitted.
+func ints(t *tensor.Tensor) []int64 {
+	if t == nil {
+		return nil
+	}
+	return t.Int64s()
 }

@@ -1,5 +1,309 @@
 package graph
 
+import (
+	"reflect"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Convolution, pooling and matrix products.
+
+// ConvAttrs is shared by Conv, ConvInteger and QLinearConv.
+type ConvAttrs struct {
+	AutoPad     string  `attr:"auto_pad" default:"NOTSET"`
+	Dilations   []int64 `attr:"dilations"`
+	Group       int64   `attr:"group" default:"1"`
+	KernelShape []int64 `attr:"kernel_shape"`
+	Pads        []int64 `attr:"pads"`
+	Strides     []int64 `attr:"strides"`
+}
+
+// ConvTransposeAttrs as in ONNX.
+type ConvTransposeAttrs struct {
+	AutoPad       string  `attr:"auto_pad" default:"NOTSET"`
+	Dilations     []int64 `attr:"dilations"`
+	Group         int64   `attr:"group" default:"1"`
+	KernelShape   []int64 `attr:"kernel_shape"`
+	OutputPadding []int64 `attr:"output_padding"`
+	OutputShape   []int64 `attr:"output_shape"`
+	Pads          []int64 `attr:"pads"`
+	Strides       []int64 `attr:"strides"`
+}
+
+// PoolAttrs is shared by MaxPool, AveragePool and LpPool.
+type PoolAttrs struct {
+	AutoPad         string  `attr:"auto_pad" default:"NOTSET"`
+	CeilMode        int64   `attr:"ceil_mode"`
+	CountIncludePad int64   `attr:"count_include_pad"`
+	Dilations       []int64 `attr:"dilations"`
+	KernelShape     []int64 `attr:"kernel_shape" required:"true"`
+	P               int64   `attr:"p" default:"2"`
+	Pads            []int64 `attr:"pads"`
+	StorageOrder    int64   `attr:"storage_order"`
+	Strides         []int64 `attr:"strides"`
+}
+
+// LpAttrs is for GlobalLpPool.
+type LpAttrs struct {
+	P int64 `attr:"p" default:"2"`
+}
+
+// GemmAttrs as in ONNX.
+type GemmAttrs struct {
+	Alpha  float32 `attr:"alpha" default:"1"`
+	Beta   float32 `attr:"beta" default:"1"`
+	TransA int64   `attr:"transA"`
+	TransB int64   `attr:"transB"`
+}
+
 func nnOps() []OpInfo {
-	return nil
+	return []OpInfo{
+		{Op: OpConv, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[ConvAttrs](), Pattern: OutEWiseFusable, Infer: inferConv(tensor.Undefined)},
+		{Op: OpConvInteger, MinIn: 2, MaxIn: 4, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[ConvAttrs](), Pattern: OutEWiseFusable, Infer: inferConv(tensor.Int32)},
+		{Op: OpConvTranspose, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[ConvTransposeAttrs](), Pattern: OutEWiseFusable, Infer: inferConvTranspose},
+		{Op: OpMaxPool, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 2, Attrs: reflect.TypeFor[PoolAttrs](), Pattern: OutEWiseFusable, Infer: inferPool},
+		{Op: OpAveragePool, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[PoolAttrs](), Pattern: OutEWiseFusable, Infer: inferPool},
+		{Op: OpLpPool, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[PoolAttrs](), Pattern: OutEWiseFusable, Infer: inferPool},
+		{Op: OpGlobalAveragePool, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: CommReduce, Infer: inferGlobalPool},
+		{Op: OpGlobalMaxPool, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: CommReduce, Infer: inferGlobalPool},
+		{Op: OpGlobalLpPool, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[LpAttrs](), Pattern: CommReduce, Infer: inferGlobalPool},
+		{Op: OpGemm, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[GemmAttrs](), Pattern: OutEWiseFusable, Infer: inferGemm},
+		{Op: OpMatMul, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Pattern: OutEWiseFusable, Infer: inferMatMul(tensor.Undefined)},
+		{Op: OpMatMulInteger, MinIn: 2, MaxIn: 4, MinOut: 1, MaxOut: 1, Pattern: OutEWiseFusable, Infer: inferMatMul(tensor.Int32)},
+	}
+}
+
+// convOut computes one spatial output extent of a convolution or pooling window.
+func convOut(ic *InferCtx, in Dim, k, stride, dil, padSum int64, ceil bool, autoPad string) Dim {
+	switch autoPad {
+	case "SAME_UPPER", "SAME_LOWER":
+		if stride == 1 {
+			return in
+		}
+		if v, ok := in.Value(); ok {
+			return Const((v + stride - 1) / stride)
+		}
+		return ic.Fresh()
+	case "VALID":
+		padSum = 0
+	}
+	span := dil*(k-1) + 1
+	num := in.Add(Const(padSum - span))
+	if v, ok := num.Value(); ok {
+		if ceil {
+			return Const(max((v+stride-1)/stride+1, 0))
+		}
+		if v < 0 {
+			return Const(0)
+		}
+		return Const(v/stride + 1)
+	}
+	if stride == 1 {
+		return num.Add(Const(1))
+	}
+	if q, ok := num.Div(Const(stride)); ok {
+		return q.Add(Const(1))
+	}
+	return ic.Fresh()
+}
+
+// AttrOr returns v[i], or def when v is shorter (absent per-axis attributes).
+func AttrOr(v []int64, i int, def int64) int64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return def
+}
+
+func inferConv(outDT tensor.DType) InferFunc {
+	return func(ic *InferCtx, n *Node) ([]Type, error) {
+		x, okx, err := ranked(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		w, okw, err := ranked(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		dt := x.DType
+		if outDT != tensor.Undefined {
+			dt = outDT
+		}
+		if !okx || !okw {
+			return unknownRank(dt), nil
+		}
+		if len(x.Shape) < 3 || len(w.Shape) != len(x.Shape) {
+			return nil, Inferf(n, "input %v and weight %v ranks do not fit a convolution", x, w)
+		}
+		a := n.Attrs.(*ConvAttrs)
+		sp := len(x.Shape) - 2
+		out := []Dim{x.Shape[0], w.Shape[0]}
+		for i := 0; i < sp; i++ {
+			k, ok := w.Shape[2+i].Value()
+			if len(a.KernelShape) > i {
+				k, ok = a.KernelShape[i], true
+			}
+			if !ok {
+				out = append(out, ic.Fresh())
+				continue
+			}
+			pads := AttrOr(a.Pads, i, 0) + AttrOr(a.Pads, i+sp, 0)
+			out = append(out, convOut(ic, x.Shape[2+i], k, AttrOr(a.Strides, i, 1), AttrOr(a.Dilations, i, 1), pads, false, a.AutoPad))
+		}
+		return []Type{TensorType(dt, out...)}, nil
+	}
+}
+
+func inferConvTranspose(ic *InferCtx, n *Node) ([]Type, error) {
+	x, okx, err := ranked(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, okw, err := ranked(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if !okx || !okw {
+		return unknownRank(x.DType), nil
+	}
+	if len(x.Shape) < 3 || len(w.Shape) != len(x.Shape) {
+		return nil, Inferf(n, "input %v and weight %v ranks do not fit a convolution", x, w)
+	}
+	a := n.Attrs.(*ConvTransposeAttrs)
+	sp := len(x.Shape) - 2
+	out := []Dim{x.Shape[0], w.Shape[1].Scale(max(a.Group, 1))}
+	for i := 0; i < sp; i++ {
+		if len(a.OutputShape) == sp {
+			out = append(out, Const(a.OutputShape[i]))
+			continue
+		}
+		k, ok := w.Shape[2+i].Value()
+		if len(a.KernelShape) > i {
+			k, ok = a.KernelShape[i], true
+		}
+		in, okIn := x.Shape[2+i].Value()
+		if !ok || !okIn {
+			out = append(out, ic.Fresh())
+			continue
+		}
+		s, d := AttrOr(a.Strides, i, 1), AttrOr(a.Dilations, i, 1)
+		if a.AutoPad == "SAME_UPPER" || a.AutoPad == "SAME_LOWER" {
+			out = append(out, Const(in*s))
+			continue
+		}
+		pads := AttrOr(a.Pads, i, 0) + AttrOr(a.Pads, i+sp, 0)
+		out = append(out, Const(s*(in-1)+AttrOr(a.OutputPadding, i, 0)+(k-1)*d+1-pads))
+	}
+	return []Type{TensorType(x.DType, out...)}, nil
+}
+
+func inferPool(ic *InferCtx, n *Node) ([]Type, error) {
+	x, ok, err := ranked(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		t := unknownRank(x.DType)
+		return append(t, unknownRank(tensor.Int64)...), nil
+	}
+	a := n.Attrs.(*PoolAttrs)
+	sp := len(x.Shape) - 2
+	if sp < 1 || len(a.KernelShape) != sp {
+		return nil, Inferf(n, "kernel_shape %v for input %v", a.KernelShape, x)
+	}
+	out := []Dim{x.Shape[0], x.Shape[1]}
+	for i := 0; i < sp; i++ {
+		pads := AttrOr(a.Pads, i, 0) + AttrOr(a.Pads, i+sp, 0)
+		out = append(out, convOut(ic, x.Shape[2+i], a.KernelShape[i], AttrOr(a.Strides, i, 1), AttrOr(a.Dilations, i, 1), pads, a.CeilMode != 0, a.AutoPad))
+	}
+	return []Type{TensorType(x.DType, out...), TensorType(tensor.Int64, out...)}, nil
+}
+
+func inferGlobalPool(_ *InferCtx, n *Node) ([]Type, error) {
+	x, ok, err := ranked(n, 0)
+	if err != nil || !ok {
+		return unknownRank(x.DType), err
+	}
+	if len(x.Shape) < 2 {
+		return nil, Inferf(n, "input rank %d, want >= 2", len(x.Shape))
+	}
+	out := append([]Dim{}, x.Shape[:2]...)
+	for range x.Shape[2:] {
+		out = append(out, Const(1))
+	}
+	return []Type{TensorType(x.DType, out...)}, nil
+}
+
+func inferGemm(_ *InferCtx, n *Node) ([]Type, error) {
+	a, oka, err := ranked(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, okb, err := ranked(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if !oka || !okb || len(a.Shape) != 2 || len(b.Shape) != 2 {
+		return nil, Inferf(n, "Gemm takes matrices, got %v and %v", a, b)
+	}
+	at := n.Attrs.(*GemmAttrs)
+	m, k1 := a.Shape[0], a.Shape[1]
+	if at.TransA != 0 {
+		m, k1 = k1, m
+	}
+	k2, nn := b.Shape[0], b.Shape[1]
+	if at.TransB != 0 {
+		k2, nn = nn, k2
+	}
+	if k1.IsConst() && k2.IsConst() && !k1.Equal(k2) {
+		return nil, Inferf(n, "inner dimensions %v and %v differ", k1, k2)
+	}
+	return []Type{TensorType(a.DType, m, nn)}, nil
+}
+
+func inferMatMul(outDT tensor.DType) InferFunc {
+	return func(_ *InferCtx, n *Node) ([]Type, error) {
+		a, oka, err := ranked(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, okb, err := ranked(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		dt := a.DType
+		if outDT != tensor.Undefined {
+			dt = outDT
+		}
+		if !oka || !okb {
+			return unknownRank(dt), nil
+		}
+		as, bs := a.Shape, b.Shape
+		if len(as) == 0 || len(bs) == 0 {
+			return nil, Inferf(n, "MatMul of a scalar")
+		}
+		va, vb := len(as) == 1, len(bs) == 1
+		if va {
+			as = []Dim{Const(1), as[0]}
+		}
+		if vb {
+			bs = []Dim{bs[0], Const(1)}
+		}
+		k1, k2 := as[len(as)-1], bs[len(bs)-2]
+		if k1.IsConst() && k2.IsConst() && !k1.Equal(k2) {
+			return nil, Inferf(n, "inner dimensions %v and %v differ", k1, k2)
+		}
+		batch, err := BroadcastDims(as[:len(as)-2], bs[:len(bs)-2])
+		if err != nil {
+			return nil, Inferf(n, "%v", err)
+		}
+		out := batch
+		if !va {
+			out = append(out, as[len(as)-2])
+		}
+		if !vb {
+			out = append(out, bs[len(bs)-1])
+		}
+		return []Type{TensorType(dt, out...)}, nil
+	}
 }

@@ -1,5 +1,120 @@
 package graph
 
+import (
+	"reflect"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Normalizations, softmax family and dropout.
+
+// SoftmaxAttrs is shared by Softmax, LogSoftmax and Hardmax (opset-13 semantics).
+type SoftmaxAttrs struct {
+	Axis int64 `attr:"axis" default:"-1"`
+}
+
+// LayerNormAttrs as in ONNX.
+type LayerNormAttrs struct {
+	Axis      int64   `attr:"axis" default:"-1"`
+	Epsilon   float32 `attr:"epsilon" default:"1e-05"`
+	StashType int64   `attr:"stash_type" default:"1"`
+}
+
+// BatchNormAttrs as in ONNX (opset 15).
+type BatchNormAttrs struct {
+	Epsilon      float32 `attr:"epsilon" default:"1e-05"`
+	Momentum     float32 `attr:"momentum" default:"0.9"`
+	TrainingMode int64   `attr:"training_mode"`
+}
+
+// EpsilonAttrs is for InstanceNormalization.
+type EpsilonAttrs struct {
+	Epsilon float32 `attr:"epsilon" default:"1e-05"`
+}
+
+// LRNAttrs as in ONNX.
+type LRNAttrs struct {
+	Alpha float32 `attr:"alpha" default:"0.0001"`
+	Beta  float32 `attr:"beta" default:"0.75"`
+	Bias  float32 `attr:"bias" default:"1"`
+	Size  int64   `attr:"size" required:"true"`
+}
+
+// MVNAttrs as in ONNX.
+type MVNAttrs struct {
+	Axes []int64 `attr:"axes"`
+}
+
+// LpNormAttrs as in ONNX.
+type LpNormAttrs struct {
+	Axis int64 `attr:"axis" default:"-1"`
+	P    int64 `attr:"p" default:"2"`
+}
+
+// DropoutAttrs as in ONNX (ratio and training_mode are inputs).
+type DropoutAttrs struct {
+	Seed int64 `attr:"seed"`
+}
+
 func nnxOps() []OpInfo {
-	return nil
+	softmax := func(op Op) OpInfo {
+		return OpInfo{Op: op, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[SoftmaxAttrs](), Pattern: Opaque, Infer: SameAs(0)}
+	}
+	return []OpInfo{
+		softmax(OpSoftmax), softmax(OpLogSoftmax), softmax(OpHardmax),
+		{Op: OpLayerNormalization, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 3, Attrs: reflect.TypeFor[LayerNormAttrs](), Pattern: Opaque, Infer: inferLayerNorm},
+		{Op: OpBatchNormalization, MinIn: 5, MaxIn: 5, MinOut: 1, MaxOut: 3, Attrs: reflect.TypeFor[BatchNormAttrs](), Pattern: Opaque, Infer: inferBatchNorm},
+		{Op: OpInstanceNormalization, MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[EpsilonAttrs](), Pattern: Opaque, Infer: SameAs(0)},
+		{Op: OpLRN, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[LRNAttrs](), Pattern: Opaque, Infer: SameAs(0)},
+		{Op: OpMeanVarianceNormalization, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[MVNAttrs](), Pattern: Opaque, Infer: SameAs(0)},
+		{Op: OpLpNormalization, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[LpNormAttrs](), Pattern: Opaque, Infer: SameAs(0)},
+		{Op: OpDropout, MinIn: 1, MaxIn: 3, MinOut: 1, MaxOut: 2, Attrs: reflect.TypeFor[DropoutAttrs](), Pattern: ElemWise, Infer: inferDropout},
+	}
+}
+
+func inferLayerNorm(_ *InferCtx, n *Node) ([]Type, error) {
+	x, ok, err := ranked(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := []Type{x, unknownRank(tensor.Float32)[0], unknownRank(tensor.Float32)[0]}
+	out[0].Known = nil
+	if !ok {
+		return out, nil
+	}
+	ax, err := NormAxis(n, n.Attrs.(*LayerNormAttrs).Axis, len(x.Shape))
+	if err != nil {
+		return nil, err
+	}
+	stat := append([]Dim{}, x.Shape[:ax]...)
+	for range x.Shape[ax:] {
+		stat = append(stat, Const(1))
+	}
+	out[1] = TensorType(tensor.Float32, stat...)
+	out[2] = out[1]
+	return out, nil
+}
+
+func inferBatchNorm(_ *InferCtx, n *Node) ([]Type, error) {
+	x, err := TensorIn(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	mean, err := TensorIn(n, 3)
+	if err != nil {
+		return nil, err
+	}
+	x.Known, mean.Known = nil, nil
+	return []Type{x, mean, mean}, nil
+}
+
+func inferDropout(_ *InferCtx, n *Node) ([]Type, error) {
+	x, err := TensorIn(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	x.Known = nil
+	mask := x
+	mask.DType = tensor.Bool
+	return []Type{x, mask}, nil
 }

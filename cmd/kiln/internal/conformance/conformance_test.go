@@ -1,0 +1,140 @@
+package conformance
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kilnrt/kiln/internal/testdata"
+	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+func opts() Options {
+	return Options{Engine: RefEngine, Tolerance: Tolerance{Atol: 1e-4, Rtol: 1e-3}, Timeout: 2 * time.Minute}
+}
+
+// writeCase writes a one-node Relu model with one data set.
+func writeCase(t *testing.T, dir string, in, out []float32) {
+	t.Helper()
+	s := func(v string) *string { return &v }
+	f32 := int32(onnxpb.TensorProto_FLOAT)
+	vi := func(name string) *onnxpb.ValueInfoProto {
+		return &onnxpb.ValueInfoProto{Name: s(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
+			ElemType: &f32, Shape: &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(len(in))}}}}}}}}
+	}
+	v13 := int64(13)
+	m := &onnxpb.ModelProto{OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: &v13}}, Graph: &onnxpb.GraphProto{
+		Name: s("g"), Input: []*onnxpb.ValueInfoProto{vi("x")}, Output: []*onnxpb.ValueInfoProto{vi("y")},
+		Node: []*onnxpb.NodeProto{{OpType: s("Relu"), Input: []string{"x"}, Output: []string{"y"}}},
+	}}
+	write := func(path string, msg proto.Message) {
+		b, err := proto.Marshal(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp := func(v []float32) *onnxpb.TensorProto {
+		return &onnxpb.TensorProto{Dims: []int64{int64(len(v))}, DataType: &f32, FloatData: v}
+	}
+	write(filepath.Join(dir, "model.onnx"), m)
+	write(filepath.Join(dir, "test_data_set_0", "input_0.pb"), tp(in))
+	write(filepath.Join(dir, "test_data_set_0", "output_0.pb"), tp(out))
+}
+
+func TestRunnerOnHandMadeCases(t *testing.T) {
+	root := t.TempDir()
+	writeCase(t, filepath.Join(root, "good"), []float32{-1, 2}, []float32{0, 2})
+	writeCase(t, filepath.Join(root, "bad"), []float32{-1, 2}, []float32{0, 3})
+	cases, err := FindCases([]string{root})
+	if err != nil || len(cases) != 2 {
+		t.Fatalf("FindCases = %v, %v", cases, err)
+	}
+	if r := RunCase(filepath.Join(root, "good"), opts()); r.Status != Pass {
+		t.Errorf("good case: %+v", r)
+	}
+	r := RunCase(filepath.Join(root, "bad"), opts())
+	if r.Status != Fail || !strings.Contains(r.Reason, "got 2 want 3") {
+		t.Errorf("bad case: %+v", r)
+	}
+	if _, err := FindCases([]string{t.TempDir()}); err == nil {
+		t.Error("an empty folder should be an error")
+	}
+}
+
+func TestCompareTensor(t *testing.T) {
+	tol := Tolerance{Atol: 1e-4, Rtol: 1e-3}
+	f := func(v ...float32) *tensor.Tensor { return tensor.MustFromSlice(tensor.Shape{len(v)}, v) }
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	if m := compareTensor(f(1, nan, inf), f(1.0005, nan, inf), tol); m != nil {
+		t.Errorf("within tolerance: %v", m.Reason)
+	}
+	for _, c := range [][2]*tensor.Tensor{
+		{f(1, 2), f(1, 2.01)}, {f(nan), f(1)}, {f(1), f(nan)}, {f(inf), f(-inf)}, {f(1, 2), f(1)},
+		{tensor.MustFromSlice(tensor.Shape{1}, []int64{3}), tensor.MustFromSlice(tensor.Shape{1}, []int64{4})},
+	} {
+		if m := compareTensor(c[0], c[1], tol); m == nil {
+			t.Errorf("%v vs %v compared equal", c[0], c[1])
+		}
+	}
+}
+
+// TestZoo is the acceptance check of the reference evaluator on the real models.
+func TestZoo(t *testing.T) {
+	zoo := testdata.Zoo(t)
+	cases, err := FindCases([]string{zoo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 8 {
+		t.Fatalf("found %d zoo cases, want 8", len(cases))
+	}
+	for _, c := range cases {
+		r := RunCase(c, opts())
+		if r.Status != Pass {
+			t.Errorf("%s: %s: %s", r.Case, r.Status, r.Reason)
+		} else {
+			t.Logf("%s: pass in %.2fs, max err %.2g", r.Case, r.Seconds, r.MaxErr)
+		}
+	}
+}
+
+// TestNodeSuite runs the ONNX backend node tests: at least 450 must pass, and every case
+// that does not pass must say why (no crash, no silent failure).
+func TestNodeSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the node suite takes a while; skipped with -short")
+	}
+	root := filepath.Join(testdata.ONNXData(t), "node")
+	cases, err := FindCases([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []Result
+	for _, c := range cases {
+		r := RunCase(c, opts())
+		if r.Status != Pass && r.Reason == "" {
+			t.Errorf("%s: %s without a reason", r.Case, r.Status)
+		}
+		if strings.Contains(r.Reason, "panic") {
+			t.Errorf("%s: %s", r.Case, r.Reason)
+		}
+		results = append(results, r)
+	}
+	s := Summarize(results)
+	t.Logf("node suite: %v", s)
+	if s.Passed < 450 {
+		t.Errorf("only %d of %d node cases pass, want at least 450", s.Passed, len(cases))
+	}
+}

@@ -104,4 +104,3 @@ func TestInferErrorsNameTheNode(t *testing.T) {
 		t.Error("Add of [2,3] and [4,5] should fail")
 	}
 }
-

@@ -1,4 +1,3 @@
-// Command kiln is the single kiln binary: every entry point is a subcommand.
 package main
 
 import (

@@ -62,6 +62,7 @@ var kernelTable = buildKernels(
 	reduceKernels(),
 	rnnKernels(),
 	shapeKernels(),
+	shapeMoreKernels(),
 	controlKernels(),
 	miscKernels(),
 )

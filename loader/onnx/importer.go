@@ -173,18 +173,26 @@ func (im *importer) node(b *graph.Builder, sc *scope, np *onnxpb.NodeProto) erro
 		return c.unsupported("unknown operator")
 	}
 	c.op = op
-	if !op.Supported() {
-		return c.unsupported("not implemented in kiln yet")
-	}
 	delete(c.attrs, "consumed_inputs") // a legacy optimizer hint with no semantics
+	// upgrade rules run first: they may rewrite a deprecated op into a supported one
+	// (Upsample → Resize, Scatter → ScatterElements)
 	if up := im.rules[op]; up != nil {
+		if !op.Supported() && !rewritesOp(op) {
+			return c.unsupported("not implemented in kiln yet")
+		}
 		done, err := up(c)
 		if err != nil || done {
 			return err
 		}
 	}
+	if !c.op.Supported() {
+		return c.unsupported("not implemented in kiln yet")
+	}
 	return c.emit(c.op, c.inputs, c.outNames)
 }
+
+// rewritesOp reports deprecated ops whose upgrade rule replaces them by another op.
+func rewritesOp(op graph.Op) bool { return op == graph.OpUpsample || op == graph.OpScatter }
 
 // emit decodes the remaining attributes into op's struct and adds the node.
 func (c *nodeConv) emit(op graph.Op, inputs []*graph.Value, outNames []string) error {

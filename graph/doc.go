@@ -1,0 +1,27 @@
+// Package graph is kiln's typed dataflow IR: a Module holds a main Func; a Func has
+// parameters, constants, nodes in topological order and results; every Value is defined
+// once (SSA) and carries a Type whose dims are constants or polynomials over named
+// symbols ("batch", "s+1", "2*b*s").
+//
+// Ops are a typed enum (Op) with one row per op in the op table (OpInfo: arity, attribute
+// struct, fusion Pattern, flags, type/shape inference). The table is assembled explicitly
+// from per-family row lists (ops_*.go); nothing registers itself from init(). ONNX names
+// appear only as the op table's names; the graph knows no ONNX and no devices.
+//
+// IR semantics are those of ONNX opset 17 with one normalization: every Reduce* op takes
+// its axes as input 1. The loader upgrades older opsets into this form.
+//
+// Shape arithmetic stays symbolic: Type.Known carries the symbolic element values of small
+// integer tensors, so that Shape → Gather → Unsqueeze → Concat → Reshape keeps "[b,s,4,64]"
+// instead of forgetting the batch and sequence extents.
+//
+// Invariants (checked by Verify): values are defined before use in their Func or an
+// enclosing one; node outputs point back to their node; input/output counts and attribute
+// struct types match the op table; subgraphs name their parent. Print writes a stable text
+// form; Parse reads it back (small constants included), which pass tests rely on.
+//
+// Errors: inference failures wrap ErrInfer and name the node; verifier findings wrap
+// ErrVerify and name the function; parse errors wrap ErrParse with a line number.
+//
+// References: ONNX IR and operator specifications; TVM's Relay op patterns for fusion.
+package graph

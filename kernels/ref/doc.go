@@ -1,0 +1,18 @@
+// Package ref is the reference evaluator: a plain, readable pure-Go implementation of
+// every op the graph supports, and Eval, which runs a whole Module including If, Loop,
+// Scan and SequenceMap bodies. It is the oracle that compiled kernels are checked against,
+// so correctness beats speed: floats are computed in float64 and rounded to the output
+// type, integers stay in int64. Convolution and matrix products use a parallel im2col +
+// row-blocked product on float32 so that real models (resnet18) still run in about a
+// second.
+//
+// Model: runtime values are *tensor.Tensor, *Sequence or *Optional. Kernels are looked up
+// in a table indexed by graph.Op, assembled explicitly from per-family maps.
+//
+// Invariants and errors: a kernel never panics on bad input; it returns an error wrapping
+// ErrBadInput (wrong dtype/shape/index at run time) or ErrUnsupported (an op or mode the
+// evaluator does not implement, e.g. random training-mode Dropout). Eval wraps errors with
+// the node, recovers a kernel panic into an error naming the node, checks inputs against
+// the parameters' declared types, honors context cancellation between nodes, and bounds
+// loops without a trip count (Options.MaxLoopIterations).
+package ref

@@ -18,6 +18,8 @@ var layers = map[string]int{
 	"serve":         7,
 	"serve/httpapi": 8, "serve/grpcapi": 8,
 	"cmd/kiln/...": 9, "cmd/kiln": 9,
+	// CLI-only helpers sit just below the command that imports them
+	"cmd/kiln/internal/...": 8,
 }
 
 // runtimeHalf may not import any package of compilerHalf.

@@ -202,7 +202,8 @@ func (c *nodeConv) emit(op graph.Op, inputs []*graph.Value, outNames []string) e
 	}
 	outs, err := c.b.NodeNamed(op, c.np.GetName(), attrs, outNames, inputs...)
 	if err != nil {
-		return c.errorf("%w", err)
+		// the model's types do not fit the op: a malformed model
+		return c.errorf("%w: %w", ErrInvalid, err)
 	}
 	for _, o := range outs {
 		if err := c.im.define(c.sc, o); err != nil {

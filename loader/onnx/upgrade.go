@@ -77,6 +77,21 @@ var legacyBroadcastOps = []graph.Op{graph.OpAdd, graph.OpSub, graph.OpMul, graph
 func upLegacyBroadcast(c *nodeConv) (bool, error) {
 	axis, hasAxis := c.takeAttr("axis")
 	c.dropLegacy("broadcast", -1)
+	if c.op == graph.OpPRelu && c.opset < 7 && len(c.inputs) == 2 {
+		// PRelu-6 applied a 1-D slope per channel (axis 1); make that explicit
+		x, s := c.inputs[0], c.inputs[1]
+		if r := x.Type.Rank(); r > 2 && s.Const != nil && len(s.Const.Shape) == 1 && s.Const.Len() > 1 {
+			shape := tensor.Shape{s.Const.Len()}
+			for i := 2; i < r; i++ {
+				shape = append(shape, 1)
+			}
+			t, err := s.Const.Reshape(shape)
+			if err != nil {
+				return false, c.errorf("%w: %v", ErrInvalid, err)
+			}
+			c.inputs[1] = c.constInput(t)
+		}
+	}
 	if hasAxis && len(c.inputs) == 2 && c.inputs[0] != nil && c.inputs[1] != nil {
 		ra, rb := c.inputs[0].Type.Rank(), c.inputs[1].Type.Rank()
 		ax := axis.GetI()

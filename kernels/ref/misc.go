@@ -1,7 +1,219 @@
 package ref
 
-import "github.com/kilnrt/kiln/graph"
+// Resize: separable along each resized axis; each output coordinate maps back to the
+// input through the coordinate transformation, then nearest / linear / cubic weights.
+
+import (
+	"math"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/tensor"
+)
 
 func miscKernels() map[graph.Op]Kernel {
-	return map[graph.Op]Kernel{}
+	return map[graph.Op]Kernel{graph.OpResize: T(miscResize)}
+}
+
+// tap is one input index and its weight; extrap marks "use the extrapolation value".
+type tap struct {
+	idx    int
+	w      float64
+	extrap bool
+}
+
+func miscResize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	a := attrs[graph.ResizeAttrs](n)
+	x := in[0]
+	r := len(x.Shape)
+	get := func(i int) *tensor.Tensor {
+		if i < len(in) && in[i] != nil && in[i].Len() > 0 {
+			return in[i]
+		}
+		return nil
+	}
+	out := x.Shape.Clone()
+	scales := make([]float64, r)
+	switch sizes, sc := get(3), get(2); {
+	case sizes != nil:
+		sv := sizes.Int64s()
+		if len(sv) != r {
+			return nil, Badf("%d sizes for rank %d", len(sv), r)
+		}
+		for i, s := range sv {
+			if s < 0 {
+				return nil, Badf("negative size %d", s)
+			}
+			out[i] = int(s)
+			scales[i] = float64(s) / float64(max(x.Shape[i], 1))
+		}
+	case sc != nil:
+		sv := sc.Float64s()
+		if len(sv) != r {
+			return nil, Badf("%d scales for rank %d", len(sv), r)
+		}
+		for i, s := range sv {
+			if s <= 0 {
+				return nil, Badf("scale %g", s)
+			}
+			scales[i] = s
+			out[i] = int(math.Floor(float64(x.Shape[i]) * s))
+		}
+	default:
+		return nil, Badf("Resize needs scales or sizes")
+	}
+	if _, err := out.CheckedNumElements(1 << 32); err != nil {
+		return nil, Badf("%v", err)
+	}
+	var roi []float64
+	if t := get(1); t != nil {
+		roi = t.Float64s()
+	}
+	cur := x.Float64s()
+	shape := x.Shape.Clone()
+	for ax := 0; ax < r; ax++ {
+		crop := a.CoordinateTransformationMode == "tf_crop_and_resize"
+		if out[ax] == shape[ax] && scales[ax] == 1 && !crop {
+			continue
+		}
+		taps, err := miscTaps(a, shape[ax], out[ax], scales[ax], roi, ax, r)
+		if err != nil {
+			return nil, err
+		}
+		cur, shape = miscApplyAxis(cur, shape, ax, out[ax], taps, float64(a.ExtrapolationValue))
+	}
+	return one(tensor.FromFloat64s(x.DType, shape, cur)), nil
+}
+
+// miscOriginal maps an output coordinate to the input coordinate.
+func miscOriginal(mode string, o, inLen, outLen int, scale float64, roi []float64, ax, r int) (float64, error) {
+	x := float64(o)
+	switch mode {
+	case "half_pixel":
+		return (x+0.5)/scale - 0.5, nil
+	case "pytorch_half_pixel":
+		if outLen > 1 {
+			return (x+0.5)/scale - 0.5, nil
+		}
+		return 0, nil
+	case "align_corners":
+		// the resized length is in*scale before flooring, as ONNX defines it
+		resized := float64(inLen) * scale
+		if resized == 1 {
+			return 0, nil
+		}
+		return x * float64(inLen-1) / (resized - 1), nil
+	case "asymmetric":
+		return x / scale, nil
+	case "tf_half_pixel_for_nn":
+		return (x + 0.5) / scale, nil
+	case "tf_crop_and_resize":
+		if len(roi) != 2*r {
+			return 0, Badf("roi has %d values for rank %d", len(roi), r)
+		}
+		start, end := roi[ax], roi[ax+r]
+		if outLen > 1 {
+			return start*float64(inLen-1) + x*(end-start)*float64(inLen-1)/float64(outLen-1), nil
+		}
+		return 0.5 * (start + end) * float64(inLen-1), nil
+	}
+	return 0, Badf("unknown coordinate_transformation_mode %q", mode)
+}
+
+func miscTaps(a *graph.ResizeAttrs, inLen, outLen int, scale float64, roi []float64, ax, r int) ([][]tap, error) {
+	taps := make([][]tap, outLen)
+	clampIdx := func(i int) int { return max(0, min(i, inLen-1)) }
+	for o := 0; o < outLen; o++ {
+		xo, err := miscOriginal(a.CoordinateTransformationMode, o, inLen, outLen, scale, roi, ax, r)
+		if err != nil {
+			return nil, err
+		}
+		if a.CoordinateTransformationMode == "tf_crop_and_resize" && (xo < 0 || xo > float64(inLen-1)) {
+			taps[o] = []tap{{extrap: true}}
+			continue
+		}
+		switch a.Mode {
+		case "nearest":
+			var i float64
+			switch a.NearestMode {
+			case "round_prefer_floor":
+				if xo-math.Floor(xo) == 0.5 {
+					i = math.Floor(xo)
+				} else {
+					i = math.Round(xo)
+				}
+			case "round_prefer_ceil":
+				if xo-math.Floor(xo) == 0.5 {
+					i = math.Ceil(xo)
+				} else {
+					i = math.Round(xo)
+				}
+			case "floor":
+				i = math.Floor(xo)
+			case "ceil":
+				i = math.Ceil(xo)
+			default:
+				return nil, Badf("unknown nearest_mode %q", a.NearestMode)
+			}
+			taps[o] = []tap{{idx: clampIdx(int(i)), w: 1}}
+		case "linear":
+			xc := max(0, min(xo, float64(inLen-1)))
+			lo := int(math.Floor(xc))
+			hi := min(lo+1, inLen-1)
+			f := xc - float64(lo)
+			taps[o] = []tap{{idx: lo, w: 1 - f}, {idx: hi, w: f}}
+		case "cubic":
+			A := float64(a.CubicCoeffA)
+			base := math.Floor(xo)
+			t := xo - base
+			ws := [4]float64{
+				((A*(t+1)-5*A)*(t+1)+8*A)*(t+1) - 4*A,
+				((A+2)*t-(A+3))*t*t + 1,
+				((A+2)*(1-t)-(A+3))*(1-t)*(1-t) + 1,
+				((A*(2-t)-5*A)*(2-t)+8*A)*(2-t) - 4*A,
+			}
+			var ts []tap
+			sum := 0.0
+			for k := 0; k < 4; k++ {
+				i := int(base) - 1 + k
+				if a.ExcludeOutside != 0 && (i < 0 || i >= inLen) {
+					continue
+				}
+				ts = append(ts, tap{idx: clampIdx(i), w: ws[k]})
+				sum += ws[k]
+			}
+			if a.ExcludeOutside != 0 && sum != 0 {
+				for k := range ts {
+					ts[k].w /= sum
+				}
+			}
+			taps[o] = ts
+		default:
+			return nil, Badf("unknown mode %q", a.Mode)
+		}
+	}
+	return taps, nil
+}
+
+// miscApplyAxis resamples v (of shape) along axis ax to outLen with the given taps.
+func miscApplyAxis(v []float64, shape tensor.Shape, ax, outLen int, taps [][]tap, extrap float64) ([]float64, tensor.Shape) {
+	outer, inLen, inner := shape[:ax].NumElements(), shape[ax], shape[ax+1:].NumElements()
+	res := make([]float64, outer*outLen*inner)
+	for o := 0; o < outer; o++ {
+		for k := 0; k < outLen; k++ {
+			for i := 0; i < inner; i++ {
+				s := 0.0
+				for _, t := range taps[k] {
+					if t.extrap {
+						s = extrap
+						break
+					}
+					s += t.w * v[(o*inLen+t.idx)*inner+i]
+				}
+				res[(o*outLen+k)*inner+i] = s
+			}
+		}
+	}
+	ns := shape.Clone()
+	ns[ax] = outLen
+	return res, ns
 }

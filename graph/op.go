@@ -119,6 +119,7 @@ var opTable = buildOpTable(
 	elementwiseOps(),
 	nnOps(),
 	nnxOps(),
+	quantOps(),
 	reduceOps(),
 	rnnOps(),
 	shapeOps(),

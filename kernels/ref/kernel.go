@@ -59,6 +59,7 @@ var kernelTable = buildKernels(
 	elementwiseKernels(),
 	nnKernels(),
 	nnxKernels(),
+	quantKernels(),
 	reduceKernels(),
 	rnnKernels(),
 	shapeKernels(),

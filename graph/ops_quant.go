@@ -1,0 +1,200 @@
+package graph
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Loss ops, quantization ops and Einsum.
+
+// LossAttrs is shared by NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss;
+// IgnoreIndex is AbsentInt when not given.
+type LossAttrs struct {
+	IgnoreIndex int64  `attr:"ignore_index" default:"-9223372036854775808"`
+	Reduction   string `attr:"reduction" default:"mean"`
+}
+
+// QuantAttrs is shared by QuantizeLinear and DequantizeLinear.
+type QuantAttrs struct {
+	Axis int64 `attr:"axis" default:"1"`
+}
+
+// EinsumAttrs as in ONNX.
+type EinsumAttrs struct {
+	Equation string `attr:"equation" required:"true"`
+}
+
+func quantOps() []OpInfo {
+	loss := reflect.TypeFor[LossAttrs]()
+	quant := reflect.TypeFor[QuantAttrs]()
+	return []OpInfo{
+		{Op: OpNegativeLogLikelihoodLoss, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: loss, Pattern: Opaque, Infer: inferLoss},
+		{Op: OpSoftmaxCrossEntropyLoss, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 2, Attrs: loss, Pattern: Opaque, Infer: inferLoss},
+		{Op: OpQuantizeLinear, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: quant, Pattern: ElemWise, Infer: inferQuantize},
+		{Op: OpDequantizeLinear, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: quant, Pattern: ElemWise, Infer: inferDequantize},
+		{Op: OpDynamicQuantizeLinear, MinIn: 1, MaxIn: 1, MinOut: 3, MaxOut: 3, Pattern: Opaque, Infer: inferDynamicQuantize},
+		{Op: OpQLinearMatMul, MinIn: 8, MaxIn: 8, MinOut: 1, MaxOut: 1, Pattern: OutEWiseFusable, Infer: inferQLinearMatMul},
+		{Op: OpQLinearConv, MinIn: 8, MaxIn: 9, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[ConvAttrs](), Pattern: OutEWiseFusable, Infer: inferQLinearConv},
+		{Op: OpEinsum, MinIn: 1, MaxIn: -1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[EinsumAttrs](), Pattern: Opaque, Infer: inferEinsum},
+	}
+}
+
+func inferLoss(_ *InferCtx, n *Node) ([]Type, error) {
+	x, ok, err := ranked(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := []Type{TensorType(x.DType), x}
+	out[1].Known = nil
+	if n.Attrs.(*LossAttrs).Reduction == "none" {
+		if !ok || len(x.Shape) < 2 {
+			out[0] = unknownRank(x.DType)[0]
+		} else {
+			out[0] = TensorType(x.DType, append([]Dim{x.Shape[0]}, x.Shape[2:]...)...)
+		}
+	}
+	return out, nil
+}
+
+func inferQuantize(_ *InferCtx, n *Node) ([]Type, error) {
+	x, err := TensorIn(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	x.Known, x.DType = nil, tensor.Uint8
+	if zp, ok := InType(n, 2); ok {
+		x.DType = zp.DType
+	}
+	return []Type{x}, nil
+}
+
+func inferDequantize(_ *InferCtx, n *Node) ([]Type, error) {
+	x, err := TensorIn(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	x.Known, x.DType = nil, tensor.Float32
+	return []Type{x}, nil
+}
+
+func inferDynamicQuantize(_ *InferCtx, n *Node) ([]Type, error) {
+	x, err := TensorIn(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	x.Known, x.DType = nil, tensor.Uint8
+	return []Type{x, TensorType(tensor.Float32), TensorType(tensor.Uint8)}, nil
+}
+
+func inferQLinearMatMul(ic *InferCtx, n *Node) ([]Type, error) {
+	zp, err := TensorIn(n, 7)
+	if err != nil {
+		return nil, err
+	}
+	m := &Node{Op: OpMatMul, Name: n.Name, Inputs: []*Value{n.Inputs[0], n.Inputs[3]}}
+	ts, err := inferMatMul(zp.DType)(ic, m)
+	if err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+func inferQLinearConv(ic *InferCtx, n *Node) ([]Type, error) {
+	zp, err := TensorIn(n, 7)
+	if err != nil {
+		return nil, err
+	}
+	c := &Node{Op: OpConv, Name: n.Name, Inputs: []*Value{n.Inputs[0], n.Inputs[3]}, Attrs: n.Attrs}
+	return inferConv(zp.DType)(ic, c)
+}
+
+// EinsumTerms splits an equation into input terms and the output term (explicit, or the
+// implicit one: labels used once, in alphabetical order, after any ellipsis).
+func EinsumTerms(eq string, nIn int) ([]string, string, error) {
+	eq = strings.ReplaceAll(eq, " ", "")
+	lhs, rhs, explicit := strings.Cut(eq, "->")
+	terms := strings.Split(lhs, ",")
+	if len(terms) != nIn {
+		return nil, "", Inferf(&Node{Op: OpEinsum}, "equation %q has %d terms for %d inputs", eq, len(terms), nIn)
+	}
+	if explicit {
+		return terms, rhs, nil
+	}
+	count := map[rune]int{}
+	ellipsis := false
+	for _, t := range terms {
+		if strings.Contains(t, "...") {
+			ellipsis = true
+		}
+		for _, r := range strings.ReplaceAll(t, "...", "") {
+			count[r]++
+		}
+	}
+	var out []rune
+	for r := 'A'; r <= 'z'; r++ {
+		if count[r] == 1 {
+			out = append(out, r)
+		}
+	}
+	prefix := ""
+	if ellipsis {
+		prefix = "..."
+	}
+	return terms, prefix + string(out), nil
+}
+
+func inferEinsum(ic *InferCtx, n *Node) ([]Type, error) {
+	x, err := TensorIn(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	terms, out, err := EinsumTerms(n.Attrs.(*EinsumAttrs).Equation, len(n.Inputs))
+	if err != nil {
+		return nil, err
+	}
+	dims := map[rune]Dim{}
+	var ell []Dim
+	for i, t := range terms {
+		ti, ok, err := ranked(n, i)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return unknownRank(x.DType), nil
+		}
+		labels := strings.ReplaceAll(t, "...", "")
+		nEll := len(ti.Shape) - len(labels)
+		if nEll < 0 || (nEll > 0 && !strings.Contains(t, "...")) {
+			return nil, Inferf(n, "term %q does not fit input %d of rank %d", t, i, len(ti.Shape))
+		}
+		k := 0
+		for j := 0; j < len(t); j++ {
+			if strings.HasPrefix(t[j:], "...") {
+				if len(ell) < nEll {
+					ell = ti.Shape[k : k+nEll]
+				}
+				k += nEll
+				j += 2
+				continue
+			}
+			dims[rune(t[j])] = ti.Shape[k]
+			k++
+		}
+	}
+	var shape []Dim
+	for j := 0; j < len(out); j++ {
+		if strings.HasPrefix(out[j:], "...") {
+			shape = append(shape, ell...)
+			j += 2
+			continue
+		}
+		d, ok := dims[rune(out[j])]
+		if !ok {
+			return nil, Inferf(n, "output label %q not in any input", out[j])
+		}
+		shape = append(shape, d)
+	}
+	return []Type{TensorType(x.DType, shape...)}, nil
+}

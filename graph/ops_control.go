@@ -82,6 +82,14 @@ func controlOps() []OpInfo {
 // mergeTypes generalizes two types that must describe the same value (branches of an If,
 // loop-carried values): equal extents stay, different ones become fresh symbols.
 func mergeTypes(ic *InferCtx, a, b Type) Type {
+	// an optional on one side and its content on the other (a loop-carried optional that
+	// the body fills): the value is the content
+	if a.Kind == KindOptional && b.Kind != KindOptional {
+		return b
+	}
+	if b.Kind == KindOptional && a.Kind != KindOptional {
+		return a
+	}
 	if a.Kind != b.Kind || a.DType != b.DType {
 		return a
 	}

@@ -85,11 +85,11 @@ func elementwiseOps() []OpInfo {
 		OpInfo{Op: OpCast, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[CastAttrs](), Pattern: ElemWise, Infer: inferCast},
 		OpInfo{Op: OpCastLike, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Infer: inferCastLike},
 		OpInfo{Op: OpClip, MinIn: 1, MaxIn: 3, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Infer: SameAs(0)},
-		OpInfo{Op: OpPRelu, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Infer: inferBroadcast(-1)},
+		OpInfo{Op: OpPRelu, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Infer: inferBroadcastAs(tensor.Undefined)},
 		OpInfo{Op: OpWhere, MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Infer: inferWhere},
 	)
 	binary := func(op Op, flags Flags, out tensor.DType, attrs reflect.Type) {
-		inf := inferBroadcast(-1)
+		inf := inferBroadcastAs(tensor.Undefined)
 		if out != tensor.Undefined {
 			inf = inferBroadcastAs(out)
 		}
@@ -123,7 +123,7 @@ func elementwiseOps() []OpInfo {
 		rows = append(rows, OpInfo{Op: a.op, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Flags: a.flags, Infer: inferArith(a.f)})
 	}
 	for _, op := range []Op{OpMax, OpMin, OpMean, OpSum} {
-		rows = append(rows, OpInfo{Op: op, MinIn: 1, MaxIn: -1, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Flags: Commutative, Infer: inferBroadcast(-1)})
+		rows = append(rows, OpInfo{Op: op, MinIn: 1, MaxIn: -1, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Flags: Commutative, Infer: inferBroadcastAs(tensor.Undefined)})
 	}
 	return rows
 }
@@ -213,9 +213,8 @@ func broadcastInputs(n *Node, from int) ([]Dim, bool, error) {
 	return out, true, nil
 }
 
-// inferBroadcast gives the broadcast shape with the dtype of input 0.
-func inferBroadcast(_ int) InferFunc { return inferBroadcastAs(tensor.Undefined) }
-
+// inferBroadcastAs gives the broadcast shape of all inputs with dtype dt (Undefined: the
+// dtype of input 0).
 func inferBroadcastAs(dt tensor.DType) InferFunc {
 	return func(_ *InferCtx, n *Node) ([]Type, error) {
 		t0, err := TensorIn(n, 0)

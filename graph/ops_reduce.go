@@ -71,7 +71,7 @@ func ReduceAxes(rank int, axes []int64, given, noop bool) ([]bool, error) {
 	return red, nil
 }
 
-func inferReduce(_ *InferCtx, n *Node) ([]Type, error) {
+func inferReduce(ic *InferCtx, n *Node) ([]Type, error) {
 	x, ok, err := ranked(n, 0)
 	if err != nil || !ok {
 		return unknownRank(x.DType), err
@@ -82,7 +82,7 @@ func inferReduce(_ *InferCtx, n *Node) ([]Type, error) {
 	if given {
 		if axes, ok = ConstInt64s(n, 1); !ok {
 			if a.KeepDims != 0 {
-				return []Type{TensorType(x.DType, (&InferCtx{}).FreshShape(len(x.Shape))...)}, nil
+				return []Type{TensorType(x.DType, ic.FreshShape(len(x.Shape))...)}, nil
 			}
 			return unknownRank(x.DType), nil
 		}

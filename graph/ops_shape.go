@@ -584,7 +584,7 @@ func inferSqueeze(_ *InferCtx, n *Node) ([]Type, error) {
 	return []Type{t}, nil
 }
 
-func inferUnsqueeze(_ *InferCtx, n *Node) ([]Type, error) {
+func inferUnsqueeze(ic *InferCtx, n *Node) ([]Type, error) {
 	x, ok, err := ranked(n, 0)
 	if err != nil || !ok {
 		return unknownRank(x.DType), err
@@ -592,7 +592,7 @@ func inferUnsqueeze(_ *InferCtx, n *Node) ([]Type, error) {
 	axes, ok := ConstInt64s(n, 1)
 	if !ok {
 		if l, ok := staticLen(n, 1); ok {
-			_ = l
+			return []Type{TensorType(x.DType, ic.FreshShape(len(x.Shape)+l)...)}, nil
 		}
 		return unknownRank(x.DType), nil
 	}

@@ -15,10 +15,10 @@ func elementwiseKernels() map[graph.Op]Kernel {
 	k := map[graph.Op]Kernel{
 		graph.OpIdentity: func(_ *Ctx, _ *graph.Node, in []Value) ([]Value, error) { return []Value{in[0]}, nil },
 		graph.OpCast: T(func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			return []*tensor.Tensor{castTensor(in[0], tensor.DType(attrs[graph.CastAttrs](n).To))}, nil
+			return []*tensor.Tensor{in[0].Cast(tensor.DType(attrs[graph.CastAttrs](n).To))}, nil
 		}),
 		graph.OpCastLike: T(func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			return []*tensor.Tensor{castTensor(in[0], in[1].DType)}, nil
+			return []*tensor.Tensor{in[0].Cast(in[1].DType)}, nil
 		}),
 		graph.OpNot: T(func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			b, ok := in[0].Data.([]bool)
@@ -57,9 +57,6 @@ func elementwiseKernels() map[graph.Op]Kernel {
 	}
 	return k
 }
-
-// castTensor is tensor.Cast with ONNX's float→string spelling of special values.
-func castTensor(t *tensor.Tensor, to tensor.DType) *tensor.Tensor { return t.Cast(to) }
 
 // unaryFloat maps an op to its float function (given the node for attributes). Ops that
 // are also defined on integers list an integer function in unaryInt.

@@ -2,7 +2,6 @@ package ref
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/kilnrt/kiln/graph"
@@ -163,9 +162,6 @@ func (c *Ctx) evalNode(n *graph.Node) (err error) {
 	}()
 	outs, err := k(c, n, in)
 	if err != nil {
-		if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadInput) {
-			return fmt.Errorf("node %v: %w", n, err)
-		}
 		return fmt.Errorf("node %v: %w", n, err)
 	}
 	if len(outs) < len(n.Outputs) {

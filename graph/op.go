@@ -125,6 +125,7 @@ var opTable = buildOpTable(
 	shapeOps(),
 	controlOps(),
 	miscOps(),
+	extraOps(),
 )
 
 func buildOpTable(families ...[]OpInfo) [NumOps]OpInfo {

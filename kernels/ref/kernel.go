@@ -66,6 +66,7 @@ var kernelTable = buildKernels(
 	shapeMoreKernels(),
 	controlKernels(),
 	miscKernels(),
+	extraKernels(),
 )
 
 func buildKernels(families ...map[graph.Op]Kernel) [graph.NumOps]Kernel {

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 
@@ -776,15 +777,22 @@ func inferFlatten(_ *InferCtx, n *Node) ([]Type, error) {
 	if err != nil || !ok {
 		return unknownRank(x.DType), err
 	}
-	axis := n.Attrs.(*FlattenAttrs).Axis
-	r := int64(len(x.Shape))
-	if axis < 0 {
-		axis += r
-	}
-	if axis < 0 || axis > r {
-		return nil, Inferf(n, "axis %d for rank %d", n.Attrs.(*FlattenAttrs).Axis, r)
+	axis, err := FlattenAxis(n.Attrs.(*FlattenAttrs).Axis, len(x.Shape))
+	if err != nil {
+		return nil, Inferf(n, "%v", err)
 	}
 	return []Type{TensorType(x.DType, product(x.Shape[:axis]), product(x.Shape[axis:]))}, nil
+}
+
+// FlattenAxis normalizes Flatten's axis, which may equal the rank.
+func FlattenAxis(axis int64, rank int) (int, error) {
+	if axis < 0 {
+		axis += int64(rank)
+	}
+	if axis < 0 || axis > int64(rank) {
+		return 0, fmt.Errorf("axis %d for rank %d", axis, rank)
+	}
+	return int(axis), nil
 }
 
 func inferSpaceDepth(toSpace bool) InferFunc {

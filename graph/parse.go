@@ -93,35 +93,20 @@ func parseOpsets(s string, into map[string]int64) error {
 	return nil
 }
 
-// splitTop splits s on sep outside quotes and brackets.
+// splitTop splits s on sep outside quotes and brackets ("" gives no parts).
 func splitTop(s string, sep byte) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
 	var out []string
-	depth, start := 0, 0
-	inStr := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inStr:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '[' || c == '(' || c == '{' || c == '<':
-			depth++
-		case c == ']' || c == ')' || c == '}' || c == '>':
-			depth--
-		case c == sep && depth == 0:
-			out = append(out, s[start:i])
-			start = i + 1
+	for {
+		before, after, ok := cutTop(s, string(sep))
+		out = append(out, before)
+		if !ok {
+			return out
 		}
+		s = after
 	}
-	if strings.TrimSpace(s[start:]) != "" || len(out) > 0 {
-		out = append(out, s[start:])
-	}
-	return out
 }
 
 // cutTop finds the first occurrence of sub outside quotes and brackets.

@@ -676,13 +676,9 @@ func sign(x int64) int64 {
 
 func shapeFlatten(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x := in[0]
-	axis := attrs[graph.FlattenAttrs](n).Axis
-	r := int64(len(x.Shape))
-	if axis < 0 {
-		axis += r
-	}
-	if axis < 0 || axis > r {
-		return nil, Badf("axis %d for rank %d", axis, r)
+	axis, err := graph.FlattenAxis(attrs[graph.FlattenAttrs](n).Axis, len(x.Shape))
+	if err != nil {
+		return nil, Badf("%v", err)
 	}
 	out, _ := x.Reshape(tensor.Shape{x.Shape[:axis].NumElements(), x.Shape[axis:].NumElements()})
 	return one(out), nil

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -19,13 +20,12 @@ type InferCtx struct {
 // Fresh returns a new symbolic extent. With no module (tests), a local counter is used.
 func (ic *InferCtx) Fresh() Dim {
 	if ic == nil || ic.M == nil {
-		localFresh++
-		return Sym(fmt.Sprintf("_t%d", localFresh))
+		return Sym(fmt.Sprintf("_t%d", localFresh.Add(1)))
 	}
 	return ic.M.FreshSymbol()
 }
 
-var localFresh int
+var localFresh atomic.Int64
 
 // Inferf builds an inference error that names the node.
 func Inferf(n *Node, format string, args ...any) error {

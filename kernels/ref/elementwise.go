@@ -475,24 +475,34 @@ func elemClip(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	if x.DType.IsInt() {
+		lov, hiv := int64(math.MinInt64), int64(math.MaxInt64)
+		if lo != nil {
+			lov = lo.Int64s()[0]
+		}
+		if hi != nil {
+			hiv = hi.Int64s()[0]
+		}
 		v := x.Int64s()
 		for i := range v {
-			if lo != nil {
-				v[i] = max(v[i], lo.Int64s()[0])
-			}
-			if hi != nil {
-				v[i] = min(v[i], hi.Int64s()[0])
-			}
+			v[i] = min(max(v[i], lov), hiv)
 		}
 		return []*tensor.Tensor{tensor.FromInt64s(x.DType, x.Shape, v)}, nil
 	}
+	lov, hiv := math.Inf(-1), math.Inf(1)
+	if lo != nil {
+		lov = lo.Float64s()[0]
+	}
+	if hi != nil {
+		hiv = hi.Float64s()[0]
+	}
 	v := x.Float64s()
 	for i := range v {
-		if lo != nil && v[i] < lo.Float64s()[0] {
-			v[i] = lo.Float64s()[0]
+		// comparisons keep NaN as it is
+		if v[i] < lov {
+			v[i] = lov
 		}
-		if hi != nil && v[i] > hi.Float64s()[0] {
-			v[i] = hi.Float64s()[0]
+		if v[i] > hiv {
+			v[i] = hiv
 		}
 	}
 	return []*tensor.Tensor{tensor.FromFloat64s(x.DType, x.Shape, v)}, nil

@@ -1,0 +1,65 @@
+package cpu
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/devices/devicetest"
+)
+
+// fixtureSource is the device-conformance fixture (see devicetest.FixtureKernel), not an
+// operator kernel: operator kernels only ever come from the code generator.
+const fixtureSource = `
+#include <stdint.h>
+int32_t kiln_test_axpy(void *const *bufs, const int64_t *dims, void *ctx) {
+	const float *in = (const float *)bufs[0];
+	float *out = (float *)bufs[1];
+	for (int64_t i = 0; i < dims[0]; i++) out[i] = 2.0f * in[i] + 1.0f;
+	return (int32_t)dims[1];
+}
+`
+
+func openOrSkip(t *testing.T) *Device {
+	t.Helper()
+	d, err := Open(Options{})
+	if errors.Is(err, devices.ErrUnavailable) {
+		t.Skipf("no C compiler: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestConformance(t *testing.T) {
+	d := openOrSkip(t)
+	defer d.Close()
+	bin, err := d.Compiler().Build(context.Background(), fixtureSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devicetest.RunAll(t, d, devicetest.Fixture{Binary: bin})
+}
+
+func TestBuildErrorCarriesCompilerMessage(t *testing.T) {
+	d := openOrSkip(t)
+	_, err := d.Compiler().Build(context.Background(), "int broken( {")
+	if !errors.Is(err, devices.ErrBuild) || !strings.Contains(err.Error(), "error") {
+		t.Errorf("got %v, want ErrBuild with the compiler's message", err)
+	}
+}
+
+func TestMissingCompiler(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CC", "")
+	if _, err := Open(Options{}); !errors.Is(err, devices.ErrUnavailable) || !strings.Contains(err.Error(), "apt-get install gcc") {
+		t.Errorf("got %v, want ErrUnavailable with an install hint", err)
+	}
+	d, err := Open(Options{NoCompiler: true})
+	if err != nil || d.Compiler() != nil {
+		t.Errorf("NoCompiler open: %v", err)
+	}
+}

@@ -1,0 +1,266 @@
+package cpu
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/target"
+)
+
+// Device is the host CPU.
+type Device struct {
+	cc   *Compiler // nil: can load and run prebuilt binaries, cannot build
+	info devices.Info
+
+	mu    sync.Mutex
+	alive map[*buffer]bool
+}
+
+// Options configure the device.
+type Options struct {
+	// NoCompiler opens the device for running prebuilt binaries only.
+	NoCompiler bool
+}
+
+// Open opens the CPU device, finding a C compiler unless opts.NoCompiler.
+func Open(opts Options) (*Device, error) {
+	d := &Device{alive: map[*buffer]bool{}}
+	fp := target.Host().Fingerprint()
+	if !opts.NoCompiler {
+		cc, err := FindCompiler()
+		if err != nil {
+			return nil, err
+		}
+		d.cc = cc
+		fp += "/" + cc.Version
+	}
+	d.info = devices.Info{Kind: "cpu", Name: cpuModel(), Fingerprint: fp}
+	return d, nil
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "cpu"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "cpu"
+}
+
+// Compiler returns the C compiler, or nil when opened without one.
+func (d *Device) Compiler() *Compiler { return d.cc }
+
+// Info implements devices.Device.
+func (d *Device) Info() devices.Info { return d.info }
+
+// buffer is anonymous mmap'ed memory: it never moves and the GC never scans it.
+type buffer struct {
+	mem  []byte
+	size int64
+}
+
+func (b *buffer) Size() int64 { return b.size }
+
+// Bytes exposes the buffer's memory (valid until Free).
+func (b *buffer) Bytes() []byte { return b.mem[:b.size] }
+
+// Alloc implements devices.Device; memory is zeroed and page aligned.
+func (d *Device) Alloc(n int64) (devices.Buffer, error) {
+	if n < 0 || n > 1<<40 {
+		return nil, fmt.Errorf("%w: cannot allocate %d bytes", devices.ErrBadBuffer, n)
+	}
+	mem, err := syscall.Mmap(-1, 0, int(max(n, 1)), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mmap %d bytes: %v", devices.ErrBadBuffer, n, err)
+	}
+	b := &buffer{mem: mem, size: n}
+	d.mu.Lock()
+	d.alive[b] = true
+	d.mu.Unlock()
+	return b, nil
+}
+
+func (d *Device) own(b devices.Buffer) (*buffer, error) {
+	cb, ok := b.(*buffer)
+	if !ok {
+		return nil, fmt.Errorf("%w: buffer of another device (%T)", devices.ErrBadBuffer, b)
+	}
+	d.mu.Lock()
+	live := d.alive[cb]
+	d.mu.Unlock()
+	if !live {
+		return nil, fmt.Errorf("%w: buffer was freed", devices.ErrBadBuffer)
+	}
+	return cb, nil
+}
+
+// Free implements devices.Device.
+func (d *Device) Free(b devices.Buffer) error {
+	cb, err := d.own(b)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	delete(d.alive, cb)
+	d.mu.Unlock()
+	return syscall.Munmap(cb.mem)
+}
+
+// CopyIn implements devices.Device.
+func (d *Device) CopyIn(dst devices.Buffer, src []byte) error {
+	b, err := d.own(dst)
+	if err != nil {
+		return err
+	}
+	if int64(len(src)) > b.size {
+		return fmt.Errorf("%w: copying %d bytes into a %d-byte buffer", devices.ErrBadBuffer, len(src), b.size)
+	}
+	copy(b.mem, src)
+	return nil
+}
+
+// CopyOut implements devices.Device.
+func (d *Device) CopyOut(dst []byte, src devices.Buffer) error {
+	b, err := d.own(src)
+	if err != nil {
+		return err
+	}
+	if int64(len(dst)) > b.size {
+		return fmt.Errorf("%w: copying %d bytes out of a %d-byte buffer", devices.ErrBadBuffer, len(dst), b.size)
+	}
+	copy(dst, b.mem[:len(dst)])
+	return nil
+}
+
+// Copy implements devices.Device.
+func (d *Device) Copy(dst, src devices.Buffer) error {
+	s, err := d.own(src)
+	if err != nil {
+		return err
+	}
+	return d.CopyIn(dst, s.mem[:s.size])
+}
+
+// module is a dlopen'ed shared object.
+type module struct {
+	handle uintptr
+	closed bool
+	mu     sync.Mutex
+}
+
+type kernel struct {
+	name string
+	fn   func(bufs, dims, ctx unsafe.Pointer) int32
+	mod  *module
+}
+
+func (k *kernel) Name() string { return k.name }
+
+// Load implements devices.Device: the shared object is written to a private temporary
+// file, dlopen'ed, and the file removed.
+func (d *Device) Load(binary []byte) (devices.Module, error) {
+	f, err := os.CreateTemp("", "kiln-*.so")
+	if err != nil {
+		return nil, err
+	}
+	path := f.Name()
+	defer os.Remove(path)
+	if _, err := f.Write(binary); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	h, err := purego.Dlopen(filepath.Clean(path), purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", devices.ErrLoad, err)
+	}
+	return &module{handle: h}, nil
+}
+
+// Kernel implements devices.Module.
+func (m *module) Kernel(name string) (devices.Kernel, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("%w: module is closed", devices.ErrLoad)
+	}
+	sym, err := purego.Dlsym(m.handle, name)
+	if err != nil || sym == 0 {
+		return nil, fmt.Errorf("%w: no kernel %q: %v", devices.ErrLoad, name, err)
+	}
+	k := &kernel{name: name, mod: m}
+	purego.RegisterFunc(&k.fn, sym)
+	return k, nil
+}
+
+// Close implements devices.Module.
+func (m *module) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	return purego.Dlclose(m.handle)
+}
+
+// Launch implements devices.Device: one foreign call with the buffer pointer array, the
+// dims array and a (for now empty) context.
+func (d *Device) Launch(k devices.Kernel, _ devices.Geometry, bufs []devices.Buffer, dims []int64) error {
+	kk, ok := k.(*kernel)
+	if !ok {
+		return fmt.Errorf("%w: kernel of another device (%T)", devices.ErrLaunch, k)
+	}
+	kk.mod.mu.Lock()
+	closed := kk.mod.closed
+	kk.mod.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%w: kernel %q of a closed module", devices.ErrLaunch, kk.name)
+	}
+	ptrs := make([]unsafe.Pointer, len(bufs)+1)
+	for i, b := range bufs {
+		cb, err := d.own(b)
+		if err != nil {
+			return fmt.Errorf("kernel %q argument %d: %w", kk.name, i, err)
+		}
+		ptrs[i] = unsafe.Pointer(&cb.mem[0])
+	}
+	dimArr := append(append([]int64{}, dims...), 0)
+	if rc := kk.fn(unsafe.Pointer(&ptrs[0]), unsafe.Pointer(&dimArr[0]), nil); rc != 0 {
+		return fmt.Errorf("%w: kernel %q returned %d", devices.ErrLaunch, kk.name, rc)
+	}
+	return nil
+}
+
+// Sync implements devices.Device; CPU launches are synchronous.
+func (d *Device) Sync() error { return nil }
+
+// Close frees every live buffer.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for b := range d.alive {
+		_ = syscall.Munmap(b.mem)
+		delete(d.alive, b)
+	}
+	return nil
+}
+
+var _ devices.Device = (*Device)(nil)

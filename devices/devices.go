@@ -1,0 +1,74 @@
+package devices
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrUnavailable: the device (or its native library, or its toolchain) is absent.
+	ErrUnavailable = errors.New("device unavailable")
+	// ErrBuild: a kernel source did not compile; the error carries the compiler's message.
+	ErrBuild = errors.New("kernel build failed")
+	// ErrBadBuffer: a buffer that is freed, foreign to the device, or too small.
+	ErrBadBuffer = errors.New("invalid buffer")
+	// ErrLoad: a device binary could not be loaded, or lacks a requested kernel.
+	ErrLoad = errors.New("cannot load device binary")
+	// ErrLaunch: a kernel returned an error code or could not be launched.
+	ErrLaunch = errors.New("kernel launch failed")
+)
+
+// Info describes a device for logs, cache keys and `kiln inspect`.
+type Info struct {
+	Kind string // "cpu", "cuda", "opencl"
+	Name string // e.g. the CPU model name
+	// Fingerprint identifies everything that makes a device binary valid here (ISA
+	// features, toolchain version); binaries built under another fingerprint are rebuilt.
+	Fingerprint string
+}
+
+// Buffer is device memory.
+type Buffer interface {
+	Size() int64
+}
+
+// Module is a loaded device binary.
+type Module interface {
+	// Kernel looks up an entry point by name.
+	Kernel(name string) (Kernel, error)
+	// Close unloads the module; its kernels must not be launched afterwards.
+	Close() error
+}
+
+// Kernel is an entry point of a loaded module.
+type Kernel interface {
+	Name() string
+}
+
+// Geometry is the launch grid for GPU kernels; CPU kernels ignore it (they parallelize
+// inside, through the context's thread pool).
+type Geometry struct {
+	Grid, Block [3]int
+}
+
+// Device is one piece of hardware.
+type Device interface {
+	Info() Info
+	Alloc(bytes int64) (Buffer, error)
+	Free(b Buffer) error
+	CopyIn(dst Buffer, src []byte) error
+	CopyOut(dst []byte, src Buffer) error
+	Copy(dst, src Buffer) error
+	// Load loads a device binary (a shared object on the CPU, PTX/cubin on CUDA).
+	Load(binary []byte) (Module, error)
+	// Launch runs a kernel on buffers (inputs then outputs) and runtime dims.
+	Launch(k Kernel, g Geometry, bufs []Buffer, dims []int64) error
+	// Sync waits for all launched work.
+	Sync() error
+	Close() error
+}
+
+// Unavailablef builds an ErrUnavailable error with its reason.
+func Unavailablef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnavailable, fmt.Sprintf(format, args...))
+}

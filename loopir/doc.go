@@ -1,0 +1,15 @@
+// Package loopir is the loop-level IR of the tensor compiler: a PrimFunc is a loop nest
+// over Buffers, made of For loops, Blocks (one per computation, with spatial and
+// reduction iterators bound to loop expressions, read/write regions and an optional init
+// statement), Stores, IfThenElse and Allocate. Expressions are immutable trees over Vars,
+// immediates, arithmetic, comparisons, Select, Cast, intrinsic Calls and buffer Loads.
+//
+// Symbolic extents are Vars listed in PrimFunc.Dims: at run time their values arrive in
+// the kernel's dims array, in that order, so one kernel serves many shapes.
+//
+// Invariants (Verify): every Var used is bound (a loop var, a block iterator, or a dim);
+// every buffer accessed is a parameter or allocated in scope; index counts match buffer
+// ranks. The package knows no devices and no languages: codegen prints it.
+//
+// References: TVM TensorIR (blocks, iterator bindings, schedules as transformations).
+package loopir

@@ -1,0 +1,111 @@
+package loopir
+
+import "github.com/kilnrt/kiln/tensor"
+
+// Buffer is a multi-dimensional array: a function parameter or a local allocation.
+type Buffer struct {
+	Name  string
+	DT    tensor.DType
+	Shape []Expr
+	Scope string // "global" (parameters), "local" (per-thread), "shared" (GPU)
+	// Producer is an opaque back-reference set by the front end that created the buffer
+	// (te records its Tensor); loopir never looks at it.
+	Producer any
+}
+
+// Stmt is a statement node.
+type Stmt interface{ stmtNode() }
+
+// ForKind says how a loop runs.
+type ForKind uint8
+
+const (
+	Serial ForKind = iota
+	Parallel
+	Vectorized
+	Unrolled
+)
+
+var forKindNames = [...]string{"serial", "parallel", "vectorized", "unrolled"}
+
+func (k ForKind) String() string { return forKindNames[k] }
+
+// For iterates Var over [Min, Min+Extent).
+type For struct {
+	Var         *Var
+	Min, Extent Expr
+	Kind        ForKind
+	Body        Stmt
+}
+
+// IterKind distinguishes a block's spatial and reduction iterators.
+type IterKind uint8
+
+const (
+	Spatial IterKind = iota
+	Reduction
+)
+
+// IterVar is a block iterator with its domain [0, Extent).
+type IterVar struct {
+	Var    *Var
+	Extent Expr
+	Kind   IterKind
+}
+
+// Region is the part of a buffer a block reads or writes: one [Min, Min+Extent) per axis.
+type Region struct {
+	Buf    *Buffer
+	Ranges [][2]Expr // {min, extent}
+}
+
+// Block is one computation: its iterators are bound to expressions of the enclosing loop
+// variables (Bindings, one per iterator). Init, when present, runs when every reduction
+// iterator is at its first value; Body runs for every binding.
+type Block struct {
+	Name     string
+	Iters    []IterVar
+	Bindings []Expr
+	Reads    []Region
+	Writes   []Region
+	Init     Stmt
+	Body     Stmt
+}
+
+// Store writes Value at a multi-dimensional index.
+type Store struct {
+	Buf   *Buffer
+	Index []Expr
+	Value Expr
+}
+
+// Seq runs statements in order.
+type Seq []Stmt
+
+// IfThenElse runs Then when Cond holds, else Else (which may be nil).
+type IfThenElse struct {
+	Cond       Expr
+	Then, Else Stmt
+}
+
+// Allocate introduces a local buffer for the duration of Body.
+type Allocate struct {
+	Buf  *Buffer
+	Body Stmt
+}
+
+func (*For) stmtNode()        {}
+func (*Block) stmtNode()      {}
+func (*Store) stmtNode()      {}
+func (Seq) stmtNode()         {}
+func (*IfThenElse) stmtNode() {}
+func (*Allocate) stmtNode()   {}
+
+// PrimFunc is one kernel: buffer parameters (inputs, then outputs), symbolic dims whose
+// values arrive at run time in this order, and a body.
+type PrimFunc struct {
+	Name   string
+	Params []*Buffer
+	Dims   []*Var
+	Body   Stmt
+}

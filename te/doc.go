@@ -1,0 +1,11 @@
+// Package te declares tensor computations as index expressions, as in TVM's tensor
+// expression language: a Placeholder is an input; Compute defines each output element as
+// an expression of its indices over other tensors' elements; reductions (Sum, Max, Min,
+// Prod) range over reduction axes. Lower turns a set of outputs into a loopir.PrimFunc: a
+// naive loop nest with one Block per computation, which schedules then transform.
+//
+// Extents may be symbolic (Dim vars); they become the kernel's runtime dims.
+//
+// Invariants: a Reduce appears only at the top of a compute body; every tensor read in a
+// body is an input placeholder or another compute reachable from the outputs.
+package te

@@ -1,0 +1,11 @@
+// Package codegen prints lowered loopir as source code: one emitter, one Dialect per
+// language. The C dialect comes first: header-free C (compiler builtins instead of
+// <math.h>, typedefs instead of <stdint.h>), because parsing system headers costs more
+// than compiling a kernel. Every kernel follows the calling convention of package
+// devices: int kernel(void *const *bufs, const long long *dims, void *ctx), buffers in
+// parameter order and symbolic dims in PrimFunc.Dims order, returning 0 or an error code.
+//
+// Invariants: identifiers are sanitized and unique within a kernel; output is
+// deterministic (golden-file tests compare it byte for byte); a construct the dialect
+// cannot express is an error naming the kernel, never silently dropped code.
+package codegen

@@ -1,0 +1,12 @@
+// Package passes holds the target-aware lowering passes that run on a scheduled PrimFunc
+// before code generation, as a table (Pipeline) of named passes:
+//
+//   - LowerBlocks replaces each Block by its body with the iterators substituted by their
+//     bindings; a reduction's init runs under the condition that every reduction
+//     iterator is at its first value.
+//   - Flatten turns multi-dimensional buffer indices into row-major linear indices.
+//
+// Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
+// and leaves its input untouched. A pass that meets a construct it cannot handle panics
+// with "BUG:" (the compile driver turns that into an error naming the pass).
+package passes

@@ -1,0 +1,121 @@
+package passes
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/loopir"
+)
+
+// Pass transforms a PrimFunc.
+type Pass struct {
+	Name string
+	Run  func(*loopir.PrimFunc) *loopir.PrimFunc
+}
+
+// Pipeline is an ordered list of passes.
+type Pipeline []Pass
+
+// CPUPipeline is the lowering pipeline for the C dialect.
+func CPUPipeline() Pipeline {
+	return Pipeline{
+		{Name: "lower-blocks", Run: LowerBlocks},
+		{Name: "flatten", Run: Flatten},
+	}
+}
+
+// Run applies every pass in order; a panicking pass becomes an error naming it.
+func (p Pipeline) Run(f *loopir.PrimFunc) (out *loopir.PrimFunc, err error) {
+	cur := f
+	for _, pass := range p {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("pass %s on %s: %v", pass.Name, f.Name, r)
+				}
+			}()
+			cur = pass.Run(cur)
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return cur, nil
+}
+
+// LowerBlocks turns blocks into plain statements.
+func LowerBlocks(f *loopir.PrimFunc) *loopir.PrimFunc {
+	body := loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+		b, ok := s.(*loopir.Block)
+		if !ok {
+			return nil
+		}
+		m := map[*loopir.Var]loopir.Expr{}
+		var first loopir.Expr
+		for i, it := range b.Iters {
+			m[it.Var] = b.Bindings[i]
+			if it.Kind == loopir.Reduction {
+				c := loopir.Bin(loopir.EQ, b.Bindings[i], loopir.Int(0))
+				if first == nil {
+					first = c
+				} else {
+					first = loopir.Bin(loopir.And, first, c)
+				}
+			}
+		}
+		sub := func(st loopir.Stmt) loopir.Stmt {
+			return loopir.MapStmt(st, func(e loopir.Expr) loopir.Expr {
+				if v, ok := e.(*loopir.Var); ok {
+					if r, ok := m[v]; ok {
+						return r
+					}
+				}
+				return e
+			}, nil)
+		}
+		body := sub(b.Body)
+		if b.Init == nil {
+			return body
+		}
+		init := sub(b.Init)
+		if first == nil {
+			return loopir.Seq{init, body}
+		}
+		return loopir.Seq{&loopir.IfThenElse{Cond: first, Then: init}, body}
+	})
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+}
+
+// Flatten rewrites every Load/Store index to one row-major linear index.
+func Flatten(f *loopir.PrimFunc) *loopir.PrimFunc {
+	flat := func(b *loopir.Buffer, idx []loopir.Expr) []loopir.Expr {
+		if len(idx) != len(b.Shape) && len(idx) == 1 {
+			return idx // flattened already
+		}
+		if len(idx) != len(b.Shape) {
+			panic(fmt.Sprintf("BUG: %s has rank %d, indexed with %d indices", b.Name, len(b.Shape), len(idx)))
+		}
+		var lin loopir.Expr = loopir.Int(0)
+		for k, i := range idx {
+			lin = loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, lin, b.Shape[k]), i)
+		}
+		return []loopir.Expr{lin}
+	}
+	fe := func(e loopir.Expr) loopir.Expr {
+		if l, ok := e.(*loopir.Load); ok && needsFlat(l.Buf, l.Index) {
+			return &loopir.Load{Buf: l.Buf, Index: flat(l.Buf, l.Index)}
+		}
+		return e
+	}
+	body := loopir.MapStmt(f.Body, fe, func(s loopir.Stmt) loopir.Stmt {
+		if st, ok := s.(*loopir.Store); ok && needsFlat(st.Buf, st.Index) {
+			return &loopir.Store{Buf: st.Buf, Index: flat(st.Buf, st.Index), Value: st.Value}
+		}
+		return nil
+	})
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+}
+
+// needsFlat reports a multi-dimensional (or scalar) access; rank-1 accesses are already flat.
+func needsFlat(b *loopir.Buffer, idx []loopir.Expr) bool {
+	return len(idx) != 1 || len(b.Shape) != 1
+}

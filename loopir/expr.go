@@ -132,14 +132,14 @@ func (b *Binary) DType() tensor.DType {
 	}
 	return b.A.DType()
 }
-func (*Not) DType() tensor.DType         { return tensor.Bool }
-func (s *Select) DType() tensor.DType    { return s.T.DType() }
-func (c *Cast) DType() tensor.DType      { return c.To }
-func (c *Call) DType() tensor.DType      { return c.Args[0].DType() }
-func (l *Load) DType() tensor.DType      { return l.Buf.DT }
-func (v *Var) String() string            { return v.Name }
-func (c *IntImm) String() string         { return fmt.Sprint(c.V) }
-func (c *FloatImm) String() string       { return fmt.Sprint(c.V) }
+func (*Not) DType() tensor.DType      { return tensor.Bool }
+func (s *Select) DType() tensor.DType { return s.T.DType() }
+func (c *Cast) DType() tensor.DType   { return c.To }
+func (c *Call) DType() tensor.DType   { return c.Args[0].DType() }
+func (l *Load) DType() tensor.DType   { return l.Buf.DT }
+func (v *Var) String() string         { return v.Name }
+func (c *IntImm) String() string      { return fmt.Sprint(c.V) }
+func (c *FloatImm) String() string    { return fmt.Sprint(c.V) }
 
 // Int makes an int64 immediate (index arithmetic is int64).
 func Int(v int64) *IntImm { return &IntImm{V: v, DT: tensor.Int64} }

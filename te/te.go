@@ -88,15 +88,15 @@ func Prod(src loopir.Expr, axes ...loopir.IterVar) loopir.Expr {
 }
 
 // Math helpers build intrinsic calls and arithmetic.
-func Exp(x loopir.Expr) loopir.Expr  { return &loopir.Call{Fn: loopir.Exp, Args: []loopir.Expr{x}} }
-func Log(x loopir.Expr) loopir.Expr  { return &loopir.Call{Fn: loopir.Log, Args: []loopir.Expr{x}} }
-func Tanh(x loopir.Expr) loopir.Expr { return &loopir.Call{Fn: loopir.Tanh, Args: []loopir.Expr{x}} }
-func Sqrt(x loopir.Expr) loopir.Expr { return &loopir.Call{Fn: loopir.Sqrt, Args: []loopir.Expr{x}} }
-func Erf(x loopir.Expr) loopir.Expr  { return &loopir.Call{Fn: loopir.Erf, Args: []loopir.Expr{x}} }
-func Add(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Add, a, b) }
-func Sub(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, a, b) }
-func Mul(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Mul, a, b) }
-func Div(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Div, a, b) }
+func Exp(x loopir.Expr) loopir.Expr      { return &loopir.Call{Fn: loopir.Exp, Args: []loopir.Expr{x}} }
+func Log(x loopir.Expr) loopir.Expr      { return &loopir.Call{Fn: loopir.Log, Args: []loopir.Expr{x}} }
+func Tanh(x loopir.Expr) loopir.Expr     { return &loopir.Call{Fn: loopir.Tanh, Args: []loopir.Expr{x}} }
+func Sqrt(x loopir.Expr) loopir.Expr     { return &loopir.Call{Fn: loopir.Sqrt, Args: []loopir.Expr{x}} }
+func Erf(x loopir.Expr) loopir.Expr      { return &loopir.Call{Fn: loopir.Erf, Args: []loopir.Expr{x}} }
+func Add(a, b loopir.Expr) loopir.Expr   { return loopir.Bin(loopir.Add, a, b) }
+func Sub(a, b loopir.Expr) loopir.Expr   { return loopir.Bin(loopir.Sub, a, b) }
+func Mul(a, b loopir.Expr) loopir.Expr   { return loopir.Bin(loopir.Mul, a, b) }
+func Div(a, b loopir.Expr) loopir.Expr   { return loopir.Bin(loopir.Div, a, b) }
 func MaxOf(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Max, a, b) }
 
 // Select chooses t where cond holds, else f.

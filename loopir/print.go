@@ -60,6 +60,9 @@ func printStmt(b *strings.Builder, s Stmt, depth int) {
 			}
 			fmt.Fprintf(b, "%s  %s %s[%s] = %s\n", pad, kind, it.Var.Name, ExprString(it.Extent), ExprString(s.Bindings[i]))
 		}
+		if s.Predicate != nil {
+			fmt.Fprintf(b, "%s  where %s\n", pad, ExprString(s.Predicate))
+		}
 		for _, r := range s.Reads {
 			fmt.Fprintf(b, "%s  reads %s\n", pad, regionString(r))
 		}

@@ -61,11 +61,14 @@ type Region struct {
 
 // Block is one computation: its iterators are bound to expressions of the enclosing loop
 // variables (Bindings, one per iterator). Init, when present, runs when every reduction
-// iterator is at its first value; Body runs for every binding.
+// iterator is at its first value; Body runs for every binding. Predicate, when non-nil,
+// must hold for the block to run at all (splits that do not divide an extent add one, so
+// loop nests stay perfect).
 type Block struct {
-	Name     string
-	Iters    []IterVar
-	Bindings []Expr
+	Name      string
+	Iters     []IterVar
+	Bindings  []Expr
+	Predicate Expr
 	Reads    []Region
 	Writes   []Region
 	Init     Stmt

@@ -67,6 +67,9 @@ func MapStmt(s Stmt, fe func(Expr) Expr, fs func(Stmt) Stmt) Stmt {
 	case *Block:
 		nb := *x
 		nb.Bindings = mapExprs(x.Bindings, fe)
+		if x.Predicate != nil {
+			nb.Predicate = MapExpr(x.Predicate, fe)
+		}
 		nb.Init = MapStmt(x.Init, fe, fs)
 		nb.Body = MapStmt(x.Body, fe, fs)
 		out = &nb

@@ -72,15 +72,19 @@ func LowerBlocks(f *loopir.PrimFunc) *loopir.PrimFunc {
 				return e
 			}, nil)
 		}
-		body := sub(b.Body)
-		if b.Init == nil {
-			return body
+		var out loopir.Stmt = sub(b.Body)
+		if b.Init != nil {
+			init := sub(b.Init)
+			if first == nil {
+				out = loopir.Seq{init, out}
+			} else {
+				out = loopir.Seq{&loopir.IfThenElse{Cond: first, Then: init}, out}
+			}
 		}
-		init := sub(b.Init)
-		if first == nil {
-			return loopir.Seq{init, body}
+		if b.Predicate != nil {
+			out = &loopir.IfThenElse{Cond: loopir.Substitute(b.Predicate, m), Then: out}
 		}
-		return loopir.Seq{&loopir.IfThenElse{Cond: first, Then: init}, body}
+		return out
 	})
 	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
 }

@@ -1,0 +1,240 @@
+package schedule
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kilnrt/kiln/codegen"
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/loopir/passes"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// matmul lowers C[m, n] = sum_k A[m, k] * B[k, n] with symbolic m, n and k = 64.
+func matmul(t *testing.T) *loopir.PrimFunc {
+	t.Helper()
+	m, n, k := te.Dim("m"), te.Dim("n"), loopir.Int(64)
+	a := te.Placeholder("A", tensor.Float32, m, k)
+	b := te.Placeholder("B", tensor.Float32, k, n)
+	r := te.RAxis("k", k)
+	c := te.Compute("C", []loopir.Expr{m, n}, func(i []loopir.Expr) loopir.Expr {
+		return te.Sum(te.Mul(a.At(i[0], r.Var), b.At(r.Var, i[1])), r)
+	})
+	f, err := te.Lower("matmul", []*te.Tensor{a, b}, []*te.Tensor{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// tile applies a small register-tiling schedule: split n by 8, k by 4, reorder so the
+// n-tile is innermost, vectorize it, unroll the k-tile.
+func tile(t *testing.T, s *Schedule) {
+	t.Helper()
+	b, err := s.GetBlock("C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loops, err := s.GetLoops(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Split(loops[1], []int64{-1, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.Split(loops[2], []int64{-1, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reorder(loops[0], j[0], k[0], k[1], j[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Vectorize(j[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unroll(k[1]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n%s", path, got)
+	}
+}
+
+func emit(t *testing.T, f *loopir.PrimFunc) string {
+	t.Helper()
+	g, err := passes.CPUPipeline().Run(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := codegen.EmitC(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src.Code
+}
+
+func TestTileBeforeAfter(t *testing.T) {
+	f := matmul(t)
+	before := loopir.Print(f)
+	s := New(f)
+	tile(t, s)
+	golden(t, "matmul_tiled.loopir", loopir.Print(s.Func()))
+	golden(t, "matmul_tiled.trace", s.Trace().String())
+	if loopir.Print(f) != before {
+		t.Error("scheduling modified the original function")
+	}
+}
+
+func TestTraceReplayGivesIdenticalC(t *testing.T) {
+	s := New(matmul(t))
+	tile(t, s)
+	text := s.Trace().String()
+	parsed, err := ParseTrace(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parsed.String() != text {
+		t.Fatalf("trace does not round-trip:\n%s\nvs\n%s", text, parsed.String())
+	}
+	replayed, err := parsed.Replay(matmul(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := emit(t, s.Func()), emit(t, replayed.Func()); a != b {
+		t.Errorf("replayed schedule gives different C:\n%s\nvs\n%s", a, b)
+	}
+}
+
+func TestPreconditions(t *testing.T) {
+	s := New(matmul(t))
+	b, _ := s.GetBlock("C")
+	loops, _ := s.GetLoops(b)
+	checks := map[string]error{
+		"split factors":       func() error { _, err := s.Split(loops[0], []int64{-1, -1}); return err }(),
+		"split one factor":    func() error { _, err := s.Split(loops[0], []int64{4}); return err }(),
+		"parallel reduction":  s.Parallel(loops[2]),
+		"vectorize outer":     s.Vectorize(loops[0]),
+		"reorder not a nest":  s.Reorder(loops[0], loops[2]),
+		"fuse not nested":     func() error { _, err := s.Fuse(loops[0], loops[2]); return err }(),
+		"unknown block":       func() error { _, err := s.GetBlock("nope"); return err }(),
+		"reorder repeated":    s.Reorder(loops[0], loops[0]),
+		"unknown loop handle": s.Unroll("l99"),
+	}
+	for name, err := range checks {
+		if !errors.Is(err, ErrSchedule) {
+			t.Errorf("%s: got %v, want ErrSchedule", name, err)
+		}
+	}
+	if got := loopir.Print(s.Func()); got != loopir.Print(matmul(t)) {
+		t.Error("failed primitives changed the function")
+	}
+	if _, err := ParseTrace("split(l0, [1, 2"); err == nil {
+		t.Error("bad trace accepted")
+	}
+}
+
+// TestScheduledMatmulRuns checks the tiled, fused and parallel-free kernel against a
+// direct computation, with n not a multiple of the split factor (the guard must hold).
+func TestScheduledMatmulRuns(t *testing.T) {
+	s := New(matmul(t))
+	tile(t, s)
+	b, _ := s.GetBlock("C")
+	loops, _ := s.GetLoops(b)
+	if _, err := s.Fuse(loops[0], loops[1]); err != nil {
+		t.Fatal(err)
+	}
+	dev, err := cpu.Open(cpu.Options{})
+	if errors.Is(err, devices.ErrUnavailable) {
+		t.Skipf("no C compiler: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	g, err := passes.CPUPipeline().Run(s.Func())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := codegen.EmitC(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := dev.Compiler().Build(context.Background(), src.Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := dev.Load(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close()
+	k, err := mod.Kernel(src.Kernels[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const m, n = 3, 13
+	a, bm := make([]float32, m*64), make([]float32, 64*n)
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	for i := range bm {
+		bm[i] = float32(i%5) * 0.5
+	}
+	bufs := []devices.Buffer{}
+	for _, v := range [][]float32{a, bm, make([]float32, m*n)} {
+		buf, _ := dev.Alloc(int64(4 * len(v)))
+		raw := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(x))
+		}
+		if err := dev.CopyIn(buf, raw); err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, buf)
+	}
+	if err := dev.Launch(k, devices.Geometry{}, bufs, []int64{m, n}); err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 4*m*n)
+	if err := dev.CopyOut(raw, bufs[2]); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var want float32
+			for kk := 0; kk < 64; kk++ {
+				want += a[i*64+kk] * bm[kk*n+j]
+			}
+			got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*n+j):]))
+			if math.Abs(float64(got-want)) > 1e-3 {
+				t.Fatalf("C[%d,%d] = %v, want %v", i, j, got, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package schedule
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kilnrt/kiln/loopir"
+)
+
+// Instruction is one applied primitive: inputs are random-variable names, Str and Ints
+// are its arguments and sampled decisions (tile sizes...), outputs are the new RVs.
+type Instruction struct {
+	Op   string
+	In   []string
+	Str  []string
+	Ints []int64
+	Out  []string
+}
+
+// Trace is the ordered list of applied primitives.
+type Trace struct {
+	Insts []Instruction
+}
+
+func (t *Trace) add(op string, in, str []string, ints []int64, out []string) {
+	t.Insts = append(t.Insts, Instruction{Op: op, In: in, Str: str, Ints: ints, Out: out})
+}
+
+// String prints one instruction per line: `l1, l2 = split(l0, [-1, 8])`.
+func (t *Trace) String() string {
+	var b strings.Builder
+	for _, in := range t.Insts {
+		if len(in.Out) > 0 {
+			b.WriteString(strings.Join(in.Out, ", ") + " = ")
+		}
+		args := append([]string{}, in.In...)
+		for _, s := range in.Str {
+			args = append(args, strconv.Quote(s))
+		}
+		if in.Ints != nil {
+			parts := make([]string, len(in.Ints))
+			for i, v := range in.Ints {
+				parts[i] = strconv.FormatInt(v, 10)
+			}
+			args = append(args, "["+strings.Join(parts, ", ")+"]")
+		}
+		fmt.Fprintf(&b, "%s(%s)\n", in.Op, strings.Join(args, ", "))
+	}
+	return b.String()
+}
+
+// ParseTrace reads the String form.
+func ParseTrace(text string) (*Trace, error) {
+	t := &Trace{}
+	for n, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		in := Instruction{}
+		if lhs, rhs, ok := strings.Cut(line, " = "); ok {
+			for _, o := range strings.Split(lhs, ",") {
+				in.Out = append(in.Out, strings.TrimSpace(o))
+			}
+			line = rhs
+		}
+		op, rest, ok := strings.Cut(line, "(")
+		if !ok || !strings.HasSuffix(rest, ")") {
+			return nil, fmt.Errorf("%w: trace line %d: %q", ErrSchedule, n+1, line)
+		}
+		in.Op = op
+		args := strings.TrimSuffix(rest, ")")
+		if i := strings.Index(args, "["); i >= 0 {
+			list := strings.TrimSuffix(strings.TrimSpace(args[i+1:]), "]")
+			in.Ints = []int64{}
+			for _, p := range strings.Split(list, ",") {
+				if p = strings.TrimSpace(p); p == "" {
+					continue
+				}
+				v, err := strconv.ParseInt(p, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%w: trace line %d: %v", ErrSchedule, n+1, err)
+				}
+				in.Ints = append(in.Ints, v)
+			}
+			args = strings.TrimSuffix(strings.TrimSpace(args[:i]), ",")
+		}
+		for _, a := range strings.Split(args, ",") {
+			a = strings.TrimSpace(a)
+			switch {
+			case a == "":
+			case strings.HasPrefix(a, `"`):
+				s, err := strconv.Unquote(a)
+				if err != nil {
+					return nil, fmt.Errorf("%w: trace line %d: %v", ErrSchedule, n+1, err)
+				}
+				in.Str = append(in.Str, s)
+			default:
+				in.In = append(in.In, a)
+			}
+		}
+		t.Insts = append(t.Insts, in)
+	}
+	return t, nil
+}
+
+// Replay applies the trace to a fresh schedule of f; the result is identical to the
+// schedule that recorded it.
+func (t *Trace) Replay(f *loopir.PrimFunc) (*Schedule, error) {
+	s := New(f)
+	rv := map[string]string{}
+	mapIn := func(in []string) ([]string, error) {
+		out := make([]string, len(in))
+		for i, x := range in {
+			m, ok := rv[x]
+			if !ok {
+				return nil, fmt.Errorf("%w: replay: %s is not defined", ErrSchedule, x)
+			}
+			out[i] = m
+		}
+		return out, nil
+	}
+	for _, inst := range t.Insts {
+		in, err := mapIn(inst.In)
+		if err != nil {
+			return nil, err
+		}
+		var outs []string
+		switch inst.Op {
+		case "get_block":
+			if len(inst.Str) != 1 {
+				return nil, fmt.Errorf("%w: get_block takes one name", ErrSchedule)
+			}
+			b, err := s.GetBlock(inst.Str[0])
+			if err != nil {
+				return nil, err
+			}
+			outs = []string{string(b)}
+		case "get_loops", "split", "fuse", "reorder", "parallel", "vectorize", "unroll":
+			if len(in) == 0 {
+				return nil, fmt.Errorf("%w: %s needs an input", ErrSchedule, inst.Op)
+			}
+			ls, err := s.applyLoopInst(inst.Op, in, inst.Ints)
+			if err != nil {
+				return nil, err
+			}
+			outs = ls
+		default:
+			return nil, fmt.Errorf("%w: replay: unknown instruction %q", ErrSchedule, inst.Op)
+		}
+		if len(outs) != len(inst.Out) {
+			return nil, fmt.Errorf("%w: replay: %s produced %d values, the trace has %d", ErrSchedule, inst.Op, len(outs), len(inst.Out))
+		}
+		for i, o := range inst.Out {
+			rv[o] = outs[i]
+		}
+	}
+	return s, nil
+}
+
+func (s *Schedule) applyLoopInst(op string, in []string, ints []int64) ([]string, error) {
+	loops := make([]LoopRV, len(in))
+	for i, x := range in {
+		loops[i] = LoopRV(x)
+	}
+	var out []LoopRV
+	var err error
+	switch op {
+	case "get_loops":
+		out, err = s.GetLoops(BlockRV(in[0]))
+	case "split":
+		out, err = s.Split(loops[0], ints)
+	case "fuse":
+		var l LoopRV
+		l, err = s.Fuse(loops...)
+		out = []LoopRV{l}
+	case "reorder":
+		err = s.Reorder(loops...)
+	case "parallel":
+		err = s.Parallel(loops[0])
+	case "vectorize":
+		err = s.Vectorize(loops[0])
+	case "unroll":
+		err = s.Unroll(loops[0])
+	}
+	names := make([]string, len(out))
+	for i, l := range out {
+		names[i] = string(l)
+	}
+	return names, err
+}

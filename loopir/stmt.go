@@ -69,10 +69,10 @@ type Block struct {
 	Iters     []IterVar
 	Bindings  []Expr
 	Predicate Expr
-	Reads    []Region
-	Writes   []Region
-	Init     Stmt
-	Body     Stmt
+	Reads     []Region
+	Writes    []Region
+	Init      Stmt
+	Body      Stmt
 }
 
 // Store writes Value at a multi-dimensional index.

@@ -17,7 +17,7 @@ var layers = map[string]int{
 	"compiler":      6,
 	"serve":         7,
 	"serve/httpapi": 8, "serve/grpcapi": 8,
-	"cmd/kiln/...": 9, "cmd/kiln": 9,
+	"cmd/kiln/...": 9, "cmd/kiln": 9, "bench/...": 9,
 	// CLI-only helpers sit just below the command that imports them
 	"cmd/kiln/internal/...": 8,
 }

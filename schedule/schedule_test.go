@@ -67,6 +67,9 @@ func tile(t *testing.T, s *Schedule) {
 	if err := s.Unroll(k[1]); err != nil {
 		t.Fatal(err)
 	}
+	if err := loopir.Verify(s.Func()); err != nil {
+		t.Fatalf("scheduled function does not verify: %v", err)
+	}
 }
 
 func golden(t *testing.T, name, got string) {
@@ -168,6 +171,9 @@ func TestScheduledMatmulRuns(t *testing.T) {
 	loops, _ := s.GetLoops(b)
 	if _, err := s.Fuse(loops[0], loops[1]); err != nil {
 		t.Fatal(err)
+	}
+	if err := loopir.Verify(s.Func()); err != nil {
+		t.Fatalf("fused function does not verify: %v", err)
 	}
 	dev, err := cpu.Open(cpu.Options{})
 	if errors.Is(err, devices.ErrUnavailable) {

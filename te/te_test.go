@@ -46,6 +46,9 @@ func TestLowerMatmul(t *testing.T) {
   }
 }
 `
+	if err := loopir.Verify(f); err != nil {
+		t.Fatalf("lowered function does not verify: %v", err)
+	}
 	if got := loopir.Print(f); got != want {
 		t.Errorf("lowered matmul:\n%s\nwant:\n%s", got, want)
 	}

@@ -45,6 +45,9 @@ func TestLowerBlocksAndFlatten(t *testing.T) {
   }
 }
 `
+	if err := loopir.Verify(got); err != nil {
+		t.Fatalf("lowered function does not verify: %v", err)
+	}
 	if text := loopir.Print(got); text != want {
 		t.Errorf("after lowering:\n%s\nwant:\n%s", text, want)
 	}

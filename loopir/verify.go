@@ -1,0 +1,160 @@
+package loopir
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrVerify is wrapped by every verifier finding.
+var ErrVerify = errors.New("loopir verification failed")
+
+// Verify checks that every Var used is bound (a dim, an enclosing loop variable, or an
+// iterator of the enclosing block), that loop variables are not rebound, that every
+// buffer accessed is a parameter or allocated in scope, that index counts match buffer
+// ranks (or are flat), and that blocks bind each iterator exactly once.
+func Verify(f *PrimFunc) error {
+	v := &verifier{f: f, vars: map[*Var]bool{}, bufs: map[*Buffer]bool{}}
+	for _, d := range f.Dims {
+		v.vars[d] = true
+	}
+	for _, p := range f.Params {
+		v.bufs[p] = true
+		for _, e := range p.Shape {
+			if err := v.expr(e); err != nil {
+				return fmt.Errorf("shape of %s: %w", p.Name, err)
+			}
+		}
+	}
+	return v.stmt(f.Body)
+}
+
+type verifier struct {
+	f    *PrimFunc
+	vars map[*Var]bool
+	bufs map[*Buffer]bool
+}
+
+func (v *verifier) errf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrVerify, v.f.Name, fmt.Sprintf(format, args...))
+}
+
+func (v *verifier) access(b *Buffer, idx []Expr) error {
+	if !v.bufs[b] {
+		return v.errf("buffer %s is neither a parameter nor allocated here", b.Name)
+	}
+	if len(idx) != len(b.Shape) && len(idx) != 1 {
+		return v.errf("buffer %s of rank %d indexed with %d indices", b.Name, len(b.Shape), len(idx))
+	}
+	for _, i := range idx {
+		if err := v.expr(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (v *verifier) expr(e Expr) error {
+	var err error
+	MapExpr(e, func(x Expr) Expr {
+		if err != nil {
+			return x
+		}
+		switch x := x.(type) {
+		case *Var:
+			if !v.vars[x] {
+				err = v.errf("variable %s is not bound", x.Name)
+			}
+		case *Load:
+			err = v.access(x.Buf, x.Index)
+		case *Reduce:
+			err = v.errf("reduction left in the loop nest")
+		}
+		return x
+	})
+	return err
+}
+
+func (v *verifier) bind(x *Var) error {
+	if v.vars[x] {
+		return v.errf("variable %s is bound twice", x.Name)
+	}
+	v.vars[x] = true
+	return nil
+}
+
+func (v *verifier) stmt(s Stmt) error {
+	switch s := s.(type) {
+	case nil:
+		return nil
+	case Seq:
+		for _, c := range s {
+			if err := v.stmt(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *For:
+		if err := v.expr(s.Min); err != nil {
+			return err
+		}
+		if err := v.expr(s.Extent); err != nil {
+			return err
+		}
+		if err := v.bind(s.Var); err != nil {
+			return err
+		}
+		defer delete(v.vars, s.Var)
+		return v.stmt(s.Body)
+	case *Block:
+		if len(s.Bindings) != len(s.Iters) {
+			return v.errf("block %s has %d iterators and %d bindings", s.Name, len(s.Iters), len(s.Bindings))
+		}
+		for _, b := range s.Bindings {
+			if err := v.expr(b); err != nil {
+				return fmt.Errorf("block %s binding: %w", s.Name, err)
+			}
+		}
+		if s.Predicate != nil {
+			if err := v.expr(s.Predicate); err != nil {
+				return fmt.Errorf("block %s predicate: %w", s.Name, err)
+			}
+		}
+		for _, it := range s.Iters {
+			if err := v.bind(it.Var); err != nil {
+				return err
+			}
+		}
+		defer func() {
+			for _, it := range s.Iters {
+				delete(v.vars, it.Var)
+			}
+		}()
+		if err := v.stmt(s.Init); err != nil {
+			return err
+		}
+		return v.stmt(s.Body)
+	case *Store:
+		if err := v.access(s.Buf, s.Index); err != nil {
+			return err
+		}
+		return v.expr(s.Value)
+	case *IfThenElse:
+		if err := v.expr(s.Cond); err != nil {
+			return err
+		}
+		if err := v.stmt(s.Then); err != nil {
+			return err
+		}
+		return v.stmt(s.Else)
+	case *Allocate:
+		for _, e := range s.Buf.Shape {
+			if err := v.expr(e); err != nil {
+				return err
+			}
+		}
+		v.bufs[s.Buf] = true
+		defer delete(v.bufs, s.Buf)
+		return v.stmt(s.Body)
+	}
+	return v.errf("unknown statement %T", s)
+}

@@ -67,6 +67,9 @@ func tile(t *testing.T, s *Schedule) {
 	if err := s.Unroll(k[1]); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.DecomposeReduction(b, k[0]); err != nil {
+		t.Fatal(err)
+	}
 	if err := loopir.Verify(s.Func()); err != nil {
 		t.Fatalf("scheduled function does not verify: %v", err)
 	}
@@ -148,6 +151,7 @@ func TestPreconditions(t *testing.T) {
 		"unknown block":       func() error { _, err := s.GetBlock("nope"); return err }(),
 		"reorder repeated":    s.Reorder(loops[0], loops[0]),
 		"unknown loop handle": s.Unroll("l99"),
+		"decompose unknown":   func() error { _, err := s.DecomposeReduction("b99", loops[0]); return err }(),
 	}
 	for name, err := range checks {
 		if !errors.Is(err, ErrSchedule) {
@@ -242,5 +246,24 @@ func TestScheduledMatmulRuns(t *testing.T) {
 				t.Fatalf("C[%d,%d] = %v, want %v", i, j, got, want)
 			}
 		}
+	}
+}
+
+func TestDecomposeRequiresEnclosingReductionLoops(t *testing.T) {
+	s := New(matmul(t))
+	b, _ := s.GetBlock("C")
+	loops, _ := s.GetLoops(b)
+	// put the reduction loop outermost; decomposing at the spatial loop below it is illegal
+	if err := s.Reorder(loops[2], loops[0], loops[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DecomposeReduction(b, loops[0]); !errors.Is(err, ErrSchedule) {
+		t.Errorf("got %v, want ErrSchedule", err)
+	}
+	if _, err := s.DecomposeReduction(b, loops[2]); err != nil {
+		t.Errorf("decomposing at the outermost reduction loop: %v", err)
+	}
+	if _, err := s.DecomposeReduction(b, loops[2]); !errors.Is(err, ErrSchedule) {
+		t.Errorf("second decomposition (no init left): %v", err)
 	}
 }

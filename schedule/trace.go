@@ -137,6 +137,15 @@ func (t *Trace) Replay(f *loopir.PrimFunc) (*Schedule, error) {
 				return nil, err
 			}
 			outs = []string{string(b)}
+		case "decompose_reduction":
+			if len(in) != 2 {
+				return nil, fmt.Errorf("%w: decompose_reduction takes a block and a loop", ErrSchedule)
+			}
+			b, err := s.DecomposeReduction(BlockRV(in[0]), LoopRV(in[1]))
+			if err != nil {
+				return nil, err
+			}
+			outs = []string{string(b)}
 		case "get_loops", "split", "fuse", "reorder", "parallel", "vectorize", "unroll":
 			if len(in) == 0 {
 				return nil, fmt.Errorf("%w: %s needs an input", ErrSchedule, inst.Op)

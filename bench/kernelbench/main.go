@@ -179,8 +179,8 @@ func matmul(n int64) *loopir.PrimFunc {
 	return f
 }
 
-// tileMatmul: i-k-j order with the j loop split for vectors (the best the primitives
-// available today can express).
+// tileMatmul: i-k-j order with the j loop split for vectors and the init hoisted out of
+// the reduction (the best the primitives available today can express).
 func tileMatmul(s *schedule.Schedule) error {
 	b, err := s.GetBlock("C")
 	if err != nil {
@@ -195,6 +195,9 @@ func tileMatmul(s *schedule.Schedule) error {
 		return err
 	}
 	if err := s.Reorder(l[0], j[0], l[2], j[1]); err != nil {
+		return err
+	}
+	if _, err := s.DecomposeReduction(b, l[2]); err != nil {
 		return err
 	}
 	return s.Vectorize(j[1])

@@ -137,6 +137,13 @@ func (t *Trace) Replay(f *loopir.PrimFunc) (*Schedule, error) {
 				return nil, err
 			}
 			outs = []string{string(b)}
+		case "compute_inline":
+			if len(in) != 1 {
+				return nil, fmt.Errorf("%w: compute_inline takes a block", ErrSchedule)
+			}
+			if err := s.ComputeInline(BlockRV(in[0])); err != nil {
+				return nil, err
+			}
 		case "decompose_reduction":
 			if len(in) != 2 {
 				return nil, fmt.Errorf("%w: decompose_reduction takes a block and a loop", ErrSchedule)

@@ -35,6 +35,9 @@ static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 static inline float kiln_sigmoidf(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
 static inline double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
+typedef unsigned long kiln_thread_t;
+extern int pthread_create(kiln_thread_t *, const void *, void *(*)(void *), void *);
+extern int pthread_join(kiln_thread_t, void **);
 `
 
 // EmitC prints the functions as one C translation unit.
@@ -55,6 +58,11 @@ func EmitC(funcs ...*loopir.PrimFunc) (Source, error) {
 
 type cEmitter struct {
 	b          *strings.Builder
+	pre        strings.Builder // outlined parallel bodies, emitted before the kernel
+	f          *loopir.PrimFunc
+	nPar       int
+	inPar      bool
+	retErr     string // how to fail with code 2 here ("return 2;" in the kernel)
 	names      map[any]string // *Var / *Buffer → C identifier
 	used       map[string]bool
 	fn         string
@@ -118,19 +126,33 @@ func (e *cEmitter) ctype(dt tensor.DType) string {
 }
 
 func (e *cEmitter) function(f *loopir.PrimFunc) error {
+	e.f = f
+	e.retErr = "return 2;"
 	e.kernelName = e.ident(f, f.Name)
+	out := e.b
+	var body strings.Builder
+	e.b = &body
 	fmt.Fprintf(e.b, "\nint %s(void *const *bufs, const i64 *dims, void *ctx) {\n", e.kernelName)
 	e.b.WriteString("  (void)dims; (void)ctx;\n")
-	for i, p := range f.Params {
-		t := e.ctype(p.DT)
-		fmt.Fprintf(e.b, "  %s *restrict %s = (%s *)bufs[%d];\n", t, e.ident(p, p.Name), t, i)
-	}
-	for i, d := range f.Dims {
-		fmt.Fprintf(e.b, "  const i64 %s = dims[%d];\n", e.ident(d, d.Name), i)
-	}
+	e.prologue(1)
 	e.stmt(f.Body, 1)
 	e.b.WriteString("  return 0;\n}\n")
+	out.WriteString(e.pre.String())
+	out.WriteString(body.String())
+	e.b = out
 	return e.err
+}
+
+// prologue binds parameter pointers and dims from bufs/dims.
+func (e *cEmitter) prologue(depth int) {
+	pad := strings.Repeat("  ", depth)
+	for i, p := range e.f.Params {
+		t := e.ctype(p.DT)
+		fmt.Fprintf(e.b, "%s%s *restrict %s = (%s *)bufs[%d];\n", pad, t, e.ident(p, p.Name), t, i)
+	}
+	for i, d := range e.f.Dims {
+		fmt.Fprintf(e.b, "%sconst i64 %s = dims[%d];\n", pad, e.ident(d, d.Name), i)
+	}
 }
 
 func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
@@ -143,6 +165,9 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		}
 	case *loopir.For:
 		switch s.Kind {
+		case loopir.Parallel:
+			e.parallel(s, depth)
+			return
 		case loopir.Serial:
 		case loopir.Vectorized:
 			fmt.Fprintf(e.b, "%s#pragma GCC ivdep\n", pad)
@@ -174,7 +199,7 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		}
 		id := e.ident(s.Buf, s.Buf.Name)
 		fmt.Fprintf(e.b, "%s{\n%s  %s *restrict %s = (%s *)__builtin_malloc(sizeof(%s) * (%s));\n", pad, pad, t, id, t, t, e.expr(n))
-		fmt.Fprintf(e.b, "%s  if (!%s) return 2;\n", pad, id)
+		fmt.Fprintf(e.b, "%s  if (!%s) { %s }\n", pad, id, e.retErr)
 		e.stmt(s.Body, depth+1)
 		fmt.Fprintf(e.b, "%s  __builtin_free(%s);\n%s}\n", pad, id, pad)
 	case *loopir.Block:
@@ -286,4 +311,114 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 	}
 	e.fail("expression %T", x)
 	return "0"
+}
+
+// parallel outlines the loop body into a static function run by a fork-join of
+// ctx->num_threads threads (header-free pthreads), each on a contiguous chunk. Values the
+// body needs from enclosing loops (index variables, local buffers) travel in the env.
+func (e *cEmitter) parallel(s *loopir.For, depth int) {
+	if e.inPar {
+		e.fail("nested parallel loops")
+		return
+	}
+	pad := strings.Repeat("  ", depth)
+	vars, bufs := e.captures(s)
+	fn := fmt.Sprintf("%s_par%d", e.kernelName, e.nPar)
+	e.nPar++
+	env := fn + "_env"
+	// the outlined function
+	saved, savedRet := e.b, e.retErr
+	var ob strings.Builder
+	e.b, e.retErr, e.inPar = &ob, "{ env->rc = 2; return 0; }", true
+	fmt.Fprintf(e.b, "\nstruct %s { void *const *bufs; const i64 *dims; i64 lo, hi; int rc; i64 vars[%d]; void *locals[%d]; };\n", env, max(len(vars), 1), max(len(bufs), 1))
+	fmt.Fprintf(e.b, "static void *%s(void *envp) {\n  struct %s *env = (struct %s *)envp;\n  void *const *bufs = env->bufs; const i64 *dims = env->dims;\n  (void)bufs; (void)dims;\n", fn, env, env)
+	e.prologue(1)
+	for i, v := range vars {
+		fmt.Fprintf(e.b, "  const i64 %s = env->vars[%d];\n", e.names[v], i)
+	}
+	for i, b := range bufs {
+		t := e.ctype(b.DT)
+		fmt.Fprintf(e.b, "  %s *restrict %s = (%s *)env->locals[%d];\n", t, e.names[b], t, i)
+	}
+	v := e.ident(s.Var, s.Var.Name)
+	fmt.Fprintf(e.b, "  for (i64 %s = env->lo; %s < env->hi; ++%s) {\n", v, v, v)
+	e.stmt(s.Body, 2)
+	e.b.WriteString("  }\n  return 0;\n}\n")
+	e.pre.WriteString(ob.String())
+	e.b, e.retErr, e.inPar = saved, savedRet, false
+	// the fork-join at the loop site
+	fmt.Fprintf(e.b, "%s{\n", pad)
+	fmt.Fprintf(e.b, "%s  i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;\n%s  if (nt < 1) nt = 1;\n%s  if (nt > 64) nt = 64;\n", pad, pad, pad)
+	fmt.Fprintf(e.b, "%s  const i64 lo = %s, ext = %s;\n", pad, e.expr(s.Min), e.expr(s.Extent))
+	fmt.Fprintf(e.b, "%s  const i64 chunk = (ext + nt - 1) / nt;\n", pad)
+	fmt.Fprintf(e.b, "%s  struct %s envs[64];\n%s  kiln_thread_t th[64];\n", pad, env, pad)
+	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nt; ++t) {\n", pad)
+	fmt.Fprintf(e.b, "%s    envs[t].bufs = bufs; envs[t].dims = dims; envs[t].rc = 0;\n", pad)
+	fmt.Fprintf(e.b, "%s    envs[t].lo = lo + t * chunk; envs[t].hi = lo + (t + 1) * chunk < lo + ext ? lo + (t + 1) * chunk : lo + ext;\n", pad)
+	for i, cv := range vars {
+		fmt.Fprintf(e.b, "%s    envs[t].vars[%d] = %s;\n", pad, i, e.names[cv])
+	}
+	for i, b := range bufs {
+		fmt.Fprintf(e.b, "%s    envs[t].locals[%d] = (void *)%s;\n", pad, i, e.names[b])
+	}
+	fmt.Fprintf(e.b, "%s  }\n", pad)
+	fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (pthread_create(&th[t], 0, %s, &envs[t]) != 0) { %s(&envs[t]); th[t] = 0; }\n", pad, fn, fn)
+	fmt.Fprintf(e.b, "%s  %s(&envs[0]);\n", pad, fn)
+	fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (th[t]) pthread_join(th[t], 0);\n", pad)
+	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nt; ++t) if (envs[t].rc) return envs[t].rc;\n", pad)
+	fmt.Fprintf(e.b, "%s}\n", pad)
+}
+
+// captures lists the variables and local buffers a loop uses that are bound outside it
+// (dims and parameters are re-derived in the outlined function).
+func (e *cEmitter) captures(s *loopir.For) ([]*loopir.Var, []*loopir.Buffer) {
+	dims := map[*loopir.Var]bool{}
+	for _, d := range e.f.Dims {
+		dims[d] = true
+	}
+	params := map[*loopir.Buffer]bool{}
+	for _, p := range e.f.Params {
+		params[p] = true
+	}
+	inner := map[*loopir.Var]bool{s.Var: true}
+	innerBufs := map[*loopir.Buffer]bool{}
+	var vars []*loopir.Var
+	var bufs []*loopir.Buffer
+	seenV := map[*loopir.Var]bool{}
+	seenB := map[*loopir.Buffer]bool{}
+	useBuf := func(b *loopir.Buffer) {
+		if !params[b] && !innerBufs[b] && !seenB[b] {
+			seenB[b] = true
+			bufs = append(bufs, b)
+		}
+	}
+	fe := func(x loopir.Expr) loopir.Expr {
+		switch x := x.(type) {
+		case *loopir.Var:
+			if !dims[x] && !inner[x] && !seenV[x] {
+				seenV[x] = true
+				vars = append(vars, x)
+			}
+		case *loopir.Load:
+			useBuf(x.Buf)
+		}
+		return x
+	}
+	// bind inner loop vars and allocations first, then scan uses
+	loopir.MapStmt(s.Body, func(x loopir.Expr) loopir.Expr { return x }, func(x loopir.Stmt) loopir.Stmt {
+		switch x := x.(type) {
+		case *loopir.For:
+			inner[x.Var] = true
+		case *loopir.Allocate:
+			innerBufs[x.Buf] = true
+		}
+		return nil
+	})
+	loopir.MapStmt(s.Body, fe, func(x loopir.Stmt) loopir.Stmt {
+		if st, ok := x.(*loopir.Store); ok {
+			useBuf(st.Buf)
+		}
+		return nil
+	})
+	return vars, bufs
 }

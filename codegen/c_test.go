@@ -66,9 +66,11 @@ func TestGoldenMatmul(t *testing.T) {
 
 func TestUnsupportedConstructsAreErrors(t *testing.T) {
 	f := lowerMatmul(t)
-	f.Body.(loopir.Seq)[0].(*loopir.For).Kind = loopir.Parallel
+	outer := f.Body.(loopir.Seq)[0].(*loopir.For)
+	outer.Kind = loopir.Parallel
+	outer.Body.(*loopir.For).Kind = loopir.Parallel
 	if _, err := EmitC(f); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("parallel loop: %v", err)
+		t.Errorf("nested parallel loops: %v", err)
 	}
 	unlowered := &loopir.PrimFunc{Name: "x", Body: &loopir.Block{Name: "b"}}
 	if _, err := EmitC(unlowered); !errors.Is(err, ErrUnsupported) {
@@ -229,4 +231,22 @@ func TestElementwiseChainAgainstRef(t *testing.T) {
 	mul := refEval(t, graph.OpMul, nil, at, bt)
 	add := refEval(t, graph.OpAdd, nil, mul, tensor.MustFromSlice(tensor.Shape{1}, []float32{1}))
 	closeTo(t, got, refEval(t, graph.OpTanh, nil, add))
+}
+
+// TestParallelMatmul splits the row loop across threads (the outlined body captures the
+// outer loop variable) and checks the result against the reference.
+func TestParallelMatmul(t *testing.T) {
+	f := lowerMatmul(t)
+	// make the outer (m) loop parallel directly on the lowered nest
+	outer := f.Body.(loopir.Seq)[0].(*loopir.For)
+	inner := outer.Body.(*loopir.For)
+	f.Body = loopir.Seq{&loopir.For{Var: outer.Var, Min: outer.Min, Extent: outer.Extent, Body: &loopir.For{
+		Var: inner.Var, Min: inner.Min, Extent: inner.Extent, Kind: loopir.Parallel, Body: inner.Body}}}
+	r := rand.New(rand.NewPCG(7, 8))
+	const m, n = 4, 37
+	a, b := randF32(r, m*64), randF32(r, 64*n)
+	got := runC(t, f, []int64{m, n}, m*n, a, b)
+	want := refEval(t, graph.OpMatMul, nil,
+		tensor.MustFromSlice(tensor.Shape{m, 64}, a), tensor.MustFromSlice(tensor.Shape{64, n}, b))
+	closeTo(t, got, want)
 }

@@ -71,13 +71,24 @@ func run(reps int) error {
 	}
 	fmt.Printf("FMA peak (fp32, AVX-512 vector extensions): 1 thread %.1f GFLOP/s, 2 threads %.1f GFLOP/s\n", peak1, peak2)
 
+	dev1, err := cpu.Open(cpu.Options{Threads: 1})
+	if err != nil {
+		return err
+	}
+	defer dev1.Close()
+	dev2, err := cpu.Open(cpu.Options{Threads: 2})
+	if err != nil {
+		return err
+	}
+	defer dev2.Close()
 	var compileTimes []time.Duration
 	for _, cfg := range []struct {
-		name string
-		sch  func(*schedule.Schedule) error
+		name     string
+		sch      func(*schedule.Schedule) error
+		parallel bool
 	}{
-		{"naive", func(*schedule.Schedule) error { return nil }},
-		{"tiled", tileMatmul},
+		{"naive", func(*schedule.Schedule) error { return nil }, false},
+		{"tiled", tileMatmul, true},
 	} {
 		f := matmul(1024)
 		s := schedule.New(f)
@@ -98,12 +109,20 @@ func run(reps int) error {
 			return err
 		}
 		compileTimes = append(compileTimes, time.Since(start))
-		gflops, err := timeSgemm(dev, bin, src.Kernels[0], 1024, reps)
+		one, err := timeSgemm(dev1, bin, src.Kernels[0], 1024, reps)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("sgemm 1024³ %-5s 1 thread: %7.2f GFLOP/s (%.1f%% of the 1-thread peak); 2 threads: not supported yet (no parallel codegen)\n",
-			cfg.name, gflops, 100*gflops/peak1)
+		two := "n/a (serial schedule)"
+		if cfg.parallel {
+			g2, err := timeSgemm(dev2, bin, src.Kernels[0], 1024, reps)
+			if err != nil {
+				return err
+			}
+			two = fmt.Sprintf("%7.2f GFLOP/s (%.1f%% of the 2-thread peak)", g2, 100*g2/peak2)
+		}
+		fmt.Printf("sgemm 1024³ %-5s 1 thread: %7.2f GFLOP/s (%.1f%% of the 1-thread peak); 2 threads: %s\n",
+			cfg.name, one, 100*one/peak1, two)
 	}
 	fmt.Printf("C compile time per kernel: median %v (of %d)\n", median(compileTimes).Round(time.Millisecond), len(compileTimes))
 	fmt.Println("conv2d (resnet18 3x3 64->64 56x56): not measured yet (no conv compute definition in kernels)")
@@ -179,8 +198,8 @@ func matmul(n int64) *loopir.PrimFunc {
 	return f
 }
 
-// tileMatmul: i-k-j order with the j loop split for vectors and the init hoisted out of
-// the reduction (the best the primitives available today can express).
+// tileMatmul: i-k-j order with the j loop split for vectors, the init hoisted out of the
+// reduction, and the row loop parallel (the best the primitives available today express).
 func tileMatmul(s *schedule.Schedule) error {
 	b, err := s.GetBlock("C")
 	if err != nil {
@@ -200,7 +219,10 @@ func tileMatmul(s *schedule.Schedule) error {
 	if _, err := s.DecomposeReduction(b, l[2]); err != nil {
 		return err
 	}
-	return s.Vectorize(j[1])
+	if err := s.Vectorize(j[1]); err != nil {
+		return err
+	}
+	return s.Parallel(l[0])
 }
 
 func timeSgemm(dev *cpu.Device, bin []byte, name string, n, reps int) (float64, error) {

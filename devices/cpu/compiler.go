@@ -55,7 +55,7 @@ func (c *Compiler) Build(ctx context.Context, src string) ([]byte, error) {
 	if err := os.WriteFile(in, []byte(src), 0o600); err != nil {
 		return nil, err
 	}
-	args := append(append([]string{}, c.Flags...), "-shared", "-fPIC", "-o", out, in, "-lm")
+	args := append(append([]string{}, c.Flags...), "-shared", "-fPIC", "-pthread", "-o", out, in, "-lm")
 	cmd := exec.CommandContext(ctx, c.Path, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

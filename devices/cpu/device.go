@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,8 +19,9 @@ import (
 
 // Device is the host CPU.
 type Device struct {
-	cc   *Compiler // nil: can load and run prebuilt binaries, cannot build
-	info devices.Info
+	cc      *Compiler // nil: can load and run prebuilt binaries, cannot build
+	info    devices.Info
+	threads int64
 
 	mu    sync.Mutex
 	alive map[*buffer]bool
@@ -29,11 +31,16 @@ type Device struct {
 type Options struct {
 	// NoCompiler opens the device for running prebuilt binaries only.
 	NoCompiler bool
+	// Threads is how many threads a parallel loop may use (0: every core).
+	Threads int
 }
 
 // Open opens the CPU device, finding a C compiler unless opts.NoCompiler.
 func Open(opts Options) (*Device, error) {
-	d := &Device{alive: map[*buffer]bool{}}
+	d := &Device{alive: map[*buffer]bool{}, threads: int64(opts.Threads)}
+	if d.threads <= 0 {
+		d.threads = int64(runtime.NumCPU())
+	}
 	fp := target.Host().Fingerprint()
 	if !opts.NoCompiler {
 		cc, err := FindCompiler()
@@ -222,7 +229,8 @@ func (m *module) Close() error {
 }
 
 // Launch implements devices.Device: one foreign call with the buffer pointer array, the
-// dims array and a (for now empty) context.
+// dims array and the context, whose first int64 is the number of threads parallel loops
+// may use.
 func (d *Device) Launch(k devices.Kernel, _ devices.Geometry, bufs []devices.Buffer, dims []int64) error {
 	kk, ok := k.(*kernel)
 	if !ok {
@@ -243,7 +251,8 @@ func (d *Device) Launch(k devices.Kernel, _ devices.Geometry, bufs []devices.Buf
 		ptrs[i] = unsafe.Pointer(&cb.mem[0])
 	}
 	dimArr := append(append([]int64{}, dims...), 0)
-	if rc := kk.fn(unsafe.Pointer(&ptrs[0]), unsafe.Pointer(&dimArr[0]), nil); rc != 0 {
+	ctx := [1]int64{d.threads} // the kernel context: {num_threads}
+	if rc := kk.fn(unsafe.Pointer(&ptrs[0]), unsafe.Pointer(&dimArr[0]), unsafe.Pointer(&ctx[0])); rc != 0 {
 		return fmt.Errorf("%w: kernel %q returned %d", devices.ErrLaunch, kk.name, rc)
 	}
 	return nil

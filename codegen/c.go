@@ -62,7 +62,7 @@ type cEmitter struct {
 	f          *loopir.PrimFunc
 	nPar       int
 	inPar      bool
-	retErr     string // how to fail with code 2 here ("return 2;" in the kernel)
+	retErr     string         // how to fail with code 2 here ("return 2;" in the kernel)
 	names      map[any]string // *Var / *Buffer → C identifier
 	used       map[string]bool
 	fn         string

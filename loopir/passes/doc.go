@@ -5,6 +5,8 @@
 //     bindings; a reduction's init runs under the condition that every reduction
 //     iterator is at its first value.
 //   - Flatten turns multi-dimensional buffer indices into row-major linear indices.
+//   - Simplify applies the arithmetic simplifier with loop ranges known, and drops
+//     branches whose condition it decides.
 //
 // Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
 // and leaves its input untouched. A pass that meets a construct it cannot handle panics

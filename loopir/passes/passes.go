@@ -20,6 +20,7 @@ func CPUPipeline() Pipeline {
 	return Pipeline{
 		{Name: "lower-blocks", Run: LowerBlocks},
 		{Name: "flatten", Run: Flatten},
+		{Name: "simplify", Run: Simplify},
 	}
 }
 

@@ -1,0 +1,44 @@
+package loopir
+
+import (
+	"testing"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+func TestSimplify(t *testing.T) {
+	n := NewVar("n")
+	x, y := NewVar("x"), NewVar("y")
+	a := NewAnalyzer([]*Var{n})
+	a.Bind(x, Bounds{0, 99})
+	a.Bind(y, Bounds{0, 7})
+	eight := Int(8)
+	cases := []struct {
+		in   Expr
+		want string
+	}{
+		{Bin(Div, Bin(Add, Bin(Mul, x, eight), y), eight), "x"},
+		{Bin(Mod, Bin(Add, Bin(Mul, x, eight), y), eight), "y"},
+		{Bin(Div, y, eight), "0"},
+		{Bin(Mod, y, eight), "y"},
+		{Bin(Add, Bin(Add, x, Int(1)), Bin(Mul, x, Int(2))), "((x * 3) + 1)"},
+		{Bin(Sub, Bin(Add, x, y), x), "y"},
+		{Bin(LT, y, eight), "1"},
+		{Bin(GE, n, Int(0)), "1"},
+		{Bin(LT, x, n), "(x < n)"},
+		{Bin(Div, Bin(Add, Bin(Mul, x, eight), n), eight), "((n / 8) + x)"}, // floor division splits exactly
+		{Bin(Mod, Bin(Add, Bin(Mul, x, Int(16)), Bin(Add, n, Int(3))), eight), "((n + 3) % 8)"},
+	}
+	for _, c := range cases {
+		if got := ExprString(a.Simplify(c.in)); got != c.want {
+			t.Errorf("Simplify(%s) = %s, want %s", ExprString(c.in), got, c.want)
+		}
+	}
+	f := Bin(Add, Float(1, tensor.Float32), Float(2, tensor.Float32))
+	if got := ExprString(a.Simplify(f)); got != "(1f + 2f)" {
+		t.Errorf("floats must be left alone, got %s", got)
+	}
+	if b := a.Bound(Bin(Add, Bin(Mul, x, eight), y)); b.Min != 0 || b.Max != 99*8+7 {
+		t.Errorf("bound = %+v", b)
+	}
+}

@@ -67,59 +67,63 @@ func TestConv2D(t *testing.T) {
 	}
 }
 
+// shapes runs a test with a leading extent that is symbolic (a runtime dim) and static.
+func shapes(t *testing.T, name string, value int64, f func(t *testing.T, lead loopir.Expr, dims []int64)) {
+	t.Run("symbolic", func(t *testing.T) { f(t, te.Dim(name), []int64{value}) })
+	t.Run("static", func(t *testing.T) { f(t, loopir.Int(value), nil) })
+}
+
 func TestPool2D(t *testing.T) {
 	for _, isMax := range []bool{true, false} {
-		x := te.Placeholder("x", tensor.Float32, te.Dim("n"), loopir.Int(3), loopir.Int(9), loopir.Int(9))
-		out, err := Pool2D(x, [2]int64{3, 3}, [2]int64{2, 2}, [2]int64{1, 1}, isMax)
-		if err != nil {
-			t.Fatal(err)
-		}
-		xv := rnd(3, 2*3*9*9)
-		got := compileRun(t, []*te.Tensor{x}, out, []int64{2}, 2*3*5*5, xv)
-		op := graph.OpAveragePool
-		if isMax {
-			op = graph.OpMaxPool
-		}
-		want := refRun(t, op, &graph.PoolAttrs{AutoPad: "NOTSET", KernelShape: []int64{3, 3}, Strides: []int64{2, 2}, Pads: []int64{1, 1, 1, 1}, P: 2},
-			[]*tensor.Tensor{ts(tensor.Shape{2, 3, 9, 9}, xv)})
-		check(t, op.String(), got, want)
+		shapes(t, "n", 2, func(t *testing.T, batch loopir.Expr, dims []int64) {
+			x := te.Placeholder("x", tensor.Float32, batch, loopir.Int(3), loopir.Int(9), loopir.Int(9))
+			out, err := Pool2D(x, [2]int64{3, 3}, [2]int64{2, 2}, [2]int64{1, 1}, isMax)
+			if err != nil {
+				t.Fatal(err)
+			}
+			xv := rnd(3, 2*3*9*9)
+			got := compileRun(t, []*te.Tensor{x}, out, dims, 2*3*5*5, xv)
+			op := graph.OpAveragePool
+			if isMax {
+				op = graph.OpMaxPool
+			}
+			want := refRun(t, op, &graph.PoolAttrs{AutoPad: "NOTSET", KernelShape: []int64{3, 3}, Strides: []int64{2, 2}, Pads: []int64{1, 1, 1, 1}, P: 2},
+				[]*tensor.Tensor{ts(tensor.Shape{2, 3, 9, 9}, xv)})
+			check(t, op.String(), got, want)
+		})
 	}
 }
 
 func TestSoftmaxLayerNormReduce(t *testing.T) {
-	rows := te.Dim("rows")
 	const r, n = 5, 33
-	x := te.Placeholder("x", tensor.Float32, rows, loopir.Int(n))
 	xv := rnd(4, r*n)
 	xt := ts(tensor.Shape{r, n}, xv)
+	shapes(t, "rows", r, func(t *testing.T, rows loopir.Expr, dims []int64) {
+		x := te.Placeholder("x", tensor.Float32, rows, loopir.Int(n))
+		got := compileRun(t, []*te.Tensor{x}, Softmax(x), dims, r*n, xv)
+		check(t, "softmax", got, refRun(t, graph.OpSoftmax, &graph.SoftmaxAttrs{Axis: -1}, []*tensor.Tensor{xt}))
 
-	got := compileRun(t, []*te.Tensor{x}, Softmax(x), []int64{r}, r*n, xv)
-	check(t, "softmax", got, refRun(t, graph.OpSoftmax, &graph.SoftmaxAttrs{Axis: -1}, []*tensor.Tensor{xt}))
+		gamma := te.Placeholder("gamma", tensor.Float32, loopir.Int(n))
+		beta := te.Placeholder("beta", tensor.Float32, loopir.Int(n))
+		gv, bv := rnd(5, n), rnd(6, n)
+		got = compileRun(t, []*te.Tensor{x, gamma, beta}, LayerNorm(x, gamma, beta, 1e-5), dims, r*n, xv, gv, bv)
+		check(t, "layernorm", got, refRun(t, graph.OpLayerNormalization, &graph.LayerNormAttrs{Axis: -1, Epsilon: 1e-5, StashType: 1},
+			[]*tensor.Tensor{xt, ts(tensor.Shape{n}, gv), ts(tensor.Shape{n}, bv)}))
 
-	gamma := te.Placeholder("gamma", tensor.Float32, loopir.Int(n))
-	beta := te.Placeholder("beta", tensor.Float32, loopir.Int(n))
-	gv, bv := rnd(5, n), rnd(6, n)
-	got = compileRun(t, []*te.Tensor{x, gamma, beta}, LayerNorm(x, gamma, beta, 1e-5), []int64{r}, r*n, xv, gv, bv)
-	check(t, "layernorm", got, refRun(t, graph.OpLayerNormalization, &graph.LayerNormAttrs{Axis: -1, Epsilon: 1e-5, StashType: 1},
-		[]*tensor.Tensor{xt, ts(tensor.Shape{n}, gv), ts(tensor.Shape{n}, bv)}))
-
-	axes := tensor.MustFromSlice(tensor.Shape{1}, []int64{-1})
-	got = compileRun(t, []*te.Tensor{x}, ReduceLast(x, false), []int64{r}, r, xv)
-	check(t, "reduce sum", got, refRun(t, graph.OpReduceSum, &graph.ReduceAttrs{KeepDims: 0}, []*tensor.Tensor{xt}, axes))
-	got = compileRun(t, []*te.Tensor{x}, ReduceLast(x, true), []int64{r}, r, xv)
-	check(t, "reduce max", got, refRun(t, graph.OpReduceMax, &graph.ReduceAttrs{KeepDims: 0}, []*tensor.Tensor{xt}, axes))
-
-	// static shapes too
-	xs := te.Placeholder("x", tensor.Float32, loopir.Int(r), loopir.Int(n))
-	got = compileRun(t, []*te.Tensor{xs}, Softmax(xs), nil, r*n, xv)
-	check(t, "softmax static", got, refRun(t, graph.OpSoftmax, &graph.SoftmaxAttrs{Axis: -1}, []*tensor.Tensor{xt}))
+		axes := tensor.MustFromSlice(tensor.Shape{1}, []int64{-1})
+		got = compileRun(t, []*te.Tensor{x}, ReduceLast(x, false), dims, r, xv)
+		check(t, "reduce sum", got, refRun(t, graph.OpReduceSum, &graph.ReduceAttrs{KeepDims: 0}, []*tensor.Tensor{xt}, axes))
+		got = compileRun(t, []*te.Tensor{x}, ReduceLast(x, true), dims, r, xv)
+		check(t, "reduce max", got, refRun(t, graph.OpReduceMax, &graph.ReduceAttrs{KeepDims: 0}, []*tensor.Tensor{xt}, axes))
+	})
 }
 
 func TestMatMulDefinition(t *testing.T) {
-	m := te.Dim("m")
-	a := te.Placeholder("a", tensor.Float32, m, loopir.Int(24))
-	b := te.Placeholder("b", tensor.Float32, loopir.Int(24), loopir.Int(10))
 	av, bv := rnd(7, 3*24), rnd(8, 24*10)
-	got := compileRun(t, []*te.Tensor{a, b}, MatMul(a, b), []int64{3}, 30, av, bv)
-	check(t, "matmul", got, refRun(t, graph.OpMatMul, nil, []*tensor.Tensor{ts(tensor.Shape{3, 24}, av), ts(tensor.Shape{24, 10}, bv)}))
+	shapes(t, "m", 3, func(t *testing.T, m loopir.Expr, dims []int64) {
+		a := te.Placeholder("a", tensor.Float32, m, loopir.Int(24))
+		b := te.Placeholder("b", tensor.Float32, loopir.Int(24), loopir.Int(10))
+		got := compileRun(t, []*te.Tensor{a, b}, MatMul(a, b), dims, 30, av, bv)
+		check(t, "matmul", got, refRun(t, graph.OpMatMul, nil, []*tensor.Tensor{ts(tensor.Shape{3, 24}, av), ts(tensor.Shape{24, 10}, bv)}))
+	})
 }

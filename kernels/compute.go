@@ -166,3 +166,29 @@ func ReduceLast(x *te.Tensor, isMax bool) *te.Tensor {
 		return te.Sum(x.At(withLast(i, r.Var)...), r)
 	})
 }
+
+// BatchMatMul multiplies the last two axes of rank-3 tensors over a shared batch axis:
+// C[b, m, n] = sum_k A'[b, m, k] * B'[b, k, n], where A' and B' are A and B with their
+// last two axes swapped when transA / transB is set.
+func BatchMatMul(a, b *te.Tensor, transA, transB bool) *te.Tensor {
+	m, k := a.Shape[1], a.Shape[2]
+	if transA {
+		m, k = k, m
+	}
+	n := b.Shape[2]
+	if transB {
+		n = b.Shape[1]
+	}
+	r := te.RAxis("k", k)
+	return te.Compute("batch_matmul", []loopir.Expr{a.Shape[0], m, n}, func(i []loopir.Expr) loopir.Expr {
+		av := a.At(i[0], i[1], r.Var)
+		if transA {
+			av = a.At(i[0], r.Var, i[1])
+		}
+		bv := b.At(i[0], r.Var, i[2])
+		if transB {
+			bv = b.At(i[0], i[2], r.Var)
+		}
+		return te.Sum(te.Mul(av, bv), r)
+	})
+}

@@ -127,3 +127,38 @@ func TestMatMulDefinition(t *testing.T) {
 		check(t, "matmul", got, refRun(t, graph.OpMatMul, nil, []*tensor.Tensor{ts(tensor.Shape{3, 24}, av), ts(tensor.Shape{24, 10}, bv)}))
 	})
 }
+
+// TestBatchMatMul covers batched and transposed products (the transposed operands are
+// checked against MatMul of explicitly transposed reference inputs).
+func TestBatchMatMul(t *testing.T) {
+	const batch, m, k, n = 3, 4, 9, 5
+	for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		shapes(t, "b", batch, func(t *testing.T, bd loopir.Expr, dims []int64) {
+			ashape := []loopir.Expr{bd, loopir.Int(m), loopir.Int(k)}
+			aref := tensor.Shape{batch, m, k}
+			if tr[0] {
+				ashape[1], ashape[2] = ashape[2], ashape[1]
+				aref = tensor.Shape{batch, k, m}
+			}
+			bshape := []loopir.Expr{bd, loopir.Int(k), loopir.Int(n)}
+			bref := tensor.Shape{batch, k, n}
+			if tr[1] {
+				bshape[1], bshape[2] = bshape[2], bshape[1]
+				bref = tensor.Shape{batch, n, k}
+			}
+			a := te.Placeholder("a", tensor.Float32, ashape...)
+			b := te.Placeholder("b", tensor.Float32, bshape...)
+			av, bv := rnd(9, batch*m*k), rnd(10, batch*k*n)
+			got := compileRun(t, []*te.Tensor{a, b}, BatchMatMul(a, b, tr[0], tr[1]), dims, batch*m*n, av, bv)
+			at, bt := ts(aref, av), ts(bref, bv)
+			perm := &graph.TransposeAttrs{Perm: []int64{0, 2, 1}}
+			if tr[0] {
+				at = refRun(t, graph.OpTranspose, perm, []*tensor.Tensor{at})
+			}
+			if tr[1] {
+				bt = refRun(t, graph.OpTranspose, perm, []*tensor.Tensor{bt})
+			}
+			check(t, "batch matmul", got, refRun(t, graph.OpMatMul, nil, []*tensor.Tensor{at, bt}))
+		})
+	}
+}

@@ -43,16 +43,22 @@ extern int pthread_join(kiln_thread_t, void **);
 // EmitC prints the functions as one C translation unit.
 func EmitC(funcs ...*loopir.PrimFunc) (Source, error) {
 	var b strings.Builder
-	b.WriteString(cPrelude)
 	src := Source{Lang: "c"}
+	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}}
 	for _, f := range funcs {
-		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name}
+		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins}
 		if err := e.function(f); err != nil {
 			return Source{}, err
 		}
 		src.Kernels = append(src.Kernels, e.kernelName)
 	}
-	src.Code = b.String()
+	var unit strings.Builder
+	unit.WriteString(cPrelude)
+	for _, in := range intrins.order {
+		fmt.Fprintf(&unit, "\n/* tensor intrinsic %s */\n%s", in.Name, in.Impl["c"])
+	}
+	unit.WriteString(b.String())
+	src.Code = unit.String()
 	return src, nil
 }
 
@@ -67,7 +73,14 @@ type cEmitter struct {
 	used       map[string]bool
 	fn         string
 	kernelName string
+	intrins    *intrinSet
 	err        error
+}
+
+// intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
+type intrinSet struct {
+	seen  map[string]*loopir.TensorIntrin
+	order []*loopir.TensorIntrin
 }
 
 func (e *cEmitter) fail(format string, args ...any) {
@@ -202,6 +215,23 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		fmt.Fprintf(e.b, "%s  if (!%s) { %s }\n", pad, id, e.retErr)
 		e.stmt(s.Body, depth+1)
 		fmt.Fprintf(e.b, "%s  __builtin_free(%s);\n%s}\n", pad, id, pad)
+	case *loopir.IntrinCall:
+		in := s.Intrin
+		if _, ok := in.Impl["c"]; !ok {
+			e.fail("tensor intrinsic %s has no C implementation", in.Name)
+			return
+		}
+		if prev, ok := e.intrins.seen[in.Name]; !ok {
+			e.intrins.seen[in.Name] = in
+			e.intrins.order = append(e.intrins.order, in)
+		} else if prev.Impl["c"] != in.Impl["c"] {
+			e.fail("two different tensor intrinsics are named %s", in.Name)
+		}
+		args := make([]string, len(s.Args))
+		for i, a := range s.Args {
+			args[i] = e.expr(a)
+		}
+		fmt.Fprintf(e.b, "%s%s(%s);\n", pad, in.Name, strings.Join(args, ", "))
 	case *loopir.Block:
 		e.fail("block %s was not lowered (run loopir/passes first)", s.Name)
 	default:
@@ -305,6 +335,8 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		return "__builtin_" + cMath[x.Fn] + suffix + "(" + strings.Join(args, ", ") + ")"
 	case *loopir.Load:
 		return e.ident(x.Buf, x.Buf.Name) + "[" + e.index(x.Buf, x.Index) + "]"
+	case *loopir.Address:
+		return "(" + e.ident(x.Buf, x.Buf.Name) + " + " + e.index(x.Buf, x.Index) + ")"
 	case *loopir.Reduce:
 		e.fail("reduction outside a lowered block")
 		return "0"
@@ -400,6 +432,8 @@ func (e *cEmitter) captures(s *loopir.For) ([]*loopir.Var, []*loopir.Buffer) {
 				vars = append(vars, x)
 			}
 		case *loopir.Load:
+			useBuf(x.Buf)
+		case *loopir.Address:
 			useBuf(x.Buf)
 		}
 		return x

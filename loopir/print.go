@@ -90,6 +90,9 @@ func printStmt(b *strings.Builder, s Stmt, depth int) {
 		fmt.Fprintf(b, "%salloc %s %s {\n", pad, bufDecl(s.Buf), s.Buf.Scope)
 		printStmt(b, s.Body, depth+1)
 		fmt.Fprintf(b, "%s}\n", pad)
+	case *IntrinCall:
+		args := exprList(s.Args)
+		fmt.Fprintf(b, "%scall %s(%s)\n", pad, s.Intrin.Name, args[1:len(args)-1])
 	default:
 		panic(fmt.Sprintf("BUG: printStmt: unknown statement %T", s))
 	}
@@ -131,6 +134,8 @@ func ExprString(e Expr) string {
 		return e.Fn.String() + "(" + strings.Join(args, ", ") + ")"
 	case *Load:
 		return e.Buf.Name + exprList(e.Index)
+	case *Address:
+		return "&" + e.Buf.Name + exprList(e.Index)
 	case *Reduce:
 		axes := make([]string, len(e.Axes))
 		for i, a := range e.Axes {

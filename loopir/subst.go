@@ -37,6 +37,8 @@ func MapExpr(e Expr, f func(Expr) Expr) Expr {
 		return f(&Load{Buf: x.Buf, Index: mapExprs(x.Index, f)})
 	case *Reduce:
 		return f(&Reduce{Comb: x.Comb, Source: MapExpr(x.Source, f), Axes: x.Axes})
+	case *Address:
+		return f(&Address{Buf: x.Buf, Index: mapExprs(x.Index, f)})
 	}
 	panic(fmt.Sprintf("BUG: MapExpr: unknown expression %T", e))
 }
@@ -79,6 +81,8 @@ func MapStmt(s Stmt, fe func(Expr) Expr, fs func(Stmt) Stmt) Stmt {
 		out = &IfThenElse{Cond: MapExpr(x.Cond, fe), Then: MapStmt(x.Then, fe, fs), Else: MapStmt(x.Else, fe, fs)}
 	case *Allocate:
 		out = &Allocate{Buf: x.Buf, Body: MapStmt(x.Body, fe, fs)}
+	case *IntrinCall:
+		out = &IntrinCall{Intrin: x.Intrin, Args: mapExprs(x.Args, fe)}
 	default:
 		panic(fmt.Sprintf("BUG: MapStmt: unknown statement %T", s))
 	}

@@ -66,6 +66,8 @@ func (v *verifier) expr(e Expr) error {
 			}
 		case *Load:
 			err = v.access(x.Buf, x.Index)
+		case *Address:
+			err = v.access(x.Buf, x.Index)
 		case *Reduce:
 			err = v.errf("reduction left in the loop nest")
 		}
@@ -146,6 +148,19 @@ func (v *verifier) stmt(s Stmt) error {
 			return err
 		}
 		return v.stmt(s.Else)
+	case *IntrinCall:
+		if s.Intrin == nil || s.Intrin.Desc == nil {
+			return v.errf("call of an undeclared intrinsic")
+		}
+		if want := intrinArity(s.Intrin); len(s.Args) != want {
+			return v.errf("intrinsic %s called with %d arguments, its convention takes %d", s.Intrin.Name, len(s.Args), want)
+		}
+		for _, a := range s.Args {
+			if err := v.expr(a); err != nil {
+				return fmt.Errorf("intrinsic %s: %w", s.Intrin.Name, err)
+			}
+		}
+		return nil
 	case *Allocate:
 		for _, e := range s.Buf.Shape {
 			if err := v.expr(e); err != nil {

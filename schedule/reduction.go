@@ -10,7 +10,8 @@ import (
 // DecomposeReduction moves a reduction block's init out of its reduction loops: a new
 // block "<name>_init" runs before loop l, inside copies of the spatial loops that lie
 // between l and the block; the update block keeps no init. l must enclose the block and
-// every reduction loop of the block must be l or inside it.
+// every reduction loop of the block must be l or inside it. The init keeps the block
+// predicate's conjuncts over spatial loops and drops those over reduction loops only.
 func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
 	name, ok := s.blocks[b]
 	if !ok {
@@ -61,13 +62,27 @@ func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
 			initBlk.Bindings = append(initBlk.Bindings, loopir.Substitute(blk.Bindings[i], sub))
 		}
 	}
-	if blk.Predicate != nil {
-		for _, v := range freeVars(blk.Predicate) {
+	// the init keeps the predicate's spatial conjuncts; conjuncts over reduction loops
+	// only (tails of a split reduction) do not concern it
+	for _, c := range conjuncts(blk.Predicate) {
+		nRed, nAll := 0, 0
+		for _, v := range freeVars(c) {
+			nAll++
 			if reduceVars[v] {
-				return "", s.errf("decompose_reduction", "block %s's predicate depends on reduction loop %s", name, v.Name)
+				nRed++
 			}
 		}
-		initBlk.Predicate = loopir.Substitute(blk.Predicate, sub)
+		switch {
+		case nRed == 0:
+			c = loopir.Substitute(c, sub)
+			if initBlk.Predicate == nil {
+				initBlk.Predicate = c
+			} else {
+				initBlk.Predicate = loopir.Bin(loopir.And, initBlk.Predicate, c)
+			}
+		case nRed < nAll:
+			return "", s.errf("decompose_reduction", "block %s's predicate %s mixes reduction and spatial loops", name, loopir.ExprString(c))
+		}
 	}
 	var initNest loopir.Stmt = initBlk
 	for i := len(copies) - 1; i >= 0; i-- {

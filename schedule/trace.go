@@ -106,8 +106,9 @@ func ParseTrace(text string) (*Trace, error) {
 }
 
 // Replay applies the trace to a fresh schedule of f; the result is identical to the
-// schedule that recorded it.
-func (t *Trace) Replay(f *loopir.PrimFunc) (*Schedule, error) {
+// schedule that recorded it. Tensor intrinsics named by tensorize instructions are looked
+// up among intrins.
+func (t *Trace) Replay(f *loopir.PrimFunc, intrins ...*loopir.TensorIntrin) (*Schedule, error) {
 	s := New(f)
 	rv := map[string]string{}
 	mapIn := func(in []string) ([]string, error) {
@@ -153,6 +154,22 @@ func (t *Trace) Replay(f *loopir.PrimFunc) (*Schedule, error) {
 				return nil, err
 			}
 			outs = []string{string(b)}
+		case "tensorize":
+			if len(in) != 1 || len(inst.Str) != 1 {
+				return nil, fmt.Errorf("%w: tensorize takes a loop and an intrinsic name", ErrSchedule)
+			}
+			var intrin *loopir.TensorIntrin
+			for _, x := range intrins {
+				if x.Name == inst.Str[0] {
+					intrin = x
+				}
+			}
+			if intrin == nil {
+				return nil, fmt.Errorf("%w: replay: tensor intrinsic %q was not given", ErrSchedule, inst.Str[0])
+			}
+			if err := s.Tensorize(LoopRV(in[0]), intrin); err != nil {
+				return nil, err
+			}
 		case "get_loops", "split", "fuse", "reorder", "parallel", "vectorize", "unroll":
 			if len(in) == 0 {
 				return nil, fmt.Errorf("%w: %s needs an input", ErrSchedule, inst.Op)

@@ -11,7 +11,7 @@ var layers = map[string]int{
 	"devices/cpu": 2, "devices/cuda": 2, "devices/opencl": 2, "devices/devicetest": 2,
 	// generated protobuf code sits below the importer that uses it
 	"loader/onnx/onnxpb": 2,
-	"schedule":           3, "codegen": 3, "loader/onnx": 3, "kernels/ref": 3,
+	"schedule":           3, "codegen": 3, "intrin": 3, "loader/onnx": 3, "kernels/ref": 3,
 	"kernels":     4,
 	"kernels/cpu": 5, "kernels/kerneltest": 5, "kernels/gpu": 5, "autotune": 5,
 	"compiler":      6,
@@ -26,7 +26,7 @@ var layers = map[string]int{
 var runtimeHalf = []string{"tensor", "target", "devices/...", "devices", "vm", "compilecache"}
 
 var compilerHalf = []string{"graph/...", "graph", "loopir/...", "loopir", "te", "schedule",
-	"kernels/...", "kernels", "codegen", "autotune", "compiler", "loader/...", "loader", "serve/...", "serve"}
+	"kernels/...", "kernels", "codegen", "intrin", "autotune", "compiler", "loader/...", "loader", "serve/...", "serve"}
 
 // layerOf returns the layer of a module-relative package path.
 func layerOf(rel string) (int, bool) {

@@ -109,6 +109,9 @@ func Flatten(f *loopir.PrimFunc) *loopir.PrimFunc {
 		if l, ok := e.(*loopir.Load); ok && needsFlat(l.Buf, l.Index) {
 			return &loopir.Load{Buf: l.Buf, Index: flat(l.Buf, l.Index)}
 		}
+		if a, ok := e.(*loopir.Address); ok && needsFlat(a.Buf, a.Index) {
+			return &loopir.Address{Buf: a.Buf, Index: flat(a.Buf, a.Index)}
+		}
 		return e
 	}
 	body := loopir.MapStmt(f.Body, fe, func(s loopir.Stmt) loopir.Stmt {

@@ -52,6 +52,12 @@ func simplifyStmt(a *loopir.Analyzer, s loopir.Stmt) loopir.Stmt {
 		return &loopir.Store{Buf: s.Buf, Index: idx, Value: a.Simplify(s.Value)}
 	case *loopir.Allocate:
 		return &loopir.Allocate{Buf: s.Buf, Body: simplifyStmt(a, s.Body)}
+	case *loopir.IntrinCall:
+		args := make([]loopir.Expr, len(s.Args))
+		for i, x := range s.Args {
+			args[i] = a.Simplify(x)
+		}
+		return &loopir.IntrinCall{Intrin: s.Intrin, Args: args}
 	}
 	// blocks are lowered before this pass runs; keep anything else as it is
 	return s

@@ -1,0 +1,19 @@
+// Package intrin declares the tensor intrinsics that schedule.Tensorize maps loop nests
+// onto: small tile computations with a hand-declared implementation per code generation
+// dialect, each with its meaning stated as a loopir description.
+//
+// Model: an intrinsic is data (loopir.TensorIntrin). Its description is a perfect loop
+// nest around one block; its C implementation is generated here from a few parameters
+// (vector lanes, tile rows, vectors per row) as header-free C with GCC/Clang vector
+// extensions, fully unrolled so that the accumulator tile lives in registers. Operators
+// never contain hand-written C: strategies (kernels/cpu) schedule a te compute definition
+// and tensorize its innermost tile onto one of these.
+//
+// Invariants: an implementation computes exactly its description for every run-time
+// extent its calling convention allows (Partial loops down to 0, any K); tests compile
+// both and compare them on random data, tails included. The table is built by Table,
+// never in init().
+//
+// References: the outer-product micro-kernels of GotoBLAS/BLIS (Goto & van de Geijn,
+// "Anatomy of High-Performance Matrix Multiplication", 2008) and TVM's tensorize.
+package intrin

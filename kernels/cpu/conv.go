@@ -1,0 +1,67 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/schedule"
+)
+
+// ScheduleConv2DNCHWc schedules kernels.Conv2DNCHWc (blocks "pad" and "conv") whose output
+// channel block equals the intrinsic's tile width: the padded copy runs first (rows in
+// parallel); each output row (batch, channel block, row: fused, parallel) is cut into
+// tiles of mr columns, and each tile accumulates, per input channel block and kernel
+// row, one micro-kernel call over the merged (kernel column, input channel) axis.
+func ScheduleConv2DNCHWc(s *schedule.Schedule, in *loopir.TensorIntrin, parallel bool) error {
+	mr, _ := tile(in)
+	pb, err := s.GetBlock("pad")
+	if err != nil {
+		return err
+	}
+	pl, err := s.GetLoops(pb)
+	if err != nil {
+		return err
+	}
+	prow, err := s.Fuse(pl[0], pl[1], pl[2])
+	if err != nil {
+		return err
+	}
+	if parallel {
+		if err := s.Parallel(prow); err != nil {
+			return err
+		}
+	}
+	c, err := s.GetBlock("conv")
+	if err != nil {
+		return err
+	}
+	l, err := s.GetLoops(c)
+	if err != nil {
+		return err
+	}
+	if len(l) != 8 {
+		return fmt.Errorf("conv2d NCHWc strategy: block has %d loops, want 8", len(l))
+	}
+	n, ocb, oh, ow, oc, icb, ry, rr := l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7]
+	w, err := s.Split(ow, []int64{-1, mr})
+	if err != nil {
+		return err
+	}
+	if err := s.Reorder(n, ocb, oh, w[0], icb, ry, w[1], oc, rr); err != nil {
+		return err
+	}
+	if _, err := s.DecomposeReduction(c, icb); err != nil {
+		return err
+	}
+	if err := s.Tensorize(w[1], in); err != nil {
+		return err
+	}
+	row, err := s.Fuse(n, ocb, oh)
+	if err != nil {
+		return err
+	}
+	if parallel {
+		return s.Parallel(row)
+	}
+	return nil
+}

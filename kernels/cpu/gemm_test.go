@@ -1,0 +1,57 @@
+package cpu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/intrin"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/kernels/kerneltest"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/schedule"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// TestMatMulPackedTensorized runs the tensorized matmul against the reference with tails
+// in every dimension (m, n not multiples of the tile, k not a multiple of KC), with a
+// static and a symbolic m, for each declared GEMM micro-kernel the host can run.
+func TestMatMulPackedTensorized(t *testing.T) {
+	const m, n, k = 37, 70, 300
+	av, bv := kerneltest.Random(1, m*k), kerneltest.Random(2, k*n)
+	want := kerneltest.Ref(t, graph.OpMatMul, nil, []*tensor.Tensor{
+		tensor.MustFromSlice(tensor.Shape{m, k}, av), tensor.MustFromSlice(tensor.Shape{k, n}, bv)})
+	for _, in := range runnable(intrin.Table()) {
+		for _, symbolic := range []bool{false, true} {
+			name := in.Name
+			if symbolic {
+				name += "/symbolic-m"
+			}
+			t.Run(name, func(t *testing.T) {
+				var mm loopir.Expr = loopir.Int(m)
+				var dims []int64
+				if symbolic {
+					mm, dims = te.Dim("m"), []int64{m}
+				}
+				a := te.Placeholder("a", tensor.Float32, mm, loopir.Int(k))
+				b := te.Placeholder("b", tensor.Float32, loopir.Int(k), loopir.Int(n))
+				_, nr := Tile(in)
+				_, c := kernels.MatMulPacked(a, b, nr)
+				f, err := te.Lower("mm", []*te.Tensor{a, b}, []*te.Tensor{c})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := schedule.New(f)
+				if err := ScheduleMatMulPacked(s, in, GemmConfig{KC: 128, Parallel: true}); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(loopir.Print(s.Func()), "call "+in.Name) {
+					t.Fatalf("no call of %s in\n%s", in.Name, loopir.Print(s.Func()))
+				}
+				got := kerneltest.Run(t, s.Func(), dims, m*n, av, bv)
+				kerneltest.Close(t, "tensorized matmul", got, want)
+			})
+		}
+	}
+}

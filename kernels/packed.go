@@ -1,0 +1,117 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
+)
+
+// MatMulPacked is C[m, n] = Σ_k A[m, k]·B[k, n] with B first repacked into column panels
+// Bp[⌈N/nr⌉, K, nr] (zero past N): each panel row is nr contiguous values, the layout an
+// outer-product micro-kernel streams. It returns the packing stage and the product.
+func MatMulPacked(a, b *te.Tensor, nr int64) (packed, c *te.Tensor) {
+	n, k := b.Shape[1], b.Shape[0]
+	panels := div(add(n, i64(nr-1)), i64(nr))
+	packed = te.Compute("packed_b", []loopir.Expr{panels, k, i64(nr)}, func(i []loopir.Expr) loopir.Expr {
+		col := add(mul(i[0], i64(nr)), i[2])
+		safe := loopir.Bin(loopir.Min, col, sub(n, i64(1)))
+		return te.Select(loopir.Bin(loopir.LT, col, n), b.At(i[1], safe), loopir.Float(0, b.Buffer().DT))
+	})
+	r := te.RAxis("k", a.Shape[1])
+	c = te.Compute("matmul", []loopir.Expr{a.Shape[0], n}, func(i []loopir.Expr) loopir.Expr {
+		return te.Sum(te.Mul(a.At(i[0], r.Var), packed.At(div(i[1], i64(nr)), r.Var, loopir.Bin(loopir.Mod, i[1], i64(nr)))), r)
+	})
+	return packed, c
+}
+
+// Conv2DNCHWc is a convolution in blocked layouts, the form the CPU strategy tensorizes:
+// x is [N, C/cb, H, W, cb], w is [M/mb, C/cb, KH, KW·cb, mb] (kernel column kw and input
+// channel ic merged into kw·cb + ic), the result [N, M/mb, OH, OW, mb]. A padded copy of x
+// with its last two axes merged, [N, C/cb, H+2p, (W+2p)·cb], makes the merged reduction
+// axis contiguous: output column ow reads columns ow·s·cb + r for r < KW·cb. Horizontal
+// dilation must be 1 (it would break that contiguity); groups are not supported here.
+func Conv2DNCHWc(x, w *te.Tensor, a Conv2DAttrs) (pad, y *te.Tensor, err error) {
+	if len(x.Shape) != 5 || len(w.Shape) != 5 {
+		return nil, nil, fmt.Errorf("conv2d NCHWc: want 5-D data and weights, got %d-D and %d-D", len(x.Shape), len(w.Shape))
+	}
+	var e [8]int64
+	for i, d := range []loopir.Expr{x.Shape[1], x.Shape[2], x.Shape[3], x.Shape[4], w.Shape[0], w.Shape[2], w.Shape[3], w.Shape[4]} {
+		c, ok := d.(*loopir.IntImm)
+		if !ok {
+			return nil, nil, fmt.Errorf("conv2d NCHWc: channel and spatial extents must be static")
+		}
+		e[i] = c.V
+	}
+	cbs, h, wd, cb, mbs, kh, kwcb, mb := e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]
+	if max(a.Groups, 1) != 1 || a.Dilations[1] != 1 {
+		return nil, nil, fmt.Errorf("conv2d NCHWc: groups %d and horizontal dilation %d are not supported (want 1 and 1)", a.Groups, a.Dilations[1])
+	}
+	if c, ok := w.Shape[1].(*loopir.IntImm); !ok || c.V != cbs || kwcb%cb != 0 {
+		return nil, nil, fmt.Errorf("conv2d NCHWc: weights %v do not fit data with %d blocks of %d channels", w.Shape, cbs, cb)
+	}
+	kw := kwcb / cb
+	ph, pw := a.Pads[0], a.Pads[1]
+	oh := (h+2*ph-a.Dilations[0]*(kh-1)-1)/a.Strides[0] + 1
+	ow := (wd+2*pw-(kw-1)-1)/a.Strides[1] + 1
+	dt := x.Buffer().DT
+	pad = te.Compute("pad", []loopir.Expr{x.Shape[0], i64(cbs), i64(h + 2*ph), i64((wd + 2*pw) * cb)}, func(i []loopir.Expr) loopir.Expr {
+		yy, xx, ci := sub(i[2], i64(ph)), sub(div(i[3], i64(cb)), i64(pw)), loopir.Bin(loopir.Mod, i[3], i64(cb))
+		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
+		safeY := loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, yy, i64(h-1)), i64(0))
+		safeX := loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, xx, i64(wd-1)), i64(0))
+		return te.Select(cond, x.At(i[0], i[1], safeY, safeX, ci), loopir.Float(0, dt))
+	})
+	icb, ry, rr := te.RAxis("icb", i64(cbs)), te.RAxis("ry", i64(kh)), te.RAxis("rr", i64(kwcb))
+	y = te.Compute("conv", []loopir.Expr{x.Shape[0], i64(mbs), i64(oh), i64(ow), i64(mb)}, func(i []loopir.Expr) loopir.Expr {
+		row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
+		col := add(mul(i[3], i64(a.Strides[1]*cb)), rr.Var)
+		return te.Sum(te.Mul(pad.At(i[0], icb.Var, row, col), w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
+	})
+	return pad, y, nil
+}
+
+// PackNCHWc reorders NCHW data into [N, C/cb, H, W, cb] (C divisible by cb).
+func PackNCHWc(v []float32, n, c, h, w, cb int) []float32 {
+	out := make([]float32, len(v))
+	for b := 0; b < n; b++ {
+		for ch := 0; ch < c; ch++ {
+			for y := 0; y < h; y++ {
+				for x := 0; x < w; x++ {
+					out[(((b*(c/cb)+ch/cb)*h+y)*w+x)*cb+ch%cb] = v[((b*c+ch)*h+y)*w+x]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// PackWeightsNCHWc reorders OIHW weights into [M/mb, C/cb, KH, KW·cb, mb].
+func PackWeightsNCHWc(v []float32, m, c, kh, kw, cb, mb int) []float32 {
+	out := make([]float32, len(v))
+	for o := 0; o < m; o++ {
+		for i := 0; i < c; i++ {
+			for y := 0; y < kh; y++ {
+				for x := 0; x < kw; x++ {
+					out[((((o/mb)*(c/cb)+i/cb)*kh+y)*kw*cb+x*cb+i%cb)*mb+o%mb] = v[((o*c+i)*kh+y)*kw+x]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// UnpackNCHWc reorders [N, C/cb, H, W, cb] data back into NCHW.
+func UnpackNCHWc(v []float32, n, c, h, w, cb int) []float32 {
+	out := make([]float32, len(v))
+	for b := 0; b < n; b++ {
+		for ch := 0; ch < c; ch++ {
+			for y := 0; y < h; y++ {
+				for x := 0; x < w; x++ {
+					out[((b*c+ch)*h+y)*w+x] = v[(((b*(c/cb)+ch/cb)*h+y)*w+x)*cb+ch%cb]
+				}
+			}
+		}
+	}
+	return out
+}

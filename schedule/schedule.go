@@ -172,3 +172,17 @@ func substituteIn(st loopir.Stmt, m map[*loopir.Var]loopir.Expr) loopir.Stmt {
 		return e
 	}, nil)
 }
+
+// Extent returns a loop's extent when it is a constant (a query: not recorded in the
+// trace, since replay reaches the same answer on the same function).
+func (s *Schedule) Extent(l LoopRV) (int64, bool) {
+	f, err := s.loop("extent", l)
+	if err != nil {
+		return 0, false
+	}
+	c, ok := loopir.NewAnalyzer(s.f.Dims).Simplify(f.Extent).(*loopir.IntImm)
+	if !ok {
+		return 0, false
+	}
+	return c.V, true
+}

@@ -16,8 +16,9 @@ import (
 // the same loops as in the description. Strides come from the actual buffers; the
 // intrinsic's Unit strides must be 1. A block predicate that bounds a Partial loop
 // (`outer + loop < bound`, as inexact splits produce) becomes a run-time extent; a
-// predicate that does not mention the nest guards the call. The block must not carry an
-// init (decompose the reduction first).
+// predicate that does not mention the nest guards the call. An intrinsic whose block has
+// an init matches only a block with the same init and all its reduction loops in the
+// nest; one without matches only a block without (decompose the reduction first).
 func (s *Schedule) Tensorize(l LoopRV, in *loopir.TensorIntrin) error {
 	const prim = "tensorize"
 	root, err := s.loop(prim, l)
@@ -51,8 +52,11 @@ func (s *Schedule) matchIntrin(root *loopir.For, in *loopir.TensorIntrin) (loopi
 	if len(loops) != len(dLoops) {
 		return nil, fmt.Errorf("the nest has %d loops, the intrinsic %d", len(loops), len(dLoops))
 	}
-	if blk.Init != nil {
-		return nil, fmt.Errorf("block %s still has its init (decompose_reduction first)", blk.Name)
+	switch {
+	case dBlk.Init == nil && blk.Init != nil:
+		return nil, fmt.Errorf("block %s still has its init and %s does not initialize (decompose_reduction first)", blk.Name, in.Name)
+	case dBlk.Init != nil && blk.Init == nil:
+		return nil, fmt.Errorf("block %s has no init and %s initializes", blk.Name, in.Name)
 	}
 	an := loopir.NewAnalyzer(s.f.Dims)
 	for _, lp := range loopsAbove(s.f.Body, blk.Name) {
@@ -103,6 +107,28 @@ func (s *Schedule) matchIntrin(root *loopir.For, in *loopir.TensorIntrin) (loopi
 	m := &intrinMatcher{bufs: map[*loopir.Buffer]*loopir.Buffer{}}
 	if !m.stmt(dBody, aBody) {
 		return nil, fmt.Errorf("block %s does not compute what the intrinsic's block %s computes", blk.Name, dBlk.Name)
+	}
+	if blk.Init != nil {
+		// the init runs inside the call, so the whole reduction must be in the nest
+		inNest := map[*loopir.Var]bool{}
+		for _, v := range aVars {
+			inNest[v] = true
+		}
+		for i, it := range blk.Iters {
+			if it.Kind != loopir.Reduction {
+				continue
+			}
+			for _, v := range freeVars(blk.Bindings[i]) {
+				if !inNest[v] {
+					return nil, fmt.Errorf("reduction loop %s of block %s is outside the nest, so the call cannot own the init", v.Name, blk.Name)
+				}
+			}
+		}
+		aInit := simplifyIndices(an, substituteIn(blk.Init, bind(blk)))
+		dInit := substituteIn(dBlk.Init, bind(dBlk))
+		if !m.stmt(dInit, aInit) {
+			return nil, fmt.Errorf("block %s's init differs from the intrinsic's", blk.Name)
+		}
 	}
 	// per parameter of the description: tile origin and strides
 	type tile struct {

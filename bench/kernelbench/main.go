@@ -8,10 +8,14 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -19,33 +23,43 @@ import (
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/intrin"
+	"github.com/kilnrt/kiln/kernels"
+	kcpu "github.com/kilnrt/kiln/kernels/cpu"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/schedule"
+	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// peakSource is the FMA-peak fixture: 12 independent vector accumulators updated with
-// fused multiply-adds for dims[0] iterations. It measures the machine, not an operator.
+// peakSource is the FMA-peak fixture: 16 independent vector accumulators, each loaded
+// from a different place (so the compiler cannot merge them), updated with fused
+// multiply-adds for dims[0] iterations. 16 chains cover the FMA latency times the FMA
+// ports of current x86 cores. It measures the machine, not an operator.
 const peakSource = `
 typedef float v16 __attribute__((vector_size(64)));
 int kiln_fma_peak(void *const *bufs, const long long *dims, void *ctx) {
-	v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
-	v16 a6 = {0}, a7 = {0}, a8 = {0}, a9 = {0}, a10 = {0}, a11 = {0};
-	v16 x = *(v16 *)bufs[0], y = *(v16 *)bufs[1];
+	const v16 *in = (const v16 *)bufs[0];
+	v16 a0 = in[0], a1 = in[1], a2 = in[2], a3 = in[3], a4 = in[4], a5 = in[5], a6 = in[6], a7 = in[7];
+	v16 a8 = in[8], a9 = in[9], a10 = in[10], a11 = in[11], a12 = in[12], a13 = in[13], a14 = in[14], a15 = in[15];
+	v16 x = in[16], y = in[17];
 	for (long long i = 0; i < dims[0]; i++) {
 		a0 = a0 * x + y; a1 = a1 * x + y; a2 = a2 * x + y; a3 = a3 * x + y;
 		a4 = a4 * x + y; a5 = a5 * x + y; a6 = a6 * x + y; a7 = a7 * x + y;
 		a8 = a8 * x + y; a9 = a9 * x + y; a10 = a10 * x + y; a11 = a11 * x + y;
+		a12 = a12 * x + y; a13 = a13 * x + y; a14 = a14 * x + y; a15 = a15 * x + y;
 	}
-	*(v16 *)bufs[2] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+	*(v16 *)bufs[1] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
 	return 0;
 }
 `
 
+var intrinName = flag.String("intrin", "", "GEMM micro-kernel to use, by the name of its update form (default: the best for this CPU)")
+
 func main() {
-	reps := flag.Int("reps", 5, "repetitions per measurement (the median is reported)")
+	reps := flag.Int("reps", 11, "repetitions per measurement (the median is reported)")
 	flag.Parse()
 	if err := run(*reps); err != nil {
 		fmt.Fprintln(os.Stderr, "kernelbench:", err)
@@ -82,20 +96,25 @@ func run(reps int) error {
 	}
 	defer dev2.Close()
 	var compileTimes []time.Duration
-	for _, cfg := range []struct {
-		name     string
-		sch      func(*schedule.Schedule) error
-		parallel bool
-	}{
-		{"naive", func(*schedule.Schedule) error { return nil }, false},
-		{"tiled", tileMatmul, true},
-	} {
-		f := matmul(1024)
-		s := schedule.New(f)
-		if err := cfg.sch(s); err != nil {
-			return err
+	gemm := intrin.GemmFor(target.Host())
+	if *intrinName != "" {
+		found := false
+		for _, g := range intrin.Gemms() {
+			if g.Update.Name == *intrinName {
+				gemm, found = g, true
+			}
 		}
-		g, err := passes.CPUPipeline().Run(s.Func())
+		if !found {
+			return fmt.Errorf("no GEMM micro-kernel %q (see intrin.Gemms)", *intrinName)
+		}
+	}
+	fmt.Printf("micro-kernel: %s\n", gemm.Update.Name)
+	for _, kb := range benchKernels(gemm) {
+		f, err := kb.build()
+		if err != nil {
+			return fmt.Errorf("%s: %w", kb.name, err)
+		}
+		g, err := passes.CPUPipeline().Run(f)
 		if err != nil {
 			return err
 		}
@@ -109,24 +128,78 @@ func run(reps int) error {
 			return err
 		}
 		compileTimes = append(compileTimes, time.Since(start))
-		one, err := timeSgemm(dev1, bin, src.Kernels[0], 1024, reps)
+		one, err := timeKernel(dev1, bin, src.Kernels[0], kb, reps)
 		if err != nil {
 			return err
 		}
 		two := "n/a (serial schedule)"
-		if cfg.parallel {
-			g2, err := timeSgemm(dev2, bin, src.Kernels[0], 1024, reps)
+		if kb.parallel {
+			g2, err := timeKernel(dev2, bin, src.Kernels[0], kb, reps)
 			if err != nil {
 				return err
 			}
 			two = fmt.Sprintf("%7.2f GFLOP/s (%.1f%% of the 2-thread peak)", g2, 100*g2/peak2)
 		}
-		fmt.Printf("sgemm 1024³ %-5s 1 thread: %7.2f GFLOP/s (%.1f%% of the 1-thread peak); 2 threads: %s\n",
-			cfg.name, one, 100*one/peak1, two)
+		fmt.Printf("%-34s 1 thread: %7.2f GFLOP/s (%.1f%% of the 1-thread peak); 2 threads: %s\n",
+			kb.name, one, 100*one/peak1, two)
 	}
 	fmt.Printf("C compile time per kernel: median %v (of %d)\n", median(compileTimes).Round(time.Millisecond), len(compileTimes))
-	fmt.Println("conv2d (resnet18 3x3 64->64 56x56): not measured yet (no conv compute definition in kernels)")
 	return nil
+}
+
+// benchKernel is one generated kernel to time: its scheduled function, its parameter
+// sizes in floats (inputs, then the output) and its floating-point operation count.
+type benchKernel struct {
+	name     string
+	build    func() (*loopir.PrimFunc, error)
+	sizes    []int64
+	flops    float64
+	parallel bool
+}
+
+func benchKernels(gemm intrin.Gemm) []benchKernel {
+	const n = 1024
+	mm := []int64{n * n, n * n, n * n}
+	sgemm := func(sch func(*schedule.Schedule) error) func() (*loopir.PrimFunc, error) {
+		return func() (*loopir.PrimFunc, error) {
+			s := schedule.New(matmul(n))
+			return s.Func(), sch(s)
+		}
+	}
+	// resnet18's layer1 convolution: 3×3, 64 → 64 channels, 56×56, padding 1
+	const c, hw, k = 64, 56, 3
+	mb := gemm.NR
+	cb := mb
+	conv := func() (*loopir.PrimFunc, error) {
+		x := te.Placeholder("x", tensor.Float32, loopir.Int(1), loopir.Int(c/cb), loopir.Int(hw), loopir.Int(hw), loopir.Int(cb))
+		w := te.Placeholder("w", tensor.Float32, loopir.Int(c/mb), loopir.Int(c/cb), loopir.Int(k), loopir.Int(k*cb), loopir.Int(mb))
+		_, y, err := kernels.Conv2DNCHWc(x, w, kernels.Conv2DAttrs{Strides: [2]int64{1, 1}, Pads: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Groups: 1})
+		if err != nil {
+			return nil, err
+		}
+		f, err := te.Lower("conv2d", []*te.Tensor{x, w}, []*te.Tensor{y})
+		if err != nil {
+			return nil, err
+		}
+		s := schedule.New(f)
+		return s.Func(), kcpu.ScheduleConv2DNCHWc(s, gemm, true)
+	}
+	return []benchKernel{
+		{"sgemm 1024³ naive", sgemm(func(*schedule.Schedule) error { return nil }), mm, 2 * n * n * n, false},
+		{"sgemm 1024³ vectorized", sgemm(tileMatmul), mm, 2 * n * n * n, true},
+		{"sgemm 1024³ tensorized", func() (*loopir.PrimFunc, error) {
+			a := te.Placeholder("A", tensor.Float32, loopir.Int(n), loopir.Int(n))
+			b := te.Placeholder("B", tensor.Float32, loopir.Int(n), loopir.Int(n))
+			_, out := kernels.MatMulPacked(a, b, gemm.NR)
+			f, err := te.Lower("sgemm", []*te.Tensor{a, b}, []*te.Tensor{out})
+			if err != nil {
+				return nil, err
+			}
+			s := schedule.New(f)
+			return s.Func(), kcpu.ScheduleMatMulPacked(s, gemm, kcpu.DefaultGemm)
+		}, mm, 2 * n * n * n, true},
+		{"conv2d 3x3 64->64 56x56 tensorized", conv, []int64{c * hw * hw, c * c * k * k, c * hw * hw}, 2 * c * c * k * k * hw * hw, true},
+	}
 }
 
 func fmaPeak(dev *cpu.Device, reps int) (float64, float64, error) {
@@ -143,8 +216,8 @@ func fmaPeak(dev *cpu.Device, reps int) (float64, float64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	const iters = 50_000_000
-	flops := float64(iters) * 12 * 16 * 2
+	const iters = 20_000_000
+	flops := float64(iters) * 16 * 16 * 2
 	measure := func(threads int) (float64, error) {
 		var times []time.Duration
 		for r := 0; r < reps; r++ {
@@ -157,9 +230,9 @@ func fmaPeak(dev *cpu.Device, reps int) (float64, float64, error) {
 					defer wg.Done()
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
-					bufs := make([]devices.Buffer, 3)
-					for i := range bufs {
-						bufs[i], _ = dev.Alloc(64)
+					bufs := make([]devices.Buffer, 2)
+					for i, n := range []int64{18 * 64, 64} {
+						bufs[i], _ = dev.Alloc(n)
 						defer dev.Free(bufs[i])
 					}
 					errs[t] = dev.Launch(k, devices.Geometry{}, bufs, []int64{iters})
@@ -225,7 +298,7 @@ func tileMatmul(s *schedule.Schedule) error {
 	return s.Parallel(l[0])
 }
 
-func timeSgemm(dev *cpu.Device, bin []byte, name string, n, reps int) (float64, error) {
+func timeKernel(dev *cpu.Device, bin []byte, name string, kb benchKernel, reps int) (float64, error) {
 	mod, err := dev.Load(bin)
 	if err != nil {
 		return 0, err
@@ -235,13 +308,24 @@ func timeSgemm(dev *cpu.Device, bin []byte, name string, n, reps int) (float64, 
 	if err != nil {
 		return 0, err
 	}
-	bufs := make([]devices.Buffer, 3)
-	for i := range bufs {
-		if bufs[i], err = dev.Alloc(int64(4 * n * n)); err != nil {
+	bufs := make([]devices.Buffer, len(kb.sizes))
+	for i, n := range kb.sizes {
+		if bufs[i], err = dev.Alloc(4 * n); err != nil {
 			return 0, err
 		}
 		defer dev.Free(bufs[i])
+		if err := dev.CopyIn(bufs[i], randomBytes(uint64(i+1), int(n))); err != nil {
+			return 0, err
+		}
 	}
+	if err := dev.Launch(k, devices.Geometry{}, bufs, nil); err != nil { // warm-up
+		return 0, err
+	}
+	// keep the Go runtime quiet while the kernel owns the cores
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var times []time.Duration
 	for r := 0; r < reps; r++ {
 		start := time.Now()
@@ -250,5 +334,18 @@ func timeSgemm(dev *cpu.Device, bin []byte, name string, n, reps int) (float64, 
 		}
 		times = append(times, time.Since(start))
 	}
-	return 2 * float64(n) * float64(n) * float64(n) / median(times).Seconds() / 1e9, nil
+	if os.Getenv("KB_DEBUG") != "" {
+		fmt.Println(kb.name, times)
+	}
+	return kb.flops / median(times).Seconds() / 1e9, nil
+}
+
+// randomBytes is n little-endian float32 values uniform in [-1, 1).
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0))
+	b := make([]byte, 4*n)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(2*r.Float32()-1))
+	}
+	return b
 }

@@ -3,7 +3,7 @@ package cpu
 import (
 	"fmt"
 
-	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/schedule"
 )
 
@@ -12,8 +12,8 @@ import (
 // parallel); each output row (batch, channel block, row: fused, parallel) is cut into
 // tiles of mr columns, and each tile accumulates, per input channel block and kernel
 // row, one micro-kernel call over the merged (kernel column, input channel) axis.
-func ScheduleConv2DNCHWc(s *schedule.Schedule, in *loopir.TensorIntrin, parallel bool) error {
-	mr, _ := tile(in)
+func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) error {
+	mr := g.MR
 	pb, err := s.GetBlock("pad")
 	if err != nil {
 		return err
@@ -53,7 +53,7 @@ func ScheduleConv2DNCHWc(s *schedule.Schedule, in *loopir.TensorIntrin, parallel
 	if _, err := s.DecomposeReduction(c, icb); err != nil {
 		return err
 	}
-	if err := s.Tensorize(w[1], in); err != nil {
+	if err := s.Tensorize(w[1], g.Update); err != nil {
 		return err
 	}
 	row, err := s.Fuse(n, ocb, oh)

@@ -27,10 +27,10 @@ func TestConv2DNCHWcTensorized(t *testing.T) {
 		{"3x3 stride2", 1, 11, 20, 3, 2, 1, false},
 		{"1x1", 2, 5, 15, 1, 1, 0, false},
 	}
-	for _, in := range runnable(intrin.Table()) {
-		_, nr := Tile(in)
+	for _, g := range runnable(intrin.Gemms()) {
+		nr := g.NR
 		for _, tc := range cases {
-			t.Run(in.Name+"/"+tc.name, func(t *testing.T) {
+			t.Run(g.Update.Name+"/"+tc.name, func(t *testing.T) {
 				const n = 2
 				cb, mb := 8, int(nr)
 				c, m := tc.c*cb, 2*mb
@@ -51,7 +51,7 @@ func TestConv2DNCHWcTensorized(t *testing.T) {
 					t.Fatal(err)
 				}
 				s := schedule.New(f)
-				if err := ScheduleConv2DNCHWc(s, in, true); err != nil {
+				if err := ScheduleConv2DNCHWc(s, g, true); err != nil {
 					t.Fatal(err)
 				}
 				xv, wv := kerneltest.Random(3, n*c*tc.h*tc.w), kerneltest.Random(4, m*c*tc.k*tc.k)

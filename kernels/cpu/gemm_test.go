@@ -16,15 +16,26 @@ import (
 
 // TestMatMulPackedTensorized runs the tensorized matmul against the reference with tails
 // in every dimension (m, n not multiples of the tile, k not a multiple of KC), with a
-// static and a symbolic m, for each declared GEMM micro-kernel the host can run.
+// static and a symbolic m, for each declared GEMM micro-kernel the host can run, in both
+// forms: k split into blocks (separate init, accumulating calls) and k whole
+// (zero-initializing calls).
 func TestMatMulPackedTensorized(t *testing.T) {
 	const m, n, k = 37, 70, 300
 	av, bv := kerneltest.Random(1, m*k), kerneltest.Random(2, k*n)
 	want := kerneltest.Ref(t, graph.OpMatMul, nil, []*tensor.Tensor{
 		tensor.MustFromSlice(tensor.Shape{m, k}, av), tensor.MustFromSlice(tensor.Shape{k, n}, bv)})
-	for _, in := range runnable(intrin.Table()) {
-		for _, symbolic := range []bool{false, true} {
-			name := in.Name
+	for _, g := range runnable(intrin.Gemms()) {
+		for _, v := range []struct {
+			symbolic bool
+			cfg      GemmConfig
+			call     string
+		}{{false, GemmConfig{KC: 128, MC: 2, Parallel: true}, g.Update.Name + "("},
+			{true, GemmConfig{KC: 128, MC: 2, Parallel: true}, g.Update.Name + "("},
+			{false, GemmConfig{KC: 512, MC: 3, Parallel: true}, g.Init.Name + "("},
+			{true, DefaultGemm, g.Init.Name + "("},
+		} {
+			symbolic := v.symbolic
+			name := v.call[:len(v.call)-1]
 			if symbolic {
 				name += "/symbolic-m"
 			}
@@ -36,18 +47,18 @@ func TestMatMulPackedTensorized(t *testing.T) {
 				}
 				a := te.Placeholder("a", tensor.Float32, mm, loopir.Int(k))
 				b := te.Placeholder("b", tensor.Float32, loopir.Int(k), loopir.Int(n))
-				_, nr := Tile(in)
+				nr := g.NR
 				_, c := kernels.MatMulPacked(a, b, nr)
 				f, err := te.Lower("mm", []*te.Tensor{a, b}, []*te.Tensor{c})
 				if err != nil {
 					t.Fatal(err)
 				}
 				s := schedule.New(f)
-				if err := ScheduleMatMulPacked(s, in, GemmConfig{KC: 128, Parallel: true}); err != nil {
+				if err := ScheduleMatMulPacked(s, g, v.cfg); err != nil {
 					t.Fatal(err)
 				}
-				if !strings.Contains(loopir.Print(s.Func()), "call "+in.Name) {
-					t.Fatalf("no call of %s in\n%s", in.Name, loopir.Print(s.Func()))
+				if !strings.Contains(loopir.Print(s.Func()), "call "+v.call) {
+					t.Fatalf("no call of %s in\n%s", v.call, loopir.Print(s.Func()))
 				}
 				got := kerneltest.Run(t, s.Func(), dims, m*n, av, bv)
 				kerneltest.Close(t, "tensorized matmul", got, want)

@@ -3,21 +3,21 @@ package cpu
 import (
 	"strings"
 
-	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/target"
 )
 
 // runnable keeps the intrinsics whose instruction set the host has (the C compiler
 // targets -march=native, so a wider kernel would not run here).
-func runnable(all []*loopir.TensorIntrin) []*loopir.TensorIntrin {
+func runnable(all []intrin.Gemm) []intrin.Gemm {
 	h := target.Host()
-	var out []*loopir.TensorIntrin
-	for _, in := range all {
+	var out []intrin.Gemm
+	for _, g := range all {
 		switch {
-		case strings.Contains(in.Name, "_avx512_") && !h.Has("avx512f"):
-		case strings.Contains(in.Name, "_avx2_") && !h.Has("avx2"):
+		case strings.Contains(g.Update.Name, "_avx512_") && !h.Has("avx512f"):
+		case strings.Contains(g.Update.Name, "_avx2_") && !h.Has("avx2"):
 		default:
-			out = append(out, in)
+			out = append(out, g)
 		}
 	}
 	return out

@@ -35,25 +35,33 @@ static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 static inline float kiln_sigmoidf(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
 static inline double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
-typedef unsigned long kiln_thread_t;
-extern int pthread_create(kiln_thread_t *, const void *, void *(*)(void *), void *);
-extern int pthread_join(kiln_thread_t, void **);
 `
 
-// EmitC prints the functions as one C translation unit.
-func EmitC(funcs ...*loopir.PrimFunc) (Source, error) {
+// EmitC prints the functions as one C translation unit with the default options.
+func EmitC(funcs ...*loopir.PrimFunc) (Source, error) { return EmitCWith(COptions{}, funcs...) }
+
+// EmitCWith prints the functions as one C translation unit.
+func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	var b strings.Builder
 	src := Source{Lang: "c"}
 	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}}
+	usesThreads := false
 	for _, f := range funcs {
-		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins}
+		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts}
 		if err := e.function(f); err != nil {
 			return Source{}, err
 		}
 		src.Kernels = append(src.Kernels, e.kernelName)
+		usesThreads = usesThreads || e.nPar > 0
 	}
 	var unit strings.Builder
 	unit.WriteString(cPrelude)
+	if usesThreads {
+		unit.WriteString(cThreads)
+		if opts.Parallel == Pool {
+			unit.WriteString(cPool)
+		}
+	}
 	for _, in := range intrins.order {
 		fmt.Fprintf(&unit, "\n/* tensor intrinsic %s */\n%s", in.Name, in.Impl["c"])
 	}
@@ -74,6 +82,7 @@ type cEmitter struct {
 	fn         string
 	kernelName string
 	intrins    *intrinSet
+	opts       COptions
 	err        error
 }
 
@@ -345,9 +354,10 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 	return "0"
 }
 
-// parallel outlines the loop body into a static function run by a fork-join of
-// ctx->num_threads threads (header-free pthreads), each on a contiguous chunk. Values the
-// body needs from enclosing loops (index variables, local buffers) travel in the env.
+// parallel outlines the loop body into a static function run on ctx->num_threads
+// contiguous chunks, by the thread pool (Pool) or a fresh fork-join of pthreads (Spawn).
+// Values the body needs from enclosing loops (index variables, local buffers) travel in
+// the env.
 func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	if e.inPar {
 		e.fail("nested parallel loops")
@@ -383,7 +393,10 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	fmt.Fprintf(e.b, "%s  i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;\n%s  if (nt < 1) nt = 1;\n%s  if (nt > 64) nt = 64;\n", pad, pad, pad)
 	fmt.Fprintf(e.b, "%s  const i64 lo = %s, ext = %s;\n", pad, e.expr(s.Min), e.expr(s.Extent))
 	fmt.Fprintf(e.b, "%s  const i64 chunk = (ext + nt - 1) / nt;\n", pad)
-	fmt.Fprintf(e.b, "%s  struct %s envs[64];\n%s  kiln_thread_t th[64];\n", pad, env, pad)
+	fmt.Fprintf(e.b, "%s  struct %s envs[64];\n", pad, env)
+	if e.opts.Parallel == Spawn {
+		fmt.Fprintf(e.b, "%s  kiln_thread_t th[64];\n", pad)
+	}
 	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nt; ++t) {\n", pad)
 	fmt.Fprintf(e.b, "%s    envs[t].bufs = bufs; envs[t].dims = dims; envs[t].rc = 0;\n", pad)
 	fmt.Fprintf(e.b, "%s    envs[t].lo = lo + t * chunk; envs[t].hi = lo + (t + 1) * chunk < lo + ext ? lo + (t + 1) * chunk : lo + ext;\n", pad)
@@ -394,9 +407,13 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 		fmt.Fprintf(e.b, "%s    envs[t].locals[%d] = (void *)%s;\n", pad, i, e.names[b])
 	}
 	fmt.Fprintf(e.b, "%s  }\n", pad)
-	fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (pthread_create(&th[t], 0, %s, &envs[t]) != 0) { %s(&envs[t]); th[t] = 0; }\n", pad, fn, fn)
-	fmt.Fprintf(e.b, "%s  %s(&envs[0]);\n", pad, fn)
-	fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (th[t]) pthread_join(th[t], 0);\n", pad)
+	if e.opts.Parallel == Pool {
+		fmt.Fprintf(e.b, "%s  kiln_parallel(%s, envs, (long)sizeof(envs[0]), (int)nt);\n", pad, fn)
+	} else {
+		fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (pthread_create(&th[t], 0, %s, &envs[t]) != 0) { %s(&envs[t]); th[t] = 0; }\n", pad, fn, fn)
+		fmt.Fprintf(e.b, "%s  %s(&envs[0]);\n", pad, fn)
+		fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (th[t]) pthread_join(th[t], 0);\n", pad)
+	}
 	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nt; ++t) if (envs[t].rc) return envs[t].rc;\n", pad)
 	fmt.Fprintf(e.b, "%s}\n", pad)
 }

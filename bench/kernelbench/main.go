@@ -108,7 +108,7 @@ func run(reps int) error {
 			return fmt.Errorf("no GEMM micro-kernel %q (see intrin.Gemms)", *intrinName)
 		}
 	}
-	fmt.Printf("micro-kernel: %s\n", gemm.Update.Name)
+	fmt.Printf("micro-kernel: %s; percentages are of the FMA peak at the same thread count\n", gemm.Update.Name)
 	for _, kb := range benchKernels(gemm) {
 		f, err := kb.build()
 		if err != nil {
@@ -118,7 +118,7 @@ func run(reps int) error {
 		if err != nil {
 			return err
 		}
-		src, err := codegen.EmitC(g)
+		src, err := codegen.EmitCWith(codegen.COptions{Parallel: kb.runtime}, g)
 		if err != nil {
 			return err
 		}
@@ -138,10 +138,10 @@ func run(reps int) error {
 			if err != nil {
 				return err
 			}
-			two = fmt.Sprintf("%7.2f GFLOP/s (%.1f%% of the 2-thread peak)", g2, 100*g2/peak2)
+			two = fmt.Sprintf("%7.2f GFLOP/s = %5.1f%% (%v)", g2, 100*g2/peak2, time.Duration(kb.flops/g2).Round(time.Microsecond))
 		}
-		fmt.Printf("%-34s 1 thread: %7.2f GFLOP/s (%.1f%% of the 1-thread peak); 2 threads: %s\n",
-			kb.name, one, 100*one/peak1, two)
+		fmt.Printf("%-34s 1 thread: %7.2f GFLOP/s = %5.1f%% (%v); 2 threads: %s\n",
+			kb.name, one, 100*one/peak1, time.Duration(kb.flops/one).Round(time.Microsecond), two)
 	}
 	fmt.Printf("C compile time per kernel: median %v (of %d)\n", median(compileTimes).Round(time.Millisecond), len(compileTimes))
 	return nil
@@ -155,6 +155,7 @@ type benchKernel struct {
 	sizes    []int64
 	flops    float64
 	parallel bool
+	runtime  codegen.ParallelRuntime
 }
 
 func benchKernels(gemm intrin.Gemm) []benchKernel {
@@ -185,8 +186,8 @@ func benchKernels(gemm intrin.Gemm) []benchKernel {
 		return s.Func(), kcpu.ScheduleConv2DNCHWc(s, gemm, true)
 	}
 	return []benchKernel{
-		{"sgemm 1024³ naive", sgemm(func(*schedule.Schedule) error { return nil }), mm, 2 * n * n * n, false},
-		{"sgemm 1024³ vectorized", sgemm(tileMatmul), mm, 2 * n * n * n, true},
+		{"sgemm 1024³ naive", sgemm(func(*schedule.Schedule) error { return nil }), mm, 2 * n * n * n, false, codegen.Pool},
+		{"sgemm 1024³ vectorized", sgemm(tileMatmul), mm, 2 * n * n * n, true, codegen.Pool},
 		{"sgemm 1024³ tensorized", func() (*loopir.PrimFunc, error) {
 			a := te.Placeholder("A", tensor.Float32, loopir.Int(n), loopir.Int(n))
 			b := te.Placeholder("B", tensor.Float32, loopir.Int(n), loopir.Int(n))
@@ -197,8 +198,12 @@ func benchKernels(gemm intrin.Gemm) []benchKernel {
 			}
 			s := schedule.New(f)
 			return s.Func(), kcpu.ScheduleMatMulPacked(s, gemm, kcpu.DefaultGemm)
-		}, mm, 2 * n * n * n, true},
-		{"conv2d 3x3 64->64 56x56 tensorized", conv, []int64{c * hw * hw, c * c * k * k, c * hw * hw}, 2 * c * c * k * k * hw * hw, true},
+		}, mm, 2 * n * n * n, true, codegen.Pool},
+		{"conv2d 3x3 64->64 56x56 tensorized", conv, []int64{c * hw * hw, c * c * k * k, c * hw * hw}, 2 * c * c * k * k * hw * hw, true, codegen.Pool},
+		// the parallel runtime: the same kernels with a fresh pthread fork-join per loop
+		{"conv2d ... (spawn runtime)", conv, []int64{c * hw * hw, c * c * k * k, c * hw * hw}, 2 * c * c * k * k * hw * hw, true, codegen.Spawn},
+		{"add 2^18 (pool runtime)", addVectors(1 << 18), []int64{1 << 18, 1 << 18, 1 << 18}, 1 << 18, true, codegen.Pool},
+		{"add 2^18 (spawn runtime)", addVectors(1 << 18), []int64{1 << 18, 1 << 18, 1 << 18}, 1 << 18, true, codegen.Spawn},
 	}
 }
 
@@ -298,6 +303,37 @@ func tileMatmul(s *schedule.Schedule) error {
 	return s.Parallel(l[0])
 }
 
+// addVectors is C = A + B on n floats: rows of 4096 in parallel, each vectorized (a
+// short, memory-bound kernel where the parallel runtime's overhead shows).
+func addVectors(n int64) func() (*loopir.PrimFunc, error) {
+	return func() (*loopir.PrimFunc, error) {
+		a := te.Placeholder("A", tensor.Float32, loopir.Int(n))
+		b := te.Placeholder("B", tensor.Float32, loopir.Int(n))
+		c := te.Compute("C", []loopir.Expr{loopir.Int(n)}, func(i []loopir.Expr) loopir.Expr { return te.Add(a.At(i[0]), b.At(i[0])) })
+		f, err := te.Lower("add", []*te.Tensor{a, b}, []*te.Tensor{c})
+		if err != nil {
+			return nil, err
+		}
+		s := schedule.New(f)
+		blk, err := s.GetBlock("C")
+		if err != nil {
+			return nil, err
+		}
+		l, err := s.GetLoops(blk)
+		if err != nil {
+			return nil, err
+		}
+		parts, err := s.Split(l[0], []int64{-1, 4096})
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Vectorize(parts[1]); err != nil {
+			return nil, err
+		}
+		return s.Func(), s.Parallel(parts[0])
+	}
+}
+
 func timeKernel(dev *cpu.Device, bin []byte, name string, kb benchKernel, reps int) (float64, error) {
 	mod, err := dev.Load(bin)
 	if err != nil {
@@ -333,9 +369,6 @@ func timeKernel(dev *cpu.Device, bin []byte, name string, kb benchKernel, reps i
 			return 0, err
 		}
 		times = append(times, time.Since(start))
-	}
-	if os.Getenv("KB_DEBUG") != "" {
-		fmt.Println(kb.name, times)
 	}
 	return kb.flops / median(times).Seconds() / 1e9, nil
 }

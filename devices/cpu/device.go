@@ -225,6 +225,11 @@ func (m *module) Close() error {
 		return nil
 	}
 	m.closed = true
+	// generated code with parallel loops keeps worker threads running in the object:
+	// stop them before its code is unmapped
+	if sym, err := purego.Dlsym(m.handle, "kiln_pool_shutdown"); err == nil && sym != 0 {
+		purego.SyscallN(sym)
+	}
 	return purego.Dlclose(m.handle)
 }
 

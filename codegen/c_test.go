@@ -10,9 +10,13 @@ import (
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/intrin"
+	"github.com/kilnrt/kiln/kernels"
+	kcpu "github.com/kilnrt/kiln/kernels/cpu"
 	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
+	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -45,7 +49,39 @@ func TestGoldenMatmul(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "matmul.c")
+	checkGolden(t, "matmul.c", src.Code)
+}
+
+// TestGoldenTensorizedParallel covers the tensor intrinsic's definition, its call, the
+// outlined parallel loops and the thread pool runtime.
+func TestGoldenTensorizedParallel(t *testing.T) {
+	g := intrin.GemmF32("generic", 4, 4, 2)
+	a := te.Placeholder("A", tensor.Float32, te.Dim("m"), loopir.Int(64))
+	b := te.Placeholder("B", tensor.Float32, loopir.Int(64), loopir.Int(40))
+	_, c := kernels.MatMulPacked(a, b, g.NR)
+	f, err := te.Lower("matmul_packed", []*te.Tensor{a, b}, []*te.Tensor{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := schedule.New(f)
+	if err := kcpu.ScheduleMatMulPacked(s, g, kcpu.GemmConfig{KC: 32, MC: 2, Parallel: true}); err != nil {
+		t.Fatal(err)
+	}
+	low, err := passes.CPUPipeline().Run(s.Func())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := codegen.EmitC(low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "matmul_tensorized_parallel.c", src.Code)
+}
+
+func checkGolden(t *testing.T, name, code string) {
+	t.Helper()
+	src := codegen.Source{Code: code}
+	golden := filepath.Join("testdata", name)
 	if *update {
 		if err := os.WriteFile(golden, []byte(src.Code), 0o644); err != nil {
 			t.Fatal(err)

@@ -392,12 +392,18 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	fmt.Fprintf(e.b, "%s{\n", pad)
 	fmt.Fprintf(e.b, "%s  i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;\n%s  if (nt < 1) nt = 1;\n%s  if (nt > 64) nt = 64;\n", pad, pad, pad)
 	fmt.Fprintf(e.b, "%s  const i64 lo = %s, ext = %s;\n", pad, e.expr(s.Min), e.expr(s.Extent))
-	fmt.Fprintf(e.b, "%s  const i64 chunk = (ext + nt - 1) / nt;\n", pad)
+	if e.opts.Parallel == Pool {
+		// more chunks than threads, claimed dynamically
+		fmt.Fprintf(e.b, "%s  i64 nc = nt * 4 < ext ? nt * 4 : ext;\n%s  if (nc > 64) nc = 64;\n%s  if (nc < 1) nc = 1;\n", pad, pad, pad)
+	} else {
+		fmt.Fprintf(e.b, "%s  const i64 nc = nt;\n", pad)
+	}
+	fmt.Fprintf(e.b, "%s  const i64 chunk = (ext + nc - 1) / nc;\n", pad)
 	fmt.Fprintf(e.b, "%s  struct %s envs[64];\n", pad, env)
 	if e.opts.Parallel == Spawn {
 		fmt.Fprintf(e.b, "%s  kiln_thread_t th[64];\n", pad)
 	}
-	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nt; ++t) {\n", pad)
+	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) {\n", pad)
 	fmt.Fprintf(e.b, "%s    envs[t].bufs = bufs; envs[t].dims = dims; envs[t].rc = 0;\n", pad)
 	fmt.Fprintf(e.b, "%s    envs[t].lo = lo + t * chunk; envs[t].hi = lo + (t + 1) * chunk < lo + ext ? lo + (t + 1) * chunk : lo + ext;\n", pad)
 	for i, cv := range vars {
@@ -408,13 +414,13 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	}
 	fmt.Fprintf(e.b, "%s  }\n", pad)
 	if e.opts.Parallel == Pool {
-		fmt.Fprintf(e.b, "%s  kiln_parallel(%s, envs, (long)sizeof(envs[0]), (int)nt);\n", pad, fn)
+		fmt.Fprintf(e.b, "%s  kiln_parallel(%s, envs, (long)sizeof(envs[0]), (int)nc, (int)nt);\n", pad, fn)
 	} else {
 		fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (pthread_create(&th[t], 0, %s, &envs[t]) != 0) { %s(&envs[t]); th[t] = 0; }\n", pad, fn, fn)
 		fmt.Fprintf(e.b, "%s  %s(&envs[0]);\n", pad, fn)
 		fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (th[t]) pthread_join(th[t], 0);\n", pad)
 	}
-	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nt; ++t) if (envs[t].rc) return envs[t].rc;\n", pad)
+	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) if (envs[t].rc) return envs[t].rc;\n", pad)
 	fmt.Fprintf(e.b, "%s}\n", pad)
 }
 

@@ -29,8 +29,9 @@ extern int pthread_join(kiln_thread_t, void **);
 
 // cPool is the thread pool runtime emitted into every translation unit that has a
 // parallel loop under the Pool runtime. Workers are created on first use (up to the
-// requested thread count), spin briefly after a region and then sleep on a futex; the
-// host calls kiln_pool_shutdown before unloading the shared object.
+// requested thread count), claim chunks dynamically, spin briefly after a region and
+// then sleep on a futex; the host calls kiln_pool_shutdown before unloading the shared
+// object.
 const cPool = `extern long syscall(long, ...);
 extern int sched_yield(void);
 #if defined(__x86_64__)
@@ -58,13 +59,17 @@ static void kiln_futex_wake(int *addr) {
 #endif
 }
 static struct {
-  int busy, nworkers, stop, gen, pending, n;
+  int busy, nworkers, stop, gen, pending, n, next, njobs;
   void *(*fn)(void *);
   char *envs;
   long size;
   int first_gen[KILN_POOL_MAX];
   kiln_thread_t th[KILN_POOL_MAX];
 } kiln_pool;
+static void kiln_run_chunks(void) {
+  for (int i; (i = __atomic_fetch_add(&kiln_pool.next, 1, __ATOMIC_ACQ_REL)) < kiln_pool.njobs;)
+    kiln_pool.fn(kiln_pool.envs + i * kiln_pool.size);
+}
 /* kiln_await returns once *addr differs from old (spinning first, then sleeping). */
 static int kiln_await(int *addr, int old) {
   for (;;) {
@@ -81,33 +86,35 @@ static void *kiln_worker(void *arg) {
   for (;;) {
     seen = kiln_await(&kiln_pool.gen, seen);
     if (__atomic_load_n(&kiln_pool.stop, __ATOMIC_ACQUIRE)) return 0;
-    if (id < kiln_pool.n) kiln_pool.fn(kiln_pool.envs + id * kiln_pool.size);
+    if (id < kiln_pool.n) kiln_run_chunks();
     if (__atomic_sub_fetch(&kiln_pool.pending, 1, __ATOMIC_ACQ_REL) == 0) kiln_futex_wake(&kiln_pool.pending);
   }
 }
-/* kiln_parallel runs fn on n envs (of size bytes each): env 0 on the caller, env i on
-   worker i; envs no worker can take run on the caller. */
-static void kiln_parallel(void *(*fn)(void *), void *envs, long size, int n) {
+/* kiln_parallel runs fn on n envs (chunks of size bytes each) with up to nt threads: the
+   caller and nt - 1 workers claim chunks in order until none is left, so a thread that
+   starts late (its core busy elsewhere) takes fewer. */
+static void kiln_parallel(void *(*fn)(void *), void *envs, long size, int n, int nt) {
   char *e = (char *)envs;
-  if (n <= 1 || __atomic_exchange_n(&kiln_pool.busy, 1, __ATOMIC_ACQUIRE)) {
+  if (nt > n) nt = n;
+  if (nt <= 1 || __atomic_exchange_n(&kiln_pool.busy, 1, __ATOMIC_ACQUIRE)) {
     for (int i = 0; i < n; i++) fn(e + i * size);
     return;
   }
-  while (kiln_pool.nworkers < n - 1 && kiln_pool.nworkers < KILN_POOL_MAX - 1) {
+  while (kiln_pool.nworkers < nt - 1 && kiln_pool.nworkers < KILN_POOL_MAX - 1) {
     int id = kiln_pool.nworkers + 1;
     kiln_pool.first_gen[id] = kiln_pool.gen;
     if (pthread_create(&kiln_pool.th[id], 0, kiln_worker, (void *)(long)id) != 0) break;
     kiln_pool.nworkers++;
   }
-  int taken = kiln_pool.nworkers + 1 < n ? kiln_pool.nworkers + 1 : n;
-  kiln_pool.fn = fn; kiln_pool.envs = e; kiln_pool.size = size; kiln_pool.n = taken;
+  kiln_pool.fn = fn; kiln_pool.envs = e; kiln_pool.size = size; kiln_pool.njobs = n;
+  kiln_pool.n = nt; /* workers 1 .. nt-1 take part */
+  __atomic_store_n(&kiln_pool.next, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&kiln_pool.pending, kiln_pool.nworkers, __ATOMIC_RELAXED);
   if (kiln_pool.nworkers > 0) {
     __atomic_add_fetch(&kiln_pool.gen, 1, __ATOMIC_RELEASE);
     kiln_futex_wake(&kiln_pool.gen);
   }
-  fn(e);
-  for (int i = taken; i < n; i++) fn(e + i * size);
+  kiln_run_chunks();
   for (int p; (p = __atomic_load_n(&kiln_pool.pending, __ATOMIC_ACQUIRE)) != 0;) kiln_await(&kiln_pool.pending, p);
   __atomic_store_n(&kiln_pool.busy, 0, __ATOMIC_RELEASE);
 }

@@ -58,7 +58,7 @@ func TestGoldenTensorizedParallel(t *testing.T) {
 	g := intrin.GemmF32("generic", 4, 4, 2)
 	a := te.Placeholder("A", tensor.Float32, te.Dim("m"), loopir.Int(64))
 	b := te.Placeholder("B", tensor.Float32, loopir.Int(64), loopir.Int(40))
-	_, c := kernels.MatMulPacked(a, b, g.NR)
+	c := kernels.MatMulPacked(a, b, 0, g.NR)
 	f, err := te.Lower("matmul_packed", []*te.Tensor{a, b}, []*te.Tensor{c})
 	if err != nil {
 		t.Fatal(err)

@@ -9,20 +9,33 @@ import (
 
 // MatMulPacked is C[m, n] = Σ_k A[m, k]·B[k, n] with B first repacked into column panels
 // Bp[⌈N/nr⌉, K, nr] (zero past N): each panel row is nr contiguous values, the layout an
-// outer-product micro-kernel streams. It returns the packing stage and the product.
-func MatMulPacked(a, b *te.Tensor, nr int64) (packed, c *te.Tensor) {
-	n, k := b.Shape[1], b.Shape[0]
-	panels := div(add(n, i64(nr-1)), i64(nr))
-	packed = te.Compute("packed_b", []loopir.Expr{panels, k, i64(nr)}, func(i []loopir.Expr) loopir.Expr {
-		col := add(mul(i[0], i64(nr)), i[2])
-		safe := loopir.Bin(loopir.Min, col, sub(n, i64(1)))
-		return te.Select(loopir.Bin(loopir.LT, col, n), b.At(i[1], safe), loopir.Float(0, b.Buffer().DT))
-	})
+// outer-product micro-kernel streams. With mr > 0, A is repacked too, into row panels
+// Ap[⌈M/mr⌉, K, mr], so that a tile's rows sit side by side instead of a row stride apart
+// (row strides that are multiples of 4 KiB alias in the L1 cache). It returns the product;
+// the packing stages are blocks "packed_a" and "packed_b".
+func MatMulPacked(a, b *te.Tensor, mr, nr int64) *te.Tensor {
+	m, n, k := a.Shape[0], b.Shape[1], b.Shape[0]
+	dt := b.Buffer().DT
+	pack := func(name string, rows, extent loopir.Expr, tile int64, at func(k, x loopir.Expr) loopir.Expr) *te.Tensor {
+		panels := div(add(extent, i64(tile-1)), i64(tile))
+		return te.Compute(name, []loopir.Expr{panels, k, i64(tile)}, func(i []loopir.Expr) loopir.Expr {
+			x := add(mul(i[0], i64(tile)), i[2])
+			safe := loopir.Bin(loopir.Min, x, sub(extent, i64(1)))
+			return te.Select(loopir.Bin(loopir.LT, x, extent), at(i[1], safe), loopir.Float(0, dt))
+		})
+	}
+	packedB := pack("packed_b", k, n, nr, func(k, x loopir.Expr) loopir.Expr { return b.At(k, x) })
+	aAt := func(i, r loopir.Expr) loopir.Expr { return a.At(i, r) }
+	if mr > 0 {
+		packedA := pack("packed_a", k, m, mr, func(k, x loopir.Expr) loopir.Expr { return a.At(x, k) })
+		aAt = func(i, r loopir.Expr) loopir.Expr {
+			return packedA.At(div(i, i64(mr)), r, loopir.Bin(loopir.Mod, i, i64(mr)))
+		}
+	}
 	r := te.RAxis("k", a.Shape[1])
-	c = te.Compute("matmul", []loopir.Expr{a.Shape[0], n}, func(i []loopir.Expr) loopir.Expr {
-		return te.Sum(te.Mul(a.At(i[0], r.Var), packed.At(div(i[1], i64(nr)), r.Var, loopir.Bin(loopir.Mod, i[1], i64(nr)))), r)
+	return te.Compute("matmul", []loopir.Expr{m, n}, func(i []loopir.Expr) loopir.Expr {
+		return te.Sum(te.Mul(aAt(i[0], r.Var), packedB.At(div(i[1], i64(nr)), r.Var, loopir.Bin(loopir.Mod, i[1], i64(nr)))), r)
 	})
-	return packed, c
 }
 
 // Conv2DNCHWc is a convolution in blocked layouts, the form the CPU strategy tensorizes:

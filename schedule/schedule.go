@@ -186,3 +186,6 @@ func (s *Schedule) Extent(l LoopRV) (int64, bool) {
 	}
 	return c.V, true
 }
+
+// HasBlock reports whether a block of that name exists (a query: not recorded).
+func (s *Schedule) HasBlock(name string) bool { return findBlock(s.f.Body, name) != nil }

@@ -41,13 +41,17 @@ static void kiln_futex_wake(int *addr) {
 #endif
 }
 static struct {
-  int busy, nworkers, stop, gen, pending, n;
+  int busy, nworkers, stop, gen, pending, n, next, njobs;
   void *(*fn)(void *);
   char *envs;
   long size;
   int first_gen[KILN_POOL_MAX];
   kiln_thread_t th[KILN_POOL_MAX];
 } kiln_pool;
+static void kiln_run_chunks(void) {
+  for (int i; (i = __atomic_fetch_add(&kiln_pool.next, 1, __ATOMIC_ACQ_REL)) < kiln_pool.njobs;)
+    kiln_pool.fn(kiln_pool.envs + i * kiln_pool.size);
+}
 /* kiln_await returns once *addr differs from old (spinning first, then sleeping). */
 static int kiln_await(int *addr, int old) {
   for (;;) {
@@ -64,33 +68,35 @@ static void *kiln_worker(void *arg) {
   for (;;) {
     seen = kiln_await(&kiln_pool.gen, seen);
     if (__atomic_load_n(&kiln_pool.stop, __ATOMIC_ACQUIRE)) return 0;
-    if (id < kiln_pool.n) kiln_pool.fn(kiln_pool.envs + id * kiln_pool.size);
+    if (id < kiln_pool.n) kiln_run_chunks();
     if (__atomic_sub_fetch(&kiln_pool.pending, 1, __ATOMIC_ACQ_REL) == 0) kiln_futex_wake(&kiln_pool.pending);
   }
 }
-/* kiln_parallel runs fn on n envs (of size bytes each): env 0 on the caller, env i on
-   worker i; envs no worker can take run on the caller. */
-static void kiln_parallel(void *(*fn)(void *), void *envs, long size, int n) {
+/* kiln_parallel runs fn on n envs (chunks of size bytes each) with up to nt threads: the
+   caller and nt - 1 workers claim chunks in order until none is left, so a thread that
+   starts late (its core busy elsewhere) takes fewer. */
+static void kiln_parallel(void *(*fn)(void *), void *envs, long size, int n, int nt) {
   char *e = (char *)envs;
-  if (n <= 1 || __atomic_exchange_n(&kiln_pool.busy, 1, __ATOMIC_ACQUIRE)) {
+  if (nt > n) nt = n;
+  if (nt <= 1 || __atomic_exchange_n(&kiln_pool.busy, 1, __ATOMIC_ACQUIRE)) {
     for (int i = 0; i < n; i++) fn(e + i * size);
     return;
   }
-  while (kiln_pool.nworkers < n - 1 && kiln_pool.nworkers < KILN_POOL_MAX - 1) {
+  while (kiln_pool.nworkers < nt - 1 && kiln_pool.nworkers < KILN_POOL_MAX - 1) {
     int id = kiln_pool.nworkers + 1;
     kiln_pool.first_gen[id] = kiln_pool.gen;
     if (pthread_create(&kiln_pool.th[id], 0, kiln_worker, (void *)(long)id) != 0) break;
     kiln_pool.nworkers++;
   }
-  int taken = kiln_pool.nworkers + 1 < n ? kiln_pool.nworkers + 1 : n;
-  kiln_pool.fn = fn; kiln_pool.envs = e; kiln_pool.size = size; kiln_pool.n = taken;
+  kiln_pool.fn = fn; kiln_pool.envs = e; kiln_pool.size = size; kiln_pool.njobs = n;
+  kiln_pool.n = nt; /* workers 1 .. nt-1 take part */
+  __atomic_store_n(&kiln_pool.next, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&kiln_pool.pending, kiln_pool.nworkers, __ATOMIC_RELAXED);
   if (kiln_pool.nworkers > 0) {
     __atomic_add_fetch(&kiln_pool.gen, 1, __ATOMIC_RELEASE);
     kiln_futex_wake(&kiln_pool.gen);
   }
-  fn(e);
-  for (int i = taken; i < n; i++) fn(e + i * size);
+  kiln_run_chunks();
   for (int p; (p = __atomic_load_n(&kiln_pool.pending, __ATOMIC_ACQUIRE)) != 0;) kiln_await(&kiln_pool.pending, p);
   __atomic_store_n(&kiln_pool.busy, 0, __ATOMIC_RELEASE);
 }
@@ -187,7 +193,6 @@ static void *v_matmul_packed_par0(void *envp) {
   float *restrict v_packed_b = (float *)env->locals[0];
   for (i64 v_packed_b_l0 = env->lo; v_packed_b_l0 < env->hi; ++v_packed_b_l0) {
     for (i64 v_packed_b_l1 = 0LL; v_packed_b_l1 < 64LL; ++v_packed_b_l1) {
-      #pragma GCC ivdep
       for (i64 v_packed_b_l2 = 0LL; v_packed_b_l2 < 8LL; ++v_packed_b_l2) {
         v_packed_b[(((v_packed_b_l0 * 512LL) + (v_packed_b_l1 * 8LL)) + v_packed_b_l2)] = (1 ? v_B[(((((v_packed_b_l0 * 8LL) + v_packed_b_l2)) < (39LL) ? (((v_packed_b_l0 * 8LL) + v_packed_b_l2)) : (39LL)) + (v_packed_b_l1 * 40LL))] : 0.0f);
       }
@@ -209,10 +214,12 @@ static void *v_matmul_packed_par1(void *envp) {
   for (i64 v_matmul_l0_0_0 = env->lo; v_matmul_l0_0_0 < env->hi; ++v_matmul_l0_0_0) {
     for (i64 v_matmul_l1_0_init = 0LL; v_matmul_l1_0_init < 5LL; ++v_matmul_l1_0_init) {
       for (i64 v_matmul_l0_0_1_init = 0LL; v_matmul_l0_0_1_init < 2LL; ++v_matmul_l0_0_1_init) {
-        for (i64 v_matmul_l0_1_init = 0LL; v_matmul_l0_1_init < 4LL; ++v_matmul_l0_1_init) {
-          for (i64 v_matmul_l1_1_init = 0LL; v_matmul_l1_1_init < 8LL; ++v_matmul_l1_1_init) {
-            if ((((((v_matmul_l0_0_0 * 8LL) + (v_matmul_l0_0_1_init * 4LL)) + v_matmul_l0_1_init) < v_m) && (((v_matmul_l0_0_0 * 2LL) + v_matmul_l0_0_1_init) < kiln_floordiv((v_m + 3LL), 4LL)))) {
-              v_matmul[(((((v_matmul_l0_0_0 * 320LL) + (v_matmul_l0_0_1_init * 160LL)) + (v_matmul_l0_1_init * 40LL)) + (v_matmul_l1_0_init * 8LL)) + v_matmul_l1_1_init)] = 0.0f;
+        if ((((v_matmul_l0_0_0 * 2LL) + v_matmul_l0_0_1_init) < kiln_floordiv((v_m + 3LL), 4LL))) {
+          for (i64 v_matmul_l0_1_init = 0LL; v_matmul_l0_1_init < 4LL; ++v_matmul_l0_1_init) {
+            if (((((v_matmul_l0_0_0 * 8LL) + (v_matmul_l0_0_1_init * 4LL)) + v_matmul_l0_1_init) < v_m)) {
+              for (i64 v_matmul_l1_1_init = 0LL; v_matmul_l1_1_init < 8LL; ++v_matmul_l1_1_init) {
+                v_matmul[(((((v_matmul_l0_0_0 * 320LL) + (v_matmul_l0_0_1_init * 160LL)) + (v_matmul_l0_1_init * 40LL)) + (v_matmul_l1_0_init * 8LL)) + v_matmul_l1_1_init)] = 0.0f;
+              }
             }
           }
         }
@@ -245,30 +252,36 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
       if (nt < 1) nt = 1;
       if (nt > 64) nt = 64;
       const i64 lo = 0LL, ext = 5LL;
-      const i64 chunk = (ext + nt - 1) / nt;
+      i64 nc = nt * 4 < ext ? nt * 4 : ext;
+      if (nc > 64) nc = 64;
+      if (nc < 1) nc = 1;
+      const i64 chunk = (ext + nc - 1) / nc;
       struct v_matmul_packed_par0_env envs[64];
-      for (i64 t = 0; t < nt; ++t) {
+      for (i64 t = 0; t < nc; ++t) {
         envs[t].bufs = bufs; envs[t].dims = dims; envs[t].rc = 0;
         envs[t].lo = lo + t * chunk; envs[t].hi = lo + (t + 1) * chunk < lo + ext ? lo + (t + 1) * chunk : lo + ext;
         envs[t].locals[0] = (void *)v_packed_b;
       }
-      kiln_parallel(v_matmul_packed_par0, envs, (long)sizeof(envs[0]), (int)nt);
-      for (i64 t = 0; t < nt; ++t) if (envs[t].rc) return envs[t].rc;
+      kiln_parallel(v_matmul_packed_par0, envs, (long)sizeof(envs[0]), (int)nc, (int)nt);
+      for (i64 t = 0; t < nc; ++t) if (envs[t].rc) return envs[t].rc;
     }
     {
       i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;
       if (nt < 1) nt = 1;
       if (nt > 64) nt = 64;
       const i64 lo = 0LL, ext = kiln_floordiv((kiln_floordiv((v_m + 3LL), 4LL) + 1LL), 2LL);
-      const i64 chunk = (ext + nt - 1) / nt;
+      i64 nc = nt * 4 < ext ? nt * 4 : ext;
+      if (nc > 64) nc = 64;
+      if (nc < 1) nc = 1;
+      const i64 chunk = (ext + nc - 1) / nc;
       struct v_matmul_packed_par1_env envs[64];
-      for (i64 t = 0; t < nt; ++t) {
+      for (i64 t = 0; t < nc; ++t) {
         envs[t].bufs = bufs; envs[t].dims = dims; envs[t].rc = 0;
         envs[t].lo = lo + t * chunk; envs[t].hi = lo + (t + 1) * chunk < lo + ext ? lo + (t + 1) * chunk : lo + ext;
         envs[t].locals[0] = (void *)v_packed_b;
       }
-      kiln_parallel(v_matmul_packed_par1, envs, (long)sizeof(envs[0]), (int)nt);
-      for (i64 t = 0; t < nt; ++t) if (envs[t].rc) return envs[t].rc;
+      kiln_parallel(v_matmul_packed_par1, envs, (long)sizeof(envs[0]), (int)nc, (int)nt);
+      for (i64 t = 0; t < nc; ++t) if (envs[t].rc) return envs[t].rc;
     }
     __builtin_free(v_packed_b);
   }

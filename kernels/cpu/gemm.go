@@ -14,31 +14,37 @@ type GemmConfig struct {
 	Parallel bool  // run row blocks on the device's threads
 }
 
-// DefaultGemm was the fastest of KC ∈ {256, 384, 512, 1024} × MC ∈ {4, 6, 8} for sgemm
-// 1024³ on Zen 5 (1 MiB L2), measured side by side; with K ≤ KC the reduction is not
-// split and the micro-kernel's zero-initializing form replaces the separate init pass.
-var DefaultGemm = GemmConfig{KC: 1024, MC: 4, Parallel: true}
+// DefaultGemm was the fastest (or tied) of KC ∈ {128, 192, 256, 512, 1024} × MC ∈ {4, 8,
+// 16}, with and without packing A, for sgemm 1024³ on Zen 5 (48 KiB L1, 1 MiB L2),
+// measured side by side in one process: KC = 1024 (one zero-initializing call per tile)
+// fell to half speed in some runs, and packing A cost more than it saved. With K ≤ KC
+// the reduction is not split and the micro-kernel's zero-initializing form replaces the
+// separate init pass.
+var DefaultGemm = GemmConfig{KC: 256, MC: 8, Parallel: true}
 
-// ScheduleMatMulPacked schedules kernels.MatMulPacked (blocks "packed_b" and "matmul")
+// ScheduleMatMulPacked schedules kernels.MatMulPacked (blocks "packed_a" if A is packed,
+// "packed_b" and "matmul")
 // in the GotoBLAS order: row block (parallel), reduction block ko, column panel jo, row
 // tile, then the mr × nr × KC micro-kernel call. A block of A stays in L2 while every
 // panel of B streams past it; each panel of B stays in L1 across the block's tiles.
 func ScheduleMatMulPacked(s *schedule.Schedule, g intrin.Gemm, cfg GemmConfig) error {
 	mr, nr := g.MR, g.NR
-	pb, err := s.GetBlock("packed_b")
-	if err != nil {
-		return err
-	}
-	pl, err := s.GetLoops(pb)
-	if err != nil {
-		return err
-	}
-	if err := s.Vectorize(pl[2]); err != nil {
-		return err
-	}
-	if cfg.Parallel {
-		if err := s.Parallel(pl[0]); err != nil {
+	for _, name := range []string{"packed_a", "packed_b"} {
+		if name == "packed_a" && !s.HasBlock(name) {
+			continue // A is read in place
+		}
+		pb, err := s.GetBlock(name)
+		if err != nil {
 			return err
+		}
+		pl, err := s.GetLoops(pb)
+		if err != nil {
+			return err
+		}
+		if cfg.Parallel {
+			if err := s.Parallel(pl[0]); err != nil {
+				return err
+			}
 		}
 	}
 	c, err := s.GetBlock("matmul")

@@ -26,18 +26,21 @@ func TestMatMulPackedTensorized(t *testing.T) {
 		tensor.MustFromSlice(tensor.Shape{m, k}, av), tensor.MustFromSlice(tensor.Shape{k, n}, bv)})
 	for _, g := range runnable(intrin.Gemms()) {
 		for _, v := range []struct {
-			symbolic bool
-			cfg      GemmConfig
-			call     string
-		}{{false, GemmConfig{KC: 128, MC: 2, Parallel: true}, g.Update.Name + "("},
-			{true, GemmConfig{KC: 128, MC: 2, Parallel: true}, g.Update.Name + "("},
-			{false, GemmConfig{KC: 512, MC: 3, Parallel: true}, g.Init.Name + "("},
-			{true, DefaultGemm, g.Init.Name + "("},
+			symbolic, packA bool
+			cfg             GemmConfig
+			call            string
+		}{{false, false, GemmConfig{KC: 128, MC: 2, Parallel: true}, g.Update.Name + "("},
+			{true, true, GemmConfig{KC: 128, MC: 2, Parallel: true}, g.Update.Name + "("},
+			{false, true, GemmConfig{KC: 512, MC: 3, Parallel: true}, g.Init.Name + "("},
+			{true, false, GemmConfig{KC: 1024, MC: 4, Parallel: true}, g.Init.Name + "("},
 		} {
 			symbolic := v.symbolic
 			name := v.call[:len(v.call)-1]
 			if symbolic {
 				name += "/symbolic-m"
+			}
+			if v.packA {
+				name += "/packed-a"
 			}
 			t.Run(name, func(t *testing.T) {
 				var mm loopir.Expr = loopir.Int(m)
@@ -48,7 +51,11 @@ func TestMatMulPackedTensorized(t *testing.T) {
 				a := te.Placeholder("a", tensor.Float32, mm, loopir.Int(k))
 				b := te.Placeholder("b", tensor.Float32, loopir.Int(k), loopir.Int(n))
 				nr := g.NR
-				_, c := kernels.MatMulPacked(a, b, nr)
+				mr := int64(0)
+				if v.packA {
+					mr = g.MR
+				}
+				c := kernels.MatMulPacked(a, b, mr, nr)
 				f, err := te.Lower("mm", []*te.Tensor{a, b}, []*te.Tensor{c})
 				if err != nil {
 					t.Fatal(err)

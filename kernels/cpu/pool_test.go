@@ -29,7 +29,7 @@ func TestThreadPoolConcurrentLaunches(t *testing.T) {
 	g := intrin.GemmF32("generic", 4, 4, 2)
 	a := te.Placeholder("a", tensor.Float32, loopir.Int(m), loopir.Int(k))
 	b := te.Placeholder("b", tensor.Float32, loopir.Int(k), loopir.Int(n))
-	_, c := kernels.MatMulPacked(a, b, g.NR)
+	c := kernels.MatMulPacked(a, b, g.MR, g.NR)
 	f, err := te.Lower("mm", []*te.Tensor{a, b}, []*te.Tensor{c})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ func CPUPipeline() Pipeline {
 		{Name: "lower-blocks", Run: LowerBlocks},
 		{Name: "flatten", Run: Flatten},
 		{Name: "simplify", Run: Simplify},
+		{Name: "hoist-invariant-if", Run: HoistInvariantIf},
 	}
 }
 

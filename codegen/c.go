@@ -198,6 +198,12 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		default:
 			e.fail("%v loops", s.Kind)
 		}
+		if p, ok := s.Annotations["c.pragma"]; ok {
+			if strings.ContainsAny(p, "\n\r") {
+				e.fail("annotation c.pragma on loop %s spans lines", s.Var.Name)
+			}
+			fmt.Fprintf(e.b, "%s#pragma %s\n", pad, p)
+		}
 		v := e.ident(s.Var, s.Var.Name)
 		end := loopir.Bin(loopir.Add, s.Min, s.Extent)
 		fmt.Fprintf(e.b, "%sfor (i64 %s = %s; %s < %s; ++%s) {\n", pad, v, e.expr(s.Min), v, e.expr(end), v)
@@ -215,10 +221,7 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		fmt.Fprintf(e.b, "%s}\n", pad)
 	case *loopir.Allocate:
 		t := e.ctype(s.Buf.DT)
-		var n loopir.Expr = loopir.Int(1)
-		for _, d := range s.Buf.Shape {
-			n = loopir.Bin(loopir.Mul, n, d)
-		}
+		n := s.Buf.Elements()
 		id := e.ident(s.Buf, s.Buf.Name)
 		fmt.Fprintf(e.b, "%s{\n%s  %s *restrict %s = (%s *)__builtin_malloc(sizeof(%s) * (%s));\n", pad, pad, t, id, t, t, e.expr(n))
 		fmt.Fprintf(e.b, "%s  if (!%s) { %s }\n", pad, id, e.retErr)

@@ -2,6 +2,7 @@ package loopir
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -24,6 +25,9 @@ func Print(f *PrimFunc) string {
 }
 
 func bufDecl(p *Buffer) string {
+	if p.Strides != nil {
+		return fmt.Sprintf("%s: %v%s strides%s", p.Name, p.DT, exprList(p.Shape), exprList(p.Strides))
+	}
 	return fmt.Sprintf("%s: %v%s", p.Name, p.DT, exprList(p.Shape))
 }
 
@@ -47,6 +51,16 @@ func printStmt(b *strings.Builder, s Stmt, depth int) {
 		kind := ""
 		if s.Kind != Serial {
 			kind = " " + s.Kind.String()
+		}
+		if len(s.Annotations) > 0 {
+			keys := make([]string, 0, len(s.Annotations))
+			for k := range s.Annotations {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				kind += fmt.Sprintf(" %s=%q", k, s.Annotations[k])
+			}
 		}
 		fmt.Fprintf(b, "%sfor %s in [%s, %s)%s {\n", pad, s.Var.Name, ExprString(s.Min), ExprString(Bin(Add, s.Min, s.Extent)), kind)
 		printStmt(b, s.Body, depth+1)

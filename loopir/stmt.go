@@ -8,6 +8,9 @@ type Buffer struct {
 	DT    tensor.DType
 	Shape []Expr
 	Scope string // "global" (parameters), "local" (per-thread), "shared" (GPU)
+	// Strides, when set, are the element strides of each axis (storage_align pads them);
+	// nil means row-major over Shape.
+	Strides []Expr
 	// Producer is an opaque back-reference set by the front end that created the buffer
 	// (te records its Tensor); loopir never looks at it.
 	Producer any
@@ -36,6 +39,9 @@ type For struct {
 	Min, Extent Expr
 	Kind        ForKind
 	Body        Stmt
+	// Annotations are hints for passes and dialects (schedule.Annotate); the C dialect
+	// reads "c.pragma" (emitted as #pragma before the loop) and ignores the rest.
+	Annotations map[string]string
 }
 
 // IterKind distinguishes a block's spatial and reduction iterators.
@@ -111,4 +117,32 @@ type PrimFunc struct {
 	Params []*Buffer
 	Dims   []*Var
 	Body   Stmt
+}
+
+// FlatIndex is the element offset of a multi-dimensional index: by the buffer's strides
+// when it has them, row-major otherwise.
+func FlatIndex(b *Buffer, idx []Expr) Expr {
+	var lin Expr = Int(0)
+	if b.Strides != nil {
+		for k, i := range idx {
+			lin = Bin(Add, lin, Bin(Mul, i, b.Strides[k]))
+		}
+		return lin
+	}
+	for k, i := range idx {
+		lin = Bin(Add, Bin(Mul, lin, b.Shape[k]), i)
+	}
+	return lin
+}
+
+// Elements is the number of elements the buffer's storage holds.
+func (b *Buffer) Elements() Expr {
+	if b.Strides != nil && len(b.Shape) > 0 {
+		return Bin(Mul, b.Shape[0], b.Strides[0])
+	}
+	var n Expr = Int(1)
+	for _, d := range b.Shape {
+		n = Bin(Mul, n, d)
+	}
+	return n
 }

@@ -65,7 +65,7 @@ func MapStmt(s Stmt, fe func(Expr) Expr, fs func(Stmt) Stmt) Stmt {
 		}
 		out = seq
 	case *For:
-		out = &For{Var: x.Var, Min: MapExpr(x.Min, fe), Extent: MapExpr(x.Extent, fe), Kind: x.Kind, Body: MapStmt(x.Body, fe, fs)}
+		out = &For{Var: x.Var, Min: MapExpr(x.Min, fe), Extent: MapExpr(x.Extent, fe), Kind: x.Kind, Body: MapStmt(x.Body, fe, fs), Annotations: x.Annotations}
 	case *Block:
 		nb := *x
 		nb.Bindings = mapExprs(x.Bindings, fe)

@@ -118,3 +118,144 @@ func mergeRegions(rs, more []loopir.Region) []loopir.Region {
 	}
 	return out
 }
+
+// ReverseComputeInline folds an elementwise consumer into its producer: a block
+// Out[i] = g(P[i], ...) that reads the local buffer P at exactly its iterators, where P
+// has no other reader and is written by one non-reduction block storing at its
+// iterators, disappears; the producer stores g(its value) into Out instead of P.
+func (s *Schedule) ReverseComputeInline(b BlockRV) error {
+	const prim = "reverse_compute_inline"
+	cons, cst, err := s.elementBlock(prim, b)
+	if err != nil {
+		return err
+	}
+	if cons.Init != nil || cons.Predicate != nil {
+		return s.errf(prim, "block %s is a reduction or has a predicate", cons.Name)
+	}
+	var input *loopir.Buffer
+	for _, r := range cons.Reads {
+		if r.Buf == cst.Buf {
+			continue
+		}
+		writers := 0
+		var prod *loopir.Block
+		walk(s.f.Body, func(x loopir.Stmt) {
+			if blk, ok := x.(*loopir.Block); ok && blk.Name != cons.Name {
+				if st, ok := blk.Body.(*loopir.Store); ok && st.Buf == r.Buf {
+					writers++
+					prod = blk
+				}
+			}
+		})
+		if writers == 0 || isParam(s.f, r.Buf) {
+			continue
+		}
+		if input != nil {
+			return s.errf(prim, "block %s reads two produced buffers (%s, %s)", cons.Name, input.Name, r.Buf.Name)
+		}
+		if writers > 1 || prod.Init != nil {
+			return s.errf(prim, "%s is not written by one elementwise block", r.Buf.Name)
+		}
+		input = r.Buf
+	}
+	if input == nil {
+		return s.errf(prim, "block %s reads no buffer computed in this function", cons.Name)
+	}
+	if !readsAtIters(cons, input) {
+		return s.errf(prim, "block %s does not read %s at exactly its iterators", cons.Name, input.Name)
+	}
+	if all, _ := collectAccesses(s.f.Body, input, false); len(all) != countLoads(cons, input) {
+		return s.errf(prim, "%s has readers besides block %s", input.Name, cons.Name)
+	}
+	prodName := ""
+	walk(s.f.Body, func(x loopir.Stmt) {
+		if blk, ok := x.(*loopir.Block); ok {
+			if st, ok := blk.Body.(*loopir.Store); ok && st.Buf == input {
+				prodName = blk.Name
+			}
+		}
+	})
+	prod := findBlock(s.f.Body, prodName)
+	pst := prod.Body.(*loopir.Store)
+	if len(pst.Index) != len(cons.Iters) {
+		return s.errf(prim, "block %s's rank differs from %s's", cons.Name, input.Name)
+	}
+	// consumer iterator k ↦ the producer's store index k
+	m := map[*loopir.Var]loopir.Expr{}
+	for i, it := range cons.Iters {
+		if c, ok := cons.Iters[i].Extent.(*loopir.IntImm); ok {
+			if pe, ok := input.Shape[i].(*loopir.IntImm); !ok || pe.V != c.V {
+				return s.errf(prim, "block %s does not cover %s", cons.Name, input.Name)
+			}
+		}
+		m[it.Var] = pst.Index[i]
+	}
+	value := loopir.MapExpr(cst.Value, func(e loopir.Expr) loopir.Expr {
+		if l, ok := e.(*loopir.Load); ok && l.Buf == input {
+			return pst.Value
+		}
+		return e
+	})
+	value = loopir.Substitute(value, m)
+	index := make([]loopir.Expr, len(cst.Index))
+	for i, x := range cst.Index {
+		index[i] = loopir.Substitute(x, m)
+	}
+	root, err := s.ownNest(prim, cons)
+	if err != nil {
+		return err
+	}
+	s.removeNest(root)
+	s.f.Body = loopir.MapStmt(s.f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(x loopir.Stmt) loopir.Stmt {
+		switch x := x.(type) {
+		case *loopir.Block:
+			if x.Name == prodName {
+				nb := *x
+				nb.Body = &loopir.Store{Buf: cst.Buf, Index: index, Value: value}
+				nb.Writes = substRegions(cons.Writes, m)
+				nb.Reads = mergeRegions(nb.Reads, substRegions(dropRegion(cons.Reads, input), m))
+				return &nb
+			}
+		case *loopir.Allocate:
+			if x.Buf == input {
+				return x.Body
+			}
+		}
+		return nil
+	})
+	s.trace.add(prim, []string{string(b)}, nil, nil, nil)
+	return nil
+}
+
+func isParam(f *loopir.PrimFunc, b *loopir.Buffer) bool {
+	for _, p := range f.Params {
+		if p == b {
+			return true
+		}
+	}
+	return false
+}
+
+func countLoads(blk *loopir.Block, buf *loopir.Buffer) int {
+	n := 0
+	for _, st := range []loopir.Stmt{blk.Init, blk.Body} {
+		loopir.MapStmt(st, func(e loopir.Expr) loopir.Expr {
+			if l, ok := e.(*loopir.Load); ok && l.Buf == buf {
+				n++
+			}
+			return e
+		}, nil)
+	}
+	return n
+}
+
+func substRegions(rs []loopir.Region, m map[*loopir.Var]loopir.Expr) []loopir.Region {
+	out := make([]loopir.Region, len(rs))
+	for i, r := range rs {
+		out[i] = loopir.Region{Buf: r.Buf, Ranges: make([][2]loopir.Expr, len(r.Ranges))}
+		for k, rg := range r.Ranges {
+			out[i].Ranges[k] = [2]loopir.Expr{loopir.Substitute(rg[0], m), loopir.Substitute(rg[1], m)}
+		}
+	}
+	return out
+}

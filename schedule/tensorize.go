@@ -260,16 +260,13 @@ func allZero(an *loopir.Analyzer, es []loopir.Expr) bool {
 	return true
 }
 
-// flatIndex is the row-major element offset of a multi-dimensional index.
+// flatIndex is the element offset of an index (already flat when it is one index into
+// a buffer of higher rank).
 func flatIndex(b *loopir.Buffer, idx []loopir.Expr) loopir.Expr {
 	if len(idx) == 1 && len(b.Shape) != 1 {
 		return idx[0]
 	}
-	var lin loopir.Expr = loopir.Int(0)
-	for k, i := range idx {
-		lin = loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, lin, b.Shape[k]), i)
-	}
-	return lin
+	return loopir.FlatIndex(b, idx)
 }
 
 // intrinMatcher compares a description body with an actual body: same tree, buffers in a

@@ -71,7 +71,7 @@ func ParseTrace(text string) (*Trace, error) {
 		}
 		in.Op = op
 		args := strings.TrimSuffix(rest, ")")
-		if i := strings.Index(args, "["); i >= 0 {
+		if i := strings.LastIndex(args, "["); i >= 0 && strings.HasSuffix(strings.TrimSpace(args), "]") {
 			list := strings.TrimSuffix(strings.TrimSpace(args[i+1:]), "]")
 			in.Ints = []int64{}
 			for _, p := range strings.Split(list, ",") {
@@ -86,19 +86,22 @@ func ParseTrace(text string) (*Trace, error) {
 			}
 			args = strings.TrimSuffix(strings.TrimSpace(args[:i]), ",")
 		}
-		for _, a := range strings.Split(args, ",") {
-			a = strings.TrimSpace(a)
-			switch {
-			case a == "":
-			case strings.HasPrefix(a, `"`):
-				s, err := strconv.Unquote(a)
+		for rest := strings.TrimSpace(args); rest != ""; {
+			if strings.HasPrefix(rest, `"`) {
+				q, err := strconv.QuotedPrefix(rest)
 				if err != nil {
 					return nil, fmt.Errorf("%w: trace line %d: %v", ErrSchedule, n+1, err)
 				}
-				in.Str = append(in.Str, s)
-			default:
-				in.In = append(in.In, a)
+				str, _ := strconv.Unquote(q)
+				in.Str = append(in.Str, str)
+				rest = strings.TrimSpace(rest[len(q):])
+			} else {
+				a, tail, _ := strings.Cut(rest, ",")
+				in.In = append(in.In, strings.TrimSpace(a))
+				rest = strings.TrimSpace(tail)
+				continue
 			}
+			rest = strings.TrimSpace(strings.TrimPrefix(rest, ","))
 		}
 		t.Insts = append(t.Insts, in)
 	}
@@ -168,6 +171,52 @@ func (t *Trace) Replay(f *loopir.PrimFunc, intrins ...*loopir.TensorIntrin) (*Sc
 				return nil, fmt.Errorf("%w: replay: tensor intrinsic %q was not given", ErrSchedule, inst.Str[0])
 			}
 			if err := s.Tensorize(LoopRV(in[0]), intrin); err != nil {
+				return nil, err
+			}
+		case "compute_at", "reverse_compute_at":
+			if len(in) != 2 {
+				return nil, fmt.Errorf("%w: %s takes a block and a loop", ErrSchedule, inst.Op)
+			}
+			apply := s.ComputeAt
+			if inst.Op == "reverse_compute_at" {
+				apply = s.ReverseComputeAt
+			}
+			if err := apply(BlockRV(in[0]), LoopRV(in[1])); err != nil {
+				return nil, err
+			}
+		case "reverse_compute_inline":
+			if len(in) != 1 {
+				return nil, fmt.Errorf("%w: reverse_compute_inline takes a block", ErrSchedule)
+			}
+			if err := s.ReverseComputeInline(BlockRV(in[0])); err != nil {
+				return nil, err
+			}
+		case "cache_read", "cache_write":
+			if len(in) != 1 || len(inst.Str) != 1 || len(inst.Ints) != 1 {
+				return nil, fmt.Errorf("%w: %s takes a block, a scope and an index", ErrSchedule, inst.Op)
+			}
+			apply := s.CacheRead
+			if inst.Op == "cache_write" {
+				apply = s.CacheWrite
+			}
+			b, err := apply(BlockRV(in[0]), int(inst.Ints[0]), inst.Str[0])
+			if err != nil {
+				return nil, err
+			}
+			outs = []string{string(b)}
+		case "annotate":
+			if len(in) != 1 || len(inst.Str) != 2 {
+				return nil, fmt.Errorf("%w: annotate takes a loop, a key and a value", ErrSchedule)
+			}
+			if err := s.Annotate(LoopRV(in[0]), inst.Str[0], inst.Str[1]); err != nil {
+				return nil, err
+			}
+		case "storage_align":
+			if len(in) != 1 || len(inst.Ints) != 4 {
+				return nil, fmt.Errorf("%w: storage_align takes a block and [write, axis, factor, offset]", ErrSchedule)
+			}
+			x := inst.Ints
+			if err := s.StorageAlign(BlockRV(in[0]), int(x[0]), int(x[1]), x[2], x[3]); err != nil {
 				return nil, err
 			}
 		case "get_loops", "split", "fuse", "reorder", "parallel", "vectorize", "unroll":

@@ -100,11 +100,7 @@ func Flatten(f *loopir.PrimFunc) *loopir.PrimFunc {
 		if len(idx) != len(b.Shape) {
 			panic(fmt.Sprintf("BUG: %s has rank %d, indexed with %d indices", b.Name, len(b.Shape), len(idx)))
 		}
-		var lin loopir.Expr = loopir.Int(0)
-		for k, i := range idx {
-			lin = loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, lin, b.Shape[k]), i)
-		}
-		return []loopir.Expr{lin}
+		return []loopir.Expr{loopir.FlatIndex(b, idx)}
 	}
 	fe := func(e loopir.Expr) loopir.Expr {
 		if l, ok := e.(*loopir.Load); ok && needsFlat(l.Buf, l.Index) {

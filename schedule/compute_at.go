@@ -1,0 +1,343 @@
+package schedule
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kilnrt/kiln/loopir"
+)
+
+// ComputeAt moves a producer block under loop l of its consumers: at every iteration of
+// l, the producer computes exactly the part of its buffer that the statements under l
+// read (bounded per axis from their affine indices; clipped to the buffer). The block
+// must store at its spatial iterators into a local buffer, sit alone in its own loop
+// nest, and every reader of the buffer must be under l.
+func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
+	const prim = "compute_at"
+	blk, st, err := s.elementBlock(prim, b)
+	if err != nil {
+		return err
+	}
+	at, err := s.loop(prim, l)
+	if err != nil {
+		return err
+	}
+	root, err := s.ownNest(prim, blk)
+	if err != nil {
+		return err
+	}
+	if findLoop(root, at.Var) != nil {
+		return s.errf(prim, "loop %s belongs to block %s's own nest", at.Var.Name, blk.Name)
+	}
+	all, err := collectAccesses(s.f.Body, st.Buf, false)
+	if err != nil {
+		return s.errf(prim, "%v", err)
+	}
+	inside, err := collectAccesses(at.Body, st.Buf, false)
+	if err != nil {
+		return s.errf(prim, "%v", err)
+	}
+	if len(inside) == 0 {
+		return s.errf(prim, "nothing under loop %s reads %s", at.Var.Name, st.Buf.Name)
+	}
+	if len(inside) != len(all) {
+		return s.errf(prim, "%s is also read outside loop %s", st.Buf.Name, at.Var.Name)
+	}
+	an := s.analyzerAt(at)
+	region, err := coverRegion(an, inside, len(st.Index))
+	if err != nil {
+		return s.errf(prim, "region of %s under %s: %v", st.Buf.Name, at.Var.Name, err)
+	}
+	nest := s.renest(an, blk, region)
+	s.removeNest(root)
+	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
+		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{nest, f.Body}}
+	})
+	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
+	return nil
+}
+
+// ReverseComputeAt moves a consumer block under loop l of its producer: at every
+// iteration of l, the consumer computes the elements whose input the statements under l
+// have just finished writing. The consumer must be elementwise in that input (it reads
+// it at exactly its own iterators) and the producer's writes must be complete within an
+// iteration of l (no reduction loop of the producer at or above l).
+func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
+	const prim = "reverse_compute_at"
+	blk, _, err := s.elementBlock(prim, b)
+	if err != nil {
+		return err
+	}
+	at, err := s.loop(prim, l)
+	if err != nil {
+		return err
+	}
+	root, err := s.ownNest(prim, blk)
+	if err != nil {
+		return err
+	}
+	if findLoop(root, at.Var) != nil {
+		return s.errf(prim, "loop %s belongs to block %s's own nest", at.Var.Name, blk.Name)
+	}
+	// the input the consumer reads that is produced under l
+	var input *loopir.Buffer
+	for _, r := range blk.Reads {
+		if w, _ := collectAccesses(at.Body, r.Buf, true); len(w) > 0 {
+			if input != nil && input != r.Buf {
+				return s.errf(prim, "block %s reads two buffers written under %s", blk.Name, at.Var.Name)
+			}
+			input = r.Buf
+		}
+	}
+	if input == nil {
+		return s.errf(prim, "block %s reads nothing written under loop %s", blk.Name, at.Var.Name)
+	}
+	if !readsAtIters(blk, input) {
+		return s.errf(prim, "block %s does not read %s at exactly its iterators", blk.Name, input.Name)
+	}
+	all, _ := collectAccesses(s.f.Body, input, true)
+	writes, err := collectAccesses(at.Body, input, true)
+	if err != nil {
+		return s.errf(prim, "%v", err)
+	}
+	if len(all) != len(writes) {
+		return s.errf(prim, "%s is also written outside loop %s", input.Name, at.Var.Name)
+	}
+	if v := s.reductionAtOrAbove(at, input); v != "" {
+		return s.errf(prim, "%s is still being reduced by loop %s at loop %s", input.Name, v, at.Var.Name)
+	}
+	an := s.analyzerAt(at)
+	region, err := coverRegion(an, writes, len(input.Shape))
+	if err != nil {
+		return s.errf(prim, "region of %s written under %s: %v", input.Name, at.Var.Name, err)
+	}
+	nest := s.renest(an, blk, region)
+	s.removeNest(root)
+	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
+		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{f.Body, nest}}
+	})
+	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
+	return nil
+}
+
+// elementBlock resolves a block that is one store at its spatial iterators, in order
+// (its reduction iterators, if any, after them).
+func (s *Schedule) elementBlock(prim string, b BlockRV) (*loopir.Block, *loopir.Store, error) {
+	name, ok := s.blocks[b]
+	if !ok {
+		return nil, nil, s.errf(prim, "unknown block %s", b)
+	}
+	blk := findBlock(s.f.Body, name)
+	st, ok := blk.Body.(*loopir.Store)
+	if !ok {
+		return nil, nil, s.errf(prim, "block %s is not a single store", name)
+	}
+	var spatial []*loopir.Var
+	for _, it := range blk.Iters {
+		if it.Kind == loopir.Spatial {
+			spatial = append(spatial, it.Var)
+		}
+	}
+	if len(st.Index) != len(spatial) {
+		return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
+	}
+	for i, v := range spatial {
+		if st.Index[i] != loopir.Expr(v) {
+			return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
+		}
+	}
+	return blk, st, nil
+}
+
+// readsAtIters reports whether every load of buf in the block is at its iterators.
+func readsAtIters(blk *loopir.Block, buf *loopir.Buffer) bool {
+	ok := true
+	for _, st := range []loopir.Stmt{blk.Init, blk.Body} {
+		loopir.MapStmt(st, func(e loopir.Expr) loopir.Expr {
+			if l, isLoad := e.(*loopir.Load); isLoad && l.Buf == buf {
+				if len(l.Index) != len(blk.Iters) {
+					ok = false
+					return e
+				}
+				for i, it := range blk.Iters {
+					if it.Kind != loopir.Spatial || l.Index[i] != loopir.Expr(it.Var) {
+						ok = false
+					}
+				}
+			}
+			return e
+		}, nil)
+	}
+	return ok
+}
+
+// ownNest returns the outermost loop whose subtree is a perfect nest around the block.
+func (s *Schedule) ownNest(prim string, blk *loopir.Block) (*loopir.For, error) {
+	path := loopsAbove(s.f.Body, blk.Name)
+	var cur loopir.Stmt = blk
+	var root *loopir.For
+	for i := len(path) - 1; i >= 0 && path[i].Body == cur; i-- {
+		root, cur = path[i], path[i]
+	}
+	if root == nil {
+		return nil, s.errf(prim, "block %s is not alone in a loop nest", blk.Name)
+	}
+	return root, nil
+}
+
+// reductionAtOrAbove names a loop at or above at (at included) that drives a reduction
+// iterator of a block writing buf, or returns "".
+func (s *Schedule) reductionAtOrAbove(at *loopir.For, buf *loopir.Buffer) string {
+	outer := map[*loopir.Var]bool{at.Var: true}
+	var path []*loopir.For
+	var rec func(st loopir.Stmt) bool
+	rec = func(st loopir.Stmt) bool {
+		switch x := st.(type) {
+		case loopir.Seq:
+			for _, c := range x {
+				if rec(c) {
+					return true
+				}
+			}
+		case *loopir.For:
+			if x.Var == at.Var {
+				for _, p := range path {
+					outer[p.Var] = true
+				}
+				return true
+			}
+			path = append(path, x)
+			found := rec(x.Body)
+			path = path[:len(path)-1]
+			return found
+		case *loopir.IfThenElse:
+			return rec(x.Then) || rec(x.Else)
+		case *loopir.Allocate:
+			return rec(x.Body)
+		}
+		return false
+	}
+	rec(s.f.Body)
+	name := ""
+	walk(at.Body, func(x loopir.Stmt) {
+		blk, ok := x.(*loopir.Block)
+		if !ok {
+			return
+		}
+		writes := false
+		walk(blk.Body, func(y loopir.Stmt) {
+			if st, ok := y.(*loopir.Store); ok && st.Buf == buf {
+				writes = true
+			}
+		})
+		if !writes {
+			return
+		}
+		for i, it := range blk.Iters {
+			if it.Kind != loopir.Reduction {
+				continue
+			}
+			for _, v := range freeVars(blk.Bindings[i]) {
+				if outer[v] {
+					name = v.Name
+				}
+			}
+		}
+	})
+	return name
+}
+
+// analyzerAt knows the dims and the ranges of at and the loops above it.
+func (s *Schedule) analyzerAt(at *loopir.For) *loopir.Analyzer {
+	an := loopir.NewAnalyzer(s.f.Dims)
+	var bind func(st loopir.Stmt) bool
+	bind = func(st loopir.Stmt) bool {
+		switch x := st.(type) {
+		case loopir.Seq:
+			for _, c := range x {
+				if bind(c) {
+					return true
+				}
+			}
+		case *loopir.For:
+			lb, eb := an.Bound(x.Min), an.Bound(x.Extent)
+			hi := int64(math.MaxInt64)
+			if lb.Max != math.MaxInt64 && eb.Max != math.MaxInt64 {
+				hi = lb.Max + eb.Max - 1
+			}
+			an.Bind(x.Var, loopir.Bounds{Min: lb.Min, Max: hi})
+			return x.Var == at.Var || bind(x.Body)
+		case *loopir.IfThenElse:
+			return bind(x.Then) || bind(x.Else)
+		case *loopir.Allocate:
+			return bind(x.Body)
+		}
+		return false
+	}
+	bind(s.f.Body)
+	return an
+}
+
+// renest rebuilds a block's loop nest over a region of the buffer its spatial
+// iterators index (region axis d ↔ spatial iterator d): one loop per axis over the
+// region, reduction iterators over their full extents inside, and a predicate clipping
+// the region to the buffer where the bounds do not prove it inside.
+func (s *Schedule) renest(an *loopir.Analyzer, blk *loopir.Block, region []dimRange) loopir.Stmt {
+	nb := *blk
+	nb.Bindings = make([]loopir.Expr, len(blk.Iters))
+	nb.Predicate = nil
+	var loops []*loopir.For
+	d := 0
+	for i, it := range blk.Iters {
+		v := loopir.NewVar(fmt.Sprintf("%s_c%d", blk.Name, i))
+		if it.Kind == loopir.Spatial {
+			r := region[d]
+			d++
+			loops = append(loops, &loopir.For{Var: v, Min: loopir.Int(0), Extent: loopir.Int(r.Extent)})
+			an.Bind(v, loopir.Bounds{Min: 0, Max: r.Extent - 1})
+			x := loopir.Bin(loopir.Add, r.Min, v)
+			nb.Bindings[i] = x
+			for _, c := range []loopir.Expr{loopir.Bin(loopir.GE, x, loopir.Int(0)), loopir.Bin(loopir.LT, x, it.Extent)} {
+				if k, ok := an.Simplify(c).(*loopir.IntImm); ok && k.V != 0 {
+					continue
+				}
+				if nb.Predicate == nil {
+					nb.Predicate = c
+				} else {
+					nb.Predicate = loopir.Bin(loopir.And, nb.Predicate, c)
+				}
+			}
+			continue
+		}
+		loops = append(loops, &loopir.For{Var: v, Min: loopir.Int(0), Extent: it.Extent})
+		nb.Bindings[i] = v
+	}
+	var out loopir.Stmt = &nb
+	for i := len(loops) - 1; i >= 0; i-- {
+		loops[i].Body = out
+		out = loops[i]
+	}
+	return out
+}
+
+// removeNest deletes a loop nest and the empty statements it leaves.
+func (s *Schedule) removeNest(root *loopir.For) {
+	s.replaceLoop(root.Var, func(*loopir.For) loopir.Stmt { return loopir.Seq{} })
+	s.f.Body = loopir.MapStmt(s.f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(x loopir.Stmt) loopir.Stmt {
+		switch x := x.(type) {
+		case *loopir.For:
+			if isEmpty(x.Body) {
+				return loopir.Seq{}
+			}
+		case loopir.Seq:
+			var kept loopir.Seq
+			for _, c := range x {
+				if !isEmpty(c) {
+					kept = append(kept, c)
+				}
+			}
+			return kept
+		}
+		return nil
+	})
+}

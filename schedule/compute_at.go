@@ -51,7 +51,7 @@ func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 	nest := s.renest(an, blk, region)
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
-		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{nest, f.Body}}
+		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{nest, f.Body}, Annotations: f.Annotations}
 	})
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
@@ -114,7 +114,7 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	nest := s.renest(an, blk, region)
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
-		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{f.Body, nest}}
+		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{f.Body, nest}, Annotations: f.Annotations}
 	})
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
@@ -174,10 +174,16 @@ func readsAtIters(blk *loopir.Block, buf *loopir.Buffer) bool {
 // ownNest returns the outermost loop whose subtree is a perfect nest around the block.
 func (s *Schedule) ownNest(prim string, blk *loopir.Block) (*loopir.For, error) {
 	path := loopsAbove(s.f.Body, blk.Name)
-	var cur loopir.Stmt = blk
 	var root *loopir.For
-	for i := len(path) - 1; i >= 0 && path[i].Body == cur; i-- {
-		root, cur = path[i], path[i]
+	for i := len(path) - 1; i >= 0; i-- {
+		if i == len(path)-1 {
+			if b, ok := path[i].Body.(*loopir.Block); !ok || b.Name != blk.Name {
+				break
+			}
+		} else if path[i].Body != loopir.Stmt(path[i+1]) {
+			break
+		}
+		root = path[i]
 	}
 	if root == nil {
 		return nil, s.errf(prim, "block %s is not alone in a loop nest", blk.Name)

@@ -184,7 +184,7 @@ func (s *Schedule) Reorder(loops ...LoopRV) error {
 		b := body
 		for i := len(given) - 1; i >= 0; i-- {
 			g := given[i]
-			b = &loopir.For{Var: g.Var, Min: g.Min, Extent: g.Extent, Kind: g.Kind, Body: b}
+			b = &loopir.For{Var: g.Var, Min: g.Min, Extent: g.Extent, Kind: g.Kind, Body: b, Annotations: g.Annotations}
 		}
 		return b
 	})
@@ -230,7 +230,7 @@ func (s *Schedule) setKind(prim string, l LoopRV, kind loopir.ForKind) error {
 		}
 	}
 	s.replaceLoop(f.Var, func(f *loopir.For) loopir.Stmt {
-		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: kind, Body: f.Body}
+		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: kind, Body: f.Body, Annotations: f.Annotations}
 	})
 	s.trace.add(prim, []string{string(l)}, nil, nil, nil)
 	return nil

@@ -34,7 +34,7 @@ func HoistInvariantIf(f *loopir.PrimFunc) *loopir.PrimFunc {
 		if len(rest) > 0 {
 			inner = &loopir.IfThenElse{Cond: and(rest), Then: guard.Then}
 		}
-		return &loopir.IfThenElse{Cond: and(inv), Then: &loopir.For{Var: loop.Var, Min: loop.Min, Extent: loop.Extent, Kind: loop.Kind, Body: inner}}
+		return &loopir.IfThenElse{Cond: and(inv), Then: &loopir.For{Var: loop.Var, Min: loop.Min, Extent: loop.Extent, Kind: loop.Kind, Body: inner, Annotations: loop.Annotations}}
 	})
 	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
 }

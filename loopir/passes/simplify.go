@@ -34,7 +34,7 @@ func simplifyStmt(a *loopir.Analyzer, s loopir.Stmt) loopir.Stmt {
 			hi = lb.Max + eb.Max - 1
 		}
 		a.Bind(s.Var, loopir.Bounds{Min: lb.Min, Max: hi})
-		return &loopir.For{Var: s.Var, Min: lo, Extent: ext, Kind: s.Kind, Body: simplifyStmt(a, s.Body)}
+		return &loopir.For{Var: s.Var, Min: lo, Extent: ext, Kind: s.Kind, Body: simplifyStmt(a, s.Body), Annotations: s.Annotations}
 	case *loopir.IfThenElse:
 		c := a.Simplify(s.Cond)
 		if v, ok := c.(*loopir.IntImm); ok {

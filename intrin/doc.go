@@ -10,9 +10,10 @@
 // and tensorize its innermost tile onto one of these.
 //
 // Invariants: an implementation computes exactly its description for every run-time
-// extent its calling convention allows (Partial loops down to 0, any K); tests compile
-// both and compare them on random data, tails included. The table is built by Table,
-// never in init().
+// extent its calling convention allows (Partial loops down to 0, any K). The tests live
+// with the strategies that use them (kernels/cpu: every micro-kernel the host can run, in
+// both forms, against the reference evaluator with tails in m, n and K) and in schedule
+// (the portable one). The table is built by Table and Gemms, never in init().
 //
 // References: the outer-product micro-kernels of GotoBLAS/BLIS (Goto & van de Geijn,
 // "Anatomy of High-Performance Matrix Multiplication", 2008) and TVM's tensorize.

@@ -1,8 +1,12 @@
 // Package loopir is the loop-level IR of the tensor compiler: a PrimFunc is a loop nest
 // over Buffers, made of For loops, Blocks (one per computation, with spatial and
 // reduction iterators bound to loop expressions, read/write regions and an optional init
-// statement), Stores, IfThenElse and Allocate. Expressions are immutable trees over Vars,
-// immediates, arithmetic, comparisons, Select, Cast, intrinsic Calls and buffer Loads.
+// statement), Stores, IfThenElse, Allocate and IntrinCalls of declared tensor intrinsics
+// (TensorIntrin: a description PrimFunc plus per-dialect code, see package intrin).
+// Expressions are immutable trees over Vars, immediates, arithmetic, comparisons,
+// Select, Cast, math intrinsic Calls, buffer Loads and element Addresses (intrinsic
+// arguments). Buffers are row-major unless they carry explicit Strides; loops may carry
+// Annotations for passes and dialects.
 //
 // Symbolic extents are Vars listed in PrimFunc.Dims: at run time their values arrive in
 // the kernel's dims array, in that order, so one kernel serves many shapes.

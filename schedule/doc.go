@@ -2,6 +2,17 @@
 // TVM's TensorIR primitives applied to a concrete function. Loops and blocks are named by
 // random variables (LoopRV, BlockRV) that stay valid across transformations.
 //
+// Primitives: get_block, get_loops; loop transformations split (inexact splits add a
+// block predicate), fuse, reorder, parallel, vectorize, unroll, annotate; block
+// placement compute_inline, reverse_compute_inline, compute_at and reverse_compute_at
+// (the moved block covers the region its consumers read, or its producer wrote, under
+// the target loop: per-axis bounds from affine indices with constant coefficients);
+// cache_read and cache_write (a copy in a buffer of a given scope); decompose_reduction;
+// storage_align (padded strides of a local buffer); tensorize (a perfect nest matched
+// structurally against a loopir.TensorIntrin description, strides taken from the actual
+// buffers, split tails turned into run-time extents). Queries (Extent, HasBlock) are not
+// recorded.
+//
 // Every applied primitive is appended to a Trace (instruction, inputs, integer
 // decisions, outputs). A trace prints as text, parses back, and replays on a fresh copy of
 // the same PrimFunc to the identical result: it is both the description of a default

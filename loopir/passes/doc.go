@@ -7,6 +7,13 @@
 //   - Flatten turns multi-dimensional buffer indices into row-major linear indices.
 //   - Simplify applies the arithmetic simplifier with loop ranges known, and drops
 //     branches whose condition it decides.
+//   - HoistInvariantIf moves the loop-invariant conjuncts of a loop's guard above the
+//     loop (split tails then stop blocking vectorization of the loops below them).
+//
+// Vectorization and unrolling are loop kinds the C dialect turns into compiler hints
+// (ivdep, unroll pragmas) and tensor intrinsics carry their own vector code; local storage
+// reuse and the host/device split for GPU dialects are not passes yet (issues #5 and the
+// GPU work): today every local buffer gets its own allocation.
 //
 // Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
 // and leaves its input untouched. A pass that meets a construct it cannot handle panics

@@ -1,7 +1,10 @@
 // Package te declares tensor computations as index expressions, as in TVM's tensor
 // expression language: a Placeholder is an input; Compute defines each output element as
 // an expression of its indices over other tensors' elements; reductions (Sum, Max, Min,
-// Prod) range over reduction axes. Lower turns a set of outputs into a loopir.PrimFunc: a
+// Prod) range over reduction axes, and pair reductions (ArgMax, ArgMin) compute a best
+// value and its first index in one block. Select, Cast and math intrinsics (Exp, Log,
+// Tanh, Erf, Sqrt, Rsqrt, Sigmoid, Pow, Abs, Floor, Ceil, Round) build element
+// expressions. Lower turns a set of outputs into a loopir.PrimFunc: a
 // naive loop nest with one Block per computation, which schedules then transform.
 //
 // Extents may be symbolic (Dim vars); they become the kernel's runtime dims.

@@ -46,6 +46,14 @@ func Lower(name string, inputs, outputs []*Tensor) (*loopir.PrimFunc, error) {
 		}
 		state[t] = 2
 		order = append(order, t)
+		if t.arg != nil { // both tensors of a pair come from one block
+			for _, o := range []*Tensor{t.arg.index, t.arg.value} {
+				if state[o] != 2 {
+					state[o] = 2
+					order = append(order, o)
+				}
+			}
+		}
 		return nil
 	}
 	isOutput := map[*Tensor]bool{}
@@ -76,11 +84,21 @@ func Lower(name string, inputs, outputs []*Tensor) (*loopir.PrimFunc, error) {
 	var stmts loopir.Seq
 	var locals []*loopir.Buffer
 	for _, t := range order {
-		s, err := lowerCompute(t)
-		if err != nil {
-			return nil, err
+		var s loopir.Stmt
+		switch {
+		case t.arg != nil && t == t.arg.index:
+			s = lowerArg(t.arg)
+		case t.arg != nil:
+			// the value of a pair: written by the index's block
+		default:
+			var err error
+			if s, err = lowerCompute(t); err != nil {
+				return nil, err
+			}
 		}
-		stmts = append(stmts, s)
+		if s != nil {
+			stmts = append(stmts, s)
+		}
 		if !isOutput[t] {
 			t.buf.Scope = "local"
 			locals = append(locals, t.buf)

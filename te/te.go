@@ -16,6 +16,7 @@ type Tensor struct {
 	// compute definition (nil axes/body for placeholders)
 	axes []*loopir.Var
 	body loopir.Expr
+	arg  *argReduce // set on both tensors of an ArgMax/ArgMin pair
 }
 
 // Buffer is the loopir buffer that holds the tensor.
@@ -98,6 +99,17 @@ func Sub(a, b loopir.Expr) loopir.Expr   { return loopir.Bin(loopir.Sub, a, b) }
 func Mul(a, b loopir.Expr) loopir.Expr   { return loopir.Bin(loopir.Mul, a, b) }
 func Div(a, b loopir.Expr) loopir.Expr   { return loopir.Bin(loopir.Div, a, b) }
 func MaxOf(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Max, a, b) }
+func MinOf(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Min, a, b) }
+func Rsqrt(x loopir.Expr) loopir.Expr    { return &loopir.Call{Fn: loopir.Rsqrt, Args: []loopir.Expr{x}} }
+func Sigmoid(x loopir.Expr) loopir.Expr  { return &loopir.Call{Fn: loopir.Sigmoid, Args: []loopir.Expr{x}} }
+func Pow(x, y loopir.Expr) loopir.Expr   { return &loopir.Call{Fn: loopir.Pow, Args: []loopir.Expr{x, y}} }
+func Abs(x loopir.Expr) loopir.Expr      { return &loopir.Call{Fn: loopir.Abs, Args: []loopir.Expr{x}} }
+func Floor(x loopir.Expr) loopir.Expr    { return &loopir.Call{Fn: loopir.Floor, Args: []loopir.Expr{x}} }
+func Ceil(x loopir.Expr) loopir.Expr     { return &loopir.Call{Fn: loopir.Ceil, Args: []loopir.Expr{x}} }
+func Round(x loopir.Expr) loopir.Expr    { return &loopir.Call{Fn: loopir.Round, Args: []loopir.Expr{x}} }
+
+// Cast converts x to another element type.
+func Cast(to tensor.DType, x loopir.Expr) loopir.Expr { return &loopir.Cast{To: to, X: x} }
 
 // Select chooses t where cond holds, else f.
 func Select(cond, t, f loopir.Expr) loopir.Expr { return &loopir.Select{Cond: cond, T: t, F: f} }

@@ -101,12 +101,16 @@ func Div(a, b loopir.Expr) loopir.Expr   { return loopir.Bin(loopir.Div, a, b) }
 func MaxOf(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Max, a, b) }
 func MinOf(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Min, a, b) }
 func Rsqrt(x loopir.Expr) loopir.Expr    { return &loopir.Call{Fn: loopir.Rsqrt, Args: []loopir.Expr{x}} }
-func Sigmoid(x loopir.Expr) loopir.Expr  { return &loopir.Call{Fn: loopir.Sigmoid, Args: []loopir.Expr{x}} }
-func Pow(x, y loopir.Expr) loopir.Expr   { return &loopir.Call{Fn: loopir.Pow, Args: []loopir.Expr{x, y}} }
-func Abs(x loopir.Expr) loopir.Expr      { return &loopir.Call{Fn: loopir.Abs, Args: []loopir.Expr{x}} }
-func Floor(x loopir.Expr) loopir.Expr    { return &loopir.Call{Fn: loopir.Floor, Args: []loopir.Expr{x}} }
-func Ceil(x loopir.Expr) loopir.Expr     { return &loopir.Call{Fn: loopir.Ceil, Args: []loopir.Expr{x}} }
-func Round(x loopir.Expr) loopir.Expr    { return &loopir.Call{Fn: loopir.Round, Args: []loopir.Expr{x}} }
+func Sigmoid(x loopir.Expr) loopir.Expr {
+	return &loopir.Call{Fn: loopir.Sigmoid, Args: []loopir.Expr{x}}
+}
+func Pow(x, y loopir.Expr) loopir.Expr {
+	return &loopir.Call{Fn: loopir.Pow, Args: []loopir.Expr{x, y}}
+}
+func Abs(x loopir.Expr) loopir.Expr   { return &loopir.Call{Fn: loopir.Abs, Args: []loopir.Expr{x}} }
+func Floor(x loopir.Expr) loopir.Expr { return &loopir.Call{Fn: loopir.Floor, Args: []loopir.Expr{x}} }
+func Ceil(x loopir.Expr) loopir.Expr  { return &loopir.Call{Fn: loopir.Ceil, Args: []loopir.Expr{x}} }
+func Round(x loopir.Expr) loopir.Expr { return &loopir.Call{Fn: loopir.Round, Args: []loopir.Expr{x}} }
 
 // Cast converts x to another element type.
 func Cast(to tensor.DType, x loopir.Expr) loopir.Expr { return &loopir.Cast{To: to, X: x} }

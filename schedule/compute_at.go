@@ -95,6 +95,24 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	if !readsAtIters(blk, input) {
 		return s.errf(prim, "block %s does not read %s at exactly its iterators", blk.Name, input.Name)
 	}
+	// moving the consumer earlier must not make it read anything before it is written
+	order := blockOrder(s.f.Body)
+	first := -1
+	walk(at.Body, func(x loopir.Stmt) {
+		if b, ok := x.(*loopir.Block); ok && (first < 0 || order[b.Name] < first) {
+			first = order[b.Name]
+		}
+	})
+	for _, r := range blk.Reads {
+		if r.Buf == input {
+			continue
+		}
+		for name, i := range writerBlocks(s.f.Body, r.Buf, order) {
+			if i >= first && name != blk.Name {
+				return s.errf(prim, "block %s also reads %s, which block %s writes at or after loop %s", blk.Name, r.Buf.Name, name, at.Var.Name)
+			}
+		}
+	}
 	all, _ := collectAccesses(s.f.Body, input, true)
 	writes, err := collectAccesses(at.Body, input, true)
 	if err != nil {
@@ -346,4 +364,34 @@ func (s *Schedule) removeNest(root *loopir.For) {
 		}
 		return nil
 	})
+}
+
+// blockOrder numbers blocks in program order.
+func blockOrder(body loopir.Stmt) map[string]int {
+	order := map[string]int{}
+	walk(body, func(x loopir.Stmt) {
+		if b, ok := x.(*loopir.Block); ok {
+			order[b.Name] = len(order)
+		}
+	})
+	return order
+}
+
+// writerBlocks maps the blocks that store into buf to their program order.
+func writerBlocks(body loopir.Stmt, buf *loopir.Buffer, order map[string]int) map[string]int {
+	out := map[string]int{}
+	walk(body, func(x loopir.Stmt) {
+		b, ok := x.(*loopir.Block)
+		if !ok {
+			return
+		}
+		for _, st := range []loopir.Stmt{b.Init, b.Body} {
+			walk(st, func(y loopir.Stmt) {
+				if w, ok := y.(*loopir.Store); ok && w.Buf == buf {
+					out[b.Name] = order[b.Name]
+				}
+			})
+		}
+	})
+	return out
 }

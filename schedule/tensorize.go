@@ -172,6 +172,11 @@ func (s *Schedule) matchIntrin(root *loopir.For, in *loopir.TensorIntrin) (loopi
 		}
 		tiles[acc.dBuf] = t
 	}
+	for _, p := range in.Desc.Params {
+		if _, ok := tiles[p]; !ok {
+			return nil, fmt.Errorf("the block never accesses the intrinsic's parameter %s", p.Name)
+		}
+	}
 	for _, u := range in.Unit {
 		p := in.Desc.Params[u[0]]
 		if c, ok := tiles[p].strides[u[1]].(*loopir.IntImm); !ok || c.V != 1 {
@@ -184,10 +189,7 @@ func (s *Schedule) matchIntrin(root *loopir.For, in *loopir.TensorIntrin) (loopi
 	}
 	var args []loopir.Expr
 	for _, p := range in.Desc.Params {
-		t, ok := tiles[p]
-		if !ok {
-			return nil, fmt.Errorf("the block never accesses the intrinsic's parameter %s", p.Name)
-		}
+		t := tiles[p]
 		args = append(args, t.addr)
 		args = append(args, t.strides...)
 	}

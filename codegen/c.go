@@ -416,9 +416,13 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 		fmt.Fprintf(e.b, "%s    envs[t].locals[%d] = (void *)%s;\n", pad, i, e.names[b])
 	}
 	fmt.Fprintf(e.b, "%s  }\n", pad)
-	if e.opts.Parallel == Pool {
+	switch e.opts.Parallel {
+	case Pool:
 		fmt.Fprintf(e.b, "%s  kiln_parallel(%s, envs, (long)sizeof(envs[0]), (int)nc, (int)nt);\n", pad, fn)
-	} else {
+	case OpenMP:
+		fmt.Fprintf(e.b, "%s  #pragma omp parallel for num_threads((int)nt) schedule(static, 1)\n", pad)
+		fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) %s(&envs[t]);\n", pad, fn)
+	default:
 		fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (pthread_create(&th[t], 0, %s, &envs[t]) != 0) { %s(&envs[t]); th[t] = 0; }\n", pad, fn, fn)
 		fmt.Fprintf(e.b, "%s  %s(&envs[0]);\n", pad, fn)
 		fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (th[t]) pthread_join(th[t], 0);\n", pad)

@@ -10,11 +10,14 @@ const (
 	// instead of queueing for a team.
 	Pool ParallelRuntime = iota
 	// Spawn: a fresh fork-join of pthreads per parallel loop (kept for comparison:
-	// kernelbench measures both).
+	// kernelbench measures the three).
 	Spawn
+	// OpenMP: an omp parallel for over the chunks (compile with -fopenmp; libgomp keeps
+	// its own team; kept for comparison).
+	OpenMP
 )
 
-func (r ParallelRuntime) String() string { return [...]string{"pool", "spawn"}[r] }
+func (r ParallelRuntime) String() string { return [...]string{"pool", "spawn", "openmp"}[r] }
 
 // COptions select code generation choices of the C dialect.
 type COptions struct {

@@ -137,12 +137,18 @@ func run(reps int) error {
 		if err != nil {
 			return err
 		}
+		cc := *dev.Compiler()
+		if kb.runtime == codegen.OpenMP {
+			cc.Flags = append(append([]string{}, cc.Flags...), "-fopenmp")
+		}
 		start := time.Now()
-		bin, err := dev.Compiler().Build(context.Background(), src.Code)
+		bin, err := cc.Build(context.Background(), src.Code)
 		if err != nil {
 			return err
 		}
-		compileTimes = append(compileTimes, time.Since(start))
+		if kb.runtime != codegen.OpenMP {
+			compileTimes = append(compileTimes, time.Since(start))
+		}
 		one, r1, err := timeKernel(dev1, meter, 1, bin, src.Kernels[0], kb, reps)
 		if err != nil {
 			return err
@@ -217,8 +223,10 @@ func benchKernels(gemm intrin.Gemm) []benchKernel {
 		{"conv2d 3x3 64->64 56x56 tensorized", conv, []int64{c * hw * hw, c * c * k * k, c * hw * hw}, 2 * c * c * k * k * hw * hw, true, codegen.Pool},
 		// the parallel runtime: the same kernels with a fresh pthread fork-join per loop
 		{"conv2d ... (spawn runtime)", conv, []int64{c * hw * hw, c * c * k * k, c * hw * hw}, 2 * c * c * k * k * hw * hw, true, codegen.Spawn},
+		{"conv2d ... (OpenMP runtime)", conv, []int64{c * hw * hw, c * c * k * k, c * hw * hw}, 2 * c * c * k * k * hw * hw, true, codegen.OpenMP},
 		{"add 2^18 (pool runtime)", addVectors(1 << 18), []int64{1 << 18, 1 << 18, 1 << 18}, 1 << 18, true, codegen.Pool},
 		{"add 2^18 (spawn runtime)", addVectors(1 << 18), []int64{1 << 18, 1 << 18, 1 << 18}, 1 << 18, true, codegen.Spawn},
+		{"add 2^18 (OpenMP runtime)", addVectors(1 << 18), []int64{1 << 18, 1 << 18, 1 << 18}, 1 << 18, true, codegen.OpenMP},
 	}
 }
 

@@ -59,3 +59,23 @@ func TestElementwiseChainBroadcast(t *testing.T) {
 		check(t, "elementwise chain", got, refRun(t, graph.OpRelu, nil, []*tensor.Tensor{sum}))
 	})
 }
+
+// TestStagesShareStorage runs Y = (2X + 1)² − 1 through three intermediates, the first
+// and last of which share one allocation after the reuse-local-storage pass.
+func TestStagesShareStorage(t *testing.T) {
+	shapes(t, "n", 37, func(t *testing.T, n loopir.Expr, dims []int64) {
+		sh := []loopir.Expr{n}
+		x := te.Placeholder("X", tensor.Float32, sh...)
+		p1 := te.Compute("P1", sh, func(i []loopir.Expr) loopir.Expr { return te.Mul(x.At(i[0]), loopir.Float(2, tensor.Float32)) })
+		p2 := te.Compute("P2", sh, func(i []loopir.Expr) loopir.Expr { return te.Add(p1.At(i[0]), loopir.Float(1, tensor.Float32)) })
+		p3 := te.Compute("P3", sh, func(i []loopir.Expr) loopir.Expr { return te.Mul(p2.At(i[0]), p2.At(i[0])) })
+		y := te.Compute("Y", sh, func(i []loopir.Expr) loopir.Expr { return te.Sub(p3.At(i[0]), loopir.Float(1, tensor.Float32)) })
+		xv := rnd(61, 37)
+		got := compileRun(t, []*te.Tensor{x}, y, dims, 37, xv)
+		want := make([]float32, 37)
+		for i, v := range xv {
+			want[i] = (2*v+1)*(2*v+1) - 1
+		}
+		check(t, "stages", got, ts(tensor.Shape{37}, want))
+	})
+}

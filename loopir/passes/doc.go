@@ -10,10 +10,13 @@
 //   - HoistInvariantIf moves the loop-invariant conjuncts of a loop's guard above the
 //     loop (split tails then stop blocking vectorization of the loops below them).
 //
+//   - ReuseLocalStorage lets local buffers with disjoint lifetimes (over the top-level
+//     statements) share one allocation of the larger size.
+//
 // Vectorization and unrolling are loop kinds the C dialect turns into compiler hints
-// (ivdep, unroll pragmas) and tensor intrinsics carry their own vector code; local storage
-// reuse and the host/device split for GPU dialects are not passes yet (issues #5 and the
-// GPU work): today every local buffer gets its own allocation.
+// (ivdep, unroll pragmas) and tensor intrinsics carry their own vector code. The
+// host/device split for GPU dialects is not a pass yet: it comes with the first GPU
+// dialect.
 //
 // Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
 // and leaves its input untouched. A pass that meets a construct it cannot handle panics

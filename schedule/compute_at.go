@@ -14,20 +14,9 @@ import (
 // nest, and every reader of the buffer must be under l.
 func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 	const prim = "compute_at"
-	blk, st, err := s.elementBlock(prim, b)
+	blk, st, at, root, err := s.moveTarget(prim, b, l)
 	if err != nil {
 		return err
-	}
-	at, err := s.loop(prim, l)
-	if err != nil {
-		return err
-	}
-	root, err := s.ownNest(prim, blk)
-	if err != nil {
-		return err
-	}
-	if findLoop(root, at.Var) != nil {
-		return s.errf(prim, "loop %s belongs to block %s's own nest", at.Var.Name, blk.Name)
 	}
 	all, err := collectAccesses(s.f.Body, st.Buf, false)
 	if err != nil {
@@ -64,20 +53,9 @@ func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 // iteration of l (no reduction loop of the producer at or above l).
 func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	const prim = "reverse_compute_at"
-	blk, _, err := s.elementBlock(prim, b)
+	blk, _, at, root, err := s.moveTarget(prim, b, l)
 	if err != nil {
 		return err
-	}
-	at, err := s.loop(prim, l)
-	if err != nil {
-		return err
-	}
-	root, err := s.ownNest(prim, blk)
-	if err != nil {
-		return err
-	}
-	if findLoop(root, at.Var) != nil {
-		return s.errf(prim, "loop %s belongs to block %s's own nest", at.Var.Name, blk.Name)
 	}
 	// the input the consumer reads that is produced under l
 	var input *loopir.Buffer
@@ -136,6 +114,27 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	})
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
+}
+
+// moveTarget resolves the block to move (see elementBlock), the loop to move it under
+// and the root of the block's own nest, which must not contain that loop.
+func (s *Schedule) moveTarget(prim string, b BlockRV, l LoopRV) (*loopir.Block, *loopir.Store, *loopir.For, *loopir.For, error) {
+	blk, st, err := s.elementBlock(prim, b)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	at, err := s.loop(prim, l)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	root, err := s.ownNest(prim, blk)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if findLoop(root, at.Var) != nil {
+		return nil, nil, nil, nil, s.errf(prim, "loop %s belongs to block %s's own nest", at.Var.Name, blk.Name)
+	}
+	return blk, st, at, root, nil
 }
 
 // elementBlock resolves a block that is one store at its spatial iterators, in order

@@ -4,9 +4,12 @@
 //   - LowerBlocks replaces each Block by its body with the iterators substituted by their
 //     bindings; a reduction's init runs under the condition that every reduction
 //     iterator is at its first value.
+//
 //   - Flatten turns multi-dimensional buffer indices into row-major linear indices.
+//
 //   - Simplify applies the arithmetic simplifier with loop ranges known, and drops
 //     branches whose condition it decides.
+//
 //   - HoistInvariantIf moves the loop-invariant conjuncts of a loop's guard above the
 //     loop (split tails then stop blocking vectorization of the loops below them).
 //

@@ -1,0 +1,19 @@
+// Package vm is kiln's register machine (ARCHITECTURE.md §4), modeled on TVM's Relay VM:
+// functions of instructions over numbered registers, kernels called in
+// destination-passing style, host builtins from a typed table, and an Executable that
+// serializes to a checksummed binary.
+//
+// This package is being built for issue #4. Present today: the instruction set, the
+// Executable, its binary format (MarshalBinary/UnmarshalBinary with magic, format
+// version, CRC-32C, bounded decoding, a fuzz target) and Verify, which checks every
+// register, jump, function, constant, kernel and binary reference so that an executable
+// that decodes cleanly cannot make the interpreter index out of range. Not present yet:
+// the interpreter, the memory plan and the compiler that emits executables.
+//
+// Invariants: decoding untrusted bytes returns an error wrapping ErrFormat or ErrVersion,
+// never panics, and never allocates more than the input can describe; a decoded
+// executable re-encodes to the same bytes.
+//
+// References: TVM Relay VM (Roesch et al., "Relay: A High-Level Compiler for Deep
+// Learning", 2019; the VM design document).
+package vm

@@ -1,0 +1,99 @@
+package vm
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Opcode is a VM instruction kind. New capability goes into the builtin table, not into
+// new opcodes.
+type Opcode uint8
+
+const (
+	Move           Opcode = iota // Dst = Args[0]
+	Ret                          // return Args[0]
+	Invoke                       // Dst = Functions[Imm](Args...)
+	InvokeKernel                 // Kernels[Imm](inputs Args[:In], outputs Args[In:]); Dims from registers Args2
+	CallBuiltin                  // Dst = Builtins[Imm](Args...)
+	AllocStorage                 // Dst = storage of Imm bytes on device Device
+	AllocTensor                  // Dst = tensor of DType and Shape in storage Args[0] at offset Imm
+	AllocTensorReg               // Dst = tensor of DType, shape from register Args[1], in storage Args[0] at offset Imm
+	LoadConst                    // Dst = Constants[Imm]
+	LoadConstInt                 // Dst = the int64 scalar Imm
+	If                           // if Args[0] (a bool/int scalar) != 0 skip 1 else jump by Imm
+	Goto                         // jump by Imm (relative)
+	ShapeOf                      // Dst = the shape of Args[0] as an int64 tensor
+	ReshapeTensor                // Dst = Args[0] viewed with the shape in Args[1] (no copy)
+	DeviceCopy                   // Dst = Args[0] copied to device Device
+	AllocTuple                   // Dst = (Args...)
+	GetField                     // Dst = Args[0].fields[Imm]
+	KillRegister                 // Args[0] is dead; its value may be freed
+	Fatal                        // stop with the message Constants... (Str)
+	numOpcodes
+)
+
+var opNames = [...]string{"move", "ret", "invoke", "invoke_kernel", "call_builtin", "alloc_storage",
+	"alloc_tensor", "alloc_tensor_reg", "load_const", "load_const_int", "if", "goto", "shape_of",
+	"reshape_tensor", "device_copy", "alloc_tuple", "get_field", "kill_register", "fatal"}
+
+func (o Opcode) String() string {
+	if o < numOpcodes {
+		return opNames[o]
+	}
+	return fmt.Sprintf("opcode(%d)", uint8(o))
+}
+
+// Reg names a register of the current frame.
+type Reg int32
+
+// Instr is one instruction; which fields an opcode uses is listed at the opcode.
+type Instr struct {
+	Op     Opcode
+	Dst    Reg
+	Args   []Reg
+	Dims   []Reg // InvokeKernel: registers holding the kernel's runtime dims
+	In     int   // InvokeKernel: how many of Args are inputs
+	Imm    int64
+	DType  tensor.DType
+	Shape  []int64
+	Device int
+	Str    string // Fatal: the message
+}
+
+// Function is a VM function: Params registers receive the arguments, Regs is the frame
+// size, Code runs from index 0.
+type Function struct {
+	Name   string
+	Params int
+	Regs   int
+	Code   []Instr
+}
+
+// KernelInfo is one entry of the kernel table: the entry point Name in Binaries[Binary],
+// its argument count (inputs then outputs) and the names of its runtime dims in order.
+type KernelInfo struct {
+	Name    string
+	Binary  int
+	Inputs  int
+	Outputs int
+	Dims    []string
+}
+
+// Binary is a device binary (a shared object for the CPU, PTX/cubin or an OpenCL program
+// binary later) with the fingerprint of the device and toolchain it was built for.
+type Binary struct {
+	Device      string
+	Fingerprint string
+	Data        []byte
+}
+
+// Executable is a compiled model.
+type Executable struct {
+	Functions []Function
+	Entry     int // index of the function a request invokes
+	Constants []*tensor.Tensor
+	Kernels   []KernelInfo
+	Binaries  []Binary
+	Builtins  []string // names resolved against the VM's builtin table at load time
+}

@@ -58,8 +58,11 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	unit.WriteString(cPrelude)
 	if usesThreads {
 		unit.WriteString(cThreads)
-		if opts.Parallel == Pool {
-			unit.WriteString(cPool)
+		switch {
+		case opts.Parallel == Pool && opts.ExternRuntime:
+			unit.WriteString(cParallelDecl)
+		case opts.Parallel == Pool:
+			unit.WriteString("#define KILN_PARALLEL_LINKAGE static\n" + cPool)
 		}
 	}
 	for _, in := range intrins.order {

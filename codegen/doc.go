@@ -10,7 +10,10 @@
 // into functions over chunks of the iteration space and run by a small thread pool
 // emitted into the unit (persistent workers, futex sleep, chunks claimed dynamically, a
 // busy pool means the caller runs its chunks itself; kiln_pool_shutdown stops the workers
-// before the object is unloaded) or, for comparison, a pthread fork-join (COptions).
+// before the object is unloaded) or, for comparison, OpenMP or a pthread fork-join
+// (COptions). With COptions.ExternRuntime a unit only declares the pool, and CRuntime is
+// compiled once into an object that the kernels' objects are linked with
+// (ARCHITECTURE.md §6: one object per kernel, one shared object per model).
 //
 // Invariants: identifiers are sanitized and unique within a kernel; output is
 // deterministic (golden-file tests compare it byte for byte); a construct the dialect

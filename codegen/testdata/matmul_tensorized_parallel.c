@@ -14,6 +14,7 @@ static inline double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(
 typedef unsigned long kiln_thread_t;
 extern int pthread_create(kiln_thread_t *, const void *, void *(*)(void *), void *);
 extern int pthread_join(kiln_thread_t, void **);
+#define KILN_PARALLEL_LINKAGE static
 extern long syscall(long, ...);
 extern int sched_yield(void);
 #if defined(__x86_64__)
@@ -75,7 +76,7 @@ static void *kiln_worker(void *arg) {
 /* kiln_parallel runs fn on n envs (chunks of size bytes each) with up to nt threads: the
    caller and nt - 1 workers claim chunks in order until none is left, so a thread that
    starts late (its core busy elsewhere) takes fewer. */
-static void kiln_parallel(void *(*fn)(void *), void *envs, long size, int n, int nt) {
+KILN_PARALLEL_LINKAGE void kiln_parallel(void *(*fn)(void *), void *envs, long size, int n, int nt) {
   char *e = (char *)envs;
   if (nt > n) nt = n;
   if (nt <= 1 || __atomic_exchange_n(&kiln_pool.busy, 1, __ATOMIC_ACQUIRE)) {

@@ -46,17 +46,43 @@ func FindCompiler() (*Compiler, error) {
 
 // Build compiles C source into a shared object and returns its bytes.
 func (c *Compiler) Build(ctx context.Context, src string) ([]byte, error) {
+	return c.run(ctx, map[string][]byte{"kernels.c": []byte(src)}, "kernels.so",
+		"-shared", "-fPIC", "-pthread", "-o", "kernels.so", "kernels.c", "-lm")
+}
+
+// CompileObject compiles one C translation unit into a position-independent object file
+// (one per kernel, so that each can be cached and built in parallel; Link joins them).
+func (c *Compiler) CompileObject(ctx context.Context, src string) ([]byte, error) {
+	return c.run(ctx, map[string][]byte{"unit.c": []byte(src)}, "unit.o", "-c", "-fPIC", "-o", "unit.o", "unit.c")
+}
+
+// Link joins object files into one shared object.
+func (c *Compiler) Link(ctx context.Context, objects [][]byte) ([]byte, error) {
+	files := map[string][]byte{}
+	args := []string{"-shared", "-fPIC", "-pthread", "-o", "kernels.so"}
+	for i, o := range objects {
+		name := fmt.Sprintf("o%d.o", i)
+		files[name] = o
+		args = append(args, name)
+	}
+	return c.run(ctx, files, "kernels.so", append(args, "-lm")...)
+}
+
+// run writes files into a fresh directory, runs the compiler there with the flags and
+// args, and returns the output file; a failure carries the compiler's message.
+func (c *Compiler) run(ctx context.Context, files map[string][]byte, output string, args ...string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "kiln-cc-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	in, out := filepath.Join(dir, "kernels.c"), filepath.Join(dir, "kernels.so")
-	if err := os.WriteFile(in, []byte(src), 0o600); err != nil {
-		return nil, err
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
 	}
-	args := append(append([]string{}, c.Flags...), "-shared", "-fPIC", "-pthread", "-o", out, in, "-lm")
-	cmd := exec.CommandContext(ctx, c.Path, args...)
+	cmd := exec.CommandContext(ctx, c.Path, append(append([]string{}, c.Flags...), args...)...)
+	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -66,5 +92,5 @@ func (c *Compiler) Build(ctx context.Context, src string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %v\n%s", devices.ErrBuild, filepath.Base(c.Path), err, msg)
 	}
-	return os.ReadFile(out)
+	return os.ReadFile(filepath.Join(dir, output))
 }

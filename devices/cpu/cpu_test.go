@@ -52,6 +52,32 @@ func TestBuildErrorCarriesCompilerMessage(t *testing.T) {
 	}
 }
 
+// TestObjectsAndLink: one object per unit, linked into a loadable shared object; bad
+// source and a missing symbol at link time are build errors with the tool's message.
+func TestObjectsAndLink(t *testing.T) {
+	d := openOrSkip(t)
+	ctx := context.Background()
+	fix, err := d.Compiler().CompileObject(ctx, fixtureSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, err := d.Compiler().Link(ctx, [][]byte{fix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devicetest.RunAll(t, d, devicetest.Fixture{Binary: so})
+	if _, err := d.Compiler().CompileObject(ctx, "int broken( {"); !errors.Is(err, devices.ErrBuild) || !strings.Contains(err.Error(), "error") {
+		t.Errorf("bad source: got %v, want ErrBuild with the compiler's message", err)
+	}
+	dup, err := d.Compiler().CompileObject(ctx, fixtureSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Compiler().Link(ctx, [][]byte{fix, dup}); !errors.Is(err, devices.ErrBuild) || !strings.Contains(err.Error(), "kiln_test_axpy") {
+		t.Errorf("duplicate kernels: got %v, want ErrBuild naming the clash", err)
+	}
+}
+
 func TestMissingCompiler(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("CC", "")

@@ -37,7 +37,6 @@ func CRuntime() string {
 // cParallelDecl declares the pool entry point of an external runtime.
 const cParallelDecl = "extern void kiln_parallel(void *(*)(void *), void *, long, int, int);\n"
 
-
 // cThreads declares the pthread entry points (no headers: see the package doc).
 const cThreads = `typedef unsigned long kiln_thread_t;
 extern int pthread_create(kiln_thread_t *, const void *, void *(*)(void *), void *);

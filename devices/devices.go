@@ -68,6 +68,12 @@ type Device interface {
 	Close() error
 }
 
+// Slicer is implemented by devices whose buffers can be viewed in part (the VM places
+// tensors at offsets inside one arena). A view is valid while its buffer is.
+type Slicer interface {
+	Slice(b Buffer, offset, size int64) (Buffer, error)
+}
+
 // Unavailablef builds an ErrUnavailable error with its reason.
 func Unavailablef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnavailable, fmt.Sprintf(format, args...))

@@ -78,6 +78,46 @@ func TestObjectsAndLink(t *testing.T) {
 	}
 }
 
+func TestSliceViews(t *testing.T) {
+	d := openOrSkip(t)
+	b, err := d.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := d.Slice(b, 16, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CopyIn(v, []byte("kilnkiln")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CopyIn(v, make([]byte, 9)); !errors.Is(err, devices.ErrBadBuffer) {
+		t.Errorf("overflowing a view: %v", err)
+	}
+	all := make([]byte, 64)
+	if err := d.CopyOut(all, b); err != nil {
+		t.Fatal(err)
+	}
+	if string(all[16:24]) != "kilnkiln" || all[15] != 0 || all[24] != 0 {
+		t.Errorf("the view wrote %q", all)
+	}
+	if _, err := d.Slice(b, 60, 8); !errors.Is(err, devices.ErrBadBuffer) {
+		t.Errorf("view past the end: %v", err)
+	}
+	if _, err := d.Slice(b, 64, 0); err != nil {
+		t.Errorf("empty view at the end: %v", err)
+	}
+	if err := d.Free(v); !errors.Is(err, devices.ErrBadBuffer) {
+		t.Errorf("freeing a view: %v", err)
+	}
+	if err := d.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CopyIn(v, []byte("x")); !errors.Is(err, devices.ErrBadBuffer) {
+		t.Errorf("a view of a freed buffer: %v", err)
+	}
+}
+
 func TestMissingCompiler(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("CC", "")

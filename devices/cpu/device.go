@@ -77,8 +77,9 @@ func (d *Device) Info() devices.Info { return d.info }
 
 // buffer is anonymous mmap'ed memory: it never moves and the GC never scans it.
 type buffer struct {
-	mem  []byte
-	size int64
+	mem    []byte
+	size   int64
+	parent *buffer // set on views (Slice)
 }
 
 func (b *buffer) Size() int64 { return b.size }
@@ -107,8 +108,12 @@ func (d *Device) own(b devices.Buffer) (*buffer, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: buffer of another device (%T)", devices.ErrBadBuffer, b)
 	}
+	root := cb
+	if cb.parent != nil {
+		root = cb.parent
+	}
 	d.mu.Lock()
-	live := d.alive[cb]
+	live := d.alive[root]
 	d.mu.Unlock()
 	if !live {
 		return nil, fmt.Errorf("%w: buffer was freed", devices.ErrBadBuffer)
@@ -116,11 +121,35 @@ func (d *Device) own(b devices.Buffer) (*buffer, error) {
 	return cb, nil
 }
 
+// Slice implements devices.Slicer: a view of size bytes at offset inside b, valid while
+// b is; views are not freed themselves.
+func (d *Device) Slice(b devices.Buffer, offset, size int64) (devices.Buffer, error) {
+	cb, err := d.own(b)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || size < 0 || offset+size > cb.size {
+		return nil, fmt.Errorf("%w: view [%d, %d) of a %d-byte buffer", devices.ErrBadBuffer, offset, offset+size, cb.size)
+	}
+	root := cb
+	if cb.parent != nil {
+		root = cb.parent
+	}
+	mem := cb.mem[offset:]
+	if len(mem) == 0 { // an empty view at the very end: point at the last byte, never read
+		mem = cb.mem[len(cb.mem)-1:]
+	}
+	return &buffer{mem: mem, size: size, parent: root}, nil
+}
+
 // Free implements devices.Device.
 func (d *Device) Free(b devices.Buffer) error {
 	cb, err := d.own(b)
 	if err != nil {
 		return err
+	}
+	if cb.parent != nil {
+		return fmt.Errorf("%w: a view is freed with the buffer it views", devices.ErrBadBuffer)
 	}
 	d.mu.Lock()
 	delete(d.alive, cb)

@@ -5,10 +5,16 @@
 //
 // This package is being built for issue #4. Present today: the instruction set, the
 // Executable, its binary format (MarshalBinary/UnmarshalBinary with magic, format
-// version, CRC-32C, bounded decoding, a fuzz target) and Verify, which checks every
-// register, jump, function, constant, kernel and binary reference so that an executable
-// that decodes cleanly cannot make the interpreter index out of range. Not present yet:
-// the interpreter, the memory plan and the compiler that emits executables.
+// version, CRC-32C, bounded decoding, fuzz targets), Verify (every register, jump,
+// function, constant, kernel and binary reference is checked, so an executable that
+// decodes cleanly cannot make the interpreter index out of range) and the interpreter:
+// Load binds binaries to devices (by kind, refusing a foreign fingerprint), kernels and
+// builtins by name, uploads constants; Run executes the entry function on host inputs
+// with per-call frames and storages (safe for concurrent calls), tensors placed at
+// offsets inside storages through devices.Slicer, a recursion limit, cancellation
+// checked every 1024 instructions, and a recovered panic in a builtin reported as an
+// error. Not present yet: the static memory plan, the pooled allocator and the compiler
+// that emits executables (#4, #6).
 //
 // Invariants: decoding untrusted bytes returns an error wrapping ErrFormat or ErrVersion,
 // never panics, and never allocates more than the input can describe; a decoded

@@ -1,0 +1,281 @@
+package vm
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// invoke runs function fi on args in a fresh frame.
+func (c *call) invoke(fi int, args []Value, depth int) (Value, error) {
+	f := &c.m.exe.Functions[fi]
+	if depth >= maxDepth {
+		return nil, fmt.Errorf("%w: calls nested deeper than %d in %s", ErrRun, maxDepth, f.Name)
+	}
+	regs := make([]Value, f.Regs)
+	copy(regs, args)
+	for pc := 0; pc < len(f.Code); {
+		if c.steps++; c.steps&1023 == 0 {
+			if err := c.ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrRun, f.Name, err)
+			}
+		}
+		in := &f.Code[pc]
+		next, ret, err := c.step(f, regs, in, pc, depth)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s, instruction %d (%v): %v", ErrRun, f.Name, pc, in.Op, err)
+		}
+		if in.Op == Ret {
+			return ret, nil
+		}
+		pc = next
+	}
+	return nil, fmt.Errorf("%w: %s ran past its last instruction without Ret", ErrRun, f.Name)
+}
+
+// step executes one instruction and returns the next pc (and, for Ret, the value).
+func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, Value, error) {
+	arg := func(i int) (Value, error) {
+		v := regs[in.Args[i]]
+		if v == nil {
+			return nil, fmt.Errorf("register %d is empty", in.Args[i])
+		}
+		return v, nil
+	}
+	set := func(v Value) (int, Value, error) {
+		regs[in.Dst] = v
+		return pc + 1, nil, nil
+	}
+	switch in.Op {
+	case Move:
+		v, err := arg(0)
+		if err != nil {
+			return 0, nil, err
+		}
+		return set(v)
+	case Ret:
+		v, err := arg(0)
+		return 0, v, err
+	case Invoke:
+		args := make([]Value, len(in.Args))
+		for i := range args {
+			v, err := arg(i)
+			if err != nil {
+				return 0, nil, err
+			}
+			args[i] = v
+		}
+		v, err := c.invoke(int(in.Imm), args, depth+1)
+		if err != nil {
+			return 0, nil, err
+		}
+		return set(v)
+	case InvokeKernel:
+		return pc + 1, nil, c.launch(regs, in)
+	case CallBuiltin:
+		args := make([]*tensor.Tensor, len(in.Args))
+		for i := range args {
+			v, err := arg(i)
+			if err != nil {
+				return 0, nil, err
+			}
+			if args[i], err = c.host(v); err != nil {
+				return 0, nil, err
+			}
+		}
+		out, err := c.m.builtins[in.Imm](args)
+		if err != nil {
+			return 0, nil, fmt.Errorf("builtin %s: %w", c.m.exe.Builtins[in.Imm], err)
+		}
+		return set(&Host{T: out})
+	case AllocStorage:
+		s, err := c.alloc(in.Device, in.Imm)
+		if err != nil {
+			return 0, nil, err
+		}
+		return set(s)
+	case AllocTensor, AllocTensorReg:
+		v, err := arg(0)
+		if err != nil {
+			return 0, nil, err
+		}
+		s, ok := v.(*Storage)
+		if !ok {
+			return 0, nil, fmt.Errorf("register %d holds %T, not storage", in.Args[0], v)
+		}
+		shape := append([]int64{}, in.Shape...)
+		if in.Op == AllocTensorReg {
+			sv, err := arg(1)
+			if err != nil {
+				return 0, nil, err
+			}
+			if shape, err = c.shapeValue(sv); err != nil {
+				return 0, nil, err
+			}
+		}
+		t := &Tensor{Storage: s, Offset: in.Imm, DType: in.DType, Shape: shape}
+		if n, err := tensorBytes(in.DType, shape); err != nil || in.Imm < 0 || in.Imm+n > s.Size {
+			return 0, nil, fmt.Errorf("a %v%v tensor at offset %d does not fit a %d-byte storage", in.DType, shape, in.Imm, s.Size)
+		}
+		return set(t)
+	case LoadConst:
+		return set(c.m.consts[in.Imm])
+	case LoadConstInt:
+		return set(&Host{T: tensor.MustFromSlice(tensor.Shape{}, []int64{in.Imm})})
+	case If:
+		v, err := arg(0)
+		if err != nil {
+			return 0, nil, err
+		}
+		h, err := c.host(v)
+		if err != nil {
+			return 0, nil, err
+		}
+		if h.Len() != 1 {
+			return 0, nil, fmt.Errorf("condition has %d elements", h.Len())
+		}
+		if h.Float64s()[0] != 0 {
+			return pc + 1, nil, nil
+		}
+		return pc + int(in.Imm), nil, nil
+	case Goto:
+		return pc + int(in.Imm), nil, nil
+	case ShapeOf:
+		v, err := arg(0)
+		if err != nil {
+			return 0, nil, err
+		}
+		s, err := shapeOf(v)
+		if err != nil {
+			return 0, nil, err
+		}
+		return set(&Host{T: tensor.MustFromSlice(tensor.Shape{len(s)}, append([]int64{}, s...))})
+	case ReshapeTensor:
+		v, err := arg(0)
+		if err != nil {
+			return 0, nil, err
+		}
+		t, ok := v.(*Tensor)
+		if !ok {
+			return 0, nil, fmt.Errorf("reshape of %T", v)
+		}
+		sv, err := arg(1)
+		if err != nil {
+			return 0, nil, err
+		}
+		shape, err := c.shapeValue(sv)
+		if err != nil {
+			return 0, nil, err
+		}
+		if n, err := tensorBytes(t.DType, shape); err != nil || n != t.Bytes() {
+			return 0, nil, fmt.Errorf("cannot view %v as %v", t.Shape, shape)
+		}
+		return set(&Tensor{Storage: t.Storage, Offset: t.Offset, DType: t.DType, Shape: shape})
+	case DeviceCopy:
+		v, err := arg(0)
+		if err != nil {
+			return 0, nil, err
+		}
+		h, err := c.host(v)
+		if err != nil {
+			return 0, nil, err
+		}
+		if in.Device < 0 || in.Device >= len(c.m.devs) {
+			return 0, nil, fmt.Errorf("device %d of %d", in.Device, len(c.m.devs))
+		}
+		t, err := c.m.upload(in.Device, h, &c.storages)
+		if err != nil {
+			return 0, nil, err
+		}
+		return set(t)
+	case AllocTuple:
+		fields := make([]Value, len(in.Args))
+		for i := range fields {
+			v, err := arg(i)
+			if err != nil {
+				return 0, nil, err
+			}
+			fields[i] = v
+		}
+		return set(&Tuple{Fields: fields})
+	case GetField:
+		v, err := arg(0)
+		if err != nil {
+			return 0, nil, err
+		}
+		tup, ok := v.(*Tuple)
+		if !ok || in.Imm < 0 || in.Imm >= int64(len(tup.Fields)) {
+			return 0, nil, fmt.Errorf("field %d of %T", in.Imm, v)
+		}
+		return set(tup.Fields[in.Imm])
+	case KillRegister:
+		regs[in.Args[0]] = nil
+		return pc + 1, nil, nil
+	case Fatal:
+		return 0, nil, fmt.Errorf("%s", in.Str)
+	}
+	panic(fmt.Sprintf("BUG: opcode %v passed Verify", in.Op))
+}
+
+// launch runs a kernel on tensors in registers (inputs, then preallocated outputs) with
+// the runtime dims held in registers.
+func (c *call) launch(regs []Value, in *Instr) error {
+	k := c.m.exe.Kernels[in.Imm]
+	bufs := make([]devices.Buffer, len(in.Args))
+	dev := -1
+	for i, r := range in.Args {
+		t, ok := regs[r].(*Tensor)
+		if !ok {
+			return fmt.Errorf("kernel %s argument %d: register %d holds %T, not a device tensor", k.Name, i, r, regs[r])
+		}
+		if dev >= 0 && t.Storage.Device != dev {
+			return fmt.Errorf("kernel %s: arguments on devices %d and %d", k.Name, dev, t.Storage.Device)
+		}
+		dev = t.Storage.Device
+		b, err := c.view(t)
+		if err != nil {
+			return err
+		}
+		bufs[i] = b
+	}
+	if dev < 0 {
+		dev = 0
+	}
+	dims := make([]int64, len(in.Dims))
+	for i, r := range in.Dims {
+		h, err := c.host(regs[r])
+		if err != nil || h.Len() != 1 {
+			return fmt.Errorf("kernel %s dim %s: register %d is not a scalar", k.Name, k.Dims[i], r)
+		}
+		dims[i] = h.Int64s()[0]
+	}
+	return c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
+}
+
+// shapeValue reads a shape from a 1-D integer host value.
+func (c *call) shapeValue(v Value) ([]int64, error) {
+	h, err := c.host(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(h.Shape) != 1 || !h.DType.IsInt() {
+		return nil, fmt.Errorf("a shape must be a 1-D integer tensor, got %v%v", h.DType, h.Shape)
+	}
+	return h.Int64s(), nil
+}
+
+func tensorBytes(dt tensor.DType, shape []int64) (int64, error) {
+	s := make(tensor.Shape, len(shape))
+	for i, d := range shape {
+		if d < 0 || d > 1<<40 {
+			return 0, fmt.Errorf("extent %d", d)
+		}
+		s[i] = int(d)
+	}
+	n, err := s.CheckedNumElements(0)
+	if err != nil {
+		return 0, err
+	}
+	return n * int64(dt.Size()), nil
+}

@@ -1,0 +1,232 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// ErrRun is wrapped by every failure while running an executable (bad inputs, a kernel
+// error, a Fatal instruction, cancellation).
+var ErrRun = errors.New("vm run failed")
+
+// Builtin is a host function called by CallBuiltin on host copies of its arguments.
+type Builtin func(args []*tensor.Tensor) (*tensor.Tensor, error)
+
+// maxDepth bounds Invoke recursion (an executable cannot overflow the Go stack).
+const maxDepth = 256
+
+// VM runs one loaded executable; Run is safe for concurrent use (each call has its own
+// frames and allocations).
+type VM struct {
+	exe      *Executable
+	devs     []devices.Device
+	kernels  []devices.Kernel
+	builtins []Builtin
+	consts   []*Tensor // constants uploaded to device 0
+	modules  []devices.Module
+	storages []*Storage // the constants' storage
+}
+
+// Load verifies the executable, loads each binary on the first device of its kind, looks
+// up every kernel, resolves builtins by name in table and uploads the constants to
+// devs[0]. Close releases all of it.
+func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM, error) {
+	if err := exe.Verify(); err != nil {
+		return nil, err
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("%w: no device", ErrRun)
+	}
+	m := &VM{exe: exe, devs: devs}
+	fail := func(err error) (*VM, error) { m.Close(); return nil, err }
+	binDev := make([]int, len(exe.Binaries))
+	for i, b := range exe.Binaries {
+		di := -1
+		for j, d := range devs {
+			if d.Info().Kind == b.Device {
+				di = j
+				break
+			}
+		}
+		if di < 0 {
+			return fail(fmt.Errorf("%w: binary %d is for a %s device, none given", ErrRun, i, b.Device))
+		}
+		if fp := devs[di].Info().Fingerprint; b.Fingerprint != "" && fp != b.Fingerprint {
+			return fail(fmt.Errorf("%w: binary %d was built for %q, this device is %q", ErrRun, i, b.Fingerprint, fp))
+		}
+		mod, err := devs[di].Load(b.Data)
+		if err != nil {
+			return fail(fmt.Errorf("binary %d: %w", i, err))
+		}
+		m.modules = append(m.modules, mod)
+		binDev[i] = di
+	}
+	for _, k := range exe.Kernels {
+		kern, err := m.modules[k.Binary].Kernel(k.Name)
+		if err != nil {
+			return fail(err)
+		}
+		m.kernels = append(m.kernels, kern)
+	}
+	for _, name := range exe.Builtins {
+		b, ok := table[name]
+		if !ok {
+			return fail(fmt.Errorf("%w: builtin %q is not in this VM's table", ErrRun, name))
+		}
+		m.builtins = append(m.builtins, b)
+	}
+	for i, c := range exe.Constants {
+		t, err := m.upload(0, c, &m.storages)
+		if err != nil {
+			return fail(fmt.Errorf("constant %d: %w", i, err))
+		}
+		m.consts = append(m.consts, t)
+	}
+	return m, nil
+}
+
+// Close frees the constants and unloads the binaries.
+func (m *VM) Close() error {
+	for _, s := range m.storages {
+		m.devs[s.Device].Free(s.Buf)
+	}
+	m.storages = nil
+	var first error
+	for _, mod := range m.modules {
+		if err := mod.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.modules = nil
+	return first
+}
+
+// call is the state of one Run: its allocations, freed when it ends.
+type call struct {
+	m        *VM
+	ctx      context.Context
+	storages []*Storage
+	steps    int
+}
+
+// Run invokes the entry function on host inputs and returns its result as host tensors
+// (a tuple result gives one tensor per field).
+func (m *VM) Run(ctx context.Context, inputs []*tensor.Tensor) (out []*tensor.Tensor, err error) {
+	defer func() {
+		// a panicking builtin must not take the daemon down
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("%w: BUG: panic: %v", ErrRun, r)
+		}
+	}()
+	entry := m.exe.Functions[m.exe.Entry]
+	if len(inputs) != entry.Params {
+		return nil, fmt.Errorf("%w: %s takes %d inputs, got %d", ErrRun, entry.Name, entry.Params, len(inputs))
+	}
+	c := &call{m: m, ctx: ctx}
+	defer c.free()
+	args := make([]Value, len(inputs))
+	for i, in := range inputs {
+		t, err := m.upload(0, in, &c.storages)
+		if err != nil {
+			return nil, fmt.Errorf("%w: input %d: %v", ErrRun, i, err)
+		}
+		args[i] = t
+	}
+	ret, err := c.invoke(m.exe.Entry, args, 0)
+	if err != nil {
+		return nil, err
+	}
+	var flat []Value
+	if tup, ok := ret.(*Tuple); ok {
+		flat = tup.Fields
+	} else {
+		flat = []Value{ret}
+	}
+	res := make([]*tensor.Tensor, len(flat))
+	for i, v := range flat {
+		if res[i], err = c.host(v); err != nil {
+			return nil, fmt.Errorf("%w: output %d: %v", ErrRun, i, err)
+		}
+	}
+	return res, nil
+}
+
+func (c *call) free() {
+	for _, s := range c.storages {
+		c.m.devs[s.Device].Free(s.Buf)
+	}
+}
+
+// upload copies a host tensor into a new storage on device d.
+func (m *VM) upload(d int, t *tensor.Tensor, owned *[]*Storage) (*Tensor, error) {
+	raw, err := t.Raw()
+	if err != nil {
+		return nil, err
+	}
+	buf, err := m.devs[d].Alloc(int64(len(raw)))
+	if err != nil {
+		return nil, err
+	}
+	s := &Storage{Device: d, Buf: buf, Size: int64(len(raw))}
+	*owned = append(*owned, s)
+	if err := m.devs[d].CopyIn(buf, raw); err != nil {
+		return nil, err
+	}
+	shape := make([]int64, len(t.Shape))
+	for i, x := range t.Shape {
+		shape[i] = int64(x)
+	}
+	return &Tensor{Storage: s, DType: t.DType, Shape: shape}, nil
+}
+
+// host returns a host copy of a tensor value.
+func (c *call) host(v Value) (*tensor.Tensor, error) {
+	switch x := v.(type) {
+	case *Host:
+		return x.T, nil
+	case *Tensor:
+		buf, err := c.view(x)
+		if err != nil {
+			return nil, err
+		}
+		raw := make([]byte, x.Bytes())
+		if err := c.m.devs[x.Storage.Device].CopyOut(raw, buf); err != nil {
+			return nil, err
+		}
+		shape := make(tensor.Shape, len(x.Shape))
+		for i, d := range x.Shape {
+			shape[i] = int(d)
+		}
+		return tensor.FromRaw(x.DType, shape, raw)
+	}
+	return nil, fmt.Errorf("%T is not a tensor", v)
+}
+
+// view is the device buffer holding exactly a tensor's bytes.
+func (c *call) view(t *Tensor) (devices.Buffer, error) {
+	if t.Offset == 0 && t.Bytes() == t.Storage.Size {
+		return t.Storage.Buf, nil
+	}
+	sl, ok := c.m.devs[t.Storage.Device].(devices.Slicer)
+	if !ok {
+		return nil, fmt.Errorf("device %d cannot place tensors at offsets", t.Storage.Device)
+	}
+	return sl.Slice(t.Storage.Buf, t.Offset, t.Bytes())
+}
+
+func (c *call) alloc(d int, n int64) (*Storage, error) {
+	if d < 0 || d >= len(c.m.devs) {
+		return nil, fmt.Errorf("device %d of %d", d, len(c.m.devs))
+	}
+	buf, err := c.m.devs[d].Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	s := &Storage{Device: d, Buf: buf, Size: n}
+	c.storages = append(c.storages, s)
+	return s, nil
+}

@@ -30,6 +30,27 @@ func NewAnalyzer(dims []*Var) *Analyzer {
 // Bind records a variable's range.
 func (a *Analyzer) Bind(v *Var, b Bounds) { a.vars[v] = b }
 
+// BindLoop records the range of a loop variable iterating [min, min+extent).
+func (a *Analyzer) BindLoop(v *Var, min, extent Expr) {
+	lb, eb := a.Bound(min), a.Bound(extent)
+	hi := int64(math.MaxInt64)
+	if lb.Max != math.MaxInt64 && eb.Max != math.MaxInt64 {
+		hi = lb.Max + eb.Max - 1
+	}
+	a.Bind(v, Bounds{Min: lb.Min, Max: hi})
+}
+
+// Conjuncts splits a condition into the operands of its top-level &&s (nil gives none).
+func Conjuncts(e Expr) []Expr {
+	if e == nil {
+		return nil
+	}
+	if b, ok := e.(*Binary); ok && b.Op == And {
+		return append(Conjuncts(b.A), Conjuncts(b.B)...)
+	}
+	return []Expr{e}
+}
+
 func addSat(x, y int64) int64 {
 	s := x + y
 	switch {

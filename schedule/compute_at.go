@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/kilnrt/kiln/loopir"
 )
@@ -283,12 +282,7 @@ func (s *Schedule) analyzerAt(at *loopir.For) *loopir.Analyzer {
 				}
 			}
 		case *loopir.For:
-			lb, eb := an.Bound(x.Min), an.Bound(x.Extent)
-			hi := int64(math.MaxInt64)
-			if lb.Max != math.MaxInt64 && eb.Max != math.MaxInt64 {
-				hi = lb.Max + eb.Max - 1
-			}
-			an.Bind(x.Var, loopir.Bounds{Min: lb.Min, Max: hi})
+			an.BindLoop(x.Var, x.Min, x.Extent)
 			return x.Var == at.Var || bind(x.Body)
 		case *loopir.IfThenElse:
 			return bind(x.Then) || bind(x.Else)
@@ -346,23 +340,7 @@ func (s *Schedule) renest(an *loopir.Analyzer, blk *loopir.Block, region []dimRa
 // removeNest deletes a loop nest and the empty statements it leaves.
 func (s *Schedule) removeNest(root *loopir.For) {
 	s.replaceLoop(root.Var, func(*loopir.For) loopir.Stmt { return loopir.Seq{} })
-	s.f.Body = loopir.MapStmt(s.f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(x loopir.Stmt) loopir.Stmt {
-		switch x := x.(type) {
-		case *loopir.For:
-			if isEmpty(x.Body) {
-				return loopir.Seq{}
-			}
-		case loopir.Seq:
-			var kept loopir.Seq
-			for _, c := range x {
-				if !isEmpty(c) {
-					kept = append(kept, c)
-				}
-			}
-			return kept
-		}
-		return nil
-	})
+	s.f.Body = loopir.MapStmt(s.f.Body, func(e loopir.Expr) loopir.Expr { return e }, pruneEmpty)
 }
 
 // blockOrder numbers blocks in program order.

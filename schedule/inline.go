@@ -66,26 +66,34 @@ func (s *Schedule) ComputeInline(b BlockRV) error {
 				nb.Reads = mergeRegions(dropRegion(x.Reads, buf), blk.Reads)
 			}
 			return &nb
-		case *loopir.For:
-			if isEmpty(x.Body) {
-				return loopir.Seq{}
-			}
 		case *loopir.Allocate:
 			if x.Buf == buf {
 				return x.Body
 			}
-		case loopir.Seq:
-			var kept loopir.Seq
-			for _, c := range x {
-				if !isEmpty(c) {
-					kept = append(kept, c)
-				}
-			}
-			return kept
 		}
-		return nil
+		return pruneEmpty(x)
 	})
 	s.trace.add("compute_inline", []string{string(b)}, nil, nil, nil)
+	return nil
+}
+
+// pruneEmpty drops a loop with an empty body and the empty members of a sequence (for
+// MapStmt callbacks; nil keeps the node).
+func pruneEmpty(x loopir.Stmt) loopir.Stmt {
+	switch x := x.(type) {
+	case *loopir.For:
+		if isEmpty(x.Body) {
+			return loopir.Seq{}
+		}
+	case loopir.Seq:
+		var kept loopir.Seq
+		for _, c := range x {
+			if !isEmpty(c) {
+				kept = append(kept, c)
+			}
+		}
+		return kept
+	}
 	return nil
 }
 

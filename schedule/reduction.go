@@ -64,7 +64,7 @@ func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
 	}
 	// the init keeps the predicate's spatial conjuncts; conjuncts over reduction loops
 	// only (tails of a split reduction) do not concern it
-	for _, c := range conjuncts(blk.Predicate) {
+	for _, c := range loopir.Conjuncts(blk.Predicate) {
 		nRed, nAll := 0, 0
 		for _, v := range freeVars(c) {
 			nAll++

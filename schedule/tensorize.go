@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/kilnrt/kiln/loopir"
 )
@@ -60,12 +59,7 @@ func (s *Schedule) matchIntrin(root *loopir.For, in *loopir.TensorIntrin) (loopi
 	}
 	an := loopir.NewAnalyzer(s.f.Dims)
 	for _, lp := range loopsAbove(s.f.Body, blk.Name) {
-		lb, eb := an.Bound(lp.Min), an.Bound(lp.Extent)
-		hi := int64(math.MaxInt64)
-		if lb.Max != math.MaxInt64 && eb.Max != math.MaxInt64 {
-			hi = lb.Max + eb.Max - 1
-		}
-		an.Bind(lp.Var, loopir.Bounds{Min: lb.Min, Max: hi})
+		an.BindLoop(lp.Var, lp.Min, lp.Extent)
 	}
 	isDescDim := map[*loopir.Var]bool{}
 	for _, d := range in.Desc.Dims {
@@ -206,7 +200,7 @@ func (s *Schedule) matchIntrin(root *loopir.For, in *loopir.TensorIntrin) (loopi
 // of those that do not mention the nest, which guards the call.
 func partialExtents(an *loopir.Analyzer, pred loopir.Expr, vars []*loopir.Var, extents []loopir.Expr, in *loopir.TensorIntrin) (loopir.Expr, error) {
 	var guard loopir.Expr
-	for _, c := range conjuncts(pred) {
+	for _, c := range loopir.Conjuncts(pred) {
 		if _, coefs, ok := loopir.Affine(c, vars); ok && allZero(an, coefs) {
 			if guard == nil {
 				guard = c
@@ -241,16 +235,6 @@ func partialExtents(an *loopir.Analyzer, pred loopir.Expr, vars []*loopir.Var, e
 		extents[which] = an.Simplify(loopir.Bin(loopir.Min, extents[which], loopir.Bin(loopir.Sub, cmp.B, lb)))
 	}
 	return guard, nil
-}
-
-func conjuncts(e loopir.Expr) []loopir.Expr {
-	if e == nil {
-		return nil
-	}
-	if b, ok := e.(*loopir.Binary); ok && b.Op == loopir.And {
-		return append(conjuncts(b.A), conjuncts(b.B)...)
-	}
-	return []loopir.Expr{e}
 }
 
 func allZero(an *loopir.Analyzer, es []loopir.Expr) bool {

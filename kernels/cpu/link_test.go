@@ -93,13 +93,13 @@ func TestPerKernelObjectsLinked(t *testing.T) {
 		t.Fatal(err)
 	}
 	av, bv := kerneltest.Random(71, m*k), kerneltest.Random(72, k*n)
-	got, err := launch(dev, kmm, m*n, av, bv)
+	got, err := kerneltest.Launch(dev, kmm, nil, m*n, av, bv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kerneltest.Close(t, "linked matmul", got, kerneltest.Ref(t, graph.OpMatMul, nil, []*tensor.Tensor{
 		tensor.MustFromSlice(tensor.Shape{m, k}, av), tensor.MustFromSlice(tensor.Shape{k, n}, bv)}))
-	doubled, err := launch(dev, kadd, m*n, got)
+	doubled, err := kerneltest.Launch(dev, kadd, nil, m*n, got)
 	if err != nil {
 		t.Fatal(err)
 	}

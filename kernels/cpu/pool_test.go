@@ -2,13 +2,10 @@ package cpu
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 	"sync"
 	"testing"
 
 	"github.com/kilnrt/kiln/codegen"
-	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/intrin"
@@ -74,7 +71,7 @@ func TestThreadPoolConcurrentLaunches(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for it := 0; it < 10; it++ {
-					got, err := launch(dev, kern, m*n, av, bv)
+					got, err := kerneltest.Launch(dev, kern, nil, m*n, av, bv)
 					if err != nil {
 						errs <- err
 						return
@@ -92,35 +89,4 @@ func TestThreadPoolConcurrentLaunches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-func launch(dev *devcpu.Device, k devices.Kernel, outLen int, inputs ...[]float32) ([]float32, error) {
-	var bufs []devices.Buffer
-	defer func() {
-		for _, b := range bufs {
-			dev.Free(b)
-		}
-	}()
-	for _, d := range append(inputs, make([]float32, outLen)) {
-		b, err := dev.Alloc(int64(4 * len(d)))
-		if err != nil {
-			return nil, err
-		}
-		bufs = append(bufs, b)
-		if err := dev.CopyIn(b, kerneltest.F32Bytes(d)); err != nil {
-			return nil, err
-		}
-	}
-	if err := dev.Launch(k, devices.Geometry{}, bufs, nil); err != nil {
-		return nil, err
-	}
-	raw := make([]byte, 4*outLen)
-	if err := dev.CopyOut(raw, bufs[len(bufs)-1]); err != nil {
-		return nil, err
-	}
-	out := make([]float32, outLen)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	return out, nil
 }

@@ -58,29 +58,44 @@ func Run(t testing.TB, f *loopir.PrimFunc, dims []int64, outLen int, inputs ...[
 	if err != nil {
 		t.Fatal(err)
 	}
+	out, err := Launch(dev, k, dims, outLen, inputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Launch runs a loaded kernel on float32 inputs (in parameter order) with fresh buffers,
+// the output last, and returns the output; the buffers are freed.
+func Launch(dev devices.Device, k devices.Kernel, dims []int64, outLen int, inputs ...[]float32) ([]float32, error) {
 	var bufs []devices.Buffer
+	defer func() {
+		for _, b := range bufs {
+			dev.Free(b)
+		}
+	}()
 	for _, d := range append(inputs, make([]float32, outLen)) {
 		b, err := dev.Alloc(int64(4 * len(d)))
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dev.CopyIn(b, F32Bytes(d)); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		bufs = append(bufs, b)
+		if err := dev.CopyIn(b, F32Bytes(d)); err != nil {
+			return nil, err
+		}
 	}
 	if err := dev.Launch(k, devices.Geometry{}, bufs, dims); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	raw := make([]byte, 4*outLen)
 	if err := dev.CopyOut(raw, bufs[len(bufs)-1]); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := make([]float32, outLen)
 	for i := range out {
 		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 	}
-	return out
+	return out, nil
 }
 
 // F32Bytes encodes floats little-endian.

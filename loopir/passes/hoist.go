@@ -20,7 +20,7 @@ func HoistInvariantIf(f *loopir.PrimFunc) *loopir.PrimFunc {
 		bound := boundInside(guard.Then)
 		bound[loop.Var] = true
 		var inv, rest []loopir.Expr
-		for _, c := range conjuncts(guard.Cond) {
+		for _, c := range loopir.Conjuncts(guard.Cond) {
 			if mentions(c, bound) {
 				rest = append(rest, c)
 			} else {
@@ -37,13 +37,6 @@ func HoistInvariantIf(f *loopir.PrimFunc) *loopir.PrimFunc {
 		return &loopir.IfThenElse{Cond: and(inv), Then: &loopir.For{Var: loop.Var, Min: loop.Min, Extent: loop.Extent, Kind: loop.Kind, Body: inner, Annotations: loop.Annotations}}
 	})
 	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
-}
-
-func conjuncts(e loopir.Expr) []loopir.Expr {
-	if b, ok := e.(*loopir.Binary); ok && b.Op == loopir.And {
-		return append(conjuncts(b.A), conjuncts(b.B)...)
-	}
-	return []loopir.Expr{e}
 }
 
 func and(es []loopir.Expr) loopir.Expr {

@@ -1,8 +1,6 @@
 package passes
 
 import (
-	"math"
-
 	"github.com/kilnrt/kiln/loopir"
 )
 
@@ -28,12 +26,7 @@ func simplifyStmt(a *loopir.Analyzer, s loopir.Stmt) loopir.Stmt {
 		return out
 	case *loopir.For:
 		lo, ext := a.Simplify(s.Min), a.Simplify(s.Extent)
-		lb, eb := a.Bound(lo), a.Bound(ext)
-		hi := int64(math.MaxInt64)
-		if lb.Max != math.MaxInt64 && eb.Max != math.MaxInt64 {
-			hi = lb.Max + eb.Max - 1
-		}
-		a.Bind(s.Var, loopir.Bounds{Min: lb.Min, Max: hi})
+		a.BindLoop(s.Var, lo, ext)
 		return &loopir.For{Var: s.Var, Min: lo, Extent: ext, Kind: s.Kind, Body: simplifyStmt(a, s.Body), Annotations: s.Annotations}
 	case *loopir.IfThenElse:
 		c := a.Simplify(s.Cond)

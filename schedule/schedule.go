@@ -189,3 +189,25 @@ func (s *Schedule) Extent(l LoopRV) (int64, bool) {
 
 // HasBlock reports whether a block of that name exists (a query: not recorded).
 func (s *Schedule) HasBlock(name string) bool { return findBlock(s.f.Body, name) != nil }
+
+// BlockNames lists the function's blocks in program order (rules that schedule every
+// block of a definition walk this list).
+func (s *Schedule) BlockNames() []string {
+	var out []string
+	walk(s.f.Body, func(x loopir.Stmt) {
+		if b, ok := x.(*loopir.Block); ok {
+			out = append(out, b.Name)
+		}
+	})
+	return out
+}
+
+// DrivesReduction reports whether a loop drives a reduction iterator of a block below it
+// (such a loop can be neither parallel nor fused with spatial loops above it).
+func (s *Schedule) DrivesReduction(l LoopRV) (bool, error) {
+	f, err := s.loop("drives-reduction", l)
+	if err != nil {
+		return false, err
+	}
+	return drivesReduction(f.Body, f.Var), nil
+}

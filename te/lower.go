@@ -209,3 +209,28 @@ func freeVars(e loopir.Expr) []*loopir.Var {
 	})
 	return out
 }
+
+// Inputs lists the placeholders the outputs read, directly or through other
+// computations, in first-use order: the parameters a kernel computing them needs.
+func Inputs(outputs ...*Tensor) []*Tensor {
+	var out []*Tensor
+	seen := map[*Tensor]bool{}
+	var visit func(t *Tensor)
+	visit = func(t *Tensor) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		if t.IsPlaceholder() {
+			out = append(out, t)
+			return
+		}
+		for _, dep := range reads(t.body) {
+			visit(dep)
+		}
+	}
+	for _, t := range outputs {
+		visit(t)
+	}
+	return out
+}

@@ -1,0 +1,350 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// unaryFunc is the element function of a unary op; x has the input's dtype.
+type unaryFunc func(n *graph.Node, x loopir.Expr) (loopir.Expr, error)
+
+func lit(v float64, like loopir.Expr) loopir.Expr {
+	if dt := like.DType(); !dt.IsFloat() {
+		return &loopir.IntImm{V: int64(v), DT: dt}
+	}
+	return loopir.Float(v, like.DType())
+}
+
+func bin(op loopir.BinOp) func(a, b loopir.Expr) loopir.Expr {
+	return func(a, b loopir.Expr) loopir.Expr { return loopir.Bin(op, a, b) }
+}
+
+// floatOnly wraps an element function that needs a floating-point input.
+func floatOnly(f func(x loopir.Expr) loopir.Expr) unaryFunc {
+	return func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+		if !x.DType().IsFloat() || x.DType() == tensor.Float16 || x.DType() == tensor.BFloat16 {
+			return nil, Unsupported("%v on %v", n.Op, x.DType())
+		}
+		return f(x), nil
+	}
+}
+
+func anyType(f func(x loopir.Expr) loopir.Expr) unaryFunc {
+	return func(_ *graph.Node, x loopir.Expr) (loopir.Expr, error) { return f(x), nil }
+}
+
+func call(fn loopir.Intrinsic) func(x loopir.Expr) loopir.Expr {
+	return func(x loopir.Expr) loopir.Expr { return &loopir.Call{Fn: fn, Args: []loopir.Expr{x}} }
+}
+
+func absOf(x loopir.Expr) loopir.Expr {
+	if x.DType().IsFloat() {
+		return te.Abs(x)
+	}
+	return te.Select(loopir.Bin(loopir.LT, x, lit(0, x)), loopir.Bin(loopir.Sub, lit(0, x), x), x)
+}
+
+func attrs[T any](n *graph.Node) *T {
+	if a, ok := n.Attrs.(*T); ok {
+		return a
+	}
+	return new(T)
+}
+
+func unaryFuncs() map[graph.Op]unaryFunc {
+	exp, log := call(loopir.Exp), call(loopir.Log)
+	return map[graph.Op]unaryFunc{
+		graph.OpAbs:        anyType(absOf),
+		graph.OpNeg:        anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, lit(0, x), x) }),
+		graph.OpIdentity:   anyType(func(x loopir.Expr) loopir.Expr { return x }),
+		graph.OpRelu:       anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Max, x, lit(0, x)) }),
+		graph.OpNot:        anyType(func(x loopir.Expr) loopir.Expr { return &loopir.Not{X: x} }),
+		graph.OpExp:        floatOnly(exp),
+		graph.OpLog:        floatOnly(log),
+		graph.OpSqrt:       floatOnly(call(loopir.Sqrt)),
+		graph.OpTanh:       floatOnly(call(loopir.Tanh)),
+		graph.OpSigmoid:    floatOnly(call(loopir.Sigmoid)),
+		graph.OpErf:        floatOnly(call(loopir.Erf)),
+		graph.OpCeil:       floatOnly(call(loopir.Ceil)),
+		graph.OpFloor:      floatOnly(call(loopir.Floor)),
+		graph.OpRound:      floatOnly(call(loopir.Round)),
+		graph.OpSin:        floatOnly(call(loopir.Sin)),
+		graph.OpCos:        floatOnly(call(loopir.Cos)),
+		graph.OpTan:        floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(call(loopir.Sin)(x), call(loopir.Cos)(x)) }),
+		graph.OpSinh:       floatOnly(func(x loopir.Expr) loopir.Expr { return te.Mul(te.Sub(exp(x), exp(neg(x))), lit(0.5, x)) }),
+		graph.OpCosh:       floatOnly(func(x loopir.Expr) loopir.Expr { return te.Mul(te.Add(exp(x), exp(neg(x))), lit(0.5, x)) }),
+		graph.OpReciprocal: floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(lit(1, x), x) }),
+		graph.OpSoftplus:   floatOnly(func(x loopir.Expr) loopir.Expr { return log(te.Add(exp(x), lit(1, x))) }),
+		graph.OpSoftsign:   floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(x, te.Add(lit(1, x), te.Abs(x))) }),
+		graph.OpMish: floatOnly(func(x loopir.Expr) loopir.Expr {
+			return te.Mul(x, te.Tanh(log(te.Add(exp(x), lit(1, x)))))
+		}),
+		graph.OpHardSwish: floatOnly(func(x loopir.Expr) loopir.Expr {
+			return te.Mul(x, clamp(te.Add(te.Mul(x, lit(1.0/6, x)), lit(0.5, x)), lit(0, x), lit(1, x)))
+		}),
+		graph.OpIsNaN: floatOnly(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.NE, x, x) }),
+		graph.OpSign: anyType(func(x loopir.Expr) loopir.Expr {
+			return te.Select(loopir.Bin(loopir.GT, x, lit(0, x)), lit(1, x),
+				te.Select(loopir.Bin(loopir.LT, x, lit(0, x)), lit(-1, x), lit(0, x)))
+		}),
+		graph.OpLeakyRelu: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			a := float64(attrs[graph.LeakyReluAttrs](n).Alpha)
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				return te.Select(loopir.Bin(loopir.LT, x, lit(0, x)), te.Mul(x, lit(a, x)), x)
+			})(n, x)
+		},
+		graph.OpElu: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			a := float64(attrs[graph.AlphaAttrs](n).Alpha)
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				return te.Select(loopir.Bin(loopir.LT, x, lit(0, x)), te.Mul(lit(a, x), te.Sub(exp(x), lit(1, x))), x)
+			})(n, x)
+		},
+		graph.OpCelu: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			a := float64(attrs[graph.AlphaAttrs](n).Alpha)
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				neg := te.Mul(lit(a, x), te.Sub(exp(te.Div(x, lit(a, x))), lit(1, x)))
+				return te.Add(loopir.Bin(loopir.Max, x, lit(0, x)), loopir.Bin(loopir.Min, lit(0, x), neg))
+			})(n, x)
+		},
+		graph.OpSelu: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			at := attrs[graph.SeluAttrs](n)
+			a, g := float64(at.Alpha), float64(at.Gamma)
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				return te.Mul(lit(g, x), te.Select(loopir.Bin(loopir.LE, x, lit(0, x)), te.Mul(lit(a, x), te.Sub(exp(x), lit(1, x))), x))
+			})(n, x)
+		},
+		graph.OpThresholdedRelu: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			a := float64(attrs[graph.AlphaAttrs](n).Alpha)
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				return te.Select(loopir.Bin(loopir.GT, x, lit(a, x)), x, lit(0, x))
+			})(n, x)
+		},
+		graph.OpHardSigmoid: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			at := attrs[graph.HardSigmoidAttrs](n)
+			a, b := float64(at.Alpha), float64(at.Beta)
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				return clamp(te.Add(te.Mul(x, lit(a, x)), lit(b, x)), lit(0, x), lit(1, x))
+			})(n, x)
+		},
+		graph.OpShrink: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			at := attrs[graph.ShrinkAttrs](n)
+			b, l := float64(at.Bias), float64(at.Lambd)
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				return te.Select(loopir.Bin(loopir.LT, x, lit(-l, x)), te.Add(x, lit(b, x)),
+					te.Select(loopir.Bin(loopir.GT, x, lit(l, x)), te.Sub(x, lit(b, x)), lit(0, x)))
+			})(n, x)
+		},
+		graph.OpIsInf: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			at := attrs[graph.IsInfAttrs](n)
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				pos := loopir.Bin(loopir.EQ, x, lit(math.Inf(1), x))
+				ng := loopir.Bin(loopir.EQ, x, lit(math.Inf(-1), x))
+				switch {
+				case at.DetectPositive != 0 && at.DetectNegative != 0:
+					return loopir.Bin(loopir.Or, pos, ng)
+				case at.DetectPositive != 0:
+					return pos
+				case at.DetectNegative != 0:
+					return ng
+				}
+				return loopir.Bin(loopir.NE, x, x) // never (no NaN is infinite)
+			})(n, x)
+		},
+	}
+}
+
+func neg(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, lit(0, x), x) }
+
+func clamp(x, lo, hi loopir.Expr) loopir.Expr {
+	return loopir.Bin(loopir.Min, loopir.Bin(loopir.Max, x, lo), hi)
+}
+
+// binaryFuncs are the broadcasting binary ops on equal input dtypes.
+func binaryFuncs() map[graph.Op]func(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
+	plain := func(op loopir.BinOp) func(*graph.Node, loopir.Expr, loopir.Expr) (loopir.Expr, error) {
+		return func(_ *graph.Node, a, b loopir.Expr) (loopir.Expr, error) { return loopir.Bin(op, a, b), nil }
+	}
+	return map[graph.Op]func(*graph.Node, loopir.Expr, loopir.Expr) (loopir.Expr, error){
+		graph.OpAdd:            plain(loopir.Add),
+		graph.OpSub:            plain(loopir.Sub),
+		graph.OpMul:            plain(loopir.Mul),
+		graph.OpAnd:            plain(loopir.And),
+		graph.OpOr:             plain(loopir.Or),
+		graph.OpXor:            plain(loopir.NE),
+		graph.OpEqual:          plain(loopir.EQ),
+		graph.OpGreater:        plain(loopir.GT),
+		graph.OpGreaterOrEqual: plain(loopir.GE),
+		graph.OpLess:           plain(loopir.LT),
+		graph.OpLessOrEqual:    plain(loopir.LE),
+		graph.OpDiv: func(_ *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
+			if a.DType().IsFloat() {
+				return te.Div(a, b), nil
+			}
+			// ONNX integer division truncates toward zero; loopir's rounds down
+			q := loopir.Bin(loopir.Div, a, b)
+			inexact := loopir.Bin(loopir.NE, loopir.Bin(loopir.Mod, a, b), lit(0, a))
+			signs := loopir.Bin(loopir.NE, loopir.Bin(loopir.LT, a, lit(0, a)), loopir.Bin(loopir.LT, b, lit(0, b)))
+			return te.Select(loopir.Bin(loopir.And, inexact, signs), loopir.Bin(loopir.Add, q, lit(1, a)), q), nil
+		},
+		graph.OpMod: func(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
+			if a.DType().IsFloat() || attrs[graph.ModAttrs](n).Fmod != 0 {
+				return nil, Unsupported("Mod with fmod=1 or on floats")
+			}
+			return loopir.Bin(loopir.Mod, a, b), nil
+		},
+		graph.OpPow: func(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
+			if !a.DType().IsFloat() {
+				return nil, Unsupported("Pow on %v", a.DType())
+			}
+			if b.DType() != a.DType() {
+				b = te.Cast(a.DType(), b)
+			}
+			return te.Pow(a, b), nil
+		},
+		graph.OpPRelu: func(_ *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
+			return te.Select(loopir.Bin(loopir.LT, a, lit(0, a)), te.Mul(a, b), a), nil
+		},
+	}
+}
+
+func elementwiseComputes() map[graph.Op]ComputeFunc {
+	m := map[graph.Op]ComputeFunc{}
+	for op, f := range unaryFuncs() {
+		m[op] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+			var ferr error
+			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+				v, err := f(n, x[0])
+				if err != nil {
+					ferr = err
+					return x[0]
+				}
+				return v
+			}, in[0].T)
+			if err == nil {
+				err = ferr
+			}
+			return []*te.Tensor{out}, err
+		}
+	}
+	for op, f := range binaryFuncs() {
+		m[op] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+			if op == graph.OpPow {
+				if e, ok := scalarConst(in, 1); ok && e == 2 {
+					out, err := Map("square", func(x []loopir.Expr) loopir.Expr { return te.Mul(x[0], x[0]) }, in[0].T)
+					return []*te.Tensor{out}, err
+				}
+			}
+			var ferr error
+			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+				v, err := f(n, x[0], x[1])
+				if err != nil {
+					ferr = err
+					return x[0]
+				}
+				return v
+			}, in[0].T, in[1].T)
+			if err == nil {
+				err = ferr
+			}
+			return []*te.Tensor{out}, err
+		}
+	}
+	variadic := map[graph.Op]func(a, b loopir.Expr) loopir.Expr{
+		graph.OpSum: te.Add, graph.OpMean: te.Add, graph.OpMax: bin(loopir.Max), graph.OpMin: bin(loopir.Min),
+	}
+	for op, f := range variadic {
+		m[op] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+			ts := make([]*te.Tensor, len(in))
+			for i, x := range in {
+				ts[i] = x.T
+			}
+			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+				acc := x[0]
+				for _, y := range x[1:] {
+					acc = f(acc, y)
+				}
+				if op == graph.OpMean {
+					acc = te.Div(acc, lit(float64(len(x)), acc))
+				}
+				return acc
+			}, ts...)
+			return []*te.Tensor{out}, err
+		}
+	}
+	m[graph.OpClip] = computeClip
+	m[graph.OpWhere] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+		out, err := Map("where", func(x []loopir.Expr) loopir.Expr {
+			return te.Select(loopir.Bin(loopir.NE, x[0], &loopir.IntImm{V: 0, DT: x[0].DType()}), x[1], x[2])
+		}, in[0].T, in[1].T, in[2].T)
+		return []*te.Tensor{out}, err
+	}
+	m[graph.OpCast] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+		to := tensor.DType(attrs[graph.CastAttrs](n).To)
+		return castTo(in[0].T, to)
+	}
+	m[graph.OpCastLike] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+		return castTo(in[0].T, in[1].T.DT)
+	}
+	return m
+}
+
+func castTo(x *te.Tensor, to tensor.DType) ([]*te.Tensor, error) {
+	if !to.IsNumeric() && to != tensor.Bool || to == tensor.Float16 || to == tensor.BFloat16 || x.DT == tensor.Float16 || x.DT == tensor.BFloat16 {
+		return nil, Unsupported("Cast from %v to %v", x.DT, to)
+	}
+	out, err := Map("cast", func(v []loopir.Expr) loopir.Expr {
+		if to == tensor.Bool {
+			return loopir.Bin(loopir.NE, v[0], lit(0, v[0]))
+		}
+		return te.Cast(to, v[0])
+	}, x)
+	return []*te.Tensor{out}, err
+}
+
+// scalarConst reads a constant one-element input as a float.
+func scalarConst(in []Input, i int) (float64, bool) {
+	if i >= len(in) || in[i].Const == nil || in[i].Const.Len() != 1 || !in[i].Const.DType.IsNumeric() {
+		return 0, false
+	}
+	return in[i].Const.Float64s()[0], true
+}
+
+// computeClip clamps to optional bounds; constant bounds become literals, others are
+// read as scalar tensors.
+func computeClip(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	bound := func(i int) (func() loopir.Expr, bool) {
+		if i >= len(in) || !in[i].Present() {
+			return nil, false
+		}
+		if v, ok := scalarConst(in, i); ok {
+			return func() loopir.Expr { return lit(v, in[0].T.At(zeros(len(in[0].T.Shape))...)) }, true
+		}
+		t := in[i].T
+		return func() loopir.Expr { return t.At(zeros(len(t.Shape))...) }, true
+	}
+	lo, hasLo := bound(1)
+	hi, hasHi := bound(2)
+	out, err := Map("clip", func(x []loopir.Expr) loopir.Expr {
+		v := x[0]
+		if hasLo {
+			v = loopir.Bin(loopir.Max, v, lo())
+		}
+		if hasHi {
+			v = loopir.Bin(loopir.Min, v, hi())
+		}
+		return v
+	}, in[0].T)
+	return []*te.Tensor{out}, err
+}
+
+func zeros(n int) []loopir.Expr {
+	out := make([]loopir.Expr, n)
+	for i := range out {
+		out[i] = loopir.Int(0)
+	}
+	return out
+}

@@ -1,0 +1,111 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/schedule"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// ErrNotApplicable: a strategy does not fit this node (layout, dtype, attribute); the
+// next strategy is tried.
+var ErrNotApplicable = errors.New("strategy not applicable")
+
+// Impl is a node lowered for one target: a scheduled loop function (parameters: inputs,
+// then outputs in node output order) and where each input parameter comes from.
+type Impl struct {
+	Strategy string
+	Func     *loopir.PrimFunc
+	Trace    *schedule.Trace
+	Params   []Param // one per input parameter of Func, in order
+}
+
+// Param says which node input feeds a kernel parameter. Prepack, when set, rewrites a
+// constant input on the host before the kernel reads it (weights in a blocked layout);
+// the strategy only sets it for inputs that are constants. Layout names the rewrite for
+// reports and for sharing one packed copy between nodes.
+type Param struct {
+	Input   int
+	Prepack func(*tensor.Tensor) (*tensor.Tensor, error)
+	Layout  string
+}
+
+// Strategy is one way to implement an op on a target. Build wraps ErrNotApplicable when
+// it does not fit the node.
+type Strategy struct {
+	Name  string
+	Build func(n *graph.Node, in []Input, t target.Target) (*Impl, error)
+}
+
+// Strategies is one target's strategy table: per op, candidates in order of preference,
+// then a fallback for every op that has a compute definition.
+type Strategies struct {
+	table    [graph.NumOps][]Strategy
+	fallback Strategy
+}
+
+// NewStrategies builds a table from per-op lists and a fallback.
+func NewStrategies(fallback Strategy, lists map[graph.Op][]Strategy) *Strategies {
+	s := &Strategies{fallback: fallback}
+	for op, l := range lists {
+		s.table[op] = l
+	}
+	return s
+}
+
+// Lower implements n with the first strategy that applies.
+func (s *Strategies) Lower(n *graph.Node, in []Input, t target.Target) (*Impl, error) {
+	for _, st := range append(append([]Strategy{}, s.table[n.Op]...), s.fallback) {
+		impl, err := st.Build(n, in, t)
+		if errors.Is(err, ErrNotApplicable) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("strategy %s: %w", st.Name, err)
+		}
+		impl.Strategy = st.Name
+		return impl, nil
+	}
+	return nil, fmt.Errorf("%v: %w: no strategy applies", n, ErrNoKernel)
+}
+
+// Generic lowers a node through its compute definition and a schedule rule: the
+// parameters are the inputs the outputs read, in input order.
+func Generic(reg *Registry, name string, n *graph.Node, in []Input, rule func(*schedule.Schedule) error) (*Impl, error) {
+	outs, err := reg.Build(n, in)
+	if err != nil {
+		return nil, err
+	}
+	used := map[*te.Tensor]bool{}
+	for _, t := range te.Inputs(outs...) {
+		used[t] = true
+	}
+	var params []*te.Tensor
+	var feeds []Param
+	for i, x := range in {
+		if x.T != nil && used[x.T] {
+			params = append(params, x.T)
+			feeds = append(feeds, Param{Input: i})
+			delete(used, x.T)
+		}
+	}
+	if len(used) > 0 {
+		return nil, fmt.Errorf("BUG: %v: the definition reads a placeholder that is not among its inputs", n)
+	}
+	f, err := te.Lower(name, params, outs)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
+	s := schedule.New(f)
+	if rule != nil {
+		if err := rule(s); err != nil {
+			return nil, fmt.Errorf("%v: schedule: %w", n, err)
+		}
+	}
+	return &Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}

@@ -16,7 +16,13 @@ func Strategies(reg *kernels.Registry) *kernels.Strategies {
 	generic := kernels.Strategy{Name: "generic", Build: func(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
 		return kernels.Generic(reg, KernelName(n), n, in, ScheduleGeneric)
 	}}
-	return kernels.NewStrategies(generic, map[graph.Op][]kernels.Strategy{})
+	table := map[graph.Op][]kernels.Strategy{}
+	for _, fam := range []map[graph.Op][]kernels.Strategy{rnnStrategies()} {
+		for op, l := range fam {
+			table[op] = append(table[op], l...)
+		}
+	}
+	return kernels.NewStrategies(generic, table)
 }
 
 // KernelName is a C-safe function name for a node's kernel (the compiler renames

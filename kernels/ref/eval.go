@@ -172,3 +172,28 @@ func (c *Ctx) evalNode(n *graph.Node) (err error) {
 	}
 	return nil
 }
+
+// EvalNode evaluates one node on tensor inputs (nil: omitted) outside any graph, as
+// constant folding does. Nodes with subgraphs are evaluated too, but may only read
+// their own inputs.
+func EvalNode(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	root := &Ctx{opts: Options{Context: context.Background(), MaxLoopIterations: 1 << 24}, kernels: &kernelTable}
+	sc := &Ctx{opts: root.opts, kernels: root.kernels, env: map[*graph.Value]Value{}, outer: nil}
+	for i, v := range n.Inputs {
+		if v != nil && i < len(in) && in[i] != nil {
+			sc.env[v] = in[i]
+		}
+	}
+	if err := sc.evalNode(n); err != nil {
+		return nil, err
+	}
+	out := make([]*tensor.Tensor, len(n.Outputs))
+	for i, o := range n.Outputs {
+		t, ok := sc.env[o].(*tensor.Tensor)
+		if !ok {
+			return nil, fmt.Errorf("node %v: output %d is %s, not a tensor", n, i, Describe(sc.env[o]))
+		}
+		out[i] = t
+	}
+	return out, nil
+}

@@ -1,0 +1,154 @@
+package passes
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// FoldConstants evaluates, on the host, every node whose inputs are all constants
+// (Shape and Size need only a static input type) and turns its outputs into constants
+// of the Func that held the node. Subgraphs fold too, with the constants of their
+// enclosing Funcs. Nodes with subgraphs, random nodes and host-only nodes (sequences,
+// optionals) are left alone, and so is a result larger than both ctx.FoldLimit and the
+// node's inputs together.
+func FoldConstants(ctx *Context, m *graph.Module) error {
+	if ctx.Eval == nil {
+		return nil
+	}
+	limit := ctx.FoldLimit
+	if limit <= 0 {
+		limit = 1 << 16
+	}
+	var err error
+	m.Main.Funcs(func(f *graph.Func) {
+		if err == nil {
+			err = foldFunc(ctx, f, limit)
+		}
+	})
+	return err
+}
+
+func foldFunc(ctx *Context, f *graph.Func, limit int64) error {
+	kept := f.Nodes[:0:0]
+	for _, n := range f.Nodes {
+		outs, err := foldNode(ctx, n, limit)
+		if err != nil {
+			return err
+		}
+		if outs == nil {
+			kept = append(kept, n)
+			continue
+		}
+		for i, o := range n.Outputs {
+			c := graph.NewConst(o.Name, outs[i])
+			o.Type, o.Const, o.Def = c.Type, outs[i], nil
+			f.Consts = append(f.Consts, o)
+		}
+	}
+	f.Nodes = kept
+	return nil
+}
+
+// foldNode returns the node's constant outputs, or nil when it does not fold.
+func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error) {
+	info := n.Op.Info()
+	if info == nil || info.Flags&(graph.HasSubgraphs|graph.Stochastic|graph.HostOnly) != 0 {
+		return nil, nil
+	}
+	for _, o := range n.Outputs {
+		if o.Type.Kind != graph.KindTensor {
+			return nil, nil
+		}
+	}
+	if n.Op == graph.OpShape || n.Op == graph.OpSize {
+		return foldShape(ctx, n, limit)
+	}
+	var in []*tensor.Tensor
+	inElems := int64(0)
+	for _, v := range n.Inputs {
+		if v == nil {
+			in = append(in, nil)
+			continue
+		}
+		if v.Const == nil {
+			return nil, nil
+		}
+		in = append(in, v.Const)
+		inElems += int64(v.Const.Len())
+	}
+	if len(n.Inputs) == 0 && n.Op != graph.OpConstantOfShape {
+		return nil, nil
+	}
+	cap := max(limit, inElems)
+	for _, o := range n.Outputs {
+		if s, ok := o.Type.ConstShape(); ok && int64(s.NumElements()) > cap {
+			return nil, nil
+		}
+	}
+	outs, err := ctx.Eval(n, in)
+	if err != nil {
+		return nil, fmt.Errorf("folding %v: %w", n, err)
+	}
+	if len(outs) < len(n.Outputs) {
+		return nil, fmt.Errorf("BUG: folding %v gave %d results for %d outputs", n, len(outs), len(n.Outputs))
+	}
+	for i, o := range n.Outputs {
+		if outs[i] == nil || int64(outs[i].Len()) > cap {
+			return nil, nil
+		}
+		if !typeFits(o.Type, outs[i]) {
+			return nil, fmt.Errorf("BUG: folding %v gave %v%v for output typed %v", n, outs[i].DType, outs[i].Shape, o.Type)
+		}
+	}
+	return outs[:len(n.Outputs)], nil
+}
+
+// foldShape folds Shape (with start/end) and Size of a statically shaped input from its
+// type alone.
+func foldShape(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error) {
+	t := n.Inputs[0].Type
+	shape, ok := t.ConstShape()
+	if !ok || t.Kind != graph.KindTensor {
+		return nil, nil
+	}
+	if n.Op == graph.OpSize {
+		return []*tensor.Tensor{tensor.Scalar(int64(shape.NumElements()))}, nil
+	}
+	dims := make([]int64, len(shape))
+	for i, d := range shape {
+		dims[i] = int64(d)
+	}
+	lo, hi := 0, len(dims)
+	if a, _ := n.Attrs.(*graph.ShapeAttrs); a != nil {
+		lo = clampRange(a.Start, len(dims))
+		if a.End != math.MinInt64 {
+			hi = clampRange(a.End, len(dims))
+		}
+	}
+	hi = max(hi, lo)
+	return []*tensor.Tensor{tensor.MustFromSlice(tensor.Shape{hi - lo}, slices.Clone(dims[lo:hi]))}, nil
+}
+
+func clampRange(v int64, rank int) int {
+	if v < 0 {
+		v += int64(rank)
+	}
+	return int(min(max(v, 0), int64(rank)))
+}
+
+// typeFits checks a folded tensor against the output's static type.
+func typeFits(t graph.Type, v *tensor.Tensor) bool {
+	if t.DType != v.DType || (!t.UnknownRank && len(t.Shape) != len(v.Shape)) {
+		return false
+	}
+	for i, d := range t.Shape {
+		if x, ok := d.Value(); ok && int(x) != v.Shape[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -96,4 +96,15 @@ type Executable struct {
 	Kernels   []KernelInfo
 	Binaries  []Binary
 	Builtins  []string // names resolved against the VM's builtin table at load time
+	// Inputs and Outputs describe the entry function's parameters and results (a
+	// multi-output entry returns a tuple): what a server checks requests against.
+	Inputs, Outputs []IOInfo
+}
+
+// IOInfo names one input or output of the entry function with its element type and
+// shape; an extent of -1 is dynamic.
+type IOInfo struct {
+	Name  string
+	DType tensor.DType
+	Shape []int64
 }

@@ -20,7 +20,7 @@ var (
 )
 
 // FormatVersion is bumped whenever the encoding or the meaning of an opcode changes.
-const FormatVersion = 1
+const FormatVersion = 2
 
 var magic = [8]byte{'K', 'I', 'L', 'N', 'E', 'X', 'E', 0}
 
@@ -30,7 +30,7 @@ const headerSize = 8 + 4 + 4 + 8
 
 // MarshalBinary verifies the executable, then writes magic, format version, the CRC-32C
 // and length of the payload, then the payload: entry, functions, constants, kernel
-// table, binaries, builtins.
+// table, binaries, builtins, the entry's input and output signature.
 func (x *Executable) MarshalBinary() ([]byte, error) {
 	if err := x.Verify(); err != nil {
 		return nil, err
@@ -96,6 +96,17 @@ func (x *Executable) encode() ([]byte, error) {
 	p.uint(uint64(len(x.Builtins)))
 	for _, s := range x.Builtins {
 		p.str(s)
+	}
+	for _, sig := range [][]IOInfo{x.Inputs, x.Outputs} {
+		p.uint(uint64(len(sig)))
+		for _, io := range sig {
+			p.str(io.Name)
+			p.uint(uint64(io.DType))
+			p.uint(uint64(len(io.Shape)))
+			for _, d := range io.Shape {
+				p.int(d)
+			}
+		}
 	}
 	payload := p.b.Bytes()
 	out := make([]byte, headerSize, headerSize+len(payload))
@@ -190,6 +201,17 @@ func (x *Executable) UnmarshalBinary(data []byte) error {
 	nbi := d.count("builtins")
 	for i := 0; i < nbi && d.err == nil; i++ {
 		y.Builtins = append(y.Builtins, d.str())
+	}
+	for _, sig := range []*[]IOInfo{&y.Inputs, &y.Outputs} {
+		n := d.count("signature entries")
+		for i := 0; i < n && d.err == nil; i++ {
+			io := IOInfo{Name: d.str(), DType: tensor.DType(d.count("dtype"))}
+			rank := d.count("rank")
+			for k := 0; k < rank && d.err == nil; k++ {
+				io.Shape = append(io.Shape, d.int())
+			}
+			*sig = append(*sig, io)
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the last section", len(d.b))

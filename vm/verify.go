@@ -21,6 +21,14 @@ func (x *Executable) Verify() error {
 			return fmt.Errorf("%w: kernel %d (%s) has a negative argument count", ErrFormat, i, k.Name)
 		}
 	}
+	if len(x.Inputs) != 0 && len(x.Inputs) != x.Functions[x.Entry].Params {
+		return fmt.Errorf("%w: the signature lists %d inputs, the entry function takes %d", ErrFormat, len(x.Inputs), x.Functions[x.Entry].Params)
+	}
+	for _, io := range append(append([]IOInfo{}, x.Inputs...), x.Outputs...) {
+		if !io.DType.Valid() {
+			return fmt.Errorf("%w: signature entry %q has element type %d", ErrFormat, io.Name, io.DType)
+		}
+	}
 	for fi, f := range x.Functions {
 		if f.Params < 0 || f.Regs < f.Params {
 			return fmt.Errorf("%w: function %s has %d registers for %d parameters", ErrFormat, f.Name, f.Regs, f.Params)

@@ -29,6 +29,7 @@ type VM struct {
 	consts   []*Tensor // constants uploaded to device 0
 	modules  []devices.Module
 	storages []*Storage // the constants' storage
+	pool     *pool      // storages of finished calls, reused by later ones
 }
 
 // Load verifies the executable, loads each binary on the first device of its kind, looks
@@ -41,7 +42,7 @@ func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("%w: no device", ErrRun)
 	}
-	m := &VM{exe: exe, devs: devs}
+	m := &VM{exe: exe, devs: devs, pool: newPool()}
 	fail := func(err error) (*VM, error) { m.Close(); return nil, err }
 	binDev := make([]int, len(exe.Binaries))
 	for i, b := range exe.Binaries {
@@ -95,6 +96,7 @@ func (m *VM) Close() error {
 		m.devs[s.Device].Free(s.Buf)
 	}
 	m.storages = nil
+	m.pool.drain(m.devs)
 	var first error
 	for _, mod := range m.modules {
 		if err := mod.Close(); err != nil && first == nil {
@@ -157,7 +159,9 @@ func (m *VM) Run(ctx context.Context, inputs []*tensor.Tensor) (out []*tensor.Te
 
 func (c *call) free() {
 	for _, s := range c.storages {
-		c.m.devs[s.Device].Free(s.Buf)
+		if !c.m.pool.put(s) {
+			c.m.devs[s.Device].Free(s.Buf)
+		}
 	}
 }
 
@@ -167,12 +171,12 @@ func (m *VM) upload(d int, t *tensor.Tensor, owned *[]*Storage) (*Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	buf, err := m.devs[d].Alloc(int64(len(raw)))
+	s, err := m.allocStorage(d, int64(len(raw)))
 	if err != nil {
 		return nil, err
 	}
-	s := &Storage{Device: d, Buf: buf, Size: int64(len(raw))}
 	*owned = append(*owned, s)
+	buf := s.Buf
 	if err := m.devs[d].CopyIn(buf, raw); err != nil {
 		return nil, err
 	}
@@ -222,11 +226,22 @@ func (c *call) alloc(d int, n int64) (*Storage, error) {
 	if d < 0 || d >= len(c.m.devs) {
 		return nil, fmt.Errorf("device %d of %d", d, len(c.m.devs))
 	}
-	buf, err := c.m.devs[d].Alloc(n)
+	s, err := c.m.allocStorage(d, n)
 	if err != nil {
 		return nil, err
 	}
-	s := &Storage{Device: d, Buf: buf, Size: n}
 	c.storages = append(c.storages, s)
 	return s, nil
+}
+
+// allocStorage takes a storage of n bytes on device d from the pool, or allocates one.
+func (m *VM) allocStorage(d int, n int64) (*Storage, error) {
+	if s := m.pool.get(d, n); s != nil {
+		return s, nil
+	}
+	buf, err := m.devs[d].Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	return &Storage{Device: d, Buf: buf, Size: n}, nil
 }

@@ -1,0 +1,70 @@
+package vm
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Interval is one tensor of a statically shaped region: Size bytes, written first at
+// instruction Start and read last at instruction End (inclusive).
+type Interval struct {
+	Size       int64
+	Start, End int
+}
+
+// Plan places a region's tensors in one arena.
+type Plan struct {
+	Offsets []int64 // per interval, in input order
+	Size    int64   // arena bytes (the peak)
+	Sum     int64   // bytes without reuse (every tensor its own allocation)
+}
+
+// PlanAlign is the alignment of every offset in a plan: a cache line, which is also the
+// widest vector load the code generator emits.
+const PlanAlign = 64
+
+// PlanMemory is the static memory plan: tensors whose lifetimes overlap get disjoint
+// byte ranges; the others may share. Largest tensors are placed first, each in the
+// tightest gap left between the tensors already placed that are live at the same time
+// (best fit), or above them all.
+func PlanMemory(iv []Interval) Plan {
+	p := Plan{Offsets: make([]int64, len(iv))}
+	order := make([]int, len(iv))
+	for i := range order {
+		order[i] = i
+	}
+	size := func(i int) int64 { return (max(iv[i].Size, 1) + PlanAlign - 1) / PlanAlign * PlanAlign }
+	slices.SortStableFunc(order, func(a, b int) int {
+		if c := cmp.Compare(size(b), size(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(iv[a].Start, iv[b].Start)
+	})
+	type span struct{ off, end int64 }
+	var placed []int
+	for _, i := range order {
+		need := size(i)
+		p.Sum += need
+		var busy []span
+		for _, j := range placed {
+			if iv[j].Start <= iv[i].End && iv[i].Start <= iv[j].End {
+				busy = append(busy, span{p.Offsets[j], p.Offsets[j] + size(j)})
+			}
+		}
+		slices.SortFunc(busy, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+		best, bestGap, top := int64(-1), int64(-1), int64(0)
+		for _, s := range busy {
+			if gap := s.off - top; gap >= need && (bestGap < 0 || gap < bestGap) {
+				best, bestGap = top, gap
+			}
+			top = max(top, s.end)
+		}
+		if best < 0 {
+			best = top
+		}
+		p.Offsets[i] = best
+		p.Size = max(p.Size, best+need)
+		placed = append(placed, i)
+	}
+	return p
+}

@@ -22,9 +22,12 @@ var (
 type Info struct {
 	Kind string // "cpu", "cuda", "opencl"
 	Name string // e.g. the CPU model name
-	// Fingerprint identifies everything that makes a device binary valid here (ISA
-	// features, toolchain version); binaries built under another fingerprint are rebuilt.
+	// Fingerprint identifies what makes a device binary valid here (ISA features, GPU
+	// architecture); a binary built under another fingerprint is refused and rebuilt.
 	Fingerprint string
+	// Toolchain names the compiler that builds binaries here (empty when none): part of
+	// cache keys, not of validity, so a binary runs where no compiler is installed.
+	Toolchain string
 }
 
 // Buffer is device memory.

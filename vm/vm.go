@@ -13,6 +13,10 @@ import (
 // error, a Fatal instruction, cancellation).
 var ErrRun = errors.New("vm run failed")
 
+// ErrInput: an input does not match the executable's signature (element type, rank or a
+// static extent); the request is at fault, not the executable.
+var ErrInput = errors.New("input does not match the executable")
+
 // Builtin is a host function called by CallBuiltin on host copies of its arguments.
 type Builtin func(args []*tensor.Tensor) (*tensor.Tensor, error)
 
@@ -127,6 +131,9 @@ func (m *VM) Run(ctx context.Context, inputs []*tensor.Tensor) (out []*tensor.Te
 	entry := m.exe.Functions[m.exe.Entry]
 	if len(inputs) != entry.Params {
 		return nil, fmt.Errorf("%w: %s takes %d inputs, got %d", ErrRun, entry.Name, entry.Params, len(inputs))
+	}
+	if err := m.checkInputs(inputs); err != nil {
+		return nil, err
 	}
 	c := &call{m: m, ctx: ctx}
 	defer c.free()
@@ -244,4 +251,26 @@ func (m *VM) allocStorage(d int, n int64) (*Storage, error) {
 		return nil, err
 	}
 	return &Storage{Device: d, Buf: buf, Size: n}, nil
+}
+
+// checkInputs compares inputs with the executable's signature, when it has one.
+func (m *VM) checkInputs(inputs []*tensor.Tensor) error {
+	if len(m.exe.Inputs) == 0 {
+		return nil
+	}
+	for i, in := range inputs {
+		want := m.exe.Inputs[i]
+		bad := in == nil || in.DType != want.DType || len(in.Shape) != len(want.Shape)
+		for k := 0; !bad && k < len(want.Shape); k++ {
+			bad = want.Shape[k] >= 0 && int64(in.Shape[k]) != want.Shape[k]
+		}
+		if bad {
+			got := "nothing"
+			if in != nil {
+				got = fmt.Sprintf("%v%v", in.DType, in.Shape)
+			}
+			return fmt.Errorf("%w: input %q: got %s, the executable takes %v%v", ErrInput, want.Name, got, want.DType, want.Shape)
+		}
+	}
+	return nil
 }

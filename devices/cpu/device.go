@@ -41,16 +41,15 @@ func Open(opts Options) (*Device, error) {
 	if d.threads <= 0 {
 		d.threads = int64(runtime.NumCPU())
 	}
-	fp := target.Host().Fingerprint()
+	d.info = devices.Info{Kind: "cpu", Name: cpuModel(), Fingerprint: target.Host().Fingerprint()}
 	if !opts.NoCompiler {
 		cc, err := FindCompiler()
 		if err != nil {
 			return nil, err
 		}
 		d.cc = cc
-		fp += "/" + cc.Version
+		d.info.Toolchain = cc.Version
 	}
-	d.info = devices.Info{Kind: "cpu", Name: cpuModel(), Fingerprint: fp}
 	return d, nil
 }
 

@@ -1,0 +1,193 @@
+package compiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
+	"github.com/kilnrt/kiln/kernels"
+	kcpu "github.com/kilnrt/kiln/kernels/cpu"
+	"github.com/kilnrt/kiln/kernels/ref"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// ErrCompile is wrapped by every compile failure; the message names the stage and the
+// node or kernel.
+var ErrCompile = errors.New("compile failed")
+
+// Progress reports where a compile is: a stage and, for stages with parts, how many
+// of them are done.
+type Progress struct {
+	Stage       string // "passes", "lower", "build", "plan"
+	Done, Total int
+	Detail      string // the node or kernel at hand
+}
+
+// Options configure a compile.
+type Options struct {
+	// Dims binds symbolic dims to values (see DimsFromInputs).
+	Dims map[string]int64
+	// CPU builds the kernels with its C compiler; its fingerprint is recorded in the
+	// binary. Required.
+	CPU *devcpu.Device
+	// Jobs is how many C compiles run at once (0: one per core).
+	Jobs int
+	// Progress, when set, is called as the compile advances (from one goroutine at a
+	// time).
+	Progress func(Progress)
+	// Check verifies the IR after every graph pass.
+	Check bool
+	// DumpPass names a graph pass whose before/after text goes to Dump.
+	DumpPass string
+	Dump     func(pass, before, after string)
+	// Context cancels a long compile (nil: Background).
+	Context context.Context
+}
+
+// Stats describe a compiled executable, for reports and `kiln inspect`.
+type Stats struct {
+	Nodes         int           // graph nodes after the passes (subgraphs included)
+	Launches      int           // kernel launches in the entry function's code
+	Kernels       int           // unique kernels (after deduplication)
+	ArenaBytes    int64         // the static plan's arena (the peak of planned tensors)
+	UnplannedSum  int64         // the planned tensors' bytes without reuse
+	ConstantBytes int64         // constants carried by the executable
+	Stages        []StageTiming // wall time per stage
+	Strategies    map[string]int
+}
+
+// StageTiming is how long one stage took.
+type StageTiming struct {
+	Stage   string
+	Seconds float64
+}
+
+// Result is a compiled executable with its statistics.
+type Result struct {
+	Exe   *vm.Executable
+	Stats Stats
+}
+
+// Compile compiles m for t.
+func Compile(m *graph.Module, t target.Target, opts Options) (*vm.Executable, error) {
+	r, err := Build(m, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Exe, nil
+}
+
+// Build compiles m for t and reports statistics.
+func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
+	if opts.CPU == nil {
+		return nil, fmt.Errorf("%w: no CPU device to build kernels with", ErrCompile)
+	}
+	if opts.Context == nil {
+		opts.Context = context.Background()
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.NumCPU()
+	}
+	c := &compile{t: t, opts: opts, strategies: kcpu.Strategies(kernels.Default()), res: &Result{Stats: Stats{Strategies: map[string]int{}}}}
+	mod := graph.Clone(m)
+	c.mod = mod
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"passes", func() error { return c.passes(mod) }},
+		{"lower", func() error { return c.lower(mod) }},
+		{"build", c.build},
+		{"plan", c.plan},
+	}
+	for _, st := range steps {
+		start := time.Now()
+		c.report(Progress{Stage: st.name})
+		if err := c.stage(st.name, st.run); err != nil {
+			return nil, err
+		}
+		c.res.Stats.Stages = append(c.res.Stats.Stages, StageTiming{st.name, time.Since(start).Seconds()})
+		if err := opts.Context.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCompile, err)
+		}
+	}
+	return c.res, nil
+}
+
+// compile is the state of one compile.
+type compile struct {
+	t          target.Target
+	opts       Options
+	strategies *kernels.Strategies
+	res        *Result
+	mod        *graph.Module // the clone being compiled
+	em         *emitter
+	kt         *kernelTable
+	at         string // the node or kernel being worked on, for panic reports
+}
+
+func (c *compile) report(p Progress) {
+	if c.opts.Progress != nil {
+		c.opts.Progress(p)
+	}
+}
+
+// stage runs one stage, turning a panic into an error naming the stage and the part.
+func (c *compile) stage(name string, run func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: stage %s, at %s: BUG: panic: %v", ErrCompile, name, c.at, r)
+		}
+	}()
+	if err := run(); err != nil {
+		if errors.Is(err, ErrCompile) {
+			return err
+		}
+		return fmt.Errorf("%w: stage %s: %w", ErrCompile, name, err)
+	}
+	return nil
+}
+
+func (c *compile) passes(m *graph.Module) error {
+	ctx := &passes.Context{Dims: c.opts.Dims, Eval: ref.EvalNode, Check: c.opts.Check, DumpPass: c.opts.DumpPass, Dump: c.opts.Dump}
+	return passes.Compile().Run(ctx, m)
+}
+
+// DimsFromInputs binds the symbols of m's input shapes to the extents of concrete
+// inputs (keyed by input name). A symbol that gets two different values, or an input
+// whose rank or static extents disagree with the model, is an error.
+func DimsFromInputs(m *graph.Module, inputs map[string]*tensor.Tensor) (map[string]int64, error) {
+	dims := map[string]int64{}
+	for _, p := range m.Main.Params {
+		t, ok := inputs[p.Name]
+		if !ok || p.Type.Kind != graph.KindTensor || p.Type.UnknownRank {
+			continue
+		}
+		if len(t.Shape) != len(p.Type.Shape) {
+			return nil, fmt.Errorf("input %q: got shape %v, the model declares %v", p.Name, t.Shape, p.Type)
+		}
+		for i, d := range p.Type.Shape {
+			got := int64(t.Shape[i])
+			if v, ok := d.Value(); ok {
+				if v != got {
+					return nil, fmt.Errorf("input %q: got shape %v, the model declares %v", p.Name, t.Shape, p.Type)
+				}
+				continue
+			}
+			if sym, ok := d.IsSym(); ok {
+				if prev, seen := dims[sym]; seen && prev != got {
+					return nil, fmt.Errorf("input %q: dim %s is %d here and %d in another input", p.Name, sym, got, prev)
+				}
+				dims[sym] = got
+			}
+		}
+	}
+	return dims, nil
+}

@@ -1,0 +1,146 @@
+package compiler
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kilnrt/kiln/devices"
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels/kerneltest"
+	"github.com/kilnrt/kiln/kernels/ref"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+func openCPU(t *testing.T) *devcpu.Device {
+	t.Helper()
+	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
+	if errors.Is(err, devices.ErrUnavailable) {
+		t.Skipf("no C compiler: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// checkCompiled compiles m for the inputs' shapes, runs the executable on the VM (after
+// a marshal round trip) and compares every output with the reference evaluator.
+func checkCompiled(t *testing.T, m *graph.Module, inputs map[string]*tensor.Tensor) *Result {
+	t.Helper()
+	dev := openCPU(t)
+	dims, err := DimsFromInputs(m, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Build(m, target.Host(), Options{Dims: dims, CPU: dev, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := res.Exe.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exe vm.Executable
+	if err := exe.UnmarshalBinary(blob); err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(&exe, []devices.Device{dev}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	var args []*tensor.Tensor
+	refIn := map[string]ref.Value{}
+	for _, p := range m.Main.Params {
+		args = append(args, inputs[p.Name])
+		refIn[p.Name] = inputs[p.Name]
+	}
+	want, err := ref.Eval(m, refIn, ref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := 0; run < 2; run++ { // the second run reuses pooled storage
+		got, err := machine.Run(context.Background(), args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d outputs, want %d", len(got), len(want))
+		}
+		for i := range want {
+			kerneltest.CloseTensor(t, m.Main.Results[i].Name, got[i], want[i].(*tensor.Tensor))
+		}
+	}
+	return res
+}
+
+func f32(seed uint64, shape ...int) *tensor.Tensor {
+	return tensor.MustFromSlice(tensor.Shape(shape), kerneltest.Random(seed, tensor.Shape(shape).NumElements()))
+}
+
+// TestStraightLine: elementwise kernels, a zero-copy reshape, a constant operand, two
+// outputs, and a static plan that reuses memory along the chain.
+func TestStraightLine(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Sym("b"), graph.Const(64)))
+	r, _ := b.Op1(graph.OpRelu, nil, x)
+	s, _ := b.Op1(graph.OpTanh, nil, r)
+	a, _ := b.Op1(graph.OpAdd, nil, s, b.Const("bias", f32(9, 64)))
+	v, _ := b.Op1(graph.OpReshape, nil, a, b.Const("shape", tensor.MustFromSlice(tensor.Shape{1}, []int64{-1})))
+	e, _ := b.Op1(graph.OpExp, nil, v)
+	n, err := b.Op1(graph.OpNeg, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(e, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := checkCompiled(t, m, map[string]*tensor.Tensor{"x": f32(1, 3, 64)})
+	if res.Stats.Launches != 5 || res.Stats.ArenaBytes >= res.Stats.UnplannedSum {
+		t.Fatalf("stats %+v: want 5 launches and an arena smaller than the sum", res.Stats)
+	}
+}
+
+// TestLoopAndIf: a Loop whose trip count is an input, a carried tensor updated by
+// kernels, and an If on a value computed in the graph.
+func TestLoopAndIf(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Sym("n"), graph.Const(8)))
+	steps := b.Param("steps", graph.TensorType(tensor.Int64))
+	sb := b.Sub("body")
+	sb.Param("i", graph.TensorType(tensor.Int64))
+	cond := sb.Param("c", graph.TensorType(tensor.Bool))
+	h := sb.Param("h", graph.TensorType(tensor.Float32, graph.Sym("n"), graph.Const(8)))
+	th, _ := sb.Op1(graph.OpTanh, nil, h)
+	h2, _ := sb.Op1(graph.OpAdd, nil, th, x) // reads a value of the enclosing function
+	la := graph.OpLoop.NewAttrs().(*graph.LoopAttrs)
+	la.Body = sb.Return(cond, h2)
+	outs, err := b.Node(graph.OpLoop, la, 1, steps, b.Const("go", tensor.Scalar(true)), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt, _ := b.Op1(graph.OpGreater, nil, b.Const("zero", tensor.Scalar(int64(0))), steps)
+	tb := b.Sub("then")
+	tv, _ := tb.Op1(graph.OpNeg, nil, outs[0])
+	eb := b.Sub("else")
+	ev, _ := eb.Op1(graph.OpExp, nil, outs[0])
+	ia := graph.OpIf.NewAttrs().(*graph.IfAttrs)
+	ia.ThenBranch, ia.ElseBranch = tb.Return(tv), eb.Return(ev)
+	res, err := b.Node(graph.OpIf, ia, 1, gt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(res[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int64{0, 3} {
+		checkCompiled(t, m, map[string]*tensor.Tensor{"x": f32(2, 5, 8), "steps": tensor.Scalar(k)})
+	}
+}

@@ -1,0 +1,31 @@
+// Package compiler drives a whole compile: graph.Module → vm.Executable
+// (ARCHITECTURE.md §1, layer 6).
+//
+// Stages, each reported through Options.Progress and each recovering a panic into an
+// error that names the stage and the node or kernel:
+//
+//  1. passes — graph/passes.Compile on a clone of the module: symbolic dims bound to
+//     the values given in Options.Dims (DimsFromInputs derives them from concrete
+//     inputs; issue #6 will let one executable serve every shape), constants folded on
+//     the host with the reference evaluator, dead code removed.
+//  2. lower — every node that computes becomes a kernel through the target's strategy
+//     table (kernels/cpu.Strategies): compute definition, schedule, loopir passes, C.
+//     Kernels are deduplicated by their generated code, so repeated layers compile
+//     once. Constant inputs a strategy wants in another layout are repacked here, once.
+//     View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) become zero-copy
+//     ReshapeTensor instructions; If and Loop are inlined into the entry function as
+//     If/Goto code (the subgraphs read enclosing values directly, so no closure is
+//     needed), with loop-carried values in registers and the trip count kept by the VM's
+//     standard builtins.
+//  3. build — each unique kernel is compiled to its own object by the C compiler, as
+//     many at a time as Options.Jobs, then linked with the C runtime (thread pool) into
+//     one shared object, carried inside the executable.
+//  4. plan — the static memory plan: every tensor the straight-line part of the entry
+//     function allocates gets an offset in one arena (vm.PlanMemory over the tensors'
+//     lifetimes, views sharing their base's lifetime, values read inside a loop kept
+//     alive to its end). Tensors allocated inside control flow get their own storage.
+//
+// Invariants: the input module is never modified; an executable that compiles has a
+// signature (input/output names, dtypes, shapes) that the VM checks requests against,
+// so a kernel compiled for static extents never sees other extents.
+package compiler

@@ -1,0 +1,209 @@
+package compiler
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// emitter builds the entry function's code: one register per value, constants loaded
+// at each use, control flow inlined. It records the tensors the static plan places.
+type emitter struct {
+	c     *compile
+	code  []vm.Instr
+	nregs int
+	reg   map[*graph.Value]vm.Reg
+	host  map[vm.Reg]bool // the register holds a host value (builtin results, counters)
+
+	consts     []*tensor.Tensor
+	constIdx   map[*tensor.Tensor]int
+	builtins   []string
+	builtinIdx map[string]int
+
+	// static plan bookkeeping
+	arena  vm.Reg
+	roots  []*root
+	rootOf map[vm.Reg][]*root // the planned allocations a register may hold (views included)
+	loops  []*loopRegion
+	depth  int // control-flow nesting: 0 is the straight-line part, planned statically
+
+	launches int
+}
+
+// root is one planned allocation: the AllocTensor at pc alloc, its size and last use.
+type root struct {
+	alloc   int
+	size    int64
+	lastUse int
+}
+
+// loopRegion collects the planned tensors read inside a loop that were allocated
+// before it: they must live until the loop's back edge.
+type loopRegion struct {
+	start  int
+	extend map[*root]bool
+}
+
+func newEmitter(c *compile) *emitter {
+	e := &emitter{c: c, reg: map[*graph.Value]vm.Reg{}, host: map[vm.Reg]bool{},
+		constIdx: map[*tensor.Tensor]int{}, builtinIdx: map[string]int{}, rootOf: map[vm.Reg][]*root{}}
+	return e
+}
+
+func (e *emitter) pc() int { return len(e.code) }
+
+func (e *emitter) emit(in vm.Instr) int {
+	e.code = append(e.code, in)
+	return len(e.code) - 1
+}
+
+func (e *emitter) newReg() vm.Reg {
+	e.nregs++
+	return vm.Reg(e.nregs - 1)
+}
+
+// use records that the instruction about to be emitted (at pc) reads r.
+func (e *emitter) use(r vm.Reg) {
+	pc := e.pc()
+	for _, rt := range e.rootOf[r] {
+		rt.lastUse = max(rt.lastUse, pc)
+		for _, l := range e.loops {
+			if rt.alloc < l.start {
+				l.extend[rt] = true
+				break
+			}
+		}
+	}
+}
+
+// alias makes dst hold what src holds (views, moves).
+func (e *emitter) alias(dst, src vm.Reg) {
+	e.rootOf[dst] = append(e.rootOf[dst], e.rootOf[src]...)
+	e.host[dst] = e.host[src]
+}
+
+func (e *emitter) constant(t *tensor.Tensor) int {
+	if i, ok := e.constIdx[t]; ok {
+		return i
+	}
+	e.consts = append(e.consts, t)
+	e.constIdx[t] = len(e.consts) - 1
+	return len(e.consts) - 1
+}
+
+func (e *emitter) builtin(name string) int64 {
+	if i, ok := e.builtinIdx[name]; ok {
+		return int64(i)
+	}
+	e.builtins = append(e.builtins, name)
+	e.builtinIdx[name] = len(e.builtins) - 1
+	return int64(len(e.builtins) - 1)
+}
+
+// loadConst loads a constant into a fresh register (at every use: a register set on one
+// path of inlined control flow must not be read on another).
+func (e *emitter) loadConst(t *tensor.Tensor) vm.Reg {
+	r := e.newReg()
+	e.emit(vm.Instr{Op: vm.LoadConst, Dst: r, Imm: int64(e.constant(t))})
+	return r
+}
+
+// read returns the register holding v.
+func (e *emitter) read(v *graph.Value) (vm.Reg, error) {
+	if v.Const != nil {
+		return e.loadConst(v.Const), nil
+	}
+	r, ok := e.reg[v]
+	if !ok {
+		return 0, fmt.Errorf("BUG: value %q is read before it is computed", v.Name)
+	}
+	return r, nil
+}
+
+// readDevice returns a register holding v as a device tensor (copying a host value).
+func (e *emitter) readDevice(v *graph.Value) (vm.Reg, error) {
+	r, err := e.read(v)
+	if err != nil || !e.host[r] {
+		return r, err
+	}
+	d := e.newReg()
+	e.use(r)
+	e.emit(vm.Instr{Op: vm.DeviceCopy, Dst: d, Args: []vm.Reg{r}, Device: 0})
+	return d, nil
+}
+
+// move copies src into a fresh register.
+func (e *emitter) move(src vm.Reg) vm.Reg {
+	d := e.newReg()
+	e.moveTo(d, src)
+	return d
+}
+
+func (e *emitter) moveTo(dst, src vm.Reg) {
+	e.use(src)
+	e.emit(vm.Instr{Op: vm.Move, Dst: dst, Args: []vm.Reg{src}})
+	e.alias(dst, src)
+}
+
+// allocTensor allocates a tensor of a static shape: planned in the arena on the
+// straight-line part, its own storage inside control flow.
+func (e *emitter) allocTensor(dt tensor.DType, shape []int64) vm.Reg {
+	bytes := int64(dt.Size())
+	for _, d := range shape {
+		bytes *= d
+	}
+	r := e.newReg()
+	if e.depth == 0 {
+		rt := &root{alloc: e.pc(), size: bytes}
+		rt.lastUse = rt.alloc
+		e.roots = append(e.roots, rt)
+		e.rootOf[r] = []*root{rt}
+		e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{e.arena}, DType: dt, Shape: shape})
+		return r
+	}
+	s := e.newReg()
+	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Imm: max(bytes, vm.PlanAlign), Device: 0})
+	e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{s}, DType: dt, Shape: shape})
+	return r
+}
+
+// function lowers the nodes of f (the entry, or an inlined subgraph).
+func (e *emitter) function(f *graph.Func) error {
+	for i, n := range f.Nodes {
+		if f.Parent == nil {
+			e.c.report(Progress{Stage: "lower", Done: i, Total: len(f.Nodes), Detail: n.String()})
+		}
+		e.c.at = n.String()
+		if err := e.node(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *emitter) node(n *graph.Node) error {
+	switch {
+	case n.Op == graph.OpIf:
+		return e.lowerIf(n)
+	case n.Op == graph.OpLoop:
+		return e.lowerLoop(n)
+	case isView(n):
+		return e.lowerView(n)
+	}
+	return e.lowerKernel(n)
+}
+
+// staticShape returns a value's extents, or an error naming the node and value.
+func staticShape(n *graph.Node, v *graph.Value) ([]int64, error) {
+	s, ok := v.Type.ConstShape()
+	if !ok || v.Type.Kind != graph.KindTensor {
+		return nil, fmt.Errorf("%v: %q has type %v; the compiled engine needs static shapes here (symbolic dims are bound from the input shapes; dynamic shapes come with issue #6)", n, v.Name, v.Type)
+	}
+	out := make([]int64, len(s))
+	for i, d := range s {
+		out[i] = int64(d)
+	}
+	return out, nil
+}

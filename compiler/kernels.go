@@ -1,0 +1,210 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kilnrt/kiln/codegen"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
+	lpasses "github.com/kilnrt/kiln/loopir/passes"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// kernelUse is a node's kernel: its index in the table and how to call it.
+type kernelUse struct {
+	index    int
+	params   []kernels.Param
+	outDT    []tensor.DType
+	outShape [][]int64
+}
+
+// kernelUnit is one unique kernel: its C translation unit and entry point.
+type kernelUnit struct {
+	name    string
+	code    string
+	inputs  int
+	outputs int
+	node    string // the first node that uses it, for errors
+}
+
+type packKey struct {
+	src    *tensor.Tensor
+	layout string
+}
+
+// kernelTable deduplicates kernels by their generated code and repacked constants by
+// (source constant, layout).
+type kernelTable struct {
+	byCode map[string]int
+	units  []kernelUnit
+	packed map[packKey]*tensor.Tensor
+	so     []byte
+}
+
+func newKernelTable() *kernelTable {
+	return &kernelTable{byCode: map[string]int{}, packed: map[packKey]*tensor.Tensor{}}
+}
+
+// canonicalName is the name every kernel is emitted under for deduplication.
+const canonicalName = "kiln_kernel"
+
+// kernelFor lowers n through the strategy table, the loopir pipeline and the C dialect,
+// and returns its entry in the kernel table.
+func (c *compile) kernelFor(n *graph.Node) (*kernelUse, error) {
+	in := make([]kernels.Input, len(n.Inputs))
+	for i, v := range n.Inputs {
+		if v == nil {
+			continue
+		}
+		shape, err := staticShape(n, v)
+		if err != nil {
+			return nil, err
+		}
+		in[i] = kernels.Input{T: placeholder(fmt.Sprintf("in%d", i), v.Type.DType, shape), Const: v.Const}
+	}
+	for _, o := range n.Outputs {
+		if _, err := staticShape(n, o); err != nil {
+			return nil, err
+		}
+	}
+	impl, err := c.strategies.Lower(n, in, c.t)
+	if err != nil {
+		return nil, err
+	}
+	c.res.Stats.Strategies[impl.Strategy]++
+	low, err := lpasses.CPUPipeline().Run(impl.Func)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
+	if len(low.Dims) != 0 {
+		return nil, fmt.Errorf("%v: kernel has runtime dims %v; the compiled engine binds every dim before compiling (issue #6)", n, low.Dims)
+	}
+	use := &kernelUse{params: impl.Params}
+	outs := low.Params[len(impl.Params):]
+	if len(outs) != len(n.Outputs) {
+		return nil, fmt.Errorf("BUG: %v: kernel has %d outputs for %d node outputs", n, len(outs), len(n.Outputs))
+	}
+	for i, p := range outs {
+		shape := make([]int64, len(p.Shape))
+		for k, e := range p.Shape {
+			ci, ok := e.(*loopir.IntImm)
+			if !ok {
+				return nil, fmt.Errorf("BUG: %v: output extent %v is not static", n, e)
+			}
+			shape[k] = ci.V
+		}
+		want, _ := staticShape(n, n.Outputs[i])
+		if p.DT != n.Outputs[i].Type.DType || !tensorShape(shape).Equal(tensorShape(want)) {
+			return nil, fmt.Errorf("BUG: %v: kernel output %d is %v%v, the graph says %v", n, i, p.DT, shape, n.Outputs[i].Type)
+		}
+		use.outDT = append(use.outDT, p.DT)
+		use.outShape = append(use.outShape, shape)
+	}
+	cp := *low
+	cp.Name = canonicalName
+	src, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true}, &cp)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
+	kt := c.kt
+	if idx, ok := kt.byCode[src.Code]; ok {
+		use.index = idx
+		return use, nil
+	}
+	cp.Name = fmt.Sprintf("k%d_%s", len(kt.units), strings.ToLower(n.Op.String()))
+	named, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true}, &cp)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
+	use.index = len(kt.units)
+	kt.byCode[src.Code] = use.index
+	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), node: n.String()})
+	return use, nil
+}
+
+func placeholder(name string, dt tensor.DType, shape []int64) *te.Tensor {
+	ext := make([]loopir.Expr, len(shape))
+	for i, d := range shape {
+		ext[i] = loopir.Int(d)
+	}
+	return te.Placeholder(name, dt, ext...)
+}
+
+// prepack returns the repacked copy of a constant input (one per source and layout).
+func (kt *kernelTable) prepack(v *graph.Value, p kernels.Param) (*tensor.Tensor, error) {
+	if v.Const == nil {
+		return nil, fmt.Errorf("BUG: a strategy repacks input %q, which is not a constant", v.Name)
+	}
+	k := packKey{v.Const, p.Layout}
+	if t, ok := kt.packed[k]; ok {
+		return t, nil
+	}
+	t, err := p.Prepack(v.Const)
+	if err != nil {
+		return nil, err
+	}
+	kt.packed[k] = t
+	return t, nil
+}
+
+// build compiles every unique kernel to an object, Jobs at a time, and links them with
+// the C runtime into one shared object.
+func (c *compile) build() error {
+	kt := c.kt
+	cc := c.opts.CPU.Compiler()
+	if cc == nil {
+		return fmt.Errorf("the CPU device was opened without a C compiler")
+	}
+	objs := make([][]byte, len(kt.units)+1)
+	g, ctx := errgroup.WithContext(c.opts.Context)
+	g.SetLimit(c.opts.Jobs)
+	var mu sync.Mutex
+	done, total := 0, len(kt.units)
+	g.Go(func() error {
+		o, err := cc.CompileObject(ctx, codegen.CRuntime())
+		objs[0] = o
+		if err != nil {
+			return fmt.Errorf("C runtime: %w", err)
+		}
+		return nil
+	})
+	for i, u := range kt.units {
+		g.Go(func() error {
+			o, err := cc.CompileObject(ctx, u.code)
+			if err != nil {
+				return fmt.Errorf("kernel %s (for %s): %w", u.name, u.node, err)
+			}
+			objs[i+1] = o
+			mu.Lock()
+			done++
+			c.report(Progress{Stage: "build", Done: done, Total: total, Detail: u.name})
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	so, err := cc.Link(c.opts.Context, objs)
+	if err != nil {
+		return fmt.Errorf("linking %d kernels: %w", total, err)
+	}
+	kt.so = so
+	return nil
+}
+
+// kernelInfos is the executable's kernel table.
+func (kt *kernelTable) kernelInfos() []vm.KernelInfo {
+	out := make([]vm.KernelInfo, len(kt.units))
+	for i, u := range kt.units {
+		out[i] = vm.KernelInfo{Name: u.name, Binary: 0, Inputs: u.inputs, Outputs: u.outputs}
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package compiler
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// lower builds the entry function: parameters in registers 0..P-1, the arena, the
+// nodes, the results.
+func (c *compile) lower(m *graph.Module) error {
+	e := newEmitter(c)
+	c.em = e
+	c.kt = newKernelTable()
+	f := m.Main
+	for _, p := range f.Params {
+		if p.Type.Kind != graph.KindTensor {
+			return fmt.Errorf("input %q has type %v; the compiled engine takes tensors only", p.Name, p.Type)
+		}
+		e.reg[p] = e.newReg()
+	}
+	e.arena = e.newReg()
+	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: e.arena, Device: 0}) // size set by the plan
+	n := 0
+	f.Funcs(func(g *graph.Func) { n += len(g.Nodes) })
+	c.res.Stats.Nodes = n
+	if err := e.function(f); err != nil {
+		return err
+	}
+	c.at = "results"
+	var outs []vm.Reg
+	for _, r := range f.Results {
+		reg, err := e.read(r)
+		if err != nil {
+			return err
+		}
+		outs = append(outs, reg)
+	}
+	ret := outs[0]
+	if len(outs) != 1 {
+		ret = e.newReg()
+		for _, o := range outs {
+			e.use(o)
+		}
+		e.emit(vm.Instr{Op: vm.AllocTuple, Dst: ret, Args: outs})
+	}
+	e.use(ret)
+	e.emit(vm.Instr{Op: vm.Ret, Args: []vm.Reg{ret}})
+	c.res.Stats.Launches = e.launches
+	c.res.Stats.Kernels = len(c.kt.units)
+	c.report(Progress{Stage: "lower", Done: len(f.Nodes), Total: len(f.Nodes)})
+	return nil
+}
+
+// isView reports ops that only reinterpret a contiguous tensor's shape.
+func isView(n *graph.Node) bool {
+	switch n.Op {
+	case graph.OpReshape, graph.OpFlatten, graph.OpSqueeze, graph.OpUnsqueeze, graph.OpIdentity:
+		return n.Outputs[0].Type.Kind == graph.KindTensor && n.Inputs[0].Type.Kind == graph.KindTensor
+	}
+	return false
+}
+
+// lowerView reshapes without copying.
+func (e *emitter) lowerView(n *graph.Node) error {
+	out := n.Outputs[0]
+	shape, err := staticShape(n, out)
+	if err != nil {
+		return err
+	}
+	src, err := e.readDevice(n.Inputs[0])
+	if err != nil {
+		return err
+	}
+	if in, ok := n.Inputs[0].Type.ConstShape(); ok && in.Equal(tensorShape(shape)) {
+		e.reg[out] = e.move(src)
+		return nil
+	}
+	shapeReg := e.loadConst(tensor.MustFromSlice(tensor.Shape{len(shape)}, shape))
+	dst := e.newReg()
+	e.use(src)
+	e.emit(vm.Instr{Op: vm.ReshapeTensor, Dst: dst, Args: []vm.Reg{src, shapeReg}})
+	e.alias(dst, src)
+	e.reg[out] = dst
+	return nil
+}
+
+func tensorShape(s []int64) tensor.Shape {
+	out := make(tensor.Shape, len(s))
+	for i, d := range s {
+		out[i] = int(d)
+	}
+	return out
+}
+
+// lowerKernel launches the node's kernel on its inputs and freshly allocated outputs.
+func (e *emitter) lowerKernel(n *graph.Node) error {
+	k, err := e.c.kernelFor(n)
+	if err != nil {
+		return err
+	}
+	var args []vm.Reg
+	for _, p := range k.params {
+		v := n.Inputs[p.Input]
+		var r vm.Reg
+		if p.Prepack != nil {
+			packed, err := e.c.kt.prepack(v, p)
+			if err != nil {
+				return fmt.Errorf("%v: repacking input %d (%s): %w", n, p.Input, p.Layout, err)
+			}
+			r = e.loadConst(packed)
+		} else if r, err = e.readDevice(v); err != nil {
+			return err
+		}
+		args = append(args, r)
+	}
+	for i, o := range n.Outputs {
+		r := e.allocTensor(k.outDT[i], k.outShape[i])
+		e.reg[o] = r
+		args = append(args, r)
+	}
+	for _, r := range args {
+		e.use(r)
+	}
+	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, In: len(k.params), Imm: int64(k.index)})
+	e.launches++
+	return nil
+}
+
+// lowerIf inlines both branches: If jumps to the else code when the condition is
+// false; each branch moves its results into the node's output registers.
+func (e *emitter) lowerIf(n *graph.Node) error {
+	a := n.Attrs.(*graph.IfAttrs)
+	cond, err := e.read(n.Inputs[0])
+	if err != nil {
+		return err
+	}
+	outs := make([]vm.Reg, len(n.Outputs))
+	for i := range outs {
+		outs[i] = e.newReg()
+	}
+	e.use(cond)
+	pcIf := e.emit(vm.Instr{Op: vm.If, Args: []vm.Reg{cond}})
+	e.depth++
+	branch := func(f *graph.Func) error {
+		if err := e.function(f); err != nil {
+			return err
+		}
+		for i := range outs {
+			r, err := e.readDevice(f.Results[i])
+			if err != nil {
+				return err
+			}
+			e.moveTo(outs[i], r)
+		}
+		return nil
+	}
+	if err := branch(a.ThenBranch); err != nil {
+		return err
+	}
+	pcGoto := e.emit(vm.Instr{Op: vm.Goto})
+	e.code[pcIf].Imm = int64(e.pc() - pcIf)
+	if err := branch(a.ElseBranch); err != nil {
+		return err
+	}
+	e.code[pcGoto].Imm = int64(e.pc() - pcGoto)
+	e.depth--
+	for i, o := range n.Outputs {
+		e.reg[o] = outs[i]
+	}
+	return nil
+}
+
+// lowerLoop inlines an ONNX Loop: counter and condition in registers, the body's
+// parameters bound to the loop-carried registers, results moved back through
+// temporaries (a result may be another carried value's register) before the jump back.
+func (e *emitter) lowerLoop(n *graph.Node) error {
+	body := n.Attrs.(*graph.LoopAttrs).Body
+	carried := len(n.Inputs) - 2
+	if len(n.Outputs) > carried {
+		return fmt.Errorf("%v: scan outputs of Loop are not supported by the compiled engine yet", n)
+	}
+	var maxTrip, cond vm.Reg
+	var err error
+	if n.Inputs[0] != nil {
+		maxTrip, err = e.read(n.Inputs[0])
+	} else {
+		maxTrip = e.loadConst(tensor.Scalar(int64(math.MaxInt64)))
+	}
+	if err != nil {
+		return err
+	}
+	if n.Inputs[1] != nil {
+		r, err := e.read(n.Inputs[1])
+		if err != nil {
+			return err
+		}
+		cond = e.move(r)
+	} else {
+		cond = e.loadConst(tensor.Scalar(true))
+	}
+	iter := e.newReg()
+	e.emit(vm.Instr{Op: vm.LoadConstInt, Dst: iter, Imm: 0})
+	e.host[iter] = true
+	vals := make([]vm.Reg, carried)
+	for k := range vals {
+		r, err := e.readDevice(n.Inputs[2+k])
+		if err != nil {
+			return err
+		}
+		vals[k] = e.move(r)
+	}
+	e.reg[body.Params[0]], e.reg[body.Params[1]] = iter, cond
+	for k := range vals {
+		e.reg[body.Params[2+k]] = vals[k]
+	}
+	top := e.pc()
+	test := e.newReg()
+	for _, r := range []vm.Reg{iter, maxTrip, cond} {
+		e.use(r)
+	}
+	e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: test, Args: []vm.Reg{iter, maxTrip, cond}, Imm: e.builtin(vm.BuiltinLoopContinue)})
+	e.host[test] = true
+	e.use(test)
+	pcIf := e.emit(vm.Instr{Op: vm.If, Args: []vm.Reg{test}})
+	region := &loopRegion{start: top, extend: map[*root]bool{}}
+	e.loops = append(e.loops, region)
+	e.depth++
+	if err := e.function(body); err != nil {
+		return err
+	}
+	c, err := e.read(body.Results[0])
+	if err != nil {
+		return err
+	}
+	tc := e.move(c)
+	temps := make([]vm.Reg, carried)
+	for k := range temps {
+		r, err := e.readDevice(body.Results[1+k])
+		if err != nil {
+			return err
+		}
+		temps[k] = e.move(r)
+	}
+	e.moveTo(cond, tc)
+	for k := range temps {
+		e.moveTo(vals[k], temps[k])
+	}
+	e.use(iter)
+	e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: iter, Args: []vm.Reg{iter}, Imm: e.builtin(vm.BuiltinLoopNext)})
+	pcGoto := e.emit(vm.Instr{Op: vm.Goto, Imm: int64(top - e.pc())})
+	e.code[pcIf].Imm = int64(e.pc() - pcIf)
+	e.depth--
+	e.loops = e.loops[:len(e.loops)-1]
+	for rt := range region.extend {
+		rt.lastUse = max(rt.lastUse, pcGoto)
+	}
+	for k, o := range n.Outputs {
+		e.reg[o] = vals[k]
+	}
+	return nil
+}

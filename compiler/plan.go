@@ -1,0 +1,57 @@
+package compiler
+
+import (
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// plan places the straight-line part's tensors in the arena and assembles the
+// executable.
+func (c *compile) plan() error {
+	e := c.em
+	iv := make([]vm.Interval, len(e.roots))
+	for i, rt := range e.roots {
+		iv[i] = vm.Interval{Size: rt.size, Start: rt.alloc, End: max(rt.lastUse, rt.alloc)}
+	}
+	p := vm.PlanMemory(iv)
+	for i, rt := range e.roots {
+		e.code[rt.alloc].Imm = p.Offsets[i]
+	}
+	e.code[0].Imm = max(p.Size, vm.PlanAlign)
+	st := &c.res.Stats
+	st.ArenaBytes, st.UnplannedSum = p.Size, p.Sum
+	for _, k := range e.consts {
+		st.ConstantBytes += int64(k.Len() * k.DType.Size())
+	}
+	exe := &vm.Executable{
+		Functions: []vm.Function{{Name: "main", Params: len(c.mod.Main.Params), Regs: e.nregs, Code: e.code}},
+		Constants: e.consts,
+		Kernels:   c.kt.kernelInfos(),
+		Builtins:  e.builtins,
+		Binaries:  []vm.Binary{{Device: "cpu", Fingerprint: c.opts.CPU.Info().Fingerprint, Data: c.kt.so}},
+	}
+	for _, v := range c.mod.Main.Params {
+		exe.Inputs = append(exe.Inputs, ioInfo(v))
+	}
+	for _, v := range c.mod.Main.Results {
+		exe.Outputs = append(exe.Outputs, ioInfo(v))
+	}
+	if err := exe.Verify(); err != nil {
+		return err
+	}
+	c.res.Exe = exe
+	return nil
+}
+
+// ioInfo describes a value for the executable's signature (-1: a dynamic extent).
+func ioInfo(v *graph.Value) vm.IOInfo {
+	io := vm.IOInfo{Name: v.Name, DType: v.Type.DType, Shape: make([]int64, len(v.Type.Shape))}
+	for i, d := range v.Type.Shape {
+		if x, ok := d.Value(); ok {
+			io.Shape[i] = x
+		} else {
+			io.Shape[i] = -1
+		}
+	}
+	return io
+}

@@ -11,8 +11,8 @@ import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
-	"github.com/kilnrt/kiln/te"
 	lpasses "github.com/kilnrt/kiln/loopir/passes"
+	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )

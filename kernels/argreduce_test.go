@@ -1,4 +1,4 @@
-package kernels
+package kernels_test
 
 import (
 	"math"

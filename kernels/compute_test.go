@@ -1,6 +1,7 @@
-package kernels
+package kernels_test
 
 import (
+	"github.com/kilnrt/kiln/kernels"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
@@ -51,7 +52,7 @@ func TestConv2D(t *testing.T) {
 			}
 			x := te.Placeholder("x", tensor.Float32, batch, loopir.Int(c.c), loopir.Int(c.h), loopir.Int(c.w))
 			w := te.Placeholder("w", tensor.Float32, loopir.Int(c.m), loopir.Int(c.c/c.groups), loopir.Int(c.k), loopir.Int(c.k))
-			out, err := Conv2D(x, w, Conv2DAttrs{Strides: [2]int64{c.s, c.s}, Pads: [2]int64{c.p, c.p}, Dilations: [2]int64{c.dl, c.dl}, Groups: c.groups})
+			out, err := kernels.Conv2D(x, w, kernels.Conv2DAttrs{Strides: [2]int64{c.s, c.s}, Pads: [2]int64{c.p, c.p}, Dilations: [2]int64{c.dl, c.dl}, Groups: c.groups})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +78,7 @@ func TestPool2D(t *testing.T) {
 	for _, isMax := range []bool{true, false} {
 		shapes(t, "n", 2, func(t *testing.T, batch loopir.Expr, dims []int64) {
 			x := te.Placeholder("x", tensor.Float32, batch, loopir.Int(3), loopir.Int(9), loopir.Int(9))
-			out, err := Pool2D(x, [2]int64{3, 3}, [2]int64{2, 2}, [2]int64{1, 1}, isMax)
+			out, err := kernels.Pool2D(x, [2]int64{3, 3}, [2]int64{2, 2}, [2]int64{1, 1}, isMax)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,20 +101,20 @@ func TestSoftmaxLayerNormReduce(t *testing.T) {
 	xt := ts(tensor.Shape{r, n}, xv)
 	shapes(t, "rows", r, func(t *testing.T, rows loopir.Expr, dims []int64) {
 		x := te.Placeholder("x", tensor.Float32, rows, loopir.Int(n))
-		got := compileRun(t, []*te.Tensor{x}, Softmax(x), dims, r*n, xv)
+		got := compileRun(t, []*te.Tensor{x}, kernels.Softmax(x), dims, r*n, xv)
 		check(t, "softmax", got, refRun(t, graph.OpSoftmax, &graph.SoftmaxAttrs{Axis: -1}, []*tensor.Tensor{xt}))
 
 		gamma := te.Placeholder("gamma", tensor.Float32, loopir.Int(n))
 		beta := te.Placeholder("beta", tensor.Float32, loopir.Int(n))
 		gv, bv := rnd(5, n), rnd(6, n)
-		got = compileRun(t, []*te.Tensor{x, gamma, beta}, LayerNorm(x, gamma, beta, 1e-5), dims, r*n, xv, gv, bv)
+		got = compileRun(t, []*te.Tensor{x, gamma, beta}, kernels.LayerNorm(x, gamma, beta, 1e-5), dims, r*n, xv, gv, bv)
 		check(t, "layernorm", got, refRun(t, graph.OpLayerNormalization, &graph.LayerNormAttrs{Axis: -1, Epsilon: 1e-5, StashType: 1},
 			[]*tensor.Tensor{xt, ts(tensor.Shape{n}, gv), ts(tensor.Shape{n}, bv)}))
 
 		axes := tensor.MustFromSlice(tensor.Shape{1}, []int64{-1})
-		got = compileRun(t, []*te.Tensor{x}, ReduceLast(x, false), dims, r, xv)
+		got = compileRun(t, []*te.Tensor{x}, kernels.ReduceLast(x, false), dims, r, xv)
 		check(t, "reduce sum", got, refRun(t, graph.OpReduceSum, &graph.ReduceAttrs{KeepDims: 0}, []*tensor.Tensor{xt}, axes))
-		got = compileRun(t, []*te.Tensor{x}, ReduceLast(x, true), dims, r, xv)
+		got = compileRun(t, []*te.Tensor{x}, kernels.ReduceLast(x, true), dims, r, xv)
 		check(t, "reduce max", got, refRun(t, graph.OpReduceMax, &graph.ReduceAttrs{KeepDims: 0}, []*tensor.Tensor{xt}, axes))
 	})
 }
@@ -123,7 +124,7 @@ func TestMatMulDefinition(t *testing.T) {
 	shapes(t, "m", 3, func(t *testing.T, m loopir.Expr, dims []int64) {
 		a := te.Placeholder("a", tensor.Float32, m, loopir.Int(24))
 		b := te.Placeholder("b", tensor.Float32, loopir.Int(24), loopir.Int(10))
-		got := compileRun(t, []*te.Tensor{a, b}, MatMul(a, b), dims, 30, av, bv)
+		got := compileRun(t, []*te.Tensor{a, b}, kernels.MatMul(a, b), dims, 30, av, bv)
 		check(t, "matmul", got, refRun(t, graph.OpMatMul, nil, []*tensor.Tensor{ts(tensor.Shape{3, 24}, av), ts(tensor.Shape{24, 10}, bv)}))
 	})
 }
@@ -149,7 +150,7 @@ func TestBatchMatMul(t *testing.T) {
 			a := te.Placeholder("a", tensor.Float32, ashape...)
 			b := te.Placeholder("b", tensor.Float32, bshape...)
 			av, bv := rnd(9, batch*m*k), rnd(10, batch*k*n)
-			got := compileRun(t, []*te.Tensor{a, b}, BatchMatMul(a, b, tr[0], tr[1]), dims, batch*m*n, av, bv)
+			got := compileRun(t, []*te.Tensor{a, b}, kernels.BatchMatMul(a, b, tr[0], tr[1]), dims, batch*m*n, av, bv)
 			at, bt := ts(aref, av), ts(bref, bv)
 			perm := &graph.TransposeAttrs{Perm: []int64{0, 2, 1}}
 			if tr[0] {

@@ -1,0 +1,224 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
+)
+
+// Slicing and joining along axes: Slice, Concat, Split.
+
+// sliceBounds clamps a start and end along an axis of extent d as ONNX Slice does:
+// negative values count from the end; for a positive step both land in [0, d], for a
+// negative step in [-1, d-1]. It returns the start and the element count.
+func sliceBounds(start, end, step, d int64) (begin, count int64) {
+	if start < 0 {
+		start += d
+	}
+	if end < 0 {
+		end += d
+	}
+	if step > 0 {
+		start, end = max(0, min(start, d)), max(0, min(end, d))
+		if end > start {
+			count = (end - start + step - 1) / step
+		}
+	} else {
+		start, end = max(-1, min(start, d-1)), max(-1, min(end, d-1))
+		if start > end {
+			count = (start - end - step - 1) / -step
+		}
+	}
+	return start, count
+}
+
+// computeSlice takes x[begin + i*step] along the sliced axes; starts, ends, axes and
+// steps must be constants.
+func computeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	x := in[0].T
+	r := len(x.Shape)
+	starts, ok1 := ConstInts(in, 1)
+	ends, ok2 := ConstInts(in, 2)
+	if !ok1 || !ok2 {
+		return nil, Unsupported("Slice with run-time starts or ends")
+	}
+	if len(starts) != len(ends) {
+		return nil, Unsupported("Slice with %d starts and %d ends", len(starts), len(ends))
+	}
+	axes := make([]int64, len(starts))
+	for k := range axes {
+		axes[k] = int64(k)
+	}
+	if len(in) > 3 && in[3].Present() {
+		v, ok := ConstInts(in, 3)
+		if !ok {
+			return nil, Unsupported("Slice with run-time axes")
+		}
+		axes = v
+	}
+	steps := make([]int64, len(starts))
+	for k := range steps {
+		steps[k] = 1
+	}
+	if len(in) > 4 && in[4].Present() {
+		v, ok := ConstInts(in, 4)
+		if !ok {
+			return nil, Unsupported("Slice with run-time steps")
+		}
+		steps = v
+	}
+	if len(axes) != len(starts) || len(steps) != len(starts) {
+		return nil, Unsupported("Slice: starts, ends, axes and steps differ in length")
+	}
+	shape := append([]loopir.Expr{}, x.Shape...)
+	begin, step := make([]int64, r), make([]int64, r)
+	for k := range step {
+		step[k] = 1
+	}
+	seen := make([]bool, r)
+	for k, a := range axes {
+		ax, err := NormAxis(a, r)
+		if err != nil {
+			return nil, err
+		}
+		if seen[ax] {
+			return nil, Unsupported("Slice axis %d given twice", ax)
+		}
+		seen[ax] = true
+		if steps[k] == 0 {
+			return nil, Unsupported("Slice step 0")
+		}
+		d, ok := x.Shape[ax].(*loopir.IntImm)
+		if !ok {
+			return nil, Unsupported("Slice of symbolic axis %d", ax)
+		}
+		b, cnt := sliceBounds(starts[k], ends[k], steps[k], d.V)
+		begin[ax], step[ax], shape[ax] = b, steps[k], i64(cnt)
+	}
+	out := injCopy("slice", x, shape, func(i []loopir.Expr) []loopir.Expr {
+		src := make([]loopir.Expr, r)
+		for a := range src {
+			src[a] = add(i64(begin[a]), mul(i[a], i64(step[a])))
+		}
+		return src
+	})
+	return []*te.Tensor{out}, nil
+}
+
+// computeConcat joins inputs along axis in one computation: nested Selects pick the
+// source by the offset along the axis, each branch reading at a clamped index.
+func computeConcat(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	var parts []*te.Tensor
+	for _, x := range in {
+		if x.Present() {
+			parts = append(parts, x.T)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, Unsupported("Concat without inputs")
+	}
+	r := len(parts[0].Shape)
+	axis, err := NormAxis(attrs[graph.AxisAttrs](n).Axis, r)
+	if err != nil {
+		return nil, err
+	}
+	offsets := make([]loopir.Expr, len(parts))
+	total := loopir.Expr(i64(0))
+	var nonEmpty []int
+	for k, p := range parts {
+		if len(p.Shape) != r {
+			return nil, Unsupported("Concat of ranks %d and %d", r, len(p.Shape))
+		}
+		if p.DT != parts[0].DT {
+			return nil, Unsupported("Concat of %v and %v", parts[0].DT, p.DT)
+		}
+		offsets[k] = total
+		total = add(total, p.Shape[axis])
+		if !injEmpty(p) {
+			nonEmpty = append(nonEmpty, k)
+		}
+	}
+	shape := append([]loopir.Expr{}, parts[0].Shape...)
+	shape[axis] = total
+	out := te.Compute("concat", shape, func(i []loopir.Expr) loopir.Expr {
+		if len(nonEmpty) == 0 { // the output is empty too: nothing is read
+			return lit(0, parts[0].At(zeros(r)...))
+		}
+		first, last := nonEmpty[0], nonEmpty[len(nonEmpty)-1]
+		read := func(k int) loopir.Expr {
+			// the first part needs no lower bound and the last no upper bound: the
+			// output index cannot leave them on that side
+			p := sub(i[axis], offsets[k])
+			if k != first {
+				p = loopir.Bin(loopir.Max, p, i64(0))
+			}
+			if k != last {
+				p = loopir.Bin(loopir.Min, p, sub(parts[k].Shape[axis], i64(1)))
+			}
+			src := append([]loopir.Expr{}, i...)
+			src[axis] = p
+			return parts[k].At(src...)
+		}
+		v := read(last)
+		for j := len(nonEmpty) - 2; j >= 0; j-- {
+			k := nonEmpty[j]
+			v = te.Select(loopir.Bin(loopir.LT, i[axis], offsets[k+1]), read(k), v)
+		}
+		return v
+	})
+	return []*te.Tensor{out}, nil
+}
+
+// computeSplit cuts x along axis into one output per node output: sizes from the
+// constant input 1, or equal parts of ceil(extent/outputs) with a shorter last part.
+func computeSplit(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	x := in[0].T
+	axis, err := NormAxis(attrs[graph.SplitAttrs](n).Axis, len(x.Shape))
+	if err != nil {
+		return nil, err
+	}
+	d, ok := x.Shape[axis].(*loopir.IntImm)
+	if !ok {
+		return nil, Unsupported("Split of symbolic axis %d", axis)
+	}
+	k := int64(len(n.Outputs))
+	var sizes []int64
+	if len(in) > 1 && in[1].Present() {
+		v, ok := ConstInts(in, 1)
+		if !ok {
+			return nil, Unsupported("Split with run-time sizes")
+		}
+		sum := int64(0)
+		for _, s := range v {
+			if s < 0 {
+				return nil, Unsupported("Split size %d", s)
+			}
+			sum += s
+		}
+		if sum != d.V || int64(len(v)) != k {
+			return nil, Unsupported("Split sizes %v for extent %d and %d outputs", v, d.V, k)
+		}
+		sizes = v
+	} else {
+		chunk := (d.V + k - 1) / k
+		for j := int64(0); j < k; j++ {
+			sizes = append(sizes, max(0, min(chunk, d.V-j*chunk)))
+		}
+	}
+	outs := make([]*te.Tensor, len(sizes))
+	start := int64(0)
+	for j, s := range sizes {
+		shape := append([]loopir.Expr{}, x.Shape...)
+		shape[axis] = i64(s)
+		off := start
+		outs[j] = injCopy(fmt.Sprintf("split%d", j), x, shape, func(i []loopir.Expr) []loopir.Expr {
+			src := append([]loopir.Expr{}, i...)
+			src[axis] = add(i[axis], i64(off))
+			return src
+		})
+		start += s
+	}
+	return outs, nil
+}

@@ -17,9 +17,10 @@ func conformanceCmd() *cobra.Command {
 		asJSON, strict bool
 		atol, rtol     float64
 		timeout        time.Duration
+		threads        int
 	)
 	cmd := &cobra.Command{
-		Use:   "conformance --engine ref DIR...",
+		Use:   "conformance [--engine ref|compiled] DIR...",
 		Short: "Run ONNX-backend-layout test cases (model.onnx + test_data_set_N) and compare outputs",
 		Long: `Each DIR is a case folder (holding model.onnx) or a folder of case folders, such as
 /usr/share/libonnx-testdata/data/node or the model zoo. One line is printed per case
@@ -34,6 +35,16 @@ func conformanceCmd() *cobra.Command {
 				Engine:    conformance.RefEngine,
 				Tolerance: conformance.Tolerance{Atol: atol, Rtol: rtol},
 				Timeout:   timeout,
+			}
+			if engine == "compiled" {
+				dev, err := openCPU(threads, true)
+				if err != nil {
+					return err
+				}
+				defer dev.Close()
+				run, closeEngine := conformance.CompiledEngine(dev)
+				defer closeEngine()
+				opts.Engine = run
 			}
 			if filter != "" {
 				re, err := regexp.Compile(filter)
@@ -83,7 +94,8 @@ func conformanceCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&engine, "engine", "ref", "engine to run: ref (the reference evaluator)")
+	f.StringVar(&engine, "engine", "ref", "engine to run: ref (the reference evaluator) or compiled (generated kernels on the VM)")
+	f.IntVar(&threads, "threads", 0, "threads for parallel kernels with --engine compiled (0: every core)")
 	f.StringVar(&filter, "filter", "", "only run cases whose path matches this regular expression")
 	f.BoolVar(&asJSON, "json", false, "print results as JSON")
 	f.BoolVar(&strict, "strict", false, "exit with status 1 if any case fails")

@@ -25,40 +25,95 @@ const maxInputBytes = 4 << 30
 func runCmd() *cobra.Command {
 	var (
 		engine, outDir string
-		inputSpecs     []string
+		threads        int
+		shapeInputs    shapeFlags
+		quiet          bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run --engine ref MODEL --input NAME=FILE...",
-		Short: "Evaluate a model once on inputs from .npy or TensorProto .pb files",
-		Args:  cobra.ExactArgs(1),
+		Use:   "run MODEL|FILE.kiln --input NAME=FILE...",
+		Short: "Run a model or a compiled executable once on inputs from .npy or TensorProto .pb files",
+		Long: `Run once and print a summary of each output (or write them with --output-dir).
+An ONNX model runs on the compiled engine by default: it is compiled for the shapes of
+the given inputs first (kiln compile writes the executable to a file instead); --engine ref
+evaluates it with the reference evaluator. A .kiln file runs on the compiled engine.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkEngine(engine); err != nil {
 				return err
 			}
-			m, err := onnx.Load(args[0], onnx.Options{})
-			if err != nil {
-				return err
-			}
-			inputs, err := readInputs(m, inputSpecs)
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			outs, err := ref.Eval(m, inputs, ref.Options{Context: context.Background()})
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
+			var (
+				names []string
+				outs  []ref.Value
+				took  time.Duration
+			)
+			if isKilnFile(args[0]) {
+				if engine == "ref" {
+					return usageError{fmt.Errorf("%s is a compiled executable; it runs on --engine compiled only", args[0])}
+				}
+				exe, err := readKilnFile(args[0])
+				if err != nil {
+					return err
+				}
+				inputs, err := exeInputs(exe, shapeInputs)
+				if err != nil {
+					return err
+				}
+				dev, err := openCPU(threads, false)
+				if err != nil {
+					return err
+				}
+				defer dev.Close()
+				start := time.Now()
+				got, err := runExecutable(exe, dev, inputs)
+				if err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
+				took = time.Since(start)
+				for i, t := range got {
+					names, outs = append(names, exe.Outputs[i].Name), append(outs, t)
+				}
+			} else {
+				m, err := onnx.Load(args[0], onnx.Options{})
+				if err != nil {
+					return err
+				}
+				inputs, err := readInputs(m, shapeInputs.inputs, shapeInputs.inputDir == "")
+				if err != nil {
+					return err
+				}
+				if shapeInputs.inputDir != "" {
+					ts, err := shapeInputs.tensors(m)
+					if err != nil {
+						return err
+					}
+					for k, v := range ts {
+						inputs[k] = v
+					}
+				}
+				for _, r := range m.Main.Results {
+					names = append(names, r.Name)
+				}
+				start := time.Now()
+				if engine == "ref" {
+					outs, err = ref.Eval(m, inputs, ref.Options{Context: context.Background()})
+				} else {
+					outs, err = compileAndRun(m, inputs, threads, quiet)
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
+				took = time.Since(start)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "evaluated %s with engine %s in %v\n", filepath.Base(args[0]), engine, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(w, "ran %s with engine %s in %v\n", filepath.Base(args[0]), engine, took.Round(time.Millisecond))
 			for i, v := range outs {
-				name := m.Main.Results[i].Name
 				if outDir != "" {
-					if err := writeOutput(outDir, name, v); err != nil {
+					if err := writeOutput(outDir, names[i], v); err != nil {
 						return err
 					}
 					continue
 				}
-				summarize(w, name, v)
+				summarize(w, names[i], v)
 			}
 			if outDir != "" {
 				fmt.Fprintf(w, "wrote %d outputs to %s\n", len(outs), outDir)
@@ -67,13 +122,18 @@ func runCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&engine, "engine", "ref", "engine to run: ref (the reference evaluator)")
-	f.StringArrayVar(&inputSpecs, "input", nil, "NAME=FILE, a .npy or TensorProto .pb file (repeatable)")
+	f.StringVar(&engine, "engine", "compiled", "engine to run: compiled (generated kernels on the VM) or ref (the reference evaluator)")
 	f.StringVar(&outDir, "output-dir", "", "write each output as NAME.npy into this folder instead of printing a summary")
+	f.IntVar(&threads, "threads", 0, "threads for parallel kernels (0: every core)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
+	f.StringArrayVar(&shapeInputs.inputs, "input", nil, "NAME=FILE, a .npy or TensorProto .pb file (repeatable)")
+	f.StringVar(&shapeInputs.inputDir, "input-dir", "", "a folder of input_K.pb files in input order (an ONNX test_data_set_N)")
 	return cmd
 }
 
-func readInputs(m *graph.Module, specs []string) (map[string]ref.Value, error) {
+// readInputs reads --input NAME=FILE specs; with requireAll every input without a default
+// must be given.
+func readInputs(m *graph.Module, specs []string, requireAll bool) (map[string]ref.Value, error) {
 	params := map[string]*graph.Value{}
 	for _, p := range m.Main.Params {
 		params[p.Name] = p
@@ -98,7 +158,7 @@ func readInputs(m *graph.Module, specs []string) (map[string]ref.Value, error) {
 		inputs[name] = t
 	}
 	for _, p := range m.Main.Params {
-		if _, ok := inputs[p.Name]; !ok && p.Const == nil {
+		if _, ok := inputs[p.Name]; requireAll && !ok && p.Const == nil {
 			return nil, usageError{fmt.Errorf("missing input %q of type %v (give --input %s=FILE)", p.Name, p.Type, p.Name)}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/tensor"
@@ -203,7 +204,7 @@ func runSet(ctx context.Context, m *graph.Module, set string, opts Options) Resu
 	}
 	got, err := opts.Engine(ctx, m, inputs)
 	if err != nil {
-		if errors.Is(err, ref.ErrUnsupported) {
+		if errors.Is(err, ref.ErrUnsupported) || errors.Is(err, kernels.ErrNoKernel) {
 			return Result{Status: Unsupported, Reason: err.Error()}
 		}
 		return Result{Status: Fail, Reason: err.Error()}

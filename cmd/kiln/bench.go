@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// benchResult is what `kiln bench --json` prints (bench/ortcompare reads it).
+type benchResult struct {
+	Engine     string  `json:"engine"`
+	Model      string  `json:"model"`
+	Threads    int     `json:"threads"`
+	Iters      int     `json:"iters"`
+	CompileS   float64 `json:"compile_s"`
+	P50        float64 `json:"p50_ms"`
+	P90        float64 `json:"p90_ms"`
+	P99        float64 `json:"p99_ms"`
+	Min        float64 `json:"min_ms"`
+	Mean       float64 `json:"mean_ms"`
+	Throughput float64 `json:"throughput_per_s"`
+}
+
+func benchCmd() *cobra.Command {
+	var (
+		threads, iters, warmup int
+		maxTime                time.Duration
+		asJSON, quiet          bool
+		shapeInputs            shapeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "bench MODEL|FILE.kiln",
+		Short: "Time inferences on the compiled engine: p50/p90/p99/min latency and throughput after warm-up",
+		Long: `Compile the model (timed: a cold compile) or load a .kiln executable, run warm-up
+inferences, then time --iters inferences one after another on --threads threads.
+Inputs come from --input/--input-dir; missing ones are random (floats in [-1, 1),
+integers 0) with the shapes given by --dims.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := benchResult{Engine: "kiln", Model: filepath.Base(args[0]), Threads: threads}
+			var exe *vm.Executable
+			var inputs map[string]*tensor.Tensor
+			isKiln := isKilnFile(args[0])
+			dev, err := openCPU(threads, !isKiln)
+			if err != nil {
+				return err
+			}
+			defer dev.Close()
+			if isKiln {
+				if exe, err = readKilnFile(args[0]); err != nil {
+					return err
+				}
+				if inputs, err = exeInputs(exe, shapeInputs); err != nil {
+					return err
+				}
+			} else {
+				m, err := onnx.Load(args[0], onnx.Options{})
+				if err != nil {
+					return err
+				}
+				if inputs, err = shapeInputs.shapes(m); err != nil {
+					return err
+				}
+				res, took, err := compileModel(m, inputs, dev, compileOptions{quiet: quiet || asJSON})
+				if err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
+				exe, r.CompileS = res.Exe, took.Seconds()
+			}
+			if err := fillInputs(exe, inputs); err != nil {
+				return err
+			}
+			ordered, err := orderInputs(exe, inputs)
+			if err != nil {
+				return err
+			}
+			machine, err := vm.Load(exe, []devices.Device{dev}, vm.StdBuiltins())
+			if err != nil {
+				return err
+			}
+			defer machine.Close()
+			ctx := context.Background()
+			for i := 0; i < warmup; i++ {
+				if _, err := machine.Run(ctx, ordered); err != nil {
+					return err
+				}
+			}
+			var times []float64
+			start := time.Now()
+			for i := 0; iters > 0 && i < iters || iters <= 0 && (i < 10 || time.Since(start) < maxTime); i++ {
+				t0 := time.Now()
+				if _, err := machine.Run(ctx, ordered); err != nil {
+					return err
+				}
+				times = append(times, float64(time.Since(t0).Nanoseconds())/1e6)
+			}
+			summarizeTimes(&r, times)
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(w).Encode(r)
+			}
+			if r.CompileS > 0 {
+				fmt.Fprintf(w, "compile: %.2fs\n", r.CompileS)
+			}
+			fmt.Fprintf(w, "%s: %d inferences on %d threads: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, min %.3f ms, mean %.3f ms, %.1f inferences/s\n",
+				r.Model, r.Iters, threads, r.P50, r.P90, r.P99, r.Min, r.Mean, r.Throughput)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&threads, "threads", 0, "threads for parallel kernels (0: every core)")
+	f.IntVar(&iters, "iters", 0, "timed inferences (0: at least 10, for --max-time)")
+	f.IntVar(&warmup, "warmup", 3, "untimed inferences first")
+	f.DurationVar(&maxTime, "max-time", 2*time.Second, "with --iters 0, time inferences for this long")
+	f.BoolVar(&asJSON, "json", false, "print one JSON line")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
+	shapeInputs.register(cmd)
+	return cmd
+}
+
+// fillInputs makes stand-ins for the inputs not given, from a static signature entry.
+func fillInputs(exe *vm.Executable, inputs map[string]*tensor.Tensor) error {
+	for _, in := range exe.Inputs {
+		if _, ok := inputs[in.Name]; ok {
+			continue
+		}
+		shape := make(tensor.Shape, len(in.Shape))
+		for i, d := range in.Shape {
+			if d < 0 {
+				return usageError{fmt.Errorf("input %q has a dynamic shape %v: give it with --input or --input-dir", in.Name, in.Shape)}
+			}
+			shape[i] = int(d)
+		}
+		inputs[in.Name] = standIn(in.DType, shape)
+	}
+	return nil
+}
+
+// standIn is a benchmark input nobody gave: random floats in [-1, 1) (fixed seed), zero
+// integers (valid as indices).
+func standIn(dt tensor.DType, shape tensor.Shape) *tensor.Tensor {
+	t := tensor.New(dt, shape)
+	if v, ok := t.Data.([]float32); ok {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range v {
+			v[i] = rng.Float32()*2 - 1
+		}
+	}
+	return t
+}
+
+// summarizeTimes fills the latency percentiles (nearest rank) and throughput.
+func summarizeTimes(r *benchResult, ms []float64) {
+	r.Iters = len(ms)
+	if len(ms) == 0 {
+		return
+	}
+	s := slices.Clone(ms)
+	slices.Sort(s)
+	rank := func(p float64) float64 {
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[min(max(i, 0), len(s)-1)]
+	}
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	r.P50, r.P90, r.P99, r.Min, r.Mean = rank(0.5), rank(0.9), rank(0.99), s[0], sum/float64(len(s))
+	if r.Mean > 0 {
+		r.Throughput = 1000 / r.Mean
+	}
+}

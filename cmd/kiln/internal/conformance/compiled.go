@@ -1,0 +1,110 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/devices"
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels/ref"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// CompiledEngine compiles each model for the shapes of its inputs (once per model and
+// shape binding) and runs it on the VM with dev. The executables it keeps are freed by
+// the returned close function.
+func CompiledEngine(dev *devcpu.Device) (Engine, func()) {
+	e := &compiled{dev: dev, cache: map[compiledKey]*vm.VM{}}
+	return e.run, e.close
+}
+
+type compiledKey struct {
+	m    *graph.Module
+	dims string
+}
+
+type compiled struct {
+	dev   *devcpu.Device
+	mu    sync.Mutex
+	cache map[compiledKey]*vm.VM
+}
+
+func (c *compiled) run(ctx context.Context, m *graph.Module, inputs map[string]ref.Value) ([]ref.Value, error) {
+	ts := map[string]*tensor.Tensor{}
+	for k, v := range inputs {
+		t, ok := v.(*tensor.Tensor)
+		if !ok {
+			return nil, fmt.Errorf("%w: input %q is %s; the compiled engine takes tensors", ref.ErrUnsupported, k, ref.Describe(v))
+		}
+		ts[k] = t
+	}
+	dims, err := compiler.DimsFromInputs(m, ts)
+	if err != nil {
+		return nil, err
+	}
+	machine, err := c.load(ctx, m, dims)
+	if err != nil {
+		return nil, err
+	}
+	var args []*tensor.Tensor
+	for _, p := range m.Main.Params {
+		t, ok := ts[p.Name]
+		if !ok && p.Const != nil {
+			t = p.Const
+		}
+		if t == nil {
+			return nil, fmt.Errorf("missing input %q", p.Name)
+		}
+		args = append(args, t)
+	}
+	got, err := machine.Run(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ref.Value, len(got))
+	for i, t := range got {
+		out[i] = t
+	}
+	return out, nil
+}
+
+func (c *compiled) load(ctx context.Context, m *graph.Module, dims map[string]int64) (*vm.VM, error) {
+	var keys []string
+	for k, v := range dims {
+		keys = append(keys, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(keys)
+	key := compiledKey{m, strings.Join(keys, ",")}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if machine, ok := c.cache[key]; ok {
+		return machine, nil
+	}
+	exe, err := compiler.Compile(m, target.Host(), compiler.Options{Dims: dims, CPU: c.dev, Context: ctx, Jobs: runtime.NumCPU()})
+	if err != nil {
+		return nil, err
+	}
+	machine, err := vm.Load(exe, []devices.Device{c.dev}, vm.StdBuiltins())
+	if err != nil {
+		return nil, err
+	}
+	c.cache[key] = machine
+	return machine, nil
+}
+
+func (c *compiled) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, machine := range c.cache {
+		machine.Close()
+		delete(c.cache, k)
+	}
+}

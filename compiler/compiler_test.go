@@ -3,6 +3,7 @@ package compiler
 import (
 	"context"
 	"errors"
+	"github.com/kilnrt/kiln/kernels/nodetest"
 	"testing"
 
 	"github.com/kilnrt/kiln/devices"
@@ -73,7 +74,7 @@ func checkCompiled(t *testing.T, m *graph.Module, inputs map[string]*tensor.Tens
 			t.Fatalf("%d outputs, want %d", len(got), len(want))
 		}
 		for i := range want {
-			kerneltest.CloseTensor(t, m.Main.Results[i].Name, got[i], want[i].(*tensor.Tensor))
+			nodetest.CloseTensor(t, m.Main.Results[i].Name, got[i], want[i].(*tensor.Tensor))
 		}
 	}
 	return res

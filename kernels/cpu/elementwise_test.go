@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
@@ -23,15 +24,15 @@ func TestElementwiseAgainstRef(t *testing.T) {
 		if op == graph.OpSqrt {
 			in = tensor.FromFloat64s(tensor.Float32, x.Shape, absAll(x.Float64s()))
 		}
-		kt.CheckNode(t, l, op, nil, 1, kt.In(in))
+		nt.CheckNode(t, l, op, nil, 1, nt.In(in))
 	}
 	y := f32(2, 3, 1, 50)
 	for _, op := range []graph.Op{graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpGreater, graph.OpMax} {
-		kt.CheckNode(t, l, op, nil, 1, kt.In(x), kt.In(y))
+		nt.CheckNode(t, l, op, nil, 1, nt.In(x), nt.In(y))
 	}
-	kt.CheckNode(t, l, graph.OpPow, nil, 1, kt.In(x), kt.C(tensor.Scalar[float32](2)))
-	kt.CheckNode(t, l, graph.OpClip, nil, 1, kt.In(x), kt.C(tensor.Scalar[float32](-0.5)), kt.C(tensor.Scalar[float32](0.25)))
-	kt.CheckNode(t, l, graph.OpClip, nil, 1, kt.In(x), kt.None, kt.In(tensor.Scalar[float32](0.25)))
+	nt.CheckNode(t, l, graph.OpPow, nil, 1, nt.In(x), nt.C(tensor.Scalar[float32](2)))
+	nt.CheckNode(t, l, graph.OpClip, nil, 1, nt.In(x), nt.C(tensor.Scalar[float32](-0.5)), nt.C(tensor.Scalar[float32](0.25)))
+	nt.CheckNode(t, l, graph.OpClip, nil, 1, nt.In(x), nt.None, nt.In(tensor.Scalar[float32](0.25)))
 	cond := tensor.FromFloat64s(tensor.Bool, tensor.Shape{50}, func() []float64 {
 		v := make([]float64, 50)
 		for i := range v {
@@ -39,14 +40,14 @@ func TestElementwiseAgainstRef(t *testing.T) {
 		}
 		return v
 	}())
-	kt.CheckNode(t, l, graph.OpWhere, nil, 1, kt.In(cond), kt.In(x), kt.In(y))
+	nt.CheckNode(t, l, graph.OpWhere, nil, 1, nt.In(cond), nt.In(x), nt.In(y))
 	cast := graph.OpCast.NewAttrs().(*graph.CastAttrs)
 	cast.To = int64(tensor.Int64)
-	kt.CheckNode(t, l, graph.OpCast, cast, 1, kt.In(x))
+	nt.CheckNode(t, l, graph.OpCast, cast, 1, nt.In(x))
 	ints := tensor.MustFromSlice(tensor.Shape{6}, []int64{7, -7, 7, -7, 0, 9})
 	divs := tensor.MustFromSlice(tensor.Shape{6}, []int64{2, 2, -2, -2, 3, 3})
-	kt.CheckNode(t, l, graph.OpDiv, nil, 1, kt.In(ints), kt.In(divs))
-	kt.CheckNode(t, l, graph.OpMod, nil, 1, kt.In(ints), kt.In(divs))
+	nt.CheckNode(t, l, graph.OpDiv, nil, 1, nt.In(ints), nt.In(divs))
+	nt.CheckNode(t, l, graph.OpMod, nil, 1, nt.In(ints), nt.In(divs))
 }
 
 func absAll(v []float64) []float64 {

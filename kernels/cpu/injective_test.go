@@ -3,6 +3,7 @@ package cpu
 import (
 	"errors"
 	"fmt"
+	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
@@ -37,11 +38,11 @@ func TestInjectiveTranspose(t *testing.T) {
 	for _, perm := range [][]int64{nil, {0, 2, 1, 3}, {-1, 0, -2, 1}, {3, 2, 1, 0}} {
 		a := graph.OpTranspose.NewAttrs().(*graph.TransposeAttrs)
 		a.Perm = perm
-		kt.CheckNode(t, l, graph.OpTranspose, a, 1, kt.In(x))
+		nt.CheckNode(t, l, graph.OpTranspose, a, 1, nt.In(x))
 	}
 	a := graph.OpTranspose.NewAttrs().(*graph.TransposeAttrs)
 	a.Perm = []int64{1, 0}
-	kt.CheckNode(t, l, graph.OpTranspose, a, 1, kt.In(iota64(6, 9)))
+	nt.CheckNode(t, l, graph.OpTranspose, a, 1, nt.In(iota64(6, 9)))
 }
 
 func TestInjectiveGather(t *testing.T) {
@@ -54,18 +55,18 @@ func TestInjectiveGather(t *testing.T) {
 		return a
 	}
 	// embedding lookup: run-time indices with negative values
-	kt.CheckNode(t, l, graph.OpGather, axis(0), 1, kt.In(table), kt.In(ids))
+	nt.CheckNode(t, l, graph.OpGather, axis(0), 1, nt.In(table), nt.In(ids))
 	// int32 indices along the last axis, negative axis
 	ids32 := tensor.MustFromSlice(tensor.Shape{4}, []int32{-13, 12, 0, -2})
-	kt.CheckNode(t, l, graph.OpGather, axis(-1), 1, kt.In(table), kt.In(ids32))
+	nt.CheckNode(t, l, graph.OpGather, axis(-1), 1, nt.In(table), nt.In(ids32))
 	// a middle axis of a rank-3 tensor, constant indices
 	x := f32(13, 3, 7, 5)
-	kt.CheckNode(t, l, graph.OpGather, axis(1), 1, kt.In(x), kt.C(i64s([]int{2, 2}, 6, -7, 3, -1)))
+	nt.CheckNode(t, l, graph.OpGather, axis(1), 1, nt.In(x), nt.C(i64s([]int{2, 2}, 6, -7, 3, -1)))
 	// scalar indices reduce the rank: run time and constant
-	kt.CheckNode(t, l, graph.OpGather, axis(-2), 1, kt.In(x), kt.In(tensor.Scalar[int64](-3)))
-	kt.CheckNode(t, l, graph.OpGather, axis(0), 1, kt.In(x), kt.C(tensor.Scalar[int64](-1)))
+	nt.CheckNode(t, l, graph.OpGather, axis(-2), 1, nt.In(x), nt.In(tensor.Scalar[int64](-3)))
+	nt.CheckNode(t, l, graph.OpGather, axis(0), 1, nt.In(x), nt.C(tensor.Scalar[int64](-1)))
 	// integer data (a shape gather)
-	kt.CheckNode(t, l, graph.OpGather, axis(0), 1, kt.In(vec(2, 128, 12, 64)), kt.C(vec(0, -1)))
+	nt.CheckNode(t, l, graph.OpGather, axis(0), 1, nt.In(vec(2, 128, 12, 64)), nt.C(vec(0, -1)))
 }
 
 func TestInjectiveGatherElements(t *testing.T) {
@@ -77,7 +78,7 @@ func TestInjectiveGatherElements(t *testing.T) {
 		-1, -2, -3, -4, -5, 0, 0, 0, 0, 0)
 	a := graph.OpGatherElements.NewAttrs().(*graph.GatherAttrs)
 	a.Axis = -2
-	kt.CheckNode(t, l, graph.OpGatherElements, a, 1, kt.In(x), kt.In(ind))
+	nt.CheckNode(t, l, graph.OpGatherElements, a, 1, nt.In(x), nt.In(ind))
 }
 
 func TestInjectiveSlice(t *testing.T) {
@@ -91,16 +92,16 @@ func TestInjectiveSlice(t *testing.T) {
 		{vec(3), vec(2), vec(0), nil}, // empty
 	}
 	for _, c := range cases {
-		args := []kt.Arg{kt.In(x), kt.C(c.starts), kt.C(c.ends)}
+		args := []nt.Arg{nt.In(x), nt.C(c.starts), nt.C(c.ends)}
 		if c.axes != nil {
-			args = append(args, kt.C(c.axes))
+			args = append(args, nt.C(c.axes))
 		} else if c.steps != nil {
-			args = append(args, kt.None)
+			args = append(args, nt.None)
 		}
 		if c.steps != nil {
-			args = append(args, kt.C(c.steps))
+			args = append(args, nt.C(c.steps))
 		}
-		kt.CheckNode(t, l, graph.OpSlice, nil, 1, args...)
+		nt.CheckNode(t, l, graph.OpSlice, nil, 1, args...)
 	}
 }
 
@@ -108,12 +109,12 @@ func TestInjectiveConcat(t *testing.T) {
 	l := Strategies(kernels.Default())
 	a := graph.OpConcat.NewAttrs().(*graph.AxisAttrs)
 	a.Axis = -2
-	kt.CheckNode(t, l, graph.OpConcat, a, 1, kt.In(f32(16, 2, 3, 5)), kt.In(f32(17, 2, 1, 5)), kt.In(f32(18, 2, 7, 5)))
+	nt.CheckNode(t, l, graph.OpConcat, a, 1, nt.In(f32(16, 2, 3, 5)), nt.In(f32(17, 2, 1, 5)), nt.In(f32(18, 2, 7, 5)))
 	a.Axis = 0
-	kt.CheckNode(t, l, graph.OpConcat, a, 1, kt.In(vec(2, 3)), kt.C(vec(4)), kt.In(vec(5, 6, 7)))
-	kt.CheckNode(t, l, graph.OpConcat, a, 1, kt.In(f32(19, 3, 6)))
+	nt.CheckNode(t, l, graph.OpConcat, a, 1, nt.In(vec(2, 3)), nt.C(vec(4)), nt.In(vec(5, 6, 7)))
+	nt.CheckNode(t, l, graph.OpConcat, a, 1, nt.In(f32(19, 3, 6)))
 	a.Axis = 1 // an empty part
-	kt.CheckNode(t, l, graph.OpConcat, a, 1, kt.In(f32(20, 3, 6)), kt.In(f32(21, 3, 0)), kt.In(f32(22, 3, 2)))
+	nt.CheckNode(t, l, graph.OpConcat, a, 1, nt.In(f32(20, 3, 6)), nt.In(f32(21, 3, 0)), nt.In(f32(22, 3, 2)))
 }
 
 func TestInjectiveSplit(t *testing.T) {
@@ -121,37 +122,37 @@ func TestInjectiveSplit(t *testing.T) {
 	x := f32(23, 3, 10, 7)
 	a := graph.OpSplit.NewAttrs().(*graph.SplitAttrs)
 	a.Axis = -2
-	kt.CheckNode(t, l, graph.OpSplit, a, 3, kt.In(x), kt.C(vec(2, 5, 3)))
-	kt.CheckNode(t, l, graph.OpSplit, a, 2, kt.In(x))
-	kt.CheckNode(t, l, graph.OpSplit, a, 3, kt.In(x), kt.C(vec(4, 0, 6)))
+	nt.CheckNode(t, l, graph.OpSplit, a, 3, nt.In(x), nt.C(vec(2, 5, 3)))
+	nt.CheckNode(t, l, graph.OpSplit, a, 2, nt.In(x))
+	nt.CheckNode(t, l, graph.OpSplit, a, 3, nt.In(x), nt.C(vec(4, 0, 6)))
 	// 7 in parts of 3, 3, 1
 	a.Axis, a.NumOutputs = 2, 3
-	kt.CheckNode(t, l, graph.OpSplit, a, 3, kt.In(x))
+	nt.CheckNode(t, l, graph.OpSplit, a, 3, nt.In(x))
 }
 
 func TestInjectiveExpand(t *testing.T) {
 	l := Strategies(kernels.Default())
-	kt.CheckNode(t, l, graph.OpExpand, nil, 1, kt.In(f32(24, 3, 1, 5)), kt.C(vec(2, 1, 6, 1)))
-	kt.CheckNode(t, l, graph.OpExpand, nil, 1, kt.In(f32(25, 1)), kt.C(vec(4, 3)))
-	kt.CheckNode(t, l, graph.OpExpand, nil, 1, kt.In(vec(1, 2, 3)), kt.C(vec(5, 1)))
+	nt.CheckNode(t, l, graph.OpExpand, nil, 1, nt.In(f32(24, 3, 1, 5)), nt.C(vec(2, 1, 6, 1)))
+	nt.CheckNode(t, l, graph.OpExpand, nil, 1, nt.In(f32(25, 1)), nt.C(vec(4, 3)))
+	nt.CheckNode(t, l, graph.OpExpand, nil, 1, nt.In(vec(1, 2, 3)), nt.C(vec(5, 1)))
 }
 
 func TestInjectiveReshapeFamily(t *testing.T) {
 	l := Strategies(kernels.Default())
 	x := f32(26, 2, 3, 35)
 	for _, shape := range []*tensor.Tensor{vec(0, -1, 5), vec(6, 35), vec(-1), vec(2, 1, 3, 5, 7), vec(14, 15), vec(7, 1, 30)} {
-		kt.CheckNode(t, l, graph.OpReshape, nil, 1, kt.In(x), kt.C(shape))
+		nt.CheckNode(t, l, graph.OpReshape, nil, 1, nt.In(x), nt.C(shape))
 	}
 	fl := graph.OpFlatten.NewAttrs().(*graph.FlattenAttrs)
 	for _, axis := range []int64{0, 1, -1, 3} {
 		fl.Axis = axis
-		kt.CheckNode(t, l, graph.OpFlatten, fl, 1, kt.In(x))
+		nt.CheckNode(t, l, graph.OpFlatten, fl, 1, nt.In(x))
 	}
 	y := f32(27, 1, 3, 1, 5, 1)
-	kt.CheckNode(t, l, graph.OpSqueeze, nil, 1, kt.In(y))
-	kt.CheckNode(t, l, graph.OpSqueeze, nil, 1, kt.In(y), kt.C(vec(-1, 0)))
-	kt.CheckNode(t, l, graph.OpUnsqueeze, nil, 1, kt.In(x), kt.C(vec(-1, 0, 2)))
-	kt.CheckNode(t, l, graph.OpUnsqueeze, nil, 1, kt.In(iota64(3, 4)), kt.C(vec(1)))
+	nt.CheckNode(t, l, graph.OpSqueeze, nil, 1, nt.In(y))
+	nt.CheckNode(t, l, graph.OpSqueeze, nil, 1, nt.In(y), nt.C(vec(-1, 0)))
+	nt.CheckNode(t, l, graph.OpUnsqueeze, nil, 1, nt.In(x), nt.C(vec(-1, 0, 2)))
+	nt.CheckNode(t, l, graph.OpUnsqueeze, nil, 1, nt.In(iota64(3, 4)), nt.C(vec(1)))
 }
 
 func TestInjectivePad(t *testing.T) {
@@ -163,24 +164,24 @@ func TestInjectivePad(t *testing.T) {
 		return a
 	}
 	pads := vec(0, 0, 1, 2, 0, 1, 3, 0)
-	kt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, kt.In(x), kt.C(pads))
-	kt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, kt.In(x), kt.C(pads), kt.C(tensor.Scalar[float32](-2.5)))
-	kt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, kt.In(x), kt.C(pads), kt.In(tensor.Scalar[float32](0.75)))
+	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(x), nt.C(pads))
+	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(x), nt.C(pads), nt.C(tensor.Scalar[float32](-2.5)))
+	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(x), nt.C(pads), nt.In(tensor.Scalar[float32](0.75)))
 	for _, m := range []string{"reflect", "edge"} {
-		kt.CheckNode(t, l, graph.OpPad, mode(m), 1, kt.In(x), kt.C(vec(0, 1, 4, 2, 0, 2, 3, 6)))
+		nt.CheckNode(t, l, graph.OpPad, mode(m), 1, nt.In(x), nt.C(vec(0, 1, 4, 2, 0, 2, 3, 6)))
 	}
 	// negative pads crop; axes select which axes the pads apply to
-	kt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, kt.In(x), kt.C(vec(-1, 2, 3, -2)), kt.None, kt.C(vec(-1, 2)))
-	kt.CheckNode(t, l, graph.OpPad, mode("reflect"), 1, kt.In(x), kt.C(vec(4, -1)), kt.None, kt.C(vec(-2)))
-	kt.CheckNode(t, l, graph.OpPad, mode("edge"), 1, kt.In(f32(29, 1, 3)), kt.C(vec(2, 1, 3, 2)))
-	kt.CheckNode(t, l, graph.OpPad, mode("reflect"), 1, kt.In(f32(30, 1, 3)), kt.C(vec(2, 0, 3, 0)))
-	kt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, kt.In(iota64(3, 4)), kt.C(vec(1, 2, 0, 1)), kt.C(tensor.Scalar[int64](-9)))
+	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(x), nt.C(vec(-1, 2, 3, -2)), nt.None, nt.C(vec(-1, 2)))
+	nt.CheckNode(t, l, graph.OpPad, mode("reflect"), 1, nt.In(x), nt.C(vec(4, -1)), nt.None, nt.C(vec(-2)))
+	nt.CheckNode(t, l, graph.OpPad, mode("edge"), 1, nt.In(f32(29, 1, 3)), nt.C(vec(2, 1, 3, 2)))
+	nt.CheckNode(t, l, graph.OpPad, mode("reflect"), 1, nt.In(f32(30, 1, 3)), nt.C(vec(2, 0, 3, 0)))
+	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(iota64(3, 4)), nt.C(vec(1, 2, 0, 1)), nt.C(tensor.Scalar[int64](-9)))
 }
 
 func TestInjectiveTile(t *testing.T) {
 	l := Strategies(kernels.Default())
-	kt.CheckNode(t, l, graph.OpTile, nil, 1, kt.In(f32(31, 2, 1, 5)), kt.C(vec(3, 4, 1)))
-	kt.CheckNode(t, l, graph.OpTile, nil, 1, kt.In(iota64(3, 7)), kt.C(vec(2, 3)))
+	nt.CheckNode(t, l, graph.OpTile, nil, 1, nt.In(f32(31, 2, 1, 5)), nt.C(vec(3, 4, 1)))
+	nt.CheckNode(t, l, graph.OpTile, nil, 1, nt.In(iota64(3, 7)), nt.C(vec(2, 3)))
 }
 
 func TestInjectiveSpaceDepth(t *testing.T) {
@@ -190,11 +191,11 @@ func TestInjectiveSpaceDepth(t *testing.T) {
 	d2s.BlockSize = 2
 	for _, m := range []string{"DCR", "CRD"} {
 		d2s.Mode = m
-		kt.CheckNode(t, l, graph.OpDepthToSpace, d2s, 1, kt.In(x))
+		nt.CheckNode(t, l, graph.OpDepthToSpace, d2s, 1, nt.In(x))
 	}
 	s2d := graph.OpSpaceToDepth.NewAttrs().(*graph.SpaceToDepthAttrs)
 	s2d.BlockSize = 3
-	kt.CheckNode(t, l, graph.OpSpaceToDepth, s2d, 1, kt.In(f32(33, 2, 5, 6, 9)))
+	nt.CheckNode(t, l, graph.OpSpaceToDepth, s2d, 1, nt.In(f32(33, 2, 5, 6, 9)))
 }
 
 func TestInjectiveTrilu(t *testing.T) {
@@ -203,9 +204,9 @@ func TestInjectiveTrilu(t *testing.T) {
 	a := graph.OpTrilu.NewAttrs().(*graph.TriluAttrs)
 	for _, upper := range []int64{1, 0} {
 		a.Upper = upper
-		kt.CheckNode(t, l, graph.OpTrilu, a, 1, kt.In(x))
-		kt.CheckNode(t, l, graph.OpTrilu, a, 1, kt.In(x), kt.C(tensor.Scalar[int64](-2)))
-		kt.CheckNode(t, l, graph.OpTrilu, a, 1, kt.In(x), kt.In(tensor.Scalar[int64](3)))
+		nt.CheckNode(t, l, graph.OpTrilu, a, 1, nt.In(x))
+		nt.CheckNode(t, l, graph.OpTrilu, a, 1, nt.In(x), nt.C(tensor.Scalar[int64](-2)))
+		nt.CheckNode(t, l, graph.OpTrilu, a, 1, nt.In(x), nt.In(tensor.Scalar[int64](3)))
 	}
 }
 
@@ -216,9 +217,9 @@ func TestInjectiveOneHot(t *testing.T) {
 	vals := tensor.MustFromSlice(tensor.Shape{2}, []float32{-0.5, 3})
 	for _, axis := range []int64{-1, 0, 1} {
 		a.Axis = axis
-		kt.CheckNode(t, l, graph.OpOneHot, a, 1, kt.In(ind), kt.C(tensor.Scalar[int64](5)), kt.C(vals))
+		nt.CheckNode(t, l, graph.OpOneHot, a, 1, nt.In(ind), nt.C(tensor.Scalar[int64](5)), nt.C(vals))
 	}
-	kt.CheckNode(t, l, graph.OpOneHot, a, 1, kt.In(ind), kt.C(tensor.Scalar[float32](6)), kt.In(vec(0, 1)))
+	nt.CheckNode(t, l, graph.OpOneHot, a, 1, nt.In(ind), nt.C(tensor.Scalar[float32](6)), nt.In(vec(0, 1)))
 }
 
 // TestInjectiveSymbolic lowers definitions on placeholders with a symbolic leading extent
@@ -275,21 +276,21 @@ func TestInjectiveLarge(t *testing.T) {
 		ids[k] = int64(k*37%2001) - 1000
 	}
 	ga := graph.OpGather.NewAttrs().(*graph.GatherAttrs)
-	kt.CheckNode(t, l, graph.OpGather, ga, 1, kt.In(f32(50, 1000, 65)), kt.In(i64s([]int{4, 129}, ids...)))
+	nt.CheckNode(t, l, graph.OpGather, ga, 1, nt.In(f32(50, 1000, 65)), nt.In(i64s([]int{4, 129}, ids...)))
 	tr := graph.OpTranspose.NewAttrs().(*graph.TransposeAttrs)
 	tr.Perm = []int64{0, 2, 1, 3}
-	kt.CheckNode(t, l, graph.OpTranspose, tr, 1, kt.In(f32(51, 2, 67, 12, 11)))
+	nt.CheckNode(t, l, graph.OpTranspose, tr, 1, nt.In(f32(51, 2, 67, 12, 11)))
 	cat := graph.OpConcat.NewAttrs().(*graph.AxisAttrs)
 	cat.Axis = -1
-	kt.CheckNode(t, l, graph.OpConcat, cat, 1, kt.In(f32(52, 130, 100)), kt.In(f32(53, 130, 77)))
+	nt.CheckNode(t, l, graph.OpConcat, cat, 1, nt.In(f32(52, 130, 100)), nt.In(f32(53, 130, 77)))
 	bools := tensor.FromFloat64s(tensor.Bool, tensor.Shape{3, 5}, []float64{1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1})
-	kt.CheckNode(t, l, graph.OpTranspose, nil, 1, kt.In(bools))
+	nt.CheckNode(t, l, graph.OpTranspose, nil, 1, nt.In(bools))
 	i32 := tensor.MustFromSlice(tensor.Shape{2, 3}, []int32{1, -2, 3, -4, 5, -6})
-	kt.CheckNode(t, l, graph.OpTile, nil, 1, kt.In(i32), kt.C(vec(2, 2)))
+	nt.CheckNode(t, l, graph.OpTile, nil, 1, nt.In(i32), nt.C(vec(2, 2)))
 }
 
 // lowerErr builds a one-node graph and returns the error of lowering it.
-func lowerErr(t *testing.T, op graph.Op, attrs any, args ...kt.Arg) error {
+func lowerErr(t *testing.T, op graph.Op, attrs any, args ...nt.Arg) error {
 	t.Helper()
 	b := graph.NewBuilder("main")
 	var vals []*graph.Value
@@ -311,7 +312,7 @@ func lowerErr(t *testing.T, op graph.Op, attrs any, args ...kt.Arg) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := kt.Placeholders(outs[0].Def)
+	in, err := nt.Placeholders(outs[0].Def)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,11 +327,11 @@ func TestInjectiveUnsupported(t *testing.T) {
 	pad := graph.OpPad.NewAttrs().(*graph.PadAttrs)
 	pad.Mode = "wrap"
 	cases := map[string]error{
-		"slice with run-time starts": lowerErr(t, graph.OpSlice, nil, kt.In(x), kt.In(vec(1)), kt.C(vec(3))),
-		"pad with run-time pads":     lowerErr(t, graph.OpPad, nil, kt.In(x), kt.In(vec(1, 1, 1, 1))),
-		"pad mode wrap":              lowerErr(t, graph.OpPad, pad, kt.In(x), kt.C(vec(1, 1, 1, 1))),
-		"tile with run-time repeats": lowerErr(t, graph.OpTile, nil, kt.In(x), kt.In(vec(2, 2))),
-		"transpose of float16":       lowerErr(t, graph.OpTranspose, nil, kt.In(tensor.New(tensor.Float16, tensor.Shape{2, 3}))),
+		"slice with run-time starts": lowerErr(t, graph.OpSlice, nil, nt.In(x), nt.In(vec(1)), nt.C(vec(3))),
+		"pad with run-time pads":     lowerErr(t, graph.OpPad, nil, nt.In(x), nt.In(vec(1, 1, 1, 1))),
+		"pad mode wrap":              lowerErr(t, graph.OpPad, pad, nt.In(x), nt.C(vec(1, 1, 1, 1))),
+		"tile with run-time repeats": lowerErr(t, graph.OpTile, nil, nt.In(x), nt.In(vec(2, 2))),
+		"transpose of float16":       lowerErr(t, graph.OpTranspose, nil, nt.In(tensor.New(tensor.Float16, tensor.Shape{2, 3}))),
 	}
 	for what, err := range cases {
 		if !errors.Is(err, kernels.ErrNoKernel) {

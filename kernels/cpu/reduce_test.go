@@ -2,12 +2,12 @@ package cpu
 
 import (
 	"errors"
+	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"math"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
-	kt "github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -50,7 +50,7 @@ func TestReduceOpsAxes(t *testing.T) {
 		for k, axes := range axesSets {
 			for _, keep := range []int64{0, 1} {
 				if full || (k%2 == 0) == (keep == 1) {
-					kt.CheckNode(t, l, op, reduceAttrs(keep, 0), 1, kt.In(in), kt.C(axesT(axes...)))
+					nt.CheckNode(t, l, op, reduceAttrs(keep, 0), 1, nt.In(in), nt.C(axesT(axes...)))
 				}
 			}
 		}
@@ -63,8 +63,8 @@ func TestReduceAllAxesToScalar(t *testing.T) {
 	l := Strategies(kernels.Default())
 	x := f32(12, 5, 9, 3)
 	for _, op := range []graph.Op{graph.OpReduceSum, graph.OpReduceMean, graph.OpReduceMax, graph.OpReduceLogSumExp} {
-		kt.CheckNode(t, l, op, reduceAttrs(0, 0), 1, kt.In(x))
-		kt.CheckNode(t, l, op, reduceAttrs(1, 0), 1, kt.In(x), kt.None)
+		nt.CheckNode(t, l, op, reduceAttrs(0, 0), 1, nt.In(x))
+		nt.CheckNode(t, l, op, reduceAttrs(1, 0), 1, nt.In(x), nt.None)
 	}
 }
 
@@ -73,9 +73,9 @@ func TestReduceAllAxesToScalar(t *testing.T) {
 func TestReduceNoopEmptyAxes(t *testing.T) {
 	l := Strategies(kernels.Default())
 	x := f32(13, 4, 7)
-	kt.CheckNode(t, l, graph.OpReduceSum, reduceAttrs(1, 1), 1, kt.In(x))
-	kt.CheckNode(t, l, graph.OpReduceMean, reduceAttrs(0, 1), 1, kt.In(x), kt.C(axesT()))
-	kt.CheckNode(t, l, graph.OpReduceMean, reduceAttrs(0, 0), 1, kt.In(x), kt.C(axesT()))
+	nt.CheckNode(t, l, graph.OpReduceSum, reduceAttrs(1, 1), 1, nt.In(x))
+	nt.CheckNode(t, l, graph.OpReduceMean, reduceAttrs(0, 1), 1, nt.In(x), nt.C(axesT()))
+	nt.CheckNode(t, l, graph.OpReduceMean, reduceAttrs(0, 0), 1, nt.In(x), nt.C(axesT()))
 }
 
 // TestReduceIntegers: exact integer reductions keep the integer type; the others are
@@ -88,20 +88,20 @@ func TestReduceIntegers(t *testing.T) {
 	}
 	x := tensor.MustFromSlice(tensor.Shape{4, 6, 5}, v)
 	for _, op := range []graph.Op{graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin, graph.OpReduceL1, graph.OpReduceSumSquare} {
-		kt.CheckNode(t, l, op, reduceAttrs(0, 0), 1, kt.In(x), kt.C(axesT(0, -1)))
+		nt.CheckNode(t, l, op, reduceAttrs(0, 0), 1, nt.In(x), nt.C(axesT(0, -1)))
 	}
-	kt.CheckNode(t, l, graph.OpReduceProd, reduceAttrs(1, 0), 1, kt.In(x), kt.C(axesT(2)))
-	expectUnsupported(t, l, graph.OpReduceMean, reduceAttrs(1, 0), 1, kt.In(x), kt.C(axesT(1)))
+	nt.CheckNode(t, l, graph.OpReduceProd, reduceAttrs(1, 0), 1, nt.In(x), nt.C(axesT(2)))
+	expectUnsupported(t, l, graph.OpReduceMean, reduceAttrs(1, 0), 1, nt.In(x), nt.C(axesT(1)))
 }
 
 // TestReduceRuntimeAxesUnsupported: axes computed at run time are refused.
 func TestReduceRuntimeAxesUnsupported(t *testing.T) {
 	expectUnsupported(t, Strategies(kernels.Default()), graph.OpReduceSum, reduceAttrs(1, 0), 1,
-		kt.In(f32(1, 3, 4)), kt.In(axesT(1)))
+		nt.In(f32(1, 3, 4)), nt.In(axesT(1)))
 }
 
 // expectUnsupported lowers a node and wants ErrNoKernel.
-func expectUnsupported(t *testing.T, l kt.Lowerer, op graph.Op, attrs any, numOut int, args ...kt.Arg) {
+func expectUnsupported(t *testing.T, l nt.Lowerer, op graph.Op, attrs any, numOut int, args ...nt.Arg) {
 	t.Helper()
 	b := graph.NewBuilder("main")
 	var vals []*graph.Value
@@ -127,7 +127,7 @@ func expectUnsupported(t *testing.T, l kt.Lowerer, op graph.Op, attrs any, numOu
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = kt.RunNode(l, m.Main.Nodes[len(m.Main.Nodes)-1], args)
+	_, _, err = nt.RunNode(l, m.Main.Nodes[len(m.Main.Nodes)-1], args)
 	if !errors.Is(err, kernels.ErrNoKernel) {
 		t.Fatalf("%v: got %v, want ErrNoKernel", op, err)
 	}
@@ -149,7 +149,7 @@ func TestReduceArgMaxArgMin(t *testing.T) {
 				for _, last := range []int64{0, 1} {
 					a := op.NewAttrs().(*graph.ArgAttrs)
 					a.Axis, a.KeepDims, a.SelectLastIndex = axis, keep, last
-					kt.CheckNode(t, l, op, a, 1, kt.In(x))
+					nt.CheckNode(t, l, op, a, 1, nt.In(x))
 				}
 			}
 		}
@@ -169,7 +169,7 @@ func TestReduceSoftmaxFamily(t *testing.T) {
 		for _, axis := range []int64{0, 1, -1, -2} {
 			a := op.NewAttrs().(*graph.SoftmaxAttrs)
 			a.Axis = axis
-			kt.CheckNode(t, l, op, a, 1, kt.In(x))
+			nt.CheckNode(t, l, op, a, 1, nt.In(x))
 		}
 	}
 }
@@ -193,11 +193,11 @@ func TestReduceLayerNorm(t *testing.T) {
 	for _, c := range cases {
 		a := graph.OpLayerNormalization.NewAttrs().(*graph.LayerNormAttrs)
 		a.Axis = c.axis
-		bias := kt.None
+		bias := nt.None
 		if c.bias != nil {
-			bias = kt.In(c.bias)
+			bias = nt.In(c.bias)
 		}
-		kt.CheckNode(t, l, graph.OpLayerNormalization, a, c.outs, kt.In(x), kt.In(c.scale), bias)
+		nt.CheckNode(t, l, graph.OpLayerNormalization, a, c.outs, nt.In(x), nt.In(c.scale), bias)
 	}
 }
 
@@ -208,13 +208,13 @@ func TestReduceBatchInstanceLpNorm(t *testing.T) {
 	x := f32(23, 2, 5, 7, 9)
 	bn := graph.OpBatchNormalization.NewAttrs().(*graph.BatchNormAttrs)
 	bn.Epsilon = 1e-3
-	kt.CheckNode(t, l, graph.OpBatchNormalization, bn, 1, kt.In(x), kt.C(f32(24, 5)), kt.C(f32(25, 5)),
-		kt.C(f32(26, 5)), kt.C(positive(f32(27, 5))))
-	kt.CheckNode(t, l, graph.OpBatchNormalization, bn, 1, kt.In(f32(28, 3, 4)), kt.In(f32(24, 4)), kt.In(f32(25, 4)),
-		kt.In(f32(26, 4)), kt.In(positive(f32(27, 4))))
+	nt.CheckNode(t, l, graph.OpBatchNormalization, bn, 1, nt.In(x), nt.C(f32(24, 5)), nt.C(f32(25, 5)),
+		nt.C(f32(26, 5)), nt.C(positive(f32(27, 5))))
+	nt.CheckNode(t, l, graph.OpBatchNormalization, bn, 1, nt.In(f32(28, 3, 4)), nt.In(f32(24, 4)), nt.In(f32(25, 4)),
+		nt.In(f32(26, 4)), nt.In(positive(f32(27, 4))))
 	in := graph.OpInstanceNormalization.NewAttrs()
-	kt.CheckNode(t, l, graph.OpInstanceNormalization, in, 1, kt.In(x), kt.In(f32(29, 5)), kt.In(f32(30, 5)))
-	kt.CheckNode(t, l, graph.OpInstanceNormalization, in, 1, kt.In(f32(31, 3, 4, 11)), kt.In(f32(29, 4)), kt.In(f32(30, 4)))
+	nt.CheckNode(t, l, graph.OpInstanceNormalization, in, 1, nt.In(x), nt.In(f32(29, 5)), nt.In(f32(30, 5)))
+	nt.CheckNode(t, l, graph.OpInstanceNormalization, in, 1, nt.In(f32(31, 3, 4, 11)), nt.In(f32(29, 4)), nt.In(f32(30, 4)))
 	zeroRow := x.Float64s()
 	for i := 0; i < 9; i++ {
 		zeroRow[i] = 0 // one line along the last axis is all zeros
@@ -224,7 +224,7 @@ func TestReduceBatchInstanceLpNorm(t *testing.T) {
 		for _, axis := range []int64{-1, 1, 0} {
 			a := graph.OpLpNormalization.NewAttrs().(*graph.LpNormAttrs)
 			a.Axis, a.P = axis, p
-			kt.CheckNode(t, l, graph.OpLpNormalization, a, 1, kt.In(xz))
+			nt.CheckNode(t, l, graph.OpLpNormalization, a, 1, nt.In(xz))
 		}
 	}
 }
@@ -234,7 +234,7 @@ func TestReduceGlobalPool(t *testing.T) {
 	l := Strategies(kernels.Default())
 	for _, x := range []*tensor.Tensor{f32(32, 2, 3, 17), f32(33, 2, 5, 7, 9), f32(34, 1, 3, 4, 5, 6)} {
 		for _, op := range []graph.Op{graph.OpGlobalAveragePool, graph.OpGlobalMaxPool, graph.OpGlobalLpPool} {
-			kt.CheckNode(t, l, op, op.NewAttrs(), 1, kt.In(x))
+			nt.CheckNode(t, l, op, op.NewAttrs(), 1, nt.In(x))
 		}
 	}
 }
@@ -278,15 +278,15 @@ func TestReducePool2D(t *testing.T) {
 		for _, op := range []graph.Op{graph.OpMaxPool, graph.OpAveragePool, graph.OpLpPool} {
 			a := poolAttrs(op, c)
 			if op == graph.OpAveragePool && c.include != 0 && c.autoPad == "SAME_UPPER" {
-				expectUnsupported(t, l, op, a, 1, kt.In(x))
+				expectUnsupported(t, l, op, a, 1, nt.In(x))
 				continue
 			}
-			kt.CheckNode(t, l, op, a, 1, kt.In(x))
+			nt.CheckNode(t, l, op, a, 1, nt.In(x))
 		}
 	}
 	a := poolAttrs(graph.OpLpPool, cases[1])
 	a.P = 3
-	kt.CheckNode(t, l, graph.OpLpPool, a, 1, kt.In(positive(x)))
+	nt.CheckNode(t, l, graph.OpLpPool, a, 1, nt.In(positive(x)))
 }
 
 // TestReducePool1D3D: pooling over one and three spatial axes.
@@ -295,10 +295,10 @@ func TestReducePool1D3D(t *testing.T) {
 	x1 := f32(41, 2, 3, 23)
 	x3 := f32(42, 1, 2, 5, 6, 7)
 	for _, op := range []graph.Op{graph.OpMaxPool, graph.OpAveragePool} {
-		kt.CheckNode(t, l, op, poolAttrs(op, poolCase{kernel: []int64{4}, strides: []int64{3}, pads: []int64{2, 1}}), 1, kt.In(x1))
-		kt.CheckNode(t, l, op, poolAttrs(op, poolCase{kernel: []int64{3}, strides: []int64{2}, ceil: 1, include: 1, pads: []int64{1, 1}}), 1, kt.In(x1))
-		kt.CheckNode(t, l, op, poolAttrs(op, poolCase{kernel: []int64{5}, autoPad: "SAME_LOWER", strides: []int64{2}}), 1, kt.In(x1))
-		kt.CheckNode(t, l, op, poolAttrs(op, poolCase{kernel: []int64{2, 3, 2}, strides: []int64{1, 2, 2}, pads: []int64{0, 1, 1, 1, 0, 1}}), 1, kt.In(x3))
+		nt.CheckNode(t, l, op, poolAttrs(op, poolCase{kernel: []int64{4}, strides: []int64{3}, pads: []int64{2, 1}}), 1, nt.In(x1))
+		nt.CheckNode(t, l, op, poolAttrs(op, poolCase{kernel: []int64{3}, strides: []int64{2}, ceil: 1, include: 1, pads: []int64{1, 1}}), 1, nt.In(x1))
+		nt.CheckNode(t, l, op, poolAttrs(op, poolCase{kernel: []int64{5}, autoPad: "SAME_LOWER", strides: []int64{2}}), 1, nt.In(x1))
+		nt.CheckNode(t, l, op, poolAttrs(op, poolCase{kernel: []int64{2, 3, 2}, strides: []int64{1, 2, 2}, pads: []int64{0, 1, 1, 1, 0, 1}}), 1, nt.In(x3))
 	}
 }
 
@@ -313,10 +313,10 @@ func TestReduceMaxPoolIndices(t *testing.T) {
 		} {
 			a := poolAttrs(graph.OpMaxPool, c)
 			a.StorageOrder = order
-			kt.CheckNode(t, l, graph.OpMaxPool, a, 2, kt.In(x))
+			nt.CheckNode(t, l, graph.OpMaxPool, a, 2, nt.In(x))
 		}
 	}
-	kt.CheckNode(t, l, graph.OpMaxPool, poolAttrs(graph.OpMaxPool, poolCase{kernel: []int64{3}, strides: []int64{2}}), 2, kt.In(f32(44, 2, 2, 15)))
+	nt.CheckNode(t, l, graph.OpMaxPool, poolAttrs(graph.OpMaxPool, poolCase{kernel: []int64{3}, strides: []int64{2}}), 2, nt.In(f32(44, 2, 2, 15)))
 }
 
 // TestReduceFloat64AndScalars: float64 inputs, a rank-0 input, and ArgMax to a scalar.
@@ -324,20 +324,20 @@ func TestReduceFloat64AndScalars(t *testing.T) {
 	l := Strategies(kernels.Default())
 	x := f32(50, 3, 7, 10)
 	x64 := tensor.FromFloat64s(tensor.Float64, x.Shape, x.Float64s())
-	kt.CheckNode(t, l, graph.OpReduceLogSumExp, reduceAttrs(0, 0), 1, kt.In(x64), kt.C(axesT(0, 2)))
-	kt.CheckNode(t, l, graph.OpReduceL2, reduceAttrs(1, 0), 1, kt.In(x64), kt.C(axesT(1)))
-	kt.CheckNode(t, l, graph.OpSoftmax, nil, 1, kt.In(x64))
-	kt.CheckNode(t, l, graph.OpLayerNormalization, nil, 3, kt.In(x64), kt.In(tensor.FromFloat64s(tensor.Float64, tensor.Shape{10}, f32(51, 10).Float64s())))
-	kt.CheckNode(t, l, graph.OpAveragePool, poolAttrs(graph.OpAveragePool, poolCase{kernel: []int64{2}, pads: []int64{1, 1}}), 1, kt.In(x64))
-	kt.CheckNode(t, l, graph.OpReduceSum, reduceAttrs(0, 0), 1, kt.In(tensor.Scalar[float32](2.5)))
+	nt.CheckNode(t, l, graph.OpReduceLogSumExp, reduceAttrs(0, 0), 1, nt.In(x64), nt.C(axesT(0, 2)))
+	nt.CheckNode(t, l, graph.OpReduceL2, reduceAttrs(1, 0), 1, nt.In(x64), nt.C(axesT(1)))
+	nt.CheckNode(t, l, graph.OpSoftmax, nil, 1, nt.In(x64))
+	nt.CheckNode(t, l, graph.OpLayerNormalization, nil, 3, nt.In(x64), nt.In(tensor.FromFloat64s(tensor.Float64, tensor.Shape{10}, f32(51, 10).Float64s())))
+	nt.CheckNode(t, l, graph.OpAveragePool, poolAttrs(graph.OpAveragePool, poolCase{kernel: []int64{2}, pads: []int64{1, 1}}), 1, nt.In(x64))
+	nt.CheckNode(t, l, graph.OpReduceSum, reduceAttrs(0, 0), 1, nt.In(tensor.Scalar[float32](2.5)))
 	a := graph.OpArgMax.NewAttrs().(*graph.ArgAttrs)
 	a.KeepDims = 0
-	kt.CheckNode(t, l, graph.OpArgMax, a, 1, kt.In(f32(52, 19)))
+	nt.CheckNode(t, l, graph.OpArgMax, a, 1, nt.In(f32(52, 19)))
 	ints := make([]int64, 6*5)
 	for i := range ints {
 		ints[i] = int64(i*5%7) - 3
 	}
 	a = graph.OpArgMin.NewAttrs().(*graph.ArgAttrs)
 	a.Axis, a.SelectLastIndex = -2, 1
-	kt.CheckNode(t, l, graph.OpArgMin, a, 1, kt.In(tensor.MustFromSlice(tensor.Shape{6, 5}, ints)))
+	nt.CheckNode(t, l, graph.OpArgMin, a, 1, nt.In(tensor.MustFromSlice(tensor.Shape{6, 5}, ints)))
 }

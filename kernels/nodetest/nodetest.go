@@ -1,4 +1,6 @@
-package kerneltest
+// Package nodetest checks one graph node lowered by a strategy table against the reference
+// evaluator: build a one-node graph, evaluate it, lower, compile and run the kernel, compare.
+package nodetest
 
 import (
 	"context"

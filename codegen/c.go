@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,10 +45,10 @@ func EmitC(funcs ...*loopir.PrimFunc) (Source, error) { return EmitCWith(COption
 func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	var b strings.Builder
 	src := Source{Lang: "c"}
-	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}}
+	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}}
 	usesThreads := false
 	for _, f := range funcs {
-		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts}
+		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}}
 		if err := e.function(f); err != nil {
 			return Source{}, err
 		}
@@ -64,6 +65,17 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 		case opts.Parallel == Pool:
 			unit.WriteString("#define KILN_PARALLEL_LINKAGE static\n" + cPool)
 		}
+	}
+	var mm []string
+	for t := range intrins.minmax {
+		mm = append(mm, t)
+	}
+	slices.Sort(mm)
+	for _, t := range mm {
+		// operands are evaluated once (no duplicated text), and a comparison of values
+		// lets the compiler vectorize into min/max instructions
+		fmt.Fprintf(&unit, "static inline %[1]s kiln_min_%[2]s(%[1]s a, %[1]s b) { return a < b ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
+		fmt.Fprintf(&unit, "static inline %[1]s kiln_max_%[2]s(%[1]s a, %[1]s b) { return a > b ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
 	}
 	for _, in := range intrins.order {
 		fmt.Fprintf(&unit, "\n/* tensor intrinsic %s */\n%s", in.Name, in.Impl["c"])
@@ -87,12 +99,14 @@ type cEmitter struct {
 	intrins    *intrinSet
 	opts       COptions
 	err        error
+	nonNeg     map[*loopir.Var]bool // loop variables and dims known to be ≥ 0
 }
 
 // intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
 type intrinSet struct {
-	seen  map[string]*loopir.TensorIntrin
-	order []*loopir.TensorIntrin
+	seen   map[string]*loopir.TensorIntrin
+	order  []*loopir.TensorIntrin
+	minmax map[string]bool // C types whose min/max helpers the unit needs
 }
 
 func (e *cEmitter) fail(format string, args ...any) {
@@ -177,6 +191,7 @@ func (e *cEmitter) prologue(depth int) {
 	}
 	for i, d := range e.f.Dims {
 		fmt.Fprintf(e.b, "%sconst i64 %s = dims[%d];\n", pad, e.ident(d, d.Name), i)
+		e.nonNeg[d] = true // extents
 	}
 }
 
@@ -189,6 +204,9 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 			e.stmt(x, depth)
 		}
 	case *loopir.For:
+		if e.isNonNeg(s.Min) {
+			e.nonNeg[s.Var] = true
+		}
 		switch s.Kind {
 		case loopir.Parallel:
 			e.parallel(s, depth)
@@ -307,18 +325,24 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		isInt := !x.A.DType().IsFloat()
 		switch x.Op {
 		case loopir.Div:
+			if isInt && e.isNonNeg(x.A) && isPositive(x.B) {
+				return "(" + a + " / " + b + ")" // floor and truncation agree
+			}
 			if isInt {
 				return "kiln_floordiv(" + a + ", " + b + ")"
 			}
 		case loopir.Mod:
+			if isInt && e.isNonNeg(x.A) && isPositive(x.B) {
+				return "(" + a + " % " + b + ")"
+			}
 			if isInt {
 				return "kiln_floormod(" + a + ", " + b + ")"
 			}
 			e.fail("float modulo")
-		case loopir.Min:
-			return "((" + a + ") < (" + b + ") ? (" + a + ") : (" + b + "))"
-		case loopir.Max:
-			return "((" + a + ") > (" + b + ") ? (" + a + ") : (" + b + "))"
+		case loopir.Min, loopir.Max:
+			t := e.ctype(x.A.DType())
+			e.intrins.minmax[t] = true
+			return "kiln_" + map[loopir.BinOp]string{loopir.Min: "min", loopir.Max: "max"}[x.Op] + "_" + strings.ReplaceAll(t, " ", "_") + "(" + a + ", " + b + ")"
 		}
 		return "(" + a + " " + x.Op.String() + " " + b + ")"
 	case *loopir.Not:
@@ -488,4 +512,29 @@ func (e *cEmitter) captures(s *loopir.For) ([]*loopir.Var, []*loopir.Buffer) {
 		return nil
 	})
 	return vars, bufs
+}
+
+// isNonNeg reports an integer expression that cannot be negative: constants ≥ 0, loop
+// variables of loops starting at ≥ 0, dims, and sums, products, quotients, remainders,
+// minima and maxima of such.
+func (e *cEmitter) isNonNeg(x loopir.Expr) bool {
+	switch x := x.(type) {
+	case *loopir.IntImm:
+		return x.V >= 0
+	case *loopir.Var:
+		return e.nonNeg[x]
+	case *loopir.Binary:
+		switch x.Op {
+		case loopir.Add, loopir.Mul, loopir.Min, loopir.Max:
+			return e.isNonNeg(x.A) && e.isNonNeg(x.B)
+		case loopir.Div, loopir.Mod:
+			return e.isNonNeg(x.A) && isPositive(x.B)
+		}
+	}
+	return false
+}
+
+func isPositive(x loopir.Expr) bool {
+	c, ok := x.(*loopir.IntImm)
+	return ok && c.V > 0
 }

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/tensor"
@@ -250,7 +251,15 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		}
 		dims[i] = h.Int64s()[0]
 	}
-	return c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
+	if c.prof == nil {
+		return c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
+	}
+	start := time.Now()
+	err := c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
+	kt := &c.prof.Kernels[in.Imm]
+	kt.Launches++
+	kt.Total += time.Since(start)
+	return err
 }
 
 // shapeValue reads a shape from a 1-D integer host value.

@@ -117,11 +117,16 @@ type call struct {
 	ctx      context.Context
 	storages []*Storage
 	steps    int
+	prof     *Profile // nil unless profiling
 }
 
 // Run invokes the entry function on host inputs and returns its result as host tensors
 // (a tuple result gives one tensor per field).
-func (m *VM) Run(ctx context.Context, inputs []*tensor.Tensor) (out []*tensor.Tensor, err error) {
+func (m *VM) Run(ctx context.Context, inputs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	return m.run(ctx, inputs, nil)
+}
+
+func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (out []*tensor.Tensor, err error) {
 	defer func() {
 		// a panicking builtin must not take the daemon down
 		if r := recover(); r != nil {
@@ -135,7 +140,7 @@ func (m *VM) Run(ctx context.Context, inputs []*tensor.Tensor) (out []*tensor.Te
 	if err := m.checkInputs(inputs); err != nil {
 		return nil, err
 	}
-	c := &call{m: m, ctx: ctx}
+	c := &call{m: m, ctx: ctx, prof: prof}
 	defer c.free()
 	args := make([]Value, len(inputs))
 	for i, in := range inputs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -36,7 +37,7 @@ func benchCmd() *cobra.Command {
 	var (
 		threads, iters, warmup int
 		maxTime                time.Duration
-		asJSON, quiet          bool
+		asJSON, quiet, profile bool
 		shapeInputs            shapeFlags
 	)
 	cmd := &cobra.Command{
@@ -107,6 +108,15 @@ integers 0) with the shapes given by --dims.`,
 			}
 			summarizeTimes(&r, times)
 			w := cmd.OutOrStdout()
+			if profile {
+				var p vm.Profile
+				for i := 0; i < max(r.Iters, 1); i++ {
+					if _, err := machine.RunProfiled(ctx, ordered, &p); err != nil {
+						return err
+					}
+				}
+				printProfile(w, &p)
+			}
 			if asJSON {
 				return json.NewEncoder(w).Encode(r)
 			}
@@ -124,6 +134,7 @@ integers 0) with the shapes given by --dims.`,
 	f.IntVar(&warmup, "warmup", 3, "untimed inferences first")
 	f.DurationVar(&maxTime, "max-time", 2*time.Second, "with --iters 0, time inferences for this long")
 	f.BoolVar(&asJSON, "json", false, "print one JSON line")
+	f.BoolVar(&profile, "profile", false, "then time every kernel over as many runs and print the table")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
 	shapeInputs.register(cmd)
 	return cmd
@@ -179,5 +190,23 @@ func summarizeTimes(r *benchResult, ms []float64) {
 	r.P50, r.P90, r.P99, r.Min, r.Mean = rank(0.5), rank(0.9), rank(0.99), s[0], sum/float64(len(s))
 	if r.Mean > 0 {
 		r.Throughput = 1000 / r.Mean
+	}
+}
+
+// printProfile prints kernels by total time, with their share of all kernel time.
+func printProfile(w io.Writer, p *vm.Profile) {
+	ks := slices.Clone(p.Kernels)
+	slices.SortFunc(ks, func(a, b vm.KernelTime) int { return int(b.Total - a.Total) })
+	var total time.Duration
+	for _, k := range ks {
+		total += k.Total
+	}
+	fmt.Fprintf(w, "kernel time per inference: %.3f ms over %d runs\n", float64(total.Microseconds())/1000/float64(p.Runs), p.Runs)
+	for _, k := range ks {
+		if k.Launches == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %6.2f%%  %9.3f ms  %3d launches/run  %s\n", 100*float64(k.Total)/float64(max(total, 1)),
+			float64(k.Total.Microseconds())/1000/float64(p.Runs), k.Launches/p.Runs, k.Name)
 	}
 }

@@ -112,6 +112,8 @@ int kiln_pool_shutdown(void) {
   __atomic_store_n(&kiln_pool.busy, 0, __ATOMIC_RELEASE);
   return 0;
 }
+static inline i64 kiln_min_i64(i64 a, i64 b) { return a < b ? a : b; }
+static inline i64 kiln_max_i64(i64 a, i64 b) { return a > b ? a : b; }
 
 /* tensor intrinsic kiln_gemm_f32_generic_4x8 */
 typedef float kiln_f32x4 __attribute__((vector_size(16)));
@@ -195,7 +197,7 @@ static void *v_matmul_packed_par0(void *envp) {
   for (i64 v_packed_b_l0 = env->lo; v_packed_b_l0 < env->hi; ++v_packed_b_l0) {
     for (i64 v_packed_b_l1 = 0LL; v_packed_b_l1 < 64LL; ++v_packed_b_l1) {
       for (i64 v_packed_b_l2 = 0LL; v_packed_b_l2 < 8LL; ++v_packed_b_l2) {
-        v_packed_b[(((v_packed_b_l0 * 512LL) + (v_packed_b_l1 * 8LL)) + v_packed_b_l2)] = (1 ? v_B[(((((v_packed_b_l0 * 8LL) + v_packed_b_l2)) < (39LL) ? (((v_packed_b_l0 * 8LL) + v_packed_b_l2)) : (39LL)) + (v_packed_b_l1 * 40LL))] : 0.0f);
+        v_packed_b[(((v_packed_b_l0 * 512LL) + (v_packed_b_l1 * 8LL)) + v_packed_b_l2)] = (1 ? v_B[(kiln_min_i64(((v_packed_b_l0 * 8LL) + v_packed_b_l2), 39LL) + (v_packed_b_l1 * 40LL))] : 0.0f);
       }
     }
   }
@@ -215,7 +217,7 @@ static void *v_matmul_packed_par1(void *envp) {
   for (i64 v_matmul_l0_0_0 = env->lo; v_matmul_l0_0_0 < env->hi; ++v_matmul_l0_0_0) {
     for (i64 v_matmul_l1_0_init = 0LL; v_matmul_l1_0_init < 5LL; ++v_matmul_l1_0_init) {
       for (i64 v_matmul_l0_0_1_init = 0LL; v_matmul_l0_0_1_init < 2LL; ++v_matmul_l0_0_1_init) {
-        if ((((v_matmul_l0_0_0 * 2LL) + v_matmul_l0_0_1_init) < kiln_floordiv((v_m + 3LL), 4LL))) {
+        if ((((v_matmul_l0_0_0 * 2LL) + v_matmul_l0_0_1_init) < ((v_m + 3LL) / 4LL))) {
           for (i64 v_matmul_l0_1_init = 0LL; v_matmul_l0_1_init < 4LL; ++v_matmul_l0_1_init) {
             if (((((v_matmul_l0_0_0 * 8LL) + (v_matmul_l0_0_1_init * 4LL)) + v_matmul_l0_1_init) < v_m)) {
               for (i64 v_matmul_l1_1_init = 0LL; v_matmul_l1_1_init < 8LL; ++v_matmul_l1_1_init) {
@@ -229,8 +231,8 @@ static void *v_matmul_packed_par1(void *envp) {
     for (i64 v_matmul_r0_0 = 0LL; v_matmul_r0_0 < 2LL; ++v_matmul_r0_0) {
       for (i64 v_matmul_l1_0 = 0LL; v_matmul_l1_0 < 5LL; ++v_matmul_l1_0) {
         for (i64 v_matmul_l0_0_1 = 0LL; v_matmul_l0_0_1 < 2LL; ++v_matmul_l0_0_1) {
-          if ((((v_matmul_l0_0_0 * 2LL) + v_matmul_l0_0_1) < kiln_floordiv((v_m + 3LL), 4LL))) {
-            kiln_gemm_f32_generic_4x8((v_matmul + (((v_matmul_l0_0_0 * 320LL) + (v_matmul_l0_0_1 * 160LL)) + (v_matmul_l1_0 * 8LL))), 40LL, 1LL, 0LL, (v_A + (((v_matmul_l0_0_0 * 512LL) + (v_matmul_l0_0_1 * 256LL)) + (v_matmul_r0_0 * 32LL))), 64LL, 0LL, 1LL, (v_packed_b + ((v_matmul_l1_0 * 512LL) + (v_matmul_r0_0 * 256LL))), 0LL, 1LL, 8LL, ((4LL) < (((v_m + (v_matmul_l0_0_0 * -8LL)) + (v_matmul_l0_0_1 * -4LL))) ? (4LL) : (((v_m + (v_matmul_l0_0_0 * -8LL)) + (v_matmul_l0_0_1 * -4LL)))), 8LL, 32LL);
+          if ((((v_matmul_l0_0_0 * 2LL) + v_matmul_l0_0_1) < ((v_m + 3LL) / 4LL))) {
+            kiln_gemm_f32_generic_4x8((v_matmul + (((v_matmul_l0_0_0 * 320LL) + (v_matmul_l0_0_1 * 160LL)) + (v_matmul_l1_0 * 8LL))), 40LL, 1LL, 0LL, (v_A + (((v_matmul_l0_0_0 * 512LL) + (v_matmul_l0_0_1 * 256LL)) + (v_matmul_r0_0 * 32LL))), 64LL, 0LL, 1LL, (v_packed_b + ((v_matmul_l1_0 * 512LL) + (v_matmul_r0_0 * 256LL))), 0LL, 1LL, 8LL, kiln_min_i64(4LL, ((v_m + (v_matmul_l0_0_0 * -8LL)) + (v_matmul_l0_0_1 * -4LL))), 8LL, 32LL);
           }
         }
       }
@@ -270,7 +272,7 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
       i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;
       if (nt < 1) nt = 1;
       if (nt > 64) nt = 64;
-      const i64 lo = 0LL, ext = kiln_floordiv((kiln_floordiv((v_m + 3LL), 4LL) + 1LL), 2LL);
+      const i64 lo = 0LL, ext = ((((v_m + 3LL) / 4LL) + 1LL) / 2LL);
       i64 nc = nt * 4 < ext ? nt * 4 : ext;
       if (nc > 64) nc = 64;
       if (nc < 1) nc = 1;

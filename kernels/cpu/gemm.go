@@ -30,8 +30,8 @@ var DefaultGemm = GemmConfig{KC: 256, MC: 8, Parallel: true}
 func ScheduleMatMulPacked(s *schedule.Schedule, g intrin.Gemm, cfg GemmConfig) error {
 	mr, nr := g.MR, g.NR
 	for _, name := range []string{"packed_a", "packed_b"} {
-		if name == "packed_a" && !s.HasBlock(name) {
-			continue // A is read in place
+		if !s.HasBlock(name) {
+			continue // read in place (A) or packed on the host (B)
 		}
 		pb, err := s.GetBlock(name)
 		if err != nil {

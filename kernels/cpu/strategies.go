@@ -17,7 +17,7 @@ func Strategies(reg *kernels.Registry) *kernels.Strategies {
 		return kernels.Generic(reg, KernelName(n), n, in, ScheduleGeneric)
 	}}
 	table := map[graph.Op][]kernels.Strategy{}
-	for _, fam := range []map[graph.Op][]kernels.Strategy{rnnStrategies()} {
+	for _, fam := range []map[graph.Op][]kernels.Strategy{tensorizedStrategies(), rnnStrategies()} {
 		for op, l := range fam {
 			table[op] = append(table[op], l...)
 		}

@@ -209,6 +209,11 @@ func RunNode(l Lowerer, n *graph.Node, args []Arg) ([]*tensor.Tensor, string, er
 		for k, e := range p.Shape {
 			shape[k] = int(e.(*loopir.IntImm).V)
 		}
+		// a strategy may compute an output under other extents (a matmul over flattened
+		// rows): the node's static shape names the result
+		if want, ok := n.Outputs[i].Type.ConstShape(); ok && want.NumElements() == shape.NumElements() {
+			shape = want
+		}
 		raw := make([]byte, int64(p.DT.Size())*int64(shape.NumElements()))
 		if err := dev.CopyOut(raw, bufs[len(impl.Params)+i]); err != nil {
 			return nil, impl.Strategy, err

@@ -1,0 +1,148 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// ConvBlockedAttrs are the static attributes of a blocked 2-D convolution over NCHW data.
+type ConvBlockedAttrs struct {
+	Strides, Dilations [2]int64
+	Pads               [4]int64 // top, left, bottom, right
+	CB, MB             int64    // input and output channel blocks
+}
+
+// ConvNCHWBlocked is a convolution that reads NCHW data and writes NCHW results but
+// computes in blocked layouts, the form the CPU strategy tensorizes, in three stages:
+//
+//   - "pad": x repacked into [N, C/cb, H+pt+pb, (W+pl+pr)·cb] with zero borders (the
+//     kernel column and input channel merge into one contiguous reduction axis);
+//   - "conv": [N, ⌈M/mb⌉, OH, OW, mb] = Σ pad · w over (input block, kernel row, merged
+//     column·channel), w being the weights prepacked by PackConvWeights;
+//   - "unpack": the NCHW result, with the bias added when bias is not nil.
+//
+// C must be a multiple of cb; M need not be a multiple of mb (the weights' padding
+// channels are zero and never unpacked). Horizontal dilation must be 1.
+func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Tensor, error) {
+	ext, err := Extents(x)
+	if err != nil {
+		return nil, err
+	}
+	if len(ext) != 4 {
+		return nil, Unsupported("blocked conv2d: data of rank %d", len(ext))
+	}
+	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
+	cb, mb := a.CB, a.MB
+	if cb <= 0 || mb <= 0 || c%cb != 0 || a.Dilations[1] != 1 {
+		return nil, Unsupported("blocked conv2d: %d channels in blocks of %d, horizontal dilation %d", c, cb, a.Dilations[1])
+	}
+	wext, err := Extents(w)
+	if err != nil {
+		return nil, err
+	}
+	if len(wext) != 5 || wext[1] != c/cb || wext[3]%cb != 0 || wext[4] != mb || wext[0]*mb < m {
+		return nil, fmt.Errorf("BUG: blocked conv2d: weights %v for %d→%d channels in blocks %d/%d", wext, c, m, cb, mb)
+	}
+	kh, kw := wext[2], wext[3]/cb
+	pt, pl, pb, pr := a.Pads[0], a.Pads[1], a.Pads[2], a.Pads[3]
+	oh := (h+pt+pb-a.Dilations[0]*(kh-1)-1)/a.Strides[0] + 1
+	ow := (wd+pl+pr-(kw-1)-1)/a.Strides[1] + 1
+	if oh <= 0 || ow <= 0 {
+		return nil, Unsupported("blocked conv2d: empty output %dx%d", oh, ow)
+	}
+	dt := x.DT
+	pad := te.Compute("pad", Static(n, c/cb, h+pt+pb, (wd+pl+pr)*cb), func(i []loopir.Expr) loopir.Expr {
+		yy := sub(i[2], i64(pt))
+		xx := sub(div(i[3], i64(cb)), i64(pl))
+		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
+		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
+		return te.Select(cond, x.At(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)), loopir.Float(0, dt))
+	})
+	icb, ry, rr := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh)), te.RAxis("rr", i64(kw*cb))
+	conv := te.Compute("conv", Static(n, wext[0], oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
+		row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
+		col := add(mul(i[3], i64(a.Strides[1]*cb)), rr.Var)
+		return te.Sum(te.Mul(pad.At(i[0], icb.Var, row, col), w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
+	})
+	return te.Compute("unpack", Static(n, m, oh, ow), func(i []loopir.Expr) loopir.Expr {
+		v := conv.At(i[0], div(i[1], i64(mb)), i[2], i[3], loopir.Bin(loopir.Mod, i[1], i64(mb)))
+		if bias != nil {
+			v = te.Add(v, bias.At(i[1]))
+		}
+		return v
+	}), nil
+}
+
+func clampIndex(v loopir.Expr, n int64) loopir.Expr {
+	return loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, v, i64(n-1)), i64(0))
+}
+
+// PackConvWeights reorders float32 OIHW weights [M, C, KH, KW] into the blocked layout
+// [⌈M/mb⌉, C/cb, KH, KW·cb, mb] that ConvNCHWBlocked reads, zero past M.
+func PackConvWeights(w *tensor.Tensor, cb, mb int64) (*tensor.Tensor, error) {
+	v, ok := w.Data.([]float32)
+	if !ok || len(w.Shape) != 4 {
+		return nil, fmt.Errorf("weights %v%v: want float32 OIHW", w.DType, w.Shape)
+	}
+	m, c, kh, kw := int64(w.Shape[0]), int64(w.Shape[1]), int64(w.Shape[2]), int64(w.Shape[3])
+	if c%cb != 0 {
+		return nil, fmt.Errorf("%d input channels are not a multiple of %d", c, cb)
+	}
+	mbs := (m + mb - 1) / mb
+	out := make([]float32, mbs*c*kh*kw*mb)
+	for o := int64(0); o < m; o++ {
+		for i := int64(0); i < c; i++ {
+			for y := int64(0); y < kh; y++ {
+				for x := int64(0); x < kw; x++ {
+					out[((((o/mb)*(c/cb)+i/cb)*kh+y)*kw*cb+x*cb+i%cb)*mb+o%mb] = v[((o*c+i)*kh+y)*kw+x]
+				}
+			}
+		}
+	}
+	return tensor.FromSlice(tensor.Shape{int(mbs), int(c / cb), int(kh), int(kw * cb), int(mb)}, out)
+}
+
+// MatMulPrepacked is C[m, n] = Σ_k A[m, k]·Bp[n/nr, k, n%nr] with B already in column
+// panels (PackMatMulB), then "epilogue": C + bias[n] when bias is not nil. The product
+// block is "matmul".
+func MatMulPrepacked(a, bp, bias *te.Tensor, n int64) *te.Tensor {
+	nr := bp.Shape[2].(*loopir.IntImm).V
+	r := te.RAxis("k", a.Shape[1])
+	mm := te.Compute("matmul", []loopir.Expr{a.Shape[0], i64(n)}, func(i []loopir.Expr) loopir.Expr {
+		return te.Sum(te.Mul(a.At(i[0], r.Var), bp.At(div(i[1], i64(nr)), r.Var, loopir.Bin(loopir.Mod, i[1], i64(nr)))), r)
+	})
+	if bias == nil {
+		return mm
+	}
+	return te.Compute("epilogue", mm.Shape, func(i []loopir.Expr) loopir.Expr {
+		return te.Add(mm.At(i...), BroadcastAt(bias, i))
+	})
+}
+
+// PackMatMulB reorders float32 weights B [K, N] (or [N, K] when transposed) into column
+// panels [⌈N/nr⌉, K, nr], zero past N, each multiplied by alpha.
+func PackMatMulB(b *tensor.Tensor, transposed bool, nr int64, alpha float32) (*tensor.Tensor, error) {
+	v, ok := b.Data.([]float32)
+	if !ok || len(b.Shape) != 2 {
+		return nil, fmt.Errorf("matrix %v%v: want 2-D float32", b.DType, b.Shape)
+	}
+	k, n := int64(b.Shape[0]), int64(b.Shape[1])
+	if transposed {
+		k, n = n, k
+	}
+	panels := (n + nr - 1) / nr
+	out := make([]float32, panels*k*nr)
+	for j := int64(0); j < n; j++ {
+		for r := int64(0); r < k; r++ {
+			x := v[r*n+j]
+			if transposed {
+				x = v[j*k+r]
+			}
+			out[((j/nr)*k+r)*nr+j%nr] = x * alpha
+		}
+	}
+	return tensor.FromSlice(tensor.Shape{int(panels), int(k), int(nr)}, out)
+}

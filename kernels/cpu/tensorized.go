@@ -1,0 +1,171 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/intrin"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/schedule"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// tensorizedStrategies: convolution and matrix products on the GEMM micro-kernels, with
+// constant weights repacked on the host at compile time.
+func tensorizedStrategies() map[graph.Op][]kernels.Strategy {
+	return map[graph.Op][]kernels.Strategy{
+		graph.OpConv:   {{Name: "conv2d-nchwc-tensorized", Build: buildConvBlocked}},
+		graph.OpMatMul: {{Name: "matmul-packed-tensorized", Build: buildMatMulPacked}},
+		graph.OpGemm:   {{Name: "gemm-packed-tensorized", Build: buildMatMulPacked}},
+	}
+}
+
+func notApplicable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", kernels.ErrNotApplicable, fmt.Sprintf(format, args...))
+}
+
+// inputBlock picks the input channel block of the blocked convolution: all channels
+// up to 64 (the merged kernel-column·channel reduction stays long), else the largest
+// power of two up to 64 that divides them.
+func inputBlock(c int64) int64 {
+	if c <= 64 {
+		return c
+	}
+	for cb := int64(64); cb > 1; cb /= 2 {
+		if c%cb == 0 {
+			return cb
+		}
+	}
+	return 1
+}
+
+// buildConvBlocked applies to float32 2-D convolutions with one group, constant weights,
+// explicit or VALID padding and no horizontal dilation.
+func buildConvBlocked(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+	a, _ := n.Attrs.(*graph.ConvAttrs)
+	x, w := in[0], in[1]
+	if a == nil || x.T == nil || w.Const == nil || x.T.DT != tensor.Float32 || w.Const.DType != tensor.Float32 || len(x.T.Shape) != 4 {
+		return nil, notApplicable("float32 2-D convolution with constant weights")
+	}
+	if a.Group != 1 || (a.AutoPad != "NOTSET" && a.AutoPad != "VALID" && a.AutoPad != "") {
+		return nil, notApplicable("group %d, auto_pad %s", a.Group, a.AutoPad)
+	}
+	attrs := kernels.ConvBlockedAttrs{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}}
+	copy(attrs.Strides[:], a.Strides)
+	copy(attrs.Dilations[:], a.Dilations)
+	if a.AutoPad != "VALID" && len(a.Pads) == 4 {
+		copy(attrs.Pads[:], a.Pads)
+	}
+	if attrs.Dilations[1] != 1 {
+		return nil, notApplicable("horizontal dilation %d", attrs.Dilations[1])
+	}
+	xe, err := kernels.Extents(x.T)
+	if err != nil {
+		return nil, notApplicable("%v", err)
+	}
+	g := intrin.GemmFor(t)
+	m := int64(w.Const.Shape[0])
+	attrs.CB, attrs.MB = inputBlock(xe[1]), g.NR
+	packed := []int64{(m + g.NR - 1) / g.NR, xe[1] / attrs.CB, int64(w.Const.Shape[2]), int64(w.Const.Shape[3]) * attrs.CB, g.NR}
+	wp := te.Placeholder("w", tensor.Float32, kernels.Static(packed...)...)
+	var bias *te.Tensor
+	params := []*te.Tensor{x.T, wp}
+	layout := fmt.Sprintf("OIHW→[O/%d,I/%d,H,W·%d,%d]", g.NR, attrs.CB, attrs.CB, g.NR)
+	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+		return kernels.PackConvWeights(v, attrs.CB, attrs.MB)
+	}}}
+	if len(in) > 2 && in[2].T != nil {
+		bias = in[2].T
+		params, feeds = append(params, bias), append(feeds, kernels.Param{Input: 2})
+	}
+	out, err := kernels.ConvNCHWBlocked(x.T, wp, bias, m, attrs)
+	if err != nil {
+		return nil, err
+	}
+	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
+	if err != nil {
+		return nil, err
+	}
+	s := schedule.New(f)
+	if err := ScheduleConv2DNCHWc(s, g, true); err != nil {
+		return nil, err
+	}
+	if err := scheduleNest(s, "unpack"); err != nil {
+		return nil, err
+	}
+	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// buildMatMulPacked applies to MatMul and Gemm with a constant 2-D float32 B (weights)
+// and an A of rank ≥ 2 whose leading axes flatten into rows; Gemm's alpha is folded into
+// the packed B, beta·C is added in an epilogue.
+func buildMatMulPacked(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+	a, b := in[0], in[1]
+	if a.T == nil || b.Const == nil || a.T.DT != tensor.Float32 || b.Const.DType != tensor.Float32 || len(b.Const.Shape) != 2 || len(a.T.Shape) < 2 {
+		return nil, notApplicable("float32 A of rank ≥ 2 times a constant 2-D float32 B")
+	}
+	ae, err := kernels.Extents(a.T)
+	if err != nil {
+		return nil, notApplicable("%v", err)
+	}
+	transB, alpha, beta := false, float32(1), float32(1)
+	var c *te.Tensor
+	if n.Op == graph.OpGemm {
+		ga := n.Attrs.(*graph.GemmAttrs)
+		if ga.TransA != 0 {
+			return nil, notApplicable("Gemm with transA")
+		}
+		transB, alpha, beta = ga.TransB != 0, ga.Alpha, ga.Beta
+		if len(in) > 2 && in[2].T != nil && beta != 0 {
+			c = in[2].T
+			if len(c.Shape) > 2 {
+				return nil, notApplicable("Gemm C of rank %d", len(c.Shape))
+			}
+		}
+	}
+	k, cols := int64(b.Const.Shape[0]), int64(b.Const.Shape[1])
+	if transB {
+		k, cols = cols, k
+	}
+	rows := int64(1)
+	for _, d := range ae[:len(ae)-1] {
+		rows *= d
+	}
+	if ae[len(ae)-1] != k {
+		return nil, notApplicable("A %v times B with %d rows", ae, k)
+	}
+	g := intrin.GemmFor(t)
+	a2 := te.Placeholder("a", tensor.Float32, kernels.Static(rows, k)...)
+	bp := te.Placeholder("bp", tensor.Float32, kernels.Static((cols+g.NR-1)/g.NR, k, g.NR)...)
+	params := []*te.Tensor{a2, bp}
+	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: fmt.Sprintf("B%s→[N/%d,K,%d]·%g", map[bool]string{true: "ᵀ"}[transB], g.NR, g.NR, alpha),
+		Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) { return kernels.PackMatMulB(v, transB, g.NR, alpha) }}}
+	var bias *te.Tensor
+	if c != nil {
+		bias = c
+		if beta != 1 {
+			bias = te.Compute("beta_c", c.Shape, func(i []loopir.Expr) loopir.Expr { return te.Mul(c.At(i...), loopir.Float(float64(beta), tensor.Float32)) })
+		}
+		params, feeds = append(params, c), append(feeds, kernels.Param{Input: 2})
+	}
+	out := kernels.MatMulPrepacked(a2, bp, bias, cols)
+	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
+	if err != nil {
+		return nil, err
+	}
+	s := schedule.New(f)
+	if err := ScheduleMatMulPacked(s, g, DefaultGemm); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"beta_c", "epilogue"} {
+		if s.HasBlock(name) {
+			if err := scheduleNest(s, name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}

@@ -1,0 +1,34 @@
+package vm
+
+import (
+	"context"
+	"time"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Profile accumulates time per kernel over profiled runs (kiln bench --profile). It is
+// not safe for concurrent runs.
+type Profile struct {
+	Kernels []KernelTime // indexed like Executable.Kernels
+	Runs    int
+}
+
+// KernelTime is one kernel's launches and their total wall time.
+type KernelTime struct {
+	Name     string
+	Launches int
+	Total    time.Duration
+}
+
+// RunProfiled is Run, timing every kernel launch into p.
+func (m *VM) RunProfiled(ctx context.Context, inputs []*tensor.Tensor, p *Profile) ([]*tensor.Tensor, error) {
+	if len(p.Kernels) != len(m.exe.Kernels) {
+		p.Kernels = make([]KernelTime, len(m.exe.Kernels))
+		for i, k := range m.exe.Kernels {
+			p.Kernels[i].Name = k.Name
+		}
+	}
+	p.Runs++
+	return m.run(ctx, inputs, p)
+}

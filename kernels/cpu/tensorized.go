@@ -147,7 +147,9 @@ func buildMatMulPacked(n *graph.Node, in []kernels.Input, t target.Target) (*ker
 	if c != nil {
 		bias = c
 		if beta != 1 {
-			bias = te.Compute("beta_c", c.Shape, func(i []loopir.Expr) loopir.Expr { return te.Mul(c.At(i...), loopir.Float(float64(beta), tensor.Float32)) })
+			bias = te.Compute("beta_c", c.Shape, func(i []loopir.Expr) loopir.Expr {
+				return te.Mul(c.At(i...), loopir.Float(float64(beta), tensor.Float32))
+			})
 		}
 		params, feeds = append(params, c), append(feeds, kernels.Param{Input: 2})
 	}

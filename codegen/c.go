@@ -76,6 +76,7 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 		// lets the compiler vectorize into min/max instructions
 		fmt.Fprintf(&unit, "static inline %[1]s kiln_min_%[2]s(%[1]s a, %[1]s b) { return a < b ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
 		fmt.Fprintf(&unit, "static inline %[1]s kiln_max_%[2]s(%[1]s a, %[1]s b) { return a > b ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
+		fmt.Fprintf(&unit, "static inline %[1]s kiln_sel_%[2]s(int c, %[1]s a, %[1]s b) { return c ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
 	}
 	for _, in := range intrins.order {
 		fmt.Fprintf(&unit, "\n/* tensor intrinsic %s */\n%s", in.Name, in.Impl["c"])
@@ -106,7 +107,7 @@ type cEmitter struct {
 type intrinSet struct {
 	seen   map[string]*loopir.TensorIntrin
 	order  []*loopir.TensorIntrin
-	minmax map[string]bool // C types whose min/max helpers the unit needs
+	minmax map[string]bool // C types whose min/max/select helpers the unit needs
 }
 
 func (e *cEmitter) fail(format string, args ...any) {
@@ -348,7 +349,11 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 	case *loopir.Not:
 		return "(!" + e.expr(x.X) + ")"
 	case *loopir.Select:
-		return "(" + e.expr(x.Cond) + " ? " + e.expr(x.T) + " : " + e.expr(x.F) + ")"
+		// both sides are evaluated (loopir's semantics): as function arguments the C
+		// compiler knows it and can if-convert loads into blends
+		t := e.ctype(x.T.DType())
+		e.intrins.minmax[t] = true
+		return "kiln_sel_" + strings.ReplaceAll(t, " ", "_") + "(" + e.expr(x.Cond) + ", " + e.expr(x.T) + ", " + e.expr(x.F) + ")"
 	case *loopir.Cast:
 		return "((" + e.ctype(x.To) + ")(" + e.expr(x.X) + "))"
 	case *loopir.Call:

@@ -145,3 +145,54 @@ func TestLoopAndIf(t *testing.T) {
 		checkCompiled(t, m, map[string]*tensor.Tensor{"x": f32(2, 5, 8), "steps": tensor.Scalar(k)})
 	}
 }
+
+// TestExecutableRunsWithoutCompiler: an executable built here loads on a CPU device
+// opened without any C compiler (as in a process with no cc on PATH) and gives the same
+// results: it carries its kernels as a shared object.
+func TestExecutableRunsWithoutCompiler(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Const(4), graph.Const(16)))
+	y, _ := b.Op1(graph.OpTanh, nil, x)
+	m, err := b.Module(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := Compile(m, target.Host(), Options{CPU: openCPU(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := exe.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := devcpu.Open(devcpu.Options{NoCompiler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	if bare.Compiler() != nil || bare.Info().Toolchain != "" {
+		t.Fatal("the bare device has a compiler")
+	}
+	var back vm.Executable
+	if err := back.UnmarshalBinary(blob); err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(&back, []devices.Device{bare}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	in := f32(5, 4, 16)
+	got, err := machine.Run(context.Background(), []*tensor.Tensor{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.Eval(m, map[string]ref.Value{"x": in}, ref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodetest.CloseTensor(t, "tanh", got[0], want[0].(*tensor.Tensor))
+	if _, err := machine.Run(context.Background(), []*tensor.Tensor{f32(6, 5, 16)}); !errors.Is(err, vm.ErrInput) {
+		t.Fatalf("a [5,16] input to a [4,16] executable: %v, want ErrInput", err)
+	}
+}

@@ -104,3 +104,19 @@ func TestInferErrorsNameTheNode(t *testing.T) {
 		t.Error("Add of [2,3] and [4,5] should fail")
 	}
 }
+
+// TestBroadcastInferenceKeepsEachDType: inferring one Max on int32 must not make the
+// next Max, on float64, int32 too (the inference closure is shared by the op's nodes).
+func TestBroadcastInferenceKeepsEachDType(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Int32, tensor.Float64, tensor.Uint8} {
+		b := NewBuilder("main")
+		x := b.Param("x", TensorType(dt, Const(3)))
+		y, err := b.Op1(OpMax, nil, x, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if y.Type.DType != dt {
+			t.Fatalf("Max of %v inferred as %v", dt, y.Type.DType)
+		}
+	}
+}

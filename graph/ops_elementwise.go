@@ -221,17 +221,18 @@ func inferBroadcastAs(dt tensor.DType) InferFunc {
 		if err != nil {
 			return nil, err
 		}
-		if dt == tensor.Undefined {
-			dt = t0.DType
+		out := dt // a local: the closure serves every node of this op
+		if out == tensor.Undefined {
+			out = t0.DType
 		}
 		shape, ranked, err := broadcastInputs(n, 0)
 		if err != nil {
 			return nil, err
 		}
 		if !ranked {
-			return []Type{{Kind: KindTensor, DType: dt, UnknownRank: true}}, nil
+			return []Type{{Kind: KindTensor, DType: out, UnknownRank: true}}, nil
 		}
-		return []Type{TensorType(dt, shape...)}, nil
+		return []Type{TensorType(out, shape...)}, nil
 	}
 }
 

@@ -1,0 +1,169 @@
+package kernels
+
+import (
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
+)
+
+// Convolution over N spatial axes (1-D, 2-D, 3-D...), NC... activations and
+// M C/group k... weights.
+
+// ConvGeometry is a convolution's resolved window, per spatial axis: stride, dilation,
+// padding before the first input element (auto_pad applied) and output extent.
+type ConvGeometry struct {
+	Strides, Dilations, PadBegin, Out []int64
+	Group                             int64
+}
+
+// ResolveConv computes the geometry of an ONNX Conv (or pooling window) over input
+// spatial extents in and kernel extents k, exactly as the reference does: SAME_UPPER
+// and SAME_LOWER give ceil(in / stride) outputs with the odd padding element at the end
+// (upper) or the beginning (lower); VALID pads nothing; NOTSET reads pads as
+// [begin..., end...] with missing entries 0.
+func ResolveConv(in, k []int64, strides, dilations, pads []int64, autoPad string, group int64) (ConvGeometry, error) {
+	sp := len(in)
+	g := ConvGeometry{Group: group}
+	for d := range sp {
+		s, dl := graph.AttrOr(strides, d, 1), graph.AttrOr(dilations, d, 1)
+		if s <= 0 || dl <= 0 || k[d] <= 0 {
+			return ConvGeometry{}, Unsupported("stride %d, dilation %d, kernel %d", s, dl, k[d])
+		}
+		span := dl*(k[d]-1) + 1
+		var o, pb int64
+		switch autoPad {
+		case "SAME_UPPER", "SAME_LOWER":
+			o = (in[d] + s - 1) / s
+			total := max(0, (o-1)*s+span-in[d])
+			pb = total / 2
+			if autoPad == "SAME_LOWER" {
+				pb = total - total/2
+			}
+		case "VALID":
+			o = max(0, (in[d]-span)/s+1)
+		case "NOTSET", "":
+			pb = graph.AttrOr(pads, d, 0)
+			num := in[d] + pb + graph.AttrOr(pads, d+sp, 0) - span
+			o = 0
+			if num >= 0 {
+				o = num/s + 1
+			}
+		default:
+			return ConvGeometry{}, Unsupported("auto_pad %q", autoPad)
+		}
+		g.Strides = append(g.Strides, s)
+		g.Dilations = append(g.Dilations, dl)
+		g.PadBegin = append(g.PadBegin, pb)
+		g.Out = append(g.Out, o)
+	}
+	return g, nil
+}
+
+func computeConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	a := attrs[graph.ConvAttrs](n)
+	x, w := in[0].T, in[1].T
+	var b *te.Tensor
+	if len(in) > 2 {
+		b = in[2].T
+	}
+	if err := nnFloat(n.Op, x, w, b); err != nil {
+		return nil, err
+	}
+	if len(x.Shape) < 3 || len(w.Shape) != len(x.Shape) {
+		return nil, Unsupported("Conv of input rank %d with weight rank %d", len(x.Shape), len(w.Shape))
+	}
+	xe, err := staticFrom(x, 1)
+	if err != nil {
+		return nil, err
+	}
+	we, err := Extents(w)
+	if err != nil {
+		return nil, err
+	}
+	for d, ks := range a.KernelShape {
+		if d+2 >= len(we) || ks != we[d+2] {
+			return nil, Unsupported("kernel_shape %v does not match weight %v", a.KernelShape, we)
+		}
+	}
+	geo, err := ResolveConv(xe[1:], we[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, a.Group)
+	if err != nil {
+		return nil, err
+	}
+	out, err := Conv(x, w, b, geo)
+	if err != nil {
+		return nil, err
+	}
+	return []*te.Tensor{out}, nil
+}
+
+// Conv is a grouped N-D convolution: x [N, C, in...] (N may be symbolic), w [M, C/group,
+// k...], optional bias b [M] (nil: none), added in a final elementwise stage. The window
+// is g (see ResolveConv); reads in the padding are guarded and clamped.
+func Conv(x, w, b *te.Tensor, g ConvGeometry) (*te.Tensor, error) {
+	xe, err := staticFrom(x, 1)
+	if err != nil {
+		return nil, err
+	}
+	we, err := Extents(w)
+	if err != nil {
+		return nil, err
+	}
+	sp := len(we) - 2
+	if len(xe) != sp+1 || len(g.Out) != sp {
+		return nil, Unsupported("Conv of input %v with weight %v", x.Shape, we)
+	}
+	c, m, cg := xe[0], we[0], we[1]
+	group := g.Group
+	if group <= 0 || c != cg*group || m%group != 0 {
+		return nil, Unsupported("Conv of %d channels with weight %v in %d groups", c, we, group)
+	}
+	if b != nil {
+		if be, err := Extents(b); err != nil || len(be) != 1 || be[0] != m {
+			return nil, Unsupported("Conv bias %v for %d output channels", b.Shape, m)
+		}
+	}
+	mg := m / group
+	p := &windowProduct{x: x, w: w, channels: cg}
+	switch {
+	case group == 1:
+		p.xChan = func(_, rc loopir.Expr) loopir.Expr { return rc }
+	case mg == 1:
+		p.xChan = func(oc, rc loopir.Expr) loopir.Expr { return add(mul(oc, i64(cg)), rc) }
+	default:
+		p.xChan = func(oc, rc loopir.Expr) loopir.Expr { return add(mul(div(oc, i64(mg)), i64(cg)), rc) }
+	}
+	p.wLead = func(oc, rc loopir.Expr) []loopir.Expr { return []loopir.Expr{oc, rc} }
+	shape := []loopir.Expr{x.Shape[0], i64(m)}
+	for d := range sp {
+		s, dl, pb, o, in := g.Strides[d], g.Dilations[d], g.PadBegin[d], g.Out[d], xe[1+d]
+		if o <= 0 {
+			return nil, Unsupported("Conv with an empty output (spatial axis %d)", d)
+		}
+		shape = append(shape, i64(o))
+		p.axes = append(p.axes, tapAxis{
+			taps: we[2+d],
+			in:   in,
+			at: func(oi, j loopir.Expr, _ int64) (loopir.Expr, loopir.Expr, loopir.Expr) {
+				return sub(add(mul(oi, i64(s)), mul(j, i64(dl))), i64(pb)), j, nil
+			},
+			xRange: func(jlo, jhi int64) (int64, int64) {
+				return jlo*dl - pb, (o-1)*s + jhi*dl - pb
+			},
+		})
+	}
+	return addBias(p.compute("conv", shape), b), nil
+}
+
+// staticFrom returns t's extents from axis `from` on, which must be static (the
+// leading batch axes may be symbolic).
+func staticFrom(t *te.Tensor, from int) ([]int64, error) {
+	out := make([]int64, 0, len(t.Shape)-from)
+	for d, e := range t.Shape[from:] {
+		c, ok := e.(*loopir.IntImm)
+		if !ok {
+			return nil, Unsupported("%s: extent %d is symbolic (%v); this definition needs it static", t.Name, from+d, e)
+		}
+		out = append(out, c.V)
+	}
+	return out, nil
+}

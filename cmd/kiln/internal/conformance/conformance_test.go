@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kilnrt/kiln/devices"
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
 	"github.com/kilnrt/kiln/tensor"
@@ -137,4 +140,67 @@ func TestNodeSuite(t *testing.T) {
 	if s.Passed < 450 {
 		t.Errorf("only %d of %d node cases pass, want at least 450", s.Passed, len(cases))
 	}
+}
+
+// compiledOpts runs cases on the compiled engine (kernels built by the C compiler); it
+// skips the test when there is none.
+func compiledOpts(t *testing.T) Options {
+	t.Helper()
+	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
+	if errors.Is(err, devices.ErrUnavailable) {
+		t.Skipf("no C compiler for the compiled engine: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, closeEngine := CompiledEngine(dev)
+	t.Cleanup(func() { closeEngine(); dev.Close() })
+	o := opts()
+	o.Engine, o.Timeout = run, 5*time.Minute
+	return o
+}
+
+// TestZooCompiled is issue #4's acceptance check: every zoo model, every data set, on
+// kernels kiln generated itself, against ONNX Runtime's outputs.
+func TestZooCompiled(t *testing.T) {
+	zoo := testdata.Zoo(t)
+	cases, err := FindCases([]string{zoo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := compiledOpts(t)
+	for _, c := range cases {
+		r := RunCase(c, o)
+		if r.Status != Pass {
+			t.Errorf("%s: %s: %s", r.Case, r.Status, r.Reason)
+		} else {
+			t.Logf("%s: pass in %.2fs (compile included), max err %.2g", r.Case, r.Seconds, r.MaxErr)
+		}
+	}
+}
+
+// TestNodeSuiteCompiled runs the node suite on the compiled engine: no bar yet, but no
+// case may crash or fail without a reason.
+func TestNodeSuiteCompiled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the node suite takes a while; skipped with -short")
+	}
+	root := filepath.Join(testdata.ONNXData(t), "node")
+	cases, err := FindCases([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := compiledOpts(t)
+	var results []Result
+	for _, c := range cases {
+		r := RunCase(c, o)
+		if r.Status != Pass && r.Reason == "" {
+			t.Errorf("%s: %s without a reason", r.Case, r.Status)
+		}
+		if strings.Contains(r.Reason, "panic") || strings.Contains(r.Reason, "BUG") {
+			t.Errorf("%s: %s", r.Case, r.Reason)
+		}
+		results = append(results, r)
+	}
+	t.Logf("node suite, compiled engine: %v", Summarize(results))
 }

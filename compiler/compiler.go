@@ -47,6 +47,9 @@ type Options struct {
 	// DumpPass names a graph pass whose before/after text goes to Dump.
 	DumpPass string
 	Dump     func(pass, before, after string)
+	// PlainLayout keeps every tensor in plain NCHW order (no alter-layout): for
+	// comparisons.
+	PlainLayout bool
 	// Context cancels a long compile (nil: Background).
 	Context context.Context
 }
@@ -95,7 +98,8 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.NumCPU()
 	}
-	c := &compile{t: t, opts: opts, strategies: kcpu.Strategies(kernels.Default()), res: &Result{Stats: Stats{Strategies: map[string]int{}}}}
+	reg := kernels.Default()
+	c := &compile{t: t, opts: opts, registry: reg, strategies: kcpu.Strategies(reg), res: &Result{Stats: Stats{Strategies: map[string]int{}}}}
 	mod := graph.Clone(m)
 	c.mod = mod
 	steps := []struct {
@@ -125,6 +129,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 type compile struct {
 	t          target.Target
 	opts       Options
+	registry   *kernels.Registry
 	strategies *kernels.Strategies
 	res        *Result
 	mod        *graph.Module // the clone being compiled
@@ -157,6 +162,9 @@ func (c *compile) stage(name string, run func() error) (err error) {
 
 func (c *compile) passes(m *graph.Module) error {
 	ctx := &passes.Context{Dims: c.opts.Dims, Eval: ref.EvalNode, Check: c.opts.Check, DumpPass: c.opts.DumpPass, Dump: c.opts.Dump}
+	if !c.opts.PlainLayout {
+		ctx.Layout = kcpu.LayoutPolicy(c.t, c.registry)
+	}
 	return passes.Compile().Run(ctx, m)
 }
 

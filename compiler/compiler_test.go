@@ -196,3 +196,56 @@ func TestExecutableRunsWithoutCompiler(t *testing.T) {
 		t.Fatalf("a [5,16] input to a [4,16] executable: %v, want ErrInput", err)
 	}
 }
+
+// TestBlockedLayout: a small convnet (conv → relu → maxpool → conv → residual add →
+// concat → global average pool) compiled with alter-layout keeps the convolutions'
+// outputs in channel blocks through the elementwise ops, pooling and concat, and matches
+// the reference; compiled plain, it matches too.
+func TestBlockedLayout(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.StaticShape(1, 8, 13, 11)...))
+	conv := func(in *graph.Value, cin, cout int, seed uint64, pad int64) *graph.Value {
+		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+		a.KernelShape, a.Pads = []int64{3, 3}, []int64{pad, pad, pad, pad}
+		y, err := b.Op1(graph.OpConv, a, in, b.Const("", f32(seed, cout, cin, 3, 3)), b.Const("", f32(seed+1, cout)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+	c1 := conv(x, 8, 64, 1, 1) // 64 channels: a multiple of every micro-kernel width
+	r1, _ := b.Op1(graph.OpRelu, nil, c1)
+	pa := graph.OpMaxPool.NewAttrs().(*graph.PoolAttrs)
+	pa.KernelShape, pa.Strides, pa.Pads = []int64{3, 3}, []int64{2, 2}, []int64{1, 1, 1, 1}
+	p1, _ := b.Op1(graph.OpMaxPool, pa, r1)
+	c2 := conv(p1, 64, 64, 3, 1)
+	s, _ := b.Op1(graph.OpAdd, nil, c2, p1)
+	r2, _ := b.Op1(graph.OpClip, nil, s, b.Const("lo", tensor.Scalar(float32(0))), b.Const("hi", tensor.Scalar(float32(6))))
+	ca := graph.OpConcat.NewAttrs().(*graph.AxisAttrs)
+	ca.Axis = 1
+	cc, _ := b.Op1(graph.OpConcat, ca, r2, p1)
+	g, _ := b.Op1(graph.OpGlobalAveragePool, nil, cc)
+	m, err := b.Module(g, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]*tensor.Tensor{"x": f32(7, 1, 8, 13, 11)}
+	res := checkCompiled(t, m, in)
+	if res.Stats.Strategies["conv2d-nchwc-tensorized"] != 2 {
+		t.Fatalf("strategies %v: want both convolutions tensorized", res.Stats.Strategies)
+	}
+	// blocked: conv, relu, maxpool, conv, add, clip, concat, pool and one transform of
+	// the relu result (a graph output) back to NCHW
+	if res.Stats.Launches != 9 {
+		t.Fatalf("%d launches, want 9 (one layout transform)", res.Stats.Launches)
+	}
+	dev := openCPU(t)
+	dims, _ := DimsFromInputs(m, in)
+	plain, err := Build(m, target.Host(), Options{Dims: dims, CPU: dev, PlainLayout: true, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Stats.Launches != 8 {
+		t.Fatalf("plain layout: %d launches, want 8", plain.Stats.Launches)
+	}
+}

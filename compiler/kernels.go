@@ -63,9 +63,12 @@ func (c *compile) kernelFor(n *graph.Node) (*kernelUse, error) {
 		if v == nil {
 			continue
 		}
-		shape, err := staticShape(n, v)
-		if err != nil {
+		if _, err := staticShape(n, v); err != nil {
 			return nil, err
+		}
+		shape, err := kernels.PhysicalShape(v.Type)
+		if err != nil {
+			return nil, fmt.Errorf("%v: input %d: %w", n, i, err)
 		}
 		in[i] = kernels.Input{T: placeholder(fmt.Sprintf("in%d", i), v.Type.DType, shape), Const: v.Const}
 	}

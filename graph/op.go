@@ -85,11 +85,25 @@ func LookupOp(domain, name string) (op Op, known bool) {
 	if domain == "ai.onnx" {
 		domain = ""
 	}
-	if domain != "" {
+	if domain != "" && domain != KilnDomain {
 		return OpInvalid, false
 	}
 	o, ok := opByName[name]
-	return o, ok
+	if !ok || opDomain(o) != domain {
+		return OpInvalid, false
+	}
+	return o, true
+}
+
+// KilnDomain is the domain of kiln's own ops (LayoutTransform): the text form and passes
+// use them; a model file cannot name them as ONNX ops.
+const KilnDomain = "kiln"
+
+func opDomain(o Op) string {
+	if info := o.Info(); info != nil {
+		return info.Domain
+	}
+	return ""
 }
 
 // NewAttrs returns a pointer to a fresh attribute struct for op with defaults applied, or
@@ -122,6 +136,7 @@ var opTable = buildOpTable(
 	quantOps(),
 	reduceOps(),
 	rnnOps(),
+	layoutOps(),
 	shapeOps(),
 	controlOps(),
 	miscOps(),

@@ -196,6 +196,8 @@ const (
 	// strings and text
 	OpStringNormalizer
 	OpTfIdfVectorizer
+	// kiln's own ops (domain "kiln"): made by passes, never read from a model file
+	OpLayoutTransform
 
 	NumOps // count; not an op
 )
@@ -261,4 +263,5 @@ var opNames = [NumOps]string{
 	OpOptionalGetElement: "OptionalGetElement", OpOptionalHasElement: "OptionalHasElement",
 	OpIf: "If", OpLoop: "Loop", OpScan: "Scan",
 	OpStringNormalizer: "StringNormalizer", OpTfIdfVectorizer: "TfIdfVectorizer",
+	OpLayoutTransform: "LayoutTransform",
 }

@@ -335,6 +335,9 @@ func (p *parser) parseNode(m *Module, f *Func, line string, scope map[string]*Va
 		return p.errf("bad node %q", line)
 	}
 	op, known := LookupOp("", opName)
+	if !known {
+		op, known = LookupOp(KilnDomain, opName)
+	}
 	if !known || !op.Supported() {
 		return p.errf("unknown or unsupported op %q", opName)
 	}

@@ -81,3 +81,30 @@ func TestVerifyCatchesUseBeforeDef(t *testing.T) {
 		t.Errorf("Verify = %v", err)
 	}
 }
+
+// TestBlockedLayoutRoundTrip: a LayoutTransform and a blocked type print and parse back;
+// the op is not an ONNX op.
+func TestBlockedLayoutRoundTrip(t *testing.T) {
+	src := `module opsets(""=17)
+func @main(%x: f32[1,32,5,5]) {
+  %y = LayoutTransform(%x) {block=16} : f32[1,32,5,5]@c16
+  %z = Relu(%y) : f32[1,32,5,5]@c16
+  return %z
+}`
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(Print(m)); got != src {
+		t.Fatalf("round trip:\n%s\nwant\n%s", got, src)
+	}
+	if _, known := LookupOp("", "LayoutTransform"); known {
+		t.Fatal("LayoutTransform is importable as an ONNX op")
+	}
+	if _, err := ParseType("f32[1,30,5,5]@c16"); err != nil {
+		t.Fatal(err) // parsing is syntax only
+	}
+	if err := CheckBlock(TensorType(tensor.Float32, StaticShape(1, 30, 5, 5)...), 16); err == nil {
+		t.Fatal("30 channels accepted in blocks of 16")
+	}
+}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kilnrt/kiln/tensor"
@@ -29,6 +30,11 @@ type Type struct {
 	UnknownRank bool
 	Known       []Dim
 	Elem        *Type
+	// Block, when non-zero, says how a 4-D NCHW tensor is stored: channels in blocks of
+	// Block, as [N, C/Block, H, W, Block] (NCHW{Block}c). The value (Shape, element
+	// order in the ONNX sense) is unchanged; only kernels see the storage order. Set by
+	// the alter-layout pass, printed as "@c16".
+	Block int64
 }
 
 // TensorType builds a tensor type.
@@ -88,6 +94,9 @@ func (t Type) Equal(o Type) bool {
 			return false
 		}
 	}
+	if t.Block != o.Block {
+		return false
+	}
 	if (t.Elem == nil) != (o.Elem == nil) {
 		return false
 	}
@@ -116,6 +125,9 @@ func (t Type) String() string {
 			parts[i] = d.String()
 		}
 		b.WriteString("{" + strings.Join(parts, ",") + "}")
+	}
+	if t.Block != 0 {
+		fmt.Fprintf(&b, "@c%d", t.Block)
 	}
 	return b.String()
 }
@@ -177,6 +189,13 @@ func ParseType(s string) (Type, error) {
 		}
 	}
 	rest := s[rb+1:]
+	if at := strings.LastIndex(rest, "@c"); at >= 0 {
+		blk, err := strconv.ParseInt(rest[at+2:], 10, 64)
+		if err != nil || blk <= 0 {
+			return Type{}, fmt.Errorf("bad layout in type %q", s)
+		}
+		t.Block, rest = blk, rest[:at]
+	}
 	if strings.HasPrefix(rest, "{") && strings.HasSuffix(rest, "}") {
 		if rest == "{}" {
 			t.Known = []Dim{}

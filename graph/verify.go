@@ -135,6 +135,9 @@ func checkType(t Type) error {
 				return fmt.Errorf("negative extent %d", v)
 			}
 		}
+		if err := CheckBlock(t, t.Block); err != nil {
+			return err
+		}
 	case KindSequence, KindOptional:
 		if t.Elem != nil {
 			return checkType(*t.Elem)

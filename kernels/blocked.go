@@ -8,15 +8,21 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// ConvBlockedAttrs are the static attributes of a blocked 2-D convolution over NCHW data.
+// ConvBlockedAttrs are the static attributes of a blocked 2-D convolution.
 type ConvBlockedAttrs struct {
 	Strides, Dilations [2]int64
 	Pads               [4]int64 // top, left, bottom, right
-	CB, MB             int64    // input and output channel blocks
+	CB, MB             int64    // channel blocks the convolution computes in
+	// XBlock is how x is stored: 0 plain NCHW, else [N, C/XBlock, H, W, XBlock].
+	XBlock int64
+	// BlockedOut leaves the result in the conv stage's storage, [N, M/MB, OH, OW, MB]
+	// (M must be a multiple of MB), instead of unpacking it to NCHW.
+	BlockedOut bool
 }
 
-// ConvNCHWBlocked is a convolution that reads NCHW data and writes NCHW results but
-// computes in blocked layouts, the form the CPU strategy tensorizes, in three stages:
+// ConvNCHWBlocked is a convolution that reads NCHW data (or blocked data, XBlock) and
+// writes NCHW results (or leaves them blocked, BlockedOut) but computes in blocked
+// layouts, the form the CPU strategy tensorizes, in three stages:
 //
 //   - "pad": x repacked into [N, C/cb, H+pt+pb, (W+pl+pr)·cb] with zero borders (the
 //     kernel column and input channel merge into one contiguous reduction axis);
@@ -31,10 +37,19 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 	if err != nil {
 		return nil, err
 	}
+	if len(ext) == 5 && a.XBlock == ext[4] {
+		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
+	}
 	if len(ext) != 4 {
 		return nil, Unsupported("blocked conv2d: data of rank %d", len(ext))
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
+	read := func(nn, ch, y, xx loopir.Expr) loopir.Expr {
+		if a.XBlock == 0 {
+			return x.At(nn, ch, y, xx)
+		}
+		return x.At(nn, div(ch, i64(a.XBlock)), y, xx, loopir.Bin(loopir.Mod, ch, i64(a.XBlock)))
+	}
 	cb, mb := a.CB, a.MB
 	if cb <= 0 || mb <= 0 || c%cb != 0 || a.Dilations[1] != 1 {
 		return nil, Unsupported("blocked conv2d: %d channels in blocks of %d, horizontal dilation %d", c, cb, a.Dilations[1])
@@ -59,7 +74,7 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		xx := sub(div(i[3], i64(cb)), i64(pl))
 		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
 		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
-		return te.Select(cond, x.At(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)), loopir.Float(0, dt))
+		return te.Select(cond, read(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)), loopir.Float(0, dt))
 	})
 	icb, ry, rr := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh)), te.RAxis("rr", i64(kw*cb))
 	conv := te.Compute("conv", Static(n, wext[0], oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
@@ -67,6 +82,17 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		col := add(mul(i[3], i64(a.Strides[1]*cb)), rr.Var)
 		return te.Sum(te.Mul(pad.At(i[0], icb.Var, row, col), w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
 	})
+	if a.BlockedOut {
+		if m%mb != 0 {
+			return nil, fmt.Errorf("BUG: blocked conv2d output of %d channels in blocks of %d", m, mb)
+		}
+		if bias == nil {
+			return conv, nil
+		}
+		return te.Compute("bias", conv.Shape, func(i []loopir.Expr) loopir.Expr {
+			return te.Add(conv.At(i...), bias.At(add(mul(i[1], i64(mb)), i[4])))
+		}), nil
+	}
 	return te.Compute("unpack", Static(n, m, oh, ow), func(i []loopir.Expr) loopir.Expr {
 		v := conv.At(i[0], div(i[1], i64(mb)), i[2], i[3], loopir.Bin(loopir.Mod, i[1], i64(mb)))
 		if bias != nil {

@@ -52,7 +52,9 @@ func NewRegistry(families ...map[graph.Op]ComputeFunc) *Registry {
 
 // Default is the registry of every definition in this package.
 func Default() *Registry {
-	return NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), rnnComputes())
+	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), rnnComputes(), layoutComputes())
+	blockedPools(r)
+	return r
 }
 
 // Compute returns op's definition.

@@ -73,6 +73,7 @@ func readKilnFile(path string) (*vm.Executable, error) {
 // compileOptions are the CLI's compile settings.
 type compileOptions struct {
 	quiet    bool
+	plain    bool // no alter-layout
 	dumpPass string
 	dump     io.Writer
 }
@@ -84,7 +85,7 @@ func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, dev *devcpu
 	if err != nil {
 		return nil, 0, usageError{err}
 	}
-	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass}
+	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass, PlainLayout: co.plain}
 	if co.dumpPass != "" {
 		opts.Dump = func(pass, before, after string) {
 			fmt.Fprintf(co.dump, "=== before %s ===\n%s\n=== after %s ===\n%s\n", pass, before, pass, after)

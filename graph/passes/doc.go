@@ -13,7 +13,11 @@
 //     JIT-compiled for constants) and replaced by its results; Shape and Size of
 //     statically shaped values fold without evaluating anything. A size cap keeps folding
 //     from materializing large tensors out of small ones;
-//   - dce: nodes and constants nobody reads are removed.
+//   - dce: nodes and constants nobody reads are removed;
+//   - alter-layout: with a Context.Layout policy, convolutions store their outputs in
+//     channel blocks (NCHW16c...) and values stay blocked through elementwise ops,
+//     pooling and channel concats, with LayoutTransform nodes where a consumer needs
+//     another order (the first piece of issue #5's AlterLayout).
 //
 // Issue #5 adds the optimizer proper (simplification, fusion, layout) to this table.
 //

@@ -20,6 +20,9 @@ type Context struct {
 	// FoldLimit is the most elements a folded result may have when it is larger than
 	// its inputs together (0: 1<<16); a result no larger than its inputs always folds.
 	FoldLimit int64
+	// Layout says which nodes have blocked-layout kernels (alter-layout); nil: every
+	// value stays plain.
+	Layout *LayoutPolicy
 	// Check runs graph.Verify after every pass.
 	Check bool
 	// Dump, when set, is called with the module's text before and after the named
@@ -45,6 +48,7 @@ func Compile() Pipeline {
 		{Name: "bind-dims", Run: BindDims, Required: true},
 		{Name: "fold-constants", Run: FoldConstants, Required: true},
 		{Name: "dce", Run: DCE, Required: true},
+		{Name: "alter-layout", Run: AlterLayout},
 	}
 }
 

@@ -13,6 +13,15 @@ import (
 // tiles of mr columns, and each tile accumulates, per input channel block and kernel
 // row, one micro-kernel call over the merged (kernel column, input channel) axis.
 func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) error {
+	return ScheduleConvBlocked(s, g, parallel, "", 0)
+}
+
+// ScheduleConvBlocked is ScheduleConv2DNCHWc with an optional epilogue: an elementwise
+// block reading the conv result (a bias add) moved under the output row loop, so each
+// row gets it right after the micro-kernels wrote it, while it is in cache. With cb > 0
+// (the input channel block), the padded copy's column loop is split into columns and
+// the channels of a block, the inner loop a contiguous, vectorized copy.
+func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64) error {
 	mr := g.MR
 	pb, err := s.GetBlock("pad")
 	if err != nil {
@@ -25,6 +34,15 @@ func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) err
 	prow, err := s.Fuse(pl[0], pl[1], pl[2])
 	if err != nil {
 		return err
+	}
+	if cb > 1 {
+		cols, err := s.Split(pl[3], []int64{-1, cb})
+		if err != nil {
+			return err
+		}
+		if err := s.Vectorize(cols[1]); err != nil {
+			return err
+		}
 	}
 	if parallel {
 		if err := s.Parallel(prow); err != nil {
@@ -52,6 +70,22 @@ func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) err
 	}
 	if _, err := s.DecomposeReduction(c, icb); err != nil {
 		return err
+	}
+	if epilogue != "" {
+		e, err := s.GetBlock(epilogue)
+		if err != nil {
+			return err
+		}
+		if err := s.ReverseComputeAt(e, oh); err != nil {
+			return err
+		}
+		el, err := s.GetLoops(e)
+		if err != nil {
+			return err
+		}
+		if err := s.Vectorize(el[len(el)-1]); err != nil {
+			return err
+		}
 	}
 	if err := s.Tensorize(w[1], g.Update); err != nil {
 		return err

@@ -42,34 +42,60 @@ func inputBlock(c int64) int64 {
 	return 1
 }
 
-// buildConvBlocked applies to float32 2-D convolutions with one group, constant weights,
-// explicit or VALID padding and no horizontal dilation.
-func buildConvBlocked(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+// convBlocked returns the attributes of the blocked convolution for n, or an error
+// wrapping ErrNotApplicable: float32 2-D convolutions with one group, constant
+// weights, explicit or VALID padding and no horizontal dilation.
+func convBlocked(n *graph.Node, g intrin.Gemm) (kernels.ConvBlockedAttrs, error) {
+	var attrs kernels.ConvBlockedAttrs
 	a, _ := n.Attrs.(*graph.ConvAttrs)
-	x, w := in[0], in[1]
-	if a == nil || x.T == nil || w.Const == nil || x.T.DT != tensor.Float32 || w.Const.DType != tensor.Float32 || len(x.T.Shape) != 4 {
-		return nil, notApplicable("float32 2-D convolution with constant weights")
+	if a == nil || len(n.Inputs) < 2 || n.Inputs[1] == nil {
+		return attrs, notApplicable("convolution without weights")
+	}
+	x, w := n.Inputs[0].Type, n.Inputs[1]
+	if w.Const == nil || x.DType != tensor.Float32 || w.Const.DType != tensor.Float32 || len(x.Shape) != 4 || len(w.Const.Shape) != 4 {
+		return attrs, notApplicable("float32 2-D convolution with constant weights")
 	}
 	if a.Group != 1 || (a.AutoPad != "NOTSET" && a.AutoPad != "VALID" && a.AutoPad != "") {
-		return nil, notApplicable("group %d, auto_pad %s", a.Group, a.AutoPad)
+		return attrs, notApplicable("group %d, auto_pad %s", a.Group, a.AutoPad)
 	}
-	attrs := kernels.ConvBlockedAttrs{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}}
+	attrs = kernels.ConvBlockedAttrs{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, XBlock: x.Block}
 	copy(attrs.Strides[:], a.Strides)
 	copy(attrs.Dilations[:], a.Dilations)
 	if a.AutoPad != "VALID" && len(a.Pads) == 4 {
 		copy(attrs.Pads[:], a.Pads)
 	}
 	if attrs.Dilations[1] != 1 {
-		return nil, notApplicable("horizontal dilation %d", attrs.Dilations[1])
+		return attrs, notApplicable("horizontal dilation %d", attrs.Dilations[1])
 	}
-	xe, err := kernels.Extents(x.T)
-	if err != nil {
-		return nil, notApplicable("%v", err)
+	c, ok := x.Shape[1].Value()
+	if !ok {
+		return attrs, notApplicable("symbolic channels")
 	}
+	attrs.CB, attrs.MB = inputBlock(c), g.NR
+	if x.Block != 0 {
+		// the padded copy is then a copy of whole blocks (contiguous, vectorized)
+		attrs.CB = x.Block
+	}
+	return attrs, nil
+}
+
+// buildConvBlocked lowers a convolution through kernels.ConvNCHWBlocked, reading its
+// input as it is stored and leaving its output blocked when the graph says so.
+func buildConvBlocked(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
 	g := intrin.GemmFor(t)
+	attrs, err := convBlocked(n, g)
+	if err != nil {
+		return nil, err
+	}
+	x, w := in[0], in[1]
+	if b := n.Outputs[0].Type.Block; b != 0 {
+		if b != g.NR {
+			return nil, fmt.Errorf("BUG: %v: output stored in blocks of %d, the micro-kernel computes %d", n, b, g.NR)
+		}
+		attrs.BlockedOut = true
+	}
 	m := int64(w.Const.Shape[0])
-	attrs.CB, attrs.MB = inputBlock(xe[1]), g.NR
-	packed := []int64{(m + g.NR - 1) / g.NR, xe[1] / attrs.CB, int64(w.Const.Shape[2]), int64(w.Const.Shape[3]) * attrs.CB, g.NR}
+	packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Const.Shape[1]) / attrs.CB, int64(w.Const.Shape[2]), int64(w.Const.Shape[3]) * attrs.CB, g.NR}
 	wp := te.Placeholder("w", tensor.Float32, kernels.Static(packed...)...)
 	var bias *te.Tensor
 	params := []*te.Tensor{x.T, wp}
@@ -90,11 +116,17 @@ func buildConvBlocked(n *graph.Node, in []kernels.Input, t target.Target) (*kern
 		return nil, err
 	}
 	s := schedule.New(f)
-	if err := ScheduleConv2DNCHWc(s, g, true); err != nil {
+	epilogue := ""
+	if s.HasBlock("bias") {
+		epilogue = "bias"
+	}
+	if err := ScheduleConvBlocked(s, g, true, epilogue, attrs.CB); err != nil {
 		return nil, err
 	}
-	if err := scheduleNest(s, "unpack"); err != nil {
-		return nil, err
+	if s.HasBlock("unpack") {
+		if err := scheduleNest(s, "unpack"); err != nil {
+			return nil, err
+		}
 	}
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
 }

@@ -109,14 +109,11 @@ func Placeholders(n *graph.Node) ([]kernels.Input, error) {
 		if v == nil {
 			continue
 		}
-		shape, ok := v.Type.ConstShape()
-		if !ok {
-			return nil, fmt.Errorf("input %d has a non-static type %v", i, v.Type)
+		shape, err := kernels.PhysicalShape(v.Type)
+		if err != nil {
+			return nil, fmt.Errorf("input %d: %w", i, err)
 		}
-		ext := make([]loopir.Expr, len(shape))
-		for k, d := range shape {
-			ext[k] = loopir.Int(int64(d))
-		}
+		ext := kernels.Static(shape...)
 		in[i] = kernels.Input{T: te.Placeholder(fmt.Sprintf("in%d", i), v.Type.DType, ext...), Const: v.Const}
 	}
 	return in, nil

@@ -11,7 +11,11 @@ import (
 )
 
 func miscKernels() map[graph.Op]Kernel {
-	return map[graph.Op]Kernel{graph.OpResize: T(miscResize)}
+	return map[graph.Op]Kernel{
+		graph.OpResize: T(miscResize),
+		// a storage-order change: the value itself is unchanged
+		graph.OpLayoutTransform: T(func(_ *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) { return in[:1], nil }),
+	}
 }
 
 // tap is one input index and its weight; extrap marks "use the extrapolation value".

@@ -1,0 +1,185 @@
+package passes
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+)
+
+// LayoutPolicy tells alter-layout which nodes have kernels on blocked storage (the
+// compiler builds it from the target's strategies).
+type LayoutPolicy struct {
+	// Anchor: a node that prefers blocked storage (a blocked convolution). It returns
+	// the block it wants for each input (-1: any, as it is) and its output's block.
+	Anchor func(n *graph.Node) (in []int64, out int64, ok bool)
+	// Accepts returns the block of n's output when its inputs are stored in blocks in;
+	// ok false: no kernel for that combination.
+	Accepts func(n *graph.Node, in []int64) (out int64, ok bool)
+}
+
+// AlterLayout stores the outputs of anchor nodes (convolutions) in channel blocks and
+// keeps values blocked through the nodes that accept blocked inputs (elementwise ops,
+// pooling, channel concat), so that consecutive convolutions exchange blocked tensors
+// without reordering. A LayoutTransform is inserted where a consumer needs another
+// storage order (plain inputs of a blocked elementwise op, consumers without a blocked
+// kernel, the function's results), one per value and block. Modules with subgraphs are
+// left alone (a subgraph reads enclosing values as they are stored).
+func AlterLayout(ctx *Context, m *graph.Module) error {
+	if ctx.Layout == nil || ctx.Layout.Anchor == nil || ctx.Layout.Accepts == nil {
+		return nil
+	}
+	for _, n := range m.Main.Nodes {
+		if len(n.Subgraphs()) > 0 {
+			return nil
+		}
+	}
+	a := &alterer{m: m, p: ctx.Layout, copies: map[copyKey]*graph.Value{}}
+	f := m.Main
+	for _, n := range f.Nodes {
+		if err := a.node(n); err != nil {
+			return err
+		}
+		a.out = append(a.out, n)
+	}
+	for i, r := range f.Results {
+		if r.Type.Block != 0 {
+			v, err := a.stored(r, 0)
+			if err != nil {
+				return err
+			}
+			f.Results[i] = v
+		}
+	}
+	f.Nodes = a.out
+	return nil
+}
+
+type copyKey struct {
+	v     *graph.Value
+	block int64
+}
+
+type alterer struct {
+	m      *graph.Module
+	p      *LayoutPolicy
+	out    []*graph.Node // the new node order
+	copies map[copyKey]*graph.Value
+}
+
+func blocks(n *graph.Node) []int64 {
+	in := make([]int64, len(n.Inputs))
+	for i, v := range n.Inputs {
+		if v != nil {
+			in[i] = v.Type.Block
+		}
+	}
+	return in
+}
+
+func (a *alterer) node(n *graph.Node) error {
+	in := blocks(n)
+	if want, out, ok := a.p.Anchor(n); ok {
+		for i, b := range want {
+			if b >= 0 && i < len(n.Inputs) && n.Inputs[i] != nil && in[i] != b {
+				if err := a.restore(n, i, b); err != nil {
+					return err
+				}
+			}
+		}
+		return setBlock(n, out)
+	}
+	first := int64(0)
+	for _, b := range in {
+		if b != 0 {
+			first = b
+			break
+		}
+	}
+	if first == 0 {
+		return nil
+	}
+	if out, ok := a.p.Accepts(n, in); ok {
+		return setBlock(n, out)
+	}
+	// bring plain inputs of the output's shape into the same block, if that is a kernel
+	try := append([]int64{}, in...)
+	for i, v := range n.Inputs {
+		if v != nil && try[i] == 0 && len(n.Outputs) > 0 && sameShape(v.Type, n.Outputs[0].Type) {
+			try[i] = first
+		}
+	}
+	if out, ok := a.p.Accepts(n, try); ok && graph.CheckBlock(n.Outputs[0].Type, first) == nil {
+		for i := range try {
+			if try[i] != in[i] {
+				if err := a.restore(n, i, try[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return setBlock(n, out)
+	}
+	for i, b := range in {
+		if b != 0 {
+			if err := a.restore(n, i, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sameShape(a, b graph.Type) bool {
+	if a.UnknownRank || b.UnknownRank || len(a.Shape) != len(b.Shape) {
+		return false
+	}
+	for i := range a.Shape {
+		if !a.Shape[i].Equal(b.Shape[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func setBlock(n *graph.Node, b int64) error {
+	if len(n.Outputs) == 0 {
+		return nil
+	}
+	if err := graph.CheckBlock(n.Outputs[0].Type, b); err != nil {
+		return fmt.Errorf("BUG: layout policy gives %v an output block %d: %v", n, b, err)
+	}
+	n.Outputs[0].Type.Block = b
+	return nil
+}
+
+// restore feeds input i of n from a copy of its value stored in block b.
+func (a *alterer) restore(n *graph.Node, i int, b int64) error {
+	v, err := a.stored(n.Inputs[i], b)
+	if err != nil {
+		return err
+	}
+	n.Inputs[i] = v
+	return nil
+}
+
+// stored returns v stored in block b, adding a LayoutTransform (once per value and block).
+func (a *alterer) stored(v *graph.Value, b int64) (*graph.Value, error) {
+	if v.Type.Block == b {
+		return v, nil
+	}
+	if c, ok := a.copies[copyKey{v, b}]; ok {
+		return c, nil
+	}
+	attrs := graph.OpLayoutTransform.NewAttrs().(*graph.LayoutTransformAttrs)
+	attrs.Block = b
+	t := &graph.Node{Op: graph.OpLayoutTransform, Attrs: attrs, Inputs: []*graph.Value{v}}
+	out := &graph.Value{Name: fmt.Sprintf("%s@c%d", v.Name, b), Def: t}
+	t.Outputs = []*graph.Value{out}
+	types, err := graph.InferNode(&graph.InferCtx{M: a.m}, t)
+	if err != nil {
+		return nil, err
+	}
+	out.Type = types[0]
+	a.out = append(a.out, t)
+	a.copies[copyKey{v, b}] = out
+	return out, nil
+}

@@ -1,0 +1,81 @@
+package passes_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
+)
+
+// stubPolicy: Conv is an anchor with outputs in blocks of 4; Relu and Add accept inputs
+// in one block; nothing else does.
+func stubPolicy() *passes.LayoutPolicy {
+	return &passes.LayoutPolicy{
+		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
+			if n.Op != graph.OpConv {
+				return nil, 0, false
+			}
+			return []int64{-1, -1}, 4, true
+		},
+		Accepts: func(n *graph.Node, in []int64) (int64, bool) {
+			if n.Op != graph.OpRelu && n.Op != graph.OpAdd {
+				return 0, false
+			}
+			for _, b := range in {
+				if b != in[0] {
+					return 0, false
+				}
+			}
+			return in[0], in[0] != 0
+		},
+	}
+}
+
+func TestAlterLayout(t *testing.T) {
+	src := `module opsets(""=17)
+func @main(%x: f32[1,8,5,5]) {
+  const %w: f32[8,8,1,1] = <64 elements>
+  %c = Conv(%x, %w) : f32[1,8,5,5]
+  %r = Relu(%c) : f32[1,8,5,5]
+  %a = Add(%r, %x) : f32[1,8,5,5]
+  %s = Softmax(%a) : f32[1,8,5,5]
+  return %s, %r
+}`
+	m, err := graph.Parse(strings.ReplaceAll(src, "<64 elements>", "["+strings.Repeat("0.5, ", 63)+"0.5]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (passes.Pipeline{{Name: "alter-layout", Run: passes.AlterLayout}}).Run(&passes.Context{Layout: stubPolicy(), Check: true}, m); err != nil {
+		t.Fatal(err)
+	}
+	got := graph.PrintFunc(m.Main)
+	for _, want := range []string{
+		`%c = Conv(%x, %w) : f32[1,8,5,5]@c4`,
+		`%r = Relu(%c) : f32[1,8,5,5]@c4`,
+		// the plain input of the blocked Add is brought into the block
+		`%"x@c4" = LayoutTransform(%x) {block=4} : f32[1,8,5,5]@c4`,
+		`%a = Add(%r, %"x@c4") : f32[1,8,5,5]@c4`,
+		// Softmax has no blocked kernel: its input comes back to NCHW
+		`%"a@c0" = LayoutTransform(%a) : f32[1,8,5,5]`,
+		`%s = Softmax(%"a@c0") : f32[1,8,5,5]`,
+		// so does a result
+		`return %s, %"r@c0"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+}
+
+// TestAlterLayoutNoPolicy: without a policy nothing changes.
+func TestAlterLayoutNoPolicy(t *testing.T) {
+	m := shapeChain(t)
+	before := graph.Print(m)
+	if err := passes.AlterLayout(&passes.Context{}, m); err != nil {
+		t.Fatal(err)
+	}
+	if graph.Print(m) != before {
+		t.Fatal("alter-layout without a policy changed the module")
+	}
+}

@@ -1,0 +1,183 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
+)
+
+// PhysicalShape is how a value of type t is stored: its static shape, or
+// [N, C/b, H, W, b] for a 4-D value stored in channel blocks of b (graph.Type.Block).
+// Placeholders of kernel inputs take this shape.
+func PhysicalShape(t graph.Type) ([]int64, error) {
+	s, ok := t.ConstShape()
+	if !ok || t.Kind != graph.KindTensor {
+		return nil, fmt.Errorf("type %v is not a static tensor", t)
+	}
+	out := make([]int64, len(s))
+	for i, d := range s {
+		out[i] = int64(d)
+	}
+	if t.Block == 0 {
+		return out, nil
+	}
+	if err := graph.CheckBlock(t, t.Block); err != nil {
+		return nil, err
+	}
+	return []int64{out[0], out[1] / t.Block, out[2], out[3], t.Block}, nil
+}
+
+// layoutComputes: the storage-order change between plain NCHW and channel blocks.
+func layoutComputes() map[graph.Op]ComputeFunc {
+	return map[graph.Op]ComputeFunc{graph.OpLayoutTransform: computeLayoutTransform}
+}
+
+// computeLayoutTransform reads the input's storage (plain or blocked) at each element of
+// the output's storage.
+func computeLayoutTransform(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	src, dst := n.Inputs[0].Type, n.Outputs[0].Type
+	shape, err := PhysicalShape(dst)
+	if err != nil {
+		return nil, Unsupported("%v", err)
+	}
+	x := in[0].T
+	out := te.Compute("layout", Static(shape...), func(i []loopir.Expr) loopir.Expr {
+		// the logical (n, c, h, w) of this output element
+		c := i[1]
+		if dst.Block != 0 {
+			c = add(mul(i[1], i64(dst.Block)), i[4])
+		}
+		if src.Block == 0 {
+			return x.At(i[0], c, i[2], i[3])
+		}
+		return x.At(i[0], div(c, i64(src.Block)), i[2], i[3], loopir.Bin(loopir.Mod, c, i64(src.Block)))
+	})
+	return []*te.Tensor{out}, nil
+}
+
+// isBlocked reports a node with an input stored in channel blocks.
+func isBlocked(n *graph.Node) bool {
+	for _, v := range n.Inputs {
+		if v != nil && v.Type.Block != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// blockedPools wraps the pooling definitions: an input stored in channel blocks is
+// pooled in place (windows over H and W of [N, C/b, H, W, b], the block innermost and
+// contiguous); the global pools return plain [N, C, 1, 1].
+func blockedPools(r *Registry) {
+	for _, op := range []graph.Op{graph.OpMaxPool, graph.OpAveragePool, graph.OpGlobalAveragePool, graph.OpGlobalMaxPool} {
+		plain := r.compute[op]
+		r.compute[op] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+			if !isBlocked(n) {
+				return plain(n, in)
+			}
+			return computeBlockedPool(n, in)
+		}
+	}
+}
+
+// BlockedPoolSupported reports whether a pooling node has a blocked kernel: 2-D
+// windows without dilation, explicit pads, no ceil mode, one output.
+func BlockedPoolSupported(n *graph.Node) bool {
+	switch n.Op {
+	case graph.OpGlobalAveragePool, graph.OpGlobalMaxPool:
+		return true
+	case graph.OpMaxPool, graph.OpAveragePool:
+		a, ok := n.Attrs.(*graph.PoolAttrs)
+		if !ok || len(n.Outputs) != 1 || len(a.KernelShape) != 2 || a.CeilMode != 0 || (a.AutoPad != "NOTSET" && a.AutoPad != "" && a.AutoPad != "VALID") {
+			return false
+		}
+		for _, d := range a.Dilations {
+			if d != 1 {
+				return false
+			}
+		}
+		return n.Op == graph.OpMaxPool || a.CountIncludePad == 0
+	}
+	return false
+}
+
+func computeBlockedPool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	if !BlockedPoolSupported(n) {
+		return nil, Unsupported("%v on blocked storage with these attributes", n.Op)
+	}
+	x := in[0].T
+	e, err := Extents(x)
+	if err != nil || len(e) != 5 {
+		return nil, Unsupported("blocked pooling of %v", x.Shape)
+	}
+	nb, cbs, h, w, b := e[0], e[1], e[2], e[3], e[4]
+	dt := x.DT
+	if n.Op == graph.OpGlobalAveragePool || n.Op == graph.OpGlobalMaxPool {
+		ry, rx := te.RAxis("ry", i64(h)), te.RAxis("rx", i64(w))
+		isMax := n.Op == graph.OpGlobalMaxPool
+		red := te.Compute("gpool", Static(nb, cbs, b), func(i []loopir.Expr) loopir.Expr {
+			v := x.At(i[0], i[1], ry.Var, rx.Var, i[2])
+			if isMax {
+				return te.Max(v, ry, rx)
+			}
+			return te.Sum(v, ry, rx)
+		})
+		out := te.Compute("gpool_out", Static(nb, cbs*b, 1, 1), func(i []loopir.Expr) loopir.Expr {
+			v := red.At(i[0], div(i[1], i64(b)), loopir.Bin(loopir.Mod, i[1], i64(b)))
+			if isMax {
+				return v
+			}
+			return te.Div(v, loopir.Float(float64(h*w), dt))
+		})
+		return []*te.Tensor{out}, nil
+	}
+	a := n.Attrs.(*graph.PoolAttrs)
+	k := a.KernelShape
+	s := []int64{1, 1}
+	copy(s, a.Strides)
+	var p [4]int64
+	if a.AutoPad != "VALID" {
+		copy(p[:], a.Pads)
+	}
+	oh := (h+p[0]+p[2]-k[0])/s[0] + 1
+	ow := (w+p[1]+p[3]-k[1])/s[1] + 1
+	if oh <= 0 || ow <= 0 {
+		return nil, Unsupported("empty pooling output")
+	}
+	isMax := n.Op == graph.OpMaxPool
+	fill := loopir.Float(0, dt)
+	if isMax {
+		fill = loopir.Float(-1.0/zero, dt)
+	}
+	// a padded copy makes every window read unguarded and contiguous along the block
+	pad := te.Compute("pool_pad", Static(nb, cbs, h+p[0]+p[2], w+p[1]+p[3], b), func(i []loopir.Expr) loopir.Expr {
+		y, xx := sub(i[2], i64(p[0])), sub(i[3], i64(p[1]))
+		ok := loopir.Bin(loopir.And, inside(y, i64(h)), inside(xx, i64(w)))
+		return te.Select(ok, x.At(i[0], i[1], clampIndex(y, h), clampIndex(xx, w), i[4]), fill)
+	})
+	ry, rx := te.RAxis("ry", i64(k[0])), te.RAxis("rx", i64(k[1]))
+	win := func(i []loopir.Expr) loopir.Expr {
+		return pad.At(i[0], i[1], add(mul(i[2], i64(s[0])), ry.Var), add(mul(i[3], i64(s[1])), rx.Var), i[4])
+	}
+	shape := Static(nb, cbs, oh, ow, b)
+	if isMax {
+		return []*te.Tensor{te.Compute("pool", shape, func(i []loopir.Expr) loopir.Expr { return te.Max(win(i), ry, rx) })}, nil
+	}
+	sum := te.Compute("pool_sum", shape, func(i []loopir.Expr) loopir.Expr { return te.Sum(win(i), ry, rx) })
+	// the divisor counts the window's positions inside the input (count_include_pad 0)
+	return []*te.Tensor{te.Compute("pool", shape, func(i []loopir.Expr) loopir.Expr {
+		rows := windowCount(i[2], s[0], k[0], p[0], h)
+		cols := windowCount(i[3], s[1], k[1], p[1], w)
+		return te.Div(sum.At(i...), te.Cast(dt, mul(rows, cols)))
+	})}, nil
+}
+
+// windowCount is how many of a window's k positions starting at o·s - pad fall in [0, n).
+func windowCount(o loopir.Expr, s, k, pad, n int64) loopir.Expr {
+	lo := sub(mul(o, i64(s)), i64(pad))
+	first := loopir.Bin(loopir.Max, lo, i64(0))
+	last := loopir.Bin(loopir.Min, add(lo, i64(k)), i64(n))
+	return sub(last, first)
+}

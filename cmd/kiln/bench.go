@@ -171,7 +171,7 @@ func standIn(dt tensor.DType, shape tensor.Shape) *tensor.Tensor {
 	return t
 }
 
-// summarizeTimes fills the latency percentiles (nearest rank) and throughput.
+// summarizeTimes fills the latency percentiles and throughput.
 func summarizeTimes(r *benchResult, ms []float64) {
 	r.Iters = len(ms)
 	if len(ms) == 0 {
@@ -179,9 +179,14 @@ func summarizeTimes(r *benchResult, ms []float64) {
 	}
 	s := slices.Clone(ms)
 	slices.Sort(s)
+	// linear interpolation between closest ranks (numpy's default, as bench/ort does)
 	rank := func(p float64) float64 {
-		i := int(p*float64(len(s))+0.999999) - 1
-		return s[min(max(i, 0), len(s)-1)]
+		x := p * float64(len(s)-1)
+		lo := int(x)
+		if lo+1 >= len(s) {
+			return s[len(s)-1]
+		}
+		return s[lo] + (x-float64(lo))*(s[lo+1]-s[lo])
 	}
 	sum := 0.0
 	for _, x := range s {

@@ -1,0 +1,36 @@
+// Command ortcompare benchmarks kiln side by side with ONNX Runtime (the npm package
+// onnxruntime-node, driven by bench/ort/bench.js) on the model zoo, in one run.
+//
+// For each model it converts test_data_set_0's inputs into the ORT runner's format,
+// measures kiln's cold compile (the wall time of `kiln compile`, once per model), and
+// then, for each thread count, runs R rounds; a round runs `kiln bench` and then the ORT
+// runner (in the order of --engines), each in its own process, so that both engines see
+// the same machine conditions. The table gives, per model and thread count, the median
+// over rounds of each round's p50 latency, the ratio kiln/ORT and the compile time. An
+// engine that fails on a model gets its error in the table row; the run goes on.
+//
+//	cd bench/ort && npm install          # once: onnxruntime-node, CPU library included
+//	go run ./bench/ortcompare            # all zoo models, 1 and 2 threads, 5 rounds
+//	go run ./bench/ortcompare --engines ort --models resnet18,bert_tiny --json out.json
+//
+// Flags: --zoo DIR (default $KILN_ZOO, else ../shared/zoo beside the module root),
+// --models a,b (default: every folder of the zoo holding model.onnx), --set N (the
+// test_data_set_N used, default 0), --threads 1,2, --rounds R (default 5), --iters N
+// (default: chosen per model, engine and thread count from a short probe run so that
+// one round takes about --target, 750ms), --warmup W (default: iters/10, 3 to 100),
+// --engines kiln,ort, --kiln PATH (default: built once with go build ./cmd/kiln),
+// --node PATH, --ort-dir DIR (default bench/ort), --json FILE (all raw results),
+// --workdir DIR (kept; default a temporary folder, removed at the end), --run-timeout
+// (5m per benchmark process), --compile-timeout (10m per kiln compile).
+//
+// Besides the medians, each row shows the spread of the round p50s and the share of the
+// machine's CPU that other processes took while the engines ran (from /proc/stat, less
+// the engine's own CPU time): rows where it is above a few percent were measured on a
+// shared machine. --json keeps every run's result line, wall and CPU time and load.
+// The exit status is 0 when every run succeeded, 1 when an engine failed somewhere
+// (the table says where), 2 for a usage or setup error and 130 when interrupted.
+//
+// The ORT runner runs with MALLOC_MMAP_THRESHOLD_=33554432 and
+// MALLOC_TRIM_THRESHOLD_=17179869184 (glibc would otherwise return and re-map ORT's
+// large buffers on every run); kiln runs with the environment as it is.
+package main

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kilnrt/kiln/loader/onnx"
+)
+
+// sampleKiln is a `kiln bench --json` line as the interface specifies it.
+const sampleKiln = `{"engine":"kiln","p50_ms":9.125,"p90_ms":9.5,"p99_ms":10.25,"min_ms":8.875,"mean_ms":9.2,"iters":100,"threads":2,"compile_s":3.4}`
+
+func TestParseResultKiln(t *testing.T) {
+	out := "kiln: loading model.kiln\nwarming up\n" + sampleKiln + "\n\n"
+	r, raw, err := parseResult([]byte(out), "kiln", 100, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Result{Engine: "kiln", P50: 9.125, P90: 9.5, P99: 10.25, Min: 8.875, Mean: 9.2, Iters: 100, Threads: 2}
+	if r.CompileS == nil || *r.CompileS != 3.4 {
+		t.Fatalf("compile_s = %v, want 3.4", r.CompileS)
+	}
+	r.CompileS = nil
+	if r != want {
+		t.Fatalf("got %+v\nwant %+v", r, want)
+	}
+	if string(raw) != sampleKiln {
+		t.Fatalf("raw = %s", raw)
+	}
+	// Zero iteration and thread counts skip those checks.
+	if _, _, err := parseResult([]byte(sampleKiln), "kiln", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseResultORT(t *testing.T) {
+	line := `{"engine":"ort","p50_ms":18.6,"p90_ms":19.1,"p99_ms":21,"min_ms":18.2,"mean_ms":18.7,"iters":40,"threads":1,"warmup":4,"load_ms":120.5,"version":"1.30.0"}`
+	r, _, err := parseResult([]byte(line), "ort", 40, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.P50 != 18.6 || r.CompileS != nil {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+func TestParseResultErrors(t *testing.T) {
+	cases := map[string]struct {
+		out      string
+		engine   string
+		iters, t int
+		want     string
+	}{
+		"empty":           {"", "kiln", 100, 2, "no JSON result line"},
+		"no json":         {"error: something\n", "kiln", 100, 2, "no JSON result line"},
+		"malformed":       {`{"engine":"kiln","p50_ms":}`, "kiln", 100, 2, "decoding"},
+		"wrong engine":    {sampleKiln, "ort", 100, 2, `from engine "kiln"`},
+		"iters mismatch":  {sampleKiln, "kiln", 50, 2, "ran 100 iterations, asked for 50"},
+		"thread mismatch": {sampleKiln, "kiln", 100, 1, "ran on 2 threads, asked for 1"},
+		"missing p50":     {strings.Replace(sampleKiln, `"p50_ms":9.125,`, "", 1), "kiln", 100, 2, "lacks p50_ms"},
+		"missing several": {`{"engine":"kiln","p50_ms":1}`, "kiln", 0, 0, "lacks p90_ms, p99_ms, min_ms, mean_ms, iters, threads"},
+		"zero latency":    {strings.Replace(sampleKiln, `"min_ms":8.875`, `"min_ms":0`, 1), "kiln", 100, 2, "implausible"},
+		"out of order":    {strings.Replace(sampleKiln, `"p90_ms":9.5`, `"p90_ms":9.0`, 1), "kiln", 100, 2, "out of order"},
+		"string number":   {strings.Replace(sampleKiln, `"p50_ms":9.125`, `"p50_ms":"9.125"`, 1), "kiln", 100, 2, "decoding"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := parseResult([]byte(c.out), c.engine, c.iters, c.t)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{9, 1, 8, 2, 7}, 7}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Error("median(nil) should be NaN")
+	}
+	in := []float64{3, 1, 2}
+	median(in)
+	if in[0] != 3 {
+		t.Error("median sorted its argument")
+	}
+}
+
+func TestChooseIters(t *testing.T) {
+	target := 750 * time.Millisecond
+	for _, c := range []struct {
+		p50  float64
+		want int
+	}{{10, 75}, {0.6, 1250}, {1000, minIters}, {0.0001, maxIters}, {0, minIters}, {math.NaN(), minIters}, {math.Inf(1), minIters}} {
+		if got := chooseIters(c.p50, target); got != c.want {
+			t.Errorf("chooseIters(%v) = %d, want %d", c.p50, got, c.want)
+		}
+	}
+	if autoWarmup(5) != 3 || autoWarmup(200) != 20 || autoWarmup(20000) != 100 {
+		t.Error("autoWarmup out of its bounds")
+	}
+}
+
+func TestWriteORTInputs(t *testing.T) {
+	src := filepath.Join("..", "..", "examples", "mlp", "test_data_set_0")
+	dst := t.TempDir()
+	m, err := writeORTInputs(src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Inputs) != 1 {
+		t.Fatalf("%d inputs, want 1", len(m.Inputs))
+	}
+	want, err := onnx.ReadTensor(filepath.Join(src, "input_0.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := m.Inputs[0]
+	if in.Index != 0 || in.DType != "FLOAT" || in.File != "input_0.bin" || len(in.Dims) != len(want.Shape) {
+		t.Fatalf("manifest entry %+v for %v %v", in, want.DType, want.Shape)
+	}
+	b, err := os.ReadFile(filepath.Join(dst, "input_0.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := want.Data.([]float32)
+	if len(b) != 4*len(data) {
+		t.Fatalf("%d bytes for %d floats", len(b), len(data))
+	}
+	for i, v := range data {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])); got != v {
+			t.Fatalf("element %d = %v, want %v", i, got, v)
+		}
+	}
+	var back Manifest
+	mb, err := os.ReadFile(filepath.Join(dst, "inputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(mb, &back); err != nil || len(back.Inputs) != 1 || back.Inputs[0].Name != in.Name {
+		t.Fatalf("inputs.json does not round-trip: %v %s", err, mb)
+	}
+	if _, err := writeORTInputs(t.TempDir(), t.TempDir()); err == nil {
+		t.Fatal("a folder without input_0.pb should fail")
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	zoo := t.TempDir()
+	for _, name := range []string{"b", "a", "nomodel"} {
+		if err := os.MkdirAll(filepath.Join(zoo, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if name != "nomodel" {
+			if err := os.WriteFile(filepath.Join(zoo, name, "model.onnx"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var log bytes.Buffer
+	cfg, err := parseFlags([]string{"--zoo", zoo}, "/root", &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Models, ",") != "a,b" || len(cfg.Threads) != 2 || cfg.Rounds != 5 ||
+		strings.Join(cfg.Engines, ",") != "kiln,ort" || cfg.ORTDir != filepath.Join("/root", "bench", "ort") {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	t.Setenv("KILN_ZOO", zoo)
+	cfg, err = parseFlags([]string{"--models", "x, y", "--threads", "2", "--engines", "ort"}, "/root", &log)
+	if err != nil || cfg.Zoo != zoo || strings.Join(cfg.Models, ",") != "x,y" || cfg.Threads[0] != 2 || len(cfg.Engines) != 1 {
+		t.Fatalf("cfg %+v, err %v", cfg, err)
+	}
+	for _, bad := range [][]string{
+		{"--threads", "0"}, {"--threads", "a"}, {"--engines", "tvm"}, {"--engines", "ort,ort"},
+		{"--rounds", "0"}, {"--iters", "-1"}, {"--warmup", "-2"}, {"stray"}, {"--nosuchflag"},
+	} {
+		if _, err := parseFlags(bad, "/root", &log); err == nil {
+			t.Errorf("parseFlags(%q) should fail", bad)
+		}
+	}
+}
+
+// fakeKiln is a stand-in for the kiln CLI that honours the interface the driver codes
+// against: `compile MODEL -o FILE --input-dir DIR` writes FILE, `bench FILE --input-dir
+// DIR --threads T --iters N --warmup W --json` prints a log line and the JSON line.
+// A model folder whose name contains "broken" fails to compile.
+const fakeKiln = `#!/bin/sh
+cmd=$1; shift
+case $cmd in
+version) echo "kiln fake"; exit 0;;
+compile)
+  model=$1; shift
+  case $model in *broken*) echo "kiln: unsupported op Foo in $model" >&2; exit 1;; esac
+  while [ $# -gt 0 ]; do
+    case $1 in -o) out=$2; shift;; --input-dir) dir=$2; shift;; esac; shift
+  done
+  [ -f "$dir/input_0.pb" ] || { echo "no inputs in $dir" >&2; exit 1; }
+  echo compiled > "$out";;
+bench)
+  file=$1; shift
+  [ -f "$file" ] || { echo "no $file" >&2; exit 1; }
+  while [ $# -gt 0 ]; do
+    case $1 in --threads) t=$2; shift;; --iters) n=$2; shift;; --warmup) shift;; --input-dir) shift;; esac; shift
+  done
+  echo "kiln: benchmarking $file"
+  echo "{\"engine\":\"kiln\",\"p50_ms\":2.5,\"p90_ms\":3,\"p99_ms\":3.5,\"min_ms\":2,\"mean_ms\":2.6,\"iters\":$n,\"threads\":$t,\"compile_s\":0.5}";;
+*) echo "unknown command $cmd" >&2; exit 2;;
+esac
+`
+
+// TestDriverWithFakeKiln runs the whole driver with a fake kiln binary: a model that
+// compiles and benchmarks, and one whose compile fails, which must not stop the run.
+func TestDriverWithFakeKiln(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the fake kiln is a shell script")
+	}
+	dir := t.TempDir()
+	kiln := filepath.Join(dir, "kiln")
+	if err := os.WriteFile(kiln, []byte(fakeKiln), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	zoo := filepath.Join(dir, "zoo")
+	for _, name := range []string{"good", "broken"} {
+		ds := filepath.Join(zoo, name, "test_data_set_0")
+		if err := os.MkdirAll(ds, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{filepath.Join(zoo, name, "model.onnx"), filepath.Join(ds, "input_0.pb")} {
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	jsonPath := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	rc := realMain([]string{"--kiln", kiln, "--engines", "kiln", "--zoo", zoo, "--models", "broken,good,missing",
+		"--threads", "1,2", "--rounds", "3", "--json", jsonPath}, &stdout, &stderr)
+	if rc != 1 {
+		t.Fatalf("rc = %d, want 1 (some models failed)\nstdout:\n%s\nstderr:\n%s", rc, &stdout, &stderr)
+	}
+	out := stdout.String()
+	for _, want := range []string{"kiln:    kiln fake", "unsupported op Foo", "missing", "2.500"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Models) != 3 {
+		t.Fatalf("%d models in the report, want 3", len(rep.Models))
+	}
+	good := rep.Models[1]
+	if good.Name != "good" || good.CompileS <= 0 || len(good.Rows) != 2 {
+		t.Fatalf("good: %+v", good)
+	}
+	for _, row := range good.Rows {
+		k := row.Engines["kiln"]
+		if k.Err != "" || len(k.Runs) != 3 || k.MedianP50 != 2.5 || k.Probe == nil || k.Iters != chooseIters(2, 750*time.Millisecond) {
+			t.Fatalf("good at %d threads: %+v", row.Threads, k)
+		}
+		if k.Runs[0].Result.Threads != row.Threads || len(k.Runs[0].Raw) == 0 {
+			t.Fatalf("run: %+v", k.Runs[0])
+		}
+	}
+	if rep.Models[0].CompileErr == "" || rep.Models[2].Err == "" {
+		t.Fatalf("failures not recorded: %+v / %+v", rep.Models[0], rep.Models[2])
+	}
+}
+
+// TestORTRunner runs bench/ort/bench.js through the driver on the example model. It
+// needs node and `npm install` in bench/ort, and skips without them.
+func TestORTRunner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ONNX Runtime")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join("..", "ort", "node_modules", "onnxruntime-node")); err != nil {
+		t.Skip("onnxruntime-node is not installed (cd bench/ort && npm install)")
+	}
+	var stdout, stderr bytes.Buffer
+	rc := realMain([]string{"--engines", "ort", "--zoo", filepath.Join("..", "..", "examples"), "--models", "mlp",
+		"--threads", "1", "--rounds", "2", "--iters", "20"}, &stdout, &stderr)
+	if rc != 0 {
+		t.Fatalf("rc = %d\nstdout:\n%s\nstderr:\n%s", rc, &stdout, &stderr)
+	}
+	if !strings.Contains(stdout.String(), "onnxruntime-node 1.") || !strings.Contains(stdout.String(), "mlp") {
+		t.Fatalf("unexpected output:\n%s", &stdout)
+	}
+}

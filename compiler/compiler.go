@@ -47,6 +47,9 @@ type Options struct {
 	// DumpPass names a graph pass whose before/after text goes to Dump.
 	DumpPass string
 	Dump     func(pass, before, after string)
+	// NoFusion lowers every node to a kernel of its own (no epilogue chains): for
+	// comparisons.
+	NoFusion bool
 	// PlainLayout keeps every tensor in plain NCHW order (no alter-layout): for
 	// comparisons.
 	PlainLayout bool
@@ -59,6 +62,7 @@ type Stats struct {
 	Nodes         int           // graph nodes after the passes (subgraphs included)
 	Launches      int           // kernel launches in the entry function's code
 	Kernels       int           // unique kernels (after deduplication)
+	Fused         int           // nodes run inside another node's kernel (epilogues)
 	ArenaBytes    int64         // the static plan's arena (the peak of planned tensors)
 	UnplannedSum  int64         // the planned tensors' bytes without reuse
 	ConstantBytes int64         // constants carried by the executable

@@ -103,8 +103,9 @@ func TestStraightLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := checkCompiled(t, m, map[string]*tensor.Tensor{"x": f32(1, 3, 64)})
-	if res.Stats.Launches != 5 || res.Stats.ArenaBytes >= res.Stats.UnplannedSum {
-		t.Fatalf("stats %+v: want 5 launches and an arena smaller than the sum", res.Stats)
+	// Relu and Tanh run as one kernel (Tanh's result has two readers: the chain stops)
+	if res.Stats.Launches != 4 || res.Stats.Fused != 1 || res.Stats.ArenaBytes >= res.Stats.UnplannedSum {
+		t.Fatalf("stats %+v: want 4 launches, 1 fused node and an arena smaller than the sum", res.Stats)
 	}
 }
 
@@ -231,21 +232,25 @@ func TestBlockedLayout(t *testing.T) {
 	}
 	in := map[string]*tensor.Tensor{"x": f32(7, 1, 8, 13, 11)}
 	res := checkCompiled(t, m, in)
-	if res.Stats.Strategies["conv2d-nchwc-tensorized"] != 2 {
-		t.Fatalf("strategies %v: want both convolutions tensorized", res.Stats.Strategies)
+	if res.Stats.Strategies["conv2d-nchwc-tensorized+epilogue"] != 2 {
+		t.Fatalf("strategies %v: want both convolutions tensorized with their epilogues", res.Stats.Strategies)
 	}
-	// blocked: conv, relu, maxpool, conv, add, clip, concat, pool and one transform of
-	// the relu result (a graph output) back to NCHW
-	if res.Stats.Launches != 9 {
-		t.Fatalf("%d launches, want 9 (one layout transform)", res.Stats.Launches)
+	// blocked: conv+relu, maxpool, conv+add+clip, concat, pool, and one transform of the
+	// relu result (a graph output) back to NCHW
+	if res.Stats.Launches != 6 || res.Stats.Fused != 3 {
+		t.Fatalf("%d launches, %d fused; want 6 (one layout transform) and 3", res.Stats.Launches, res.Stats.Fused)
 	}
 	dev := openCPU(t)
 	dims, _ := DimsFromInputs(m, in)
-	plain, err := Build(m, target.Host(), Options{Dims: dims, CPU: dev, PlainLayout: true, Check: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plain.Stats.Launches != 8 {
-		t.Fatalf("plain layout: %d launches, want 8", plain.Stats.Launches)
+	for _, o := range []Options{{PlainLayout: true}, {NoFusion: true}} {
+		o.Dims, o.CPU, o.Check = dims, dev, true
+		r, err := Build(m, target.Host(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]int{true: 5, false: 9}[!o.NoFusion]
+		if r.Stats.Launches != want {
+			t.Fatalf("%+v: %d launches, want %d", o, r.Stats.Launches, want)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -55,29 +57,39 @@ func newKernelTable() *kernelTable {
 // canonicalName is the name every kernel is emitted under for deduplication.
 const canonicalName = "kiln_kernel"
 
-// kernelFor lowers n through the strategy table, the loopir pipeline and the C dialect,
-// and returns its entry in the kernel table.
-func (c *compile) kernelFor(n *graph.Node) (*kernelUse, error) {
-	in := make([]kernels.Input, len(n.Inputs))
-	for i, v := range n.Inputs {
-		if v == nil {
-			continue
-		}
-		if _, err := staticShape(n, v); err != nil {
-			return nil, err
-		}
-		shape, err := kernels.PhysicalShape(v.Type)
+// kernelFor lowers n (followed by the elementwise chain, when given) through the
+// strategy table, the loopir pipeline and the C dialect, and returns its entry in the
+// kernel table. With a chain that no strategy fuses it returns nil and no error.
+func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, error) {
+	in, err := c.inputs(n)
+	if err != nil {
+		return nil, err
+	}
+	last := n
+	var epi []kernels.Epilogue
+	for _, e := range chain {
+		ein, err := c.inputs(e)
 		if err != nil {
-			return nil, fmt.Errorf("%v: input %d: %w", n, i, err)
+			return nil, err
 		}
-		in[i] = kernels.Input{T: placeholder(fmt.Sprintf("in%d", i), v.Type.DType, shape), Const: v.Const}
+		self := slices.Index(e.Inputs, last.Outputs[0])
+		epi = append(epi, kernels.Epilogue{Node: e, Self: self, In: ein})
+		last = e
 	}
-	for _, o := range n.Outputs {
-		if _, err := staticShape(n, o); err != nil {
+	for _, o := range last.Outputs {
+		if _, err := staticShape(last, o); err != nil {
 			return nil, err
 		}
 	}
-	impl, err := c.strategies.Lower(n, in, c.t)
+	var impl *kernels.Impl
+	if len(epi) > 0 {
+		impl, err = c.strategies.LowerFused(n, in, epi, c.t)
+		if errors.Is(err, kernels.ErrNotApplicable) {
+			return nil, nil
+		}
+	} else {
+		impl, err = c.strategies.Lower(n, in, c.t)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +101,8 @@ func (c *compile) kernelFor(n *graph.Node) (*kernelUse, error) {
 	if len(low.Dims) != 0 {
 		return nil, fmt.Errorf("%v: kernel has runtime dims %v; the compiled engine binds every dim before compiling (issue #6)", n, low.Dims)
 	}
+	anchor := n
+	n = last // the kernel's outputs are the chain's last node's
 	use := &kernelUse{params: impl.Params}
 	outs := low.Params[len(impl.Params):]
 	if len(outs) != len(n.Outputs) {
@@ -123,7 +137,10 @@ func (c *compile) kernelFor(n *graph.Node) (*kernelUse, error) {
 		use.index = idx
 		return use, nil
 	}
-	cp.Name = fmt.Sprintf("k%d_%s", len(kt.units), strings.ToLower(n.Op.String()))
+	cp.Name = fmt.Sprintf("k%d_%s", len(kt.units), strings.ToLower(anchor.Op.String()))
+	for _, e := range chain {
+		cp.Name += "_" + strings.ToLower(e.Op.String())
+	}
 	named, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true}, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
@@ -132,6 +149,26 @@ func (c *compile) kernelFor(n *graph.Node) (*kernelUse, error) {
 	kt.byCode[src.Code] = use.index
 	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), node: n.String()})
 	return use, nil
+}
+
+// inputs makes the placeholders of a node's inputs (in their storage shapes) with the
+// values of constant inputs.
+func (c *compile) inputs(n *graph.Node) ([]kernels.Input, error) {
+	in := make([]kernels.Input, len(n.Inputs))
+	for i, v := range n.Inputs {
+		if v == nil {
+			continue
+		}
+		if _, err := staticShape(n, v); err != nil {
+			return nil, err
+		}
+		shape, err := kernels.PhysicalShape(v.Type)
+		if err != nil {
+			return nil, fmt.Errorf("%v: input %d: %w", n, i, err)
+		}
+		in[i] = kernels.Input{T: placeholder(fmt.Sprintf("in%d", i), v.Type.DType, shape), Const: v.Const}
+	}
+	return in, nil
 }
 
 func placeholder(name string, dt tensor.DType, shape []int64) *te.Tensor {

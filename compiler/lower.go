@@ -96,28 +96,33 @@ func tensorShape(s []int64) tensor.Shape {
 	return out
 }
 
-// lowerKernel launches the node's kernel on its inputs and freshly allocated outputs.
-func (e *emitter) lowerKernel(n *graph.Node) error {
-	k, err := e.c.kernelFor(n)
-	if err != nil {
-		return err
+// lowerKernel launches the node's kernel on its inputs and freshly allocated outputs;
+// with a chain, the chain's elementwise nodes run inside it and the kernel's output is
+// the last one's. ok is false when no strategy fuses the chain (nothing was emitted).
+func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err error) {
+	k, err := e.c.kernelFor(n, chain)
+	if err != nil || k == nil {
+		return false, err
 	}
+	nodes := append([]*graph.Node{n}, chain...)
 	var args []vm.Reg
 	for _, p := range k.params {
-		v := n.Inputs[p.Input]
+		src := nodes[p.Node]
+		v := src.Inputs[p.Input]
 		var r vm.Reg
 		if p.Prepack != nil {
 			packed, err := e.c.kt.prepack(v, p)
 			if err != nil {
-				return fmt.Errorf("%v: repacking input %d (%s): %w", n, p.Input, p.Layout, err)
+				return false, fmt.Errorf("%v: repacking input %d (%s): %w", src, p.Input, p.Layout, err)
 			}
 			r = e.loadConst(packed)
 		} else if r, err = e.readDevice(v); err != nil {
-			return err
+			return false, err
 		}
 		args = append(args, r)
 	}
-	for i, o := range n.Outputs {
+	last := nodes[len(nodes)-1]
+	for i, o := range last.Outputs {
 		r := e.allocTensor(k.outDT[i], k.outShape[i])
 		e.reg[o] = r
 		args = append(args, r)
@@ -127,7 +132,8 @@ func (e *emitter) lowerKernel(n *graph.Node) error {
 	}
 	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, In: len(k.params), Imm: int64(k.index)})
 	e.launches++
-	return nil
+	e.c.res.Stats.Fused += len(chain)
+	return true, nil
 }
 
 // lowerIf inlines both branches: If jumps to the else code when the condition is

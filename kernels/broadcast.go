@@ -48,10 +48,17 @@ func isOne(e loopir.Expr) bool {
 // BroadcastAt reads t at the index i of a broadcast result of rank len(i): t's axes
 // align on the right and its extent-1 axes read index 0.
 func BroadcastAt(t *te.Tensor, i []loopir.Expr) loopir.Expr {
+	return broadcastAt(t, i, nil)
+}
+
+// broadcastAt is BroadcastAt knowing the result's shape: an axis of extent 1 on both
+// sides reads the result's index (which is 0), so an input of the result's own shape is
+// read at exactly the result's iterators (schedules that move consumers rely on it).
+func broadcastAt(t *te.Tensor, i []loopir.Expr, shape []loopir.Expr) loopir.Expr {
 	off := len(i) - len(t.Shape)
 	idx := make([]loopir.Expr, len(t.Shape))
 	for j := range idx {
-		if isOne(t.Shape[j]) {
+		if isOne(t.Shape[j]) && (shape == nil || !isOne(shape[off+j])) {
 			idx[j] = loopir.Int(0)
 		} else {
 			idx[j] = i[off+j]
@@ -69,7 +76,7 @@ func Map(name string, f func(x []loopir.Expr) loopir.Expr, ts ...*te.Tensor) (*t
 	return te.Compute(name, shape, func(i []loopir.Expr) loopir.Expr {
 		xs := make([]loopir.Expr, len(ts))
 		for k, t := range ts {
-			xs[k] = BroadcastAt(t, i)
+			xs[k] = broadcastAt(t, i, shape)
 		}
 		return f(xs)
 	}), nil

@@ -30,6 +30,8 @@ type Impl struct {
 // the strategy only sets it for inputs that are constants. Layout names the rewrite for
 // reports and for sharing one packed copy between nodes.
 type Param struct {
+	// Node is 0 for the node being lowered, k+1 for its epilogue k (a fused chain).
+	Node    int
 	Input   int
 	Prepack func(*tensor.Tensor) (*tensor.Tensor, error)
 	Layout  string
@@ -40,6 +42,9 @@ type Param struct {
 type Strategy struct {
 	Name  string
 	Build func(n *graph.Node, in []Input, t target.Target) (*Impl, error)
+	// Fused, when set, builds n with elementwise epilogues inside its kernel (the
+	// Impl's output is the last epilogue's).
+	Fused func(n *graph.Node, in []Input, epi []Epilogue, t target.Target) (*Impl, error)
 }
 
 // Strategies is one target's strategy table: per op, candidates in order of preference,
@@ -74,12 +79,51 @@ func (s *Strategies) Lower(n *graph.Node, in []Input, t target.Target) (*Impl, e
 	return nil, fmt.Errorf("%v: %w: no strategy applies", n, ErrNoKernel)
 }
 
+// LowerFused implements n followed by the epilogues in one kernel with the first
+// strategy that can (ErrNotApplicable when none can: lower the chain node by node).
+func (s *Strategies) LowerFused(n *graph.Node, in []Input, epi []Epilogue, t target.Target) (*Impl, error) {
+	for _, st := range append(append([]Strategy{}, s.table[n.Op]...), s.fallback) {
+		if st.Fused == nil {
+			if _, err := st.Build(n, in, t); err == nil {
+				break // the strategy that would take n cannot fuse
+			}
+			continue
+		}
+		impl, err := st.Fused(n, in, epi, t)
+		if errors.Is(err, ErrNotApplicable) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("strategy %s: %w", st.Name, err)
+		}
+		impl.Strategy = st.Name + "+epilogue"
+		return impl, nil
+	}
+	return nil, fmt.Errorf("%w: no strategy fuses %v with %d epilogues", ErrNotApplicable, n, len(epi))
+}
+
 // Generic lowers a node through its compute definition and a schedule rule: the
 // parameters are the inputs the outputs read, in input order.
 func Generic(reg *Registry, name string, n *graph.Node, in []Input, rule func(*schedule.Schedule) error) (*Impl, error) {
+	return GenericFused(reg, name, n, in, nil, rule)
+}
+
+// GenericFused is Generic with elementwise epilogues composed onto the node's single
+// output.
+func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []Epilogue, rule func(*schedule.Schedule) error) (*Impl, error) {
 	outs, err := reg.Build(n, in)
 	if err != nil {
 		return nil, err
+	}
+	var eparams []*te.Tensor
+	var efeeds []Param
+	if len(epi) > 0 {
+		if len(outs) != 1 {
+			return nil, fmt.Errorf("%w: %v has %d outputs", ErrNotApplicable, n, len(outs))
+		}
+		if outs[0], eparams, efeeds, err = ApplyEpilogues(reg, outs[0], epi); err != nil {
+			return nil, err
+		}
 	}
 	used := map[*te.Tensor]bool{}
 	for _, t := range te.Inputs(outs...) {
@@ -92,6 +136,13 @@ func Generic(reg *Registry, name string, n *graph.Node, in []Input, rule func(*s
 			params = append(params, x.T)
 			feeds = append(feeds, Param{Input: i})
 			delete(used, x.T)
+		}
+	}
+	for i, p := range eparams {
+		if used[p] {
+			params = append(params, p)
+			feeds = append(feeds, efeeds[i])
+			delete(used, p)
 		}
 	}
 	if len(used) > 0 {

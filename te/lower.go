@@ -81,6 +81,20 @@ func Lower(name string, inputs, outputs []*Tensor) (*loopir.PrimFunc, error) {
 			}
 		}
 	}
+	// block names must be unique within a function (schedules find blocks by name):
+	// a second computation of one name (two Adds fused into one kernel) gets a suffix
+	names := map[string]bool{}
+	for _, t := range inputs {
+		names[t.Name] = true
+	}
+	for _, t := range order {
+		base := t.Name
+		for k := 1; names[t.Name]; k++ {
+			t.Name = fmt.Sprintf("%s_%d", base, k)
+		}
+		t.buf.Name = t.Name
+		names[t.Name] = true
+	}
 	var stmts loopir.Seq
 	var locals []*loopir.Buffer
 	for _, t := range order {

@@ -13,11 +13,16 @@ import (
 // arithmetic, and the generic rule (ScheduleGeneric on the compute definition) for
 // every other op with a definition in reg.
 func Strategies(reg *kernels.Registry) *kernels.Strategies {
-	generic := kernels.Strategy{Name: "generic", Build: func(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
-		return kernels.Generic(reg, KernelName(n), n, in, ScheduleGeneric)
-	}}
+	generic := kernels.Strategy{Name: "generic",
+		Build: func(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
+			return kernels.Generic(reg, KernelName(n), n, in, ScheduleGeneric)
+		},
+		Fused: func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, _ target.Target) (*kernels.Impl, error) {
+			return kernels.GenericFused(reg, KernelName(n), n, in, epi, ScheduleGeneric)
+		},
+	}
 	table := map[graph.Op][]kernels.Strategy{}
-	for _, fam := range []map[graph.Op][]kernels.Strategy{tensorizedStrategies(), rnnStrategies()} {
+	for _, fam := range []map[graph.Op][]kernels.Strategy{tensorizedStrategies(reg), rnnStrategies()} {
 		for op, l := range fam {
 			table[op] = append(table[op], l...)
 		}

@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/intrin"
@@ -15,12 +17,54 @@ import (
 
 // tensorizedStrategies: convolution and matrix products on the GEMM micro-kernels, with
 // constant weights repacked on the host at compile time.
-func tensorizedStrategies() map[graph.Op][]kernels.Strategy {
+func tensorizedStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
+	conv := withRegistry(reg, buildConvBlocked)
+	mm := withRegistry(reg, buildMatMulPacked)
 	return map[graph.Op][]kernels.Strategy{
-		graph.OpConv:   {{Name: "conv2d-nchwc-tensorized", Build: buildConvBlocked}},
-		graph.OpMatMul: {{Name: "matmul-packed-tensorized", Build: buildMatMulPacked}},
-		graph.OpGemm:   {{Name: "gemm-packed-tensorized", Build: buildMatMulPacked}},
+		graph.OpConv:   {{Name: "conv2d-nchwc-tensorized", Build: unfused(conv), Fused: conv}},
+		graph.OpMatMul: {{Name: "matmul-packed-tensorized", Build: unfused(mm), Fused: mm}},
+		graph.OpGemm:   {{Name: "gemm-packed-tensorized", Build: unfused(mm), Fused: mm}},
 	}
+}
+
+// withRegistry binds the registry the epilogues' definitions come from.
+func withRegistry(reg *kernels.Registry, b func(*kernels.Registry, *graph.Node, []kernels.Input, []kernels.Epilogue, target.Target) (*kernels.Impl, error)) fusedBuild {
+	return func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+		return b(reg, n, in, epi, t)
+	}
+}
+
+// fusedBuild builds a node with elementwise epilogues.
+type fusedBuild func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error)
+
+func unfused(b fusedBuild) func(*graph.Node, []kernels.Input, target.Target) (*kernels.Impl, error) {
+	return func(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) { return b(n, in, nil, t) }
+}
+
+// inlineChain inlines every block after the anchor stages (names in fixed) but the last
+// into its consumer, leaving one epilogue nest; it returns the last block's name.
+func inlineChain(s *schedule.Schedule, fixed ...string) (string, error) {
+	names := s.BlockNames()
+	if len(names) == 0 { // the anchor alone, tensorized whole
+		return fixed[len(fixed)-1], nil
+	}
+	last := names[len(names)-1]
+	if slices.Contains(fixed, strings.TrimSuffix(last, "_init")) {
+		return strings.TrimSuffix(last, "_init"), nil // no stage after the anchor
+	}
+	for _, name := range names {
+		if name == last || slices.Contains(fixed, name) || slices.Contains(fixed, strings.TrimSuffix(name, "_init")) {
+			continue
+		}
+		b, err := s.GetBlock(name)
+		if err != nil {
+			return "", err
+		}
+		if err := s.ComputeInline(b); err != nil {
+			return "", err
+		}
+	}
+	return last, nil
 }
 
 func notApplicable(format string, args ...any) error {
@@ -81,7 +125,7 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (kernels.ConvBlockedAttrs, error)
 
 // buildConvBlocked lowers a convolution through kernels.ConvNCHWBlocked, reading its
 // input as it is stored and leaving its output blocked when the graph says so.
-func buildConvBlocked(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 	g := intrin.GemmFor(t)
 	attrs, err := convBlocked(n, g)
 	if err != nil {
@@ -111,20 +155,34 @@ func buildConvBlocked(n *graph.Node, in []kernels.Input, t target.Target) (*kern
 	if err != nil {
 		return nil, err
 	}
+	out, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
+	if err != nil {
+		return nil, err
+	}
+	params, feeds = append(params, eparams...), append(feeds, efeeds...)
 	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
 	if err != nil {
 		return nil, err
 	}
 	s := schedule.New(f)
-	epilogue := ""
-	if s.HasBlock("bias") {
-		epilogue = "bias"
-	}
-	if err := ScheduleConvBlocked(s, g, true, epilogue, attrs.CB); err != nil {
+	// bias and epilogues become one elementwise nest: under the output rows when the
+	// result stays blocked, a nest of its own after unpacking otherwise
+	last, err := inlineChain(s, "pad", "conv")
+	if err != nil {
 		return nil, err
 	}
-	if s.HasBlock("unpack") {
-		if err := scheduleNest(s, "unpack"); err != nil {
+	if last == "conv" {
+		last = ""
+	}
+	rowEpilogue := last
+	if attrs.BlockedOut == false {
+		rowEpilogue = ""
+	}
+	if err := ScheduleConvBlocked(s, g, true, rowEpilogue, attrs.CB); err != nil {
+		return nil, err
+	}
+	if last != "" && rowEpilogue == "" {
+		if err := scheduleNest(s, last); err != nil {
 			return nil, err
 		}
 	}
@@ -134,7 +192,7 @@ func buildConvBlocked(n *graph.Node, in []kernels.Input, t target.Target) (*kern
 // buildMatMulPacked applies to MatMul and Gemm with a constant 2-D float32 B (weights)
 // and an A of rank ≥ 2 whose leading axes flatten into rows; Gemm's alpha is folded into
 // the packed B, beta·C is added in an epilogue.
-func buildMatMulPacked(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 	a, b := in[0], in[1]
 	if a.T == nil || b.Const == nil || a.T.DT != tensor.Float32 || b.Const.DType != tensor.Float32 || len(b.Const.Shape) != 2 || len(a.T.Shape) < 2 {
 		return nil, notApplicable("float32 A of rank ≥ 2 times a constant 2-D float32 B")
@@ -186,6 +244,28 @@ func buildMatMulPacked(n *graph.Node, in []kernels.Input, t target.Target) (*ker
 		params, feeds = append(params, c), append(feeds, kernels.Param{Input: 2})
 	}
 	out := kernels.MatMulPrepacked(a2, bp, bias, cols)
+	if len(epi) > 0 {
+		// the epilogues see the product under the node's own shape: view the 2-D rows
+		// back as the output's extents
+		oshape, err := kernels.PhysicalShape(n.Outputs[0].Type)
+		if err != nil || n.Outputs[0].Type.Block != 0 {
+			return nil, notApplicable("epilogue on a matmul output of type %v", n.Outputs[0].Type)
+		}
+		flat := out
+		out = te.Compute("rows", kernels.Static(oshape...), func(i []loopir.Expr) loopir.Expr {
+			row := loopir.Expr(loopir.Int(0))
+			for k := 0; k < len(i)-1; k++ {
+				row = loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, row, loopir.Int(oshape[k])), i[k])
+			}
+			return flat.At(row, i[len(i)-1])
+		})
+		var eparams []*te.Tensor
+		var efeeds []kernels.Param
+		if out, eparams, efeeds, err = kernels.ApplyEpilogues(reg, out, epi); err != nil {
+			return nil, err
+		}
+		params, feeds = append(params, eparams...), append(feeds, efeeds...)
+	}
 	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
 	if err != nil {
 		return nil, err
@@ -194,11 +274,13 @@ func buildMatMulPacked(n *graph.Node, in []kernels.Input, t target.Target) (*ker
 	if err := ScheduleMatMulPacked(s, g, DefaultGemm); err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"beta_c", "epilogue"} {
-		if s.HasBlock(name) {
-			if err := scheduleNest(s, name); err != nil {
-				return nil, err
-			}
+	last, err := inlineChain(s, "matmul")
+	if err != nil {
+		return nil, err
+	}
+	if last != "matmul" {
+		if err := scheduleNest(s, last); err != nil {
+			return nil, err
 		}
 	}
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil

@@ -38,7 +38,9 @@ func withRegistry(reg *kernels.Registry, b func(*kernels.Registry, *graph.Node, 
 type fusedBuild func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error)
 
 func unfused(b fusedBuild) func(*graph.Node, []kernels.Input, target.Target) (*kernels.Impl, error) {
-	return func(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) { return b(n, in, nil, t) }
+	return func(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+		return b(n, in, nil, t)
+	}
 }
 
 // inlineChain inlines every block after the anchor stages (names in fixed) but the last

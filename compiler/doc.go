@@ -7,11 +7,15 @@
 //  1. passes — graph/passes.Compile on a clone of the module: symbolic dims bound to
 //     the values given in Options.Dims (DimsFromInputs derives them from concrete
 //     inputs; issue #6 will let one executable serve every shape), constants folded on
-//     the host with the reference evaluator, dead code removed.
+//     the host with the reference evaluator, dead code removed, and (unless
+//     Options.PlainLayout) alter-layout with the CPU's policy: convolutions exchange
+//     channel-blocked tensors.
 //  2. lower — every node that computes becomes a kernel through the target's strategy
 //     table (kernels/cpu.Strategies): compute definition, schedule, loopir passes, C.
 //     Kernels are deduplicated by their generated code, so repeated layers compile
-//     once. Constant inputs a strategy wants in another layout are repacked here, once.
+//     once. Unless Options.NoFusion, an anchor (conv, matmul, gemm or an elementwise
+//     op) and the elementwise nodes after it that only it feeds are lowered as one
+//     kernel (fuse.go: the epilogue half of #5's FuseOps). Constant inputs a strategy wants in another layout are repacked here, once.
 //     View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) become zero-copy
 //     ReshapeTensor instructions; If and Loop are inlined into the entry function as
 //     If/Goto code (the subgraphs read enclosing values directly, so no closure is

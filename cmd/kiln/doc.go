@@ -1,7 +1,8 @@
 // Command kiln is the single binary of the project. Subcommands today: inspect (describe
-// a model), run (evaluate once on .npy/.pb inputs), conformance (run ONNX-backend-layout
-// test cases and compare), version. Engines: only the reference evaluator (--engine ref)
-// exists; asking for another engine is an error that says so.
+// a model), compile (ONNX model → .kiln executable for the input shapes given), run
+// (once, on the compiled engine or the reference evaluator), bench (latency percentiles
+// and throughput, --profile for time per kernel), conformance (ONNX-backend-layout test
+// cases on either engine), version.
 //
 // This is the only package that reads flags, files and the environment; libraries take
 // typed options.

@@ -74,6 +74,7 @@ func readKilnFile(path string) (*vm.Executable, error) {
 type compileOptions struct {
 	quiet    bool
 	plain    bool // no alter-layout
+	noFusion bool // every node its own kernel
 	dumpPass string
 	dump     io.Writer
 }
@@ -85,7 +86,7 @@ func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, dev *devcpu
 	if err != nil {
 		return nil, 0, usageError{err}
 	}
-	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass, PlainLayout: co.plain}
+	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass, PlainLayout: co.plain, NoFusion: co.noFusion}
 	if co.dumpPass != "" {
 		opts.Dump = func(pass, before, after string) {
 			fmt.Fprintf(co.dump, "=== before %s ===\n%s\n=== after %s ===\n%s\n", pass, before, pass, after)

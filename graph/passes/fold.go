@@ -24,17 +24,19 @@ func FoldConstants(ctx *Context, m *graph.Module) error {
 		limit = 1 << 16
 	}
 	var err error
+	ic := &graph.InferCtx{M: m}
 	m.Main.Funcs(func(f *graph.Func) {
 		if err == nil {
-			err = foldFunc(ctx, f, limit)
+			err = foldFunc(ctx, ic, f, limit)
 		}
 	})
 	return err
 }
 
-func foldFunc(ctx *Context, f *graph.Func, limit int64) error {
+func foldFunc(ctx *Context, ic *graph.InferCtx, f *graph.Func, limit int64) error {
 	kept := f.Nodes[:0:0]
 	for _, n := range f.Nodes {
+		refine(ic, n)
 		outs, err := foldNode(ctx, n, limit)
 		if err != nil {
 			return err
@@ -151,4 +153,37 @@ func typeFits(t graph.Type, v *tensor.Tensor) bool {
 		}
 	}
 	return true
+}
+
+// refine infers n's output types again now that inputs may have become constants (a
+// Reshape whose shape was computed from Shape nodes): a result with fewer symbolic
+// extents replaces the old type.
+func refine(ic *graph.InferCtx, n *graph.Node) {
+	if len(n.Subgraphs()) > 0 {
+		return
+	}
+	types, err := graph.InferNode(ic, n)
+	if err != nil {
+		return
+	}
+	for i, t := range types {
+		old := n.Outputs[i].Type
+		if t.Kind == old.Kind && t.DType == old.DType && symbolic(t) < symbolic(old) {
+			n.Outputs[i].Type = t
+		}
+	}
+}
+
+// symbolic counts a type's non-constant extents (an unknown rank counts as many).
+func symbolic(t graph.Type) int {
+	if t.UnknownRank {
+		return 1 << 20
+	}
+	k := 0
+	for _, d := range t.Shape {
+		if !d.IsConst() {
+			k++
+		}
+	}
+	return k
 }

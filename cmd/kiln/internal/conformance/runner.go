@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/ref"
@@ -204,7 +205,7 @@ func runSet(ctx context.Context, m *graph.Module, set string, opts Options) Resu
 	}
 	got, err := opts.Engine(ctx, m, inputs)
 	if err != nil {
-		if errors.Is(err, ref.ErrUnsupported) || errors.Is(err, kernels.ErrNoKernel) {
+		if errors.Is(err, ref.ErrUnsupported) || errors.Is(err, kernels.ErrNoKernel) || errors.Is(err, codegen.ErrUnsupported) {
 			return Result{Status: Unsupported, Reason: err.Error()}
 		}
 		return Result{Status: Fail, Reason: err.Error()}

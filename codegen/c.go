@@ -428,8 +428,10 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	fmt.Fprintf(e.b, "%s  i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;\n%s  if (nt < 1) nt = 1;\n%s  if (nt > 64) nt = 64;\n", pad, pad, pad)
 	fmt.Fprintf(e.b, "%s  const i64 lo = %s, ext = %s;\n", pad, e.expr(s.Min), e.expr(s.Extent))
 	if e.opts.Parallel == Pool {
-		// more chunks than threads, claimed dynamically
-		fmt.Fprintf(e.b, "%s  i64 nc = nt * 4 < ext ? nt * 4 : ext;\n%s  if (nc > 64) nc = 64;\n%s  if (nc < 1) nc = 1;\n", pad, pad, pad)
+		// many more chunks than threads, claimed dynamically: a thread that starts late or
+		// is interrupted leaves less unbalanced work (16 per thread measured 5-10% faster
+		// than 4 on resnet18 at 2 threads)
+		fmt.Fprintf(e.b, "%s  i64 nc = nt * 16 < ext ? nt * 16 : ext;\n%s  if (nc > 64) nc = 64;\n%s  if (nc < 1) nc = 1;\n", pad, pad, pad)
 	} else {
 		fmt.Fprintf(e.b, "%s  const i64 nc = nt;\n", pad)
 	}

@@ -259,7 +259,7 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
       if (nt < 1) nt = 1;
       if (nt > 64) nt = 64;
       const i64 lo = 0LL, ext = 5LL;
-      i64 nc = nt * 4 < ext ? nt * 4 : ext;
+      i64 nc = nt * 16 < ext ? nt * 16 : ext;
       if (nc > 64) nc = 64;
       if (nc < 1) nc = 1;
       const i64 chunk = (ext + nc - 1) / nc;
@@ -277,7 +277,7 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
       if (nt < 1) nt = 1;
       if (nt > 64) nt = 64;
       const i64 lo = 0LL, ext = ((((v_m + 3LL) / 4LL) + 1LL) / 2LL);
-      i64 nc = nt * 4 < ext ? nt * 4 : ext;
+      i64 nc = nt * 16 < ext ? nt * 16 : ext;
       if (nc > 64) nc = 64;
       if (nc < 1) nc = 1;
       const i64 chunk = (ext + nc - 1) / nc;

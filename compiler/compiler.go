@@ -68,6 +68,16 @@ type Stats struct {
 	ConstantBytes int64         // constants carried by the executable
 	Stages        []StageTiming // wall time per stage
 	Strategies    map[string]int
+	Groups        []Group // kernel launches of the entry function, in program order
+}
+
+// Group is one kernel launch: the node it was built for (the anchor) and the nodes
+// fused into it, with the kernel and the strategy that built it.
+type Group struct {
+	Kernel   string
+	Strategy string
+	Anchor   string   // e.g. `Conv "/layer1/conv1"`
+	Fused    []string // the epilogue nodes run inside it
 }
 
 // StageTiming is how long one stage took.

@@ -3,6 +3,7 @@ package compiler
 import (
 	"context"
 	"errors"
+	"strings"
 	"github.com/kilnrt/kiln/kernels/nodetest"
 	"testing"
 
@@ -237,8 +238,11 @@ func TestBlockedLayout(t *testing.T) {
 	}
 	// blocked: conv+relu, maxpool, conv+add+clip, concat, pool, and one transform of the
 	// relu result (a graph output) back to NCHW
-	if res.Stats.Launches != 6 || res.Stats.Fused != 3 {
-		t.Fatalf("%d launches, %d fused; want 6 (one layout transform) and 3", res.Stats.Launches, res.Stats.Fused)
+	if res.Stats.Launches != 6 || res.Stats.Fused != 3 || len(res.Stats.Groups) != 6 {
+		t.Fatalf("%d launches, %d fused, %d groups; want 6 (one layout transform), 3, 6", res.Stats.Launches, res.Stats.Fused, len(res.Stats.Groups))
+	}
+	if g := res.Stats.Groups[0]; !strings.HasPrefix(g.Anchor, "Conv") || len(g.Fused) != 1 || !strings.HasPrefix(g.Fused[0], "Relu") {
+		t.Fatalf("first group %+v: want the first Conv with its Relu", g)
 	}
 	dev := openCPU(t)
 	dims, _ := DimsFromInputs(m, in)

@@ -22,6 +22,7 @@ import (
 // kernelUse is a node's kernel: its index in the table and how to call it.
 type kernelUse struct {
 	index    int
+	strategy string
 	params   []kernels.Param
 	outDT    []tensor.DType
 	outShape [][]int64
@@ -103,7 +104,7 @@ func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, err
 	}
 	anchor := n
 	n = last // the kernel's outputs are the chain's last node's
-	use := &kernelUse{params: impl.Params}
+	use := &kernelUse{params: impl.Params, strategy: impl.Strategy}
 	outs := low.Params[len(impl.Params):]
 	if len(outs) != len(n.Outputs) {
 		return nil, fmt.Errorf("BUG: %v: kernel has %d outputs for %d node outputs", n, len(outs), len(n.Outputs))

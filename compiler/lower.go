@@ -133,6 +133,11 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, In: len(k.params), Imm: int64(k.index)})
 	e.launches++
 	e.c.res.Stats.Fused += len(chain)
+	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String()}
+	for _, c := range chain {
+		g.Fused = append(g.Fused, c.String())
+	}
+	e.c.res.Stats.Groups = append(e.c.res.Stats.Groups, g)
 	return true, nil
 }
 

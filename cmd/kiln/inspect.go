@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,12 +14,22 @@ import (
 )
 
 func inspectCmd() *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON, plan bool
+		shapeInputs  shapeFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "inspect MODEL",
 		Short: "Describe a model: inputs/outputs with symbolic dims, opsets, op histogram, parameters, unsupported ops",
-		Args:  cobra.ExactArgs(1),
+		Long: `Describe a model. With --plan, compile it (for the shapes of --input, --input-dir or
+--dims) and print the execution plan: kernel launches per inference, the fused groups
+with their anchor ops and strategies, and the static memory plan's peak arena against
+the bytes of all planned tensors without reuse.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if plan {
+				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, asJSON)
+			}
 			info, err := onnx.Inspect(args[0], onnx.Options{})
 			if err != nil {
 				return err
@@ -46,7 +58,57 @@ func inspectCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&plan, "plan", false, "compile and print the execution plan (kernels, fused groups, memory)")
+	shapeInputs.register(cmd)
 	return cmd
+}
+
+// inspectPlan compiles a model and prints its execution plan.
+func inspectPlan(out io.Writer, path string, s shapeFlags, asJSON bool) error {
+	m, err := onnx.Load(path, onnx.Options{})
+	if err != nil {
+		return err
+	}
+	shapes, err := s.shapes(m)
+	if err != nil {
+		return err
+	}
+	dev, err := openCPU(0, true)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: true})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	st := res.Stats
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"model": path, "inputs": res.Exe.Inputs, "stats": st, "compile_s": took.Seconds()})
+	}
+	fmt.Fprintf(out, "plan for %s, compiled in %v for", path, took.Round(time.Millisecond))
+	for _, in := range res.Exe.Inputs {
+		fmt.Fprintf(out, " %s %v%v", in.Name, in.DType, tensorShape(in.Shape))
+	}
+	fmt.Fprintf(out, "\nkernel launches per inference: %d (%d graph nodes after the passes, %d run inside another's kernel; %d unique kernels)\n",
+		st.Launches, st.Nodes, st.Fused, st.Kernels)
+	ratio := 0.0
+	if st.UnplannedSum > 0 {
+		ratio = float64(st.ArenaBytes) / float64(st.UnplannedSum)
+	}
+	fmt.Fprintf(out, "peak arena: %s; planned tensors without reuse: %s (%.2f); constants: %s\n",
+		byteSize(st.ArenaBytes), byteSize(st.UnplannedSum), ratio, byteSize(st.ConstantBytes))
+	fmt.Fprintln(out, "kernel launches (anchor + fused nodes):")
+	for i, g := range st.Groups {
+		fused := ""
+		if len(g.Fused) > 0 {
+			fused = " + " + strings.Join(g.Fused, " + ")
+		}
+		fmt.Fprintf(out, "  %3d  %-28s %-34s %s%s\n", i+1, g.Kernel, g.Strategy, g.Anchor, fused)
+	}
+	return nil
 }
 
 func printInfo(w io.Writer, path string, info *onnx.ModelInfo) {
@@ -97,4 +159,13 @@ func printInfo(w io.Writer, path string, info *onnx.ModelInfo) {
 	for _, u := range info.Unsupported {
 		fmt.Fprintf(w, "  %s\n", u.Error())
 	}
+}
+
+// tensorShape prints like tensor.Shape ([1,3,224,224]); -1 is a dynamic extent.
+func tensorShape(s []int64) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }

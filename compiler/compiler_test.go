@@ -3,8 +3,8 @@ package compiler
 import (
 	"context"
 	"errors"
-	"strings"
 	"github.com/kilnrt/kiln/kernels/nodetest"
+	"strings"
 	"testing"
 
 	"github.com/kilnrt/kiln/devices"

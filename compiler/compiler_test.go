@@ -3,6 +3,7 @@ package compiler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/kilnrt/kiln/kernels/nodetest"
 	"strings"
 	"testing"
@@ -257,4 +258,66 @@ func TestBlockedLayout(t *testing.T) {
 			t.Fatalf("%+v: %d launches, want %d", o, r.Stats.Launches, want)
 		}
 	}
+}
+
+// TestConcurrentRuns: one loaded executable serves runs from several goroutines at once
+// (each run has its own frame and arena; the kernels' thread pool is shared) and every
+// run gets its own correct result.
+func TestConcurrentRuns(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Const(64), graph.Const(300)))
+	h, _ := b.Op1(graph.OpMatMul, nil, x, b.Const("w", f32(3, 300, 70)))
+	y, _ := b.Op1(graph.OpTanh, nil, h)
+	m, err := b.Module(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := openCPU(t)
+	exe, err := Compile(m, target.Host(), Options{CPU: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(exe, []devices.Device{dev}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func(seed uint64) {
+			for i := 0; i < 10; i++ {
+				in := f32(seed*100+uint64(i), 64, 300)
+				got, err := machine.Run(context.Background(), []*tensor.Tensor{in})
+				if err != nil {
+					errs <- err
+					return
+				}
+				want, err := ref.Eval(m, map[string]ref.Value{"x": in}, ref.Options{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				g, w := got[0].Float64s(), want[0].(*tensor.Tensor).Float64s()
+				for k := range w {
+					if d := g[k] - w[k]; d > 1e-4+1e-3*abs(w[k]) || -d > 1e-4+1e-3*abs(w[k]) {
+						errs <- fmt.Errorf("goroutine %d run %d: element %d = %v, want %v", seed, i, k, g[k], w[k])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}(uint64(g + 1))
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -47,6 +47,8 @@ type Options struct {
 	// DumpPass names a graph pass whose before/after text goes to Dump.
 	DumpPass string
 	Dump     func(pass, before, after string)
+	// Passes is the graph pipeline (nil: passes.Compile(), which is O3).
+	Passes passes.Pipeline
 	// NoFusion lowers every node to a kernel of its own (no epilogue chains): for
 	// comparisons.
 	NoFusion bool
@@ -179,7 +181,14 @@ func (c *compile) passes(m *graph.Module) error {
 	if !c.opts.PlainLayout {
 		ctx.Layout = kcpu.LayoutPolicy(c.t, c.registry)
 	}
-	return passes.Compile().Run(ctx, m)
+	p := c.opts.Passes
+	if p == nil {
+		p = passes.Compile()
+	}
+	if err := p.Check(); err != nil {
+		return err
+	}
+	return p.Run(ctx, m)
 }
 
 // DimsFromInputs binds the symbols of m's input shapes to the extents of concrete

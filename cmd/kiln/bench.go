@@ -73,7 +73,7 @@ integers 0) with the shapes given by --dims.`,
 				if inputs, err = shapeInputs.shapes(m); err != nil {
 					return err
 				}
-				res, took, err := compileModel(m, inputs, dev, compileOptions{quiet: quiet || asJSON})
+				res, took, err := compileModel(m, inputs, dev, compileOptions{quiet: quiet || asJSON, level: defaultLevel})
 				if err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
 				}

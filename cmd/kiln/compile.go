@@ -100,6 +100,7 @@ func compileCmd() *cobra.Command {
 		out, dump   string
 		quiet       bool
 		noFusion    bool
+		level       int
 		layout      string
 		threads     int
 		shapeInputs shapeFlags
@@ -132,7 +133,7 @@ carries its kernels as a shared object, so it runs where no C compiler is instal
 			if layout != "blocked" && layout != "plain" {
 				return usageError{fmt.Errorf("--layout %q: want blocked or plain", layout)}
 			}
-			res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: quiet, plain: layout == "plain", noFusion: noFusion, dumpPass: dump, dump: cmd.OutOrStdout()})
+			res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: quiet, plain: layout == "plain", noFusion: noFusion, level: level, dumpPass: dump, dump: cmd.OutOrStdout()})
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -151,8 +152,9 @@ carries its kernels as a shared object, so it runs where no C compiler is instal
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "the executable to write (default: MODEL's name with .kiln)")
-	f.StringVar(&dump, "dump", "", "print the graph before and after this pass (bind-dims, fold-constants, dce, alter-layout)")
+	f.StringVar(&dump, "dump", "", "print the graph before and after this pass (bind-dims, fold-constants, simplify, cse, fold-batchnorm, dce, alter-layout)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
+	f.IntVarP(&level, "opt", "O", defaultLevel, "graph optimization level: 0 (bind, fold, dce), 1 (+ simplify, cse, batch-norm folding), 2 and 3 (+ alter-layout)")
 	f.BoolVar(&noFusion, "no-fusion", false, "lower every node to a kernel of its own (no epilogue chains)")
 	f.StringVar(&layout, "layout", "blocked", "blocked: convolutions exchange channel-blocked tensors (alter-layout); plain: every tensor NCHW")
 	f.IntVar(&threads, "threads", 0, "threads of the CPU device (0: every core)")

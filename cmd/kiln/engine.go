@@ -18,6 +18,7 @@ import (
 	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/target"
@@ -70,11 +71,15 @@ func readKilnFile(path string) (*vm.Executable, error) {
 	return &exe, nil
 }
 
+// defaultLevel is the graph optimization level when -O is not given.
+const defaultLevel = 3
+
 // compileOptions are the CLI's compile settings.
 type compileOptions struct {
 	quiet    bool
 	plain    bool // no alter-layout
 	noFusion bool // every node its own kernel
+	level    int  // graph optimization level (-O); callers without the flag pass defaultLevel
 	dumpPass string
 	dump     io.Writer
 }
@@ -86,7 +91,7 @@ func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, dev *devcpu
 	if err != nil {
 		return nil, 0, usageError{err}
 	}
-	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass, PlainLayout: co.plain, NoFusion: co.noFusion}
+	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level)}
 	if co.dumpPass != "" {
 		opts.Dump = func(pass, before, after string) {
 			fmt.Fprintf(co.dump, "=== before %s ===\n%s\n=== after %s ===\n%s\n", pass, before, pass, after)
@@ -287,7 +292,7 @@ func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, qu
 		return nil, err
 	}
 	defer dev.Close()
-	res, _, err := compileModel(m, ts, dev, compileOptions{quiet: quiet})
+	res, _, err := compileModel(m, ts, dev, compileOptions{quiet: quiet, level: defaultLevel})
 	if err != nil {
 		return nil, err
 	}

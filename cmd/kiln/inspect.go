@@ -78,7 +78,7 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, asJSON bool) error {
 		return err
 	}
 	defer dev.Close()
-	res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: true})
+	res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: true, level: defaultLevel})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

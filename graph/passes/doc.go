@@ -4,7 +4,9 @@
 // tests), graph.Verify runs after every pass and a failure names the pass; a panic inside
 // a pass is recovered into an error naming it.
 //
-// Today (issue #4) the pipeline holds what compiling a model needs before kernels exist:
+// Level(o) builds the named pipelines O0..O3 from one table; Constraints orders pairs of
+// passes ({before, after, why}) and Pipeline.Check enforces them (at construction and in
+// a test). The passes:
 //   - bind-dims: symbolic dims become the values of the concrete input shapes, and every
 //     node's type is inferred again (subgraphs included), so shapes downstream become
 //     static;
@@ -13,13 +15,19 @@
 //     JIT-compiled for constants) and replaced by its results; Shape and Size of
 //     statically shaped values fold without evaluating anything. A size cap keeps folding
 //     from materializing large tensors out of small ones;
+//   - simplify (O1): Identity, inference Dropout, Cast to the same type, reshapes to the
+//     same shape, x+0, x-0, x·1, x/1 are bypassed (a node whose output is a result stays);
+//   - cse (O1): nodes with the same op, attributes and inputs are merged;
+//   - fold-batchnorm (O1): an inference BatchNormalization after a Conv with constant
+//     weights is folded into the Conv's weights and bias;
 //   - dce: nodes and constants nobody reads are removed;
 //   - alter-layout: with a Context.Layout policy, convolutions store their outputs in
 //     channel blocks (NCHW16c...) and values stay blocked through elementwise ops,
 //     pooling and channel concats, with LayoutTransform nodes where a consumer needs
 //     another order (the first piece of issue #5's AlterLayout).
 //
-// Issue #5 adds the optimizer proper (simplification, fusion, layout) to this table.
+// Issue #5 continues the table (shape folding with symbolic dims, Reshape/Transpose
+// chains, LayerNorm/GELU/softmax/attention recognition, general fusion).
 //
 // Invariants: passes keep the module valid for graph.Verify; value identity is kept
 // (a folded output becomes a constant in place, so its consumers need no rewiring).

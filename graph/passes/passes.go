@@ -42,14 +42,72 @@ type Pass struct {
 // Pipeline is an ordered table of passes.
 type Pipeline []Pass
 
-// Compile is the pipeline the compiler runs before lowering to kernels.
-func Compile() Pipeline {
-	return Pipeline{
-		{Name: "bind-dims", Run: BindDims, Required: true},
-		{Name: "fold-constants", Run: FoldConstants, Required: true},
-		{Name: "dce", Run: DCE, Required: true},
-		{Name: "alter-layout", Run: AlterLayout},
+// Compile is the pipeline the compiler runs by default: Level(3).
+func Compile() Pipeline { return Level(3) }
+
+// Level is the named pipeline O0..O3 (levels above 3 are 3): O0 only what compiling
+// needs (bound shapes, folded constants, no dead code), O1 adds simplification, CSE
+// and batch-norm folding, O2 and O3 add alter-layout. Every pipeline satisfies the
+// ordering constraints (checked here and by a test).
+func Level(o int) Pipeline {
+	all := []struct {
+		level int
+		pass  Pass
+	}{
+		{0, Pass{Name: "bind-dims", Run: BindDims, Required: true}},
+		{0, Pass{Name: "fold-constants", Run: FoldConstants, Required: true}},
+		{1, Pass{Name: "simplify", Run: Simplify}},
+		{1, Pass{Name: "cse", Run: CSE}},
+		{1, Pass{Name: "fold-batchnorm", Run: FoldBatchNorm}},
+		{0, Pass{Name: "dce", Run: DCE, Required: true}},
+		{2, Pass{Name: "alter-layout", Run: AlterLayout}},
 	}
+	var p Pipeline
+	for _, e := range all {
+		if e.level <= o || e.pass.Required {
+			p = append(p, e.pass)
+		}
+	}
+	if err := p.Check(); err != nil {
+		panic("BUG: " + err.Error())
+	}
+	return p
+}
+
+// Constraint orders two passes: Before must run before After when both are present.
+type Constraint struct {
+	Before, After string
+	Why           string
+}
+
+// Constraints are the ordering rules every pipeline obeys.
+var Constraints = []Constraint{
+	{"bind-dims", "fold-constants", "Shape and shape arithmetic fold only once dims are bound"},
+	{"fold-constants", "fold-batchnorm", "batch-norm parameters and weights must be constants"},
+	{"fold-constants", "simplify", "x+0 and x·1 are seen once the constant is folded"},
+	{"simplify", "dce", "simplify leaves the bypassed nodes for dce to remove"},
+	{"cse", "dce", "cse leaves the duplicates for dce to remove"},
+	{"fold-batchnorm", "alter-layout", "a folded batch norm leaves a conv the blocked strategy takes"},
+	{"dce", "alter-layout", "layouts are chosen for the nodes that remain"},
+}
+
+// Check verifies the pipeline against Constraints and that no pass appears twice.
+func (p Pipeline) Check() error {
+	pos := map[string]int{}
+	for i, pass := range p {
+		if _, dup := pos[pass.Name]; dup {
+			return fmt.Errorf("pass %s appears twice", pass.Name)
+		}
+		pos[pass.Name] = i
+	}
+	for _, c := range Constraints {
+		b, okb := pos[c.Before]
+		a, oka := pos[c.After]
+		if okb && oka && b > a {
+			return fmt.Errorf("pass %s must run before %s: %s", c.Before, c.After, c.Why)
+		}
+	}
+	return nil
 }
 
 // Run applies the passes in order. A failing or panicking pass, or one that leaves the

@@ -41,7 +41,7 @@ func shapeChain(t *testing.T) *graph.Module {
 func run(t *testing.T, m *graph.Module, ctx *passes.Context) string {
 	t.Helper()
 	ctx.Check = true
-	if err := passes.Compile().Run(ctx, m); err != nil {
+	if err := passes.Level(0).Run(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	return graph.Print(m)

@@ -1,0 +1,150 @@
+package passes
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Simplify removes nodes that do nothing: Identity, inference-mode Dropout, a Cast to
+// the input's own type, a Reshape/Flatten/Squeeze/Unsqueeze to the input's own static
+// shape, and x+0, x-0, x·1, x/1 with a constant that does not broadcast x to a larger
+// shape. Their readers read the input instead; dce then removes the node. A node whose
+// output is a result of its Func stays (the result keeps its name).
+func Simplify(_ *Context, m *graph.Module) error {
+	results := resultSet(m)
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, n := range f.Nodes {
+			src := noOpSource(n)
+			if src == nil || results[n.Outputs[0]] {
+				continue
+			}
+			replaceUses(m, n.Outputs[0], src)
+		}
+	})
+	return nil
+}
+
+func resultSet(m *graph.Module) map[*graph.Value]bool {
+	r := map[*graph.Value]bool{}
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, v := range f.Results {
+			r[v] = true
+		}
+	})
+	return r
+}
+
+// replaceUses makes every reader of old (in any Func) read v.
+func replaceUses(m *graph.Module, old, v *graph.Value) {
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, n := range f.Nodes {
+			for i, in := range n.Inputs {
+				if in == old {
+					n.Inputs[i] = v
+				}
+			}
+		}
+	})
+}
+
+// noOpSource returns the input a no-op node passes through unchanged, or nil.
+func noOpSource(n *graph.Node) *graph.Value {
+	if len(n.Outputs) == 0 || n.Inputs == nil || n.Input(0) == nil {
+		return nil
+	}
+	x, out := n.Inputs[0], n.Outputs[0]
+	same := x.Type.Kind == graph.KindTensor && out.Type.Kind == graph.KindTensor && x.Type.DType == out.Type.DType && sameStatic(x.Type, out.Type)
+	switch n.Op {
+	case graph.OpIdentity:
+		if x.Type.Kind == out.Type.Kind {
+			return x
+		}
+	case graph.OpDropout:
+		training := n.ConstInput(2)
+		if len(n.Outputs) == 1 && (n.Input(2) == nil || training != nil && training.Len() == 1 && training.Float64s()[0] == 0) {
+			return x
+		}
+	case graph.OpCast, graph.OpReshape, graph.OpFlatten, graph.OpSqueeze, graph.OpUnsqueeze:
+		if same {
+			return x
+		}
+	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv:
+		c := n.ConstInput(1)
+		neutral := 0.0
+		if n.Op == graph.OpMul || n.Op == graph.OpDiv {
+			neutral = 1
+		}
+		if same && c != nil && allEqual(c, neutral) {
+			return x
+		}
+		if (n.Op == graph.OpAdd || n.Op == graph.OpMul) && n.Input(1) != nil && n.ConstInput(0) != nil {
+			y := n.Inputs[1]
+			if allEqual(n.ConstInput(0), neutral) && y.Type.DType == out.Type.DType && sameStatic(y.Type, out.Type) {
+				return y
+			}
+		}
+	}
+	return nil
+}
+
+// sameStatic: both static with equal extents.
+func sameStatic(a, b graph.Type) bool {
+	sa, ok1 := a.ConstShape()
+	sb, ok2 := b.ConstShape()
+	return ok1 && ok2 && sa.Equal(sb)
+}
+
+func allEqual(t *tensor.Tensor, v float64) bool {
+	if !t.DType.IsNumeric() {
+		return false
+	}
+	for _, x := range t.Float64s() {
+		if x != v {
+			return false
+		}
+	}
+	return true
+}
+
+// CSE merges nodes that compute the same thing: same op, equal attributes, the same
+// input values (nodes with subgraphs and random ops excluded). The later node's readers
+// read the earlier node's outputs; dce removes it. Results keep their own nodes.
+func CSE(_ *Context, m *graph.Module) error {
+	results := resultSet(m)
+	m.Main.Funcs(func(f *graph.Func) {
+		seen := map[string]*graph.Node{}
+		for _, n := range f.Nodes {
+			info := n.Op.Info()
+			if info == nil || info.Flags&(graph.HasSubgraphs|graph.Stochastic) != 0 {
+				continue
+			}
+			key := cseKey(n)
+			first, ok := seen[key]
+			if !ok {
+				seen[key] = n
+				continue
+			}
+			keep := true
+			for _, o := range n.Outputs {
+				keep = keep && !results[o]
+			}
+			if !keep || len(first.Outputs) != len(n.Outputs) {
+				continue
+			}
+			for i, o := range n.Outputs {
+				replaceUses(m, o, first.Outputs[i])
+			}
+		}
+	})
+	return nil
+}
+
+func cseKey(n *graph.Node) string {
+	k := fmt.Sprintf("%d|%#v|%d", n.Op, n.Attrs, len(n.Outputs))
+	for _, v := range n.Inputs {
+		k += fmt.Sprintf("|%p", v)
+	}
+	return k
+}

@@ -33,8 +33,13 @@ func AlterLayout(ctx *Context, m *graph.Module) error {
 			return nil
 		}
 	}
-	a := &alterer{m: m, p: ctx.Layout, copies: map[copyKey]*graph.Value{}}
+	a := &alterer{m: m, p: ctx.Layout, copies: map[copyKey]*graph.Value{}, readers: map[*graph.Value][]*graph.Node{}}
 	f := m.Main
+	for _, n := range f.Nodes {
+		for _, v := range n.Inputs {
+			a.readers[v] = append(a.readers[v], n)
+		}
+	}
 	for _, n := range f.Nodes {
 		if err := a.node(n); err != nil {
 			return err
@@ -62,8 +67,47 @@ type copyKey struct {
 type alterer struct {
 	m      *graph.Module
 	p      *LayoutPolicy
-	out    []*graph.Node // the new node order
-	copies map[copyKey]*graph.Value
+	out     []*graph.Node // the new node order
+	copies  map[copyKey]*graph.Value
+	readers map[*graph.Value][]*graph.Node
+}
+
+// blockedUseful reports whether storing v in block b saves a transform somewhere: some
+// reader takes it blocked as an anchor, or keeps it blocked on the way to one (through
+// elementwise ops, pooling, concats), or consumes it blocked (a global pool). A conv
+// whose every reader needs NCHW (a depthwise conv on the generic rule) stays plain.
+func (a *alterer) blockedUseful(v *graph.Value, b int64, depth int) bool {
+	if depth > 16 {
+		return false
+	}
+	for _, r := range a.readers[v] {
+		if _, _, ok := a.p.Anchor(r); ok {
+			return true
+		}
+		in := blocks(r)
+		for i, x := range r.Inputs {
+			if x == v {
+				in[i] = b
+			}
+		}
+		out, ok := a.p.Accepts(r, in)
+		if !ok && len(r.Outputs) > 0 {
+			// as node() would: plain inputs of the output's shape join the block
+			for i, x := range r.Inputs {
+				if x != nil && in[i] == 0 && sameShape(x.Type, r.Outputs[0].Type) {
+					in[i] = b
+				}
+			}
+			out, ok = a.p.Accepts(r, in)
+		}
+		if !ok {
+			continue
+		}
+		if out == 0 || len(r.Outputs) == 1 && a.blockedUseful(r.Outputs[0], out, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 func blocks(n *graph.Node) []int64 {
@@ -79,6 +123,9 @@ func blocks(n *graph.Node) []int64 {
 func (a *alterer) node(n *graph.Node) error {
 	in := blocks(n)
 	if want, out, ok := a.p.Anchor(n); ok {
+		if out != 0 && !a.blockedUseful(n.Outputs[0], out, 0) {
+			out = 0
+		}
 		for i, b := range want {
 			if b >= 0 && i < len(n.Inputs) && n.Inputs[i] != nil && in[i] != b {
 				if err := a.restore(n, i, b); err != nil {

@@ -65,8 +65,8 @@ type copyKey struct {
 }
 
 type alterer struct {
-	m      *graph.Module
-	p      *LayoutPolicy
+	m       *graph.Module
+	p       *LayoutPolicy
 	out     []*graph.Node // the new node order
 	copies  map[copyKey]*graph.Value
 	readers map[*graph.Value][]*graph.Node

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels/nodetest"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func openCPU(t *testing.T) *devcpu.Device {
 	t.Helper()
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if errors.Is(err, devices.ErrUnavailable) {
-		t.Skipf("no C compiler: %v", err)
+		testdata.NoCompiler(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"strings"
 	"sync"
 	"testing"
@@ -93,7 +94,7 @@ func openCPU(t *testing.T) *cpu.Device {
 	t.Helper()
 	dev, err := cpu.Open(cpu.Options{Threads: 1})
 	if errors.Is(err, devices.ErrUnavailable) {
-		t.Skipf("no C compiler: %v", err)
+		testdata.NoCompiler(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"errors"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func openOrSkip(t *testing.T) *Device {
 	t.Helper()
 	d, err := Open(Options{})
 	if errors.Is(err, devices.ErrUnavailable) {
-		t.Skipf("no C compiler: %v", err)
+		testdata.NoCompiler(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)

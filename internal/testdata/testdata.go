@@ -55,3 +55,11 @@ func ONNXData(t testing.TB) string {
 	}
 	return dir
 }
+
+// NoCompiler skips a test that needs the C compiler the CPU device builds kernels with
+// (err says why there is none), or fails it under KILN_REQUIRE_DATA=1: CI installs gcc,
+// so a compiled-engine test must not pass by skipping there.
+func NoCompiler(t testing.TB, err error) {
+	t.Helper()
+	missing(t, "a C compiler ("+err.Error()+")", "apt-get install gcc, or set $CC")
+}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"testing"
 
 	"github.com/kilnrt/kiln/codegen"
@@ -50,7 +51,7 @@ func TestPerKernelObjectsLinked(t *testing.T) {
 	}
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if err != nil {
-		t.Skip(err)
+		testdata.NoCompiler(t, err)
 	}
 	defer dev.Close()
 	ctx := context.Background()

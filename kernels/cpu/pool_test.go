@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"sync"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestThreadPoolConcurrentLaunches(t *testing.T) {
 	}
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if err != nil {
-		t.Skip(err)
+		testdata.NoCompiler(t, err)
 	}
 	defer dev.Close()
 	bin, err := dev.Compiler().Build(context.Background(), src.Code)

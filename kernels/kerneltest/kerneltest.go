@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -23,7 +24,7 @@ import (
 
 // Run lowers f through the CPU pipeline, compiles it, launches it with dims on the
 // inputs (float32 buffers in parameter order, the output last) and returns the output.
-// It skips the test when no C compiler is available.
+// Without a C compiler it skips the test (fails it under KILN_REQUIRE_DATA=1).
 func Run(t testing.TB, f *loopir.PrimFunc, dims []int64, outLen int, inputs ...[]float32) []float32 {
 	t.Helper()
 	if err := loopir.Verify(f); err != nil {
@@ -39,7 +40,7 @@ func Run(t testing.TB, f *loopir.PrimFunc, dims []int64, outLen int, inputs ...[
 	}
 	dev, err := cpu.Open(cpu.Options{})
 	if errors.Is(err, devices.ErrUnavailable) {
-		t.Skipf("no C compiler: %v", err)
+		testdata.NoCompiler(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"math"
 	"testing"
 
@@ -43,14 +44,14 @@ type Lowerer interface {
 // CheckNode builds a one-node graph (op with attrs over args, numOut outputs), evaluates
 // it with the reference evaluator, lowers it with l, compiles and runs the kernel, and
 // fails the test unless every output matches (floats within 1e-4 + 1e-3·|want|, other
-// types exactly). It returns the strategy that was used. It skips when no C compiler
-// is available.
+// types exactly). It returns the strategy that was used. Without a C compiler it skips
+// (fails under KILN_REQUIRE_DATA=1, see internal/testdata).
 func CheckNode(t testing.TB, l Lowerer, op graph.Op, attrs any, numOut int, args ...Arg) string {
 	t.Helper()
 	n, want := refNode(t, op, attrs, numOut, args)
 	got, strategy, err := RunNode(l, n, args)
 	if errors.Is(err, devices.ErrUnavailable) {
-		t.Skipf("no C compiler: %v", err)
+		testdata.NoCompiler(t, err)
 	}
 	if err != nil {
 		t.Fatalf("%v: %v", op, err)

@@ -148,7 +148,7 @@ func compiledOpts(t *testing.T) Options {
 	t.Helper()
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if errors.Is(err, devices.ErrUnavailable) {
-		t.Skipf("no C compiler for the compiled engine: %v", err)
+		testdata.NoCompiler(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -55,13 +55,12 @@ func (c *compile) lower(m *graph.Module) error {
 	return nil
 }
 
-// isView reports ops that only reinterpret a contiguous tensor's shape.
+// isView reports nodes that only reinterpret a tensor's shape (graph.View in the op
+// table): they share their input's storage.
 func isView(n *graph.Node) bool {
-	switch n.Op {
-	case graph.OpReshape, graph.OpFlatten, graph.OpSqueeze, graph.OpUnsqueeze, graph.OpIdentity:
-		return n.Outputs[0].Type.Kind == graph.KindTensor && n.Inputs[0].Type.Kind == graph.KindTensor
-	}
-	return false
+	info := n.Op.Info()
+	return info != nil && info.Flags&graph.View != 0 && len(n.Outputs) == 1 &&
+		n.Outputs[0].Type.Kind == graph.KindTensor && n.Inputs[0].Type.Kind == graph.KindTensor
 }
 
 // lowerView reshapes without copying.

@@ -37,6 +37,10 @@ const (
 	HasSubgraphs
 	// HostOnly: strings, sequences or optionals; never lowered to a device kernel.
 	HostOnly
+	// View: the output holds input 0's elements in the same order, only the shape (or
+	// nothing) changes, so it can share input 0's storage (Reshape, Flatten, Squeeze,
+	// Unsqueeze, Identity).
+	View
 )
 
 // InferFunc computes the output types of n from its input types (and constant inputs).

@@ -78,7 +78,7 @@ func elementwiseOps() []OpInfo {
 	unary(OpShrink, reflect.TypeFor[ShrinkAttrs]())
 	rows = append(rows,
 		OpInfo{Op: OpNeg, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Infer: inferKnownUnary(func(d Dim) Dim { return d.Neg() })},
-		OpInfo{Op: OpIdentity, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Infer: inferIdentity},
+		OpInfo{Op: OpIdentity, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Flags: View, Infer: inferIdentity},
 		OpInfo{Op: OpNot, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Infer: inferAsDType(tensor.Bool)},
 		OpInfo{Op: OpIsNaN, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Infer: inferAsDType(tensor.Bool)},
 		OpInfo{Op: OpIsInf, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[IsInfAttrs](), Pattern: ElemWise, Infer: inferAsDType(tensor.Bool)},

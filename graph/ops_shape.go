@@ -115,7 +115,7 @@ func shapeOps() []OpInfo {
 		return OpInfo{Op: op, MinIn: minIn, MaxIn: maxIn, MinOut: minOut, MaxOut: maxOut, Attrs: attrs, Pattern: p, Flags: f, Infer: inf}
 	}
 	return []OpInfo{
-		row(OpReshape, 2, 2, 1, 1, reflect.TypeFor[ReshapeAttrs](), Injective, 0, inferReshape),
+		row(OpReshape, 2, 2, 1, 1, reflect.TypeFor[ReshapeAttrs](), Injective, View, inferReshape),
 		row(OpTranspose, 1, 1, 1, 1, reflect.TypeFor[TransposeAttrs](), Injective, 0, inferTranspose),
 		row(OpConcat, 1, -1, 1, 1, reflect.TypeFor[AxisAttrs](), Injective, 0, inferConcat),
 		row(OpSplit, 1, 2, 1, -1, reflect.TypeFor[SplitAttrs](), Injective, 0, inferSplit),
@@ -125,8 +125,8 @@ func shapeOps() []OpInfo {
 		row(OpGatherND, 2, 2, 1, 1, reflect.TypeFor[GatherNDAttrs](), Injective, 0, inferGatherND),
 		row(OpScatterElements, 3, 3, 1, 1, reflect.TypeFor[ScatterElementsAttrs](), Opaque, 0, SameAs(0)),
 		row(OpScatterND, 3, 3, 1, 1, reflect.TypeFor[ScatterNDAttrs](), Opaque, 0, SameAs(0)),
-		row(OpSqueeze, 1, 2, 1, 1, nil, Injective, 0, inferSqueeze),
-		row(OpUnsqueeze, 2, 2, 1, 1, nil, Injective, 0, inferUnsqueeze),
+		row(OpSqueeze, 1, 2, 1, 1, nil, Injective, View, inferSqueeze),
+		row(OpUnsqueeze, 2, 2, 1, 1, nil, Injective, View, inferUnsqueeze),
 		row(OpExpand, 2, 2, 1, 1, nil, Broadcast, 0, inferExpand),
 		row(OpTile, 2, 2, 1, 1, nil, Injective, 0, inferTile),
 		row(OpPad, 2, 4, 1, 1, reflect.TypeFor[PadAttrs](), Injective, 0, inferPad),
@@ -134,7 +134,7 @@ func shapeOps() []OpInfo {
 		row(OpSize, 1, 1, 1, 1, nil, Opaque, 0, inferSize),
 		row(OpConstantOfShape, 1, 1, 1, 1, reflect.TypeFor[ConstantOfShapeAttrs](), Opaque, DataDependent, inferConstantOfShape),
 		row(OpRange, 3, 3, 1, 1, nil, Opaque, DataDependent, inferRange),
-		row(OpFlatten, 1, 1, 1, 1, reflect.TypeFor[FlattenAttrs](), Injective, 0, inferFlatten),
+		row(OpFlatten, 1, 1, 1, 1, reflect.TypeFor[FlattenAttrs](), Injective, View, inferFlatten),
 		row(OpDepthToSpace, 1, 1, 1, 1, reflect.TypeFor[DepthToSpaceAttrs](), Injective, 0, inferSpaceDepth(true)),
 		row(OpSpaceToDepth, 1, 1, 1, 1, reflect.TypeFor[SpaceToDepthAttrs](), Injective, 0, inferSpaceDepth(false)),
 		row(OpOneHot, 3, 3, 1, 1, reflect.TypeFor[OneHotAttrs](), Opaque, 0, inferOneHot),

@@ -56,6 +56,9 @@ func noOpSource(n *graph.Node) *graph.Value {
 	}
 	x, out := n.Inputs[0], n.Outputs[0]
 	same := x.Type.Kind == graph.KindTensor && out.Type.Kind == graph.KindTensor && x.Type.DType == out.Type.DType && sameStatic(x.Type, out.Type)
+	if info := n.Op.Info(); info != nil && info.Flags&graph.View != 0 && n.Op != graph.OpIdentity && same {
+		return x // a reshape to the input's own shape
+	}
 	switch n.Op {
 	case graph.OpIdentity:
 		if x.Type.Kind == out.Type.Kind {
@@ -66,7 +69,7 @@ func noOpSource(n *graph.Node) *graph.Value {
 		if len(n.Outputs) == 1 && (n.Input(2) == nil || training != nil && training.Len() == 1 && training.Float64s()[0] == 0) {
 			return x
 		}
-	case graph.OpCast, graph.OpReshape, graph.OpFlatten, graph.OpSqueeze, graph.OpUnsqueeze:
+	case graph.OpCast:
 		if same {
 			return x
 		}

@@ -59,31 +59,41 @@ func ResolveConv(in, k []int64, strides, dilations, pads []int64, autoPad string
 	return g, nil
 }
 
-func computeConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
-	a := attrs[graph.ConvAttrs](n)
-	x, w := in[0].T, in[1].T
-	var b *te.Tensor
+// convOperands checks the operands of a Conv or ConvTranspose node: float data, data
+// and weights of one rank ≥ 3, static channel and spatial extents (xe, from axis 1),
+// static weights (we) that agree with kernel_shape; b is the optional bias.
+func convOperands(n *graph.Node, in []Input, kernelShape []int64) (x, w, b *te.Tensor, xe, we []int64, err error) {
+	x, w = in[0].T, in[1].T
 	if len(in) > 2 {
 		b = in[2].T
 	}
-	if err := nnFloat(n.Op, x, w, b); err != nil {
-		return nil, err
+	if err = nnFloat(n.Op, x, w, b); err != nil {
+		return
 	}
 	if len(x.Shape) < 3 || len(w.Shape) != len(x.Shape) {
-		return nil, Unsupported("Conv of input rank %d with weight rank %d", len(x.Shape), len(w.Shape))
+		err = Unsupported("%v of input rank %d with weight rank %d", n.Op, len(x.Shape), len(w.Shape))
+		return
 	}
-	xe, err := staticFrom(x, 1)
-	if err != nil {
-		return nil, err
+	if xe, err = staticFrom(x, 1); err != nil {
+		return
 	}
-	we, err := Extents(w)
-	if err != nil {
-		return nil, err
+	if we, err = Extents(w); err != nil {
+		return
 	}
-	for d, ks := range a.KernelShape {
+	for d, ks := range kernelShape {
 		if d+2 >= len(we) || ks != we[d+2] {
-			return nil, Unsupported("kernel_shape %v does not match weight %v", a.KernelShape, we)
+			err = Unsupported("kernel_shape %v does not match weight %v", kernelShape, we)
+			return
 		}
+	}
+	return
+}
+
+func computeConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	a := attrs[graph.ConvAttrs](n)
+	x, w, b, xe, we, err := convOperands(n, in, a.KernelShape)
+	if err != nil {
+		return nil, err
 	}
 	geo, err := ResolveConv(xe[1:], we[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, a.Group)
 	if err != nil {

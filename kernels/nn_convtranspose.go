@@ -71,29 +71,9 @@ func ResolveConvTranspose(in, k []int64, a *graph.ConvTransposeAttrs) (ConvGeome
 
 func computeConvTranspose(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	a := attrs[graph.ConvTransposeAttrs](n)
-	x, w := in[0].T, in[1].T
-	var b *te.Tensor
-	if len(in) > 2 {
-		b = in[2].T
-	}
-	if err := nnFloat(n.Op, x, w, b); err != nil {
-		return nil, err
-	}
-	if len(x.Shape) < 3 || len(w.Shape) != len(x.Shape) {
-		return nil, Unsupported("ConvTranspose of input rank %d with weight rank %d", len(x.Shape), len(w.Shape))
-	}
-	xe, err := staticFrom(x, 1)
+	x, w, b, xe, we, err := convOperands(n, in, a.KernelShape)
 	if err != nil {
 		return nil, err
-	}
-	we, err := Extents(w)
-	if err != nil {
-		return nil, err
-	}
-	for d, ks := range a.KernelShape {
-		if d+2 >= len(we) || ks != we[d+2] {
-			return nil, Unsupported("kernel_shape %v does not match weight %v", a.KernelShape, we)
-		}
 	}
 	geo, err := ResolveConvTranspose(xe[1:], we[2:], a)
 	if err != nil {

@@ -103,8 +103,14 @@ func TestZoo(t *testing.T) {
 	if len(cases) != 8 {
 		t.Fatalf("found %d zoo cases, want 8", len(cases))
 	}
+	runAllPass(t, cases, opts())
+}
+
+// runAllPass runs every case and fails the test for each one that does not pass.
+func runAllPass(t *testing.T, cases []string, o Options) {
+	t.Helper()
 	for _, c := range cases {
-		r := RunCase(c, opts())
+		r := RunCase(c, o)
 		if r.Status != Pass {
 			t.Errorf("%s: %s: %s", r.Case, r.Status, r.Reason)
 		} else {
@@ -116,6 +122,18 @@ func TestZoo(t *testing.T) {
 // TestNodeSuite runs the ONNX backend node tests: at least 450 must pass, and every case
 // that does not pass must say why (no crash, no silent failure).
 func TestNodeSuite(t *testing.T) {
+	s, n := runNodeSuite(t, opts(), "panic")
+	t.Logf("node suite: %v", s)
+	if s.Passed < 450 {
+		t.Errorf("only %d of %d node cases pass, want at least 450", s.Passed, n)
+	}
+}
+
+// runNodeSuite runs the ONNX node tests (skipped with -short) and fails the test for
+// every case that does not pass without a reason or whose reason contains a forbidden
+// word; it returns the counts and the number of cases.
+func runNodeSuite(t *testing.T, o Options, forbidden ...string) (Summary, int) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("the node suite takes a while; skipped with -short")
 	}
@@ -126,20 +144,19 @@ func TestNodeSuite(t *testing.T) {
 	}
 	var results []Result
 	for _, c := range cases {
-		r := RunCase(c, opts())
+		r := RunCase(c, o)
 		if r.Status != Pass && r.Reason == "" {
 			t.Errorf("%s: %s without a reason", r.Case, r.Status)
 		}
-		if strings.Contains(r.Reason, "panic") {
-			t.Errorf("%s: %s", r.Case, r.Reason)
+		for _, w := range forbidden {
+			if strings.Contains(r.Reason, w) {
+				t.Errorf("%s: %s", r.Case, r.Reason)
+				break
+			}
 		}
 		results = append(results, r)
 	}
-	s := Summarize(results)
-	t.Logf("node suite: %v", s)
-	if s.Passed < 450 {
-		t.Errorf("only %d of %d node cases pass, want at least 450", s.Passed, len(cases))
-	}
+	return Summarize(results), len(cases)
 }
 
 // compiledOpts runs cases on the compiled engine (kernels built by the C compiler); it
@@ -168,15 +185,7 @@ func TestZooCompiled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := compiledOpts(t)
-	for _, c := range cases {
-		r := RunCase(c, o)
-		if r.Status != Pass {
-			t.Errorf("%s: %s: %s", r.Case, r.Status, r.Reason)
-		} else {
-			t.Logf("%s: pass in %.2fs (compile included), max err %.2g", r.Case, r.Seconds, r.MaxErr)
-		}
-	}
+	runAllPass(t, cases, compiledOpts(t)) // times include each model's compile
 }
 
 // TestNodeSuiteCompiled runs the node suite on the compiled engine: no bar yet, but no
@@ -185,22 +194,6 @@ func TestNodeSuiteCompiled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the node suite takes a while; skipped with -short")
 	}
-	root := filepath.Join(testdata.ONNXData(t), "node")
-	cases, err := FindCases([]string{root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := compiledOpts(t)
-	var results []Result
-	for _, c := range cases {
-		r := RunCase(c, o)
-		if r.Status != Pass && r.Reason == "" {
-			t.Errorf("%s: %s without a reason", r.Case, r.Status)
-		}
-		if strings.Contains(r.Reason, "panic") || strings.Contains(r.Reason, "BUG") {
-			t.Errorf("%s: %s", r.Case, r.Reason)
-		}
-		results = append(results, r)
-	}
-	t.Logf("node suite, compiled engine: %v", Summarize(results))
+	s, _ := runNodeSuite(t, compiledOpts(t), "panic", "BUG")
+	t.Logf("node suite, compiled engine: %v", s)
 }

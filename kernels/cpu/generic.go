@@ -50,16 +50,12 @@ func scheduleNest(s *schedule.Schedule, name string) error {
 	if err != nil || len(loops) == 0 {
 		return err
 	}
-	spatial := 0 // leading loops that drive no reduction
+	spatial, err := leadingSpatial(s, loops)
+	if err != nil {
+		return err
+	}
 	work := int64(1)
-	for i, l := range loops {
-		red, err := s.DrivesReduction(l)
-		if err != nil {
-			return err
-		}
-		if !red && spatial == i {
-			spatial++
-		}
+	for _, l := range loops {
 		if e, ok := s.Extent(l); ok {
 			work *= e
 		} else {
@@ -90,15 +86,9 @@ func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64) error 
 	if err != nil || len(loops) == 0 {
 		return err
 	}
-	spatial := 0
-	for i, l := range loops {
-		red, err := s.DrivesReduction(l)
-		if err != nil {
-			return err
-		}
-		if !red && spatial == i {
-			spatial++
-		}
+	spatial, err := leadingSpatial(s, loops)
+	if err != nil {
+		return err
 	}
 	innermost := loops[len(loops)-1]
 	red, err := s.DrivesReduction(innermost)
@@ -127,6 +117,17 @@ func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64) error 
 		}
 	}
 	return nil
+}
+
+// leadingSpatial counts the outermost loops that drive no reduction.
+func leadingSpatial(s *schedule.Schedule, loops []schedule.LoopRV) (int, error) {
+	for i, l := range loops {
+		red, err := s.DrivesReduction(l)
+		if err != nil || red {
+			return i, err
+		}
+	}
+	return len(loops), nil
 }
 
 // spatialInside decides whether the innermost spatial iterator (the block's iterator

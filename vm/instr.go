@@ -2,6 +2,8 @@ package vm
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -107,4 +109,18 @@ type IOInfo struct {
 	Name  string
 	DType tensor.DType
 	Shape []int64
+}
+
+// TypeString prints the element type and shape as graph types do: "f32[1,3,224,224]",
+// a dynamic extent as "?".
+func (io IOInfo) TypeString() string {
+	parts := make([]string, len(io.Shape))
+	for i, d := range io.Shape {
+		if d < 0 {
+			parts[i] = "?"
+		} else {
+			parts[i] = strconv.FormatInt(d, 10)
+		}
+	}
+	return io.DType.String() + "[" + strings.Join(parts, ",") + "]"
 }

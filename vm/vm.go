@@ -274,7 +274,7 @@ func (m *VM) checkInputs(inputs []*tensor.Tensor) error {
 			if in != nil {
 				got = fmt.Sprintf("%v%v", in.DType, in.Shape)
 			}
-			return fmt.Errorf("%w: input %q: got %s, the executable takes %v%v", ErrInput, want.Name, got, want.DType, want.Shape)
+			return fmt.Errorf("%w: input %q: got %s, the executable takes %s", ErrInput, want.Name, got, want.TypeString())
 		}
 	}
 	return nil

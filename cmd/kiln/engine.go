@@ -244,7 +244,7 @@ func orderInputs(exe *vm.Executable, inputs map[string]*tensor.Tensor) ([]*tenso
 	for _, in := range exe.Inputs {
 		t, ok := inputs[in.Name]
 		if !ok {
-			missing = append(missing, fmt.Sprintf("%s (%v%v)", in.Name, in.DType, in.Shape))
+			missing = append(missing, fmt.Sprintf("%s (%s)", in.Name, in.TypeString()))
 		}
 		args = append(args, t)
 	}

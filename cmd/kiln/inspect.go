@@ -90,7 +90,7 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, asJSON bool) error {
 	}
 	fmt.Fprintf(out, "plan for %s, compiled in %v for", path, took.Round(time.Millisecond))
 	for _, in := range res.Exe.Inputs {
-		fmt.Fprintf(out, " %s %v%v", in.Name, in.DType, tensorShape(in.Shape))
+		fmt.Fprintf(out, " %s %s", in.Name, in.TypeString())
 	}
 	fmt.Fprintf(out, "\nkernel launches per inference: %d (%d graph nodes after the passes, %d run inside another's kernel; %d unique kernels)\n",
 		st.Launches, st.Nodes, st.Fused, st.Kernels)
@@ -159,13 +159,4 @@ func printInfo(w io.Writer, path string, info *onnx.ModelInfo) {
 	for _, u := range info.Unsupported {
 		fmt.Fprintf(w, "  %s\n", u.Error())
 	}
-}
-
-// tensorShape prints like tensor.Shape ([1,3,224,224]); -1 is a dynamic extent.
-func tensorShape(s []int64) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = fmt.Sprint(d)
-	}
-	return "[" + strings.Join(parts, ",") + "]"
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/kilnrt/kiln/kernels"
 	kt "github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
-	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -292,32 +291,7 @@ func TestInjectiveLarge(t *testing.T) {
 // lowerErr builds a one-node graph and returns the error of lowering it.
 func lowerErr(t *testing.T, op graph.Op, attrs any, args ...nt.Arg) error {
 	t.Helper()
-	b := graph.NewBuilder("main")
-	var vals []*graph.Value
-	for k, a := range args {
-		switch {
-		case a.T == nil:
-			vals = append(vals, nil)
-		case a.Const:
-			vals = append(vals, b.Const(fmt.Sprintf("c%d", k), a.T))
-		default:
-			shape := make([]int64, len(a.T.Shape))
-			for j, d := range a.T.Shape {
-				shape[j] = int64(d)
-			}
-			vals = append(vals, b.Param(fmt.Sprintf("x%d", k), graph.TensorType(a.T.DType, graph.StaticShape(shape...)...)))
-		}
-	}
-	outs, err := b.Node(op, attrs, 1, vals...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := nt.Placeholders(outs[0].Def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Strategies(kernels.Default()).Lower(outs[0].Def, in, target.Host())
-	return err
+	return nt.LowerErr(t, Strategies(kernels.Default()), op, attrs, 1, args...)
 }
 
 // TestInjectiveUnsupported checks that what the definitions cannot do is refused with

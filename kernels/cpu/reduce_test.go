@@ -103,32 +103,7 @@ func TestReduceRuntimeAxesUnsupported(t *testing.T) {
 // expectUnsupported lowers a node and wants ErrNoKernel.
 func expectUnsupported(t *testing.T, l nt.Lowerer, op graph.Op, attrs any, numOut int, args ...nt.Arg) {
 	t.Helper()
-	b := graph.NewBuilder("main")
-	var vals []*graph.Value
-	for i, a := range args {
-		switch {
-		case a.T == nil:
-			vals = append(vals, nil)
-		case a.Const:
-			vals = append(vals, b.Const("c"+string(rune('0'+i)), a.T))
-		default:
-			shape := make([]int64, len(a.T.Shape))
-			for k, d := range a.T.Shape {
-				shape[k] = int64(d)
-			}
-			vals = append(vals, b.Param("x"+string(rune('0'+i)), graph.TensorType(a.T.DType, graph.StaticShape(shape...)...)))
-		}
-	}
-	outs, err := b.Node(op, attrs, numOut, vals...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := b.Module(outs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = nt.RunNode(l, m.Main.Nodes[len(m.Main.Nodes)-1], args)
-	if !errors.Is(err, kernels.ErrNoKernel) {
+	if err := nt.LowerErr(t, l, op, attrs, numOut, args...); !errors.Is(err, kernels.ErrNoKernel) {
 		t.Fatalf("%v: got %v, want ErrNoKernel", op, err)
 	}
 }

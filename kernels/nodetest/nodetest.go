@@ -62,8 +62,9 @@ func CheckNode(t testing.TB, l Lowerer, op graph.Op, attrs any, numOut int, args
 	return strategy
 }
 
-// refNode builds the node and its reference outputs.
-func refNode(t testing.TB, op graph.Op, attrs any, numOut int, args []Arg) (*graph.Node, []*tensor.Tensor) {
+// Build makes the one-node module of op over args (run-time inputs become parameters
+// x<i>, constants c<i>) and the reference evaluator's inputs for it.
+func Build(t testing.TB, op graph.Op, attrs any, numOut int, args ...Arg) (*graph.Module, map[string]ref.Value) {
 	t.Helper()
 	b := graph.NewBuilder("main")
 	inputs := map[string]ref.Value{}
@@ -92,6 +93,27 @@ func refNode(t testing.TB, op graph.Op, attrs any, numOut int, args []Arg) (*gra
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, inputs
+}
+
+// LowerErr builds the one-node module of op over args and returns the error of lowering
+// its node with l (nil when it lowers).
+func LowerErr(t testing.TB, l Lowerer, op graph.Op, attrs any, numOut int, args ...Arg) error {
+	t.Helper()
+	m, _ := Build(t, op, attrs, numOut, args...)
+	n := m.Main.Nodes[len(m.Main.Nodes)-1]
+	in, err := Placeholders(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Lower(n, in, target.Host())
+	return err
+}
+
+// refNode builds the node and its reference outputs.
+func refNode(t testing.TB, op graph.Op, attrs any, numOut int, args []Arg) (*graph.Node, []*tensor.Tensor) {
+	t.Helper()
+	m, inputs := Build(t, op, attrs, numOut, args...)
 	res, err := ref.Eval(m, inputs, ref.Options{})
 	if err != nil {
 		t.Fatal(err)

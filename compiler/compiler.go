@@ -49,8 +49,8 @@ type Options struct {
 	Dump     func(pass, before, after string)
 	// Passes is the graph pipeline (nil: passes.Compile(), which is O3).
 	Passes passes.Pipeline
-	// NoFusion lowers every node to a kernel of its own (no epilogue chains): for
-	// comparisons.
+	// NoFusion lowers every node to a kernel of its own (the pipeline without
+	// fuse-ops): for comparisons.
 	NoFusion bool
 	// PlainLayout keeps every tensor in plain NCHW order (no alter-layout): for
 	// comparisons.
@@ -152,6 +152,16 @@ type compile struct {
 	em         *emitter
 	kt         *kernelTable
 	at         string // the node or kernel being worked on, for panic reports
+	// outer maps each fused body's parameters to the values its kiln.Fused node reads
+	outer map[*graph.Value]*graph.Value
+}
+
+// resolve returns the value a fused body's parameter stands for (v itself otherwise).
+func (c *compile) resolve(v *graph.Value) *graph.Value {
+	if o, ok := c.outer[v]; ok {
+		return o
+	}
+	return v
 }
 
 func (c *compile) report(p Progress) {
@@ -184,6 +194,9 @@ func (c *compile) passes(m *graph.Module) error {
 	p := c.opts.Passes
 	if p == nil {
 		p = passes.Compile()
+	}
+	if c.opts.NoFusion {
+		p = p.Without("fuse-ops")
 	}
 	if err := p.Check(); err != nil {
 		return err

@@ -112,6 +112,7 @@ func (e *emitter) loadConst(t *tensor.Tensor) vm.Reg {
 
 // read returns the register holding v.
 func (e *emitter) read(v *graph.Value) (vm.Reg, error) {
+	v = e.c.resolve(v)
 	if v.Const != nil {
 		return e.loadConst(v.Const), nil
 	}
@@ -171,41 +172,28 @@ func (e *emitter) allocTensor(dt tensor.DType, shape []int64) vm.Reg {
 
 // function lowers the nodes of f (the entry, or an inlined subgraph).
 func (e *emitter) function(f *graph.Func) error {
-	fu := newFuser(e.c.mod.Main, f)
 	for i, n := range f.Nodes {
 		if f.Parent == nil {
 			e.c.report(Progress{Stage: "lower", Done: i, Total: len(f.Nodes), Detail: n.String()})
 		}
-		if fu.fused[n] {
-			continue
-		}
 		e.c.at = n.String()
-		if err := e.node(n, fu); err != nil {
+		if err := e.node(n); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (e *emitter) node(n *graph.Node, fu *fuser) error {
+func (e *emitter) node(n *graph.Node) error {
 	switch {
 	case n.Op == graph.OpIf:
 		return e.lowerIf(n)
 	case n.Op == graph.OpLoop:
 		return e.lowerLoop(n)
+	case n.Op == graph.OpFused:
+		return e.lowerFused(n)
 	case isView(n):
 		return e.lowerView(n)
-	}
-	if !e.c.opts.NoFusion {
-		if chain := fu.chain(n); len(chain) > 0 {
-			ok, err := e.lowerKernel(n, chain)
-			if err != nil || ok {
-				for _, c := range chain {
-					fu.fused[c] = ok
-				}
-				return err
-			}
-		}
 	}
 	_, err := e.lowerKernel(n, nil)
 	return err

@@ -3,7 +3,6 @@ package compiler
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -58,23 +57,32 @@ func newKernelTable() *kernelTable {
 // canonicalName is the name every kernel is emitted under for deduplication.
 const canonicalName = "kiln_kernel"
 
-// kernelFor lowers n (followed by the elementwise chain, when given) through the
-// strategy table, the loopir pipeline and the C dialect, and returns its entry in the
-// kernel table. With a chain that no strategy fuses it returns nil and no error.
+// kernelFor lowers n (with the other members of its fused group as epilogues, in
+// topological order, when given) through the strategy table, the loopir pipeline and
+// the C dialect, and returns its entry in the kernel table. With epilogues that no
+// strategy fuses it returns nil and no error.
 func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, error) {
 	in, err := c.inputs(n)
 	if err != nil {
 		return nil, err
 	}
 	last := n
+	stage := map[*graph.Value]int{n.Outputs[0]: 0}
 	var epi []kernels.Epilogue
-	for _, e := range chain {
+	for k, e := range chain {
 		ein, err := c.inputs(e)
 		if err != nil {
 			return nil, err
 		}
-		self := slices.Index(e.Inputs, last.Outputs[0])
-		epi = append(epi, kernels.Epilogue{Node: e, Self: self, In: ein})
+		from := make([]int, len(e.Inputs))
+		for i, v := range e.Inputs {
+			from[i] = -1
+			if s, ok := stage[v]; ok && v != nil {
+				from[i] = s
+			}
+		}
+		epi = append(epi, kernels.Epilogue{Node: e, In: ein, From: from})
+		stage[e.Outputs[0]] = k + 1
 		last = e
 	}
 	for _, o := range last.Outputs {
@@ -160,6 +168,7 @@ func (c *compile) inputs(n *graph.Node) ([]kernels.Input, error) {
 		if v == nil {
 			continue
 		}
+		v = c.resolve(v)
 		if _, err := staticShape(n, v); err != nil {
 			return nil, err
 		}

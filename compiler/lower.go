@@ -25,7 +25,13 @@ func (c *compile) lower(m *graph.Module) error {
 	e.arena = e.newReg()
 	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: e.arena, Device: 0}) // size set by the plan
 	n := 0
-	f.Funcs(func(g *graph.Func) { n += len(g.Nodes) })
+	f.Funcs(func(g *graph.Func) {
+		for _, nd := range g.Nodes {
+			if nd.Op != graph.OpFused { // count its members instead
+				n++
+			}
+		}
+	})
 	c.res.Stats.Nodes = n
 	if err := e.function(f); err != nil {
 		return err
@@ -107,7 +113,7 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	var args []vm.Reg
 	for _, p := range k.params {
 		src := nodes[p.Node]
-		v := src.Inputs[p.Input]
+		v := e.c.resolve(src.Inputs[p.Input])
 		var r vm.Reg
 		if p.Prepack != nil {
 			packed, err := e.c.kt.prepack(v, p)

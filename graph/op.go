@@ -141,6 +141,7 @@ var opTable = buildOpTable(
 	reduceOps(),
 	rnnOps(),
 	layoutOps(),
+	fusedOps(),
 	shapeOps(),
 	controlOps(),
 	miscOps(),

@@ -198,6 +198,7 @@ const (
 	OpTfIdfVectorizer
 	// kiln's own ops (domain "kiln"): made by passes, never read from a model file
 	OpLayoutTransform
+	OpFused
 
 	NumOps // count; not an op
 )
@@ -263,5 +264,5 @@ var opNames = [NumOps]string{
 	OpOptionalGetElement: "OptionalGetElement", OpOptionalHasElement: "OptionalHasElement",
 	OpIf: "If", OpLoop: "Loop", OpScan: "Scan",
 	OpStringNormalizer: "StringNormalizer", OpTfIdfVectorizer: "TfIdfVectorizer",
-	OpLayoutTransform: "LayoutTransform",
+	OpLayoutTransform: "LayoutTransform", OpFused: "Fused",
 }

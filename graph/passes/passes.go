@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
@@ -23,6 +24,8 @@ type Context struct {
 	// Layout says which nodes have blocked-layout kernels (alter-layout); nil: every
 	// value stays plain.
 	Layout *LayoutPolicy
+	// Fuse limits the groups of fuse-ops (zero fields: the defaults).
+	Fuse FuseLimits
 	// Check runs graph.Verify after every pass.
 	Check bool
 	// Dump, when set, is called with the module's text before and after the named
@@ -61,6 +64,7 @@ func Level(o int) Pipeline {
 		{1, Pass{Name: "fold-batchnorm", Run: FoldBatchNorm}},
 		{0, Pass{Name: "dce", Run: DCE, Required: true}},
 		{2, Pass{Name: "alter-layout", Run: AlterLayout}},
+		{1, Pass{Name: "fuse-ops", Run: FuseOps}},
 	}
 	var p Pipeline
 	for _, e := range all {
@@ -89,6 +93,9 @@ var Constraints = []Constraint{
 	{"cse", "dce", "cse leaves the duplicates for dce to remove"},
 	{"fold-batchnorm", "alter-layout", "a folded batch norm leaves a conv the blocked strategy takes"},
 	{"dce", "alter-layout", "layouts are chosen for the nodes that remain"},
+	{"alter-layout", "fuse-ops", "groups form around the layout transforms alter-layout inserts"},
+	{"dce", "fuse-ops", "dead nodes would join groups"},
+	{"recognize", "fuse-ops", "a recognized LayerNorm or GELU is one member, not a dozen"},
 }
 
 // Check verifies the pipeline against Constraints and that no pass appears twice.
@@ -143,4 +150,15 @@ func runPass(pass Pass, ctx *Context, m *graph.Module) (err error) {
 		}
 	}
 	return nil
+}
+
+// Without returns the pipeline minus the named passes (a required pass stays).
+func (p Pipeline) Without(names ...string) Pipeline {
+	var out Pipeline
+	for _, pass := range p {
+		if pass.Required || !slices.Contains(names, pass.Name) {
+			out = append(out, pass)
+		}
+	}
+	return out
 }

@@ -17,6 +17,11 @@
 //     from materializing large tensors out of small ones;
 //   - simplify (O1): Identity, inference Dropout, Cast to the same type, reshapes to the
 //     same shape, x+0, x-0, x·1, x/1 are bypassed (a node whose output is a result stays);
+//     chains are rewritten in place, keeping each output Value (simplify_chains.go): a
+//     chain of Reshape/Flatten/Squeeze/Unsqueeze on static shapes becomes one Reshape of
+//     its start, Transpose∘Transpose one Transpose (none when the composed permutation is
+//     the identity), and a Transpose moving only size-1 axes a Reshape, never touching
+//     blocked-layout values;
 //   - cse (O1): nodes with the same op, attributes and inputs are merged;
 //   - fold-batchnorm (O1): an inference BatchNormalization after a Conv with constant
 //     weights is folded into the Conv's weights and bias;
@@ -26,8 +31,8 @@
 //     pooling and channel concats, with LayoutTransform nodes where a consumer needs
 //     another order (the first piece of issue #5's AlterLayout).
 //
-// Issue #5 continues the table (shape folding with symbolic dims, Reshape/Transpose
-// chains, LayerNorm/GELU/softmax/attention recognition, general fusion).
+// Issue #5 continues the table (shape folding with symbolic dims,
+// LayerNorm/GELU/softmax/attention recognition, general fusion).
 //
 // Invariants: passes keep the module valid for graph.Verify; value identity is kept
 // (a folded output becomes a constant in place, so its consumers need no rewiring).

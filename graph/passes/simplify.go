@@ -11,11 +11,15 @@ import (
 // the input's own type, a Reshape/Flatten/Squeeze/Unsqueeze to the input's own static
 // shape, and x+0, x-0, x·1, x/1 with a constant that does not broadcast x to a larger
 // shape. Their readers read the input instead; dce then removes the node. A node whose
-// output is a result of its Func stays (the result keeps its name).
+// output is a result of its Func stays (the result keeps its name). Before that, the
+// chain rules of simplify_chains.go rewrite each node in place (view chains, transpose
+// pairs, transposes of size-1 axes).
 func Simplify(_ *Context, m *graph.Module) error {
 	results := resultSet(m)
+	chains := newChainCtx(m)
 	m.Main.Funcs(func(f *graph.Func) {
 		for _, n := range f.Nodes {
+			chains.simplifyChain(f, n)
 			src := noOpSource(n)
 			if src == nil || results[n.Outputs[0]] {
 				continue

@@ -201,7 +201,20 @@ func (c *compile) passes(m *graph.Module) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
-	return p.Run(ctx, m)
+	if err := p.Run(ctx, m); err != nil {
+		return err
+	}
+	var bad error
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, n := range f.Nodes {
+			for _, o := range n.Outputs {
+				if o.Type.Scope != graph.ScopeGlobal && bad == nil {
+					bad = fmt.Errorf("%v: output %q is in %v memory; the CPU keeps every tensor in global memory", n, o.Name, o.Type.Scope)
+				}
+			}
+		}
+	})
+	return bad
 }
 
 // DimsFromInputs binds the symbols of m's input shapes to the extents of concrete

@@ -35,6 +35,26 @@ type Type struct {
 	// order in the ONNX sense) is unchanged; only kernels see the storage order. Set by
 	// the alter-layout pass, printed as "@c16".
 	Block int64
+	// Scope is the memory the value lives in (ScopeGlobal unless annotate-scopes puts it
+	// in a texture), printed as "@tex".
+	Scope MemScope
+}
+
+// MemScope is where a tensor is stored on its device (ARCHITECTURE.md §3, textures).
+// With a texture, the layout is the type's Block: NCHW4c maps to an RGBA image2d whose
+// texel is one block of 4 channels.
+type MemScope uint8
+
+const (
+	ScopeGlobal  MemScope = iota // a plain buffer in device memory
+	ScopeTexture                 // an image2d (OpenCL), one RGBA texel per 4-channel block
+)
+
+func (s MemScope) String() string {
+	if s == ScopeTexture {
+		return "texture"
+	}
+	return "global"
 }
 
 // TensorType builds a tensor type.
@@ -94,7 +114,7 @@ func (t Type) Equal(o Type) bool {
 			return false
 		}
 	}
-	if t.Block != o.Block {
+	if t.Block != o.Block || t.Scope != o.Scope {
 		return false
 	}
 	if (t.Elem == nil) != (o.Elem == nil) {
@@ -128,6 +148,9 @@ func (t Type) String() string {
 	}
 	if t.Block != 0 {
 		fmt.Fprintf(&b, "@c%d", t.Block)
+	}
+	if t.Scope == ScopeTexture {
+		b.WriteString("@tex")
 	}
 	return b.String()
 }
@@ -189,6 +212,9 @@ func ParseType(s string) (Type, error) {
 		}
 	}
 	rest := s[rb+1:]
+	if r, ok := strings.CutSuffix(rest, "@tex"); ok {
+		t.Scope, rest = ScopeTexture, r
+	}
 	if at := strings.LastIndex(rest, "@c"); at >= 0 {
 		blk, err := strconv.ParseInt(rest[at+2:], 10, 64)
 		if err != nil || blk <= 0 {

@@ -138,6 +138,9 @@ func checkType(t Type) error {
 		if err := CheckBlock(t, t.Block); err != nil {
 			return err
 		}
+		if t.Scope == ScopeTexture && t.Block != 4 {
+			return fmt.Errorf("a texture holds blocks of 4 channels (RGBA texels), not %v", t)
+		}
 	case KindSequence, KindOptional:
 		if t.Elem != nil {
 			return checkType(*t.Elem)

@@ -26,6 +26,9 @@ type Context struct {
 	Layout *LayoutPolicy
 	// Fuse limits the groups of fuse-ops (zero fields: the defaults).
 	Fuse FuseLimits
+	// Scopes says which kernels take textures (annotate-scopes); nil: every tensor
+	// lives in global memory, as on the CPU.
+	Scopes *ScopePolicy
 	// Check runs graph.Verify after every pass.
 	Check bool
 	// Dump, when set, is called with the module's text before and after the named
@@ -65,6 +68,7 @@ func Level(o int) Pipeline {
 		{0, Pass{Name: "dce", Run: DCE, Required: true}},
 		{2, Pass{Name: "alter-layout", Run: AlterLayout}},
 		{1, Pass{Name: "fuse-ops", Run: FuseOps}},
+		{0, Pass{Name: "annotate-scopes", Run: AnnotateScopes, Required: true}},
 	}
 	var p Pipeline
 	for _, e := range all {
@@ -95,6 +99,8 @@ var Constraints = []Constraint{
 	{"dce", "alter-layout", "layouts are chosen for the nodes that remain"},
 	{"alter-layout", "fuse-ops", "groups form around the layout transforms alter-layout inserts"},
 	{"dce", "fuse-ops", "dead nodes would join groups"},
+	{"alter-layout", "annotate-scopes", "a texture holds a channel-blocked layout"},
+	{"fuse-ops", "annotate-scopes", "the readers of a value are the kernels, fused groups included"},
 	{"recognize", "fuse-ops", "a recognized LayerNorm or GELU is one member, not a dozen"},
 }
 

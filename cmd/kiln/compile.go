@@ -152,10 +152,10 @@ carries its kernels as a shared object, so it runs where no C compiler is instal
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "the executable to write (default: MODEL's name with .kiln)")
-	f.StringVar(&dump, "dump", "", "print the graph before and after this pass (bind-dims, fold-constants, simplify, cse, fold-batchnorm, dce, alter-layout)")
+	f.StringVar(&dump, "dump", "", "print the graph before and after this pass (one of -O's passes)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress display")
-	f.IntVarP(&level, "opt", "O", defaultLevel, "graph optimization level: 0 (bind, fold, dce), 1 (+ simplify, cse, batch-norm folding), 2 and 3 (+ alter-layout)")
-	f.BoolVar(&noFusion, "no-fusion", false, "lower every node to a kernel of its own (no epilogue chains)")
+	f.IntVarP(&level, "opt", "O", defaultLevel, levelHelp())
+	f.BoolVar(&noFusion, "no-fusion", false, "lower every node to a kernel of its own (the pipeline without fuse-ops)")
 	f.StringVar(&layout, "layout", "blocked", "blocked: convolutions exchange channel-blocked tensors (alter-layout); plain: every tensor NCHW")
 	f.IntVar(&threads, "threads", 0, "threads of the CPU device (0: every core)")
 	shapeInputs.register(cmd)

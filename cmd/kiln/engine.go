@@ -74,6 +74,18 @@ func readKilnFile(path string) (*vm.Executable, error) {
 // defaultLevel is the graph optimization level when -O is not given.
 const defaultLevel = 3
 
+// levelHelp describes -O from the pipelines themselves.
+func levelHelp() string {
+	names := func(o int) string {
+		var s []string
+		for _, p := range passes.Level(o) {
+			s = append(s, p.Name)
+		}
+		return strings.Join(s, ", ")
+	}
+	return fmt.Sprintf("graph optimization level: 0 (%s), 1 (%s), 2 and 3 (%s)", names(0), names(1), names(3))
+}
+
 // compileOptions are the CLI's compile settings.
 type compileOptions struct {
 	quiet    bool

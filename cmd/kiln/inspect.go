@@ -16,6 +16,7 @@ import (
 func inspectCmd() *cobra.Command {
 	var (
 		asJSON, plan bool
+		level        int
 		shapeInputs  shapeFlags
 	)
 	cmd := &cobra.Command{
@@ -28,7 +29,7 @@ the bytes of all planned tensors without reuse.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if plan {
-				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, asJSON)
+				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, level, asJSON)
 			}
 			info, err := onnx.Inspect(args[0], onnx.Options{})
 			if err != nil {
@@ -59,12 +60,13 @@ the bytes of all planned tensors without reuse.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.Flags().BoolVar(&plan, "plan", false, "compile and print the execution plan (kernels, fused groups, memory)")
+	cmd.Flags().IntVarP(&level, "opt", "O", defaultLevel, "with --plan: "+levelHelp())
 	shapeInputs.register(cmd)
 	return cmd
 }
 
 // inspectPlan compiles a model and prints its execution plan.
-func inspectPlan(out io.Writer, path string, s shapeFlags, asJSON bool) error {
+func inspectPlan(out io.Writer, path string, s shapeFlags, level int, asJSON bool) error {
 	m, err := onnx.Load(path, onnx.Options{})
 	if err != nil {
 		return err
@@ -78,7 +80,11 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, asJSON bool) error {
 		return err
 	}
 	defer dev.Close()
-	res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: true, level: defaultLevel})
+	onnxNodes, modelBytes, err := modelTensors(m, shapes)
+	if err != nil {
+		return err
+	}
+	res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: true, level: level})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -86,9 +92,10 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"model": path, "inputs": res.Exe.Inputs, "stats": st, "compile_s": took.Seconds()})
+		return enc.Encode(map[string]any{"model": path, "level": level, "inputs": res.Exe.Inputs, "stats": st, "compile_s": took.Seconds(),
+			"model_nodes": onnxNodes, "model_intermediate_bytes": modelBytes})
 	}
-	fmt.Fprintf(out, "plan for %s, compiled in %v for", path, took.Round(time.Millisecond))
+	fmt.Fprintf(out, "plan for %s at O%d, compiled in %v for", path, level, took.Round(time.Millisecond))
 	for _, in := range res.Exe.Inputs {
 		fmt.Fprintf(out, " %s %s", in.Name, in.TypeString())
 	}
@@ -100,6 +107,10 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, asJSON bool) error {
 	}
 	fmt.Fprintf(out, "peak arena: %s; planned tensors without reuse: %s (%.2f); constants: %s\n",
 		byteSize(st.ArenaBytes), byteSize(st.UnplannedSum), ratio, byteSize(st.ConstantBytes))
+	if modelBytes > 0 {
+		fmt.Fprintf(out, "the model as loaded: %d nodes, intermediate tensors %s (peak arena / that: %.2f; kernel launches / nodes: 1/%.1f)\n",
+			onnxNodes, byteSize(modelBytes), float64(st.ArenaBytes)/float64(modelBytes), float64(onnxNodes)/float64(max(st.Launches, 1)))
+	}
 	fmt.Fprintln(out, "kernel launches (anchor + fused nodes):")
 	for i, g := range st.Groups {
 		fused := ""

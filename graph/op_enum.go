@@ -46,6 +46,7 @@ const (
 	OpThresholdedRelu
 	OpShrink
 	OpMish
+	OpGelu
 	OpIdentity
 	OpCast
 	OpCastLike
@@ -215,7 +216,7 @@ var opNames = [NumOps]string{
 	OpIsNaN: "IsNaN", OpIsInf: "IsInf", OpRelu: "Relu", OpLeakyRelu: "LeakyRelu", OpElu: "Elu",
 	OpSelu: "Selu", OpCelu: "Celu", OpHardSigmoid: "HardSigmoid", OpHardSwish: "HardSwish",
 	OpSoftplus: "Softplus", OpSoftsign: "Softsign", OpThresholdedRelu: "ThresholdedRelu",
-	OpShrink: "Shrink", OpMish: "Mish", OpIdentity: "Identity", OpCast: "Cast",
+	OpShrink: "Shrink", OpMish: "Mish", OpGelu: "Gelu", OpIdentity: "Identity", OpCast: "Cast",
 	OpCastLike: "CastLike", OpClip: "Clip", OpBitwiseNot: "BitwiseNot",
 	OpAdd: "Add", OpSub: "Sub", OpMul: "Mul", OpDiv: "Div", OpPow: "Pow", OpMod: "Mod",
 	OpAnd: "And", OpOr: "Or", OpXor: "Xor", OpEqual: "Equal", OpGreater: "Greater",

@@ -37,6 +37,11 @@ type ShrinkAttrs struct {
 	Lambd float32 `attr:"lambd" default:"0.5"`
 }
 
+// GeluAttrs as in ONNX (opset 20): Approximate is "none" (the erf form) or "tanh".
+type GeluAttrs struct {
+	Approximate string `attr:"approximate" default:"none"`
+}
+
 // IsInfAttrs as in ONNX.
 type IsInfAttrs struct {
 	DetectNegative int64 `attr:"detect_negative" default:"1"`
@@ -76,6 +81,7 @@ func elementwiseOps() []OpInfo {
 	unary(OpSelu, reflect.TypeFor[SeluAttrs]())
 	unary(OpHardSigmoid, reflect.TypeFor[HardSigmoidAttrs]())
 	unary(OpShrink, reflect.TypeFor[ShrinkAttrs]())
+	rows = append(rows, OpInfo{Op: OpGelu, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[GeluAttrs](), Pattern: ElemWise, Infer: inferGelu})
 	rows = append(rows,
 		OpInfo{Op: OpNeg, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Infer: inferKnownUnary(func(d Dim) Dim { return d.Neg() })},
 		OpInfo{Op: OpIdentity, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Flags: View, Infer: inferIdentity},
@@ -278,4 +284,12 @@ func inferArith(f func(a, b Dim) (Dim, bool)) InferFunc {
 		ts[0].Known = known
 		return ts, nil
 	}
+}
+
+// inferGelu is SameAs(0) once the approximation is one ONNX defines.
+func inferGelu(ic *InferCtx, n *Node) ([]Type, error) {
+	if a := n.Attrs.(*GeluAttrs); a.Approximate != "none" && a.Approximate != "tanh" {
+		return nil, Inferf(n, "approximate=%q, want \"none\" or \"tanh\"", a.Approximate)
+	}
+	return SameAs(0)(ic, n)
 }

@@ -138,6 +138,22 @@ func unaryFuncs() map[graph.Op]unaryFunc {
 					te.Select(loopir.Bin(loopir.GT, x, lit(l, x)), te.Sub(x, lit(b, x)), lit(0, x)))
 			})(n, x)
 		},
+		graph.OpGelu: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+			approx := attrs[graph.GeluAttrs](n).Approximate
+			if approx != "none" && approx != "tanh" {
+				return nil, Unsupported("Gelu with approximate=%q", approx)
+			}
+			return floatOnly(func(x loopir.Expr) loopir.Expr {
+				var t loopir.Expr // erf(x/√2) or tanh(√(2/π)·(x + 0.044715·x³))
+				if approx == "tanh" {
+					inner := te.Add(x, te.Mul(lit(0.044715, x), te.Mul(x, te.Mul(x, x))))
+					t = te.Tanh(te.Mul(lit(math.Sqrt(2/math.Pi), x), inner))
+				} else {
+					t = call(loopir.Erf)(te.Mul(x, lit(1/math.Sqrt2, x)))
+				}
+				return te.Mul(te.Mul(lit(0.5, x), x), te.Add(lit(1, x), t))
+			})(n, x)
+		},
 		graph.OpIsInf: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
 			at := attrs[graph.IsInfAttrs](n)
 			return floatOnly(func(x loopir.Expr) loopir.Expr {

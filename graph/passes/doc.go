@@ -22,6 +22,12 @@
 //     its start, Transpose∘Transpose one Transpose (none when the composed permutation is
 //     the identity), and a Transpose moving only size-1 axes a Reshape, never touching
 //     blocked-layout values;
+//   - recognize (O1): decomposed subgraphs become single ops — LayerNorm over the last
+//     axis as PyTorch exports it below opset 17 (with or without γ/β) → LayerNormalization,
+//     the erf and tanh forms of GELU → Gelu, Exp/ReduceSum (with or without the ReduceMax
+//     subtraction) → Softmax. Matching is on the dataflow: constants by value (1e-6
+//     relative), every intermediate read only by the pattern and no result; the new node
+//     keeps the last node's name and output value, dce removes the rest;
 //   - cse (O1): nodes with the same op, attributes and inputs are merged;
 //   - fold-batchnorm (O1): an inference BatchNormalization after a Conv with constant
 //     weights is folded into the Conv's weights and bias;
@@ -32,7 +38,7 @@
 //     another order (the first piece of issue #5's AlterLayout).
 //
 // Issue #5 continues the table (shape folding with symbolic dims,
-// LayerNorm/GELU/softmax/attention recognition, general fusion).
+// attention recognition, general fusion).
 //
 // Invariants: passes keep the module valid for graph.Verify; value identity is kept
 // (a folded output becomes a constant in place, so its consumers need no rewiring).

@@ -132,6 +132,13 @@ var unaryFloat = map[graph.Op]func(n *graph.Node) func(float64) float64{
 		a, b := float64(at.Alpha), float64(at.Beta)
 		return func(x float64) float64 { return math.Max(0, math.Min(1, a*x+b)) }
 	},
+	graph.OpGelu: func(n *graph.Node) func(float64) float64 {
+		if attrs[graph.GeluAttrs](n).Approximate == "tanh" {
+			c := math.Sqrt(2 / math.Pi)
+			return func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x))) }
+		}
+		return func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }
+	},
 	graph.OpShrink: func(n *graph.Node) func(float64) float64 {
 		at := attrs[graph.ShrinkAttrs](n)
 		bias, l := float64(at.Bias), float64(at.Lambd)

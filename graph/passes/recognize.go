@@ -1,0 +1,331 @@
+package passes
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Recognize rewrites decomposed subgraphs into the single ops they compute, in every
+// Func:
+//   - LayerNorm over the last axis as PyTorch exports it below opset 17:
+//     d = x − ReduceMean(x); y = d / Sqrt(ReduceMean(d² or d·d) + ε), optionally ·γ then
+//     +β (constant 1-D of the last extent) → LayerNormalization(x, γ or ones, β){axis=-1,
+//     epsilon=ε};
+//   - GELU, erf form 0.5·x·(1 + Erf(x/√2 or x·(1/√2))) in any association and operand
+//     order → Gelu; tanh form 0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³))), the cube as
+//     Mul chains or Pow(x, 3) → Gelu{approximate="tanh"};
+//   - softmax: e = Exp(x − ReduceMax(x)) or Exp(x); y = e / ReduceSum(e), over one axis
+//     with keepdims → Softmax{axis} (graph Softmax always has opset-13 single-axis
+//     semantics: the loader rewrote older forms, so the module's opset does not matter).
+//
+// A pattern matches on the dataflow only: constants are compared by value (relative
+// tolerance 1e-6), every intermediate value is read only by the pattern itself (as often
+// as the pattern reads it; readers that dce would remove do not count) and is no Func
+// result, the input is f32 or f64, and the pattern's output has the input's type. The new
+// node takes the name of the pattern's last node and produces its output Value, so
+// readers need no rewiring; the rest of the pattern is left for dce.
+func Recognize(_ *Context, m *graph.Module) error {
+	st := newMatchState(m)
+	var err error
+	m.Main.Funcs(func(f *graph.Func) {
+		for i := 0; i < len(f.Nodes) && err == nil; i++ {
+			n := f.Nodes[i]
+			if !st.live[n] {
+				continue
+			}
+			for _, match := range []func(*matchState, *graph.Node) *rewrite{matchLayerNorm, matchGelu, matchSoftmax} {
+				if r := match(st, n); r != nil && st.closed(r) {
+					err = st.apply(r)
+					break
+				}
+			}
+		}
+	})
+	return err
+}
+
+// rewrite is one match: the pattern's nodes (final among them, in no particular order)
+// and what the node that replaces final is made of.
+type rewrite struct {
+	nodes  []*graph.Node
+	final  *graph.Node
+	op     graph.Op
+	attrs  any
+	inputs []*graph.Value
+	consts []*graph.Value // new constants the inputs read
+}
+
+// matchState holds the facts matching needs, kept current as rewrites are applied.
+type matchState struct {
+	results map[*graph.Value]bool
+	live    map[*graph.Node]bool
+	fn      map[*graph.Node]*graph.Func    // the Func holding each node
+	uses    map[*graph.Value]int           // reads by live nodes
+	readers map[*graph.Value][]*graph.Node // live readers
+	names   map[string]bool                // value names in use
+}
+
+// newMatchState finds the live nodes (those whose outputs reach a result, as dce would
+// keep them) and counts the reads of each value by live nodes.
+func newMatchState(m *graph.Module) *matchState {
+	st := &matchState{results: resultSet(m), live: map[*graph.Node]bool{}, fn: map[*graph.Node]*graph.Func{}, uses: map[*graph.Value]int{},
+		readers: map[*graph.Value][]*graph.Node{}, names: map[string]bool{}}
+	var all []*graph.Node
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, v := range slices.Concat(f.Params, f.Consts) {
+			st.names[v.Name] = true
+		}
+		for _, n := range f.Nodes {
+			all = append(all, n)
+			st.live[n], st.fn[n] = true, f
+			for _, o := range n.Outputs {
+				st.names[o.Name] = true
+			}
+		}
+	})
+	for changed := true; changed; {
+		changed = false
+		used := map[*graph.Value]bool{}
+		for r := range st.results {
+			used[r] = true
+		}
+		for _, n := range all {
+			if st.live[n] {
+				for _, v := range n.Inputs {
+					used[v] = true
+				}
+			}
+		}
+		for _, n := range all {
+			if st.live[n] && !slices.ContainsFunc(n.Outputs, func(o *graph.Value) bool { return used[o] }) {
+				st.live[n] = false
+				changed = true
+			}
+		}
+	}
+	for _, n := range all {
+		if st.live[n] {
+			st.read(n, 1)
+		}
+	}
+	return st
+}
+
+// read counts (delta 1) or uncounts (-1) n's reads of its inputs.
+func (st *matchState) read(n *graph.Node, delta int) {
+	for _, v := range n.Inputs {
+		if v == nil {
+			continue
+		}
+		st.uses[v] += delta
+		if delta > 0 {
+			st.readers[v] = append(st.readers[v], n)
+		} else {
+			st.readers[v] = slices.DeleteFunc(st.readers[v], func(r *graph.Node) bool { return r == n })
+		}
+	}
+}
+
+// closed reports whether every intermediate value of r (an output of a pattern node
+// other than the final one) is read by pattern nodes only, as often as they read it, and
+// is not a result, and whether the whole pattern lies in one Func.
+func (st *matchState) closed(r *rewrite) bool {
+	reads := map[*graph.Value]int{}
+	seen := map[*graph.Node]bool{}
+	for _, n := range r.nodes {
+		if seen[n] || !st.live[n] || st.fn[n] != st.fn[r.final] {
+			return false // a node twice in the list would count its reads twice
+		}
+		seen[n] = true
+		for _, v := range n.Inputs {
+			reads[v]++
+		}
+	}
+	if !seen[r.final] {
+		return false
+	}
+	for _, n := range r.nodes {
+		if n == r.final {
+			continue
+		}
+		for _, o := range n.Outputs {
+			if st.results[o] || st.uses[o] != reads[o] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// apply replaces r.final in its Func by the new node (same name, same output Values)
+// and forgets the pattern's other nodes, which nobody reads any more.
+func (st *matchState) apply(r *rewrite) error {
+	f := st.fn[r.final]
+	i := slices.Index(f.Nodes, r.final)
+	if i < 0 {
+		return fmt.Errorf("BUG: recognized %v is not a node of @%s", r.final, f.Name)
+	}
+	n := &graph.Node{Op: r.op, Name: r.final.Name, Inputs: r.inputs, Outputs: r.final.Outputs, Attrs: r.attrs}
+	for _, o := range n.Outputs {
+		o.Def = n
+	}
+	f.Nodes[i] = n
+	f.Consts = append(f.Consts, r.consts...)
+	for _, p := range r.nodes {
+		st.read(p, -1)
+		st.live[p] = false
+	}
+	st.live[n], st.fn[n] = true, f
+	st.read(n, 1)
+	return nil
+}
+
+// newConst makes a constant named after base, with a name no value of the module has.
+func (st *matchState) newConst(base string, t *tensor.Tensor) *graph.Value {
+	name := base
+	for i := 2; st.names[name]; i++ {
+		name = fmt.Sprintf("%s%d", base, i)
+	}
+	st.names[name] = true
+	return graph.NewConst(name, t)
+}
+
+// matchLayerNorm anchors at the Div of d / Sqrt(var + ε) and extends over ·γ and +β.
+func matchLayerNorm(st *matchState, div *graph.Node) *rewrite {
+	if div.Op != graph.OpDiv || len(div.Inputs) != 2 {
+		return nil
+	}
+	sub, sqrt := st.def(div.Inputs[0], graph.OpSub), st.def(div.Inputs[1], graph.OpSqrt)
+	if sub == nil || sqrt == nil {
+		return nil
+	}
+	x, d := sub.Inputs[0], div.Inputs[0]
+	mean := st.def(sub.Inputs[1], graph.OpReduceMean)
+	if !recFloat(x) || mean == nil || mean.Inputs[0] != x || !recLastAxis(mean, x) {
+		return nil
+	}
+	add := st.def(sqrt.Inputs[0], graph.OpAdd)
+	if add == nil {
+		return nil
+	}
+	v, eps, ok := recConstOperand(add)
+	vmean := st.def(v, graph.OpReduceMean)
+	if !ok || eps < 0 || vmean == nil || !recLastAxis(vmean, x) {
+		return nil
+	}
+	sq := vmean.Inputs[0].Def
+	if sq == nil || !st.isSquareOf(sq, d) {
+		return nil
+	}
+	r := &rewrite{nodes: []*graph.Node{mean, sub, sq, vmean, add, sqrt, div}, op: graph.OpLayerNormalization}
+	last, _ := x.Type.Shape[len(x.Type.Shape)-1].Value()
+	mul, gamma := st.affine(div.Outputs[0], graph.OpMul, x, last)
+	if mul != nil {
+		r.nodes = append(r.nodes, mul)
+	}
+	plus, beta := st.affine(r.nodes[len(r.nodes)-1].Outputs[0], graph.OpAdd, x, last)
+	if plus != nil {
+		r.nodes = append(r.nodes, plus)
+	}
+	r.final = r.nodes[len(r.nodes)-1]
+	if !r.final.Outputs[0].Type.Equal(x.Type) {
+		return nil
+	}
+	scale := gamma
+	if scale == nil {
+		ones := make([]float64, last)
+		for i := range ones {
+			ones[i] = 1
+		}
+		scale = st.newConst(r.final.Outputs[0].Name+"_ln_scale", tensor.FromFloat64s(x.Type.DType, tensor.Shape{int(last)}, ones))
+		r.consts = append(r.consts, scale)
+	}
+	r.inputs = []*graph.Value{x, scale}
+	if beta != nil {
+		r.inputs = append(r.inputs, beta)
+	}
+	a := graph.OpLayerNormalization.NewAttrs().(*graph.LayerNormAttrs)
+	a.Axis, a.Epsilon = -1, float32(eps)
+	r.attrs = a
+	return r
+}
+
+// matchGelu anchors at the outermost Mul of 0.5·x·(1 + Erf(...) or Tanh(...)).
+func matchGelu(st *matchState, n *graph.Node) *rewrite {
+	if n.Op != graph.OpMul {
+		return nil
+	}
+	factors, nodes := st.mulFactors(n.Outputs[0], true)
+	if len(factors) != 3 {
+		return nil
+	}
+	for h, f := range factors {
+		if c, ok := recScalar(f); !ok || !recNear(c, 0.5) {
+			continue
+		}
+		rest := slices.Delete(slices.Clone(factors), h, h+1)
+		for k := range 2 {
+			x, sum := rest[k], rest[1-k]
+			add := st.def(sum, graph.OpAdd)
+			if add == nil || !recFloat(x) || !n.Outputs[0].Type.Equal(x.Type) {
+				continue
+			}
+			t, one, ok := recConstOperand(add)
+			if !ok || !recNear(one, 1) {
+				continue
+			}
+			approx, inner := "none", st.erfOf(t, x)
+			if inner == nil {
+				approx, inner = "tanh", st.tanhOf(t, x)
+			}
+			if inner == nil {
+				continue
+			}
+			a := graph.OpGelu.NewAttrs().(*graph.GeluAttrs)
+			a.Approximate = approx
+			return &rewrite{nodes: slices.Concat(nodes, []*graph.Node{add}, inner), final: n, op: graph.OpGelu, attrs: a, inputs: []*graph.Value{x}}
+		}
+	}
+	return nil
+}
+
+// matchSoftmax anchors at the Div of e / ReduceSum(e), e = Exp(x − ReduceMax(x)) or Exp(x).
+func matchSoftmax(st *matchState, div *graph.Node) *rewrite {
+	if div.Op != graph.OpDiv || len(div.Inputs) != 2 {
+		return nil
+	}
+	e := div.Inputs[0]
+	exp, sum := st.def(e, graph.OpExp), st.def(div.Inputs[1], graph.OpReduceSum)
+	if exp == nil || sum == nil || sum.Inputs[0] != e {
+		return nil
+	}
+	x := exp.Inputs[0]
+	nodes := []*graph.Node{exp, sum, div}
+	if sub := st.def(x, graph.OpSub); sub != nil && sub.Inputs[1] != nil && sub.Inputs[1].Def != nil && sub.Inputs[1].Def.Op == graph.OpReduceMax {
+		// x − ReduceMax(x) must be over the same axis; another axis stays as it is
+		rmax := st.def(sub.Inputs[1], graph.OpReduceMax)
+		if rmax == nil || rmax.Inputs[0] != sub.Inputs[0] {
+			return nil
+		}
+		ax1, ok1 := recAxis(rmax, sub.Inputs[0])
+		ax2, ok2 := recAxis(sum, sub.Inputs[0])
+		if !ok1 || !ok2 || ax1 != ax2 {
+			return nil
+		}
+		x = sub.Inputs[0]
+		nodes = append(nodes, sub, rmax)
+	}
+	axis, ok := recAxis(sum, x)
+	if !ok || !recFloat(x) || !div.Outputs[0].Type.Equal(x.Type) {
+		return nil
+	}
+	if axis == int64(x.Type.Rank()-1) {
+		axis = -1
+	}
+	a := graph.OpSoftmax.NewAttrs().(*graph.SoftmaxAttrs)
+	a.Axis = axis
+	return &rewrite{nodes: nodes, final: div, op: graph.OpSoftmax, attrs: a, inputs: []*graph.Value{x}}
+}

@@ -32,13 +32,22 @@
 //   - fold-batchnorm (O1): an inference BatchNormalization after a Conv with constant
 //     weights is folded into the Conv's weights and bias;
 //   - dce: nodes and constants nobody reads are removed;
-//   - alter-layout: with a Context.Layout policy, convolutions store their outputs in
-//     channel blocks (NCHW16c...) and values stay blocked through elementwise ops,
+//   - alter-layout (O2): with a Context.Layout policy, convolutions store their outputs
+//     in channel blocks (NCHW16c...) and values stay blocked through elementwise ops,
 //     pooling and channel concats, with LayoutTransform nodes where a consumer needs
-//     another order (the first piece of issue #5's AlterLayout).
+//     another order;
+//   - fuse-ops (O1): TVM's FuseOps on each Func (fuse.go has the rules): a post-dominator
+//     tree, three phases, a group pattern; conv/matmul/pool absorb the elementwise and
+//     broadcast chains after them, elementwise and injective ops fuse into their
+//     post-dominator, reductions only receive, nothing crosses control flow, at most
+//     Context.Fuse.MaxOps (256) members and MaxArgs arguments. A group becomes one
+//     kiln.Fused node whose body is the group (its constants inside), one kernel later;
+//   - annotate-scopes: every tensor gets a memory scope, global unless a Context.Scopes
+//     policy (OpenCL textures) says its producer and every reader take an RGBA texture.
 //
-// Issue #5 continues the table (shape folding with symbolic dims,
-// attention recognition, general fusion).
+// Not yet: shape arithmetic over symbolic dims stays as nodes (Type.Known carries the
+// symbolic values for inference; issue #6 turns them into run-time shape expressions),
+// and attention patterns beyond softmax are not recognized.
 //
 // Invariants: passes keep the module valid for graph.Verify; value identity is kept
 // (a folded output becomes a constant in place, so its consumers need no rewiring).

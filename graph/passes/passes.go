@@ -52,9 +52,10 @@ type Pipeline []Pass
 func Compile() Pipeline { return Level(3) }
 
 // Level is the named pipeline O0..O3 (levels above 3 are 3): O0 only what compiling
-// needs (bound shapes, folded constants, no dead code), O1 adds simplification, CSE
-// and batch-norm folding, O2 and O3 add alter-layout. Every pipeline satisfies the
-// ordering constraints (checked here and by a test).
+// needs (bound shapes, folded constants, no dead code, memory scopes), O1 adds
+// simplification, recognition of decomposed ops, CSE, batch-norm folding and fusion,
+// O2 and O3 add alter-layout. Every pipeline satisfies the ordering constraints
+// (checked here and by a test).
 func Level(o int) Pipeline {
 	all := []struct {
 		level int

@@ -140,10 +140,6 @@ func Gemms() []Gemm {
 		GemmF32("avx512", 16, 6, 4),
 		GemmF32("avx512", 16, 14, 2),
 		GemmF32("avx2", 8, 6, 2),
-		GemmF32("avx2", 8, 5, 2),
-		GemmF32("avx2", 8, 4, 2),
-		GemmF32("avx512", 16, 5, 4),
-		GemmF32("avx512", 16, 4, 4),
 		GemmF32("generic", 4, 4, 2),
 	}
 }
@@ -168,34 +164,6 @@ func GemmFor(t target.Target) Gemm {
 		return GemmF32("avx2", 8, 6, 2)
 	}
 	return GemmF32("generic", 4, 4, 2)
-}
-
-// GemmForWidth is GemmFor with the tile rows chosen for n columns: a partial tile costs
-// a full one, so on narrow outputs (the 7- and 14-wide rows of a convnet's last stages)
-// fewer rows waste less. It keeps the default rows unless a smaller tile of at least
-// two thirds of them pads the columns to over 10% fewer slots.
-func GemmForWidth(t target.Target, n int64) Gemm {
-	g := GemmFor(t)
-	if n <= 0 {
-		return g
-	}
-	slots := func(mr int64) int64 { return (n + mr - 1) / mr * mr }
-	best := g.MR
-	for mr := g.MR - 1; 3*mr >= 2*g.MR; mr-- {
-		if slots(mr) < slots(best) {
-			best = mr
-		}
-	}
-	if best == g.MR || 10*slots(g.MR) <= 11*slots(best) {
-		return g
-	}
-	switch {
-	case t.Has("avx512f"):
-		return GemmF32("avx512", 16, int(best), 4)
-	case t.Has("avx2") && t.Has("fma"):
-		return GemmF32("avx2", 8, int(best), 2)
-	}
-	return GemmF32("generic", 4, int(best), 2)
 }
 
 // gemmTile prints the register-tile loop: load the C tile (zero it with zero), then per

@@ -2,12 +2,23 @@
 // onnxruntime-node, driven by bench/ort/bench.js) on the model zoo, in one run.
 //
 // For each model it converts test_data_set_0's inputs into the ORT runner's format,
-// measures kiln's cold compile (the wall time of `kiln compile`, once per model), and
-// then, for each thread count, runs R rounds; a round runs `kiln bench` and then the ORT
-// runner (in the order of --engines), each in its own process, so that both engines see
-// the same machine conditions. The table gives, per model and thread count, the median
-// over rounds of each round's p50 latency, the ratio kiln/ORT and the compile time. An
-// engine that fails on a model gets its error in the table row; the run goes on.
+// measures kiln's cold compile (the wall time of `kiln compile -O L`, once per model and
+// level), and then, for each thread count, runs R rounds; a round runs `kiln bench` and
+// then the ORT runner (in the order of --engines), each in its own process, so that both
+// engines see the same machine conditions. The table gives, per model and thread count,
+// the median over rounds of each round's p50 latency, the ratio kiln/ORT and the compile
+// time. An engine that fails on a model gets its error in the table row; the run goes on.
+//
+// --levels 0,3 compiles and measures kiln at each of those graph optimization levels
+// (kiln compile -O, 0 to 3; default 3 alone): every level has its own compiled file and
+// compile time, and each round runs kiln at every level, ascending, where --engines puts
+// kiln, so that drift hits all alike. With more than one level the table has, per level
+// L, an "OL p50 ms", an "OL/ORT" and an "OL compile s" column, plus the highest level's
+// p50 over the lowest's ("O3/O0"), and the geometric means come per level and for
+// O3/O0; with one level it is the table above. In the JSON, engines.kiln and
+// ratio_kiln_over_ort are the highest level, engines["kiln-O<n>"] each lower one;
+// kiln_compiles, kiln_levels (p50 and ratio to ORT per level) and
+// ratio_high_over_low_level hold the rest.
 //
 //	cd bench/ort && npm install          # once: onnxruntime-node, CPU library included
 //	go run ./bench/ortcompare            # all zoo models, 1 and 2 threads, 5 rounds
@@ -16,12 +27,13 @@
 // Flags: --zoo DIR (default $KILN_ZOO, else ../shared/zoo beside the module root),
 // --models a,b (default: every folder of the zoo holding model.onnx), --set N (the
 // test_data_set_N used, default 0), --threads 1,2, --rounds R (default 5), --iters N
-// (default: chosen per model, engine and thread count from a short probe run so that
-// one round takes about --target, 750ms), --warmup W (default: iters/10, 3 to 100),
-// --engines kiln,ort, --kiln PATH (default: built once with go build ./cmd/kiln),
-// --node PATH, --ort-dir DIR (default bench/ort), --json FILE (all raw results),
-// --workdir DIR (kept; default a temporary folder, removed at the end), --run-timeout
-// (5m per benchmark process), --compile-timeout (10m per kiln compile).
+// (default: chosen per model, engine (each kiln level apart) and thread count from a
+// short probe run so that one round takes about --target, 750ms), --warmup W (default:
+// iters/10, 3 to 100), --engines kiln,ort, --levels 3 (see above), --kiln PATH (default:
+// built once with go build ./cmd/kiln), --node PATH, --ort-dir DIR (default bench/ort),
+// --json FILE (all raw results), --workdir DIR (kept; default a temporary folder,
+// removed at the end), --run-timeout (5m per benchmark process), --compile-timeout (10m
+// per kiln compile).
 //
 // Besides the medians, each row shows the spread of the round p50s and the share of the
 // machine's CPU that other processes took while the engines ran (from /proc/stat, less

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -32,9 +31,9 @@ type driver struct {
 // modelCase is one model being measured.
 type modelCase struct {
 	rep       *ModelReport
-	kilnFile  string
+	kilnFiles map[int]string // the compiled model per level
+	kilnErrs  map[int]error  // why kiln cannot run this model at a level (compile failed)
 	ortInputs string
-	kilnErr   error // kiln cannot run this model (compile failed)
 	ortErr    error // ORT cannot run this model (inputs not converted)
 }
 
@@ -74,8 +73,12 @@ func (d *driver) run(ctx context.Context, stdout io.Writer) *Report {
 		}
 	}
 	rep.Machine.print(stdout)
-	fmt.Fprintf(stdout, "models:  %s; threads %v; %d rounds; engines %s (in this order each round)\n\n",
-		strings.Join(d.cfg.Models, ","), d.cfg.Threads, d.cfg.Rounds, strings.Join(d.cfg.Engines, ","))
+	levels := ""
+	if d.uses(engineKiln) && !slices.Equal(d.cfg.Levels, []int{defaultLevel}) {
+		levels = "; kiln at levels " + levelNames(d.cfg.Levels, ",") + " (kiln compile -O, each round running all)"
+	}
+	fmt.Fprintf(stdout, "models:  %s; threads %v; %d rounds; engines %s (in this order each round)%s\n\n",
+		strings.Join(d.cfg.Models, ","), d.cfg.Threads, d.cfg.Rounds, strings.Join(d.cfg.Engines, ","), levels)
 	if d.kilnErr != nil {
 		d.logf("kiln: %v", d.kilnErr)
 	}
@@ -123,7 +126,7 @@ func (d *driver) runModel(ctx context.Context, name string) *ModelReport {
 		DataSet: filepath.Join(dir, fmt.Sprintf("test_data_set_%d", d.cfg.Set)),
 	}
 	mr.Label = readTrim(filepath.Join(mr.DataSet, "label.txt"))
-	mc := &modelCase{rep: mr, kilnErr: d.kilnErr, ortErr: d.ortErr}
+	mc := &modelCase{rep: mr, kilnFiles: map[int]string{}, kilnErrs: map[int]error{}, ortErr: d.ortErr}
 	d.logf("== %s (%s)", name, orDash(mr.Label))
 	for _, p := range []string{mr.Model, filepath.Join(mr.DataSet, "input_0.pb")} {
 		if _, err := os.Stat(p); err != nil {
@@ -145,17 +148,8 @@ func (d *driver) runModel(ctx context.Context, name string) *ModelReport {
 			d.logf("%s: ort: %v", name, err)
 		}
 	}
-	if d.uses(engineKiln) && mc.kilnErr == nil {
-		mc.kilnFile = filepath.Join(work, "model.kiln")
-		secs, err := d.compile(ctx, mr, mc.kilnFile)
-		if err != nil {
-			mc.kilnErr = err
-			mr.CompileErr = err.Error()
-			d.logf("%s: kiln compile: %v", name, err)
-		} else {
-			mr.CompileS = secs
-			d.logf("%s: kiln compile %.2f s", name, secs)
-		}
+	if d.uses(engineKiln) {
+		d.compileLevels(ctx, mc, work)
 	}
 
 	for _, t := range d.cfg.Threads {
@@ -167,11 +161,12 @@ func (d *driver) runModel(ctx context.Context, name string) *ModelReport {
 	return mr
 }
 
-// compile runs `kiln compile` once and returns its wall time in seconds.
-func (d *driver) compile(ctx context.Context, mr *ModelReport, out string) (float64, error) {
+// compile runs `kiln compile -O level` once and returns its wall time in seconds.
+func (d *driver) compile(ctx context.Context, mr *ModelReport, out string, level int) (float64, error) {
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.CompileTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, d.kiln, "compile", mr.Model, "-o", out, "--input-dir", mr.DataSet)
+	cmd := exec.CommandContext(cctx, d.kiln, "compile", mr.Model, "-o", out, "--input-dir", mr.DataSet,
+		"-O", strconv.Itoa(level))
 	_, _, ps, err := execute(cctx, cmd, d.root)
 	if err != nil {
 		return 0, fmt.Errorf("kiln compile: %w", err)
@@ -186,20 +181,24 @@ func (d *driver) compile(ctx context.Context, mr *ModelReport, out string) (floa
 func (d *driver) runRow(ctx context.Context, mc *modelCase, threads int) *Row {
 	row := &Row{Threads: threads, Engines: map[string]*EngineRuns{}}
 	name := mc.rep.Name
-	for _, e := range d.cfg.Engines {
+	vs := d.variants()
+	for _, v := range vs {
 		er := &EngineRuns{Runs: []*Run{}}
-		row.Engines[e] = er
-		if err := mc.engineErr(e); err != nil {
+		if v.engine == engineKiln {
+			er.Level = &v.level
+		}
+		row.Engines[v.key] = er
+		if err := mc.engineErr(v); err != nil {
 			er.Err = err.Error()
 			continue
 		}
 		er.Iters = d.cfg.Iters
 		if er.Iters == 0 {
-			probe := d.benchOnce(ctx, e, mc, threads, probeIters, probeWarmup, 0)
+			probe := d.benchOnce(ctx, v, mc, threads, probeIters, probeWarmup, 0)
 			er.Probe = probe
 			if probe.Err != "" {
 				er.Err = probe.Err
-				d.logf("%s t=%d %s probe: %s", name, threads, e, probe.Err)
+				d.logf("%s t=%d %s probe: %s", name, threads, v.label, probe.Err)
 				continue
 			}
 			er.Iters = chooseIters(probe.Result.Min, d.cfg.Target) // the min: a probe on a busy machine would ask too few
@@ -211,20 +210,20 @@ func (d *driver) runRow(ctx context.Context, mc *modelCase, threads int) *Row {
 	}
 	for r := 1; r <= d.cfg.Rounds && ctx.Err() == nil; r++ {
 		var line []string
-		for _, e := range d.cfg.Engines {
-			er := row.Engines[e]
+		for _, v := range vs {
+			er := row.Engines[v.key]
 			if er.Err != "" {
 				continue
 			}
-			run := d.benchOnce(ctx, e, mc, threads, er.Iters, er.Warmup, r)
+			run := d.benchOnce(ctx, v, mc, threads, er.Iters, er.Warmup, r)
 			er.Runs = append(er.Runs, run)
 			if run.Err != "" {
 				er.Err = run.Err
-				line = append(line, fmt.Sprintf("%s FAILED", e))
-				d.logf("%s t=%d round %d %s: %s", name, threads, r, e, run.Err)
+				line = append(line, fmt.Sprintf("%s FAILED", v.label))
+				d.logf("%s t=%d round %d %s: %s", name, threads, r, v.label, run.Err)
 				continue
 			}
-			line = append(line, fmt.Sprintf("%s %.3f ms (%d it)", e, run.Result.P50, er.Iters))
+			line = append(line, fmt.Sprintf("%s %.3f ms (%d it)", v.label, run.Result.P50, er.Iters))
 		}
 		if len(line) > 0 {
 			d.logf("%s t=%d round %d/%d: %s", name, threads, r, d.cfg.Rounds, strings.Join(line, ", "))
@@ -233,10 +232,7 @@ func (d *driver) runRow(ctx context.Context, mc *modelCase, threads int) *Row {
 	for _, er := range row.Engines {
 		er.summarize()
 	}
-	k, o := row.Engines[engineKiln], row.Engines[engineORT]
-	if k != nil && o != nil && k.MedianP50 > 0 && o.MedianP50 > 0 {
-		row.Ratio = k.MedianP50 / o.MedianP50
-	}
+	row.sumLevels(d.cfg.Levels)
 	row.OthersShare = othersShare(row, runtime.NumCPU())
 	return row
 }
@@ -258,15 +254,21 @@ func othersShare(row *Row, cores int) float64 {
 	return median(shares)
 }
 
-// engineErr returns why engine e cannot run this model, or nil.
-func (mc *modelCase) engineErr(e string) error {
-	switch e {
+// engineErr returns why v cannot run this model, or nil.
+func (mc *modelCase) engineErr(v variant) error {
+	switch v.engine {
 	case engineKiln:
-		return mc.kilnErr
+		if err := mc.kilnErrs[v.level]; err != nil {
+			return err
+		}
+		if mc.kilnFiles[v.level] == "" {
+			return fmt.Errorf("not compiled at -O %d", v.level)
+		}
+		return nil
 	case engineORT:
 		return mc.ortErr
 	}
-	return fmt.Errorf("unknown engine %q", e)
+	return fmt.Errorf("unknown engine %q", v.engine)
 }
 
 // summarize fills the median, min and max of the successful rounds' p50.
@@ -298,12 +300,12 @@ func chooseIters(p50 float64, target time.Duration) int {
 // autoWarmup returns the warm-up iterations for a run of iters timed ones.
 func autoWarmup(iters int) int { return min(max(iters/10, 3), 100) }
 
-// benchCmd builds the command that benchmarks engine e on mc.
-func (d *driver) benchCmd(ctx context.Context, e string, mc *modelCase, threads, iters, warmup int) *exec.Cmd {
+// benchCmd builds the command that benchmarks v on mc.
+func (d *driver) benchCmd(ctx context.Context, v variant, mc *modelCase, threads, iters, warmup int) *exec.Cmd {
 	num := strconv.Itoa
-	switch e {
+	switch v.engine {
 	case engineKiln:
-		return exec.CommandContext(ctx, d.kiln, "bench", mc.kilnFile, "--input-dir", mc.rep.DataSet,
+		return exec.CommandContext(ctx, d.kiln, "bench", mc.kilnFiles[v.level], "--input-dir", mc.rep.DataSet,
 			"--threads", num(threads), "--iters", num(iters), "--warmup", num(warmup), "--json")
 	case engineORT:
 		cmd := exec.CommandContext(ctx, d.cfg.Node, filepath.Join(d.cfg.ORTDir, "bench.js"),
@@ -312,14 +314,14 @@ func (d *driver) benchCmd(ctx context.Context, e string, mc *modelCase, threads,
 		cmd.Env = append(os.Environ(), ortEnv...)
 		return cmd
 	}
-	panic("ortcompare: unknown engine " + e)
+	panic("ortcompare: unknown engine " + v.engine)
 }
 
 // benchOnce runs one engine process and decodes its result line.
-func (d *driver) benchOnce(ctx context.Context, e string, mc *modelCase, threads, iters, warmup, round int) *Run {
+func (d *driver) benchOnce(ctx context.Context, v variant, mc *modelCase, threads, iters, warmup, round int) *Run {
 	rctx, cancel := context.WithTimeout(ctx, d.cfg.RunTimeout)
 	defer cancel()
-	cmd := d.benchCmd(rctx, e, mc, threads, iters, warmup)
+	cmd := d.benchCmd(rctx, v, mc, threads, iters, warmup)
 	load, _, _ := strings.Cut(loadAvg(), " ")
 	stdout, _, ps, err := execute(rctx, cmd, d.root)
 	run := &Run{Round: round, WallS: ps.wall.Seconds(), CPUS: ps.cpu, Load: load}
@@ -327,62 +329,14 @@ func (d *driver) benchOnce(ctx context.Context, e string, mc *modelCase, threads
 		run.OthersCPUS, run.StealS = &ps.others, &ps.steal
 	}
 	if err != nil {
-		run.Err = fmt.Sprintf("%s bench: %v", e, err)
+		run.Err = fmt.Sprintf("%s bench: %v", v.label, err)
 		return run
 	}
-	res, raw, err := parseResult(stdout, e, iters, threads)
+	res, raw, err := parseResult(stdout, v.engine, iters, threads)
 	if err != nil {
 		run.Err = err.Error()
 		return run
 	}
 	run.Result, run.Raw = &res, raw
 	return run
-}
-
-// procStats is how one process ran: its wall and CPU time, and the CPU time the rest of
-// the machine took meanwhile (other processes, and the hypervisor's steal).
-type procStats struct {
-	wall   time.Duration
-	cpu    float64 // the process's user+system seconds, its waited-for children included
-	others float64 // busy CPU seconds of everything else
-	steal  float64 // CPU seconds stolen by the hypervisor
-	ok     bool    // others and steal are known
-}
-
-// execute runs cmd in dir with its own process group, capturing its output. The error
-// says how it ended (timeout, exit status) with the last lines of its stderr.
-func execute(ctx context.Context, cmd *exec.Cmd, dir string) (stdout, stderr []byte, ps procStats, err error) {
-	var out, errb bytes.Buffer
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 5 * time.Second
-	ownGroup(cmd)
-	busy0, steal0, ok0 := cpuTimes()
-	start := time.Now()
-	err = cmd.Run()
-	ps.wall = time.Since(start)
-	busy1, steal1, ok1 := cpuTimes()
-	if st := cmd.ProcessState; st != nil {
-		ps.cpu = (st.UserTime() + st.SystemTime()).Seconds()
-		if ok0 && ok1 {
-			ps.ok = true
-			ps.steal = max(steal1-steal0, 0)
-			ps.others = max(busy1-busy0-ps.steal-ps.cpu, 0)
-		}
-	}
-	if err != nil {
-		msg := lastLines(errb.String(), 3)
-		if msg == "" {
-			msg = lastLines(out.String(), 3)
-		}
-		switch {
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			err = fmt.Errorf("timed out after %s: %s", ps.wall.Round(time.Second), msg)
-		case ctx.Err() != nil:
-			err = fmt.Errorf("interrupted: %w", ctx.Err())
-		default:
-			err = fmt.Errorf("%w: %s", err, msg)
-		}
-	}
-	return out.Bytes(), errb.Bytes(), ps, err
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +27,13 @@ const (
 	engineORT  = "ort"
 )
 
+// Graph optimization levels: `kiln compile -O N` takes 0 to maxLevel, and compiles at
+// defaultLevel without -O.
+const (
+	defaultLevel = 3
+	maxLevel     = 3
+)
+
 // ortEnv is the malloc tuning ONNX Runtime is benchmarked with: glibc would otherwise
 // unmap and re-map ORT's large activation buffers on every run.
 var ortEnv = []string{"MALLOC_MMAP_THRESHOLD_=33554432", "MALLOC_TRIM_THRESHOLD_=17179869184"}
@@ -40,131 +46,6 @@ const (
 	minIters    = 5
 	maxIters    = 20000
 )
-
-// Config is the run's configuration, as the flags set it.
-type Config struct {
-	// Zoo is the model zoo folder.
-	Zoo string `json:"zoo"`
-	// Models are the zoo cases to run, in order.
-	Models []string `json:"models"`
-	// Set is the N of the test_data_set_N whose inputs are used.
-	Set int `json:"set"`
-	// Threads are the thread counts to measure.
-	Threads []int `json:"threads"`
-	// Rounds is the number of alternating rounds per model and thread count.
-	Rounds int `json:"rounds"`
-	// Iters is the fixed number of timed iterations per run; 0 chooses it by a probe.
-	Iters int `json:"iters"`
-	// Warmup is the fixed number of warm-up iterations per run; -1 chooses it.
-	Warmup int `json:"warmup"`
-	// Target is the wanted duration of one engine's timed iterations in a round.
-	Target time.Duration `json:"target_ns"`
-	// Engines are the engines to run, in the order each round runs them.
-	Engines []string `json:"engines"`
-	// Kiln is the kiln binary; empty builds ./cmd/kiln.
-	Kiln string `json:"kiln"`
-	// Node is the node binary.
-	Node string `json:"node"`
-	// ORTDir is the folder holding bench.js and node_modules.
-	ORTDir string `json:"ort_dir"`
-	// JSON is the file the raw results go to ("" for none).
-	JSON string `json:"-"`
-	// Workdir holds converted inputs, compiled models and the kiln build.
-	Workdir string `json:"-"`
-	// RunTimeout bounds one benchmark process.
-	RunTimeout time.Duration `json:"run_timeout_ns"`
-	// CompileTimeout bounds one `kiln compile`.
-	CompileTimeout time.Duration `json:"compile_timeout_ns"`
-}
-
-// Report is everything one run measured; --json writes it.
-type Report struct {
-	// Machine describes the machine and tool versions.
-	Machine Machine `json:"machine"`
-	// Config is the run's configuration.
-	Config Config `json:"config"`
-	// Models holds one entry per model, in run order.
-	Models []*ModelReport `json:"models"`
-	// Interrupted is set when the run was stopped before its end.
-	Interrupted bool `json:"interrupted,omitempty"`
-}
-
-// ModelReport is one zoo case's results.
-type ModelReport struct {
-	// Name is the zoo folder's name.
-	Name string `json:"name"`
-	// Model is the model.onnx path.
-	Model string `json:"model"`
-	// DataSet is the test_data_set folder whose inputs were used.
-	DataSet string `json:"data_set"`
-	// Label is the data set's label.txt (its shape label), when present.
-	Label string `json:"label,omitempty"`
-	// Err is a problem with the case itself (missing folder), which stops every engine.
-	Err string `json:"error,omitempty"`
-	// CompileS is the wall time of `kiln compile`, in seconds.
-	CompileS float64 `json:"kiln_compile_s,omitempty"`
-	// CompileErr is `kiln compile`'s failure, if any.
-	CompileErr string `json:"kiln_compile_error,omitempty"`
-	// Rows holds one entry per thread count.
-	Rows []*Row `json:"rows"`
-}
-
-// Row is one model at one thread count.
-type Row struct {
-	// Threads is the thread count.
-	Threads int `json:"threads"`
-	// Engines maps an engine name to its runs.
-	Engines map[string]*EngineRuns `json:"engines"`
-	// Ratio is kiln's median p50 over ORT's (0 when either is missing).
-	Ratio float64 `json:"ratio_kiln_over_ort,omitempty"`
-	// OthersShare is the median over the row's rounds of the share of the machine's CPU
-	// that other processes and the hypervisor took while an engine ran (-1: unknown).
-	OthersShare float64 `json:"others_cpu_share"`
-}
-
-// EngineRuns is one engine's rounds for one model and thread count.
-type EngineRuns struct {
-	// Iters is the number of timed iterations per run.
-	Iters int `json:"iters"`
-	// Warmup is the number of warm-up iterations per run.
-	Warmup int `json:"warmup"`
-	// Probe is the short run that chose Iters (absent with --iters).
-	Probe *Run `json:"probe,omitempty"`
-	// Runs holds one entry per round.
-	Runs []*Run `json:"runs"`
-	// MedianP50 is the median over rounds of each round's p50, in ms.
-	MedianP50 float64 `json:"median_p50_ms,omitempty"`
-	// MinP50 is the smallest round p50, in ms.
-	MinP50 float64 `json:"min_p50_ms,omitempty"`
-	// MaxP50 is the largest round p50, in ms.
-	MaxP50 float64 `json:"max_p50_ms,omitempty"`
-	// Err is the failure that stopped this engine here, if any.
-	Err string `json:"error,omitempty"`
-}
-
-// Run is one engine process.
-type Run struct {
-	// Round is the round number from 1; 0 for the probe.
-	Round int `json:"round"`
-	// WallS is the process's wall time in seconds (load, warm-up and timed iterations).
-	WallS float64 `json:"wall_s"`
-	// CPUS is the process's own CPU time (user+system), in seconds.
-	CPUS float64 `json:"cpu_s"`
-	// OthersCPUS is the CPU time the rest of the machine was busy during the run, in
-	// seconds: more than a few percent of WallS times the cores means a shared machine.
-	OthersCPUS *float64 `json:"others_cpu_s,omitempty"`
-	// StealS is the CPU time the hypervisor stole during the run, in seconds.
-	StealS *float64 `json:"steal_s,omitempty"`
-	// Load is /proc/loadavg's 1-minute figure when the run started, to spot rounds
-	// that shared the machine.
-	Load string `json:"load,omitempty"`
-	// Result is the decoded summary line.
-	Result *Result `json:"result,omitempty"`
-	// Raw is the summary line as printed (it may carry more fields than Result).
-	Raw json.RawMessage `json:"raw,omitempty"`
-	// Err is the failure, if any.
-	Err string `json:"error,omitempty"`
-}
 
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
@@ -230,6 +111,11 @@ func (r *Report) failed() bool {
 		if m.Err != "" || m.CompileErr != "" {
 			return true
 		}
+		for _, c := range m.Compiles {
+			if c.Err != "" {
+				return true
+			}
+		}
 		for _, row := range m.Rows {
 			for _, e := range row.Engines {
 				if e.Err != "" {
@@ -274,7 +160,7 @@ func parseFlags(args []string, root string, stderr io.Writer) (Config, error) {
 		defZoo = filepath.Join(root, "..", "shared", "zoo")
 	}
 	var cfg Config
-	var models, threads, engines string
+	var models, threads, engines, levels string
 	fs.StringVar(&cfg.Zoo, "zoo", defZoo, "model zoo folder (default $KILN_ZOO, else ../shared/zoo beside the module root)")
 	fs.StringVar(&models, "models", "", "comma-separated zoo cases (default: every folder holding model.onnx)")
 	fs.IntVar(&cfg.Set, "set", 0, "use test_data_set_`N`'s inputs")
@@ -284,6 +170,7 @@ func parseFlags(args []string, root string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Warmup, "warmup", -1, "warm-up iterations per run (-1: iters/10, 3 to 100)")
 	fs.DurationVar(&cfg.Target, "target", 750*time.Millisecond, "wanted duration of one engine's timed iterations per round")
 	fs.StringVar(&engines, "engines", "kiln,ort", "engines to run, in the order each round runs them")
+	fs.StringVar(&levels, "levels", strconv.Itoa(defaultLevel), "comma-separated graph optimization levels (kiln compile -O, 0 to 3) to compile and measure kiln at, each round running all")
 	fs.StringVar(&cfg.Kiln, "kiln", "", "kiln binary (default: go build ./cmd/kiln into the work folder)")
 	fs.StringVar(&cfg.Node, "node", "node", "node binary")
 	fs.StringVar(&cfg.ORTDir, "ort-dir", filepath.Join(root, "bench", "ort"), "folder of bench.js and its node_modules")
@@ -312,6 +199,9 @@ func parseFlags(args []string, root string, stderr io.Writer) (Config, error) {
 	}
 	if len(dedup(cfg.Engines)) != len(cfg.Engines) {
 		return cfg, errors.New("--engines: an engine is listed twice")
+	}
+	if cfg.Levels, err = parseLevels(levels); err != nil {
+		return cfg, fmt.Errorf("--levels: %w", err)
 	}
 	switch {
 	case cfg.Rounds < 1:
@@ -379,6 +269,27 @@ func parseInts(s string) ([]int, error) {
 	if len(out) == 0 {
 		return nil, errors.New("none given")
 	}
+	return out, nil
+}
+
+// parseLevels parses a comma-separated list of graph optimization levels and returns
+// them ascending.
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n > maxLevel {
+			return nil, fmt.Errorf("%q is not a level from 0 to %d", f, maxLevel)
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("level %d is listed twice", n)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("none given")
+	}
+	slices.Sort(out)
 	return out, nil
 }
 

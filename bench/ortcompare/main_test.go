@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,17 +179,20 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(cfg.Models, ",") != "a,b" || len(cfg.Threads) != 2 || cfg.Rounds != 5 ||
-		strings.Join(cfg.Engines, ",") != "kiln,ort" || cfg.ORTDir != filepath.Join("/root", "bench", "ort") {
+		strings.Join(cfg.Engines, ",") != "kiln,ort" || cfg.ORTDir != filepath.Join("/root", "bench", "ort") ||
+		!slices.Equal(cfg.Levels, []int{3}) {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	t.Setenv("KILN_ZOO", zoo)
-	cfg, err = parseFlags([]string{"--models", "x, y", "--threads", "2", "--engines", "ort"}, "/root", &log)
-	if err != nil || cfg.Zoo != zoo || strings.Join(cfg.Models, ",") != "x,y" || cfg.Threads[0] != 2 || len(cfg.Engines) != 1 {
+	cfg, err = parseFlags([]string{"--models", "x, y", "--threads", "2", "--engines", "ort", "--levels", "3, 0"}, "/root", &log)
+	if err != nil || cfg.Zoo != zoo || strings.Join(cfg.Models, ",") != "x,y" || cfg.Threads[0] != 2 || len(cfg.Engines) != 1 ||
+		!slices.Equal(cfg.Levels, []int{0, 3}) {
 		t.Fatalf("cfg %+v, err %v", cfg, err)
 	}
 	for _, bad := range [][]string{
 		{"--threads", "0"}, {"--threads", "a"}, {"--engines", "tvm"}, {"--engines", "ort,ort"},
 		{"--rounds", "0"}, {"--iters", "-1"}, {"--warmup", "-2"}, {"stray"}, {"--nosuchflag"},
+		{"--levels", "4"}, {"--levels", "-1"}, {"--levels", "O2"}, {"--levels", ","}, {"--levels", "0,3,0"},
 	} {
 		if _, err := parseFlags(bad, "/root", &log); err == nil {
 			t.Errorf("parseFlags(%q) should fail", bad)
@@ -197,29 +201,38 @@ func TestParseFlags(t *testing.T) {
 }
 
 // fakeKiln is a stand-in for the kiln CLI that honours the interface the driver codes
-// against: `compile MODEL -o FILE --input-dir DIR` writes FILE, `bench FILE --input-dir
-// DIR --threads T --iters N --warmup W --json` prints a log line and the JSON line.
-// A model folder whose name contains "broken" fails to compile.
+// against: `compile MODEL -o FILE --input-dir DIR -O L` writes FILE, `bench FILE
+// --input-dir DIR --threads T --iters N --warmup W --json` prints a log line and the
+// JSON line, with a p50 of 2.5 ms at -O 3 and 5 ms at -O 0 (and appends "kiln-OL tT" to
+// $FAKE_LOG when set). A model folder whose name contains "broken" fails to compile;
+// one whose name contains "noO0" fails at -O 0 only.
 const fakeKiln = `#!/bin/sh
 cmd=$1; shift
 case $cmd in
 version) echo "kiln fake"; exit 0;;
 compile)
   model=$1; shift
-  case $model in *broken*) echo "kiln: unsupported op Foo in $model" >&2; exit 1;; esac
   while [ $# -gt 0 ]; do
-    case $1 in -o) out=$2; shift;; --input-dir) dir=$2; shift;; esac; shift
+    case $1 in -o) out=$2; shift;; --input-dir) dir=$2; shift;; -O) level=$2; shift;; esac; shift
   done
+  case $model in *broken*) echo "kiln: unsupported op Foo in $model" >&2; exit 1;; esac
+  case $model:$level in *noO0*:0) echo "kiln: O0 cannot lower Bar" >&2; exit 1;; esac
+  [ -n "$level" ] || { echo "no -O" >&2; exit 1; }
   [ -f "$dir/input_0.pb" ] || { echo "no inputs in $dir" >&2; exit 1; }
-  echo compiled > "$out";;
+  echo "$level" > "$out";;
 bench)
   file=$1; shift
   [ -f "$file" ] || { echo "no $file" >&2; exit 1; }
+  level=$(cat "$file")
   while [ $# -gt 0 ]; do
     case $1 in --threads) t=$2; shift;; --iters) n=$2; shift;; --warmup) shift;; --input-dir) shift;; esac; shift
   done
+  [ -n "$FAKE_LOG" ] && echo "kiln-O$level t$t" >> "$FAKE_LOG"
   echo "kiln: benchmarking $file"
-  echo "{\"engine\":\"kiln\",\"p50_ms\":2.5,\"p90_ms\":3,\"p99_ms\":3.5,\"min_ms\":2,\"mean_ms\":2.6,\"iters\":$n,\"threads\":$t,\"compile_s\":0.5}";;
+  case $level in
+  0) echo "{\"engine\":\"kiln\",\"p50_ms\":5,\"p90_ms\":6,\"p99_ms\":7,\"min_ms\":4,\"mean_ms\":5.2,\"iters\":$n,\"threads\":$t}";;
+  *) echo "{\"engine\":\"kiln\",\"p50_ms\":2.5,\"p90_ms\":3,\"p99_ms\":3.5,\"min_ms\":2,\"mean_ms\":2.6,\"iters\":$n,\"threads\":$t,\"compile_s\":0.5}";;
+  esac;;
 *) echo "unknown command $cmd" >&2; exit 2;;
 esac
 `

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -14,62 +16,228 @@ import (
 const maxNote = 160
 
 // printTable writes the per-model, per-thread-count table and the geometric means of
-// the ratios.
+// the ratios. With more than one level, kiln gets a p50, a ratio to ORT and a compile
+// time per level, and the highest level's ratio to the lowest.
 func printTable(w io.Writer, rep *Report) {
+	levels := rep.Config.Levels
+	if len(levels) == 0 {
+		levels = []int{defaultLevel}
+	}
+	multi := len(levels) > 1
+	hiLo := levelName(levels[len(levels)-1]) + "/" + levelName(levels[0])
 	fmt.Fprintln(w)
 	if rep.Interrupted {
 		fmt.Fprintln(w, "INTERRUPTED: the table holds what was measured before the stop")
 	}
 	fmt.Fprintln(w, "p50: median over rounds of each round's p50 latency (*: some rounds failed); spread: (max-min)/median of the round p50s;")
 	fmt.Fprintln(w, "others: median share of the machine's CPU that other processes took during the runs (above a few % the numbers are disturbed)")
+	if multi {
+		fmt.Fprintf(w, "On: kiln compiled with -O n; %s: the highest level's p50 over the lowest's\n", hiLo)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "model\tinputs\tthreads\tkiln p50 ms\tORT p50 ms\tkiln/ORT\tkiln compile s\tspread kiln/ORT\tothers\tnotes")
-	logSum := map[int]float64{}
-	count := map[int]int{}
+	header := []string{"model", "inputs", "threads", "kiln p50 ms", "ORT p50 ms", "kiln/ORT", "kiln compile s", "spread kiln/ORT"}
+	if multi {
+		header = header[:3]
+		header = append(header, perLevel(levels, func(l int) string { return levelName(l) + " p50 ms" })...)
+		header = append(header, "ORT p50 ms")
+		header = append(header, perLevel(levels, func(l int) string { return levelName(l) + "/ORT" })...)
+		header = append(header, hiLo)
+		header = append(header, perLevel(levels, func(l int) string { return levelName(l) + " compile s" })...)
+		header = append(header, "spread "+levelNames(levels, "/")+"/ORT")
+	}
+	printRow(tw, append(header, "others", "notes"))
+	var geo geoMeans
 	for _, m := range rep.Models {
-		compile := "-"
-		switch {
-		case m.CompileErr != "":
-			compile = "error"
-		case m.CompileS > 0:
-			compile = fmt.Sprintf("%.2f", m.CompileS)
-		}
+		compile := perLevel(levels, func(l int) string { return compileCell(m, l, multi) })
 		if m.Err != "" || len(m.Rows) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t%s\t-\t-\t%s\n", m.Name, orDash(m.Label), compile, note(m.Err))
+			cells := []string{m.Name, orDash(m.Label), "-", "-", "-", "-", compile[0], "-"}
+			if multi {
+				cells = append(cells[:3], dashes(2*len(levels)+2)...)
+				cells = append(append(cells, compile...), "-")
+			}
+			printRow(tw, append(cells, "-", note(m.Err)))
 			continue
 		}
 		for _, row := range m.Rows {
 			k, o := row.Engines[engineKiln], row.Engines[engineORT]
-			var notes []string
-			if m.CompileErr != "" {
-				notes = append(notes, "kiln: "+m.CompileErr)
-			} else if k != nil && k.Err != "" {
-				notes = append(notes, "kiln: "+k.Err)
-			}
-			if o != nil && o.Err != "" {
-				notes = append(notes, "ort: "+o.Err)
-			}
-			ratio := "-"
-			if row.Ratio > 0 {
-				ratio = fmt.Sprintf("%.2f", row.Ratio)
-				logSum[row.Threads] += math.Log(row.Ratio)
-				count[row.Threads]++
-			}
+			kl := perLevelRuns(row, levels)
 			others := "-"
 			if row.OthersShare >= 0 {
 				others = fmt.Sprintf("%.0f%%", 100*row.OthersShare)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%s\n",
-				m.Name, orDash(m.Label), row.Threads, cell(k), cell(o), ratio, compile,
-				spread(k), spread(o), others, note(strings.Join(notes, "; ")))
+			var cells []string
+			if !multi {
+				geo.add("kiln/ORT", row.Threads, row.Ratio)
+				cells = []string{m.Name, orDash(m.Label), strconv.Itoa(row.Threads), cell(k), cell(o),
+					ratioCell(row.Ratio), compile[0], spread(k) + "/" + spread(o)}
+			} else {
+				cells = []string{m.Name, orDash(m.Label), strconv.Itoa(row.Threads)}
+				var ratios, spreads []string
+				for i, l := range levels {
+					r := row.levelRatio(l)
+					geo.add("kiln "+levelName(l)+"/ORT", row.Threads, r)
+					cells = append(cells, cell(kl[i]))
+					ratios = append(ratios, ratioCell(r))
+					spreads = append(spreads, spread(kl[i]))
+				}
+				geo.add("kiln "+hiLo, row.Threads, row.RatioHighLow)
+				cells = append(append(cells, cell(o)), ratios...)
+				cells = append(append(cells, ratioCell(row.RatioHighLow)), compile...)
+				cells = append(cells, strings.Join(spreads, "/")+"/"+spread(o))
+			}
+			notes := kilnNotes(m, levels, kl)
+			if o != nil && o.Err != "" {
+				notes = append(notes, "ort: "+o.Err)
+			}
+			printRow(tw, append(cells, others, note(strings.Join(notes, "; "))))
 		}
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "load average at the start: %s; at the end: %s\n", orDash(rep.Machine.LoadStart), orDash(rep.Machine.LoadEnd))
-	for _, t := range rep.Config.Threads {
-		if count[t] > 0 {
-			fmt.Fprintf(w, "geometric mean kiln/ORT at %d thread(s): %.2f over %d model(s)\n",
-				t, math.Exp(logSum[t]/float64(count[t])), count[t])
+	geo.print(w, rep.Config.Threads)
+}
+
+// printRow writes one tab-separated table line.
+func printRow(w io.Writer, cells []string) {
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
+}
+
+// perLevel maps f over levels.
+func perLevel(levels []int, f func(l int) string) []string {
+	out := make([]string, len(levels))
+	for i, l := range levels {
+		out[i] = f(l)
+	}
+	return out
+}
+
+// dashes returns n "-" cells.
+func dashes(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "-"
+	}
+	return out
+}
+
+// perLevelRuns returns kiln's runs at each level of the row (nil where absent).
+func perLevelRuns(row *Row, levels []int) []*EngineRuns {
+	out := make([]*EngineRuns, len(levels))
+	for i, l := range levels {
+		out[i] = row.Engines[kilnKey(l, levels)]
+	}
+	return out
+}
+
+// levelRatio is the row's ratio of kiln at level l to ORT (0: none).
+func (row *Row) levelRatio(l int) float64 {
+	for _, lr := range row.Levels {
+		if lr.Level == l {
+			return lr.Ratio
+		}
+	}
+	return 0
+}
+
+// compileCell formats the compile time at level l; one level shows CompileS as before
+// levels existed.
+func compileCell(m *ModelReport, l int, multi bool) string {
+	s, e := m.CompileS, m.CompileErr
+	if multi {
+		s, e = 0, ""
+		for _, c := range m.Compiles {
+			if c.Level == l {
+				s, e = c.S, c.Err
+			}
+		}
+	}
+	switch {
+	case e != "":
+		return "error"
+	case s > 0:
+		return fmt.Sprintf("%.2f", s)
+	}
+	return "-"
+}
+
+// kilnNotes returns kiln's failures on a row: the compile's or else the runs', per level
+// ("kiln O0: ...") with several levels, once as "kiln: ..." when every level failed alike.
+func kilnNotes(m *ModelReport, levels []int, kl []*EngineRuns) []string {
+	if len(levels) == 1 {
+		switch {
+		case m.CompileErr != "":
+			return []string{"kiln: " + m.CompileErr}
+		case kl[0] != nil && kl[0].Err != "":
+			return []string{"kiln: " + kl[0].Err}
+		}
+		return nil
+	}
+	var notes, msgs []string
+	for i, l := range levels {
+		msg := ""
+		for _, c := range m.Compiles {
+			if c.Level == l && c.Err != "" {
+				msg = c.Err
+			}
+		}
+		if msg == "" && kl[i] != nil {
+			msg = kl[i].Err
+		}
+		if msg != "" {
+			msgs = append(msgs, msg)
+			notes = append(notes, "kiln "+levelName(l)+": "+msg)
+		}
+	}
+	if len(msgs) == len(levels) && len(dedup(msgs)) == 1 {
+		return []string{"kiln: " + msgs[0]}
+	}
+	return notes
+}
+
+// ratioCell formats a ratio, "-" for none.
+func ratioCell(r float64) string {
+	if r > 0 {
+		return fmt.Sprintf("%.2f", r)
+	}
+	return "-"
+}
+
+// geoMeans accumulates the logarithms of named ratios per thread count.
+type geoMeans struct {
+	names []string // in first-seen order
+	sum   map[geoKey]float64
+	count map[geoKey]int
+}
+
+type geoKey struct {
+	name    string
+	threads int
+}
+
+// add counts ratio r (when positive) under name at threads.
+func (g *geoMeans) add(name string, threads int, r float64) {
+	if !(r > 0) {
+		return
+	}
+	if g.sum == nil {
+		g.sum, g.count = map[geoKey]float64{}, map[geoKey]int{}
+	}
+	if !slices.Contains(g.names, name) {
+		g.names = append(g.names, name)
+	}
+	k := geoKey{name, threads}
+	g.sum[k] += math.Log(r)
+	g.count[k]++
+}
+
+// print writes one line per thread count and ratio.
+func (g *geoMeans) print(w io.Writer, threads []int) {
+	for _, t := range threads {
+		for _, name := range g.names {
+			if k := (geoKey{name, t}); g.count[k] > 0 {
+				fmt.Fprintf(w, "geometric mean %s at %d thread(s): %.2f over %d model(s)\n",
+					name, t, math.Exp(g.sum[k]/float64(g.count[k])), g.count[k])
+			}
 		}
 	}
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// variant is one thing a round runs: ORT, or kiln at one graph optimization level.
+type variant struct {
+	key    string // its Row.Engines key
+	label  string // its name in progress lines and errors
+	engine string // engineKiln or engineORT
+	level  int    // kiln's level
+}
+
+// variants lists what each round runs, in order: --engines, with kiln expanded into one
+// variant per level, ascending.
+func (d *driver) variants() []variant {
+	var vs []variant
+	for _, e := range d.cfg.Engines {
+		if e != engineKiln {
+			vs = append(vs, variant{key: e, label: e, engine: e})
+			continue
+		}
+		for _, l := range d.cfg.Levels {
+			v := variant{key: kilnKey(l, d.cfg.Levels), label: e, engine: e, level: l}
+			if len(d.cfg.Levels) > 1 {
+				v.label = "kiln-" + levelName(l)
+			}
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// kilnKey is the Row.Engines key of kiln at level l: "kiln" at the highest of levels,
+// "kiln-O<l>" below it.
+func kilnKey(l int, levels []int) string {
+	if len(levels) == 0 || l >= slices.Max(levels) {
+		return engineKiln
+	}
+	return "kiln-" + levelName(l)
+}
+
+// compileLevels compiles the model once per level into work, recording each compile's
+// time or failure; the highest level's also goes to CompileS and CompileErr.
+func (d *driver) compileLevels(ctx context.Context, mc *modelCase, work string) {
+	mr := mc.rep
+	for _, l := range d.cfg.Levels {
+		if d.kilnErr != nil {
+			mc.kilnErrs[l] = d.kilnErr
+			continue
+		}
+		tag := "kiln compile"
+		if len(d.cfg.Levels) > 1 {
+			tag = fmt.Sprintf("kiln compile -O %d", l)
+		}
+		c := &Compile{Level: l}
+		mr.Compiles = append(mr.Compiles, c)
+		file := filepath.Join(work, fmt.Sprintf("model-O%d.kiln", l))
+		secs, err := d.compile(ctx, mr, file, l)
+		if err != nil {
+			mc.kilnErrs[l] = err
+			c.Err = err.Error()
+			d.logf("%s: %s: %v", mr.Name, tag, err)
+			continue
+		}
+		mc.kilnFiles[l] = file
+		c.S = secs
+		d.logf("%s: %s %.2f s", mr.Name, tag, secs)
+	}
+	if n := len(mr.Compiles); n > 0 {
+		mr.CompileS, mr.CompileErr = mr.Compiles[n-1].S, mr.Compiles[n-1].Err
+	}
+}
+
+// sumLevels fills the row's ratios from its engines' medians: kiln (its highest level)
+// over ORT, each level over ORT and, with two levels or more, the highest over the
+// lowest.
+func (row *Row) sumLevels(levels []int) {
+	o := row.Engines[engineORT]
+	row.Ratio = ratio(row.Engines[engineKiln], o)
+	row.Levels = nil
+	for _, l := range levels {
+		key := kilnKey(l, levels)
+		k := row.Engines[key]
+		if k == nil {
+			continue
+		}
+		row.Levels = append(row.Levels, &LevelResult{Level: l, Engine: key, MedianP50: k.MedianP50, Ratio: ratio(k, o)})
+	}
+	row.RatioHighLow = 0
+	if len(levels) > 1 {
+		row.RatioHighLow = ratio(row.Engines[kilnKey(levels[len(levels)-1], levels)], row.Engines[kilnKey(levels[0], levels)])
+	}
+}
+
+// ratio is a's median p50 over b's; 0 when either is missing.
+func ratio(a, b *EngineRuns) float64 {
+	if a == nil || b == nil || !(a.MedianP50 > 0) || !(b.MedianP50 > 0) {
+		return 0
+	}
+	return a.MedianP50 / b.MedianP50
+}
+
+// levelName is level l as the table and progress lines name it: "O3".
+func levelName(l int) string { return fmt.Sprintf("O%d", l) }
+
+// levelNames joins the names of levels with sep.
+func levelNames(levels []int, sep string) string {
+	var s []string
+	for _, l := range levels {
+		s = append(s, levelName(l))
+	}
+	return strings.Join(s, sep)
+}

@@ -27,6 +27,7 @@ extern int sched_yield(void);
 #define kiln_relax() sched_yield()
 #endif
 #define KILN_POOL_MAX 64
+#define KILN_SPIN 8192
 static void kiln_futex_wait(int *addr, int val) {
 #ifdef KILN_SYS_FUTEX
   syscall(KILN_SYS_FUTEX, addr, 128 /* FUTEX_WAIT_PRIVATE */, val, (void *)0, (void *)0, 0);
@@ -41,22 +42,39 @@ static void kiln_futex_wake(int *addr) {
   (void)addr;
 #endif
 }
+/* work: region (bits 40..63) | chunks claimed (bits 20..39) | chunks (bits 0..19) */
 static struct {
-  int busy, nworkers, stop, gen, pending, n, next, njobs;
+  int busy, nworkers, stop, gen, done, waiting;
+  unsigned long long work;
   void *(*fn)(void *);
   char *envs;
   long size;
-  int first_gen[KILN_POOL_MAX];
   kiln_thread_t th[KILN_POOL_MAX];
 } kiln_pool;
+/* kiln_claim takes the next chunk of the current region, or returns -1. */
+static long kiln_claim(void) {
+  unsigned long long w = __atomic_load_n(&kiln_pool.work, __ATOMIC_ACQUIRE);
+  for (;;) {
+    unsigned long long next = (w >> 20) & 0xfffff, n = w & 0xfffff;
+    if (next >= n) return -1;
+    if (__atomic_compare_exchange_n(&kiln_pool.work, &w, w + (1ULL << 20), 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      return (long)next;
+  }
+}
 static void kiln_run_chunks(void) {
-  for (int i; (i = __atomic_fetch_add(&kiln_pool.next, 1, __ATOMIC_ACQ_REL)) < kiln_pool.njobs;)
+  for (long i; (i = kiln_claim()) >= 0;) {
     kiln_pool.fn(kiln_pool.envs + i * kiln_pool.size);
+    int n = (int)(__atomic_load_n(&kiln_pool.work, __ATOMIC_RELAXED) & 0xfffff);
+    /* seq_cst pairs with the caller's store of waiting and load of done: one of the two
+       sees the other, so the last chunk's wake-up is never lost */
+    if (__atomic_add_fetch(&kiln_pool.done, 1, __ATOMIC_SEQ_CST) == n && __atomic_load_n(&kiln_pool.waiting, __ATOMIC_SEQ_CST))
+      kiln_futex_wake(&kiln_pool.done);
+  }
 }
 /* kiln_await returns once *addr differs from old (spinning first, then sleeping). */
 static int kiln_await(int *addr, int old) {
   for (;;) {
-    for (int i = 0; i < 2048; i++) {
+    for (int i = 0; i < KILN_SPIN; i++) {
       int v = __atomic_load_n(addr, __ATOMIC_ACQUIRE);
       if (v != old) return v;
       kiln_relax();
@@ -65,40 +83,45 @@ static int kiln_await(int *addr, int old) {
   }
 }
 static void *kiln_worker(void *arg) {
-  int id = (int)(long)arg, seen = kiln_pool.first_gen[id];
+  int seen = (int)(long)arg;
   for (;;) {
     seen = kiln_await(&kiln_pool.gen, seen);
     if (__atomic_load_n(&kiln_pool.stop, __ATOMIC_ACQUIRE)) return 0;
-    if (id < kiln_pool.n) kiln_run_chunks();
-    if (__atomic_sub_fetch(&kiln_pool.pending, 1, __ATOMIC_ACQ_REL) == 0) kiln_futex_wake(&kiln_pool.pending);
+    kiln_run_chunks();
   }
 }
 /* kiln_parallel runs fn on n envs (chunks of size bytes each) with up to nt threads: the
-   caller and nt - 1 workers claim chunks in order until none is left, so a thread that
-   starts late (its core busy elsewhere) takes fewer. */
+   caller and nt - 1 workers claim chunks in order until none is left; the caller returns
+   once all n are done. */
 KILN_PARALLEL_LINKAGE void kiln_parallel(void *(*fn)(void *), void *envs, long size, int n, int nt) {
   char *e = (char *)envs;
   if (nt > n) nt = n;
-  if (nt <= 1 || __atomic_exchange_n(&kiln_pool.busy, 1, __ATOMIC_ACQUIRE)) {
+  if (nt <= 1 || n > 0xfffff || __atomic_exchange_n(&kiln_pool.busy, 1, __ATOMIC_ACQUIRE)) {
     for (int i = 0; i < n; i++) fn(e + i * size);
     return;
   }
   while (kiln_pool.nworkers < nt - 1 && kiln_pool.nworkers < KILN_POOL_MAX - 1) {
     int id = kiln_pool.nworkers + 1;
-    kiln_pool.first_gen[id] = kiln_pool.gen;
-    if (pthread_create(&kiln_pool.th[id], 0, kiln_worker, (void *)(long)id) != 0) break;
+    if (pthread_create(&kiln_pool.th[id], 0, kiln_worker, (void *)(long)kiln_pool.gen) != 0) break;
     kiln_pool.nworkers++;
   }
-  kiln_pool.fn = fn; kiln_pool.envs = e; kiln_pool.size = size; kiln_pool.njobs = n;
-  kiln_pool.n = nt; /* workers 1 .. nt-1 take part */
-  __atomic_store_n(&kiln_pool.next, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&kiln_pool.pending, kiln_pool.nworkers, __ATOMIC_RELAXED);
+  kiln_pool.fn = fn; kiln_pool.envs = e; kiln_pool.size = size;
+  __atomic_store_n(&kiln_pool.done, 0, __ATOMIC_RELAXED);
+  unsigned long long region = (__atomic_load_n(&kiln_pool.work, __ATOMIC_RELAXED) >> 40) + 1;
+  __atomic_store_n(&kiln_pool.work, (region << 40) | (unsigned long long)n, __ATOMIC_RELEASE);
   if (kiln_pool.nworkers > 0) {
     __atomic_add_fetch(&kiln_pool.gen, 1, __ATOMIC_RELEASE);
     kiln_futex_wake(&kiln_pool.gen);
   }
   kiln_run_chunks();
-  for (int p; (p = __atomic_load_n(&kiln_pool.pending, __ATOMIC_ACQUIRE)) != 0;) kiln_await(&kiln_pool.pending, p);
+  for (int d; (d = __atomic_load_n(&kiln_pool.done, __ATOMIC_ACQUIRE)) != n;) {
+    int spun = 0;
+    while (spun < KILN_SPIN && (d = __atomic_load_n(&kiln_pool.done, __ATOMIC_ACQUIRE)) != n) { kiln_relax(); spun++; }
+    if (d == n) break;
+    __atomic_store_n(&kiln_pool.waiting, 1, __ATOMIC_SEQ_CST);
+    if ((d = __atomic_load_n(&kiln_pool.done, __ATOMIC_SEQ_CST)) != n) kiln_futex_wait(&kiln_pool.done, d);
+    __atomic_store_n(&kiln_pool.waiting, 0, __ATOMIC_RELEASE);
+  }
   __atomic_store_n(&kiln_pool.busy, 0, __ATOMIC_RELEASE);
 }
 int kiln_pool_shutdown(void) {

@@ -129,6 +129,11 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (kernels.ConvBlockedAttrs, error)
 // input as it is stored and leaving its output blocked when the graph says so.
 func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 	g := intrin.GemmFor(t)
+	if ot := n.Outputs[0].Type; len(ot.Shape) == 4 {
+		if w, ok := ot.Shape[3].Value(); ok {
+			g = intrin.GemmForWidth(t, w) // the tiles run along the output row
+		}
+	}
 	attrs, err := convBlocked(n, g)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ func conformanceCmd() *cobra.Command {
 		asJSON, strict bool
 		atol, rtol     float64
 		timeout        time.Duration
-		threads        int
+		threads, level int
 	)
 	cmd := &cobra.Command{
 		Use:   "conformance [--engine ref|compiled] DIR...",
@@ -42,7 +42,7 @@ func conformanceCmd() *cobra.Command {
 					return err
 				}
 				defer dev.Close()
-				run, closeEngine := conformance.CompiledEngine(dev)
+				run, closeEngine := conformance.CompiledEngine(dev, level)
 				defer closeEngine()
 				opts.Engine = run
 			}
@@ -96,6 +96,7 @@ func conformanceCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&engine, "engine", "ref", "engine to run: ref (the reference evaluator) or compiled (generated kernels on the VM)")
 	f.IntVar(&threads, "threads", 0, "threads for parallel kernels with --engine compiled (0: every core)")
+	f.IntVarP(&level, "opt", "O", defaultLevel, "with --engine compiled: "+levelHelp())
 	f.StringVar(&filter, "filter", "", "only run cases whose path matches this regular expression")
 	f.BoolVar(&asJSON, "json", false, "print results as JSON")
 	f.BoolVar(&strict, "strict", false, "exit with status 1 if any case fails")

@@ -12,6 +12,7 @@ import (
 	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
@@ -20,9 +21,9 @@ import (
 
 // CompiledEngine compiles each model for the shapes of its inputs (once per model and
 // shape binding) and runs it on the VM with dev. The executables it keeps are freed by
-// the returned close function.
-func CompiledEngine(dev *devcpu.Device) (Engine, func()) {
-	e := &compiled{dev: dev, cache: map[compiledKey]*vm.VM{}}
+// the returned close function. level is the graph optimization level (0..3).
+func CompiledEngine(dev *devcpu.Device, level int) (Engine, func()) {
+	e := &compiled{dev: dev, level: level, cache: map[compiledKey]*vm.VM{}}
 	return e.run, e.close
 }
 
@@ -33,6 +34,7 @@ type compiledKey struct {
 
 type compiled struct {
 	dev   *devcpu.Device
+	level int
 	mu    sync.Mutex
 	cache map[compiledKey]*vm.VM
 }
@@ -88,7 +90,7 @@ func (c *compiled) load(ctx context.Context, m *graph.Module, dims map[string]in
 	if machine, ok := c.cache[key]; ok {
 		return machine, nil
 	}
-	exe, err := compiler.Compile(m, target.Host(), compiler.Options{Dims: dims, CPU: c.dev, Context: ctx, Jobs: runtime.NumCPU()})
+	exe, err := compiler.Compile(m, target.Host(), compiler.Options{Dims: dims, CPU: c.dev, Context: ctx, Jobs: runtime.NumCPU(), Passes: passes.Level(c.level)})
 	if err != nil {
 		return nil, err
 	}

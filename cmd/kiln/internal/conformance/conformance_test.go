@@ -163,6 +163,11 @@ func runNodeSuite(t *testing.T, o Options, forbidden ...string) (Summary, int) {
 // skips the test when there is none.
 func compiledOpts(t *testing.T) Options {
 	t.Helper()
+	return compiledOptsAt(t, 3)
+}
+
+func compiledOptsAt(t *testing.T, level int) Options {
+	t.Helper()
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if errors.Is(err, devices.ErrUnavailable) {
 		testdata.NoCompiler(t, err)
@@ -170,7 +175,7 @@ func compiledOpts(t *testing.T) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, closeEngine := CompiledEngine(dev)
+	run, closeEngine := CompiledEngine(dev, level)
 	t.Cleanup(func() { closeEngine(); dev.Close() })
 	o := opts()
 	o.Engine, o.Timeout = run, 5*time.Minute
@@ -186,6 +191,20 @@ func TestZooCompiled(t *testing.T) {
 		t.Fatal(err)
 	}
 	runAllPass(t, cases, compiledOpts(t)) // times include each model's compile
+}
+
+// TestZooCompiledO0: the zoo matches without the optimizing passes too (no fusion, no
+// layouts, no recognized ops): what O3 changes must not change the results.
+func TestZooCompiledO0(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the zoo a second time; skipped with -short")
+	}
+	zoo := testdata.Zoo(t)
+	cases, err := FindCases([]string{zoo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAllPass(t, cases, compiledOptsAt(t, 0))
 }
 
 // TestNodeSuiteCompiled runs the node suite on the compiled engine: no bar yet, but no

@@ -57,8 +57,16 @@ func FuseOps(ctx *Context, m *graph.Module) error {
 	})
 	var funcs []*graph.Func
 	consts := map[*graph.Value]bool{}
+	bodies := map[*graph.Func]bool{} // already fused (a second run): left alone
 	m.Main.Funcs(func(f *graph.Func) {
-		funcs = append(funcs, f)
+		for _, n := range f.Nodes {
+			if n.Op == graph.OpFused {
+				bodies[n.Attrs.(*graph.FusedAttrs).Body] = true
+			}
+		}
+		if !bodies[f] {
+			funcs = append(funcs, f)
+		}
 		for _, c := range f.Consts {
 			consts[c] = true
 		}

@@ -49,3 +49,13 @@ func TestFuseOpsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestFuseOpsTwice: a second run leaves the groups of the first as they are.
+func TestFuseOpsTwice(t *testing.T) {
+	for _, c := range fuseCases {
+		once := fuse(t, fuseHeader+c.before, c.lim)
+		if twice := fuse(t, fuseHeader+once, c.lim); twice != once {
+			t.Errorf("%s: a second fuse-ops changed\n%s\ninto\n%s", c.name, once, twice)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package passes
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/kilnrt/kiln/graph"
 )
@@ -76,26 +75,9 @@ func FuseOps(ctx *Context, m *graph.Module) error {
 		p.run()
 		materialize(f, p, consts)
 	}
-	dropUnread(m, consts)
-	return nil
-}
-
-// dropUnread removes the constants that moved into fused bodies and nobody else reads.
-func dropUnread(m *graph.Module, consts map[*graph.Value]bool) {
-	read := map[*graph.Value]bool{}
-	m.Main.Funcs(func(f *graph.Func) {
-		for _, n := range f.Nodes {
-			for _, v := range n.Inputs {
-				read[v] = true
-			}
-		}
-		for _, r := range f.Results {
-			read[r] = true
-		}
-	})
-	m.Main.Funcs(func(f *graph.Func) {
-		f.Consts = slices.DeleteFunc(f.Consts, func(c *graph.Value) bool { return consts[c] && !read[c] })
-	})
+	// the constants that moved into bodies and nobody else reads go (dce ran before:
+	// nothing else is dead)
+	return DCE(ctx, m)
 }
 
 // group is a union-find set of nodes.

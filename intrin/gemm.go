@@ -172,8 +172,8 @@ func GemmFor(t target.Target) Gemm {
 // B is read as a memory operand, so no register spills) serves narrow rows, the 7- and
 // 14-wide ones of a convnet's last stages, without the partial tile six rows leave
 // (7 columns: 12 slots). Measured on resnet18 (1 thread, Zen 3): its layer-4 convs
-// 12-14% faster; on the 28- to 112-wide rows 7 rows measured slower than 6, so wider
-// rows keep the default.
+// 12-14% faster; on the 28- to 112-wide rows 7 rows did not measure faster than 6
+// (mixed, within noise), so wider rows keep the default.
 func GemmForWidth(t target.Target, n int64) Gemm {
 	g := GemmFor(t)
 	if n <= 0 || n > 16 || !(t.Has("avx2") && t.Has("fma")) || t.Has("avx512f") {

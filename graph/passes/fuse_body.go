@@ -9,9 +9,9 @@ import (
 
 // materialize replaces each group of two or more nodes by a kiln.Fused node placed where
 // the group's last member was. The group's inputs become the node's inputs and the
-// body's parameters (p0, p1, ...), except constants, which the body holds itself; the last member's output values become the node's
-// outputs, so readers need no rewiring, and the body returns fresh values of the same
-// names.
+// body's parameters (p0, p1, ...), except constants, which the body holds itself; the
+// last member's output values become the node's outputs, so readers need no rewiring,
+// and the body returns fresh values of the same names.
 func materialize(f *graph.Func, p *partition, consts map[*graph.Value]bool) {
 	members := map[*group][]int{}
 	for i := range p.g.nodes {

@@ -58,7 +58,7 @@ func newFwdGraph(f *graph.Func, readers map[*graph.Value]int) *fwdGraph {
 			local[v]++
 			p := g.pattern[j]
 			// a broadcasting op reads an input of its own shape elementwise
-			if p == graph.Broadcast && len(out) == 1 && v.Type.Equal(withoutKnown(out[0].Type)) {
+			if p == graph.Broadcast && len(out) == 1 && v.Type.Equal(out[0].Type) { // Equal ignores Known
 				p = graph.ElemWise
 			}
 			g.out[i] = append(g.out[i], edge{to: j, pattern: p})
@@ -82,11 +82,6 @@ func newFwdGraph(f *graph.Func, readers map[*graph.Value]int) *fwdGraph {
 		}
 	}
 	return g
-}
-
-func withoutKnown(t graph.Type) graph.Type {
-	t.Known = nil
-	return t
 }
 
 // domNode is a node's place in the post-dominator tree: parent is the nearest node every

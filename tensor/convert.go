@@ -207,6 +207,10 @@ func FromRaw(dt DType, shape Shape, raw []byte) (*Tensor, error) {
 		return nil, fmt.Errorf("%w: %d raw bytes for %v%v (want %d)", ErrShape, len(raw), dt, shape, n*size)
 	}
 	t := New(dt, shape)
+	if b, ok := t.NativeBytes(); ok {
+		copy(b, raw)
+		return t, nil
+	}
 	le := binary.LittleEndian
 	switch d := t.Data.(type) {
 	case []float32:
@@ -280,6 +284,10 @@ func (t *Tensor) Raw() ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v has no raw encoding", ErrDType, t.DType)
 	}
 	out := make([]byte, t.Len()*size)
+	if b, ok := t.NativeBytes(); ok {
+		copy(out, b)
+		return out, nil
+	}
 	le := binary.LittleEndian
 	switch d := t.Data.(type) {
 	case []float32:

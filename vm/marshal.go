@@ -166,7 +166,7 @@ func (x *Executable) UnmarshalBinary(data []byte) error {
 			}
 			shape = append(shape, int(v))
 		}
-		raw := d.bytes()
+		raw := d.view()
 		if d.err != nil {
 			break
 		}
@@ -316,6 +316,15 @@ func (d *dec) byte() byte {
 }
 
 func (d *dec) bytes() []byte {
+	v := d.view()
+	if v == nil {
+		return nil
+	}
+	return append([]byte{}, v...)
+}
+
+// view is bytes without the copy: the result aliases the input.
+func (d *dec) view() []byte {
 	n := d.uint()
 	if d.err != nil {
 		return nil
@@ -324,7 +333,7 @@ func (d *dec) bytes() []byte {
 		d.fail("%d bytes announced, %d left", n, len(d.b))
 		return nil
 	}
-	out := append([]byte{}, d.b[:n]...)
+	out := d.b[:n:n]
 	d.b = d.b[n:]
 	return out
 }

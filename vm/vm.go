@@ -179,9 +179,12 @@ func (c *call) free() {
 
 // upload copies a host tensor into a new storage on device d.
 func (m *VM) upload(d int, t *tensor.Tensor, owned *[]*Storage) (*Tensor, error) {
-	raw, err := t.Raw()
-	if err != nil {
-		return nil, err
+	raw, ok := t.NativeBytes()
+	if !ok {
+		var err error
+		if raw, err = t.Raw(); err != nil {
+			return nil, err
+		}
 	}
 	s, err := m.allocStorage(d, int64(len(raw)))
 	if err != nil {

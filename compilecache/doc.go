@@ -1,0 +1,45 @@
+// Package compilecache is the binary journal (ARCHITECTURE.md §5): a persistent,
+// crash-safe, content-addressed store of compiled artifacts shared by every process that
+// opens the same directory, so restarts and other replicas start warm.
+//
+// Layout of a directory:
+//
+//	journal           append-only records (put, use, drop), each with a CRC-32C
+//	blobs/xx/<sha256> one file per distinct content, named by its SHA-256
+//	locks/<key>       build locks (O_EXCL files with owner and lease)
+//	quarantine/       damaged blobs moved aside for inspection (kiln cache gc clears it)
+//
+// Model. An entry maps a Key to a blob. A Key is the SHA-256 of its Material: the kind
+// (whole executable or single kernel) and named components chosen by the caller, all of
+// them content (model digest, canonical options, compiler identity, target, toolchain,
+// tuning digest, schema), never paths. The material is stored with the entry, so a miss
+// names the components that differ from the closest entry. Blob contents are
+// zstd-compressed; a large tail that does not compress (model weights) is stored raw and
+// page-aligned, and Get maps it read-only from the page cache instead of copying it.
+//
+// Invariants:
+//   - A blob is published atomically (temporary file in the same directory, fsync,
+//     rename, fsync of the directory) before the record that names it is appended and
+//     synced; a crash leaves at worst an unreferenced blob (GC removes it) or a torn
+//     journal tail (truncated by the next process that takes the exclusive lock).
+//   - Appends, repairs and compaction hold an exclusive flock on the journal; a process
+//     whose journal path now names another inode (compaction renamed a new file in)
+//     reopens and replays it.
+//   - Nothing is used unchecked: blob header CRC, head CRC and zstd frame checksum, tail
+//     CRC, the digest in the header against the name and the journal, the size against
+//     the journal. A damaged entry is quarantined, counted (Stats.Corrupt), logged with
+//     its cause, and reported as a miss, so the caller rebuilds; it is never served.
+//   - One build per key per process (singleflight) and, across processes, per build
+//     lock: created with O_EXCL, renewed while building, taken over when its lease
+//     expired or its owner is a dead process on this host (a SIGKILLed compile frees the
+//     key at once); waiters poll the journal for the entry, and build themselves when the
+//     lock disappears without one.
+//   - Policies: on, readonly (never writes, not even use records), redo (rebuilds and
+//     overwrites), off (no files at all). A budget evicts by last use (use records are
+//     written at most once a minute per entry).
+//
+// References: the design follows content-addressed build caches (Go's GOCACHE, ccache)
+// and write-ahead logs with per-record checksums; the failure modes it avoids are
+// onnxruntime#6455 (a TensorRT engine cache keyed without the weights) and triton#4587
+// (a temporary path in the key).
+package compilecache

@@ -1,0 +1,304 @@
+package compilecache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"go.uber.org/zap"
+)
+
+// journalFile is the append-only record log of one cache directory, shared by every
+// process that opens the directory. Appends and truncation happen under an exclusive
+// flock of the file; compaction replaces the file by rename, and a process that finds
+// the path pointing at another inode reopens it.
+type journalFile struct {
+	dir  string
+	log  *zap.Logger
+	mu   sync.Mutex // guards everything below
+	f    *os.File
+	ino  uint64
+	off  int64 // bytes of the file applied to entries
+	live map[Key]*Entry
+	// recordsBytes is the sum of the journal's record sizes; liveBytes those of the
+	// latest Put of each live entry: compaction runs when the first far exceeds the second
+	recordsBytes, liveBytes int64
+}
+
+func (j *journalFile) path() string { return filepath.Join(j.dir, "journal") }
+
+// open opens (creating) the journal and replays it, truncating a torn or damaged tail.
+func (j *journalFile) open() error {
+	f, err := os.OpenFile(j.path(), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	j.f, j.ino, j.off, j.live, j.recordsBytes, j.liveBytes = f, inode(st), 0, map[Key]*Entry{}, 0, 0
+	return j.locked(syscall.LOCK_EX, func() error { return j.catchUp(true) })
+}
+
+func inode(st os.FileInfo) uint64 {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return s.Ino
+	}
+	return 0
+}
+
+// locked runs fn under a flock of the journal, first reopening the file if compaction
+// replaced it.
+func (j *journalFile) locked(how int, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		if err := flock(j.f, how); err != nil {
+			return fmt.Errorf("locking the journal: %w", err)
+		}
+		st, err := os.Stat(j.path())
+		if err == nil && inode(st) == j.ino || attempt > 10 {
+			if err != nil {
+				flock(j.f, syscall.LOCK_UN)
+				return err
+			}
+			defer flock(j.f, syscall.LOCK_UN)
+			return fn()
+		}
+		flock(j.f, syscall.LOCK_UN)
+		j.f.Close()
+		if err := j.reopen(); err != nil {
+			return err
+		}
+	}
+}
+
+func (j *journalFile) reopen() error {
+	f, err := os.OpenFile(j.path(), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	j.f, j.ino, j.off, j.live, j.recordsBytes, j.liveBytes = f, inode(st), 0, map[Key]*Entry{}, 0, 0
+	return nil
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// catchUp applies the records after j.off. With repair (exclusive lock held) a missing
+// header is written and a damaged tail is truncated; without, reading stops before it.
+func (j *journalFile) catchUp(repair bool) error {
+	st, err := j.f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() == j.off && j.off > 0 {
+		return nil
+	}
+	if j.off == 0 {
+		h := make([]byte, journalHeaderSize)
+		n, _ := j.f.ReadAt(h, 0)
+		if n == 0 && st.Size() == 0 {
+			if !repair {
+				return nil
+			}
+			if _, err := j.f.Write(journalHeader()); err != nil {
+				return err
+			}
+			j.off = journalHeaderSize
+			return j.f.Sync()
+		}
+		if err := checkJournalHeader(h[:n]); err != nil {
+			if !repair {
+				return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+			j.log.Warn("journal header unreadable: starting an empty journal", zap.String("path", j.path()), zap.Error(err), zap.String("cause", "journal-reset"))
+			if err := j.f.Truncate(0); err != nil {
+				return err
+			}
+			j.off = 0
+			return j.catchUp(true)
+		}
+		j.off = journalHeaderSize
+	}
+	buf := make([]byte, st.Size()-j.off)
+	if _, err := j.f.ReadAt(buf, j.off); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	recs, good, damaged := parseRecords(buf)
+	for i := range recs {
+		j.apply(&recs[i])
+	}
+	j.off += int64(good)
+	if damaged != nil && repair {
+		j.log.Warn("journal tail damaged: truncated", zap.String("path", j.path()), zap.Int64("offset", j.off),
+			zap.Int("bytes", len(buf)-good), zap.String("why", damaged.Error()), zap.String("cause", "journal-truncated"))
+		if err := j.f.Truncate(j.off); err != nil {
+			return err
+		}
+		return j.f.Sync()
+	}
+	return nil
+}
+
+// apply folds one record into the live entries.
+func (j *journalFile) apply(r *record) {
+	size := int64(r.n)
+	j.recordsBytes += size
+	switch r.typ {
+	case recPut:
+		if old, ok := j.live[r.key]; ok {
+			j.liveBytes -= old.recordBytes
+		}
+		e := &Entry{Key: r.key, Blob: r.blob, Size: r.size, Stored: r.stored, Label: r.label, Material: r.mat,
+			Created: r.when(), LastUse: r.when(), recordBytes: size}
+		j.live[r.key] = e
+		j.liveBytes += size
+	case recUse:
+		if e, ok := j.live[r.key]; ok && r.when().After(e.LastUse) {
+			e.LastUse = r.when()
+		}
+	case recDrop:
+		if e, ok := j.live[r.key]; ok && !r.when().Before(e.Created) {
+			j.liveBytes -= e.recordBytes
+			delete(j.live, r.key)
+		}
+	}
+}
+
+// append writes records under the exclusive lock, after catching up with (and repairing)
+// what other processes wrote; with sync the records are on disk when it returns.
+func (j *journalFile) append(sync bool, recs ...*record) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.locked(syscall.LOCK_EX, func() error {
+		if err := j.catchUp(true); err != nil {
+			return err
+		}
+		var b []byte
+		for _, r := range recs {
+			b = append(b, r.frame()...)
+		}
+		if _, err := j.f.Write(b); err != nil {
+			// a short write leaves a torn tail; the next append or open truncates it
+			return fmt.Errorf("appending to the journal: %w", err)
+		}
+		if sync {
+			if err := j.f.Sync(); err != nil {
+				return err
+			}
+		}
+		return j.catchUp(false)
+	})
+}
+
+// refresh applies what other processes appended (under a shared lock).
+func (j *journalFile) refresh() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.locked(syscall.LOCK_SH, func() error { return j.catchUp(false) })
+}
+
+// snapshot copies the live entries.
+func (j *journalFile) snapshot() []Entry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]Entry, 0, len(j.live))
+	for _, e := range j.live {
+		out = append(out, *e)
+	}
+	return out
+}
+
+func (j *journalFile) lookup(k Key) (Entry, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, ok := j.live[k]
+	if !ok {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// compact rewrites the journal with one Put (and last use) per live entry when the
+// records are more than four times what the live entries need.
+func (j *journalFile) compact(force bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.locked(syscall.LOCK_EX, func() error {
+		if err := j.catchUp(true); err != nil {
+			return err
+		}
+		if !force && (j.recordsBytes < 1<<20 || j.recordsBytes < 4*j.liveBytes) {
+			return nil
+		}
+		b := journalHeader()
+		for _, e := range j.live {
+			put := record{typ: recPut, key: e.Key, time: e.Created.UnixNano(), blob: e.Blob, size: e.Size, stored: e.Stored, label: e.Label, mat: e.Material}
+			b = append(b, put.frame()...)
+			if e.LastUse.After(e.Created) {
+				use := record{typ: recUse, key: e.Key, time: e.LastUse.UnixNano()}
+				b = append(b, use.frame()...)
+			}
+		}
+		if err := writeAtomic(j.dir, j.path(), b); err != nil {
+			return err
+		}
+		old := j.f
+		if err := j.reopen(); err != nil {
+			return err
+		}
+		defer old.Close()
+		defer flock(old, syscall.LOCK_UN)
+		return j.catchUp(false)
+	})
+}
+
+// writeAtomic publishes data at path: a temporary file in dir, fsync, rename, fsync of
+// the directory. Readers see the old file or the whole new one.
+func writeAtomic(dir, path string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

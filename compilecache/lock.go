@@ -1,0 +1,185 @@
+package compilecache
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A build lock is a file locks/<key> created with O_EXCL, holding its owner and the
+// expiry of its lease; the owner renews the lease while it builds. Another process
+// treats the lock as stale, and takes it over, when the lease has expired or when the
+// owner is a process on this host that no longer exists (a SIGKILLed compile frees its
+// key at once). A takeover is itself guarded by an O_EXCL file, so two waiters cannot
+// both replace the same stale lock.
+
+type lockInfo struct {
+	Owner   string    `json:"owner"` // host:pid:nonce
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Expires time.Time `json:"expires"`
+}
+
+type buildLock struct {
+	path string
+	info lockInfo
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+func (j *Journal) lockPath(k Key) string { return filepath.Join(j.dir, "locks", k.String()) }
+
+// tryLock takes the build lock of k, or returns nil and the current holder when a live
+// owner has it.
+func (j *Journal) tryLock(k Key) (*buildLock, *lockInfo, error) {
+	path := j.lockPath(k)
+	for attempt := 0; attempt < 3; attempt++ {
+		l, err := j.create(path)
+		if err == nil {
+			return l, nil, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, nil, err
+		}
+		cur, err := readLock(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // released meanwhile
+		}
+		if err == nil && !j.stale(cur) {
+			return nil, cur, nil
+		}
+		if err != nil { // unreadable: being written, or torn by a killed owner
+			if st, e := os.Stat(path); e == nil && time.Since(st.ModTime()) < 2*time.Second {
+				return nil, &lockInfo{Owner: "(being written)"}, nil
+			}
+		}
+		// stale or unreadable (a torn write by a killed owner): take it over
+		if took, err := j.takeOver(path, cur); err != nil {
+			return nil, nil, err
+		} else if took != nil {
+			return took, nil, nil
+		}
+	}
+	cur, _ := readLock(path)
+	return nil, cur, nil
+}
+
+func (j *Journal) create(path string) (*buildLock, error) {
+	info := lockInfo{Owner: j.owner, Host: j.host, PID: os.Getpid(), Expires: time.Now().Add(j.opts.LeaseTTL)}
+	data, _ := json.Marshal(info)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("writing lock %s: %v %v", path, werr, cerr)
+	}
+	l := &buildLock{path: path, info: info, stop: make(chan struct{})}
+	l.done.Add(1)
+	go j.renew(l)
+	return l, nil
+}
+
+// renew extends the lease every third of its length until release.
+func (j *Journal) renew(l *buildLock) {
+	defer l.done.Done()
+	t := time.NewTicker(j.opts.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			cur, err := readLock(l.path)
+			if err != nil || cur.Owner != l.info.Owner {
+				j.log.Warn("build lock lost (taken over as stale)", zapPath(l.path))
+				return
+			}
+			l.info.Expires = time.Now().Add(j.opts.LeaseTTL)
+			data, _ := json.Marshal(l.info)
+			_ = writeAtomic(filepath.Dir(l.path), l.path, data)
+		}
+	}
+}
+
+// release removes the lock if this process still owns it.
+func (l *buildLock) release() {
+	close(l.stop)
+	l.done.Wait()
+	if cur, err := readLock(l.path); err == nil && cur.Owner == l.info.Owner {
+		os.Remove(l.path)
+	}
+}
+
+func readLock(path string) (*lockInfo, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var info lockInfo
+	if err := json.Unmarshal(data, &info); err != nil || info.Owner == "" {
+		return nil, fmt.Errorf("unreadable lock %s", path)
+	}
+	return &info, nil
+}
+
+// stale: the lease expired, or the owner is a dead process on this host.
+func (j *Journal) stale(l *lockInfo) bool {
+	if time.Now().After(l.Expires) {
+		return true
+	}
+	if l.Host == j.host && l.PID > 0 {
+		return errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH)
+	}
+	return false
+}
+
+// takeOver replaces a stale lock (cur; nil when unreadable) with ours, under a guard
+// file; it returns nil when someone else got there first.
+func (j *Journal) takeOver(path string, cur *lockInfo) (*buildLock, error) {
+	guard := path + ".takeover"
+	g, err := os.OpenFile(guard, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			// a taker killed inside its few instructions leaves the guard behind
+			if st, err := os.Stat(guard); err == nil && time.Since(st.ModTime()) > 10*time.Second {
+				os.Remove(guard)
+			}
+			return nil, nil
+		}
+		return nil, err
+	}
+	g.Close()
+	defer os.Remove(guard)
+	now, err := readLock(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return j.create(path)
+	}
+	if err == nil && (cur == nil || now.Owner != cur.Owner || !j.stale(now)) {
+		return nil, nil // renewed or replaced meanwhile
+	}
+	if err != nil && cur != nil {
+		return nil, nil
+	}
+	what := "unreadable"
+	if now != nil {
+		what = fmt.Sprintf("owner %s, lease until %s", now.Owner, now.Expires.Format(time.RFC3339))
+	}
+	j.log.Info("taking over a stale build lock", zapPath(path), zapString("was", what))
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	l, err := j.create(path)
+	if errors.Is(err, os.ErrExist) {
+		return nil, nil
+	}
+	return l, err
+}

@@ -77,6 +77,16 @@ type Slicer interface {
 	Slice(b Buffer, offset, size int64) (Buffer, error)
 }
 
+// HostMapper is implemented by devices that can use host memory as a buffer without
+// copying it (the CPU: constants mapped from an executable file). MapHost returns a
+// buffer over mem, which the caller keeps valid and unchanged until the buffer is freed:
+// kernels only read it, CopyIn into it (or Copy onto it) is refused with ErrBadBuffer,
+// and Free releases only the device's bookkeeping, never mem itself (which may be a
+// read-only file mapping the device does not own). Views (Slicer) work as on any buffer.
+type HostMapper interface {
+	MapHost(mem []byte) (Buffer, error)
+}
+
 // Unavailablef builds an ErrUnavailable error with its reason.
 func Unavailablef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnavailable, fmt.Sprintf(format, args...))

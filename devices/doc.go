@@ -9,8 +9,15 @@
 // context pointer. On the CPU: int32_t kernel(void *const *bufs, const int64_t *dims,
 // void *ctx), returning 0 or an error code.
 //
-// Invariants: a Buffer belongs to the device that allocated it; using a freed buffer or one
-// of another device is an error, never memory corruption; copies check sizes.
+// Host memory: a device implementing HostMapper can use caller-owned host memory as a
+// buffer without a copy (the VM binds constants mapped from an executable file this
+// way). Such a buffer is read-only for the device: kernels only read it, copies into it
+// are refused, and Free forgets it without releasing the memory, which the caller keeps
+// valid and unchanged until then.
+//
+// Invariants: a Buffer belongs to the device that allocated (or mapped) it; using a freed
+// buffer or one of another device is an error, never memory corruption; copies check
+// sizes.
 //
 // This package is runtime half: it imports nothing from the compiler half.
 package devices

@@ -28,3 +28,26 @@ func (t *Tensor) NativeBytes() ([]byte, bool) {
 	n := rv.Len() * int(rv.Type().Elem().Size())
 	return unsafe.Slice((*byte)(rv.UnsafePointer()), n), true
 }
+
+// FromNative wraps raw bytes as a tensor of dt and shape without copying: Data is a
+// slice over raw's memory. It applies when NativeBytes would (a little-endian host, a
+// dtype other than bool and string), raw holds exactly shape's elements and is aligned
+// for the element type, and shape has at least one element; otherwise ok is false and
+// the caller copies (FromRaw). The tensor is valid while raw's memory is, and shares it:
+// writes through either are visible in the other, and writing read-only memory faults.
+func FromNative(dt DType, shape Shape, raw []byte) (*Tensor, bool) {
+	if !hostLittleEndian || !dt.Valid() || dt == Bool || dt == String || len(raw) == 0 {
+		return nil, false
+	}
+	n, err := shape.CheckedNumElements(int64(len(raw)))
+	if err != nil || n*int64(dt.Size()) != int64(len(raw)) {
+		return nil, false
+	}
+	gt := dt.GoType()
+	p := unsafe.Pointer(unsafe.SliceData(raw))
+	if uintptr(p)%uintptr(gt.Align()) != 0 {
+		return nil, false
+	}
+	data := reflect.SliceAt(gt, p, int(n)).Interface()
+	return &Tensor{DType: dt, Shape: shape.Clone(), Data: data}, true
+}

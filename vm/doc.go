@@ -5,25 +5,47 @@
 //
 // Present: the instruction set; the Executable with its entry signature (input and
 // output names, element types, shapes; Run refuses inputs that do not match, ErrInput)
-// and binary format (MarshalBinary/UnmarshalBinary with magic, format version, CRC-32C,
-// bounded decoding, fuzz targets); Verify (every register, jump, function, constant,
-// kernel and binary reference is checked, so an executable that decodes cleanly cannot
-// make the interpreter index out of range); the interpreter: Load binds binaries to
-// devices (by kind, refusing a foreign fingerprint), kernels and builtins by name,
-// uploads constants; Run executes the entry function on host inputs with per-call
-// frames and storages (safe for concurrent calls), tensors placed at offsets inside
-// storages through devices.Slicer, a recursion limit, cancellation checked every 1024
-// instructions, and a recovered panic in a builtin reported as an error. PlanMemory is
-// the static memory plan the compiler applies (best fit over tensor lifetimes, one
-// arena); a pool keeps the storages of finished calls for later calls of the same
-// executable, so a warm request allocates nothing. StdBuiltins holds the scalar
-// bookkeeping of compiled loops. RunProfiled times each kernel (kiln bench --profile).
-// Not present yet: dynamic shapes (shape functions, AllocTensorReg from computed
-// shapes in compiled code) and background specialization (#6).
+// and binary format; Verify (every register, jump, function, constant, kernel and binary
+// reference is checked, so an executable that decodes cleanly cannot make the
+// interpreter index out of range); the interpreter: Load binds binaries to devices (by
+// kind, refusing a foreign fingerprint), kernels and builtins by name, and the constants;
+// Run executes the entry function on host inputs with per-call frames and storages (safe
+// for concurrent calls), tensors placed at offsets inside storages through
+// devices.Slicer, a recursion limit, cancellation checked every 1024 instructions, and a
+// recovered panic in a builtin reported as an error. PlanMemory is the static memory
+// plan the compiler applies (best fit over tensor lifetimes, one arena); a pool keeps the
+// storages of finished calls for later calls of the same executable, so a warm request
+// allocates nothing. StdBuiltins holds the scalar bookkeeping of compiled loops.
+// RunProfiled times each kernel (kiln bench --profile). Not present yet: dynamic shapes
+// (shape functions, AllocTensorReg from computed shapes in compiled code) and background
+// specialization (#6).
 //
-// Invariants: decoding untrusted bytes returns an error wrapping ErrFormat or ErrVersion,
-// never panics, and never allocates more than the input can describe; a decoded
-// executable re-encodes to the same bytes.
+// Binary format (FormatVersion 3, see HeaderSize): a fixed header (magic, version, the
+// CRC-32C and length of the metadata payload, the offset and length of the data section
+// and its CRC-32C), the metadata payload (functions, the constant table, kernel table,
+// binaries, builtins, signature; each constant is an element type, a shape and the
+// offset and length of its bytes in the data section), zero padding to a DataAlign
+// (64-byte) boundary, then the data section: every constant's raw little-endian bytes,
+// each at a 64-byte aligned offset. DataOffset finds the split from the header, so a
+// store can keep the small metadata compressed and the data section raw and page
+// aligned in a file. MarshalBinary writes the whole; UnmarshalBinary reads it into
+// copies; Decode(meta, data, backing) reads the two parts from separate memory and makes
+// the constants alias data (tensor.FromNative: little-endian host, numeric element type,
+// aligned address; else a copy), keeping backing reachable as long as the executable.
+//
+// Zero-copy start: Load binds an executable's aliased constants (Mapped) through
+// devices.HostMapper where devs[0] has it, so constants mapped from a file reach a
+// kernel without a copy (the CPU device reads them in place); otherwise constants are
+// uploaded.
+//
+// Invariants: decoding untrusted bytes returns an error wrapping ErrFormat or ErrVersion
+// (any other format version, 2 included, is ErrVersion: a cache miss), never panics, and
+// never allocates more than the input can describe; both checksums are verified; the
+// constants' byte ranges follow the canonical layout (in order, aligned, zero padding,
+// no overlap, inside the data section), so a decoded executable re-encodes to the same
+// bytes. Constants are never written: kernels only read them (launch refuses a constant
+// as a kernel output), and aliased ones are valid while their executable is reachable;
+// the caller of Decode keeps data valid and unchanged until then.
 //
 // References: TVM Relay VM (Roesch et al., "Relay: A High-Level Compiler for Deep
 // Learning", 2019; the VM design document).

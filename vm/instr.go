@@ -101,6 +101,12 @@ type Executable struct {
 	// Inputs and Outputs describe the entry function's parameters and results (a
 	// multi-output entry returns a tuple): what a server checks requests against.
 	Inputs, Outputs []IOInfo
+
+	// mapped: Decode made some constants alias its data argument; backing is Decode's
+	// backing argument (e.g. the object whose cleanup unmaps that data), kept reachable
+	// for as long as the executable is.
+	mapped  bool
+	backing any
 }
 
 // IOInfo names one input or output of the entry function with its element type and

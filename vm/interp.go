@@ -233,6 +233,9 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		if dev >= 0 && t.Storage.Device != dev {
 			return fmt.Errorf("kernel %s: arguments on devices %d and %d", k.Name, dev, t.Storage.Device)
 		}
+		if i >= in.In && t.Storage.constant {
+			return fmt.Errorf("kernel %s output %d: register %d holds a constant, which kernels must not write", k.Name, i-in.In, r)
+		}
 		dev = t.Storage.Device
 		b, err := c.view(t)
 		if err != nil {

@@ -15,6 +15,8 @@ type Storage struct {
 	Device int
 	Buf    devices.Buffer
 	Size   int64
+
+	constant bool // holds a constant: kernels may read it, never write it
 }
 
 // Tensor is a tensor in device storage at a byte offset.

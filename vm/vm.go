@@ -37,8 +37,11 @@ type VM struct {
 }
 
 // Load verifies the executable, loads each binary on the first device of its kind, looks
-// up every kernel, resolves builtins by name in table and uploads the constants to
-// devs[0]. Close releases all of it.
+// up every kernel, resolves builtins by name in table and binds the constants on
+// devs[0]: in place (devices.HostMapper, no copy) when the executable's constants alias
+// their backing memory (Mapped) and the device can read host memory, else by upload.
+// Kernels may read constants, never write them (launch refuses a constant as an output).
+// Close releases all of it.
 func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM, error) {
 	if err := exe.Verify(); err != nil {
 		return nil, err
@@ -84,11 +87,16 @@ func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM
 		}
 		m.builtins = append(m.builtins, b)
 	}
+	mapper, _ := devs[0].(devices.HostMapper)
+	if !exe.Mapped() {
+		mapper = nil
+	}
 	for i, c := range exe.Constants {
-		t, err := m.upload(0, c, &m.storages)
+		t, err := m.bindConst(mapper, c)
 		if err != nil {
 			return fail(fmt.Errorf("constant %d: %w", i, err))
 		}
+		t.Storage.constant = true
 		m.consts = append(m.consts, t)
 	}
 	return m, nil
@@ -175,90 +183,6 @@ func (c *call) free() {
 			c.m.devs[s.Device].Free(s.Buf)
 		}
 	}
-}
-
-// upload copies a host tensor into a new storage on device d.
-func (m *VM) upload(d int, t *tensor.Tensor, owned *[]*Storage) (*Tensor, error) {
-	raw, ok := t.NativeBytes()
-	if !ok {
-		var err error
-		if raw, err = t.Raw(); err != nil {
-			return nil, err
-		}
-	}
-	s, err := m.allocStorage(d, int64(len(raw)))
-	if err != nil {
-		return nil, err
-	}
-	*owned = append(*owned, s)
-	buf := s.Buf
-	if err := m.devs[d].CopyIn(buf, raw); err != nil {
-		return nil, err
-	}
-	shape := make([]int64, len(t.Shape))
-	for i, x := range t.Shape {
-		shape[i] = int64(x)
-	}
-	return &Tensor{Storage: s, DType: t.DType, Shape: shape}, nil
-}
-
-// host returns a host copy of a tensor value.
-func (c *call) host(v Value) (*tensor.Tensor, error) {
-	switch x := v.(type) {
-	case *Host:
-		return x.T, nil
-	case *Tensor:
-		buf, err := c.view(x)
-		if err != nil {
-			return nil, err
-		}
-		raw := make([]byte, x.Bytes())
-		if err := c.m.devs[x.Storage.Device].CopyOut(raw, buf); err != nil {
-			return nil, err
-		}
-		shape := make(tensor.Shape, len(x.Shape))
-		for i, d := range x.Shape {
-			shape[i] = int(d)
-		}
-		return tensor.FromRaw(x.DType, shape, raw)
-	}
-	return nil, fmt.Errorf("%T is not a tensor", v)
-}
-
-// view is the device buffer holding exactly a tensor's bytes.
-func (c *call) view(t *Tensor) (devices.Buffer, error) {
-	if t.Offset == 0 && t.Bytes() == t.Storage.Size {
-		return t.Storage.Buf, nil
-	}
-	sl, ok := c.m.devs[t.Storage.Device].(devices.Slicer)
-	if !ok {
-		return nil, fmt.Errorf("device %d cannot place tensors at offsets", t.Storage.Device)
-	}
-	return sl.Slice(t.Storage.Buf, t.Offset, t.Bytes())
-}
-
-func (c *call) alloc(d int, n int64) (*Storage, error) {
-	if d < 0 || d >= len(c.m.devs) {
-		return nil, fmt.Errorf("device %d of %d", d, len(c.m.devs))
-	}
-	s, err := c.m.allocStorage(d, n)
-	if err != nil {
-		return nil, err
-	}
-	c.storages = append(c.storages, s)
-	return s, nil
-}
-
-// allocStorage takes a storage of n bytes on device d from the pool, or allocates one.
-func (m *VM) allocStorage(d int, n int64) (*Storage, error) {
-	if s := m.pool.get(d, n); s != nil {
-		return s, nil
-	}
-	buf, err := m.devs[d].Alloc(n)
-	if err != nil {
-		return nil, err
-	}
-	return &Storage{Device: d, Buf: buf, Size: n}, nil
 }
 
 // checkInputs compares inputs with the executable's signature, when it has one.

@@ -1,5 +1,6 @@
 // Package cpu is the CPU device. Memory is allocated outside the Go heap (anonymous mmap)
-// so that kernels may keep pointers into it; kernels are C compiled by a C compiler found
+// so that kernels may keep pointers into it; MapHost (devices.HostMapper) lends host
+// memory to kernels in place, read-only, without copying or ever unmapping it; kernels are C compiled by a C compiler found
 // at run time ($CC, then gcc, then clang) into a shared object, loaded with purego
 // (dlopen, no cgo), and called with one foreign call per launch.
 //

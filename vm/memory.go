@@ -1,0 +1,112 @@
+package vm
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// bindConst makes a constant a tensor on device 0: over its own memory through hm when
+// hm is set and that memory is the raw encoding, else as an uploaded copy.
+func (m *VM) bindConst(hm devices.HostMapper, c *tensor.Tensor) (*Tensor, error) {
+	raw, ok := c.NativeBytes()
+	if hm == nil || !ok {
+		return m.upload(0, c, &m.storages)
+	}
+	buf, err := hm.MapHost(raw)
+	if err != nil {
+		return nil, err
+	}
+	s := &Storage{Device: 0, Buf: buf, Size: int64(len(raw))}
+	m.storages = append(m.storages, s)
+	return &Tensor{Storage: s, DType: c.DType, Shape: int64Shape(c.Shape)}, nil
+}
+
+// upload copies a host tensor into a new storage on device d.
+func (m *VM) upload(d int, t *tensor.Tensor, owned *[]*Storage) (*Tensor, error) {
+	raw, ok := t.NativeBytes()
+	if !ok {
+		var err error
+		if raw, err = t.Raw(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := m.allocStorage(d, int64(len(raw)))
+	if err != nil {
+		return nil, err
+	}
+	*owned = append(*owned, s)
+	buf := s.Buf
+	if err := m.devs[d].CopyIn(buf, raw); err != nil {
+		return nil, err
+	}
+	return &Tensor{Storage: s, DType: t.DType, Shape: int64Shape(t.Shape)}, nil
+}
+
+func int64Shape(s tensor.Shape) []int64 {
+	out := make([]int64, len(s))
+	for i, x := range s {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// host returns a host copy of a tensor value.
+func (c *call) host(v Value) (*tensor.Tensor, error) {
+	switch x := v.(type) {
+	case *Host:
+		return x.T, nil
+	case *Tensor:
+		buf, err := c.view(x)
+		if err != nil {
+			return nil, err
+		}
+		raw := make([]byte, x.Bytes())
+		if err := c.m.devs[x.Storage.Device].CopyOut(raw, buf); err != nil {
+			return nil, err
+		}
+		shape := make(tensor.Shape, len(x.Shape))
+		for i, d := range x.Shape {
+			shape[i] = int(d)
+		}
+		return tensor.FromRaw(x.DType, shape, raw)
+	}
+	return nil, fmt.Errorf("%T is not a tensor", v)
+}
+
+// view is the device buffer holding exactly a tensor's bytes.
+func (c *call) view(t *Tensor) (devices.Buffer, error) {
+	if t.Offset == 0 && t.Bytes() == t.Storage.Size {
+		return t.Storage.Buf, nil
+	}
+	sl, ok := c.m.devs[t.Storage.Device].(devices.Slicer)
+	if !ok {
+		return nil, fmt.Errorf("device %d cannot place tensors at offsets", t.Storage.Device)
+	}
+	return sl.Slice(t.Storage.Buf, t.Offset, t.Bytes())
+}
+
+func (c *call) alloc(d int, n int64) (*Storage, error) {
+	if d < 0 || d >= len(c.m.devs) {
+		return nil, fmt.Errorf("device %d of %d", d, len(c.m.devs))
+	}
+	s, err := c.m.allocStorage(d, n)
+	if err != nil {
+		return nil, err
+	}
+	c.storages = append(c.storages, s)
+	return s, nil
+}
+
+// allocStorage takes a storage of n bytes on device d from the pool, or allocates one.
+func (m *VM) allocStorage(d int, n int64) (*Storage, error) {
+	if s := m.pool.get(d, n); s != nil {
+		return s, nil
+	}
+	buf, err := m.devs[d].Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	return &Storage{Device: d, Buf: buf, Size: n}, nil
+}

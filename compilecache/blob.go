@@ -215,3 +215,6 @@ func blobPath(dir string, d Digest) string {
 	s := d.String()
 	return filepath.Join(dir, "blobs", s[:2], s)
 }
+
+// DigestOf is the SHA-256 of data.
+func DigestOf(data []byte) Digest { return sha256.Sum256(data) }

@@ -265,9 +265,11 @@ func (j *Journal) quarantine(e Entry, cause string) {
 	if j.opts.Policy == PolicyReadOnly {
 		return
 	}
+	// the record first: a crash between the two leaves an unreferenced blob, not an
+	// entry without one
+	j.drop(e.Key, "quarantined: "+cause)
 	dst := filepath.Join(j.dir, "quarantine", fmt.Sprintf("%s-%d", e.Blob, time.Now().UnixNano()))
 	_ = os.Rename(blobPath(j.dir, e.Blob), dst)
-	j.drop(e.Key, "quarantined: "+cause)
 }
 
 func (j *Journal) drop(k Key, reason string) {
@@ -411,4 +413,15 @@ func (j *Journal) entryNow(k Key) (Entry, bool) {
 		return Entry{}, false
 	}
 	return j.jf.lookup(k)
+}
+
+// Invalidate quarantines m's entry (the caller found its content unusable, e.g. an
+// executable that does not decode); the next lookup misses.
+func (j *Journal) Invalidate(m Material, cause string) {
+	if j.jf == nil {
+		return
+	}
+	if e, ok := j.jf.lookup(m.Key()); ok {
+		j.quarantine(e, cause)
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 
+	"github.com/kilnrt/kiln/compilecache"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
@@ -57,6 +59,12 @@ type Options struct {
 	PlainLayout bool
 	// Context cancels a long compile (nil: Background).
 	Context context.Context
+	// Inputs are the concrete input shapes the executable serves, by name: the shape
+	// part of its cache key (BuildCached derives Dims from them).
+	Inputs map[string][]int64
+	// Cache, when set, keeps single kernels' object code in the journal, so kernels
+	// shared between models (or compiles) are built once.
+	Cache *compilecache.Journal
 }
 
 // Stats describe a compiled executable, for reports and `kiln inspect`.
@@ -68,6 +76,7 @@ type Stats struct {
 	ArenaBytes    int64         // the static plan's arena (the peak of planned tensors)
 	UnplannedSum  int64         // the planned tensors' bytes without reuse
 	ConstantBytes int64         // constants carried by the executable
+	KernelsCached int           // kernel objects taken from the journal instead of the C compiler
 	Stages        []StageTiming // wall time per stage
 	Strategies    map[string]int
 	Groups        []Group // kernel launches of the entry function, in program order
@@ -152,6 +161,7 @@ type compile struct {
 	em         *emitter
 	kt         *kernelTable
 	at         string // the node or kernel being worked on, for panic reports
+	kernelHits atomic.Int64 // objects found in the journal
 	// outer maps each fused body's parameters to the values its kiln.Fused node reads
 	outer map[*graph.Value]*graph.Value
 }
@@ -221,20 +231,38 @@ func (c *compile) passes(m *graph.Module) error {
 // inputs (keyed by input name). A symbol that gets two different values, or an input
 // whose rank or static extents disagree with the model, is an error.
 func DimsFromInputs(m *graph.Module, inputs map[string]*tensor.Tensor) (map[string]int64, error) {
+	return DimsFromShapes(m, ShapesOf(inputs))
+}
+
+// ShapesOf returns the shapes of tensors, by name.
+func ShapesOf(inputs map[string]*tensor.Tensor) map[string][]int64 {
+	out := make(map[string][]int64, len(inputs))
+	for k, t := range inputs {
+		s := make([]int64, len(t.Shape))
+		for i, d := range t.Shape {
+			s[i] = int64(d)
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// DimsFromShapes is DimsFromInputs on shapes alone.
+func DimsFromShapes(m *graph.Module, shapes map[string][]int64) (map[string]int64, error) {
 	dims := map[string]int64{}
 	for _, p := range m.Main.Params {
-		t, ok := inputs[p.Name]
+		shape, ok := shapes[p.Name]
 		if !ok || p.Type.Kind != graph.KindTensor || p.Type.UnknownRank {
 			continue
 		}
-		if len(t.Shape) != len(p.Type.Shape) {
-			return nil, fmt.Errorf("input %q: got shape %v, the model declares %v", p.Name, t.Shape, p.Type)
+		if len(shape) != len(p.Type.Shape) {
+			return nil, fmt.Errorf("input %q: got shape %v, the model declares %v", p.Name, shape, p.Type)
 		}
 		for i, d := range p.Type.Shape {
-			got := int64(t.Shape[i])
+			got := shape[i]
 			if v, ok := d.Value(); ok {
 				if v != got {
-					return nil, fmt.Errorf("input %q: got shape %v, the model declares %v", p.Name, t.Shape, p.Type)
+					return nil, fmt.Errorf("input %q: got shape %v, the model declares %v", p.Name, shape, p.Type)
 				}
 				continue
 			}
@@ -247,4 +275,30 @@ func DimsFromInputs(m *graph.Module, inputs map[string]*tensor.Tensor) (map[stri
 		}
 	}
 	return dims, nil
+}
+
+// InputShapes is the inverse: the concrete shape of every tensor input of m with its
+// symbols bound by dims; an unbound symbol is an error naming it.
+func InputShapes(m *graph.Module, dims map[string]int64) (map[string][]int64, error) {
+	out := map[string][]int64{}
+	for _, p := range m.Main.Params {
+		if p.Type.Kind != graph.KindTensor || p.Type.UnknownRank {
+			continue
+		}
+		shape := make([]int64, len(p.Type.Shape))
+		for i, d := range p.Type.Shape {
+			if v, ok := d.Value(); ok {
+				shape[i] = v
+				continue
+			}
+			sym, _ := d.IsSym()
+			v, ok := dims[sym]
+			if !ok {
+				return nil, fmt.Errorf("input %q (%v): dim %q is not bound (give it a value, e.g. --dims %s=N)", p.Name, p.Type, sym, sym)
+			}
+			shape[i] = v
+		}
+		out[p.Name] = shape
+	}
+	return out, nil
 }

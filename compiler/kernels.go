@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kilnrt/kiln/codegen"
+	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
@@ -146,10 +148,13 @@ func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, err
 		use.index = idx
 		return use, nil
 	}
-	cp.Name = fmt.Sprintf("k%d_%s", len(kt.units), strings.ToLower(anchor.Op.String()))
+	// named by its ops and its code, so a kernel is the same object in every model and
+	// the journal builds it once
+	cp.Name = "k_" + strings.ToLower(anchor.Op.String())
 	for _, e := range chain {
 		cp.Name += "_" + strings.ToLower(e.Op.String())
 	}
+	cp.Name += "_" + digestString(src.Code)[:10]
 	named, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true}, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
@@ -206,8 +211,8 @@ func (kt *kernelTable) prepack(v *graph.Value, p kernels.Param) (*tensor.Tensor,
 	return t, nil
 }
 
-// build compiles every unique kernel to an object, Jobs at a time, and links them with
-// the C runtime into one shared object.
+// build compiles every unique kernel to an object, Jobs at a time (from the journal
+// when Options.Cache has it), and links them with the C runtime into one shared object.
 func (c *compile) build() error {
 	kt := c.kt
 	cc := c.opts.CPU.Compiler()
@@ -220,7 +225,7 @@ func (c *compile) build() error {
 	var mu sync.Mutex
 	done, total := 0, len(kt.units)
 	g.Go(func() error {
-		o, err := cc.CompileObject(ctx, codegen.CRuntime())
+		o, err := c.object(ctx, "C runtime", codegen.CRuntime())
 		objs[0] = o
 		if err != nil {
 			return fmt.Errorf("C runtime: %w", err)
@@ -229,7 +234,7 @@ func (c *compile) build() error {
 	})
 	for i, u := range kt.units {
 		g.Go(func() error {
-			o, err := cc.CompileObject(ctx, u.code)
+			o, err := c.object(ctx, u.name, u.code)
 			if err != nil {
 				return fmt.Errorf("kernel %s (for %s): %w", u.name, u.node, err)
 			}
@@ -249,7 +254,28 @@ func (c *compile) build() error {
 		return fmt.Errorf("linking %d kernels: %w", total, err)
 	}
 	kt.so = so
+	c.res.Stats.KernelsCached = int(c.kernelHits.Load())
 	return nil
+}
+
+// object compiles one translation unit, through the journal when there is one.
+func (c *compile) object(ctx context.Context, name, code string) ([]byte, error) {
+	cc := c.opts.CPU.Compiler()
+	j := c.opts.Cache
+	if j == nil || j.Policy() == compilecache.PolicyOff {
+		return cc.CompileObject(ctx, code)
+	}
+	r, err := j.Do(ctx, kernelMaterial(code, c.t, c.opts), name, func(ctx context.Context) ([]byte, int, error) {
+		o, err := cc.CompileObject(ctx, code)
+		return o, 0, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Outcome == compilecache.Hit || r.Outcome == compilecache.Waited {
+		c.kernelHits.Add(1)
+	}
+	return r.Blob.Bytes(), nil
 }
 
 // kernelInfos is the executable's kernel table.

@@ -28,14 +28,17 @@ func runCmd() *cobra.Command {
 		threads        int
 		shapeInputs    shapeFlags
 		quiet          bool
+		cf             cacheFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run MODEL|FILE.kiln --input NAME=FILE...",
 		Short: "Run a model or a compiled executable once on inputs from .npy or TensorProto .pb files",
 		Long: `Run once and print a summary of each output (or write them with --output-dir).
 An ONNX model runs on the compiled engine by default: it is compiled for the shapes of
-the given inputs first (kiln compile writes the executable to a file instead); --engine ref
-evaluates it with the reference evaluator. A .kiln file runs on the compiled engine.`,
+the given inputs first, through the binary journal (--cache-dir), so a second run loads
+the compiled executable instead of compiling (--cache off compiles every time; kiln
+compile writes the executable to a file instead); --engine ref evaluates it with the
+reference evaluator. A .kiln file runs on the compiled engine.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkEngine(engine); err != nil {
@@ -71,6 +74,42 @@ evaluates it with the reference evaluator. A .kiln file runs on the compiled eng
 				took = time.Since(start)
 				for i, t := range got {
 					names, outs = append(names, exe.Outputs[i].Name), append(outs, t)
+				}
+			} else if engine == "compiled" && cf.policy != "off" {
+				// through the journal: the model is read in full only on a miss
+				sig, err := onnx.LoadSignature(args[0])
+				if err != nil {
+					return err
+				}
+				inputs, err := shapeInputs.tensors(sig)
+				if err != nil {
+					return err
+				}
+				if err := requireInputs(sig, inputs); err != nil {
+					return err
+				}
+				j, err := cf.open(newLogger(quiet))
+				if err != nil {
+					return err
+				}
+				defer j.Close()
+				dev, err := openCPU(threads, true)
+				if err != nil {
+					return err
+				}
+				defer dev.Close()
+				start := time.Now()
+				c, err := compileCached(j, args[0], inputs, dev, compileOptions{quiet: quiet, level: defaultLevel})
+				if err != nil {
+					return err
+				}
+				got, err := runExecutable(c.Exe, dev, inputs)
+				if err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
+				took = time.Since(start)
+				for i, t := range got {
+					names, outs = append(names, c.Exe.Outputs[i].Name), append(outs, t)
 				}
 			} else {
 				m, err := onnx.Load(args[0], onnx.Options{})
@@ -128,7 +167,22 @@ evaluates it with the reference evaluator. A .kiln file runs on the compiled eng
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
 	f.StringArrayVar(&shapeInputs.inputs, "input", nil, "NAME=FILE, a .npy or TensorProto .pb file (repeatable)")
 	f.StringVar(&shapeInputs.inputDir, "input-dir", "", "a folder of input_K.pb files in input order (an ONNX test_data_set_N)")
+	cf.register(f, "on")
 	return cmd
+}
+
+// requireInputs reports the model inputs that were not given.
+func requireInputs(m *graph.Module, got map[string]*tensor.Tensor) error {
+	var missing []string
+	for _, p := range m.Main.Params {
+		if _, ok := got[p.Name]; !ok {
+			missing = append(missing, fmt.Sprintf("%s (%v)", p.Name, p.Type))
+		}
+	}
+	if len(missing) > 0 {
+		return usageError{fmt.Errorf("missing inputs: %s (give --input NAME=FILE or --input-dir)", strings.Join(missing, ", "))}
+	}
+	return nil
 }
 
 // readInputs reads --input NAME=FILE specs; with requireAll every input without a default

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/compiler"
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
+	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// cacheFlags select the binary journal: where it is, how it is used, how large it may
+// grow.
+type cacheFlags struct {
+	dir, policy, budget string
+}
+
+func (c *cacheFlags) register(f *pflag.FlagSet, defaultPolicy string) {
+	f.StringVar(&c.dir, "cache-dir", "", "the journal's directory (default $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)")
+	f.StringVar(&c.policy, "cache", defaultPolicy, "journal policy: on (read and write), readonly, redo (rebuild and overwrite) or off")
+	f.StringVar(&c.budget, "cache-budget", "", "evict least recently used entries beyond this size, e.g. 2GiB (default: none)")
+}
+
+// defaultCacheDir follows ARCHITECTURE.md §5 ($XDG_CACHE_HOME/kiln), with $KILN_CACHE_DIR
+// first so containers and tests can point elsewhere.
+func defaultCacheDir() string {
+	if d := os.Getenv("KILN_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "kiln")
+	}
+	return filepath.Join(os.TempDir(), "kiln-cache")
+}
+
+func (c *cacheFlags) open(log *zap.Logger) (*compilecache.Journal, error) {
+	p, err := compilecache.ParsePolicy(c.policy)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	budget, err := parseBytes(c.budget)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--cache-budget: %w", err)}
+	}
+	dir := c.dir
+	if dir == "" {
+		dir = defaultCacheDir()
+	}
+	return compilecache.Open(compilecache.Options{Dir: dir, Policy: p, Budget: budget, Log: log})
+}
+
+// parseBytes reads sizes like 512MiB, 2GiB, 1GB or a plain byte count ("" is 0).
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mul    int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || v < 0 {
+				return 0, fmt.Errorf("%q is not a size", s)
+			}
+			return int64(v * float64(u.mul)), nil
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 2GiB)", s)
+	}
+	return v, nil
+}
+
+// newLogger logs to stderr, human-readable; quiet keeps warnings only.
+func newLogger(quiet bool) *zap.Logger {
+	cfg := zap.NewDevelopmentEncoderConfig()
+	cfg.TimeKey = ""
+	level := zapcore.InfoLevel
+	if quiet {
+		level = zapcore.WarnLevel
+	}
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(cfg), zapcore.Lock(os.Stderr), level))
+}
+
+// modelSource is a model file as the journal sees it: digest now, load on a miss.
+func modelSource(path string) (compiler.Source, error) {
+	d, err := onnx.Digest(path)
+	if err != nil {
+		return compiler.Source{}, err
+	}
+	name := filepath.Base(path)
+	if name == "model.onnx" {
+		name = filepath.Base(filepath.Dir(path))
+		if _, err := strconv.Atoi(name); err == nil { // <repo>/<model>/<version>/model.onnx
+			name = filepath.Base(filepath.Dir(filepath.Dir(path))) + "/" + name
+		}
+	}
+	return compiler.Source{Name: name, Digest: d, Load: func() (*graph.Module, error) { return onnx.Load(path, onnx.Options{}) }}, nil
+}
+
+// compileCached returns the executable of the model at path for the shapes of inputs,
+// from the journal or compiled into it, with a line on stderr saying which.
+func compileCached(j *compilecache.Journal, path string, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*compiler.Cached, error) {
+	src, err := modelSource(path)
+	if err != nil {
+		return nil, err
+	}
+	opts := compiler.Options{CPU: dev, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level), Inputs: compiler.ShapesOf(inputs)}
+	var bar *progressBar
+	if !co.quiet {
+		bar = newProgressBar(os.Stderr)
+		opts.Progress = bar.update
+	}
+	c, err := compiler.BuildCached(j, src, target.Host(), opts)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !co.quiet {
+		fmt.Fprintf(os.Stderr, "journal: %s %s (key %s) in %v\n", src.Name, c.Outcome, c.Key.Short(), c.Took.Round(time.Millisecond))
+	}
+	return c, nil
+}

@@ -1,0 +1,118 @@
+package onnx
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
+)
+
+// LoadSignature reads only a model's interface: a module whose main function has the
+// model's inputs (graph inputs that are not initializers) as parameters and no nodes.
+// It scans the protobuf without decoding tensors, so a warm start that finds the
+// compiled model in the journal can read its inputs without loading the model.
+func LoadSignature(path string) (*graph.Module, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() == 0 || st.Size() > maxModelBytes {
+		return nil, fmt.Errorf("%s: %w: %d bytes", path, ErrInvalid, st.Size())
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Munmap(data)
+	g, err := field(data, 7)
+	if err != nil || g == nil {
+		return nil, fmt.Errorf("%s: %w: not an ONNX model (no graph)", path, ErrInvalid)
+	}
+	var inputs []*onnxpb.ValueInfoProto
+	inits := map[string]bool{}
+	err = eachField(g, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 11:
+			var vi onnxpb.ValueInfoProto
+			if err := proto.Unmarshal(v, &vi); err != nil {
+				return err
+			}
+			inputs = append(inputs, &vi)
+		case 5:
+			name, err := field(v, 8)
+			if err != nil {
+				return err
+			}
+			inits[string(name)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
+	}
+	b := graph.NewBuilder("main")
+	for _, in := range inputs {
+		if inits[in.GetName()] {
+			continue
+		}
+		if in.GetType() == nil {
+			return nil, fmt.Errorf("%s: %w: input %q has no type", path, ErrInvalid, in.GetName())
+		}
+		t, err := convertType(b.M, in.GetType(), fmt.Sprintf("input %q", in.GetName()))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		b.Param(in.GetName(), t)
+	}
+	return b.M, nil
+}
+
+// field returns the last length-delimited field num of a message (nil if absent).
+func field(msg []byte, num protowire.Number) ([]byte, error) {
+	var out []byte
+	err := eachField(msg, func(n protowire.Number, v []byte) error {
+		if n == num {
+			out = v
+		}
+		return nil
+	})
+	return out, err
+}
+
+// eachField calls fn on every length-delimited field of a message, skipping the rest.
+func eachField(msg []byte, fn func(protowire.Number, []byte) error) error {
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		msg = msg[n:]
+		if typ != protowire.BytesType {
+			m := protowire.ConsumeFieldValue(num, typ, msg)
+			if m < 0 {
+				return protowire.ParseError(m)
+			}
+			msg = msg[m:]
+			continue
+		}
+		v, m := protowire.ConsumeBytes(msg)
+		if m < 0 {
+			return protowire.ParseError(m)
+		}
+		msg = msg[m:]
+		if err := fn(num, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

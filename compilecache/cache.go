@@ -339,7 +339,11 @@ func (j *Journal) Do(ctx context.Context, m Material, label string, build func(c
 		res.Miss = "policy redo"
 	}
 	j.stats.misses.Add(1)
-	j.log.Info("cache miss", zap.String("key", k.Short()), zap.String("label", label), zap.String("kind", string(m.Kind)), zap.String("cause", res.Miss))
+	logMiss := j.log.Info
+	if m.Kind == KindKernel { // one line per kernel would drown the executable's
+		logMiss = j.log.Debug
+	}
+	logMiss("cache miss", zap.String("key", k.Short()), zap.String("label", label), zap.String("kind", string(m.Kind)), zap.String("cause", res.Miss))
 	if j.opts.Policy == PolicyReadOnly {
 		content, _, err := build(ctx)
 		j.stats.builds.Add(1)

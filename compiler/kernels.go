@@ -272,7 +272,7 @@ func (c *compile) object(ctx context.Context, name, code string) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	if r.Outcome == compilecache.Hit || r.Outcome == compilecache.Waited {
+	if (r.Outcome == compilecache.Hit || r.Outcome == compilecache.Waited) && code != codegen.CRuntime() {
 		c.kernelHits.Add(1)
 	}
 	return r.Blob.Bytes(), nil

@@ -1,0 +1,192 @@
+package compiler
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// cacheModel is a small model with a constant large enough to be stored as a raw,
+// mapped tail (over 1 MiB of incompressible weights).
+func cacheModel(t *testing.T) *graph.Module {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Sym("b"), graph.Const(512)))
+	w := make([]float32, 512*600)
+	seed := uint32(7)
+	for i := range w {
+		seed = seed*1664525 + 1013904223
+		w[i] = float32(seed>>8)/float32(1<<24) - 0.5
+	}
+	y, _ := b.Op1(graph.OpMatMul, nil, x, b.Const("w", tensor.MustFromSlice(tensor.Shape{512, 600}, w)))
+	r, err := b.Op1(graph.OpRelu, nil, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// journalRun compiles through a fresh Journal on dir (as a new process would) and runs
+// the executable once; it returns the outcome, the output, and the journal's logs.
+func journalRun(t *testing.T, dir string, src Source, opts Options) (*Cached, *tensor.Tensor, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.InfoLevel)
+	j, err := compilecache.Open(compilecache.Options{Dir: dir, Log: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	c, err := BuildCached(j, src, target.Host(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(c.Exe, []devices.Device{opts.CPU}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	x := tensor.New(tensor.Float32, tensor.Shape{2, 512})
+	for i, v := range x.Data.([]float32) {
+		_ = v
+		x.Data.([]float32)[i] = float32(i%7) - 3
+	}
+	out, err := machine.Run(context.Background(), []*tensor.Tensor{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, out[0], logs
+}
+
+func loggedCause(logs *observer.ObservedLogs, want string) bool {
+	for _, e := range logs.All() {
+		for _, f := range e.Context {
+			if f.Key == "cause" && strings.Contains(f.String, want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestJournalRecompilesOnDamage: a warm start loads the executable without compiling
+// (with its weights mapped in place); a flipped byte in the blob, a truncated journal
+// and another compiler identity each lead to a recompile whose log names the cause, and
+// the result is always the same.
+func TestJournalRecompilesOnDamage(t *testing.T) {
+	dev := openCPU(t)
+	m := cacheModel(t)
+	loads := 0
+	src := Source{Name: "mlp", Digest: "sha256:test-model", Load: func() (*graph.Module, error) { loads++; return m, nil }}
+	opts := Options{CPU: dev, Inputs: map[string][]int64{"x": {2, 512}}}
+	dir := t.TempDir()
+
+	cold, want, _ := journalRun(t, dir, src, opts)
+	if cold.Outcome != compilecache.Built || loads != 1 || cold.Result == nil {
+		t.Fatalf("cold: %v, %d loads", cold.Outcome, loads)
+	}
+	warm, got, _ := journalRun(t, dir, src, opts)
+	if warm.Outcome != compilecache.Hit || loads != 1 || !warm.Exe.Mapped() {
+		t.Fatalf("warm: %v, %d loads, mapped %v", warm.Outcome, loads, warm.Exe.Mapped())
+	}
+	same := func(what string, got *tensor.Tensor) {
+		t.Helper()
+		if got.String() != want.String() {
+			t.Fatalf("%s: output differs from the cold compile's", what)
+		}
+	}
+	same("warm", got)
+
+	// 1. one flipped byte in the executable's blob
+	es, _ := listEntries(t, dir)
+	blob := blobFile(t, dir, es, warm.Key)
+	raw, _ := os.ReadFile(blob)
+	raw[len(raw)-1000] ^= 0x10
+	os.WriteFile(blob, raw, 0o644)
+	c, got, logs := journalRun(t, dir, src, opts)
+	if c.Outcome != compilecache.Built || loads != 2 || !loggedCause(logs, "checksum mismatch") {
+		t.Fatalf("flipped byte: %v, %d loads, logs %v", c.Outcome, loads, logs.All())
+	}
+	same("after a flipped byte", got)
+
+	// 2. the journal truncated in the middle of the executable's record (the last one)
+	jpath := filepath.Join(dir, "journal")
+	st, _ := os.Stat(jpath)
+	os.Truncate(jpath, st.Size()-7)
+	c, got, logs = journalRun(t, dir, src, opts)
+	if c.Outcome != compilecache.Built || loads != 3 || !loggedCause(logs, "journal-truncated") {
+		t.Fatalf("truncated journal: %v, %d loads, logs %v", c.Outcome, loads, logs.All())
+	}
+	same("after truncation", got)
+
+	// 3. another compiler identity: a miss naming the component, kernels rebuilt too
+	c, _, _ = journalRun(t, dir, src, opts)
+	if c.Outcome != compilecache.Hit {
+		t.Fatalf("before the identity change: %v", c.Outcome)
+	}
+	mat := ExecutableMaterial(src, target.Host(), opts)
+	other := compilecache.Material{Kind: mat.Kind}
+	for _, p := range mat.Parts {
+		if p.Name == "compiler" {
+			p.Value += " (another build)"
+		}
+		other.Parts = append(other.Parts, p)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	j, _ := compilecache.Open(compilecache.Options{Dir: dir, Log: zap.New(core)})
+	defer j.Close()
+	res, err := j.Do(context.Background(), other, "mlp", func(context.Context) ([]byte, int, error) { return []byte("rebuilt"), 0, nil })
+	if err != nil || res.Outcome != compilecache.Built || !loggedCause(logs, "differs in compiler") {
+		t.Fatalf("identity change: %v %v, logs %v", res.Outcome, err, logs.All())
+	}
+}
+
+func listEntries(t *testing.T, dir string) ([]compilecache.Entry, error) {
+	j, err := compilecache.Open(compilecache.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	return j.Entries()
+}
+
+func blobFile(t *testing.T, dir string, es []compilecache.Entry, k compilecache.Key) string {
+	for _, e := range es {
+		if e.Key == k {
+			s := e.Blob.String()
+			return filepath.Join(dir, "blobs", s[:2], s)
+		}
+	}
+	t.Fatalf("no entry %s", k.Short())
+	return ""
+}
+
+// TestKernelsSharedAcrossModels: a second model with the same layers builds no kernel
+// of its own: every object comes from the journal.
+func TestKernelsSharedAcrossModels(t *testing.T) {
+	dev := openCPU(t)
+	m := cacheModel(t)
+	dir := t.TempDir()
+	opts := Options{CPU: dev, Inputs: map[string][]int64{"x": {2, 512}}}
+	a := Source{Name: "a", Digest: "sha256:a", Load: func() (*graph.Module, error) { return m, nil }}
+	b := Source{Name: "b", Digest: "sha256:b", Load: func() (*graph.Module, error) { return m, nil }}
+	ca, _, _ := journalRun(t, dir, a, opts)
+	cb, _, _ := journalRun(t, dir, b, opts)
+	if cb.Outcome != compilecache.Built || ca.Result.Stats.KernelsCached != 0 || cb.Result.Stats.KernelsCached != cb.Result.Stats.Kernels {
+		t.Fatalf("model b: %v, kernels cached %d of %d (model a: %d)", cb.Outcome, cb.Result.Stats.KernelsCached, cb.Result.Stats.Kernels, ca.Result.Stats.KernelsCached)
+	}
+}

@@ -29,6 +29,16 @@
 //     lifetimes, views sharing their base's lifetime, values read inside a loop kept
 //     alive to its end). Tensors allocated inside control flow get their own storage.
 //
+// Through the journal (BuildCached, cache.go): the executable is looked up under a key of
+// content (the model's digest with its external data, the input shapes, the canonical
+// options, Identity(), the target and device fingerprints, the C compiler and flags, the
+// tuning digest, the schema versions) before the model is even loaded; on a miss the
+// compile runs once per key across processes (compilecache's locks), each kernel object
+// is itself looked up by its source, target and toolchain, and the executable is
+// published with its constant data as a raw tail, which a later hit maps and uses in
+// place (vm.Decode). An entry that passes the journal's checksums but does not decode is
+// invalidated and rebuilt.
+//
 // Invariants: the input module is never modified; an executable that compiles has a
 // signature (input/output names, dtypes, shapes) that the VM checks requests against,
 // so a kernel compiled for static extents never sees other extents.

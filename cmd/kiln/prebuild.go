@@ -140,7 +140,7 @@ model, --dims bert:seq=128 for one. Models already in the journal are not rebuil
 				fmt.Fprintf(w, "%s in %v (key %s)\n", c.Outcome, c.Took.Round(time.Millisecond), c.Key.Short())
 			}
 			st := j.Stats()
-			fmt.Fprintf(w, "prebuilt %d of %d models in %v into %s (journal: %d hits, %d builds)\n",
+			fmt.Fprintf(w, "prebuilt %d of %d models in %v into %s (journal, executables and kernels: %d hits, %d builds)\n",
 				len(models)-failed, len(models), time.Since(start).Round(time.Millisecond), j.Dir(), st.Hits, st.Builds)
 			if failed > 0 {
 				return fmt.Errorf("%d of %d models failed", failed, len(models))

@@ -107,13 +107,19 @@ func (j *Journal) Import(r io.Reader) (int, error) {
 	n := 0
 	for i := range recs {
 		r := &recs[i]
-		if !blobs[r.blob] {
-			if _, err := os.Stat(blobPath(j.dir, r.blob)); err != nil {
-				return n, fmt.Errorf("import: entry %s: its blob is not in the archive", r.key.Short())
-			}
-		}
 		r.time = time.Now().UnixNano()
-		if err := j.jf.append(true, r); err != nil {
+		// as in Put: the record goes in only while its blob exists, under the lock that
+		// blob removal takes
+		err := j.jf.update(func() error {
+			if _, err := os.Stat(blobPath(j.dir, r.blob)); err != nil {
+				if !blobs[r.blob] {
+					return fmt.Errorf("import: entry %s: its blob is not in the archive", r.key.Short())
+				}
+				return fmt.Errorf("import: entry %s: its blob was removed (by gc) before its record: %w", r.key.Short(), err)
+			}
+			return j.jf.writeLocked(true, r)
+		})
+		if err != nil {
 			return n, err
 		}
 		n++

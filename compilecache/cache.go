@@ -211,17 +211,17 @@ func (j *Journal) Get(m Material) (*Blob, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrMiss, j.closest(m))
 	}
-	b, err := readBlob(j.dec, blobPath(j.dir, e.Blob), e.Blob, false)
-	if err == nil && int64(b.Len()) != e.Size {
-		err = fmt.Errorf("%w: blob has %d bytes, the journal says %d", ErrCorrupt, b.Len(), e.Size)
+	e, b, live, err := j.readEntry(e, false)
+	if err == nil && !live {
+		return nil, fmt.Errorf("%w: entry %s was evicted meanwhile", ErrMiss, k.Short())
 	}
 	if err != nil {
-		cause := "blob missing"
-		if !errors.Is(err, os.ErrNotExist) {
-			cause = err.Error()
+		cause := err.Error()
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			cause = "blob missing" // and the entry is dropped
+		case errors.Is(err, ErrCorrupt):
 			j.quarantine(e, cause)
-		} else {
-			j.drop(e.Key, cause)
 		}
 		return nil, fmt.Errorf("%w: entry %s was unusable (%s)", ErrMiss, k.Short(), cause)
 	}
@@ -229,6 +229,70 @@ func (j *Journal) Get(m Material) (*Blob, error) {
 		_ = j.jf.append(false, &record{typ: recUse, key: k, time: time.Now().UnixNano()})
 	}
 	return b, nil
+}
+
+// readEntry reads e's blob (with full, hashing all of it). A blob file that is not there
+// is settled under the journal's lock: another process may have evicted the entry
+// (live is false: no damage, nothing to do) or replaced it (the current entry is read
+// instead); only an entry that still names a missing blob is an error, and it is
+// dropped. Other errors are returned as they are: the caller quarantines ErrCorrupt.
+func (j *Journal) readEntry(e Entry, full bool) (Entry, *Blob, bool, error) {
+	for attempt := 0; ; attempt++ {
+		b, err := readBlob(j.dec, blobPath(j.dir, e.Blob), e.Blob, full)
+		if err == nil && int64(b.Len()) != e.Size {
+			err = fmt.Errorf("%w: blob has %d bytes, the journal says %d", ErrCorrupt, b.Len(), e.Size)
+		}
+		if err == nil || !errors.Is(err, os.ErrNotExist) || attempt == 2 {
+			return e, b, true, err
+		}
+		cur, live, missing, serr := j.missingBlob(e)
+		switch {
+		case serr != nil:
+			return e, nil, true, serr
+		case !live:
+			return e, nil, false, nil
+		case missing:
+			return e, nil, true, err
+		}
+		e = cur
+	}
+}
+
+// missingBlob looks again, under the exclusive lock, at an entry whose blob file was not
+// found: it returns the key's current entry (live: there is one) and whether that is
+// still e with its blob still missing, in which case (unless read-only) it drops it in
+// the same locked step, so that a Put of the key by another process cannot come between.
+func (j *Journal) missingBlob(e Entry) (cur Entry, live, missing bool, err error) {
+	check := func(c *Entry) {
+		if c == nil {
+			return
+		}
+		cur, live = *c, true
+		if c.Blob != e.Blob || !c.Created.Equal(e.Created) {
+			return // replaced meanwhile: read the current one
+		}
+		if _, err := os.Stat(blobPath(j.dir, e.Blob)); err == nil {
+			return // published again
+		}
+		missing = true
+	}
+	if j.opts.Policy == PolicyReadOnly {
+		if err := j.jf.refresh(); err != nil {
+			return cur, false, false, err
+		}
+		if c, ok := j.jf.lookup(e.Key); ok {
+			check(&c)
+		}
+		return cur, live, missing, nil
+	}
+	err = j.jf.update(func() error {
+		check(j.jf.live[e.Key])
+		if !missing {
+			return nil
+		}
+		return j.jf.writeLocked(true, dropRecord(j.jf.live[e.Key], "blob missing"))
+	})
+	return cur, live, missing, err
 }
 
 // closest explains a miss: the entry of the same kind (and label, when one has it)
@@ -258,28 +322,44 @@ func (j *Journal) closest(m Material) string {
 	return fmt.Sprintf("no entry for this key; the closest, %s (%s), differs in %s", best.Key.Short(), best.Label, strings.Join(m.Diff(best.Material), ", "))
 }
 
-// quarantine moves a damaged entry's blob aside and drops the entry.
+// quarantine moves a damaged entry's blob aside and drops every entry that names it
+// (they share the damaged content), in one locked step.
 func (j *Journal) quarantine(e Entry, cause string) {
 	j.stats.corrupt.Add(1)
 	j.log.Warn("cache entry corrupt: quarantined, rebuilding", zap.String("key", e.Key.Short()), zap.String("label", e.Label), zap.String("cause", cause))
 	if j.opts.Policy == PolicyReadOnly {
 		return
 	}
-	// the record first: a crash between the two leaves an unreferenced blob, not an
-	// entry without one
-	j.drop(e.Key, "quarantined: "+cause)
 	dst := filepath.Join(j.dir, "quarantine", fmt.Sprintf("%s-%d", e.Blob, time.Now().UnixNano()))
-	_ = os.Rename(blobPath(j.dir, e.Blob), dst)
-}
-
-func (j *Journal) drop(k Key, reason string) {
-	if j.opts.Policy == PolicyReadOnly {
-		return
-	}
-	if err := j.jf.append(true, &record{typ: recDrop, key: k, time: time.Now().UnixNano(), reason: reason}); err != nil {
+	err := j.jf.update(func() error {
+		var drops []*record
+		for _, x := range j.jf.live {
+			if x.Blob == e.Blob {
+				drops = append(drops, dropRecord(x, "quarantined: "+cause))
+			}
+		}
+		// the records first: a crash between the two leaves an unreferenced blob, not an
+		// entry without one
+		if len(drops) > 0 {
+			if err := j.jf.writeLocked(true, drops...); err != nil {
+				return err
+			}
+		}
+		if err := os.Rename(blobPath(j.dir, e.Blob), dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		j.log.Warn("journal append failed", zap.Error(err))
 	}
 }
+
+// maxPublishAttempts bounds how often a Put writes its blob again because GC or an
+// eviction removed it (or its temporary file) before the record went in.
+const maxPublishAttempts = 8
+
+var testHookPutBlobReady func() // tests: runs between a Put's blob write (or look) and its record
 
 // Put publishes content under m: the blob first (atomically, shared with any entry of
 // the same content), then the journal record. rawFrom > 0 lets the bytes from there on
@@ -290,21 +370,48 @@ func (j *Journal) Put(m Material, label string, content []byte, rawFrom int) err
 	}
 	data, d := encodeBlob(j.enc, content, rawFrom)
 	path := blobPath(j.dir, d)
-	if st, err := os.Stat(path); err != nil || st.Size() != int64(len(data)) {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := writeAtomic(filepath.Dir(path), path, data); err != nil {
-			return fmt.Errorf("compilecache: publishing blob: %w", err)
-		}
-	}
 	k := m.Key()
-	r := &record{typ: recPut, key: k, time: time.Now().UnixNano(), blob: d, size: int64(len(content)), stored: int64(len(data)), label: label, mat: m}
-	if err := j.jf.append(true, r); err != nil {
-		return fmt.Errorf("compilecache: %w", err)
+	for attempt := 0; ; attempt++ {
+		if st, err := os.Stat(path); err != nil || st.Size() != int64(len(data)) {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			if err := writeAtomic(filepath.Dir(path), path, data); err != nil {
+				if errors.Is(err, os.ErrNotExist) && attempt < maxPublishAttempts {
+					continue // GC (with a short grace) removed the temporary file: again
+				}
+				return fmt.Errorf("compilecache: publishing blob: %w", err)
+			}
+		}
+		if testHookPutBlobReady != nil {
+			testHookPutBlobReady()
+		}
+		r := &record{typ: recPut, key: k, time: time.Now().UnixNano(), blob: d, size: int64(len(content)), stored: int64(len(data)), label: label, mat: m}
+		published := false
+		err := j.jf.update(func() error {
+			// blobs are removed under this lock, and only while no live entry names them:
+			// a blob that is here now stays until the record appended here is dropped
+			if _, err := os.Stat(path); err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return nil // removed since we looked (evicted with its last entry, or an orphan)
+				}
+				return err
+			}
+			published = true
+			return j.jf.writeLocked(true, r)
+		})
+		if err != nil {
+			return fmt.Errorf("compilecache: %w", err)
+		}
+		if published {
+			break
+		}
+		if attempt >= maxPublishAttempts {
+			return fmt.Errorf("compilecache: blob %s removed again and again while publishing", d.String()[:12])
+		}
 	}
 	if j.opts.Budget > 0 {
-		j.evict(k)
+		j.evict(k, j.opts.Budget)
 	}
 	if err := j.jf.compact(false); err != nil {
 		j.log.Warn("journal compaction failed", zap.Error(err))

@@ -24,11 +24,25 @@
 //     journal tail (truncated by the next process that takes the exclusive lock).
 //   - Appends, repairs and compaction hold an exclusive flock on the journal; a process
 //     whose journal path now names another inode (compaction renamed a new file in)
-//     reopens and replays it.
+//     reopens and replays it, and never writes to the file it replaced.
+//   - A live entry's blob exists. A put record is appended only while its blob file
+//     exists, and a blob file is removed (eviction, GC of orphans) or moved aside
+//     (quarantine) only while no live entry names it, each check and its change in one
+//     step under the exclusive flock: a Put reusing the blob of an entry being evicted
+//     by another process writes the blob again instead of naming a deleted file.
+//   - Readers act on what the journal says now, not on what they last read: a blob that
+//     is missing because another process evicted or replaced the entry meanwhile is a
+//     miss (or a read of the new entry), not damage; an entry is dropped for a missing
+//     blob, or evicted, only if it is still the entry looked at (again under the flock),
+//     so a stale view never removes an entry published since.
 //   - Nothing is used unchecked: blob header CRC, head CRC and zstd frame checksum, tail
 //     CRC, the digest in the header against the name and the journal, the size against
-//     the journal. A damaged entry is quarantined, counted (Stats.Corrupt), logged with
-//     its cause, and reported as a miss, so the caller rebuilds; it is never served.
+//     the journal. A damaged entry is quarantined (with every entry sharing its blob),
+//     counted (Stats.Corrupt), logged with its cause, and reported as a miss, so the
+//     caller rebuilds; it is never served. An I/O error that is not damage is a miss
+//     too, but quarantines nothing.
+//   - Crash testing: bench/journalcrash SIGKILLs writer processes (one or two at a time)
+//     at random moments and after each kill opens, verifies and reads back every entry.
 //   - One build per key per process (singleflight) and, across processes, per build
 //     lock: created with O_EXCL, renewed while building, taken over when its lease
 //     expired or its owner is a dead process on this host (a SIGKILLed compile frees the

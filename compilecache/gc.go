@@ -14,23 +14,44 @@ import (
 )
 
 // evict drops the least recently used entries until the blob files fit the budget,
-// never keep (the entry just published).
-func (j *Journal) evict(keep Key) {
+// never keep (the entry just published). Each entry is dropped, and its blob removed when
+// no live entry names it any more, in one locked step, and only if it is still the
+// entry looked at (not published again, not used meanwhile by another process).
+func (j *Journal) evict(keep Key, budget int64) {
 	es := j.jf.snapshot()
 	sort.Slice(es, func(a, b int) bool { return es[a].LastUse.Before(es[b].LastUse) })
 	total := storedBytes(es)
 	for _, e := range es {
-		if total <= j.opts.Budget {
+		if total <= budget {
 			break
 		}
 		if e.Key == keep {
 			continue
 		}
-		j.drop(e.Key, "evicted: over the size budget")
-		j.stats.evictions.Add(1)
-		j.log.Info("cache entry evicted", zap.String("key", e.Key.Short()), zap.String("label", e.Label), zap.Time("last_use", e.LastUse))
-		if !j.blobReferenced(e.Blob) {
-			os.Remove(blobPath(j.dir, e.Blob))
+		dropped := false
+		err := j.jf.update(func() error {
+			cur, ok := j.jf.live[e.Key]
+			if !ok || cur.Blob != e.Blob || !cur.Created.Equal(e.Created) || cur.LastUse.After(e.LastUse) {
+				return nil
+			}
+			if err := j.jf.writeLocked(true, dropRecord(cur, "evicted: over the size budget")); err != nil {
+				return err
+			}
+			dropped = true
+			// the record first: a crash between the two leaves an unreferenced blob (GC
+			// removes it), never an entry without one
+			if !j.jf.referencedLocked(e.Blob) {
+				os.Remove(blobPath(j.dir, e.Blob))
+			}
+			return nil
+		})
+		if err != nil {
+			j.log.Warn("journal append failed", zap.Error(err))
+			return
+		}
+		if dropped {
+			j.stats.evictions.Add(1)
+			j.log.Info("cache entry evicted", zap.String("key", e.Key.Short()), zap.String("label", e.Label), zap.Time("last_use", e.LastUse))
 		}
 		total = storedBytes(j.jf.snapshot())
 	}
@@ -49,21 +70,13 @@ func storedBytes(es []Entry) int64 {
 	return n
 }
 
-func (j *Journal) blobReferenced(d Digest) bool {
-	for _, e := range j.jf.snapshot() {
-		if e.Blob == d {
-			return true
-		}
-	}
-	return false
-}
-
 // GCOptions configure GC.
 type GCOptions struct {
 	// Budget, when > 0, evicts least recently used entries beyond it.
 	Budget int64
 	// Grace spares unreferenced blobs and temporary files younger than this (a
-	// publish in progress writes its blob before its record); 0: ten minutes.
+	// publish in progress writes its blob before its record; removing it only makes the
+	// publish write it again); 0: ten minutes.
 	Grace time.Duration
 }
 
@@ -88,10 +101,7 @@ func (j *Journal) GC(o GCOptions) (GCReport, error) {
 	}
 	if o.Budget > 0 {
 		before := j.stats.evictions.Load()
-		saved := j.opts.Budget
-		j.opts.Budget = o.Budget
-		j.evict(Key{})
-		j.opts.Budget = saved
+		j.evict(Key{}, o.Budget)
 		rep.Evicted = int(j.stats.evictions.Load() - before)
 	}
 	live := map[string]bool{}
@@ -99,6 +109,11 @@ func (j *Journal) GC(o GCOptions) (GCReport, error) {
 		live[e.Blob.String()] = true
 	}
 	old := func(info fs.FileInfo) bool { return time.Since(info.ModTime()) > o.Grace }
+	type orphan struct {
+		path string
+		size int64
+	}
+	var orphans []orphan
 	err := filepath.WalkDir(filepath.Join(j.dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -115,14 +130,35 @@ func (j *Journal) GC(o GCOptions) (GCReport, error) {
 				rep.FreedBytes += info.Size()
 			}
 		case !live[name] && old(info):
-			if os.Remove(p) == nil {
-				rep.OrphanBlobs++
-				rep.FreedBytes += info.Size()
-			}
+			orphans = append(orphans, orphan{p, info.Size()})
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return rep, err
+	}
+	// an orphan is removed under the journal's lock, and only if no entry names it by
+	// then: a Put appends its record under the same lock, and only while its blob exists.
+	// Temporary files of the journal itself (compaction) are written under that lock too.
+	err = j.jf.update(func() error {
+		for _, o := range orphans {
+			if k, err := ParseKey(filepath.Base(o.path)); err == nil && j.jf.referencedLocked(Digest(k)) {
+				continue
+			}
+			if os.Remove(o.path) == nil {
+				rep.OrphanBlobs++
+				rep.FreedBytes += o.size
+			}
+		}
+		tmps, _ := filepath.Glob(filepath.Join(j.dir, ".tmp-*"))
+		for _, t := range tmps {
+			if info, err := os.Stat(t); err == nil && old(info) && os.Remove(t) == nil {
+				rep.TempFiles++
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return rep, err
 	}
 	qs, _ := os.ReadDir(filepath.Join(j.dir, "quarantine"))
@@ -130,12 +166,6 @@ func (j *Journal) GC(o GCOptions) (GCReport, error) {
 		if info, err := q.Info(); err == nil && os.Remove(filepath.Join(j.dir, "quarantine", q.Name())) == nil {
 			rep.Quarantined++
 			rep.FreedBytes += info.Size()
-		}
-	}
-	tmps, _ := filepath.Glob(filepath.Join(j.dir, ".tmp-*"))
-	for _, t := range tmps {
-		if info, err := os.Stat(t); err == nil && old(info) && os.Remove(t) == nil {
-			rep.TempFiles++
 		}
 	}
 	return rep, j.jf.compact(true)
@@ -148,23 +178,23 @@ type Problem struct {
 }
 
 // Verify reads every entry's blob in full (SHA-256 of the content included) and, unless
-// the journal is read-only, quarantines the damaged ones.
+// the journal is read-only, quarantines the damaged ones and drops those whose blob is
+// missing. An entry another process evicts or replaces while Verify runs is not a
+// problem: a missing blob is looked at again under the journal's lock.
 func (j *Journal) Verify() (checked int, problems []Problem, err error) {
 	es, err := j.Entries()
 	if err != nil {
 		return 0, nil, err
 	}
 	for _, e := range es {
-		b, err := readBlob(j.dec, blobPath(j.dir, e.Blob), e.Blob, true)
-		if err == nil && int64(b.Len()) != e.Size {
-			err = fmt.Errorf("%w: %d bytes, the journal says %d", ErrCorrupt, b.Len(), e.Size)
+		e, _, live, err := j.readEntry(e, true)
+		if err == nil && !live {
+			continue // evicted meanwhile
 		}
 		checked++
 		if err != nil {
 			problems = append(problems, Problem{e, err})
-			if errors.Is(err, os.ErrNotExist) {
-				j.drop(e.Key, "blob missing")
-			} else {
+			if errors.Is(err, ErrCorrupt) {
 				j.quarantine(e, err.Error())
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -54,41 +55,49 @@ func inode(st os.FileInfo) uint64 {
 }
 
 // locked runs fn under a flock of the journal, first reopening the file if compaction
-// replaced it.
+// replaced it. The check holds: a file is replaced only by a holder of its exclusive
+// lock, so once this process holds a lock on the file the path names, it stays named.
 func (j *journalFile) locked(how int, fn func() error) error {
 	for attempt := 0; ; attempt++ {
 		if err := flock(j.f, how); err != nil {
 			return fmt.Errorf("locking the journal: %w", err)
 		}
 		st, err := os.Stat(j.path())
-		if err == nil && inode(st) == j.ino || attempt > 10 {
-			if err != nil {
-				flock(j.f, syscall.LOCK_UN)
-				return err
-			}
+		if err == nil && inode(st) == j.ino {
 			defer flock(j.f, syscall.LOCK_UN)
 			return fn()
 		}
 		flock(j.f, syscall.LOCK_UN)
-		j.f.Close()
-		if err := j.reopen(); err != nil {
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+		// never run fn on a file the path no longer names: its records would be lost
+		if attempt >= 100 {
+			return errors.New("the journal file keeps being replaced")
+		}
+		old, err := j.reopen()
+		if err != nil {
+			return err
+		}
+		old.Close()
 	}
 }
 
-func (j *journalFile) reopen() error {
+// reopen opens the file the path names now and resets the replay; it returns the file it
+// replaced (still open: the caller may hold its lock).
+func (j *journalFile) reopen() (*os.File, error) {
 	f, err := os.OpenFile(j.path(), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
+	old := j.f
 	j.f, j.ino, j.off, j.live, j.recordsBytes, j.liveBytes = f, inode(st), 0, map[Key]*Entry{}, 0, 0
-	return nil
+	return old, nil
 }
 
 func flock(f *os.File, how int) error {
@@ -109,6 +118,11 @@ func (j *journalFile) catchUp(repair bool) error {
 	}
 	if st.Size() == j.off && j.off > 0 {
 		return nil
+	}
+	if st.Size() < j.off {
+		// cut below what was applied (only a reset of an unreadable journal does that):
+		// replay from the start
+		j.off, j.live, j.recordsBytes, j.liveBytes = 0, map[Key]*Entry{}, 0, 0
 	}
 	if j.off == 0 {
 		h := make([]byte, journalHeaderSize)
@@ -181,30 +195,59 @@ func (j *journalFile) apply(r *record) {
 	}
 }
 
-// append writes records under the exclusive lock, after catching up with (and repairing)
-// what other processes wrote; with sync the records are on disk when it returns.
-func (j *journalFile) append(sync bool, recs ...*record) error {
+// update runs fn under the exclusive lock (and j.mu), after catching up with (and
+// repairing) what other processes wrote: fn sees j.live current and may write records
+// with writeLocked. Everything that must not interleave with another process's change
+// happens in one update: appending a put only while its blob exists, removing a blob only
+// while no live entry names it, dropping an entry only while it is the one looked at.
+func (j *journalFile) update(fn func() error) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.locked(syscall.LOCK_EX, func() error {
 		if err := j.catchUp(true); err != nil {
 			return err
 		}
-		var b []byte
-		for _, r := range recs {
-			b = append(b, r.frame()...)
-		}
-		if _, err := j.f.Write(b); err != nil {
-			// a short write leaves a torn tail; the next append or open truncates it
-			return fmt.Errorf("appending to the journal: %w", err)
-		}
-		if sync {
-			if err := j.f.Sync(); err != nil {
-				return err
-			}
-		}
-		return j.catchUp(false)
+		return fn()
 	})
+}
+
+// writeLocked appends records (inside update); with sync they are on disk when it
+// returns.
+func (j *journalFile) writeLocked(sync bool, recs ...*record) error {
+	var b []byte
+	for _, r := range recs {
+		b = append(b, r.frame()...)
+	}
+	if _, err := j.f.Write(b); err != nil {
+		// a short write leaves a torn tail; the next append or open truncates it
+		return fmt.Errorf("appending to the journal: %w", err)
+	}
+	if sync {
+		if err := j.f.Sync(); err != nil {
+			return err
+		}
+	}
+	return j.catchUp(false)
+}
+
+// referencedLocked says whether a live entry names blob d (inside update).
+func (j *journalFile) referencedLocked(d Digest) bool {
+	for _, e := range j.live {
+		if e.Blob == d {
+			return true
+		}
+	}
+	return false
+}
+
+// append writes records under the exclusive lock.
+func (j *journalFile) append(sync bool, recs ...*record) error {
+	return j.update(func() error { return j.writeLocked(sync, recs...) })
+}
+
+// dropRecord drops e: timed no earlier than e's creation, so replay applies it.
+func dropRecord(e *Entry, reason string) *record {
+	return &record{typ: recDrop, key: e.Key, time: max(time.Now().UnixNano(), e.Created.UnixNano()), reason: reason}
 }
 
 // refresh applies what other processes appended (under a shared lock).
@@ -259,12 +302,13 @@ func (j *journalFile) compact(force bool) error {
 		if err := writeAtomic(j.dir, j.path(), b); err != nil {
 			return err
 		}
-		old := j.f
-		if err := j.reopen(); err != nil {
+		// the old file stays locked (by locked) until this returns; processes waiting on
+		// it then find the path naming the new file and reopen
+		old, err := j.reopen()
+		if err != nil {
 			return err
 		}
 		defer old.Close()
-		defer flock(old, syscall.LOCK_UN)
 		return j.catchUp(false)
 	})
 }

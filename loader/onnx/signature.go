@@ -12,33 +12,58 @@ import (
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
 )
 
+// NamedType is a graph input or output as the model declares it.
+type NamedType struct {
+	Name string
+	Type graph.Type
+}
+
+// Interface is a model's declared inputs (graph inputs that are not initializers) and
+// outputs, read without loading the model.
+type Interface struct {
+	Inputs, Outputs []NamedType
+}
+
 // LoadSignature reads only a model's interface: a module whose main function has the
 // model's inputs (graph inputs that are not initializers) as parameters and no nodes.
 // It scans the protobuf without decoding tensors, so a warm start that finds the
 // compiled model in the journal can read its inputs without loading the model.
 func LoadSignature(path string) (*graph.Module, error) {
+	m, _, err := loadInterface(path)
+	return m, err
+}
+
+// ReadInterface is LoadSignature with the declared outputs too (their types may be
+// partly unknown: outputs need not declare shapes).
+func ReadInterface(path string) (*Interface, error) {
+	_, it, err := loadInterface(path)
+	return it, err
+}
+
+func loadInterface(path string) (*graph.Module, *Interface, error) {
+	fail := func(err error) (*graph.Module, *Interface, error) { return nil, nil, err }
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if st.Size() == 0 || st.Size() > maxModelBytes {
-		return nil, fmt.Errorf("%s: %w: %d bytes", path, ErrInvalid, st.Size())
+		return fail(fmt.Errorf("%s: %w: %d bytes", path, ErrInvalid, st.Size()))
 	}
 	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defer syscall.Munmap(data)
 	g, err := field(data, 7)
 	if err != nil || g == nil {
-		return nil, fmt.Errorf("%s: %w: not an ONNX model (no graph)", path, ErrInvalid)
+		return fail(fmt.Errorf("%s: %w: not an ONNX model (no graph)", path, ErrInvalid))
 	}
-	var inputs []*onnxpb.ValueInfoProto
+	var inputs, outputs []*onnxpb.ValueInfoProto
 	inits := map[string]bool{}
 	err = eachField(g, func(num protowire.Number, v []byte) error {
 		switch num {
@@ -48,6 +73,12 @@ func LoadSignature(path string) (*graph.Module, error) {
 				return err
 			}
 			inputs = append(inputs, &vi)
+		case 12:
+			var vi onnxpb.ValueInfoProto
+			if err := proto.Unmarshal(v, &vi); err != nil {
+				return err
+			}
+			outputs = append(outputs, &vi)
 		case 5:
 			name, err := field(v, 8)
 			if err != nil {
@@ -58,23 +89,34 @@ func LoadSignature(path string) (*graph.Module, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
+		return fail(fmt.Errorf("%s: %w: %v", path, ErrInvalid, err))
 	}
 	b := graph.NewBuilder("main")
+	it := &Interface{}
 	for _, in := range inputs {
 		if inits[in.GetName()] {
 			continue
 		}
 		if in.GetType() == nil {
-			return nil, fmt.Errorf("%s: %w: input %q has no type", path, ErrInvalid, in.GetName())
+			return fail(fmt.Errorf("%s: %w: input %q has no type", path, ErrInvalid, in.GetName()))
 		}
 		t, err := convertType(b.M, in.GetType(), fmt.Sprintf("input %q", in.GetName()))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fail(fmt.Errorf("%s: %w", path, err))
 		}
 		b.Param(in.GetName(), t)
+		it.Inputs = append(it.Inputs, NamedType{in.GetName(), t})
 	}
-	return b.M, nil
+	for _, out := range outputs {
+		t := graph.Type{Kind: graph.KindTensor, UnknownRank: true}
+		if out.GetType() != nil {
+			if ct, err := convertType(b.M, out.GetType(), fmt.Sprintf("output %q", out.GetName())); err == nil {
+				t = ct
+			}
+		}
+		it.Outputs = append(it.Outputs, NamedType{out.GetName(), t})
+	}
+	return b.M, it, nil
 }
 
 // field returns the last length-delimited field num of a message (nil if absent).

@@ -1,0 +1,33 @@
+// Package serve is the protocol-neutral inference service (ARCHITECTURE.md §7, layer
+// 7): the model repository, each model version's lifecycle, inference, metadata,
+// statistics and health. serve/httpapi and serve/grpcapi translate the Open Inference
+// Protocol to and from it and do nothing else.
+//
+// Model. A repository in Triton's layout (<repo>/<model>/<version>/model.onnx) is
+// scanned at start; every version becomes a model whose interface (inputs, outputs)
+// and content digest are read without loading the model. A model compiles on its first
+// request (or at start with Options.Eager, for models whose input shapes are static),
+// through the binary journal: once per input-shape signature, once per process
+// (singleflight) and once across processes sharing the journal. Until one executable
+// serves every shape (issue #6), each distinct signature of a model with free dims is
+// its own executable. Lifecycle: UNAVAILABLE (unreadable model, failed compile: the
+// reason is kept) / LOADING (compiling, with progress) / READY. A lazy model is READY
+// before its first compile, so readiness probes and clients do not wait for traffic
+// that would trigger it; an eager model is LOADING until compiled, and Ready (the
+// server's readiness) is false while any model is LOADING.
+//
+// Invariants: every error returned wraps one of ErrInvalid, ErrNotFound,
+// ErrUnavailable, ErrInternal, ErrDisabled or ErrDeadline and names the model, input or
+// output concerned; a bad request or a bad model never takes the service down; a
+// compile runs detached from the request that started it (a client giving up does not
+// cancel what others wait for) and one compile runs at a time (each uses every core);
+// a model version runs at most Options.Instances requests at once, the rest queue (the
+// queue time is in its statistics); after Drain no inference is admitted and Drain
+// returns when those in flight are done.
+//
+// Not yet: config.pbtxt (the configuration is derived from the model), dynamic
+// batching, repository load/unload, model warm-up; they are part of issue #8.
+//
+// References: the KServe Open Inference Protocol (REST and gRPC), Triton's model
+// repository, model configuration and statistics extensions.
+package serve

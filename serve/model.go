@@ -1,0 +1,307 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
+	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// State is a model version's lifecycle state, with Triton's names.
+type State string
+
+const (
+	StateUnavailable State = "UNAVAILABLE" // not loaded, or failed (Reason says why)
+	StateLoading     State = "LOADING"     // compiling (Progress says where)
+	StateReady       State = "READY"       // servable
+)
+
+// model is one version of a model: its interface, its compiled variants (one per input
+// shape signature until one executable serves every shape), its instances and stats.
+type model struct {
+	svc     *Service
+	name    string
+	version int64
+	path    string
+	iface   *onnx.Interface
+	sig     *graph.Module
+	digest  string
+	spec    *Spec
+	stats   *modelStats
+	slots   chan struct{} // one per instance: requests beyond them queue
+	compile singleflight.Group
+
+	mu       sync.Mutex
+	state    State
+	reason   string
+	progress string
+	variants map[string]*variant
+}
+
+// variant is the executable for one input shape signature, loaded on the device.
+type variant struct {
+	exe     *vm.Executable
+	machine *vm.VM
+	outIdx  map[string]int
+}
+
+func (m *model) versionString() string { return fmt.Sprint(m.version) }
+
+func (m *model) setState(s State, reason string) {
+	m.mu.Lock()
+	m.state, m.reason = s, reason
+	m.mu.Unlock()
+}
+
+// Status reports a model version's state.
+type Status struct {
+	Name, Version string
+	State         State
+	Reason        string // why unavailable, or the compile's progress while loading
+	Compiled      int    // executables loaded (one per input shape signature served)
+}
+
+func (m *model) status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := Status{Name: m.name, Version: m.versionString(), State: m.state, Reason: m.reason, Compiled: len(m.variants)}
+	if m.state == StateLoading && m.progress != "" {
+		st.Reason = m.progress
+	}
+	return st
+}
+
+// checkInputs validates a request's inputs against the model's interface and returns
+// them in parameter order with their shapes.
+func (m *model) checkInputs(req *InferRequest) ([]*tensor.Tensor, map[string][]int64, error) {
+	byName := map[string]*Tensor{}
+	for i := range req.Inputs {
+		in := &req.Inputs[i]
+		if _, dup := byName[in.Name]; dup {
+			return nil, nil, fmt.Errorf("%w: input %q given twice", ErrInvalid, in.Name)
+		}
+		byName[in.Name] = in
+	}
+	args := make([]*tensor.Tensor, len(m.iface.Inputs))
+	shapes := map[string][]int64{}
+	for i, p := range m.iface.Inputs {
+		in, ok := byName[p.Name]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: model %q needs input %q (%s), which the request lacks", ErrInvalid, m.name, p.Name, describe(p.Type))
+		}
+		delete(byName, p.Name)
+		if in.Data == nil {
+			return nil, nil, fmt.Errorf("%w: input %q has no data", ErrInvalid, p.Name)
+		}
+		if in.Data.DType != p.Type.DType {
+			return nil, nil, fmt.Errorf("%w: input %q is %s, model %q takes %s", ErrInvalid, p.Name, in.Datatype, m.name, Datatype(p.Type.DType))
+		}
+		if !p.Type.UnknownRank {
+			if len(in.Shape) != len(p.Type.Shape) {
+				return nil, nil, fmt.Errorf("%w: input %q has shape %v, model %q takes %s", ErrInvalid, p.Name, in.Shape, m.name, describe(p.Type))
+			}
+			for k, d := range p.Type.Shape {
+				if v, ok := d.Value(); ok && v != in.Shape[k] {
+					return nil, nil, fmt.Errorf("%w: input %q has shape %v, model %q takes %s", ErrInvalid, p.Name, in.Shape, m.name, describe(p.Type))
+				}
+			}
+		}
+		args[i] = in.Data
+		shapes[p.Name] = in.Shape
+	}
+	for name := range byName {
+		return nil, nil, fmt.Errorf("%w: model %q has no input %q", ErrInvalid, m.name, name)
+	}
+	if _, err := compiler.DimsFromShapes(m.sig, shapes); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return args, shapes, nil
+}
+
+// describe prints a declared type as OIP datatype and shape with -1 for free dims.
+func describe(t graph.Type) string {
+	return fmt.Sprintf("%s%v", Datatype(t.DType), dimsOf(t))
+}
+
+func dimsOf(t graph.Type) []int64 {
+	out := make([]int64, len(t.Shape))
+	for i, d := range t.Shape {
+		if v, ok := d.Value(); ok {
+			out[i] = v
+		} else {
+			out[i] = -1
+		}
+	}
+	return out
+}
+
+// variantFor returns the loaded executable for the shapes, compiling it (through the
+// journal: once per key across processes; here once per key per process) if needed.
+func (m *model) variantFor(ctx context.Context, shapes map[string][]int64) (*variant, error) {
+	key := fmt.Sprint(shapes) // fmt prints maps sorted by key
+	m.mu.Lock()
+	v := m.variants[key]
+	m.mu.Unlock()
+	if v != nil {
+		return v, nil
+	}
+	ch := m.compile.DoChan(key, func() (any, error) { return m.build(shapes, key) })
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*variant), nil
+	}
+}
+
+// build compiles (or loads from the journal) and loads one variant. It runs detached
+// from any request's context: a client that gives up does not cancel a compile others
+// wait for.
+func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
+	svc := m.svc
+	first := false
+	m.mu.Lock()
+	if len(m.variants) == 0 && m.state != StateLoading {
+		first = true
+		m.state, m.reason = StateLoading, ""
+	}
+	m.mu.Unlock()
+	svc.compiles <- struct{}{} // one compile at a time: each uses every core
+	defer func() { <-svc.compiles }()
+	start := time.Now()
+	src := compiler.Source{Name: m.name + "/" + m.versionString(), Digest: m.digest, Load: func() (*graph.Module, error) { return onnx.Load(m.path, onnx.Options{}) }}
+	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: shapes, Context: svc.ctx,
+		Progress: func(p compiler.Progress) {
+			m.mu.Lock()
+			if p.Total > 0 {
+				m.progress = fmt.Sprintf("compiling: %s %d/%d", p.Stage, p.Done, p.Total)
+			} else {
+				m.progress = "compiling: " + p.Stage
+			}
+			m.mu.Unlock()
+		}}
+	c, err := compiler.BuildCached(svc.journal, src, target.Host(), opts)
+	if err != nil {
+		reason := fmt.Sprintf("compile failed: %v", err)
+		svc.log.Error("model compile failed", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Error(err))
+		if first {
+			m.setState(StateUnavailable, reason)
+		}
+		return nil, fmt.Errorf("%w: model %q: %v", ErrUnavailable, m.name, err)
+	}
+	machine, err := vm.Load(c.Exe, []devices.Device{svc.opts.CPU}, vm.StdBuiltins())
+	if err != nil {
+		if first {
+			m.setState(StateUnavailable, err.Error())
+		}
+		return nil, fmt.Errorf("%w: model %q: loading its executable: %v", ErrUnavailable, m.name, err)
+	}
+	v := &variant{exe: c.Exe, machine: machine, outIdx: map[string]int{}}
+	for i, o := range c.Exe.Outputs {
+		v.outIdx[o.Name] = i
+	}
+	svc.stats.compile(m.name, c, time.Since(start))
+	svc.log.Info("model compiled", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes),
+		zap.String("journal", c.Outcome.String()), zap.Duration("took", time.Since(start)))
+	m.mu.Lock()
+	m.variants[key] = v
+	m.state, m.reason, m.progress = StateReady, "", ""
+	m.mu.Unlock()
+	return v, nil
+}
+
+// infer runs one request on the model.
+func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
+	m.mu.Lock()
+	state, reason := m.state, m.reason
+	m.mu.Unlock()
+	if state == StateUnavailable {
+		return nil, fmt.Errorf("%w: model %q version %d is not available: %s", ErrUnavailable, m.name, m.version, reason)
+	}
+	start := time.Now()
+	args, shapes, err := m.checkInputs(req)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := m.outputs(req)
+	if err != nil {
+		return nil, err
+	}
+	v, err := m.variantFor(ctx, shapes)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case m.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: queued for model %q: %v", ErrDeadline, m.name, ctx.Err())
+	}
+	queued := time.Since(start)
+	t0 := time.Now()
+	res, err := v.machine.Run(ctx, args)
+	<-m.slots
+	compute := time.Since(t0)
+	if err != nil {
+		if errors.Is(err, vm.ErrInput) {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %v", ErrDeadline, err)
+		}
+		return nil, fmt.Errorf("%w: model %q: %v", ErrInternal, m.name, err)
+	}
+	resp := &InferResponse{Model: m.name, Version: m.versionString(), ID: req.ID}
+	for _, name := range outs {
+		i, ok := v.outIdx[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: model %q has no output %q", ErrInvalid, m.name, name)
+		}
+		t := res[i]
+		shape := make([]int64, len(t.Shape))
+		for k, d := range t.Shape {
+			shape[k] = int64(d)
+		}
+		resp.Outputs = append(resp.Outputs, Tensor{Name: name, Datatype: Datatype(t.DType), Shape: shape, Data: t})
+	}
+	m.stats.ok(queued, compute)
+	return resp, nil
+}
+
+// outputs lists the requested output names (every output when none is asked for).
+func (m *model) outputs(req *InferRequest) ([]string, error) {
+	if len(req.Outputs) == 0 {
+		var all []string
+		for _, o := range m.iface.Outputs {
+			all = append(all, o.Name)
+		}
+		return all, nil
+	}
+	known := map[string]bool{}
+	for _, o := range m.iface.Outputs {
+		known[o.Name] = true
+	}
+	var out []string
+	for _, o := range req.Outputs {
+		if !known[o.Name] {
+			return nil, fmt.Errorf("%w: model %q has no output %q", ErrInvalid, m.name, o.Name)
+		}
+		out = append(out, o.Name)
+	}
+	return out, nil
+}

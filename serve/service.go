@@ -1,0 +1,388 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/kilnrt/kiln/compilecache"
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/loader/onnx"
+)
+
+// Options configure a Service.
+type Options struct {
+	Repository string // Triton-style model repository
+	// CPU builds and runs the kernels (required).
+	CPU *devcpu.Device
+	// Journal keeps compiled executables (nil: a journal with policy off).
+	Journal *compilecache.Journal
+	Log     *zap.Logger
+	// Eager compiles every model at start for the shapes its interface fixes (models
+	// with free dims compile on their first request); the server is ready when all
+	// are compiled.
+	Eager bool
+	// RepositoryControl enables loading and unloading models by API (Triton's
+	// explicit model control); otherwise the repository API answers ErrDisabled.
+	RepositoryControl bool
+	// Instances is how many requests a model version runs at once (0: 1); the rest queue.
+	Instances int
+}
+
+// Spec is what the server derived for a model version: from config.pbtxt when there
+// is one, else from the model itself.
+type Spec struct {
+	Platform     string
+	MaxBatchSize int
+	Instances    int
+}
+
+// Service is the protocol-neutral inference service: the repository, the models'
+// lifecycle, inference, metadata, statistics and health. Its methods are safe for
+// concurrent use.
+type Service struct {
+	opts     Options
+	log      *zap.Logger
+	journal  *compilecache.Journal
+	ctx      context.Context // cancelled by Close: compiles stop
+	cancel   context.CancelFunc
+	compiles chan struct{} // one compile at a time
+	stats    serviceStats
+	draining atomic.Bool
+	flightMu sync.Mutex
+	flight   int           // inferences in progress
+	idle     chan struct{} // closed when draining and none is in progress
+
+	mu     sync.RWMutex
+	models map[string][]*model // by name, newest version first
+}
+
+// New scans the repository and registers every model it finds (a model that cannot be
+// read is listed as UNAVAILABLE with the reason, never fatal). With Eager it compiles
+// them in the background; Ready turns true when that is done.
+func New(opts Options) (*Service, error) {
+	if opts.CPU == nil {
+		return nil, errors.New("serve: no CPU device")
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Instances <= 0 {
+		opts.Instances = 1
+	}
+	j := opts.Journal
+	if j == nil {
+		var err error
+		if j, err = compilecache.Open(compilecache.Options{Policy: compilecache.PolicyOff}); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{opts: opts, log: opts.Log, journal: j, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, 1), models: map[string][]*model{}, idle: make(chan struct{})}
+	dirs, warnings, err := scanRepository(opts.Repository)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, w := range warnings {
+		s.log.Warn("model repository", zap.String("problem", w))
+	}
+	for _, d := range dirs {
+		s.models[d.name] = s.register(d)
+	}
+	if opts.Eager {
+		go s.compileEager()
+	}
+	return s, nil
+}
+
+// register reads every version's interface and digest; failures make that version
+// UNAVAILABLE with the reason.
+func (s *Service) register(d modelDir) []*model {
+	var out []*model
+	for _, v := range d.versions {
+		m := &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{}, variants: map[string]*variant{},
+			spec: &Spec{Platform: "kiln_onnx", Instances: s.opts.Instances}, state: StateReady}
+		m.slots = make(chan struct{}, m.spec.Instances)
+		var err error
+		if m.iface, err = onnx.ReadInterface(v.path); err == nil {
+			if m.sig, err = onnx.LoadSignature(v.path); err == nil {
+				m.digest, err = onnx.Digest(v.path)
+			}
+		}
+		if err != nil {
+			m.state, m.reason = StateUnavailable, err.Error()
+			s.log.Error("model unavailable", zap.String("model", d.name), zap.Int64("version", v.number), zap.Error(err))
+		} else if s.opts.Eager {
+			m.state = StateLoading
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// compileEager compiles every model whose inputs have static shapes.
+func (s *Service) compileEager() {
+	for _, m := range s.allModels() {
+		if m.status().State == StateUnavailable {
+			continue
+		}
+		shapes, ok := staticShapes(m)
+		if !ok {
+			m.setState(StateReady, "")
+			s.log.Info("model has free input dims: it compiles on its first request", zap.String("model", m.name))
+			continue
+		}
+		if _, err := m.variantFor(s.ctx, shapes); err != nil {
+			s.log.Error("eager compile failed", zap.String("model", m.name), zap.Error(err))
+		}
+	}
+}
+
+func staticShapes(m *model) (map[string][]int64, bool) {
+	out := map[string][]int64{}
+	for _, p := range m.iface.Inputs {
+		if p.Type.UnknownRank {
+			return nil, false
+		}
+		d := dimsOf(p.Type)
+		for _, x := range d {
+			if x < 0 {
+				return nil, false
+			}
+		}
+		out[p.Name] = d
+	}
+	return out, true
+}
+
+func (s *Service) allModels() []*model {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*model
+	names := make([]string, 0, len(s.models))
+	for n := range s.models {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		out = append(out, s.models[n]...)
+	}
+	return out
+}
+
+// lookup finds a model version ("" or "-1": the newest).
+func (s *Service) lookup(name, version string) (*model, error) {
+	s.mu.RLock()
+	vs := s.models[name]
+	s.mu.RUnlock()
+	if len(vs) == 0 {
+		return nil, fmt.Errorf("%w: unknown model %q", ErrNotFound, name)
+	}
+	if version == "" || version == "-1" {
+		return vs[0], nil
+	}
+	n, err := strconv.ParseInt(version, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: model %q: version %q is not a number", ErrInvalid, name, version)
+	}
+	for _, m := range vs {
+		if m.version == n {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: model %q has no version %d", ErrNotFound, name, n)
+}
+
+// Infer runs one inference. The context carries the request's deadline.
+func (s *Service) Infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
+	if !s.enter() {
+		return nil, fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
+	}
+	defer s.leave()
+	m, err := s.lookup(req.Model, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	resp, err := m.infer(ctx, req)
+	if err != nil {
+		m.stats.failed(time.Since(start))
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Live: the process is up and serving its APIs (true while models compile).
+func (s *Service) Live() bool { return true }
+
+// Ready: not shutting down, and every model that is not failed is ready (eager models
+// are ready once compiled; lazy ones are ready before their first compile).
+func (s *Service) Ready() bool {
+	if s.draining.Load() {
+		return false
+	}
+	for _, m := range s.allModels() {
+		if m.status().State == StateLoading {
+			return false
+		}
+	}
+	return true
+}
+
+// ModelReady reports whether a model version can take requests now.
+func (s *Service) ModelReady(name, version string) (bool, error) {
+	m, err := s.lookup(name, version)
+	if err != nil {
+		return false, err
+	}
+	return m.status().State == StateReady, nil
+}
+
+// Index lists every model version with its state (the repository index).
+func (s *Service) Index() []Status {
+	var out []Status
+	for _, m := range s.allModels() {
+		out = append(out, m.status())
+	}
+	return out
+}
+
+// IOMeta describes an input or output: OIP datatype and shape, -1 for free dims.
+type IOMeta struct {
+	Name, Datatype string
+	Shape          []int64
+}
+
+// Metadata is a model's metadata response.
+type Metadata struct {
+	Name     string
+	Versions []string
+	Platform string
+	Inputs   []IOMeta
+	Outputs  []IOMeta
+}
+
+// ModelMetadata describes a model version's interface.
+func (s *Service) ModelMetadata(name, version string) (*Metadata, error) {
+	m, err := s.lookup(name, version)
+	if err != nil {
+		return nil, err
+	}
+	if m.iface == nil {
+		return nil, fmt.Errorf("%w: model %q: %s", ErrUnavailable, name, m.status().Reason)
+	}
+	md := &Metadata{Name: m.name, Platform: m.spec.Platform}
+	s.mu.RLock()
+	for _, v := range s.models[name] {
+		md.Versions = append(md.Versions, v.versionString())
+	}
+	s.mu.RUnlock()
+	for _, p := range m.iface.Inputs {
+		md.Inputs = append(md.Inputs, IOMeta{p.Name, Datatype(p.Type.DType), dimsOf(p.Type)})
+	}
+	for _, p := range m.iface.Outputs {
+		io := IOMeta{Name: p.Name, Datatype: Datatype(p.Type.DType)}
+		if !p.Type.UnknownRank {
+			io.Shape = dimsOf(p.Type)
+		}
+		md.Outputs = append(md.Outputs, io)
+	}
+	return md, nil
+}
+
+// Stats returns statistics of one model (all versions when version is ""), or of every
+// model when name is "".
+func (s *Service) Stats(name, version string) ([]ModelStats, error) {
+	var ms []*model
+	if name == "" {
+		ms = s.allModels()
+	} else if version == "" {
+		s.mu.RLock()
+		ms = append(ms, s.models[name]...)
+		s.mu.RUnlock()
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("%w: unknown model %q", ErrNotFound, name)
+		}
+	} else {
+		m, err := s.lookup(name, version)
+		if err != nil {
+			return nil, err
+		}
+		ms = []*model{m}
+	}
+	var out []ModelStats
+	for _, m := range ms {
+		out = append(out, m.stats.snapshot(m.name, m.versionString()))
+	}
+	return out, nil
+}
+
+// CompileStats reports compiles and journal loads since start.
+func (s *Service) CompileStats() CompileStats {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	return s.stats.CompileStats
+}
+
+// Drain stops accepting inferences (Ready turns false) and waits for the ones in
+// flight, or for ctx.
+func (s *Service) Drain(ctx context.Context) error {
+	s.flightMu.Lock()
+	if !s.draining.Swap(true) && s.flight == 0 {
+		close(s.idle)
+	}
+	s.flightMu.Unlock()
+	select {
+	case <-s.idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// enter admits an inference unless draining.
+func (s *Service) enter() bool {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	if s.draining.Load() {
+		return false
+	}
+	s.flight++
+	return true
+}
+
+func (s *Service) leave() {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	s.flight--
+	if s.flight == 0 && s.draining.Load() {
+		close(s.idle)
+	}
+}
+
+// Close drains (without waiting), cancels compiles and unloads every executable.
+func (s *Service) Close() error {
+	s.flightMu.Lock()
+	if !s.draining.Swap(true) && s.flight == 0 {
+		close(s.idle)
+	}
+	s.flightMu.Unlock()
+	s.cancel()
+	for _, m := range s.allModels() {
+		m.mu.Lock()
+		for _, v := range m.variants {
+			v.machine.Close()
+		}
+		m.variants = map[string]*variant{}
+		m.mu.Unlock()
+	}
+	return nil
+}

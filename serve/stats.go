@@ -1,0 +1,83 @@
+package serve
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kilnrt/kiln/compiler"
+)
+
+// Counter is a count and the nanoseconds spent, as Triton's statistics extension
+// reports them.
+type Counter struct {
+	Count int64
+	Ns    int64
+}
+
+func (c *counter) add(d time.Duration) {
+	c.n.Add(1)
+	c.ns.Add(int64(d))
+}
+
+func (c *counter) get() Counter { return Counter{c.n.Load(), c.ns.Load()} }
+
+type counter struct{ n, ns atomic.Int64 }
+
+// ModelStats is one model version's statistics: Triton's InferStatistics, as far as
+// kiln measures them (success and fail counts with total time, time queued for an
+// instance, time computing; one execution per request until dynamic batching).
+type ModelStats struct {
+	Name, Version  string
+	LastInference  int64 // milliseconds since the epoch (0: never)
+	InferenceCount int64
+	ExecutionCount int64
+	Success, Fail  Counter
+	Queue, Compute Counter
+}
+
+type modelStats struct {
+	last                            atomic.Int64
+	success, fail, queue, computeNs counter
+}
+
+func (s *modelStats) ok(queued, compute time.Duration) {
+	s.last.Store(time.Now().UnixMilli())
+	s.success.add(queued + compute)
+	s.queue.add(queued)
+	s.computeNs.add(compute)
+}
+
+func (s *modelStats) failed(total time.Duration) {
+	s.last.Store(time.Now().UnixMilli())
+	s.fail.add(total)
+}
+
+func (s *modelStats) snapshot(name, version string) ModelStats {
+	ok := s.success.get()
+	return ModelStats{Name: name, Version: version, LastInference: s.last.Load(), InferenceCount: ok.Count, ExecutionCount: ok.Count,
+		Success: ok, Fail: s.fail.get(), Queue: s.queue.get(), Compute: s.computeNs.get()}
+}
+
+// CompileStats counts compiles and journal outcomes since start.
+type CompileStats struct {
+	Compiles    int64         // executables built here
+	JournalHits int64         // executables loaded from the journal
+	Seconds     time.Duration // total time to executables
+}
+
+type serviceStats struct {
+	mu sync.Mutex
+	CompileStats
+}
+
+func (s *serviceStats) compile(_ string, c *compiler.Cached, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.Result != nil {
+		s.Compiles++
+	} else {
+		s.JournalHits++
+	}
+	s.Seconds += took
+}

@@ -1,0 +1,168 @@
+package serve
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Error classes; every error the Service returns wraps one, and the protocol layers map
+// them to status codes (HTTP 400/404/503/500, gRPC INVALID_ARGUMENT/NOT_FOUND/...).
+var (
+	ErrInvalid     = errors.New("invalid request")   // the request is wrong: 400
+	ErrNotFound    = errors.New("not found")         // unknown model, version or input: 404
+	ErrUnavailable = errors.New("unavailable")       // not ready, failed to load, shutting down: 503
+	ErrInternal    = errors.New("internal error")    // a bug or a failed kernel: 500
+	ErrDisabled    = errors.New("not enabled")       // an API switched off (repository control): 403
+	ErrDeadline    = errors.New("deadline exceeded") // the request's deadline passed: 504
+)
+
+// Tensor is a named tensor of a request or response; Datatype is the Open Inference
+// Protocol name ("FP32", "INT64", "BYTES", ...).
+type Tensor struct {
+	Name     string
+	Datatype string
+	Shape    []int64
+	Data     *tensor.Tensor
+}
+
+// RequestedOutput names an output to return; Params carries protocol parameters (e.g.
+// binary_data) through to the encoder.
+type RequestedOutput struct {
+	Name   string
+	Params map[string]any
+}
+
+// InferRequest is one inference, already decoded from its protocol.
+type InferRequest struct {
+	Model, Version, ID string
+	Inputs             []Tensor
+	Outputs            []RequestedOutput // empty: every output
+	Params             map[string]any
+}
+
+// InferResponse is the result of an inference.
+type InferResponse struct {
+	Model, Version, ID string
+	Outputs            []Tensor
+}
+
+// oipTypes maps Open Inference Protocol datatypes to element types.
+var oipTypes = map[string]tensor.DType{
+	"BOOL": tensor.Bool, "UINT8": tensor.Uint8, "UINT16": tensor.Uint16, "UINT32": tensor.Uint32, "UINT64": tensor.Uint64,
+	"INT8": tensor.Int8, "INT16": tensor.Int16, "INT32": tensor.Int32, "INT64": tensor.Int64,
+	"FP16": tensor.Float16, "FP32": tensor.Float32, "FP64": tensor.Float64, "BYTES": tensor.String, "BF16": tensor.BFloat16,
+}
+
+// DTypeOf returns the element type of an OIP datatype name.
+func DTypeOf(datatype string) (tensor.DType, error) {
+	if dt, ok := oipTypes[datatype]; ok {
+		return dt, nil
+	}
+	names := make([]string, 0, len(oipTypes))
+	for k := range oipTypes {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return 0, fmt.Errorf("%w: datatype %q is not one of %v", ErrInvalid, datatype, names)
+}
+
+// Datatype returns the OIP name of an element type ("" when it has none: complex).
+func Datatype(dt tensor.DType) string {
+	for k, v := range oipTypes {
+		if v == dt {
+			return k
+		}
+	}
+	return ""
+}
+
+// maxElements bounds a request tensor's element count (a shape cannot ask for more).
+const maxElements = 1 << 32
+
+// checkShape validates a request shape and returns its element count.
+func checkShape(name string, shape []int64) (int, error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("%w: input %q: negative dimension in shape %v", ErrInvalid, name, shape)
+		}
+		if d > 0 && n > maxElements/d {
+			return 0, fmt.Errorf("%w: input %q: shape %v has more than %d elements", ErrInvalid, name, shape, int64(maxElements))
+		}
+		n *= d
+	}
+	return int(n), nil
+}
+
+// DecodeRaw decodes a tensor from raw little-endian bytes as the binary data extension
+// and gRPC's raw_input_contents carry them; BYTES elements are each a 4-byte
+// little-endian length and that many bytes.
+func DecodeRaw(name, datatype string, shape []int64, raw []byte) (*tensor.Tensor, error) {
+	dt, err := DTypeOf(datatype)
+	if err != nil {
+		return nil, fmt.Errorf("input %q: %w", name, err)
+	}
+	n, err := checkShape(name, shape)
+	if err != nil {
+		return nil, err
+	}
+	ts := make(tensor.Shape, len(shape))
+	for i, d := range shape {
+		ts[i] = int(d)
+	}
+	if dt == tensor.String {
+		out := make([]string, 0, n)
+		b := raw
+		for len(b) > 0 {
+			if len(b) < 4 {
+				return nil, fmt.Errorf("%w: input %q: BYTES element %d has a truncated length prefix", ErrInvalid, name, len(out))
+			}
+			l := binary.LittleEndian.Uint32(b)
+			if uint64(l) > uint64(len(b)-4) {
+				return nil, fmt.Errorf("%w: input %q: BYTES element %d claims %d bytes, %d left", ErrInvalid, name, len(out), l, len(b)-4)
+			}
+			out = append(out, string(b[4:4+l]))
+			b = b[4+l:]
+		}
+		if len(out) != n {
+			return nil, fmt.Errorf("%w: input %q: %d BYTES elements for shape %v (%d elements)", ErrInvalid, name, len(out), shape, n)
+		}
+		return tensor.FromSlice(ts, out)
+	}
+	if want := int64(n) * int64(dt.Size()); int64(len(raw)) != want {
+		return nil, fmt.Errorf("%w: input %q: %d bytes of data for %s%v, which needs %d", ErrInvalid, name, len(raw), datatype, shape, want)
+	}
+	t, err := tensor.FromRaw(dt, ts, raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: input %q: %v", ErrInvalid, name, err)
+	}
+	if dt == tensor.Bool {
+		for i, c := range raw {
+			if c > 1 {
+				return nil, fmt.Errorf("%w: input %q: BOOL element %d is %d (want 0 or 1)", ErrInvalid, name, i, c)
+			}
+		}
+	}
+	return t, nil
+}
+
+// EncodeRaw is DecodeRaw's inverse.
+func EncodeRaw(t *tensor.Tensor) ([]byte, error) {
+	if t.DType == tensor.String {
+		var out []byte
+		for _, s := range t.Data.([]string) {
+			if len(s) > math.MaxUint32 {
+				return nil, fmt.Errorf("%w: a BYTES element longer than 4 GiB", ErrInternal)
+			}
+			out = binary.LittleEndian.AppendUint32(out, uint32(len(s)))
+			out = append(out, s...)
+		}
+		return out, nil
+	}
+	return t.Raw()
+}

@@ -1,0 +1,42 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/kilnrt/kiln/serve"
+)
+
+// statusOf maps the service's error classes to HTTP status codes as Triton does
+// (invalid argument 400, not found 404, unavailable 503, internal 500).
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, serve.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, serve.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, serve.ErrUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, serve.ErrDisabled):
+		return http.StatusForbidden
+	case errors.Is(err, serve.ErrDeadline):
+		return http.StatusGatewayTimeout
+	case errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBadBody):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// fail answers {"error": "..."} with the status of err.
+func fail(c *gin.Context, err error) {
+	c.AbortWithStatusJSON(statusOf(err), gin.H{"error": err.Error()})
+}
+
+var (
+	errTooLarge = errors.New("request too large")
+	errBadBody  = errors.New("malformed request")
+)

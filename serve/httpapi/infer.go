@@ -1,0 +1,211 @@
+package httpapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/kilnrt/kiln/serve"
+)
+
+// headerLength is the binary data extension's header: the JSON part's length, the
+// binary tensor data follows it.
+const headerLength = "Inference-Header-Content-Length"
+
+type jsonInput struct {
+	Name       string          `json:"name"`
+	Shape      []int64         `json:"shape"`
+	Datatype   string          `json:"datatype"`
+	Parameters map[string]any  `json:"parameters"`
+	Data       json.RawMessage `json:"data"`
+}
+
+type jsonOutputReq struct {
+	Name       string         `json:"name"`
+	Parameters map[string]any `json:"parameters"`
+}
+
+type jsonRequest struct {
+	ID         string          `json:"id"`
+	Parameters map[string]any  `json:"parameters"`
+	Inputs     []jsonInput     `json:"inputs"`
+	Outputs    []jsonOutputReq `json:"outputs"`
+}
+
+// readBody returns the request body, decompressed per Content-Encoding, refusing more
+// than the limit after decompression.
+func (s *Server) readBody(r *http.Request) ([]byte, error) {
+	var body io.Reader = r.Body
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		z, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: gzip body: %v", errBadBody, err)
+		}
+		body = z
+	case "deflate":
+		z, err := zlib.NewReader(r.Body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: deflate body: %v", errBadBody, err)
+		}
+		body = z
+	default:
+		return nil, fmt.Errorf("%w: unsupported Content-Encoding %q (gzip, deflate)", errBadBody, enc)
+	}
+	b, err := io.ReadAll(io.LimitReader(body, s.opts.MaxRequestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the body: %v", errBadBody, err)
+	}
+	if int64(len(b)) > s.opts.MaxRequestBytes {
+		return nil, fmt.Errorf("%w: the body exceeds %d bytes", errTooLarge, s.opts.MaxRequestBytes)
+	}
+	return b, nil
+}
+
+// decodeRequest parses a JSON (optionally binary-extended) inference request.
+func (s *Server) decodeRequest(c *gin.Context) (*serve.InferRequest, bool, error) {
+	body, err := s.readBody(c.Request)
+	if err != nil {
+		return nil, false, err
+	}
+	head, bin := body, []byte(nil)
+	if h := c.GetHeader(headerLength); h != "" {
+		n, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || n < 0 || n > int64(len(body)) {
+			return nil, false, fmt.Errorf("%w: %s: %q for a %d-byte body", serve.ErrInvalid, headerLength, h, len(body))
+		}
+		head, bin = body[:n], body[n:]
+	}
+	var jr jsonRequest
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if err := dec.Decode(&jr); err != nil {
+		return nil, false, fmt.Errorf("%w: the request is not valid JSON: %v", serve.ErrInvalid, err)
+	}
+	req := &serve.InferRequest{Model: c.Param("model"), Version: c.Param("version"), ID: jr.ID, Params: jr.Parameters}
+	for _, in := range jr.Inputs {
+		if in.Name == "" {
+			return nil, false, fmt.Errorf("%w: an input without a name", serve.ErrInvalid)
+		}
+		t := serve.Tensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
+		if size, ok := in.Parameters["binary_data_size"]; ok {
+			n, ok := size.(float64)
+			if !ok || n < 0 || n != float64(int64(n)) {
+				return nil, false, fmt.Errorf("%w: input %q: binary_data_size %v is not a byte count", serve.ErrInvalid, in.Name, size)
+			}
+			if int64(n) > int64(len(bin)) {
+				return nil, false, fmt.Errorf("%w: input %q: binary_data_size %d, only %d binary bytes left in the body", serve.ErrInvalid, in.Name, int64(n), len(bin))
+			}
+			if len(in.Data) > 0 {
+				return nil, false, fmt.Errorf("%w: input %q has both data and binary_data_size", serve.ErrInvalid, in.Name)
+			}
+			t.Data, err = serve.DecodeRaw(in.Name, in.Datatype, in.Shape, bin[:int64(n)])
+			bin = bin[int64(n):]
+		} else {
+			if len(in.Data) == 0 {
+				return nil, false, fmt.Errorf("%w: input %q has no data (and no binary_data_size)", serve.ErrInvalid, in.Name)
+			}
+			t.Data, err = decodeJSONData(in.Name, in.Datatype, in.Shape, in.Data)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		req.Inputs = append(req.Inputs, t)
+	}
+	if len(bin) != 0 {
+		return nil, false, fmt.Errorf("%w: %d bytes of binary data that no input claims", serve.ErrInvalid, len(bin))
+	}
+	allBinary := paramTrue(jr.Parameters, "binary_data_output")
+	for _, o := range jr.Outputs {
+		req.Outputs = append(req.Outputs, serve.RequestedOutput{Name: o.Name, Params: o.Parameters})
+	}
+	return req, allBinary, nil
+}
+
+func paramTrue(p map[string]any, key string) bool {
+	v, ok := p[key].(bool)
+	return ok && v
+}
+
+func (s *Server) infer(c *gin.Context) {
+	req, allBinary, err := s.decodeRequest(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	resp, err := s.svc.Infer(c.Request.Context(), req)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	binary := map[string]bool{}
+	for _, o := range req.Outputs {
+		if v, ok := o.Params["binary_data"].(bool); ok {
+			binary[o.Name] = v
+		} else {
+			binary[o.Name] = allBinary
+		}
+	}
+	var blobs [][]byte
+	outs := []gin.H{}
+	for _, o := range resp.Outputs {
+		e := gin.H{"name": o.Name, "datatype": o.Datatype, "shape": o.Shape}
+		isBin, named := binary[o.Name]
+		if !named {
+			isBin = allBinary
+		}
+		if isBin {
+			raw, err := serve.EncodeRaw(o.Data)
+			if err != nil {
+				fail(c, err)
+				return
+			}
+			e["parameters"] = gin.H{"binary_data_size": len(raw)}
+			blobs = append(blobs, raw)
+		} else {
+			data, err := encodeJSONData(o.Data)
+			if err != nil {
+				fail(c, fmt.Errorf("%w: output %q: %v (ask for it as binary data)", serve.ErrInternal, o.Name, err))
+				return
+			}
+			e["data"] = json.RawMessage(data)
+		}
+		outs = append(outs, e)
+	}
+	body := gin.H{"model_name": resp.Model, "model_version": resp.Version, "outputs": outs}
+	if resp.ID != "" {
+		body["id"] = resp.ID
+	}
+	head, err := json.Marshal(body)
+	if err != nil {
+		fail(c, fmt.Errorf("%w: encoding the response: %v", serve.ErrInternal, err))
+		return
+	}
+	if len(blobs) == 0 {
+		c.Data(http.StatusOK, "application/json", head)
+		return
+	}
+	c.Header(headerLength, strconv.Itoa(len(head)))
+	all := bytes.NewBuffer(make([]byte, 0, len(head)+totalLen(blobs)))
+	all.Write(head)
+	for _, b := range blobs {
+		all.Write(b)
+	}
+	c.Data(http.StatusOK, "application/octet-stream", all.Bytes())
+}
+
+func totalLen(bs [][]byte) int {
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	return n
+}
+

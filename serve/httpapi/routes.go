@@ -1,0 +1,171 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/kilnrt/kiln/serve"
+)
+
+// Options configure the REST API.
+type Options struct {
+	// MaxRequestBytes bounds a request body after decompression (0: 64 MiB).
+	MaxRequestBytes int64
+	// Version is reported by GET /v2.
+	Version string
+	Log     *zap.Logger
+}
+
+// Server is the REST (HTTP/JSON) face of a serve.Service.
+type Server struct {
+	svc  *serve.Service
+	opts Options
+	log  *zap.Logger
+}
+
+// route is one row of the route table.
+type route struct {
+	method, path string
+	handle       func(*Server, *gin.Context)
+}
+
+// routes is the whole REST API: the Open Inference Protocol v2 and the Triton
+// extensions kiln implements. A model path with and without /versions/:version maps to
+// the same handler.
+var routes = []route{
+	{http.MethodGet, "/v2/health/live", (*Server).live},
+	{http.MethodGet, "/v2/health/ready", (*Server).ready},
+	{http.MethodGet, "/v2", (*Server).serverMetadata},
+	{http.MethodGet, "/v2/models/stats", (*Server).stats},
+	{http.MethodGet, "/v2/models/:model", (*Server).modelMetadata},
+	{http.MethodGet, "/v2/models/:model/ready", (*Server).modelReady},
+	{http.MethodPost, "/v2/models/:model/infer", (*Server).infer},
+	{http.MethodGet, "/v2/models/:model/stats", (*Server).stats},
+	{http.MethodGet, "/v2/models/:model/versions/:version", (*Server).modelMetadata},
+	{http.MethodGet, "/v2/models/:model/versions/:version/ready", (*Server).modelReady},
+	{http.MethodPost, "/v2/models/:model/versions/:version/infer", (*Server).infer},
+	{http.MethodGet, "/v2/models/:model/versions/:version/stats", (*Server).stats},
+	{http.MethodPost, "/v2/repository/index", (*Server).repositoryIndex},
+}
+
+// extensions lists the protocol extensions this server implements (GET /v2 advertises
+// exactly these; the repository index answers, but without load and unload the
+// model_repository extension is not claimed).
+var extensions = []string{"binary_tensor_data", "statistics"}
+
+// New builds the HTTP handler.
+func New(svc *serve.Service, opts Options) http.Handler {
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 64 << 20
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{svc: svc, opts: opts, log: opts.Log}
+	r := gin.New()
+	r.Use(gin.Recovery())
+	r.HandleMethodNotAllowed = true
+	for _, rt := range routes {
+		h := rt.handle
+		r.Handle(rt.method, rt.path, func(c *gin.Context) { h(s, c) })
+	}
+	r.NoRoute(func(c *gin.Context) {
+		c.JSON(http.StatusNotFound, gin.H{"error": "no such endpoint: " + c.Request.Method + " " + c.Request.URL.Path})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		c.JSON(http.StatusMethodNotAllowed, gin.H{"error": "method " + c.Request.Method + " not allowed on " + c.Request.URL.Path})
+	})
+	return r
+}
+
+func (s *Server) live(c *gin.Context) {
+	if s.svc.Live() {
+		c.Status(http.StatusOK)
+		return
+	}
+	c.Status(http.StatusServiceUnavailable)
+}
+
+func (s *Server) ready(c *gin.Context) {
+	if s.svc.Ready() {
+		c.Status(http.StatusOK)
+		return
+	}
+	c.Status(http.StatusServiceUnavailable)
+}
+
+func (s *Server) serverMetadata(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"name": "kiln", "version": s.opts.Version, "extensions": extensions})
+}
+
+func (s *Server) modelMetadata(c *gin.Context) {
+	md, err := s.svc.ModelMetadata(c.Param("model"), c.Param("version"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	io := func(ts []serve.IOMeta) []gin.H {
+		out := []gin.H{}
+		for _, t := range ts {
+			shape := t.Shape
+			if shape == nil {
+				shape = []int64{}
+			}
+			out = append(out, gin.H{"name": t.Name, "datatype": t.Datatype, "shape": shape})
+		}
+		return out
+	}
+	c.JSON(http.StatusOK, gin.H{"name": md.Name, "versions": md.Versions, "platform": md.Platform, "inputs": io(md.Inputs), "outputs": io(md.Outputs)})
+}
+
+func (s *Server) modelReady(c *gin.Context) {
+	ok, err := s.svc.ModelReady(c.Param("model"), c.Param("version"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if ok {
+		c.Status(http.StatusOK)
+		return
+	}
+	c.Status(http.StatusServiceUnavailable)
+}
+
+// stats answers Triton's statistics extension.
+func (s *Server) stats(c *gin.Context) {
+	st, err := s.svc.Stats(c.Param("model"), c.Param("version"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	cnt := func(x serve.Counter) gin.H { return gin.H{"count": x.Count, "ns": x.Ns} }
+	var out []gin.H
+	for _, m := range st {
+		out = append(out, gin.H{"name": m.Name, "version": m.Version, "last_inference": m.LastInference,
+			"inference_count": m.InferenceCount, "execution_count": m.ExecutionCount,
+			"inference_stats": gin.H{"success": cnt(m.Success), "fail": cnt(m.Fail), "queue": cnt(m.Queue),
+				"compute_input": cnt(serve.Counter{}), "compute_infer": cnt(m.Compute), "compute_output": cnt(serve.Counter{})},
+			"batch_stats": []gin.H{}})
+	}
+	if out == nil {
+		out = []gin.H{}
+	}
+	c.JSON(http.StatusOK, gin.H{"model_stats": out})
+}
+
+// repositoryIndex lists every model version with its state (Triton's repository
+// extension; load and unload are not offered yet).
+func (s *Server) repositoryIndex(c *gin.Context) {
+	out := []gin.H{}
+	for _, st := range s.svc.Index() {
+		e := gin.H{"name": st.Name, "version": st.Version, "state": st.State}
+		if st.Reason != "" {
+			e["reason"] = st.Reason
+		}
+		out = append(out, e)
+	}
+	c.JSON(http.StatusOK, out)
+}

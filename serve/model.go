@@ -42,6 +42,7 @@ type model struct {
 	spec    *Spec
 	stats   *modelStats
 	slots   chan struct{} // one per instance: requests beyond them queue
+	batcher *batcher      // nil: every request is its own execution
 	compile singleflight.Group
 
 	mu       sync.Mutex
@@ -243,10 +244,14 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	if err != nil {
 		return nil, err
 	}
+	if m.batcher != nil {
+		return m.inferBatched(ctx, req, args, outs)
+	}
 	v, err := m.variantFor(ctx, shapes)
 	if err != nil {
 		return nil, err
 	}
+	start = time.Now() // the queue is the wait for an instance, not the compile
 	select {
 	case m.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -266,9 +271,37 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 		}
 		return nil, fmt.Errorf("%w: model %q: %v", ErrInternal, m.name, err)
 	}
+	resp, err := m.response(req, outs, res, v.outIdx)
+	if err != nil {
+		return nil, err
+	}
+	m.stats.ok(queued, compute, true)
+	return resp, nil
+}
+
+// inferBatched hands a request to the batcher and waits for its rows.
+func (m *model) inferBatched(ctx context.Context, req *InferRequest, args []*tensor.Tensor, outs []string) (*InferResponse, error) {
+	rows, key, err := batchKey(args, m.batcher.spec.MaxBatchSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: model %q batches requests: %v", ErrInvalid, m.name, err)
+	}
+	r := m.batcher.submit(ctx, &pending{args: args, rows: rows, key: key})
+	if r.err != nil {
+		return nil, r.err
+	}
+	resp, err := m.response(req, outs, r.outs, r.outIdx)
+	if err != nil {
+		return nil, err
+	}
+	m.stats.ok(r.queued, r.compute, false)
+	return resp, nil
+}
+
+// response picks the requested outputs.
+func (m *model) response(req *InferRequest, outs []string, res []*tensor.Tensor, outIdx map[string]int) (*InferResponse, error) {
 	resp := &InferResponse{Model: m.name, Version: m.versionString(), ID: req.ID}
 	for _, name := range outs {
-		i, ok := v.outIdx[name]
+		i, ok := outIdx[name]
 		if !ok {
 			return nil, fmt.Errorf("%w: model %q has no output %q", ErrInvalid, m.name, name)
 		}
@@ -279,7 +312,6 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 		}
 		resp.Outputs = append(resp.Outputs, Tensor{Name: name, Datatype: Datatype(t.DType), Shape: shape, Data: t})
 	}
-	m.stats.ok(queued, compute)
 	return resp, nil
 }
 

@@ -34,14 +34,34 @@ type ModelStats struct {
 	ExecutionCount int64
 	Success, Fail  Counter
 	Queue, Compute Counter
+	Batches        map[int]int64 // executions per batch size (dynamic batching)
 }
 
 type modelStats struct {
 	last                            atomic.Int64
 	success, fail, queue, computeNs counter
+	executions                      atomic.Int64 // runs of the model (a batch is one)
+	mu                              sync.Mutex
+	batches                         map[int]int64 // executions per batch size
 }
 
-func (s *modelStats) ok(queued, compute time.Duration) {
+// execution counts one batched run of the given size.
+func (s *modelStats) execution(size int) {
+	s.executions.Add(1)
+	s.mu.Lock()
+	if s.batches == nil {
+		s.batches = map[int]int64{}
+	}
+	s.batches[size]++
+	s.mu.Unlock()
+}
+
+// ok counts a successful request; alone says it was an execution of its own (not a
+// share of a batch, which execution counts).
+func (s *modelStats) ok(queued, compute time.Duration, alone bool) {
+	if alone {
+		s.executions.Add(1)
+	}
 	s.last.Store(time.Now().UnixMilli())
 	s.success.add(queued + compute)
 	s.queue.add(queued)
@@ -55,8 +75,15 @@ func (s *modelStats) failed(total time.Duration) {
 
 func (s *modelStats) snapshot(name, version string) ModelStats {
 	ok := s.success.get()
-	return ModelStats{Name: name, Version: version, LastInference: s.last.Load(), InferenceCount: ok.Count, ExecutionCount: ok.Count,
-		Success: ok, Fail: s.fail.get(), Queue: s.queue.get(), Compute: s.computeNs.get()}
+	execs := s.executions.Load()
+	st := ModelStats{Name: name, Version: version, LastInference: s.last.Load(), InferenceCount: ok.Count, ExecutionCount: execs,
+		Success: ok, Fail: s.fail.get(), Queue: s.queue.get(), Compute: s.computeNs.get(), Batches: map[int]int64{}}
+	s.mu.Lock()
+	for k, v := range s.batches {
+		st.Batches[k] = v
+	}
+	s.mu.Unlock()
+	return st
 }
 
 // CompileStats counts compiles and journal outcomes since start.

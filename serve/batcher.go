@@ -1,0 +1,299 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// BatchSpec configures dynamic batching of a model version (Triton's dynamic_batching
+// with max_batch_size): requests whose inputs agree on every dim but the first are
+// joined along the first dim, run as one execution, and split again.
+type BatchSpec struct {
+	MaxBatchSize int
+	// Preferred batch sizes, ascending: a batch runs at the smallest one that holds it
+	// (padded with zero rows), so only these sizes are ever compiled. Empty: powers of two
+	// up to MaxBatchSize, and MaxBatchSize itself.
+	Preferred []int
+	// MaxDelay is how long the first request of a batch waits for others.
+	MaxDelay time.Duration
+}
+
+// buckets returns the batch sizes that executables are compiled for.
+func (b BatchSpec) buckets() []int {
+	if len(b.Preferred) > 0 {
+		out := append([]int{}, b.Preferred...)
+		sort.Ints(out)
+		if out[len(out)-1] < b.MaxBatchSize {
+			out = append(out, b.MaxBatchSize)
+		}
+		return out
+	}
+	var out []int
+	for n := 1; n < b.MaxBatchSize; n *= 2 {
+		out = append(out, n)
+	}
+	return append(out, b.MaxBatchSize)
+}
+
+// pending is one request waiting in a batcher.
+type pending struct {
+	args []*tensor.Tensor
+	rows int    // the request's size along the batch dim
+	key  string // its shapes without the batch dim: only equal keys batch together
+	enq  time.Time
+	done chan batchResult
+}
+
+type batchResult struct {
+	outs            []*tensor.Tensor // in the executable's output order
+	outIdx          map[string]int
+	err             error
+	queued, compute time.Duration
+	batch           int
+}
+
+// batcher gathers a model's requests into executions.
+type batcher struct {
+	m    *model
+	spec BatchSpec
+	in   chan *pending
+}
+
+func newBatcher(m *model, spec BatchSpec) *batcher {
+	b := &batcher{m: m, spec: spec, in: make(chan *pending, 4*spec.MaxBatchSize)}
+	go b.loop(m.svc.ctx)
+	return b
+}
+
+// batchKey checks that every input has the batch dim with the same size and returns
+// that size and the shapes without it.
+func batchKey(args []*tensor.Tensor, max int) (int, string, error) {
+	rows := -1
+	var key strings.Builder
+	for i, t := range args {
+		if len(t.Shape) == 0 {
+			return 0, "", fmt.Errorf("input %d is a scalar: it has no batch dimension", i)
+		}
+		if rows >= 0 && t.Shape[0] != rows {
+			return 0, "", fmt.Errorf("inputs disagree on the batch size (%d and %d)", rows, t.Shape[0])
+		}
+		rows = t.Shape[0]
+		fmt.Fprint(&key, t.Shape[1:], ";")
+	}
+	if rows < 1 || rows > max {
+		return 0, "", fmt.Errorf("batch size %d is outside 1..%d (max_batch_size)", rows, max)
+	}
+	return rows, key.String(), nil
+}
+
+// submit queues a request and waits for its share of an execution.
+func (b *batcher) submit(ctx context.Context, p *pending) batchResult {
+	p.enq, p.done = time.Now(), make(chan batchResult, 1)
+	select {
+	case b.in <- p:
+	case <-ctx.Done():
+		return batchResult{err: fmt.Errorf("%w: queueing for model %q: %v", ErrDeadline, b.m.name, ctx.Err())}
+	}
+	select {
+	case r := <-p.done:
+		return r
+	case <-ctx.Done():
+		// the batch still runs; its result for this request is dropped
+		return batchResult{err: fmt.Errorf("%w: waiting for model %q: %v", ErrDeadline, b.m.name, ctx.Err())}
+	}
+}
+
+// loop forms batches: the first request waits up to MaxDelay for more with the same
+// key until MaxBatchSize rows are there; requests with another key wait for a later
+// batch in arrival order.
+func (b *batcher) loop(ctx context.Context) {
+	var stash []*pending
+	for {
+		var first *pending
+		if len(stash) > 0 {
+			first, stash = stash[0], stash[1:]
+		} else {
+			select {
+			case first = <-b.in:
+			case <-ctx.Done():
+				return
+			}
+		}
+		batch, rows := []*pending{first}, first.rows
+		var rest []*pending
+		for _, p := range stash { // earlier arrivals first
+			if p.key == first.key && rows+p.rows <= b.spec.MaxBatchSize {
+				batch, rows = append(batch, p), rows+p.rows
+			} else {
+				rest = append(rest, p)
+			}
+		}
+		stash = rest
+		take := func(p *pending) {
+			if p.key == first.key && rows+p.rows <= b.spec.MaxBatchSize {
+				batch, rows = append(batch, p), rows+p.rows
+			} else {
+				stash = append(stash, p)
+			}
+		}
+		// what is already queued joins at once (requests that piled up while every
+		// instance was busy), then the first request's delay runs out
+		drain := func() {
+			for rows < b.spec.MaxBatchSize {
+				select {
+				case p := <-b.in:
+					take(p)
+				default:
+					return
+				}
+			}
+		}
+		drain()
+		timer := time.NewTimer(time.Until(first.enq.Add(b.spec.MaxDelay)))
+	collect:
+		for rows < b.spec.MaxBatchSize {
+			select {
+			case p := <-b.in:
+				take(p)
+			case <-timer.C:
+				drain()
+				break collect
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			}
+		}
+		timer.Stop()
+		b.m.slots <- struct{}{} // an instance; the execution releases it
+		go b.run(batch, rows)
+	}
+}
+
+// run executes one batch: inputs joined (padded to the compiled bucket size), one run,
+// outputs split back to the requests.
+func (b *batcher) run(batch []*pending, rows int) {
+	defer func() { <-b.m.slots }()
+	size := b.spec.MaxBatchSize
+	for _, s := range b.spec.buckets() {
+		if s >= rows {
+			size = s
+			break
+		}
+	}
+	fail := func(err error) {
+		for _, p := range batch {
+			p.done <- batchResult{err: err}
+		}
+	}
+	joined := make([]*tensor.Tensor, len(batch[0].args))
+	shapes := map[string][]int64{}
+	for i := range joined {
+		parts := make([]*tensor.Tensor, len(batch))
+		for k, p := range batch {
+			parts[k] = p.args[i]
+		}
+		t, err := concatRows(parts, size)
+		if err != nil {
+			fail(fmt.Errorf("%w: model %q: joining input %d: %v", ErrInternal, b.m.name, i, err))
+			return
+		}
+		joined[i] = t
+		shape := make([]int64, len(t.Shape))
+		for k, d := range t.Shape {
+			shape[k] = int64(d)
+		}
+		shapes[b.m.iface.Inputs[i].Name] = shape
+	}
+	v, err := b.m.variantFor(b.m.svc.ctx, shapes)
+	if err != nil {
+		fail(err)
+		return
+	}
+	start := time.Now()
+	outs, err := v.machine.Run(b.m.svc.ctx, joined)
+	compute := time.Since(start)
+	if err != nil {
+		fail(fmt.Errorf("%w: model %q: %v", ErrInternal, b.m.name, err))
+		return
+	}
+	for i, o := range outs {
+		if len(o.Shape) == 0 || o.Shape[0] != size {
+			fail(fmt.Errorf("%w: model %q: output %q has shape %v, no batch dimension of %d: it cannot be batched (set max_batch_size: 0)",
+				ErrInternal, b.m.name, v.exe.Outputs[i].Name, o.Shape, size))
+			return
+		}
+	}
+	b.m.stats.execution(size)
+	row := 0
+	for _, p := range batch {
+		mine := make([]*tensor.Tensor, len(outs))
+		for i, o := range outs {
+			mine[i] = sliceRows(o, row, p.rows)
+		}
+		p.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(p.enq), compute: compute, batch: size}
+		row += p.rows
+	}
+}
+
+// concatRows joins tensors along the first dim and pads with zero rows to size.
+func concatRows(parts []*tensor.Tensor, size int) (*tensor.Tensor, error) {
+	shape := append(tensor.Shape{size}, parts[0].Shape[1:]...)
+	out := tensor.New(parts[0].DType, shape)
+	if out.DType == tensor.String {
+		dst := out.Data.([]string)
+		n := 0
+		for _, p := range parts {
+			n += copy(dst[n:], p.Data.([]string))
+		}
+		return out, nil
+	}
+	dst, ok := out.NativeBytes()
+	if !ok {
+		var err error
+		if dst, err = out.Raw(); err != nil {
+			return nil, err
+		}
+	}
+	n := 0
+	for _, p := range parts {
+		b, ok := p.NativeBytes()
+		if !ok {
+			var err error
+			if b, err = p.Raw(); err != nil {
+				return nil, err
+			}
+		}
+		n += copy(dst[n:], b)
+	}
+	if _, native := out.NativeBytes(); !native {
+		return tensor.FromRaw(out.DType, shape, dst)
+	}
+	return out, nil
+}
+
+// sliceRows copies rows [from, from+n) of t.
+func sliceRows(t *tensor.Tensor, from, n int) *tensor.Tensor {
+	shape := append(tensor.Shape{n}, t.Shape[1:]...)
+	out := tensor.New(t.DType, shape)
+	per := shape.NumElements() / max(n, 1)
+	if t.DType == tensor.String {
+		copy(out.Data.([]string), t.Data.([]string)[from*per:(from+n)*per])
+		return out
+	}
+	src, ok1 := t.NativeBytes()
+	dst, ok2 := out.NativeBytes()
+	if ok1 && ok2 {
+		w := t.DType.Size() * per
+		copy(dst, src[from*w:(from+n)*w])
+		return out
+	}
+	raw, _ := t.Raw()
+	w := t.DType.Size() * per
+	o, _ := tensor.FromRaw(t.DType, shape, raw[from*w:(from+n)*w])
+	return o
+}

@@ -228,7 +228,7 @@ func (b *batcher) run(batch []*pending, rows int) {
 			return
 		}
 	}
-	b.m.stats.execution(size)
+	b.m.stats.execution(size, compute)
 	row := 0
 	for _, p := range batch {
 		mine := make([]*tensor.Tensor, len(outs))

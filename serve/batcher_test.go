@@ -57,7 +57,7 @@ func TestDynamicBatching(t *testing.T) {
 		if size != 4 && size != 8 {
 			t.Errorf("a batch of size %d: only the preferred sizes 4 and 8 are compiled", size)
 		}
-		batches += int(count)
+		batches += int(count.Count)
 	}
 	t.Logf("%d requests (18 rows) ran as %d executions: %v", n, batches, st[0].Batches)
 	if batches >= n || int64(batches) != st[0].ExecutionCount-n {

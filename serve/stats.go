@@ -34,7 +34,7 @@ type ModelStats struct {
 	ExecutionCount int64
 	Success, Fail  Counter
 	Queue, Compute Counter
-	Batches        map[int]int64 // executions per batch size (dynamic batching)
+	Batches        map[int]Counter // batched executions per batch size, with compute time
 }
 
 type modelStats struct {
@@ -42,17 +42,20 @@ type modelStats struct {
 	success, fail, queue, computeNs counter
 	executions                      atomic.Int64 // runs of the model (a batch is one)
 	mu                              sync.Mutex
-	batches                         map[int]int64 // executions per batch size
+	batches                         map[int]Counter // executions per batch size, with compute time
 }
 
 // execution counts one batched run of the given size.
-func (s *modelStats) execution(size int) {
+func (s *modelStats) execution(size int, compute time.Duration) {
 	s.executions.Add(1)
 	s.mu.Lock()
 	if s.batches == nil {
-		s.batches = map[int]int64{}
+		s.batches = map[int]Counter{}
 	}
-	s.batches[size]++
+	c := s.batches[size]
+	c.Count++
+	c.Ns += int64(compute)
+	s.batches[size] = c
 	s.mu.Unlock()
 }
 
@@ -77,7 +80,7 @@ func (s *modelStats) snapshot(name, version string) ModelStats {
 	ok := s.success.get()
 	execs := s.executions.Load()
 	st := ModelStats{Name: name, Version: version, LastInference: s.last.Load(), InferenceCount: ok.Count, ExecutionCount: execs,
-		Success: ok, Fail: s.fail.get(), Queue: s.queue.get(), Compute: s.computeNs.get(), Batches: map[int]int64{}}
+		Success: ok, Fail: s.fail.get(), Queue: s.queue.get(), Compute: s.computeNs.get(), Batches: map[int]Counter{}}
 	s.mu.Lock()
 	for k, v := range s.batches {
 		st.Batches[k] = v

@@ -144,11 +144,15 @@ func (s *Server) stats(c *gin.Context) {
 	cnt := func(x serve.Counter) gin.H { return gin.H{"count": x.Count, "ns": x.Ns} }
 	var out []gin.H
 	for _, m := range st {
+		batches := []gin.H{}
+		for size, c := range m.Batches {
+			batches = append(batches, gin.H{"batch_size": size, "compute_infer": cnt(c)})
+		}
 		out = append(out, gin.H{"name": m.Name, "version": m.Version, "last_inference": m.LastInference,
 			"inference_count": m.InferenceCount, "execution_count": m.ExecutionCount,
 			"inference_stats": gin.H{"success": cnt(m.Success), "fail": cnt(m.Fail), "queue": cnt(m.Queue),
 				"compute_input": cnt(serve.Counter{}), "compute_infer": cnt(m.Compute), "compute_output": cnt(serve.Counter{})},
-			"batch_stats": []gin.H{}})
+			"batch_stats": batches})
 	}
 	if out == nil {
 		out = []gin.H{}

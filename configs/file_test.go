@@ -1,0 +1,249 @@
+package configs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultFile(t *testing.T) {
+	f := DefaultFile()
+	checks := []struct {
+		key       string
+		got, want any
+	}{
+		{"http.address", f.HTTP.Address, ":8000"},
+		{"http.enabled", f.HTTP.Enabled, true},
+		{"grpc.address", f.GRPC.Address, ":8001"},
+		{"grpc.enabled", f.GRPC.Enabled, true},
+		{"grpc.max_message_bytes", f.GRPC.MaxMessageBytes, Size(256 << 20)},
+		{"metrics.address", f.Metrics.Address, ":8002"},
+		{"metrics.enabled", f.Metrics.Enabled, true},
+		{"model_control_mode", f.ModelControlMode, "none"},
+		{"load_mode", f.LoadMode, "lazy"},
+		{"cache.policy", f.Cache.Policy, "on"},
+		{"cache.budget", f.Cache.Budget, Size(0)},
+		{"limits.max_request_bytes", f.Limits.MaxRequestBytes, Size(64 << 20)},
+		{"limits.request_timeout", f.Limits.RequestTimeout, Duration(0)},
+		{"log.format", f.Log.Format, "json"},
+		{"log.level", f.Log.Level, "info"},
+		{"threads", f.Threads, 0},
+		{"shutdown_grace", f.ShutdownGrace, Duration(30 * time.Second)},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.key, c.got, c.want)
+		}
+	}
+	// The defaults are valid once the repository is known.
+	f.ModelRepository = "/models"
+	if err := f.Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	p := writeFile(t, `# kiln serve --config kiln.yaml
+model_repository: /models
+http:
+  address: "127.0.0.1:9000"
+grpc:
+  enabled: false
+  max_message_bytes: 1GiB
+metrics: {enabled: false}
+model_control_mode: explicit
+load_mode: eager
+cache:
+  dir: /var/cache/kiln
+  policy: readonly
+  budget: 2GiB
+limits:
+  max_request_bytes: 1048576
+  request_timeout: 2m30s
+tls:
+  cert_file: /etc/kiln/tls.crt
+  key_file: /etc/kiln/tls.key
+auth:
+  bearer_token_file: /etc/kiln/token
+log:
+  format: console
+  level: debug
+threads: 8
+shutdown_grace: 5s
+`)
+	f, err := LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := File{
+		ModelRepository:  "/models",
+		HTTP:             Listener{Address: "127.0.0.1:9000", Enabled: true}, // enabled kept from the defaults
+		GRPC:             GRPC{Address: ":8001", Enabled: false, MaxMessageBytes: GiB},
+		Metrics:          Listener{Address: ":8002", Enabled: false},
+		ModelControlMode: "explicit",
+		LoadMode:         "eager",
+		Cache:            Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * GiB},
+		Limits:           Limits{MaxRequestBytes: MiB, RequestTimeout: Duration(150 * time.Second)},
+		TLS:              TLS{CertFile: "/etc/kiln/tls.crt", KeyFile: "/etc/kiln/tls.key"},
+		Auth:             Auth{BearerTokenFile: "/etc/kiln/token"},
+		Log:              Log{Format: "console", Level: "debug"},
+		Threads:          8,
+		ShutdownGrace:    Duration(5 * time.Second),
+	}
+	if f != want {
+		t.Errorf("loaded\n%+v\nwant\n%+v", f, want)
+	}
+	if err := f.Validate(); err != nil {
+		t.Errorf("validate: %v", err)
+	}
+
+	// An empty file (or one holding only comments) is all defaults.
+	for _, text := range []string{"", "# nothing\n", "~\n"} {
+		f, err := LoadFile(writeFile(t, text))
+		if err != nil || f != DefaultFile() {
+			t.Errorf("%q: %+v, %v", text, f, err)
+		}
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string // substrings of the error
+	}{
+		{"unknown top-level key", "model_repo: /models\n", []string{"line 1", "unknown key model_repo"}},
+		{"unknown nested key", "http:\n  adress: \":80\"\n", []string{"line 2", "unknown key http.adress"}},
+		{"bad size unit", "cache:\n  budget: 2GB5\n", []string{"line 2", "cache.budget", `invalid size "2GB5"`}},
+		{"negative size", "limits: {max_request_bytes: -5}\n", []string{"limits.max_request_bytes", "invalid size"}},
+		{"size too large", "cache: {budget: 9000000TiB}\n", []string{"cache.budget", "too large"}},
+		{"size as a list", "cache: {budget: [1]}\n", []string{"size must be a scalar"}},
+		{"duration without unit", "shutdown_grace: 30\n", []string{"line 1", "shutdown_grace", `invalid duration "30"`}},
+		{"bad duration", "limits:\n  request_timeout: soon\n", []string{"line 2", "limits.request_timeout", "invalid duration"}},
+		{"wrong type", "threads: many\n", []string{"threads", "cannot unmarshal"}},
+		{"two documents", "threads: 1\n---\nthreads: 2\n", []string{"more than one YAML document"}},
+		{"not a mapping", "- a\n", []string{"cannot unmarshal"}},
+		{"syntax", "http: [\n", []string{"yaml"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadFile(writeFile(t, tc.text))
+			if !errors.Is(err, ErrServerConfig) {
+				t.Fatalf("err = %v, want one wrapping ErrServerConfig", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := LoadFile(filepath.Join(t.TempDir(), "absent.yaml")); !errors.Is(err, ErrServerConfig) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	big := writeFile(t, "threads: 1\n"+strings.Repeat("#", MaxFileBytes))
+	if _, err := LoadFile(big); !errors.Is(err, ErrServerConfig) {
+		t.Errorf("oversized file: %v", err)
+	}
+}
+
+func TestFileValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(f *File)
+		key  string
+	}{
+		{"no repository", func(f *File) { f.ModelRepository = "" }, "model_repository"},
+		{"bad http address", func(f *File) { f.HTTP.Address = "8000" }, "http.address"},
+		{"bad port", func(f *File) { f.GRPC.Address = ":http" }, "grpc.address"},
+		{"port out of range", func(f *File) { f.Metrics.Address = "localhost:70000" }, "metrics.address"},
+		{"same address twice", func(f *File) { f.GRPC.Address = ":8000" }, "grpc.address"},
+		{"nothing served", func(f *File) { f.HTTP.Enabled, f.GRPC.Enabled = false, false }, "http.enabled"},
+		{"zero grpc message", func(f *File) { f.GRPC.MaxMessageBytes = 0 }, "grpc.max_message_bytes"},
+		{"huge grpc message", func(f *File) { f.GRPC.MaxMessageBytes = 4 * GiB }, "grpc.max_message_bytes"},
+		{"control mode", func(f *File) { f.ModelControlMode = "poll" }, "model_control_mode"},
+		{"load mode", func(f *File) { f.LoadMode = "later" }, "load_mode"},
+		{"cache policy", func(f *File) { f.Cache.Policy = "write-only" }, "cache.policy"},
+		{"negative budget", func(f *File) { f.Cache.Budget = -1 }, "cache.budget"},
+		{"zero request limit", func(f *File) { f.Limits.MaxRequestBytes = 0 }, "limits.max_request_bytes"},
+		{"negative timeout", func(f *File) { f.Limits.RequestTimeout = Duration(-time.Second) }, "limits.request_timeout"},
+		{"cert without key", func(f *File) { f.TLS.CertFile = "/c" }, "tls.key_file"},
+		{"key without cert", func(f *File) { f.TLS.KeyFile = "/k" }, "tls.cert_file"},
+		{"log format", func(f *File) { f.Log.Format = "xml" }, "log.format"},
+		{"log level", func(f *File) { f.Log.Level = "verbose" }, "log.level"},
+		{"negative threads", func(f *File) { f.Threads = -1 }, "threads"},
+		{"negative grace", func(f *File) { f.ShutdownGrace = Duration(-time.Second) }, "shutdown_grace"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := DefaultFile()
+			f.ModelRepository = "/models"
+			tc.edit(&f)
+			err := f.Validate()
+			var ke *KeyError
+			if !errors.Is(err, ErrServerConfig) || !errors.As(err, &ke) || ke.Key != tc.key {
+				t.Fatalf("err = %v, want a *KeyError for %s", err, tc.key)
+			}
+			if !strings.Contains(err.Error(), tc.key+": ") {
+				t.Errorf("message %q does not name %s", err, tc.key)
+			}
+		})
+	}
+	// A disabled endpoint's address is not checked.
+	f := DefaultFile()
+	f.ModelRepository = "/models"
+	f.Metrics = Listener{Address: "nonsense", Enabled: false}
+	if err := f.Validate(); err != nil {
+		t.Errorf("disabled metrics: %v", err)
+	}
+}
+
+func TestSize(t *testing.T) {
+	good := map[string]Size{
+		"0": 0, "1024": 1024, "64MiB": 64 << 20, "2GiB": 2 << 30, "2gib": 2 << 30, "1.5GiB": 3 << 29,
+		"10KB": 10000, "3 MB": 3000000, "1TB": 1e12, "1TiB": 1 << 40, "7B": 7, "512kib": 512 << 10,
+	}
+	for s, want := range good {
+		if got, err := ParseSize(s); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "-1", "MiB", "1.5.5GB", "12XB", "1e9", "0x10", "99999999999999999999", "9000000TiB"} {
+		if got, err := ParseSize(s); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", s, got)
+		}
+	}
+	for size, want := range map[Size]string{0: "0", 1000: "1000", 1024: "1KiB", 64 << 20: "64MiB", 3 << 29: "1536MiB", 1 << 40: "1TiB"} {
+		if size.String() != want {
+			t.Errorf("Size(%d).String() = %q, want %q", int64(size), size.String(), want)
+		}
+	}
+	// Sizes and durations marshal to strings that load back.
+	f := DefaultFile()
+	f.Cache.Budget = 3 << 29
+	f.Limits.RequestTimeout = Duration(1500 * time.Millisecond)
+	out, err := yaml.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "budget: 1536MiB") || !strings.Contains(string(out), "request_timeout: 1.5s") {
+		t.Errorf("marshalled:\n%s", out)
+	}
+	back, err := LoadFile(writeFile(t, string(out)))
+	if err != nil || back != f {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+}

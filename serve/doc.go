@@ -25,8 +25,19 @@
 // queue time is in its statistics); after Drain no inference is admitted and Drain
 // returns when those in flight are done.
 //
-// Not yet: config.pbtxt (the configuration is derived from the model), dynamic
-// batching, repository load/unload, model warm-up; they are part of issue #8.
+// Configuration: <model>/config.pbtxt (Triton's fields, configs.ParseModelConfig)
+// completed from the model as Triton's auto-complete does (name, platform, inputs and
+// outputs without the batch dim when max_batch_size > 0, one CPU instance group,
+// version policy latest 1), validated, and checked against the model; a config that
+// does not parse or contradicts the model makes the model UNAVAILABLE with the reason.
+// The version policy selects the versions served. instance_group counts are the
+// requests run at once; dynamic_batching with max_batch_size enables the batcher
+// (batcher.go): requests agreeing on all but the first dim join within the queue delay,
+// run padded to the smallest preferred size that holds them (so only preferred sizes
+// compile), and are split back. The parameter compile: "eager" compiles at start.
+//
+// Not yet: repository load/unload, model_warmup, queue policies, priorities; they are
+// part of issue #8.
 //
 // References: the KServe Open Inference Protocol (REST and gRPC), Triton's model
 // repository, model configuration and statistics extensions.

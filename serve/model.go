@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/configs/modelpb"
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
@@ -40,6 +41,7 @@ type model struct {
 	sig     *graph.Module
 	digest  string
 	spec    *Spec
+	config  *modelpb.ModelConfig // nil when the model could not be read
 	stats   *modelStats
 	slots   chan struct{} // one per instance: requests beyond them queue
 	batcher *batcher      // nil: every request is its own execution
@@ -178,7 +180,7 @@ func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
 	svc := m.svc
 	first := false
 	m.mu.Lock()
-	if len(m.variants) == 0 && m.state != StateLoading {
+	if len(m.variants) == 0 {
 		first = true
 		m.state, m.reason = StateLoading, ""
 	}

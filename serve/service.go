@@ -36,12 +36,13 @@ type Options struct {
 	Instances int
 }
 
-// Spec is what the server derived for a model version: from config.pbtxt when there
-// is one, else from the model itself.
+// Spec is what the server does with a model, derived from its configuration.
 type Spec struct {
 	Platform     string
 	MaxBatchSize int
-	Instances    int
+	Instances    int        // requests run at once (the sum of the instance groups)
+	Batching     *BatchSpec // nil: no dynamic batching
+	Eager        bool       // compile at start (parameter compile: "eager")
 }
 
 // Service is the protocol-neutral inference service: the repository, the models'
@@ -97,41 +98,67 @@ func New(opts Options) (*Service, error) {
 	for _, d := range dirs {
 		s.models[d.name] = s.register(d)
 	}
-	if opts.Eager {
-		go s.compileEager()
-	}
+	go s.compileEager()
 	return s, nil
 }
 
-// register reads every version's interface and digest; failures make that version
-// UNAVAILABLE with the reason.
+// register reads the configuration (config.pbtxt completed from the newest version's
+// interface) and every served version's interface and digest; a failure makes the
+// model's versions UNAVAILABLE with the reason, never the server.
 func (s *Service) register(d modelDir) []*model {
+	unavailable := func(vs []version, err error) []*model {
+		var out []*model
+		for _, v := range vs {
+			out = append(out, &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{}, variants: map[string]*variant{},
+				spec: &Spec{}, state: StateUnavailable, reason: err.Error()})
+		}
+		s.log.Error("model unavailable", zap.String("model", d.name), zap.Error(err))
+		return out
+	}
+	newest, err := onnx.ReadInterface(d.versions[0].path)
+	if err != nil {
+		return unavailable(d.versions, err)
+	}
+	cfg, err := s.loadConfig(d, newest)
+	if err != nil {
+		return unavailable(d.versions, err)
+	}
+	spec := s.specOf(cfg)
 	var out []*model
-	for _, v := range d.versions {
+	for _, v := range servedVersions(cfg, d.versions) {
 		m := &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{}, variants: map[string]*variant{},
-			spec: &Spec{Platform: "kiln_onnx", Instances: s.opts.Instances}, state: StateReady}
-		m.slots = make(chan struct{}, m.spec.Instances)
-		var err error
+			spec: spec, config: cfg, state: StateReady}
+		m.slots = make(chan struct{}, spec.Instances)
 		if m.iface, err = onnx.ReadInterface(v.path); err == nil {
 			if m.sig, err = onnx.LoadSignature(v.path); err == nil {
 				m.digest, err = onnx.Digest(v.path)
 			}
 		}
+		if err == nil && v.number != d.versions[0].number {
+			err = checkAgainstModel(cfg, m.iface)
+		}
 		if err != nil {
 			m.state, m.reason = StateUnavailable, err.Error()
 			s.log.Error("model unavailable", zap.String("model", d.name), zap.Int64("version", v.number), zap.Error(err))
-		} else if s.opts.Eager {
+		} else if s.opts.Eager || spec.Eager {
 			m.state = StateLoading
 		}
+		if spec.Batching != nil && m.state != StateUnavailable {
+			m.batcher = newBatcher(m, *spec.Batching)
+		}
 		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return unavailable(d.versions[:1], fmt.Errorf("the version policy selects none of the versions present"))
 	}
 	return out
 }
 
-// compileEager compiles every model whose inputs have static shapes.
+// compileEager compiles the models marked eager (Options.Eager, or the parameter
+// compile: "eager") whose input shapes are static.
 func (s *Service) compileEager() {
 	for _, m := range s.allModels() {
-		if m.status().State == StateUnavailable {
+		if m.status().State != StateLoading {
 			continue
 		}
 		shapes, ok := staticShapes(m)

@@ -108,10 +108,14 @@ func TestHealthAndMetadata(t *testing.T) {
 		Extensions []string `json:"extensions"`
 	}
 	json.Unmarshal(b, &sm)
-	if sm.Name != "kiln" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,statistics" {
+	if sm.Name != "kiln" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,statistics,model_configuration" {
 		t.Fatalf("server metadata %s", b)
 	}
-	code, _, b := do(t, "GET", url+"/v2/models/mlp", nil, nil)
+	code, _, b := do(t, "GET", url+"/v2/models/mlp/config", nil, nil)
+	if code != 200 || !strings.Contains(string(b), `"name":"mlp"`) || !strings.Contains(string(b), `"platform":"onnxruntime_onnx"`) || !strings.Contains(string(b), `"max_batch_size":0`) {
+		t.Fatalf("config %d %s", code, b)
+	}
+	code, _, b = do(t, "GET", url+"/v2/models/mlp", nil, nil)
 	if code != 200 || !strings.Contains(string(b), `"inputs":[{"datatype":"FP32","name":"x","shape":[-1,8]}]`) {
 		t.Fatalf("model metadata %d %s", code, b)
 	}

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/kilnrt/kiln/configs"
 	"github.com/kilnrt/kiln/serve"
 )
 
@@ -43,6 +45,8 @@ var routes = []route{
 	{http.MethodGet, "/v2/models/:model/ready", (*Server).modelReady},
 	{http.MethodPost, "/v2/models/:model/infer", (*Server).infer},
 	{http.MethodGet, "/v2/models/:model/stats", (*Server).stats},
+	{http.MethodGet, "/v2/models/:model/config", (*Server).config},
+	{http.MethodGet, "/v2/models/:model/versions/:version/config", (*Server).config},
 	{http.MethodGet, "/v2/models/:model/versions/:version", (*Server).modelMetadata},
 	{http.MethodGet, "/v2/models/:model/versions/:version/ready", (*Server).modelReady},
 	{http.MethodPost, "/v2/models/:model/versions/:version/infer", (*Server).infer},
@@ -53,7 +57,7 @@ var routes = []route{
 // extensions lists the protocol extensions this server implements (GET /v2 advertises
 // exactly these; the repository index answers, but without load and unload the
 // model_repository extension is not claimed).
-var extensions = []string{"binary_tensor_data", "statistics"}
+var extensions = []string{"binary_tensor_data", "statistics", "model_configuration"}
 
 // New builds the HTTP handler.
 func New(svc *serve.Service, opts Options) http.Handler {
@@ -132,6 +136,22 @@ func (s *Server) modelReady(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusServiceUnavailable)
+}
+
+// config answers Triton's model configuration extension: the completed configuration
+// as JSON with Triton's field names.
+func (s *Server) config(c *gin.Context) {
+	cfg, err := s.svc.ModelConfig(c.Param("model"), c.Param("version"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	b, err := configs.ModelConfigJSON(cfg)
+	if err != nil {
+		fail(c, fmt.Errorf("%w: %v", serve.ErrInternal, err))
+		return
+	}
+	c.Data(http.StatusOK, "application/json", b)
 }
 
 // stats answers Triton's statistics extension.

@@ -1,0 +1,100 @@
+package serve
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+func writeConfig(t *testing.T, repo, model, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(repo, model, "config.pbtxt"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConfigDynamicBatching: a Triton config.pbtxt turns on dynamic batching and two
+// instances; the completed configuration keeps the model's inputs without the batch dim.
+func TestConfigDynamicBatching(t *testing.T) {
+	repo, _, _ := testRepo(t)
+	writeConfig(t, repo, "mlp", `
+name: "mlp"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+dynamic_batching { preferred_batch_size: [ 4, 8 ] max_queue_delay_microseconds: 20000 }
+instance_group [ { count: 2 kind: KIND_CPU } ]
+optimization { execution_accelerators { cpu_execution_accelerator: [ { name: "openvino" } ] } }
+`)
+	s := openService(t, repo, t.TempDir())
+	cfg, err := s.ModelConfig("mlp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Input) != 1 || cfg.Input[0].Name != "x" || len(cfg.Input[0].Dims) != 1 || cfg.Input[0].Dims[0] != 8 || cfg.InstanceGroup[0].Count != 2 {
+		t.Fatalf("completed config %v", cfg)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := tensor.New(tensor.Float32, tensor.Shape{1, 8})
+			x.Data.([]float32)[i%8] = 1
+			if _, err := s.Infer(context.Background(), request(x)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	st, _ := s.Stats("mlp", "")
+	if st[0].ExecutionCount >= 8 || len(st[0].Batches) == 0 {
+		t.Fatalf("8 requests ran as %d executions (batches %v)", st[0].ExecutionCount, st[0].Batches)
+	}
+}
+
+// TestBadConfigMakesModelUnavailable: a config that contradicts the model, or does not
+// parse, makes that model UNAVAILABLE with the reason; the others serve.
+func TestBadConfigMakesModelUnavailable(t *testing.T) {
+	for _, c := range []struct{ text, reason string }{
+		{`max_batch_size: 4 input [ { name: "x" data_type: TYPE_INT64 dims: [ 8 ] } ]`, "is INT64, the model's is FP32"},
+		{`input [ { name: "y" data_type: TYPE_FP32 dims: [ -1, 8 ] } ]`, `config input "y" is not an input of the model`},
+		{`max_batch_size: 4 input [ { name: "x" data_type: TYPE_FP32 dims: [ 9 ] } ]`, "has dims [9]"},
+		{`name: "other"`, `names the model "other"`},
+		{`max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 16 ] }`, "preferred_batch_size"},
+		{`max_batch_size: { oops`, "line 1"},
+	} {
+		repo, x, _ := testRepo(t)
+		writeConfig(t, repo, "mlp", c.text)
+		s := openService(t, repo, t.TempDir())
+		_, err := s.Infer(context.Background(), request(x))
+		if err == nil || !strings.Contains(err.Error(), c.reason) {
+			t.Errorf("config %q: %v, want the reason %q", c.text, err, c.reason)
+		}
+	}
+}
+
+// TestVersionPolicy: by default only the newest version is served.
+func TestVersionPolicy(t *testing.T) {
+	repo, x, _ := testRepo(t)
+	src, _ := os.ReadFile(filepath.Join(repo, "mlp", "1", "model.onnx"))
+	os.MkdirAll(filepath.Join(repo, "mlp", "3"), 0o755)
+	os.WriteFile(filepath.Join(repo, "mlp", "3", "model.onnx"), src, 0o644)
+	s := openService(t, repo, t.TempDir())
+	if _, err := s.Infer(context.Background(), &InferRequest{Model: "mlp", Version: "1", Inputs: request(x).Inputs}); err == nil {
+		t.Fatal("version 1 served under the default policy (latest 1)")
+	}
+	resp, err := s.Infer(context.Background(), request(x))
+	if err != nil || resp.Version != "3" {
+		t.Fatalf("newest: %v %v", resp, err)
+	}
+	writeConfig(t, repo, "mlp", `version_policy { all { } }`)
+	s2 := openService(t, repo, t.TempDir())
+	if _, err := s2.Infer(context.Background(), &InferRequest{Model: "mlp", Version: "1", Inputs: request(x).Inputs}); err != nil {
+		t.Fatalf("version 1 under policy all: %v", err)
+	}
+}

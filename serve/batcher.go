@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kilnrt/kiln/tensor"
@@ -59,13 +60,15 @@ type batchResult struct {
 
 // batcher gathers a model's requests into executions.
 type batcher struct {
-	m    *model
-	spec BatchSpec
-	in   chan *pending
+	m      *model
+	spec   BatchSpec
+	in     chan *pending
+	warmMu sync.Mutex
+	warmed map[string]bool // shape keys whose other batch sizes are compiling or compiled
 }
 
 func newBatcher(m *model, spec BatchSpec) *batcher {
-	b := &batcher{m: m, spec: spec, in: make(chan *pending, 4*spec.MaxBatchSize)}
+	b := &batcher{m: m, spec: spec, in: make(chan *pending, 4*spec.MaxBatchSize), warmed: map[string]bool{}}
 	go b.loop(m.svc.ctx)
 	return b
 }
@@ -214,6 +217,7 @@ func (b *batcher) run(batch []*pending, rows int) {
 		fail(err)
 		return
 	}
+	b.warm(batch[0].key, shapes)
 	start := time.Now()
 	outs, err := v.machine.Run(b.m.svc.ctx, joined)
 	compute := time.Since(start)
@@ -238,6 +242,29 @@ func (b *batcher) run(batch []*pending, rows int) {
 		p.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(p.enq), compute: compute, batch: size}
 		row += p.rows
 	}
+}
+
+// warm compiles, in the background and one after another, the other batch sizes of a
+// shape key the first time it is seen, so that later batches do not wait for them.
+func (b *batcher) warm(key string, shapes map[string][]int64) {
+	b.warmMu.Lock()
+	seen := b.warmed[key]
+	b.warmed[key] = true
+	b.warmMu.Unlock()
+	if seen {
+		return
+	}
+	go func() {
+		for _, size := range b.spec.buckets() {
+			other := map[string][]int64{}
+			for name, s := range shapes {
+				other[name] = append([]int64{int64(size)}, s[1:]...)
+			}
+			if _, err := b.m.variantFor(b.m.svc.ctx, other); err != nil {
+				return // logged by build; requests of that size will report it
+			}
+		}
+	}()
 }
 
 // concatRows joins tensors along the first dim and pads with zero rows to size.

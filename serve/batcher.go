@@ -111,9 +111,10 @@ func (b *batcher) submit(ctx context.Context, p *pending) batchResult {
 	}
 }
 
-// loop forms batches: the first request waits up to MaxDelay for more with the same
-// key until MaxBatchSize rows are there; requests with another key wait for a later
-// batch in arrival order.
+// loop forms batches: once an instance is free, the oldest request takes what is
+// queued with its key and waits up to MaxDelay (from its arrival) for more, until
+// MaxBatchSize rows are there; requests with another key wait for a later batch in
+// arrival order.
 func (b *batcher) loop(ctx context.Context) {
 	var stash []*pending
 	for {
@@ -126,6 +127,13 @@ func (b *batcher) loop(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			}
+		}
+		// an instance first: while every instance is busy, requests pile up and the
+		// batch formed once one is free is as large as they allow
+		select {
+		case b.m.slots <- struct{}{}: // released by run
+		case <-ctx.Done():
+			return
 		}
 		batch, rows := []*pending{first}, first.rows
 		var rest []*pending
@@ -172,7 +180,6 @@ func (b *batcher) loop(ctx context.Context) {
 			}
 		}
 		timer.Stop()
-		b.m.slots <- struct{}{} // an instance; the execution releases it
 		go b.run(batch, rows)
 	}
 }

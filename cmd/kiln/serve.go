@@ -13,8 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/kilnrt/kiln/serve"
+	"github.com/kilnrt/kiln/serve/grpcapi"
 	"github.com/kilnrt/kiln/serve/httpapi"
 )
 
@@ -23,22 +25,24 @@ const defaultRepository = "examples/models"
 
 func serveCmd() *cobra.Command {
 	var (
-		repo, httpAddr, maxBody string
-		threads, instances      int
-		eager                   bool
-		grace                   time.Duration
-		cf                      cacheFlags
+		repo, httpAddr, grpcAddr, maxBody string
+		threads, instances                int
+		eager                             bool
+		grace                             time.Duration
+		cf                                cacheFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--model-repository DIR]",
-		Short: "Serve a model repository over the Open Inference Protocol (KServe v2 REST)",
+		Short: "Serve a model repository over the Open Inference Protocol (KServe v2 REST and gRPC)",
 		Long: `Serve every <repo>/<model>/<version>/model.onnx over HTTP (Open Inference Protocol v2,
-Triton-compatible paths, JSON and binary tensor data). A model compiles on its first
+Triton-compatible paths, JSON and binary tensor data) and over gRPC (Triton's
+inference.GRPCInferenceService, grpc.health.v1 and server reflection; --grpc-address,
+empty to disable). A model compiles on its first
 request (--eager: at start) through the binary journal, so restarts and replicas sharing
 --cache-dir start warm. Without --model-repository it serves the bundled examples
 (examples/models: a small MLP and SqueezeNet 1.1). SIGTERM or Ctrl-C: readiness turns
 false, requests in flight finish (up to --grace), then the server exits.
-Not yet: gRPC, config.pbtxt, dynamic batching, metrics (issue #8).`,
+Not yet: config.pbtxt, dynamic batching, metrics (issue #8).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" {
@@ -73,13 +77,29 @@ Not yet: gRPC, config.pbtxt, dynamic batching, metrics (issue #8).`,
 				return err
 			}
 			srv := &http.Server{Handler: httpapi.New(svc, httpapi.Options{MaxRequestBytes: limit, Version: version, Log: log}), ReadHeaderTimeout: 10 * time.Second}
-			errc := make(chan error, 1)
+			errc := make(chan error, 2)
 			go func() { errc <- srv.Serve(ln) }()
+			var gsrv *grpc.Server
+			grpcShown, stopping := "off", make(chan struct{})
+			if grpcAddr != "" {
+				gln, err := net.Listen("tcp", grpcAddr)
+				if err != nil {
+					srv.Close()
+					return fmt.Errorf("--grpc-address: %w", err)
+				}
+				gsrv = grpcapi.New(svc, grpcapi.Options{Version: version, Log: log, Stopping: stopping})
+				go func() { errc <- gsrv.Serve(gln) }()
+				grpcShown = gln.Addr().String()
+			}
 			for _, st := range svc.Index() {
 				log.Info("model", zap.String("name", st.Name), zap.String("version", st.Version), zap.String("state", string(st.State)), zap.String("reason", st.Reason))
 			}
-			log.Info("serving", zap.String("http", ln.Addr().String()), zap.String("repository", repo), zap.String("journal", j.Dir()))
-			fmt.Fprintf(cmd.OutOrStdout(), "kiln is serving %s on http://%s. Try:\n\n%s\n\n", repo, ln.Addr(), exampleCurl(ln.Addr().String(), svc))
+			log.Info("serving", zap.String("http", ln.Addr().String()), zap.String("grpc", grpcShown), zap.String("repository", repo), zap.String("journal", j.Dir()))
+			grpcNote := ""
+			if gsrv != nil {
+				grpcNote = " and gRPC on " + grpcShown
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "kiln is serving %s on http://%s%s. Try:\n\n%s\n\n", repo, ln.Addr(), grpcNote, exampleCurl(ln.Addr().String(), svc))
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 			select {
@@ -91,9 +111,29 @@ Not yet: gRPC, config.pbtxt, dynamic batching, metrics (issue #8).`,
 			ctx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
 			drained := svc.Drain(ctx)
+			close(stopping) // ends health Watch calls and idle inference streams
+			grpcStopped := make(chan struct{})
+			go func() {
+				defer close(grpcStopped)
+				if gsrv == nil {
+					return
+				}
+				// GracefulStop waits for the calls still open; at the end of the grace
+				// period the rest are cut.
+				done := make(chan struct{})
+				go func() { gsrv.GracefulStop(); close(done) }()
+				select {
+				case <-done:
+				case <-ctx.Done():
+					log.Warn("shutdown: gRPC calls still open after the grace period; closing them")
+					gsrv.Stop()
+					<-done
+				}
+			}()
 			if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Warn("shutdown", zap.Error(err))
 			}
+			<-grpcStopped
 			if drained != nil {
 				return fmt.Errorf("requests still running after the %v grace period", grace)
 			}
@@ -104,6 +144,7 @@ Not yet: gRPC, config.pbtxt, dynamic batching, metrics (issue #8).`,
 	f := cmd.Flags()
 	f.StringVar(&repo, "model-repository", "", "the model repository (default: the bundled "+defaultRepository+")")
 	f.StringVar(&httpAddr, "http-address", ":8000", "REST listen address")
+	f.StringVar(&grpcAddr, "grpc-address", ":8001", "gRPC listen address (empty: no gRPC)")
 	f.StringVar(&maxBody, "max-request-bytes", "64MiB", "largest request body, after decompression")
 	f.IntVar(&threads, "threads", 0, "threads of the CPU device (0: every core)")
 	f.IntVar(&instances, "instances", 1, "requests one model version runs at once (the rest queue)")

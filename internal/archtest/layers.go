@@ -18,7 +18,9 @@ var layers = map[string]int{
 	"compiler":      6,
 	"serve":         7,
 	"serve/httpapi": 8, "serve/grpcapi": 8,
-	"cmd/kiln/...": 9, "cmd/kiln": 9, "bench/...": 9,
+	// generated gRPC code (imports configs/modelpb only) sits below the API that uses it
+	"serve/grpcapi/inferencepb": 7,
+	"cmd/kiln/...":              9, "cmd/kiln": 9, "bench/...": 9,
 	// CLI-only helpers sit just below the command that imports them
 	"cmd/kiln/internal/...": 8,
 }

@@ -1,0 +1,45 @@
+// Package grpcapi is the gRPC face of serve.Service (ARCHITECTURE.md §7, layer 8): the
+// Open Inference Protocol v2 as Triton's inference.GRPCInferenceService
+// (inferencepb/grpc_service.proto: Triton's package, names and field numbers, so
+// Triton's clients and perf_analyzer work unchanged), the standard health service
+// grpc.health.v1 and server reflection. Protocol translation only.
+//
+// Model: New returns a *grpc.Server with the three services registered; the caller
+// listens, and on shutdown drains the service, closes Options.Stopping and calls
+// GracefulStop. A ModelInferRequest becomes a serve.InferRequest: inputs come either
+// all from raw_input_contents (the i-th entry is the i-th input's little-endian bytes,
+// decoded by serve.DecodeRaw; BYTES elements length-prefixed) or all from their typed
+// InferTensorContents (the list the datatype selects: bool, int for INT8/16/32, int64,
+// uint for UINT8/16/32, uint64, fp32, fp64, bytes; FP16 and BF16 only raw, as in
+// Triton); the request id and the request and output parameters pass through. Outputs
+// always come back as raw_output_contents, in the order of the response's outputs (as
+// Triton does), with contents unset. ModelStreamInfer answers a stream's requests in
+// order, one at a time; a failed request gets an error_message and the stream goes on.
+//
+// Health: the overall service ("") and "inference.GRPCInferenceService" are SERVING
+// while svc.Ready() and NOT_SERVING otherwise (eager models compiling, draining). The
+// status is re-read on every Check and List and every 500 ms while a Watch is open, so
+// it follows the service without a background goroutine of its own.
+//
+// Invariants: every error is a gRPC status whose message names the model, version or
+// tensor; serve's error classes map as Triton's do: invalid → INVALID_ARGUMENT, not
+// found → NOT_FOUND, unavailable or shutting down → UNAVAILABLE, an API switched off
+// (serve.ErrDisabled) → UNAVAILABLE (Triton's code for load/unload without model
+// control), deadline → DEADLINE_EXCEEDED (CANCELLED when the client cancelled),
+// anything else → INTERNAL (and logged). Mixing raw and typed inputs, a raw count that
+// is not the input count, a typed list other than the datatype's, or an element count
+// that is not the shape's is INVALID_ARGUMENT. The call's deadline is the inference's
+// context. Messages up to Options.MaxMessageBytes (256 MiB) are accepted and sent both
+// ways; beyond, RESOURCE_EXHAUSTED. A panic in a handler is INTERNAL for that call,
+// never a crash. ServerMetadata advertises the same extensions as the REST face.
+//
+// Not implemented: RepositoryModelLoad/Unload fail as serve.ErrDisabled (the
+// repository is scanned at start); the shared-memory RPCs (SystemSharedMemory*,
+// CudaSharedMemory*), TraceSetting and LogSettings are declared in the .proto so that
+// clients get UNIMPLEMENTED rather than an unknown method; compute_input,
+// compute_output and cache statistics are zero; TLS and auth (issue #8).
+//
+// References: KServe Open Inference Protocol (gRPC); Triton Inference Server's
+// grpc_service.proto and its statistics, model configuration and model repository
+// extensions; gRPC health checking protocol (grpc.health.v1); gRPC server reflection.
+package grpcapi

@@ -1,0 +1,209 @@
+package grpcapi
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kilnrt/kiln/serve"
+	pb "github.com/kilnrt/kiln/serve/grpcapi/inferencepb"
+)
+
+// Options configure the gRPC API.
+type Options struct {
+	// MaxMessageBytes bounds a received and a sent message (0: 256 MiB; gRPC's own
+	// default, 4 MiB, is too small for image batches).
+	MaxMessageBytes int
+	// Version is reported by ServerMetadata.
+	Version string
+	Log     *zap.Logger
+	// Stopping, once closed, ends the calls that would otherwise stay open until the
+	// client leaves: health Watch calls (after a last NOT_SERVING) and ModelStreamInfer
+	// streams (between requests), both with UNAVAILABLE. Close it after svc.Drain and
+	// before GracefulStop, which would wait for them. nil: never.
+	Stopping <-chan struct{}
+}
+
+// DefaultMaxMessageBytes is the message size limit when Options leave it 0.
+const DefaultMaxMessageBytes = 256 << 20
+
+// extensions lists the protocol extensions ServerMetadata advertises. They are the
+// server's, the same as the REST face advertises: binary tensor data is a REST
+// extension (gRPC always carries raw contents), and the repository extension is not
+// claimed while load and unload are not offered.
+var extensions = []string{"binary_tensor_data", "statistics", "model_configuration"}
+
+// server implements inference.GRPCInferenceService on a serve.Service. The embedded
+// Unimplemented server answers the RPCs kiln does not offer (shared memory, tracing,
+// log settings) with UNIMPLEMENTED.
+type server struct {
+	pb.UnimplementedGRPCInferenceServiceServer
+	svc  *serve.Service
+	opts Options
+	log  *zap.Logger
+}
+
+// New builds a gRPC server offering inference.GRPCInferenceService on svc, the
+// standard health service (grpc.health.v1, following svc.Ready) and server reflection
+// (so that grpcurl and other generic clients need no .proto files). The caller
+// listens (Serve) and stops it (GracefulStop after svc.Drain).
+func New(svc *serve.Service, opts Options) *grpc.Server {
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	s := &server{svc: svc, opts: opts, log: opts.Log}
+	g := grpc.NewServer(
+		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(s.recoverUnary),
+		grpc.ChainStreamInterceptor(s.recoverStream),
+	)
+	pb.RegisterGRPCInferenceServiceServer(g, s)
+	registerHealth(g, svc, opts.Stopping)
+	registerReflection(g)
+	return g
+}
+
+// recoverUnary turns a panic in a handler into INTERNAL (and a log line), so that one
+// request cannot take the server down.
+func (s *server) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in a gRPC handler", zap.String("method", info.FullMethod), zap.Any("panic", r), zap.Stack("stack"))
+			resp, err = nil, status.Errorf(codes.Internal, "%s: internal error: %v", info.FullMethod, r)
+		}
+	}()
+	return handler(ctx, req)
+}
+
+func (s *server) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in a gRPC handler", zap.String("method", info.FullMethod), zap.Any("panic", r), zap.Stack("stack"))
+			err = status.Errorf(codes.Internal, "%s: internal error: %v", info.FullMethod, r)
+		}
+	}()
+	return handler(srv, ss)
+}
+
+func (s *server) ServerLive(context.Context, *pb.ServerLiveRequest) (*pb.ServerLiveResponse, error) {
+	return &pb.ServerLiveResponse{Live: s.svc.Live()}, nil
+}
+
+func (s *server) ServerReady(context.Context, *pb.ServerReadyRequest) (*pb.ServerReadyResponse, error) {
+	return &pb.ServerReadyResponse{Ready: s.svc.Ready()}, nil
+}
+
+func (s *server) ModelReady(_ context.Context, req *pb.ModelReadyRequest) (*pb.ModelReadyResponse, error) {
+	ok, err := s.svc.ModelReady(req.Name, req.Version)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	return &pb.ModelReadyResponse{Ready: ok}, nil
+}
+
+func (s *server) ServerMetadata(context.Context, *pb.ServerMetadataRequest) (*pb.ServerMetadataResponse, error) {
+	return &pb.ServerMetadataResponse{Name: "kiln", Version: s.opts.Version, Extensions: extensions}, nil
+}
+
+func (s *server) ModelMetadata(_ context.Context, req *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {
+	md, err := s.svc.ModelMetadata(req.Name, req.Version)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	io := func(ts []serve.IOMeta) []*pb.ModelMetadataResponse_TensorMetadata {
+		var out []*pb.ModelMetadataResponse_TensorMetadata
+		for _, t := range ts {
+			out = append(out, &pb.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape})
+		}
+		return out
+	}
+	return &pb.ModelMetadataResponse{Name: md.Name, Versions: md.Versions, Platform: md.Platform, Inputs: io(md.Inputs), Outputs: io(md.Outputs)}, nil
+}
+
+// ModelStatistics answers Triton's statistics extension from svc.Stats. kiln measures
+// success, fail, queue and compute (reported as compute_infer), and per batch size
+// the batched executions with their compute time; compute_input, compute_output and
+// the cache counters are zero.
+func (s *server) ModelStatistics(_ context.Context, req *pb.ModelStatisticsRequest) (*pb.ModelStatisticsResponse, error) {
+	st, err := s.svc.Stats(req.Name, req.Version)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	dur := func(c serve.Counter) *pb.StatisticDuration {
+		return &pb.StatisticDuration{Count: uint64(max(c.Count, 0)), Ns: uint64(max(c.Ns, 0))}
+	}
+	out := &pb.ModelStatisticsResponse{}
+	for _, m := range st {
+		out.ModelStats = append(out.ModelStats, &pb.ModelStatistics{
+			Name: m.Name, Version: m.Version, LastInference: uint64(max(m.LastInference, 0)),
+			InferenceCount: uint64(max(m.InferenceCount, 0)), ExecutionCount: uint64(max(m.ExecutionCount, 0)),
+			InferenceStats: &pb.InferStatistics{
+				Success: dur(m.Success), Fail: dur(m.Fail), Queue: dur(m.Queue),
+				ComputeInput: dur(serve.Counter{}), ComputeInfer: dur(m.Compute), ComputeOutput: dur(serve.Counter{}),
+				CacheHit: dur(serve.Counter{}), CacheMiss: dur(serve.Counter{}),
+			},
+			BatchStats: batchStats(m.Batches, dur),
+		})
+	}
+	return out, nil
+}
+
+// RepositoryIndex lists every model version with its state (ready: only READY ones).
+// kiln serves one repository, so repository_name must be empty.
+func (s *server) RepositoryIndex(_ context.Context, req *pb.RepositoryIndexRequest) (*pb.RepositoryIndexResponse, error) {
+	if req.RepositoryName != "" {
+		return nil, s.fail(fmt.Errorf("%w: repository %q: kiln serves one model repository, leave repository_name empty", serve.ErrInvalid, req.RepositoryName))
+	}
+	out := &pb.RepositoryIndexResponse{}
+	for _, st := range s.svc.Index() {
+		if req.Ready && st.State != serve.StateReady {
+			continue
+		}
+		out.Models = append(out.Models, &pb.RepositoryIndexResponse_ModelIndex{Name: st.Name, Version: st.Version, State: string(st.State), Reason: st.Reason})
+	}
+	return out, nil
+}
+
+// RepositoryModelLoad and RepositoryModelUnload: serve has no explicit model control
+// yet, so they fail as a server without it does (serve.ErrDisabled).
+func (s *server) RepositoryModelLoad(_ context.Context, req *pb.RepositoryModelLoadRequest) (*pb.RepositoryModelLoadResponse, error) {
+	return nil, s.fail(fmt.Errorf("%w: loading model %q: explicit model load / unload is not available (kiln scans the repository at start)", serve.ErrDisabled, req.ModelName))
+}
+
+func (s *server) RepositoryModelUnload(_ context.Context, req *pb.RepositoryModelUnloadRequest) (*pb.RepositoryModelUnloadResponse, error) {
+	return nil, s.fail(fmt.Errorf("%w: unloading model %q: explicit model load / unload is not available (kiln scans the repository at start)", serve.ErrDisabled, req.ModelName))
+}
+
+// ModelConfig answers Triton's model configuration extension: the model version's
+// completed configuration (config.pbtxt filled in from the model, or derived from the
+// model alone).
+func (s *server) ModelConfig(_ context.Context, req *pb.ModelConfigRequest) (*pb.ModelConfigResponse, error) {
+	cfg, err := s.svc.ModelConfig(req.Name, req.Version)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	return &pb.ModelConfigResponse{Config: cfg}, nil
+}
+
+// batchStats lists batched executions by increasing batch size.
+func batchStats(b map[int]serve.Counter, dur func(serve.Counter) *pb.StatisticDuration) []*pb.InferBatchStatistics {
+	sizes := make([]int, 0, len(b))
+	for n := range b {
+		sizes = append(sizes, n)
+	}
+	slices.Sort(sizes)
+	var out []*pb.InferBatchStatistics
+	for _, n := range sizes {
+		out = append(out, &pb.InferBatchStatistics{BatchSize: uint64(max(n, 0)), ComputeInput: dur(serve.Counter{}), ComputeInfer: dur(b[n]), ComputeOutput: dur(serve.Counter{})})
+	}
+	return out
+}

@@ -220,6 +220,7 @@ func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
 		v.outIdx[o.Name] = i
 	}
 	svc.stats.compile(m.name, c, time.Since(start))
+	svc.compileHist.WithLabelValues(m.name, c.Outcome.String()).Observe(time.Since(start).Seconds())
 	svc.log.Info("model compiled", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes),
 		zap.String("journal", c.Outcome.String()), zap.Duration("took", time.Since(start)))
 	m.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/kilnrt/kiln/compilecache"
@@ -49,17 +50,18 @@ type Spec struct {
 // lifecycle, inference, metadata, statistics and health. Its methods are safe for
 // concurrent use.
 type Service struct {
-	opts     Options
-	log      *zap.Logger
-	journal  *compilecache.Journal
-	ctx      context.Context // cancelled by Close: compiles stop
-	cancel   context.CancelFunc
-	compiles chan struct{} // one compile at a time
-	stats    serviceStats
-	draining atomic.Bool
-	flightMu sync.Mutex
-	flight   int           // inferences in progress
-	idle     chan struct{} // closed when draining and none is in progress
+	opts        Options
+	log         *zap.Logger
+	journal     *compilecache.Journal
+	ctx         context.Context // cancelled by Close: compiles stop
+	cancel      context.CancelFunc
+	compiles    chan struct{} // one compile at a time
+	stats       serviceStats
+	compileHist *prometheus.HistogramVec
+	draining    atomic.Bool
+	flightMu    sync.Mutex
+	flight      int           // inferences in progress
+	idle        chan struct{} // closed when draining and none is in progress
 
 	mu     sync.RWMutex
 	models map[string][]*model // by name, newest version first
@@ -86,7 +88,7 @@ func New(opts Options) (*Service, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{opts: opts, log: opts.Log, journal: j, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, 1), models: map[string][]*model{}, idle: make(chan struct{})}
+	s := &Service{opts: opts, log: opts.Log, journal: j, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, 1), models: map[string][]*model{}, idle: make(chan struct{}), compileHist: newCompileHistogram()}
 	dirs, warnings, err := scanRepository(opts.Repository)
 	if err != nil {
 		cancel()

@@ -161,7 +161,7 @@ func run(c config) error {
 // function (SIGTERM and wait; calling it twice is harmless).
 func startServer(c config, repo, journal string) (string, func(), error) {
 	args := []string{"serve", "--model-repository", repo, "--http-address", "127.0.0.1:0", "--cache-dir", journal,
-		"--threads", fmt.Sprint(c.threads), "--instances", fmt.Sprint(c.instances)}
+		"--threads", fmt.Sprint(c.threads), "--instances", fmt.Sprint(c.instances), "--grpc-address", "", "--metrics-address", ""}
 	if c.extra != "" {
 		args = append(args, strings.Fields(c.extra)...)
 	}

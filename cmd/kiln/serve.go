@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -25,7 +28,7 @@ const defaultRepository = "examples/models"
 
 func serveCmd() *cobra.Command {
 	var (
-		repo, httpAddr, grpcAddr, maxBody string
+		repo, httpAddr, grpcAddr, metricsAddr, maxBody string
 		threads, instances                int
 		eager                             bool
 		grace                             time.Duration
@@ -42,7 +45,11 @@ request (--eager: at start) through the binary journal, so restarts and replicas
 --cache-dir start warm. Without --model-repository it serves the bundled examples
 (examples/models: a small MLP and SqueezeNet 1.1). SIGTERM or Ctrl-C: readiness turns
 false, requests in flight finish (up to --grace), then the server exits.
-Not yet: config.pbtxt, dynamic batching, metrics (issue #8).`,
+Each model's config.pbtxt (Triton's format; optional) sets batching (max_batch_size,
+dynamic_batching), instance groups and the version policy. Prometheus metrics
+(Triton's nv_inference_* names, kiln_compile_seconds, kiln_journal_*_total,
+kiln_model_state) are on --metrics-address at /metrics.
+Not yet: repository load/unload, TLS, auth, JSON logs with request ids (issue #8).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" {
@@ -91,10 +98,26 @@ Not yet: config.pbtxt, dynamic batching, metrics (issue #8).`,
 				go func() { errc <- gsrv.Serve(gln) }()
 				grpcShown = gln.Addr().String()
 			}
+			metricsShown := "off"
+			var msrv *http.Server
+			if metricsAddr != "" {
+				mln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					srv.Close()
+					return fmt.Errorf("--metrics-address: %w", err)
+				}
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(svc.Metrics(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+				mux := http.NewServeMux()
+				mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+				msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+				go func() { errc <- msrv.Serve(mln) }()
+				metricsShown = mln.Addr().String()
+			}
 			for _, st := range svc.Index() {
 				log.Info("model", zap.String("name", st.Name), zap.String("version", st.Version), zap.String("state", string(st.State)), zap.String("reason", st.Reason))
 			}
-			log.Info("serving", zap.String("http", ln.Addr().String()), zap.String("grpc", grpcShown), zap.String("repository", repo), zap.String("journal", j.Dir()))
+			log.Info("serving", zap.String("http", ln.Addr().String()), zap.String("grpc", grpcShown), zap.String("metrics", metricsShown), zap.String("repository", repo), zap.String("journal", j.Dir()))
 			grpcNote := ""
 			if gsrv != nil {
 				grpcNote = " and gRPC on " + grpcShown
@@ -134,6 +157,9 @@ Not yet: config.pbtxt, dynamic batching, metrics (issue #8).`,
 				log.Warn("shutdown", zap.Error(err))
 			}
 			<-grpcStopped
+			if msrv != nil {
+				msrv.Close()
+			}
 			if drained != nil {
 				return fmt.Errorf("requests still running after the %v grace period", grace)
 			}
@@ -145,6 +171,7 @@ Not yet: config.pbtxt, dynamic batching, metrics (issue #8).`,
 	f.StringVar(&repo, "model-repository", "", "the model repository (default: the bundled "+defaultRepository+")")
 	f.StringVar(&httpAddr, "http-address", ":8000", "REST listen address")
 	f.StringVar(&grpcAddr, "grpc-address", ":8001", "gRPC listen address (empty: no gRPC)")
+	f.StringVar(&metricsAddr, "metrics-address", ":8002", "Prometheus /metrics listen address (empty: none)")
 	f.StringVar(&maxBody, "max-request-bytes", "64MiB", "largest request body, after decompression")
 	f.IntVar(&threads, "threads", 0, "threads of the CPU device (0: every core)")
 	f.IntVar(&instances, "instances", 1, "requests one model version runs at once (the rest queue)")

@@ -1,0 +1,85 @@
+package serve
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics exposes the service to Prometheus: Triton's nv_inference_* counters per model
+// and version (read from the statistics at scrape time, so there is one bookkeeping),
+// kiln_compile_seconds (a histogram of times to an executable, journal hits included,
+// labelled by outcome), kiln_journal_{hits,misses,corrupt}_total, and
+// kiln_model_state (1 for the state a model version is in).
+type Metrics struct {
+	svc *Service
+}
+
+var (
+	labels = []string{"model", "version"}
+	descs  = map[string]*prometheus.Desc{
+		"success":  prometheus.NewDesc("nv_inference_request_success", "Successful inference requests.", labels, nil),
+		"failure":  prometheus.NewDesc("nv_inference_request_failure", "Failed inference requests.", labels, nil),
+		"count":    prometheus.NewDesc("nv_inference_count", "Inferences performed (a batch of n counts n).", labels, nil),
+		"exec":     prometheus.NewDesc("nv_inference_exec_count", "Model executions (a batch counts once).", labels, nil),
+		"request":  prometheus.NewDesc("nv_inference_request_duration_us", "Cumulative successful request duration, microseconds.", labels, nil),
+		"queue":    prometheus.NewDesc("nv_inference_queue_duration_us", "Cumulative time requests waited for an instance, microseconds.", labels, nil),
+		"compute":  prometheus.NewDesc("nv_inference_compute_infer_duration_us", "Cumulative compute time, microseconds.", labels, nil),
+		"hits":     prometheus.NewDesc("kiln_journal_hits_total", "Journal lookups that found an entry (executables and kernels).", nil, nil),
+		"misses":   prometheus.NewDesc("kiln_journal_misses_total", "Journal lookups that found no usable entry.", nil, nil),
+		"corrupt":  prometheus.NewDesc("kiln_journal_corrupt_total", "Journal entries found damaged, quarantined and rebuilt.", nil, nil),
+		"state":    prometheus.NewDesc("kiln_model_state", "1 for the lifecycle state each model version is in.", []string{"model", "version", "state"}, nil),
+		"compiled": prometheus.NewDesc("kiln_model_executables", "Executables loaded per model version (one per input shape signature).", labels, nil),
+	}
+)
+
+// newCompileHistogram is kiln_compile_seconds.
+func newCompileHistogram() *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kiln_compile_seconds",
+		Help:    "Time to an executable when a model (shape) is first needed: a compile, or a journal load.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+	}, []string{"model", "journal"})
+}
+
+// Metrics returns the service's Prometheus collector.
+func (s *Service) Metrics() *Metrics { return &Metrics{svc: s} }
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range descs {
+		ch <- d
+	}
+	m.svc.compileHist.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.svc
+	counter := func(d string, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(descs[d], prometheus.CounterValue, v, lv...)
+	}
+	st, _ := s.Stats("", "")
+	for _, x := range st {
+		counter("success", float64(x.Success.Count), x.Name, x.Version)
+		counter("failure", float64(x.Fail.Count), x.Name, x.Version)
+		counter("count", float64(x.InferenceCount), x.Name, x.Version)
+		counter("exec", float64(x.ExecutionCount), x.Name, x.Version)
+		counter("request", float64(x.Success.Ns)/1e3, x.Name, x.Version)
+		counter("queue", float64(x.Queue.Ns)/1e3, x.Name, x.Version)
+		counter("compute", float64(x.Compute.Ns)/1e3, x.Name, x.Version)
+	}
+	js := s.journal.Stats()
+	counter("hits", float64(js.Hits))
+	counter("misses", float64(js.Misses))
+	counter("corrupt", float64(js.Corrupt))
+	for _, st := range s.Index() {
+		for _, state := range []State{StateUnavailable, StateLoading, StateReady} {
+			v := 0.0
+			if st.State == state {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descs["state"], prometheus.GaugeValue, v, st.Name, st.Version, string(state))
+		}
+		ch <- prometheus.MustNewConstMetric(descs["compiled"], prometheus.GaugeValue, float64(st.Compiled), st.Name, st.Version)
+	}
+	s.compileHist.Collect(ch)
+}

@@ -151,6 +151,29 @@ func DecodeRaw(name, datatype string, shape []int64, raw []byte) (*tensor.Tensor
 	return t, nil
 }
 
+// WrapRaw is DecodeRaw without the copy where it can: numeric data whose bytes are
+// aligned become the tensor's memory (raw must then stay unchanged while the tensor is
+// in use, as a request body does); the rest is decoded as DecodeRaw does.
+func WrapRaw(name, datatype string, shape []int64, raw []byte) (*tensor.Tensor, error) {
+	dt, err := DTypeOf(datatype)
+	if err != nil {
+		return nil, fmt.Errorf("input %q: %w", name, err)
+	}
+	if dt != tensor.Bool && dt != tensor.String {
+		if _, err := checkShape(name, shape); err != nil {
+			return nil, err
+		}
+		ts := make(tensor.Shape, len(shape))
+		for i, d := range shape {
+			ts[i] = int(d)
+		}
+		if t, ok := tensor.FromNative(dt, ts, raw); ok {
+			return t, nil
+		}
+	}
+	return DecodeRaw(name, datatype, shape, raw)
+}
+
 // EncodeRaw is DecodeRaw's inverse.
 func EncodeRaw(t *tensor.Tensor) ([]byte, error) {
 	if t.DType == tensor.String {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -60,7 +61,18 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%w: unsupported Content-Encoding %q (gzip, deflate)", errBadBody, enc)
 	}
-	b, err := io.ReadAll(io.LimitReader(body, s.opts.MaxRequestBytes+1))
+	// a declared length sizes the buffer once (no regrowing copies of large tensors)
+	var buf []byte
+	if n := r.ContentLength; n > 0 && n <= s.opts.MaxRequestBytes && body == r.Body {
+		// placed so that the binary part (after the JSON header) starts 8-byte aligned:
+		// its tensors then use the body's memory without a copy
+		pad := 0
+		if h, err := strconv.ParseInt(r.Header.Get(headerLength), 10, 64); err == nil && h >= 0 {
+			pad = int((8 - h%8) % 8)
+		}
+		buf = make([]byte, pad, int64(pad)+n+1)[pad:]
+	}
+	b, err := readAll(io.LimitReader(body, s.opts.MaxRequestBytes+1), buf)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the body: %v", errBadBody, err)
 	}
@@ -68,6 +80,26 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the body exceeds %d bytes", errTooLarge, s.opts.MaxRequestBytes)
 	}
 	return b, nil
+}
+
+// readAll is io.ReadAll into buf's capacity first.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	if buf == nil {
+		return io.ReadAll(r)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // decodeRequest parses a JSON (optionally binary-extended) inference request.
@@ -83,6 +115,10 @@ func (s *Server) decodeRequest(c *gin.Context) (*serve.InferRequest, bool, error
 			return nil, false, fmt.Errorf("%w: %s: %q for a %d-byte body", serve.ErrInvalid, headerLength, h, len(body))
 		}
 		head, bin = body[:n], body[n:]
+		if len(bin) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(bin)))%8 != 0 {
+			// tensors alias the binary part when it is aligned: align it by one copy
+			bin = append(make([]byte, 0, len(bin)), bin...)
+		}
 	}
 	var jr jsonRequest
 	dec := json.NewDecoder(bytes.NewReader(head))
@@ -106,7 +142,7 @@ func (s *Server) decodeRequest(c *gin.Context) (*serve.InferRequest, bool, error
 			if len(in.Data) > 0 {
 				return nil, false, fmt.Errorf("%w: input %q has both data and binary_data_size", serve.ErrInvalid, in.Name)
 			}
-			t.Data, err = serve.DecodeRaw(in.Name, in.Datatype, in.Shape, bin[:int64(n)])
+			t.Data, err = serve.WrapRaw(in.Name, in.Datatype, in.Shape, bin[:int64(n)])
 			bin = bin[int64(n):]
 		} else {
 			if len(in.Data) == 0 {

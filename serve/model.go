@@ -48,6 +48,8 @@ type model struct {
 	compile singleflight.Group
 
 	mu       sync.Mutex
+	retired  bool // unloaded or replaced: no new requests
+	active   int  // requests in progress
 	state    State
 	reason   string
 	progress string
@@ -61,7 +63,12 @@ type variant struct {
 	outIdx  map[string]int
 }
 
-func (m *model) versionString() string { return fmt.Sprint(m.version) }
+func (m *model) versionString() string {
+	if m.version < 0 { // the placeholder of an unloaded model
+		return ""
+	}
+	return fmt.Sprint(m.version)
+}
 
 func (m *model) setState(s State, reason string) {
 	m.mu.Lock()

@@ -31,8 +31,10 @@ type Options struct {
 	// are compiled.
 	Eager bool
 	// RepositoryControl enables loading and unloading models by API (Triton's
-	// explicit model control); otherwise the repository API answers ErrDisabled.
+	// explicit model control): only the models in Load are loaded at start; without it
+	// every model is, and the load/unload API answers ErrDisabled.
 	RepositoryControl bool
+	Load              []string
 	// Instances is how many requests a model version runs at once (0: 1); the rest queue.
 	Instances int
 }
@@ -97,7 +99,15 @@ func New(opts Options) (*Service, error) {
 	for _, w := range warnings {
 		s.log.Warn("model repository", zap.String("problem", w))
 	}
+	load := map[string]bool{}
+	for _, n := range opts.Load {
+		load[n] = true
+	}
 	for _, d := range dirs {
+		if opts.RepositoryControl && !load[d.name] {
+			s.models[d.name] = s.unloaded(d.name)
+			continue
+		}
 		s.models[d.name] = s.register(d)
 	}
 	go s.compileEager()
@@ -240,6 +250,10 @@ func (s *Service) Infer(ctx context.Context, req *InferRequest) (*InferResponse,
 	if err != nil {
 		return nil, err
 	}
+	if !m.admit() {
+		return nil, fmt.Errorf("%w: model %q was unloaded", ErrUnavailable, req.Model)
+	}
+	defer m.release()
 	start := time.Now()
 	resp, err := m.infer(ctx, req)
 	if err != nil {

@@ -36,7 +36,7 @@ const DefaultMaxMessageBytes = 256 << 20
 // server's, the same as the REST face advertises: binary tensor data is a REST
 // extension (gRPC always carries raw contents), and the repository extension is not
 // claimed while load and unload are not offered.
-var extensions = []string{"binary_tensor_data", "statistics", "model_configuration"}
+var extensions = []string{"binary_tensor_data", "statistics", "model_configuration", "model_repository"}
 
 // server implements inference.GRPCInferenceService on a serve.Service. The embedded
 // Unimplemented server answers the RPCs kiln does not offer (shared memory, tracing,
@@ -173,14 +173,20 @@ func (s *server) RepositoryIndex(_ context.Context, req *pb.RepositoryIndexReque
 	return out, nil
 }
 
-// RepositoryModelLoad and RepositoryModelUnload: serve has no explicit model control
-// yet, so they fail as a server without it does (serve.ErrDisabled).
+// RepositoryModelLoad and RepositoryModelUnload are Triton's explicit model control
+// (serve.ErrDisabled unless the server runs with repository control).
 func (s *server) RepositoryModelLoad(_ context.Context, req *pb.RepositoryModelLoadRequest) (*pb.RepositoryModelLoadResponse, error) {
-	return nil, s.fail(fmt.Errorf("%w: loading model %q: explicit model load / unload is not available (kiln scans the repository at start)", serve.ErrDisabled, req.ModelName))
+	if err := s.svc.LoadModel(req.ModelName); err != nil {
+		return nil, s.fail(err)
+	}
+	return &pb.RepositoryModelLoadResponse{}, nil
 }
 
 func (s *server) RepositoryModelUnload(_ context.Context, req *pb.RepositoryModelUnloadRequest) (*pb.RepositoryModelUnloadResponse, error) {
-	return nil, s.fail(fmt.Errorf("%w: unloading model %q: explicit model load / unload is not available (kiln scans the repository at start)", serve.ErrDisabled, req.ModelName))
+	if err := s.svc.UnloadModel(req.ModelName); err != nil {
+		return nil, s.fail(err)
+	}
+	return &pb.RepositoryModelUnloadResponse{}, nil
 }
 
 // ModelConfig answers Triton's model configuration extension: the model version's

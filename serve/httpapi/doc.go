@@ -12,9 +12,9 @@
 // Triton's status class (400 invalid, 404 unknown model/version/endpoint, 503 not
 // available or shutting down, 413 too large, 500 internal); a bad request never
 // disturbs other requests; GET /v2 advertises only the extensions implemented
-// (binary_tensor_data, statistics, model_configuration).
+// (binary_tensor_data, statistics, model_configuration, model_repository).
 //
-// Not yet: repository load/unload, TLS and auth,
+// Not yet: TLS and auth,
 // request ids in logs (issue #8).
 //
 // References: KServe Open Inference Protocol REST spec; Triton's binary tensor data,

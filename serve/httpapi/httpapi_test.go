@@ -108,7 +108,7 @@ func TestHealthAndMetadata(t *testing.T) {
 		Extensions []string `json:"extensions"`
 	}
 	json.Unmarshal(b, &sm)
-	if sm.Name != "kiln" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,statistics,model_configuration" {
+	if sm.Name != "kiln" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,statistics,model_configuration,model_repository" {
 		t.Fatalf("server metadata %s", b)
 	}
 	code, _, b := do(t, "GET", url+"/v2/models/mlp/config", nil, nil)
@@ -246,6 +246,9 @@ func TestMalformedRequests(t *testing.T) {
 		t.Fatalf("after %d malformed requests: %d %s", len(cases), code, b)
 	}
 	t.Logf("%d malformed requests answered", len(cases))
+	if code, _, b := do(t, "POST", url+"/v2/repository/models/mlp/unload", nil, nil); code != 403 || !strings.Contains(string(b), "explicit model control is off") {
+		t.Fatalf("unload without repository control: %d %s", code, b)
+	}
 }
 
 func gzipped(b []byte) []byte {

@@ -52,12 +52,13 @@ var routes = []route{
 	{http.MethodPost, "/v2/models/:model/versions/:version/infer", (*Server).infer},
 	{http.MethodGet, "/v2/models/:model/versions/:version/stats", (*Server).stats},
 	{http.MethodPost, "/v2/repository/index", (*Server).repositoryIndex},
+	{http.MethodPost, "/v2/repository/models/:model/load", (*Server).repositoryLoad},
+	{http.MethodPost, "/v2/repository/models/:model/unload", (*Server).repositoryUnload},
 }
 
 // extensions lists the protocol extensions this server implements (GET /v2 advertises
-// exactly these; the repository index answers, but without load and unload the
-// model_repository extension is not claimed).
-var extensions = []string{"binary_tensor_data", "statistics", "model_configuration"}
+// exactly these).
+var extensions = []string{"binary_tensor_data", "statistics", "model_configuration", "model_repository"}
 
 // New builds the HTTP handler.
 func New(svc *serve.Service, opts Options) http.Handler {
@@ -180,8 +181,26 @@ func (s *Server) stats(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"model_stats": out})
 }
 
+// repositoryLoad and repositoryUnload are Triton's explicit model control (403 unless
+// the server runs with repository control).
+func (s *Server) repositoryLoad(c *gin.Context) {
+	if err := s.svc.LoadModel(c.Param("model")); err != nil {
+		fail(c, err)
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
+func (s *Server) repositoryUnload(c *gin.Context) {
+	if err := s.svc.UnloadModel(c.Param("model")); err != nil {
+		fail(c, err)
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
 // repositoryIndex lists every model version with its state (Triton's repository
-// extension; load and unload are not offered yet).
+// extension).
 func (s *Server) repositoryIndex(c *gin.Context) {
 	out := []gin.H{}
 	for _, st := range s.svc.Index() {

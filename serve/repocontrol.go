@@ -1,0 +1,111 @@
+package serve
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// Explicit model control (Triton's model_repository extension): with
+// Options.RepositoryControl the repository is scanned at start but only the models in
+// Options.Load are loaded; LoadModel (re)reads a model from the repository — new
+// versions, a changed config.pbtxt — and UnloadModel retires it. A retired version takes
+// no new requests; those in flight finish before its executables are closed.
+
+// admit counts a request in on a model version unless it is retired.
+func (m *model) admit() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.retired {
+		return false
+	}
+	m.active++
+	return true
+}
+
+func (m *model) release() {
+	m.mu.Lock()
+	m.active--
+	idle := m.retired && m.active == 0
+	m.mu.Unlock()
+	if idle {
+		m.closeVariants()
+	}
+}
+
+// retire refuses new requests and closes the executables once in-flight ones are done.
+func (m *model) retire() {
+	m.mu.Lock()
+	m.retired = true
+	idle := m.active == 0
+	m.mu.Unlock()
+	if idle {
+		m.closeVariants()
+	}
+}
+
+func (m *model) closeVariants() {
+	m.mu.Lock()
+	vs := m.variants
+	m.variants = map[string]*variant{}
+	m.mu.Unlock()
+	for _, v := range vs {
+		v.machine.Close()
+	}
+}
+
+// unloaded is the placeholder listed for a model that is not loaded.
+func (s *Service) unloaded(name string) []*model {
+	return []*model{{svc: s, name: name, version: -1, stats: &modelStats{}, variants: map[string]*variant{}, spec: &Spec{},
+		state: StateUnavailable, reason: "unloaded"}}
+}
+
+// LoadModel loads (or reloads) a model from the repository; the versions it replaces
+// are retired. It needs Options.RepositoryControl.
+func (s *Service) LoadModel(name string) error {
+	if !s.opts.RepositoryControl {
+		return fmt.Errorf("%w: loading model %q: explicit model control is off (start the server with repository control enabled)", ErrDisabled, name)
+	}
+	d, err := scanModel(s.opts.Repository, name)
+	if err != nil {
+		return fmt.Errorf("%w: loading model %q: %v", ErrNotFound, name, err)
+	}
+	fresh := s.register(d)
+	s.mu.Lock()
+	old := s.models[name]
+	s.models[name] = fresh
+	s.mu.Unlock()
+	for _, m := range old {
+		m.retire()
+	}
+	s.log.Info("model loaded", zap.String("model", name), zap.Int("versions", len(fresh)))
+	for _, m := range fresh {
+		if m.status().State == StateUnavailable {
+			return fmt.Errorf("%w: model %q version %d: %s", ErrUnavailable, name, m.version, m.status().Reason)
+		}
+	}
+	go s.compileEager()
+	return nil
+}
+
+// UnloadModel retires every version of a model; it stays listed as UNAVAILABLE
+// ("unloaded").
+func (s *Service) UnloadModel(name string) error {
+	if !s.opts.RepositoryControl {
+		return fmt.Errorf("%w: unloading model %q: explicit model control is off", ErrDisabled, name)
+	}
+	s.mu.Lock()
+	old, ok := s.models[name]
+	if ok {
+		s.models[name] = s.unloaded(name)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: unknown model %q", ErrNotFound, name)
+	}
+	for _, m := range old {
+		m.retire()
+	}
+	s.log.Info("model unloaded", zap.String("model", name))
+	return nil
+}

@@ -233,7 +233,12 @@ func (f File) Validate() error {
 		}
 		if err := checkAddress(l.address); err != nil {
 			bad(l.key+".address", "%v", err)
-		} else if other, dup := addrs[l.address]; dup {
+			continue
+		}
+		if _, port, _ := net.SplitHostPort(l.address); port == "0" {
+			continue // an ephemeral port: each listener gets its own
+		}
+		if other, dup := addrs[l.address]; dup {
 			bad(l.key+".address", "%q is also %s.address", l.address, other)
 		}
 		addrs[l.address] = l.key

@@ -209,6 +209,13 @@ func TestFileValidate(t *testing.T) {
 	if err := f.Validate(); err != nil {
 		t.Errorf("disabled metrics: %v", err)
 	}
+	// Port 0 (an ephemeral port, as tests use) may appear on several endpoints.
+	f = DefaultFile()
+	f.ModelRepository = "/models"
+	f.HTTP.Address, f.GRPC.Address, f.Metrics.Address = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	if err := f.Validate(); err != nil {
+		t.Errorf("three listeners on 127.0.0.1:0: %v", err)
+	}
 }
 
 func TestSize(t *testing.T) {

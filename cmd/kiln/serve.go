@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/kilnrt/kiln/configs"
 	"github.com/kilnrt/kiln/serve"
 	"github.com/kilnrt/kiln/serve/grpcapi"
 	"github.com/kilnrt/kiln/serve/httpapi"
@@ -27,15 +31,9 @@ import (
 const defaultRepository = "examples/models"
 
 func serveCmd() *cobra.Command {
-	var (
-		repo, httpAddr, grpcAddr, metricsAddr, maxBody string
-		threads, instances                int
-		eager                             bool
-		grace                             time.Duration
-		cf                                cacheFlags
-	)
+	var fl serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve [--model-repository DIR]",
+		Use:   "serve [--config FILE] [--model-repository DIR]",
 		Short: "Serve a model repository over the Open Inference Protocol (KServe v2 REST and gRPC)",
 		Long: `Serve every <repo>/<model>/<version>/model.onnx over HTTP (Open Inference Protocol v2,
 Triton-compatible paths, JSON and binary tensor data) and over gRPC (Triton's
@@ -48,142 +46,223 @@ false, requests in flight finish (up to --grace), then the server exits.
 Each model's config.pbtxt (Triton's format; optional) sets batching (max_batch_size,
 dynamic_batching), instance groups and the version policy. Prometheus metrics
 (Triton's nv_inference_* names, kiln_compile_seconds, kiln_journal_*_total,
-kiln_model_state) are on --metrics-address at /metrics.
-Not yet: repository load/unload, TLS, auth, JSON logs with request ids (issue #8).`,
+kiln_model_state) are on --metrics-address at /metrics (plain HTTP, no auth).
+
+--config FILE reads the server config file (YAML, configs/kiln.yaml is a commented
+example); the flags given on the command line override its keys (each flag's help
+names its key in brackets). With tls.cert_file and tls.key_file (--tls-cert-file,
+--tls-key-file) REST is HTTPS and gRPC uses TLS; the files are re-read when they
+change. With auth.bearer_token_file (--bearer-token-file) every request but
+/v2/health/live, /v2/health/ready, grpc.health.v1 and gRPC reflection needs
+"Authorization: Bearer <token>". Each request gets an X-Request-ID (gRPC: the
+request's id or x-request-id metadata), echoed back, and one log line (info level).
+With --model-control-mode explicit (Triton's explicit model control) only the
+--load-model models load at start, and the repository API loads and unloads them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if repo == "" {
-				repo = defaultRepository
-				if _, err := os.Stat(repo); err != nil {
-					return usageError{fmt.Errorf("no --model-repository given and the bundled %s is not here (run from the kiln source tree, or pass a repository)", defaultRepository)}
-				}
-			}
-			limit, err := parseBytes(maxBody)
-			if err != nil {
-				return usageError{fmt.Errorf("--max-request-bytes: %w", err)}
-			}
-			log := newLogger(false)
-			defer log.Sync()
-			j, err := cf.open(log)
+			cfg, err := serveConfig(cmd.Flags(), &fl, os.Getenv)
 			if err != nil {
 				return err
 			}
-			defer j.Close()
-			dev, err := openCPU(threads, true)
-			if err != nil {
-				return err
-			}
-			defer dev.Close()
-			svc, err := serve.New(serve.Options{Repository: repo, CPU: dev, Journal: j, Log: log, Eager: eager, Instances: instances})
-			if err != nil {
-				return err
-			}
-			defer svc.Close()
-			ln, err := net.Listen("tcp", httpAddr)
-			if err != nil {
-				return err
-			}
-			srv := &http.Server{Handler: httpapi.New(svc, httpapi.Options{MaxRequestBytes: limit, Version: version, Log: log}), ReadHeaderTimeout: 10 * time.Second}
-			errc := make(chan error, 2)
-			go func() { errc <- srv.Serve(ln) }()
-			var gsrv *grpc.Server
-			grpcShown, stopping := "off", make(chan struct{})
-			if grpcAddr != "" {
-				gln, err := net.Listen("tcp", grpcAddr)
-				if err != nil {
-					srv.Close()
-					return fmt.Errorf("--grpc-address: %w", err)
-				}
-				gsrv = grpcapi.New(svc, grpcapi.Options{Version: version, Log: log, Stopping: stopping})
-				go func() { errc <- gsrv.Serve(gln) }()
-				grpcShown = gln.Addr().String()
-			}
-			metricsShown := "off"
-			var msrv *http.Server
-			if metricsAddr != "" {
-				mln, err := net.Listen("tcp", metricsAddr)
-				if err != nil {
-					srv.Close()
-					return fmt.Errorf("--metrics-address: %w", err)
-				}
-				reg := prometheus.NewRegistry()
-				reg.MustRegister(svc.Metrics(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-				mux := http.NewServeMux()
-				mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-				msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-				go func() { errc <- msrv.Serve(mln) }()
-				metricsShown = mln.Addr().String()
-			}
-			for _, st := range svc.Index() {
-				log.Info("model", zap.String("name", st.Name), zap.String("version", st.Version), zap.String("state", string(st.State)), zap.String("reason", st.Reason))
-			}
-			log.Info("serving", zap.String("http", ln.Addr().String()), zap.String("grpc", grpcShown), zap.String("metrics", metricsShown), zap.String("repository", repo), zap.String("journal", j.Dir()))
-			grpcNote := ""
-			if gsrv != nil {
-				grpcNote = " and gRPC on " + grpcShown
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "kiln is serving %s on http://%s%s. Try:\n\n%s\n\n", repo, ln.Addr(), grpcNote, exampleCurl(ln.Addr().String(), svc))
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-			select {
-			case err := <-errc:
-				return err
-			case s := <-sig:
-				log.Info("shutting down: draining requests in flight", zap.String("signal", s.String()), zap.Duration("grace", grace))
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), grace)
-			defer cancel()
-			drained := svc.Drain(ctx)
-			close(stopping) // ends health Watch calls and idle inference streams
-			grpcStopped := make(chan struct{})
-			go func() {
-				defer close(grpcStopped)
-				if gsrv == nil {
-					return
-				}
-				// GracefulStop waits for the calls still open; at the end of the grace
-				// period the rest are cut.
-				done := make(chan struct{})
-				go func() { gsrv.GracefulStop(); close(done) }()
-				select {
-				case <-done:
-				case <-ctx.Done():
-					log.Warn("shutdown: gRPC calls still open after the grace period; closing them")
-					gsrv.Stop()
-					<-done
-				}
-			}()
-			if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Warn("shutdown", zap.Error(err))
-			}
-			<-grpcStopped
-			if msrv != nil {
-				msrv.Close()
-			}
-			if drained != nil {
-				return fmt.Errorf("requests still running after the %v grace period", grace)
-			}
-			log.Info("stopped")
-			return nil
+			return runServe(cmd.OutOrStdout(), cfg, fl.instances, fl.loadModels)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&repo, "model-repository", "", "the model repository (default: the bundled "+defaultRepository+")")
-	f.StringVar(&httpAddr, "http-address", ":8000", "REST listen address")
-	f.StringVar(&grpcAddr, "grpc-address", ":8001", "gRPC listen address (empty: no gRPC)")
-	f.StringVar(&metricsAddr, "metrics-address", ":8002", "Prometheus /metrics listen address (empty: none)")
-	f.StringVar(&maxBody, "max-request-bytes", "64MiB", "largest request body, after decompression")
-	f.IntVar(&threads, "threads", 0, "threads of the CPU device (0: every core)")
-	f.IntVar(&instances, "instances", 1, "requests one model version runs at once (the rest queue)")
-	f.BoolVar(&eager, "eager", false, "compile every model with static input shapes at start (readiness waits for it)")
-	f.DurationVar(&grace, "grace", 30*time.Second, "how long SIGTERM waits for requests in flight")
-	cf.register(f, "on")
+	fl.register(cmd.Flags())
 	return cmd
 }
 
+// runServe serves until SIGTERM or Ctrl-C, then drains. With explicit model control,
+// load names the models loaded at start ("*": all).
+func runServe(stdout io.Writer, cfg configs.File, instances int, load []string) error {
+	log, err := newServeLogger(cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	var token string
+	if cfg.Auth.BearerTokenFile != "" {
+		if token, err = readBearerToken(cfg.Auth.BearerTokenFile); err != nil {
+			return usageError{err}
+		}
+	}
+	var tlsConf *tls.Config
+	if cfg.TLS.CertFile != "" {
+		certs, err := loadCertFiles(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
+		if err != nil {
+			return usageError{err}
+		}
+		tlsConf = certs.tlsConfig()
+	} else if token != "" {
+		log.Warn("bearer-token auth without TLS: tokens cross the network in clear text (set tls.cert_file and tls.key_file, or terminate TLS in front of kiln)")
+	}
+	cf := cacheFlagsOf(cfg.Cache)
+	j, err := cf.open(log)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	dev, err := openCPU(cfg.Threads, true)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	explicit := cfg.ModelControlMode == "explicit"
+	if explicit && slices.Contains(load, "*") {
+		models, err := scanRepository(cfg.ModelRepository)
+		if err != nil {
+			return fmt.Errorf("model_repository: %w", err)
+		}
+		load = nil
+		for _, m := range models {
+			if !slices.Contains(load, m.name) {
+				load = append(load, m.name)
+			}
+		}
+	}
+	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, CPU: dev, Journal: j, Log: log, Eager: cfg.LoadMode == "eager",
+		RepositoryControl: explicit, Load: load, Instances: instances})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	timeout := time.Duration(cfg.Limits.RequestTimeout)
+	errc := make(chan error, 3)
+	scheme, httpShown := "http", "off"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	var srv *http.Server
+	if cfg.HTTP.Enabled {
+		ln, err := net.Listen("tcp", cfg.HTTP.Address)
+		if err != nil {
+			return fmt.Errorf("http.address: %w", err)
+		}
+		srv = &http.Server{
+			Handler: httpapi.New(svc, httpapi.Options{MaxRequestBytes: int64(cfg.Limits.MaxRequestBytes), Version: version, Log: log,
+				BearerToken: token, RequestTimeout: timeout}),
+			ReadHeaderTimeout: 10 * time.Second,
+			TLSConfig:         tlsConf,
+			ErrorLog:          zap.NewStdLog(log.Named("http")), // TLS handshake errors and the like, in the log's format
+		}
+		go func() {
+			if tlsConf != nil {
+				errc <- srv.ServeTLS(ln, "", "")
+			} else {
+				errc <- srv.Serve(ln)
+			}
+		}()
+		httpShown = ln.Addr().String()
+	}
+	var gsrv *grpc.Server
+	grpcShown, stopping := "off", make(chan struct{})
+	if cfg.GRPC.Enabled {
+		gln, err := net.Listen("tcp", cfg.GRPC.Address)
+		if err != nil {
+			if srv != nil {
+				srv.Close()
+			}
+			return fmt.Errorf("grpc.address: %w", err)
+		}
+		gsrv = grpcapi.New(svc, grpcapi.Options{MaxMessageBytes: int(cfg.GRPC.MaxMessageBytes), Version: version, Log: log, Stopping: stopping,
+			TLS: tlsConf, BearerToken: token, RequestTimeout: timeout})
+		go func() { errc <- gsrv.Serve(gln) }()
+		grpcShown = gln.Addr().String()
+	}
+	metricsShown := "off"
+	var msrv *http.Server
+	if cfg.Metrics.Enabled {
+		mln, err := net.Listen("tcp", cfg.Metrics.Address)
+		if err != nil {
+			if srv != nil {
+				srv.Close()
+			}
+			if gsrv != nil {
+				gsrv.Stop()
+			}
+			return fmt.Errorf("metrics.address: %w", err)
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(svc.Metrics(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- msrv.Serve(mln) }()
+		metricsShown = mln.Addr().String()
+	}
+	for _, st := range svc.Index() {
+		log.Info("model", zap.String("name", st.Name), zap.String("version", st.Version), zap.String("state", string(st.State)), zap.String("reason", st.Reason))
+	}
+	log.Info("serving", zap.String("http", httpShown), zap.Bool("tls", tlsConf != nil), zap.Bool("auth", token != ""), zap.String("grpc", grpcShown),
+		zap.String("metrics", metricsShown), zap.String("repository", cfg.ModelRepository), zap.String("journal", j.Dir()),
+		zap.String("load_mode", cfg.LoadMode), zap.String("model_control_mode", cfg.ModelControlMode), zap.Duration("request_timeout", timeout))
+	switch {
+	case srv != nil:
+		grpcNote := ""
+		if gsrv != nil {
+			grpcNote = " and gRPC on " + grpcShown
+		}
+		fmt.Fprintf(stdout, "kiln is serving %s on %s://%s%s. Try:\n\n%s\n\n", cfg.ModelRepository, scheme, httpShown, grpcNote, exampleCurl(scheme, httpShown, token != "", svc))
+	default:
+		fmt.Fprintf(stdout, "kiln is serving %s over gRPC on %s (REST is off).\n", cfg.ModelRepository, grpcShown)
+	}
+	grace := time.Duration(cfg.ShutdownGrace)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	select {
+	case err := <-errc:
+		return err
+	case s := <-sig:
+		log.Info("shutting down: draining requests in flight", zap.String("signal", s.String()), zap.Duration("grace", grace))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	drained := svc.Drain(ctx)
+	close(stopping) // ends health Watch calls and idle inference streams
+	grpcStopped := make(chan struct{})
+	go func() {
+		defer close(grpcStopped)
+		if gsrv == nil {
+			return
+		}
+		// GracefulStop waits for the calls still open; at the end of the grace
+		// period the rest are cut.
+		done := make(chan struct{})
+		go func() { gsrv.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			log.Warn("shutdown: gRPC calls still open after the grace period; closing them")
+			gsrv.Stop()
+			<-done
+		}
+	}()
+	if srv != nil {
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("shutdown", zap.Error(err))
+		}
+	}
+	<-grpcStopped
+	if msrv != nil {
+		msrv.Close()
+	}
+	if drained != nil {
+		return fmt.Errorf("requests still running after the %v grace period", grace)
+	}
+	log.Info("stopped")
+	return nil
+}
+
 // exampleCurl is a ready-to-paste request for the first servable model with small
-// inputs (the bundled MLP), or a metadata query otherwise.
-func exampleCurl(addr string, svc *serve.Service) string {
+// inputs (the bundled MLP), or a metadata query otherwise; over HTTPS it adds -k (or
+// pass --cacert), with auth the header (the token from $KILN_TOKEN).
+func exampleCurl(scheme, addr string, auth bool, svc *serve.Service) string {
+	opts := ""
+	if scheme == "https" {
+		opts += " -k"
+	}
+	if auth {
+		opts += ` -H "Authorization: Bearer $KILN_TOKEN"`
+	}
 	host := addr
 	if h, p, err := net.SplitHostPort(addr); err == nil && (h == "::" || h == "0.0.0.0" || h == "") {
 		host = "localhost:" + p
@@ -211,11 +290,11 @@ func exampleCurl(addr string, svc *serve.Service) string {
 			data += fmt.Sprintf("%.1f", float64(i%7)/7)
 		}
 		data += "]"
-		return fmt.Sprintf(`curl -s http://%s/v2/models/%s/infer -H 'Content-Type: application/json' \
+		return fmt.Sprintf(`curl -s%s %s://%s/v2/models/%s/infer -H 'Content-Type: application/json' \
   -d '{"inputs":[{"name":"%s","datatype":"FP32","shape":%s,"data":%s}]}'`,
-			host, st.Name, md.Inputs[0].Name, jsonInts(shape), data)
+			opts, scheme, host, st.Name, md.Inputs[0].Name, jsonInts(shape), data)
 	}
-	return fmt.Sprintf("curl -s http://%s/v2/repository/index -X POST", host)
+	return fmt.Sprintf("curl -s%s %s://%s/v2/repository/index -X POST", opts, scheme, host)
 }
 
 func jsonInts(v []int64) string {

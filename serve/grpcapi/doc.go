@@ -37,7 +37,20 @@
 // repository is scanned at start); the shared-memory RPCs (SystemSharedMemory*,
 // CudaSharedMemory*), TraceSetting and LogSettings are declared in the .proto so that
 // clients get UNIMPLEMENTED rather than an unknown method; compute_input,
-// compute_output and cache statistics are zero; TLS and auth (issue #8).
+// compute_output and cache statistics are zero.
+//
+// Interceptors and the access log (accesslog.go, auth.go), outermost first: the
+// request id (unary: the ModelInferRequest's id, else the x-request-id metadata, else
+// 16 random hex digits; streams: the metadata's or a new one), sent back as the
+// x-request-id header; with Options.BearerToken, the metadata "authorization: Bearer
+// <token>" on every call but grpc.health.v1 and reflection (UNAUTHENTICATED
+// otherwise; SHA-256 digests compared with crypto/subtle); with
+// Options.RequestTimeout, a deadline on unary calls (a client's shorter one stays;
+// streams are not bounded, as one stream carries many requests); panic recovery. The
+// access log is a stats.Handler, so that its one line per call, written when the call
+// ends, has the status code, the duration and the bytes on the wire both ways (and the
+// message counts of a stream) without copying or re-encoding a message. Options.TLS
+// makes the server TLS-only (grpc.Creds).
 //
 // References: KServe Open Inference Protocol (gRPC); Triton Inference Server's
 // grpc_service.proto and its statistics, model configuration and model repository

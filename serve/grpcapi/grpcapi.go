@@ -2,12 +2,15 @@ package grpcapi
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/kilnrt/kiln/serve"
@@ -21,7 +24,18 @@ type Options struct {
 	MaxMessageBytes int
 	// Version is reported by ServerMetadata.
 	Version string
-	Log     *zap.Logger
+	// Log receives one line per call (info; health calls at debug) besides errors.
+	Log *zap.Logger
+	// TLS, when set, makes the server speak TLS only (its certificates, or
+	// GetCertificate, are the server's).
+	TLS *tls.Config
+	// BearerToken, when set, is required as the metadata "authorization: Bearer
+	// <token>" on every call but grpc.health.v1 and server reflection
+	// (UNAUTHENTICATED otherwise).
+	BearerToken string
+	// RequestTimeout bounds each unary call's time in the server (0: no bound); a
+	// shorter deadline of the client's stays. Streams are not bounded.
+	RequestTimeout time.Duration
 	// Stopping, once closed, ends the calls that would otherwise stay open until the
 	// client leaves: health Watch calls (after a last NOT_SERVING) and ModelStreamInfer
 	// streams (between requests), both with UNAVAILABLE. Close it after svc.Drain and
@@ -60,12 +74,29 @@ func New(svc *serve.Service, opts Options) *grpc.Server {
 		opts.Log = zap.NewNop()
 	}
 	s := &server{svc: svc, opts: opts, log: opts.Log}
-	g := grpc.NewServer(
+	// Interceptors, outermost first: the request id (so refusals are logged with
+	// one), auth, the deadline, then panics.
+	unary := []grpc.UnaryServerInterceptor{requestIDUnary}
+	stream := []grpc.StreamServerInterceptor{requestIDStream}
+	if opts.BearerToken != "" {
+		a := newBearerAuth(opts.BearerToken)
+		unary, stream = append(unary, a.unary), append(stream, a.stream)
+	}
+	if opts.RequestTimeout > 0 {
+		unary = append(unary, deadlineUnary(opts.RequestTimeout))
+	}
+	unary, stream = append(unary, s.recoverUnary), append(stream, s.recoverStream)
+	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(s.recoverUnary),
-		grpc.ChainStreamInterceptor(s.recoverStream),
-	)
+		grpc.StatsHandler(&accessLog{log: opts.Log}),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}
+	if opts.TLS != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	g := grpc.NewServer(sopts...)
 	pb.RegisterGRPCInferenceServiceServer(g, s)
 	registerHealth(g, svc, opts.Stopping)
 	registerReflection(g)

@@ -14,8 +14,18 @@
 // disturbs other requests; GET /v2 advertises only the extensions implemented
 // (binary_tensor_data, statistics, model_configuration, model_repository).
 //
-// Not yet: TLS and auth,
-// request ids in logs (issue #8).
+// Middleware (routes.go installs it, in this order): accessLog gives each request an
+// id (X-Request-ID from the client when it is 1–128 printable characters, else 16
+// random hex digits), echoes it, and logs one line when the request is done (request
+// id, method, path, status, duration, model, version, bytes in as read and out as
+// written, client; health probes at debug level, the rest at info); gin's recovery;
+// with Options.BearerToken, bearerAuth (auth.go): "Authorization: Bearer <token>" on
+// every path but /v2/health/live and /v2/health/ready (Kubernetes probes send no
+// credentials), unknown paths included, compared as SHA-256 digests with
+// crypto/subtle, else 401 {"error": "..."} with WWW-Authenticate: Bearer; with
+// Options.RequestTimeout, a deadline on the request's context (the inference's
+// queueing, compile wait and run; 504 past it; reading the body is bounded by the
+// http.Server, not by it). TLS is the caller's (an http.Server with TLSConfig).
 //
 // References: KServe Open Inference Protocol REST spec; Triton's binary tensor data,
 // statistics and model repository extensions.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
@@ -17,7 +18,14 @@ type Options struct {
 	MaxRequestBytes int64
 	// Version is reported by GET /v2.
 	Version string
-	Log     *zap.Logger
+	// Log receives one line per request (info; health probes at debug) besides errors.
+	Log *zap.Logger
+	// BearerToken, when set, is required as "Authorization: Bearer <token>" on every
+	// path but /v2/health/live and /v2/health/ready (401 otherwise).
+	BearerToken string
+	// RequestTimeout bounds each request's time in the server (0: no bound); past it
+	// an inference fails with 504.
+	RequestTimeout time.Duration
 }
 
 // Server is the REST (HTTP/JSON) face of a serve.Service.
@@ -71,7 +79,13 @@ func New(svc *serve.Service, opts Options) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{svc: svc, opts: opts, log: opts.Log}
 	r := gin.New()
-	r.Use(gin.Recovery())
+	r.Use(s.accessLog, gin.Recovery())
+	if opts.BearerToken != "" {
+		r.Use(bearerAuth(opts.BearerToken))
+	}
+	if opts.RequestTimeout > 0 {
+		r.Use(deadline(opts.RequestTimeout))
+	}
 	r.HandleMethodNotAllowed = true
 	for _, rt := range routes {
 		h := rt.handle

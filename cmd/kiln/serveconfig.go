@@ -1,0 +1,281 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/kilnrt/kiln/configs"
+)
+
+// serveFlags are kiln serve's command-line flags. Those that have a key in the config
+// file override it when the user sets them (pflag's Changed); the others (instances,
+// load-model) exist only as flags.
+type serveFlags struct {
+	config                                string
+	repo, httpAddr, grpcAddr, metricsAddr string
+	maxBody, grpcMaxMsg                   string
+	requestTimeout, grace                 time.Duration
+	threads, instances                    int
+	eager                                 bool
+	tlsCert, tlsKey, tokenFile            string
+	logFormat, logLevel                   string
+	controlMode                           string
+	loadModels                            []string // no config key: Triton's --load-model
+	cache                                 cacheFlags
+}
+
+func (fl *serveFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&fl.config, "config", "", "the server config file (YAML; see configs/kiln.yaml); flags given on the command line override its keys")
+	f.StringVar(&fl.repo, "model-repository", "", "the model repository (default: the bundled "+defaultRepository+") [model_repository]")
+	f.StringVar(&fl.httpAddr, "http-address", ":8000", "REST listen address (empty: no REST) [http.address]")
+	f.StringVar(&fl.grpcAddr, "grpc-address", ":8001", "gRPC listen address (empty: no gRPC) [grpc.address]")
+	f.StringVar(&fl.metricsAddr, "metrics-address", ":8002", "Prometheus /metrics listen address, plain HTTP (empty: none) [metrics.address]")
+	f.StringVar(&fl.maxBody, "max-request-bytes", "64MiB", "largest REST request body, after decompression [limits.max_request_bytes]")
+	f.StringVar(&fl.grpcMaxMsg, "grpc-max-message-bytes", "256MiB", "largest gRPC message, either way [grpc.max_message_bytes]")
+	f.DurationVar(&fl.requestTimeout, "request-timeout", 0, "bound on a request's time in the server, e.g. 30s (0: none; a client's shorter gRPC deadline stays) [limits.request_timeout]")
+	f.IntVar(&fl.threads, "threads", 0, "threads of the CPU device (0: every core) [threads]")
+	f.IntVar(&fl.instances, "instances", 1, "requests one model version runs at once (the rest queue)")
+	f.StringVar(&fl.controlMode, "model-control-mode", "none", "none (serve every model of the repository) or explicit (load/unload through the repository API) [model_control_mode]")
+	f.StringArrayVar(&fl.loadModels, "load-model", nil, "with --model-control-mode explicit: a model to load at start (repeatable; * for every model)")
+	f.BoolVar(&fl.eager, "eager", false, "compile every model with static input shapes at start (readiness waits for it) [load_mode: eager]")
+	f.DurationVar(&fl.grace, "grace", 30*time.Second, "how long SIGTERM waits for requests in flight [shutdown_grace]")
+	f.StringVar(&fl.tlsCert, "tls-cert-file", "", "PEM certificate (chain): serve HTTPS and gRPC over TLS, with --tls-key-file [tls.cert_file]")
+	f.StringVar(&fl.tlsKey, "tls-key-file", "", "PEM private key of --tls-cert-file [tls.key_file]")
+	f.StringVar(&fl.tokenFile, "bearer-token-file", "", "file holding a token every request but the health probes must send as Authorization: Bearer <token> [auth.bearer_token_file]")
+	f.StringVar(&fl.logFormat, "log-format", "", "json or console (default: the config file's, else $KILN_LOG_FORMAT, else console) [log.format]")
+	f.StringVar(&fl.logLevel, "log-level", "info", "debug, info (one line per request), warn or error [log.level]")
+	fl.cache.register(f, "on")
+}
+
+// serveConfig is the configuration kiln serve runs with: the config file (or, without
+// --config, the defaults of today's flags, with console logs unless $KILN_LOG_FORMAT
+// says otherwise), then every flag the user set, then validation. Errors name the
+// config key (and are usage errors: exit status 2).
+func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (configs.File, error) {
+	var cfg configs.File
+	if fl.config != "" {
+		var err error
+		if cfg, err = configs.LoadFile(fl.config); err != nil {
+			return cfg, usageError{err}
+		}
+	} else {
+		cfg = configs.DefaultFile()
+		cfg.Log.Format = "console"
+		if v := getenv("KILN_LOG_FORMAT"); v != "" {
+			cfg.Log.Format = v
+		}
+	}
+	set := f.Changed
+	var errs []error
+	size := func(flag, v string, dst *configs.Size) {
+		n, err := parseBytes(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		}
+		*dst = configs.Size(n)
+	}
+	if set("model-repository") {
+		cfg.ModelRepository = fl.repo
+	}
+	if set("http-address") {
+		cfg.HTTP = configs.Listener{Address: fl.httpAddr, Enabled: fl.httpAddr != ""}
+	}
+	if set("grpc-address") {
+		cfg.GRPC.Address, cfg.GRPC.Enabled = fl.grpcAddr, fl.grpcAddr != ""
+	}
+	if set("metrics-address") {
+		cfg.Metrics = configs.Listener{Address: fl.metricsAddr, Enabled: fl.metricsAddr != ""}
+	}
+	if set("max-request-bytes") {
+		size("max-request-bytes", fl.maxBody, &cfg.Limits.MaxRequestBytes)
+	}
+	if set("grpc-max-message-bytes") {
+		size("grpc-max-message-bytes", fl.grpcMaxMsg, &cfg.GRPC.MaxMessageBytes)
+	}
+	if set("request-timeout") {
+		cfg.Limits.RequestTimeout = configs.Duration(fl.requestTimeout)
+	}
+	if set("threads") {
+		cfg.Threads = fl.threads
+	}
+	if set("model-control-mode") {
+		cfg.ModelControlMode = fl.controlMode
+	}
+	if set("eager") {
+		cfg.LoadMode = map[bool]string{true: "eager", false: "lazy"}[fl.eager]
+	}
+	if set("grace") {
+		cfg.ShutdownGrace = configs.Duration(fl.grace)
+	}
+	if set("cache-dir") {
+		cfg.Cache.Dir = fl.cache.dir
+	}
+	if set("cache") {
+		cfg.Cache.Policy = fl.cache.policy
+	}
+	if set("cache-budget") {
+		size("cache-budget", fl.cache.budget, &cfg.Cache.Budget)
+	}
+	if set("tls-cert-file") {
+		cfg.TLS.CertFile = fl.tlsCert
+	}
+	if set("tls-key-file") {
+		cfg.TLS.KeyFile = fl.tlsKey
+	}
+	if set("bearer-token-file") {
+		cfg.Auth.BearerTokenFile = fl.tokenFile
+	}
+	if set("log-format") {
+		cfg.Log.Format = fl.logFormat
+	}
+	if set("log-level") {
+		cfg.Log.Level = fl.logLevel
+	}
+	if cfg.ModelRepository == "" && fl.config == "" {
+		if _, err := os.Stat(defaultRepository); err != nil {
+			return cfg, usageError{fmt.Errorf("no --model-repository given and the bundled %s is not here (run from the kiln source tree, or pass a repository)", defaultRepository)}
+		}
+		cfg.ModelRepository = defaultRepository
+	}
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(fl.loadModels) > 0 && cfg.ModelControlMode != "explicit" {
+		errs = append(errs, fmt.Errorf("--load-model needs model_control_mode: explicit (--model-control-mode explicit); otherwise every model loads"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
+// cacheFlagsOf turns the merged cache keys back into cacheFlags, so that the journal
+// opens exactly as the other commands open it.
+func cacheFlagsOf(c configs.Cache) cacheFlags {
+	return cacheFlags{dir: c.Dir, policy: c.Policy, budget: strconv.FormatInt(int64(c.Budget), 10)}
+}
+
+// newServeLogger builds the server's zap logger on stderr: JSON (for containers and
+// log collectors: ISO 8601 times, lowercase levels) or console (as the other commands
+// log), at the given level.
+func newServeLogger(c configs.Log) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, usageError{&configs.KeyError{Key: "log.level", Msg: err.Error()}}
+	}
+	var enc zapcore.Encoder
+	switch c.Format {
+	case "json":
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		ec.EncodeDuration = zapcore.SecondsDurationEncoder
+		enc = zapcore.NewJSONEncoder(ec)
+	case "console":
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.TimeKey = ""
+		enc = zapcore.NewConsoleEncoder(ec)
+	default:
+		return nil, usageError{&configs.KeyError{Key: "log.format", Msg: fmt.Sprintf("%q: must be json or console", c.Format)}}
+	}
+	// Buffered: one write per 64 KiB or per second rather than one per line, which at
+	// one line per request is a syscall per request. Errors and above flush at once
+	// (zap syncs the core for them), and so does Sync at exit.
+	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(os.Stderr), Size: 64 << 10, FlushInterval: time.Second}
+	return zap.New(zapcore.NewCore(enc, ws, level)), nil
+}
+
+// readBearerToken reads auth.bearer_token_file: the token is the file's content with
+// surrounding whitespace (a trailing newline) removed; an empty token is an error.
+func readBearerToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", &configs.KeyError{Key: "auth.bearer_token_file", Msg: err.Error()}
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", &configs.KeyError{Key: "auth.bearer_token_file", Msg: path + " is empty: it must hold the token"}
+	}
+	if strings.ContainsAny(tok, " \t\r\n") {
+		return "", &configs.KeyError{Key: "auth.bearer_token_file", Msg: path + ": the token must be one word (no whitespace inside)"}
+	}
+	return tok, nil
+}
+
+// certReloadInterval is how often, at most, a TLS handshake checks the certificate
+// files for a change.
+const certReloadInterval = 10 * time.Second
+
+// certFiles serves a certificate from tls.cert_file and tls.key_file and reloads it
+// when either file changes (checked at most every certReloadInterval, on a
+// handshake), so a rotated Kubernetes secret or cert-manager renewal needs no restart.
+// A reload that fails keeps the previous certificate and logs a warning.
+type certFiles struct {
+	certPath, keyPath string
+	log               *zap.Logger
+	interval          time.Duration
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	stamp   string // modification times and sizes of both files
+	checked time.Time
+}
+
+func loadCertFiles(certPath, keyPath string, log *zap.Logger) (*certFiles, error) {
+	c := &certFiles{certPath: certPath, keyPath: keyPath, log: log, interval: certReloadInterval}
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *certFiles) fileStamp() string {
+	s := ""
+	for _, p := range []string{c.certPath, c.keyPath} {
+		if st, err := os.Stat(p); err == nil {
+			s += fmt.Sprintf("%d/%d;", st.ModTime().UnixNano(), st.Size())
+		}
+	}
+	return s
+}
+
+func (c *certFiles) load() error {
+	stamp := c.fileStamp()
+	cert, err := tls.LoadX509KeyPair(c.certPath, c.keyPath)
+	if err != nil {
+		return &configs.KeyError{Key: "tls.cert_file", Msg: fmt.Sprintf("%s with tls.key_file %s: %v", c.certPath, c.keyPath, err)}
+	}
+	c.cert, c.stamp, c.checked = &cert, stamp, time.Now()
+	return nil
+}
+
+// getCertificate is tls.Config.GetCertificate.
+func (c *certFiles) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.checked) >= c.interval {
+		c.checked = time.Now()
+		if c.fileStamp() != c.stamp {
+			if err := c.load(); err != nil {
+				c.log.Warn("TLS certificate changed but does not load; keeping the previous one", zap.Error(err))
+			} else {
+				c.log.Info("TLS certificate reloaded", zap.String("cert_file", c.certPath))
+			}
+		}
+	}
+	return c.cert, nil
+}
+
+// tlsConfig is the server side of TLS for both APIs (TLS 1.2 or later).
+func (c *certFiles) tlsConfig() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: c.getCertificate}
+}

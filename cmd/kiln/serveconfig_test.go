@@ -1,0 +1,273 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/kilnrt/kiln/configs"
+)
+
+// parseServe parses kiln serve's flags from args and merges them as the command does.
+func parseServe(t *testing.T, env map[string]string, args ...string) (configs.File, error) {
+	t.Helper()
+	var fl serveFlags
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fl.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return serveConfig(fs, &fl, func(k string) string { return env[k] })
+}
+
+func writeTemp(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestServeConfigDefaults: without --config, kiln serve runs as before the config file
+// existed (console logs, the flags' defaults), and $KILN_LOG_FORMAT picks the format.
+func TestServeConfigDefaults(t *testing.T) {
+	cfg, err := parseServe(t, nil, "--model-repository", "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := configs.DefaultFile()
+	want.ModelRepository = "/models"
+	want.Log.Format = "console"
+	if cfg != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+	cfg, err = parseServe(t, map[string]string{"KILN_LOG_FORMAT": "json"}, "--model-repository", "/models")
+	if err != nil || cfg.Log.Format != "json" {
+		t.Errorf("KILN_LOG_FORMAT=json: %q %v", cfg.Log.Format, err)
+	}
+	// the flag beats the environment
+	cfg, err = parseServe(t, map[string]string{"KILN_LOG_FORMAT": "json"}, "--model-repository", "/models", "--log-format", "console")
+	if err != nil || cfg.Log.Format != "console" {
+		t.Errorf("--log-format console over KILN_LOG_FORMAT=json: %q %v", cfg.Log.Format, err)
+	}
+	// as today: empty addresses switch gRPC and metrics off; now REST too
+	cfg, err = parseServe(t, nil, "--model-repository", "/models", "--grpc-address", "", "--metrics-address", "")
+	if err != nil || cfg.GRPC.Enabled || cfg.Metrics.Enabled || !cfg.HTTP.Enabled {
+		t.Errorf("gRPC and metrics off: %+v %v", cfg, err)
+	}
+	// the tests' and the load generator's command line: three listeners on port 0
+	if _, err := parseServe(t, nil, "--model-repository", "/m", "--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"); err != nil {
+		t.Errorf("ephemeral ports: %v", err)
+	}
+}
+
+// TestServeConfigFileAndFlags: every key of the file reaches the configuration, and a
+// flag set on the command line overrides its key (and only then).
+func TestServeConfigFileAndFlags(t *testing.T) {
+	file := writeTemp(t, "kiln.yaml", `
+model_repository: /from/file
+http: {address: "127.0.0.1:9000"}
+grpc: {address: "127.0.0.1:9001", max_message_bytes: 32MiB}
+metrics: {enabled: false}
+model_control_mode: explicit
+load_mode: eager
+cache: {dir: /var/cache/kiln, policy: readonly, budget: 2GiB}
+limits: {max_request_bytes: 1MiB, request_timeout: 45s}
+tls: {cert_file: /tls/crt, key_file: /tls/key}
+auth: {bearer_token_file: /secret/token}
+log: {format: console, level: warn}
+threads: 3
+shutdown_grace: 10s
+`)
+	cfg, err := parseServe(t, map[string]string{"KILN_LOG_FORMAT": "json"}, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := configs.File{
+		ModelRepository:  "/from/file",
+		HTTP:             configs.Listener{Address: "127.0.0.1:9000", Enabled: true},
+		GRPC:             configs.GRPC{Address: "127.0.0.1:9001", Enabled: true, MaxMessageBytes: 32 * configs.MiB},
+		Metrics:          configs.Listener{Address: ":8002", Enabled: false},
+		ModelControlMode: "explicit",
+		LoadMode:         "eager",
+		Cache:            configs.Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * configs.GiB},
+		Limits:           configs.Limits{MaxRequestBytes: configs.MiB, RequestTimeout: configs.Duration(45 * time.Second)},
+		TLS:              configs.TLS{CertFile: "/tls/crt", KeyFile: "/tls/key"},
+		Auth:             configs.Auth{BearerTokenFile: "/secret/token"},
+		Log:              configs.Log{Format: "console", Level: "warn"}, // the file wins over $KILN_LOG_FORMAT
+		Threads:          3,
+		ShutdownGrace:    configs.Duration(10 * time.Second),
+	}
+	if cfg != want {
+		t.Errorf("file only:\n got %+v\nwant %+v", cfg, want)
+	}
+	cfg, err = parseServe(t, nil, "--config", file,
+		"--model-repository", "/from/flag", "--http-address", "127.0.0.1:7000", "--grpc-address", "", "--metrics-address", ":7002",
+		"--grpc-max-message-bytes", "64MiB", "--eager=false", "--model-control-mode", "none", "--cache-dir", "/tmp/j", "--cache", "redo", "--cache-budget", "1GiB",
+		"--max-request-bytes", "2MiB", "--request-timeout", "5s", "--tls-cert-file", "/c", "--tls-key-file", "/k",
+		"--bearer-token-file", "/t", "--log-format", "json", "--log-level", "debug", "--threads", "1", "--grace", "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = configs.File{
+		ModelRepository:  "/from/flag",
+		HTTP:             configs.Listener{Address: "127.0.0.1:7000", Enabled: true},
+		GRPC:             configs.GRPC{Address: "", Enabled: false, MaxMessageBytes: 64 * configs.MiB},
+		Metrics:          configs.Listener{Address: ":7002", Enabled: true},
+		ModelControlMode: "none",
+		LoadMode:         "lazy",
+		Cache:            configs.Cache{Dir: "/tmp/j", Policy: "redo", Budget: configs.GiB},
+		Limits:           configs.Limits{MaxRequestBytes: 2 * configs.MiB, RequestTimeout: configs.Duration(5 * time.Second)},
+		TLS:              configs.TLS{CertFile: "/c", KeyFile: "/k"},
+		Auth:             configs.Auth{BearerTokenFile: "/t"},
+		Log:              configs.Log{Format: "json", Level: "debug"},
+		Threads:          1,
+		ShutdownGrace:    configs.Duration(time.Minute),
+	}
+	if cfg != want {
+		t.Errorf("flags over the file:\n got %+v\nwant %+v", cfg, want)
+	}
+	// the merged cache keys open the journal through cacheFlags
+	if cf := cacheFlagsOf(cfg.Cache); cf.dir != "/tmp/j" || cf.policy != "redo" || cf.budget != "1073741824" {
+		t.Errorf("cacheFlagsOf: %+v", cf)
+	}
+}
+
+// TestServeConfigErrors: problems are reported together, each naming its key (or its
+// flag), as usage errors.
+func TestServeConfigErrors(t *testing.T) {
+	cases := []struct {
+		name, file string
+		args       []string
+		want       []string
+	}{
+		{"models to load without explicit control", "model_repository: /m\n", []string{"--load-model", "mlp"},
+			[]string{"--load-model needs model_control_mode: explicit"}},
+		{"bad control mode flag", "model_repository: /m\n", []string{"--model-control-mode", "poll"}, []string{"model_control_mode: \"poll\""}},
+		{"no repository in the file", "threads: 2\n", nil, []string{"model_repository: must be set"}},
+		{"unknown key", "model_repository: /m\nthread: 2\n", nil, []string{"unknown key thread"}},
+		{"several at once", "model_repository: /m\nlog: {level: loud}\nload_mode: later\n", []string{"--tls-cert-file", "/c"},
+			[]string{"log.level", "load_mode", "tls.key_file: must be set"}},
+		{"flag makes it invalid", "model_repository: /m\n", []string{"--http-address", ":8001"}, []string{`grpc.address: ":8001" is also http.address`}},
+		{"bad size flag", "model_repository: /m\n", []string{"--cache-budget", "lots"}, []string{"--cache-budget", "not a size"}},
+		{"nothing served", "model_repository: /m\n", []string{"--http-address", "", "--grpc-address", ""}, []string{"http.enabled"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"--config", writeTemp(t, "kiln.yaml", c.file)}, c.args...)
+			_, err := parseServe(t, nil, args...)
+			var ue usageError
+			if err == nil || !errors.As(err, &ue) {
+				t.Fatalf("err = %v, want a usage error", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestReadBearerToken(t *testing.T) {
+	tok, err := readBearerToken(writeTemp(t, "token", "  s3cret-token\n\n"))
+	if err != nil || tok != "s3cret-token" {
+		t.Errorf("token with whitespace around: %q %v", tok, err)
+	}
+	for name, text := range map[string]string{"empty": "", "blank": " \n\t\n", "two words": "a b\n"} {
+		if _, err := readBearerToken(writeTemp(t, "token", text)); err == nil || !strings.Contains(err.Error(), "auth.bearer_token_file: ") {
+			t.Errorf("%s token file: %v, want an error naming auth.bearer_token_file", name, err)
+		}
+	}
+	if _, err := readBearerToken(filepath.Join(t.TempDir(), "absent")); err == nil || !strings.Contains(err.Error(), "auth.bearer_token_file: ") {
+		t.Errorf("absent token file: %v", err)
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and localhost (valid an
+// hour) and its key, and returns their paths and a pool that trusts the certificate.
+func selfSigned(t *testing.T, dir, cn string) (certPath, keyPath string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certPath, keyPath, pool
+}
+
+// TestCertReload: a changed certificate is served from the next handshake after the
+// check interval; a broken one keeps the previous certificate.
+func TestCertReload(t *testing.T) {
+	dir := t.TempDir()
+	certPath, keyPath, _ := selfSigned(t, dir, "first")
+	c, err := loadCertFiles(certPath, keyPath, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.interval = 0
+	cn := func() string {
+		t.Helper()
+		cert, err := c.getCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := x509.ParseCertificate(cert.Certificate[0])
+		return x.Subject.CommonName
+	}
+	if got := cn(); got != "first" {
+		t.Fatalf("served %q", got)
+	}
+	time.Sleep(10 * time.Millisecond) // a new modification time
+	selfSigned(t, dir, "second")
+	if got := cn(); got != "second" {
+		t.Fatalf("after rotation: served %q, want second", got)
+	}
+	os.WriteFile(certPath, []byte("not a certificate"), 0o644)
+	if got := cn(); got != "second" {
+		t.Fatalf("after a broken rotation: served %q, want the previous (second)", got)
+	}
+	if _, err := loadCertFiles(certPath, keyPath, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "tls.cert_file: ") {
+		t.Errorf("broken certificate at start: %v, want an error naming tls.cert_file", err)
+	}
+}

@@ -57,7 +57,8 @@ type Service struct {
 	journal     *compilecache.Journal
 	ctx         context.Context // cancelled by Close: compiles stop
 	cancel      context.CancelFunc
-	compiles    chan struct{} // one compile at a time
+	compiles    chan struct{}  // one compile at a time
+	building    sync.WaitGroup // compiles in progress: Close waits for them
 	stats       serviceStats
 	compileHist *prometheus.HistogramVec
 	draining    atomic.Bool
@@ -411,7 +412,9 @@ func (s *Service) leave() {
 	}
 }
 
-// Close drains (without waiting), cancels compiles and unloads every executable.
+// Close drains (without waiting for requests), cancels compiles and waits for them to
+// return, and unloads every executable; the caller closes the journal and the device
+// after it.
 func (s *Service) Close() error {
 	s.flightMu.Lock()
 	if !s.draining.Swap(true) && s.flight == 0 {
@@ -419,6 +422,7 @@ func (s *Service) Close() error {
 	}
 	s.flightMu.Unlock()
 	s.cancel()
+	s.building.Wait() // a cancelled compile returns soon; the journal and device outlive it
 	for _, m := range s.allModels() {
 		m.mu.Lock()
 		for _, v := range m.variants {

@@ -2,7 +2,8 @@
 // temporary repository of zoo models, warms each model up (its compile goes to a
 // temporary journal), then sends binary-tensor REST requests from C concurrent clients
 // for a bounded time and count, and prints p50/p99 latency, throughput and errors per
-// model and concurrency. With --overhead it also runs `kiln bench` (in-process, same
+// model and concurrency (the server logs at warn: no access log line per request). With
+// --overhead it also runs `kiln bench` (in-process, same
 // journal, so no compile) for the REST-binary p50 overhead at concurrency 1.
 //
 //	go run ./bench/loadgen [--zoo ../shared/zoo] [--models squeezenet1_1,bert_tiny]
@@ -167,7 +168,7 @@ func run(c config) error {
 // function (SIGTERM and wait; calling it twice is harmless).
 func startServer(c config, repo, journal string) (string, func(), error) {
 	args := []string{"serve", "--model-repository", repo, "--http-address", "127.0.0.1:0", "--cache-dir", journal,
-		"--threads", fmt.Sprint(c.threads), "--instances", fmt.Sprint(c.instances), "--grpc-address", "", "--metrics-address", ""}
+		"--threads", fmt.Sprint(c.threads), "--instances", fmt.Sprint(c.instances), "--grpc-address", "", "--metrics-address", "", "--log-level", "warn"}
 	if c.extra != "" {
 		args = append(args, strings.Fields(c.extra)...)
 	}

@@ -33,8 +33,10 @@
 // ways; beyond, RESOURCE_EXHAUSTED. A panic in a handler is INTERNAL for that call,
 // never a crash. ServerMetadata advertises the same extensions as the REST face.
 //
-// Not implemented: RepositoryModelLoad/Unload fail as serve.ErrDisabled (the
-// repository is scanned at start); the shared-memory RPCs (SystemSharedMemory*,
+// RepositoryModelLoad/Unload call the service's explicit model control (UNAVAILABLE,
+// as Triton answers, when the server runs without it).
+//
+// Not implemented: the shared-memory RPCs (SystemSharedMemory*,
 // CudaSharedMemory*), TraceSetting and LogSettings are declared in the .proto so that
 // clients get UNIMPLEMENTED rather than an unknown method; compute_input,
 // compute_output and cache statistics are zero.

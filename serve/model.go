@@ -192,13 +192,12 @@ func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
 		m.state, m.reason = StateLoading, ""
 	}
 	m.mu.Unlock()
-	svc.building.Add(1)
+	if !svc.startBuild() {
+		return nil, fmt.Errorf("%w: model %q: the server is stopping", ErrUnavailable, m.name)
+	}
 	defer svc.building.Done()
 	svc.compiles <- struct{}{} // one compile at a time: each uses every core
 	defer func() { <-svc.compiles }()
-	if err := svc.ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: model %q: the server is stopping", ErrUnavailable, m.name)
-	}
 	start := time.Now()
 	src := compiler.Source{Name: m.name + "/" + m.versionString(), Digest: m.digest, Load: func() (*graph.Module, error) { return onnx.Load(m.path, onnx.Options{}) }}
 	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: shapes, Context: svc.ctx,

@@ -59,6 +59,8 @@ type Service struct {
 	cancel      context.CancelFunc
 	compiles    chan struct{}  // one compile at a time
 	building    sync.WaitGroup // compiles in progress: Close waits for them
+	buildMu     sync.Mutex     // orders building.Add against Close's Wait
+	closed      bool           // Close has begun: no compile starts
 	stats       serviceStats
 	compileHist *prometheus.HistogramVec
 	draining    atomic.Bool
@@ -165,6 +167,17 @@ func (s *Service) register(d modelDir) []*model {
 		return unavailable(d.versions[:1], fmt.Errorf("the version policy selects none of the versions present"))
 	}
 	return out
+}
+
+// startBuild admits a compile unless the service is closing.
+func (s *Service) startBuild() bool {
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.building.Add(1)
+	return true
 }
 
 // compileEager compiles the models marked eager (Options.Eager, or the parameter
@@ -421,6 +434,9 @@ func (s *Service) Close() error {
 		close(s.idle)
 	}
 	s.flightMu.Unlock()
+	s.buildMu.Lock()
+	s.closed = true
+	s.buildMu.Unlock()
 	s.cancel()
 	s.building.Wait() // a cancelled compile returns soon; the journal and device outlive it
 	for _, m := range s.allModels() {

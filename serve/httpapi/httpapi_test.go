@@ -266,4 +266,3 @@ func binaryHead(size int) []byte {
 func binaryReq(size, have int) []byte {
 	return append(binaryHead(size), make([]byte, have)...)
 }
-

@@ -244,4 +244,3 @@ func totalLen(bs [][]byte) int {
 	}
 	return n
 }
-

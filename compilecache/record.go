@@ -35,16 +35,16 @@ const (
 // record is one journal record. Put carries everything; Use and Drop carry the key, the
 // time and (Drop) the reason.
 type record struct {
-	typ     recType
-	key     Key
-	time    int64 // unix nanoseconds: created (put), used, dropped
-	blob    Digest
-	size    int64 // the content's bytes
-	stored  int64 // the blob file's bytes
-	label   string
-	mat     Material
-	reason  string
-	n       int // the framed size, set when parsed
+	typ    recType
+	key    Key
+	time   int64 // unix nanoseconds: created (put), used, dropped
+	blob   Digest
+	size   int64 // the content's bytes
+	stored int64 // the blob file's bytes
+	label  string
+	mat    Material
+	reason string
+	n      int // the framed size, set when parsed
 }
 
 func journalHeader() []byte {

@@ -160,7 +160,7 @@ type compile struct {
 	mod        *graph.Module // the clone being compiled
 	em         *emitter
 	kt         *kernelTable
-	at         string // the node or kernel being worked on, for panic reports
+	at         string       // the node or kernel being worked on, for panic reports
 	kernelHits atomic.Int64 // objects found in the journal
 	// outer maps each fused body's parameters to the values its kiln.Fused node reads
 	outer map[*graph.Value]*graph.Value

@@ -134,7 +134,7 @@ func BuildCached(j *compilecache.Journal, src Source, t target.Target, opts Opti
 	start := time.Now()
 	mat := ExecutableMaterial(src, t, opts)
 	out := &Cached{Material: mat}
-	r, err := j.Do(opts.Context, mat, src.Name, func(ctx context.Context) ([]byte, int, error) {
+	build := func(ctx context.Context) ([]byte, int, error) {
 		res, err := buildSource(src, t, opts)
 		if err != nil {
 			return nil, 0, err
@@ -145,22 +145,31 @@ func BuildCached(j *compilecache.Journal, src Source, t target.Target, opts Opti
 			return nil, 0, err
 		}
 		return blob, dataOffset(blob), nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	out.Outcome, out.Key, out.Miss = r.Outcome, r.Key, r.Miss
-	if out.Result != nil {
-		out.Exe = out.Result.Exe
-	} else if out.Exe, err = decodeBlob(r.Blob); err != nil {
-		// the bytes passed their checksums but are not an executable this kiln reads:
-		// drop the entry and compile
-		j.Invalidate(mat, err.Error())
-		res, err := buildSource(src, t, opts)
+	cause := ""
+	for attempt := 0; ; attempt++ {
+		r, err := j.Do(opts.Context, mat, src.Name, build)
 		if err != nil {
 			return nil, err
 		}
-		out.Result, out.Exe, out.Outcome, out.Miss = res, res.Exe, compilecache.Uncached, err.Error()
+		out.Outcome, out.Key, out.Miss = r.Outcome, r.Key, r.Miss
+		if cause != "" {
+			out.Miss = cause
+		}
+		if out.Result != nil {
+			out.Exe = out.Result.Exe
+			break
+		}
+		if out.Exe, err = decodeBlob(r.Blob); err == nil {
+			break
+		}
+		// the bytes passed the journal's checksums but are not an executable this kiln
+		// reads: drop the entry and build again (once)
+		cause = "the entry does not decode: " + err.Error()
+		if attempt > 0 {
+			return nil, fmt.Errorf("%w: %s: %s", ErrCompile, src.Name, cause)
+		}
+		j.Invalidate(mat, cause)
 	}
 	out.Took = time.Since(start)
 	return out, nil

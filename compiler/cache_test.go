@@ -190,3 +190,29 @@ func TestKernelsSharedAcrossModels(t *testing.T) {
 		t.Fatalf("model b: %v, kernels cached %d of %d (model a: %d)", cb.Outcome, cb.Result.Stats.KernelsCached, cb.Result.Stats.Kernels, ca.Result.Stats.KernelsCached)
 	}
 }
+
+// TestJournalEntryThatDoesNotDecode: an entry whose bytes pass the journal's checksums
+// but are no executable (written by a buggy or foreign build) is invalidated and rebuilt.
+func TestJournalEntryThatDoesNotDecode(t *testing.T) {
+	dev := openCPU(t)
+	m := cacheModel(t)
+	src := Source{Name: "mlp", Digest: "sha256:garbage-test", Load: func() (*graph.Module, error) { return m, nil }}
+	opts := Options{CPU: dev, Inputs: map[string][]int64{"x": {2, 512}}}
+	dir := t.TempDir()
+	j, err := compilecache.Open(compilecache.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.CPU = dev
+	if err := j.Put(ExecutableMaterial(src, target.Host(), opts), "mlp", []byte("not an executable"), 0); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	c, _, _ := journalRun(t, dir, src, opts)
+	if c.Outcome != compilecache.Built || !strings.Contains(c.Miss, "does not decode") {
+		t.Fatalf("outcome %v, miss %q", c.Outcome, c.Miss)
+	}
+	if c2, _, _ := journalRun(t, dir, src, opts); c2.Outcome != compilecache.Hit {
+		t.Fatalf("after the rebuild: %v", c2.Outcome)
+	}
+}

@@ -277,8 +277,6 @@ var servingLine = regexp.MustCompile(`on (http://[0-9.]+:[0-9]+)`)
 // serverURL reads kiln serve's start-up message for its address.
 func serverURL(r io.Reader) (string, error) {
 	sc := bufio.NewScanner(r)
-	deadline := time.AfterFunc(60*time.Second, func() {})
-	defer deadline.Stop()
 	for sc.Scan() {
 		if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
 			go io.Copy(io.Discard, r)

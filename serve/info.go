@@ -1,0 +1,117 @@
+package serve
+
+import "fmt"
+
+// Health, metadata and statistics: what the protocol faces report about the service.
+
+// Live: the process is up and serving its APIs (true while models compile).
+func (s *Service) Live() bool { return true }
+
+// Ready: not shutting down, and every model that is not failed is ready (eager models
+// are ready once compiled; lazy ones are ready before their first compile).
+func (s *Service) Ready() bool {
+	if s.draining.Load() {
+		return false
+	}
+	for _, m := range s.allModels() {
+		if m.status().State == StateLoading {
+			return false
+		}
+	}
+	return true
+}
+
+// ModelReady reports whether a model version can take requests now.
+func (s *Service) ModelReady(name, version string) (bool, error) {
+	m, err := s.lookup(name, version)
+	if err != nil {
+		return false, err
+	}
+	return m.status().State == StateReady, nil
+}
+
+// Index lists every model version with its state (the repository index).
+func (s *Service) Index() []Status {
+	var out []Status
+	for _, m := range s.allModels() {
+		out = append(out, m.status())
+	}
+	return out
+}
+
+// IOMeta describes an input or output: OIP datatype and shape, -1 for free dims.
+type IOMeta struct {
+	Name, Datatype string
+	Shape          []int64
+}
+
+// Metadata is a model's metadata response.
+type Metadata struct {
+	Name     string
+	Versions []string
+	Platform string
+	Inputs   []IOMeta
+	Outputs  []IOMeta
+}
+
+// ModelMetadata describes a model version's interface.
+func (s *Service) ModelMetadata(name, version string) (*Metadata, error) {
+	m, err := s.lookup(name, version)
+	if err != nil {
+		return nil, err
+	}
+	if m.iface == nil {
+		return nil, fmt.Errorf("%w: model %q: %s", ErrUnavailable, name, m.status().Reason)
+	}
+	md := &Metadata{Name: m.name, Platform: m.spec.Platform}
+	s.mu.RLock()
+	for _, v := range s.models[name] {
+		md.Versions = append(md.Versions, v.versionString())
+	}
+	s.mu.RUnlock()
+	for _, p := range m.iface.Inputs {
+		md.Inputs = append(md.Inputs, IOMeta{p.Name, Datatype(p.Type.DType), dimsOf(p.Type)})
+	}
+	for _, p := range m.iface.Outputs {
+		io := IOMeta{Name: p.Name, Datatype: Datatype(p.Type.DType)}
+		if !p.Type.UnknownRank {
+			io.Shape = dimsOf(p.Type)
+		}
+		md.Outputs = append(md.Outputs, io)
+	}
+	return md, nil
+}
+
+// Stats returns statistics of one model (all versions when version is ""), or of every
+// model when name is "".
+func (s *Service) Stats(name, version string) ([]ModelStats, error) {
+	var ms []*model
+	if name == "" {
+		ms = s.allModels()
+	} else if version == "" {
+		s.mu.RLock()
+		ms = append(ms, s.models[name]...)
+		s.mu.RUnlock()
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("%w: unknown model %q", ErrNotFound, name)
+		}
+	} else {
+		m, err := s.lookup(name, version)
+		if err != nil {
+			return nil, err
+		}
+		ms = []*model{m}
+	}
+	var out []ModelStats
+	for _, m := range ms {
+		out = append(out, m.stats.snapshot(m.name, m.versionString()))
+	}
+	return out, nil
+}
+
+// CompileStats reports compiles and journal loads since start.
+func (s *Service) CompileStats() CompileStats {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	return s.stats.CompileStats
+}

@@ -169,6 +169,9 @@ func (s *Service) specOf(c *modelpb.ModelConfig) *Spec {
 	if p, ok := c.Parameters["compile"]; ok && p.StringValue == "eager" {
 		sp.Eager = true
 	}
+	if len(c.ModelWarmup) > 0 { // Triton warms up before the model is ready
+		sp.Eager = true
+	}
 	return sp
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -96,5 +97,53 @@ func TestVersionPolicy(t *testing.T) {
 	s2 := openService(t, repo, t.TempDir())
 	if _, err := s2.Infer(context.Background(), &InferRequest{Model: "mlp", Version: "1", Inputs: request(x).Inputs}); err != nil {
 		t.Fatalf("version 1 under policy all: %v", err)
+	}
+}
+
+// TestModelWarmup: warm-up samples compile and run before the model is READY; a bad
+// sample makes it UNAVAILABLE with the reason.
+func TestModelWarmup(t *testing.T) {
+	repo, x, _ := testRepo(t)
+	writeConfig(t, repo, "mlp", `
+max_batch_size: 4
+model_warmup [ { name: "zeros" batch_size: 2 count: 3 inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 8 ] zero_data: true } } } ]
+`)
+	s := openService(t, repo, t.TempDir())
+	for i := 0; !s.Ready(); i++ {
+		if i > 600 {
+			t.Fatal("not ready after 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var st Status
+	for _, x := range s.Index() {
+		if x.Name == "mlp" {
+			st = x
+		}
+	}
+	if st.State != StateReady || st.Compiled != 1 {
+		t.Fatalf("after warm-up: %+v", st)
+	}
+	if stats, _ := s.Stats("mlp", ""); stats[0].InferenceCount != 0 {
+		t.Fatalf("warm-up runs counted as inferences: %+v", stats[0])
+	}
+	if _, err := s.Infer(context.Background(), request(x)); err != nil {
+		t.Fatal(err)
+	}
+	repo2, _, _ := testRepo(t)
+	writeConfig(t, repo2, "mlp", `
+model_warmup [ { name: "bad" inputs { key: "x" value: { data_type: TYPE_INT64 dims: [ 1, 8 ] zero_data: true } } } ]
+`)
+	s2 := openService(t, repo2, t.TempDir())
+	for i := 0; !s2.Ready(); i++ {
+		if i > 600 {
+			t.Fatal("not ready after 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, x := range s2.Index() {
+		if x.Name == "mlp" && (x.State != StateUnavailable || !strings.Contains(x.Reason, "warm-up")) {
+			t.Fatalf("bad warm-up: %+v", x)
+		}
 	}
 }

@@ -36,8 +36,10 @@
 // run padded to the smallest preferred size that holds them (so only preferred sizes
 // compile), and are split back. The parameter compile: "eager" compiles at start.
 //
-// Not yet: repository load/unload, model_warmup, queue policies, priorities; they are
-// part of issue #8.
+// model_warmup samples compile and run before the model turns READY (warmup.go);
+// explicit model control loads and unloads models by API (repocontrol.go).
+//
+// Not yet: queue policies, priorities, sequence batching.
 //
 // References: the KServe Open Inference Protocol (REST and gRPC), Triton's model
 // repository, model configuration and statistics extensions.

@@ -49,6 +49,7 @@ type model struct {
 
 	mu       sync.Mutex
 	retired  bool // unloaded or replaced: no new requests
+	warming  bool // running its warm-up samples: stays LOADING
 	active   int  // requests in progress
 	state    State
 	reason   string
@@ -236,7 +237,10 @@ func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
 		zap.String("journal", c.Outcome.String()), zap.Duration("took", time.Since(start)))
 	m.mu.Lock()
 	m.variants[key] = v
-	m.state, m.reason, m.progress = StateReady, "", ""
+	m.reason, m.progress = "", ""
+	if !m.warming { // warm-up turns the model READY when its samples have run
+		m.state = StateReady
+	}
 	m.mu.Unlock()
 	return v, nil
 }

@@ -180,11 +180,21 @@ func (s *Service) startBuild() bool {
 	return true
 }
 
-// compileEager compiles the models marked eager (Options.Eager, or the parameter
-// compile: "eager") whose input shapes are static.
+// compileEager compiles the models marked eager (Options.Eager, the parameter
+// compile: "eager", or warm-up samples): those with samples by running them
+// (warmup.go), the others when their input shapes are static.
 func (s *Service) compileEager() {
 	for _, m := range s.allModels() {
 		if m.status().State != StateLoading {
+			continue
+		}
+		if m.config != nil && len(m.config.ModelWarmup) > 0 {
+			if err := s.warmup(m); err != nil {
+				m.setState(StateUnavailable, "warm-up failed: "+err.Error())
+				s.log.Error("model warm-up failed", zap.String("model", m.name), zap.Error(err))
+			} else {
+				m.setState(StateReady, "")
+			}
 			continue
 		}
 		shapes, ok := staticShapes(m)

@@ -1,0 +1,100 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/kilnrt/kiln/configs"
+	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Model warm-up (Triton's model_warmup): a model version with warm-up samples compiles
+// at start for the samples' shapes and runs each sample Count times before it turns
+// READY. Samples run directly on the executable, not through the statistics. Data is
+// zeros, random values, or a raw little-endian file under <model>/warmup/.
+
+// warmup runs a model version's warm-up samples; an error makes it UNAVAILABLE.
+func (s *Service) warmup(m *model) error {
+	m.mu.Lock()
+	m.warming = true
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.warming = false
+		m.mu.Unlock()
+	}()
+	for _, w := range m.config.ModelWarmup {
+		args := make([]*tensor.Tensor, len(m.iface.Inputs))
+		shapes := map[string][]int64{}
+		for i, p := range m.iface.Inputs {
+			in, ok := w.Inputs[p.Name]
+			if !ok {
+				return fmt.Errorf("warm-up sample %q has no input %q", w.Name, p.Name)
+			}
+			shape := in.Dims
+			if m.config.MaxBatchSize > 0 {
+				shape = append([]int64{int64(max(w.BatchSize, 1))}, in.Dims...)
+			}
+			t, err := warmupTensor(m, w.Name, p.Name, in, shape)
+			if err != nil {
+				return err
+			}
+			if t.DType != p.Type.DType {
+				return fmt.Errorf("warm-up sample %q: input %q is %v, the model takes %v", w.Name, p.Name, t.DType, p.Type.DType)
+			}
+			args[i], shapes[p.Name] = t, shape
+		}
+		v, err := m.variantFor(s.ctx, shapes)
+		if err != nil {
+			return fmt.Errorf("warm-up sample %q: %w", w.Name, err)
+		}
+		for range max(w.Count, 1) {
+			if _, err := v.machine.Run(context.Background(), args); err != nil {
+				return fmt.Errorf("warm-up sample %q: %w", w.Name, err)
+			}
+		}
+		s.log.Info("model warmed up", zap.String("model", m.name), zap.String("sample", w.Name), zap.Uint32("runs", max(w.Count, 1)))
+	}
+	return nil
+}
+
+func warmupTensor(m *model, sample, name string, in *modelpb.ModelWarmup_Input, shape []int64) (*tensor.Tensor, error) {
+	oip, ok := configs.DataTypeToOIP(in.DataType)
+	if !ok {
+		return nil, fmt.Errorf("warm-up sample %q: input %q has no data type", sample, name)
+	}
+	dt, err := DTypeOf(oip)
+	if err != nil {
+		return nil, err
+	}
+	ts := make(tensor.Shape, len(shape))
+	for i, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("warm-up sample %q: input %q needs concrete dims, not %v", sample, name, in.Dims)
+		}
+		ts[i] = int(d)
+	}
+	switch {
+	case in.GetInputDataFile() != "":
+		raw, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(m.path)), "warmup", in.GetInputDataFile()))
+		if err != nil {
+			return nil, fmt.Errorf("warm-up sample %q: %w", sample, err)
+		}
+		return DecodeRaw(name, oip, shape, raw)
+	case in.GetRandomData() && dt.IsFloat():
+		n := ts.NumElements()
+		v := make([]float64, n)
+		r := rand.New(rand.NewSource(int64(n)))
+		for i := range v {
+			v[i] = r.Float64()*2 - 1
+		}
+		return tensor.FromFloat64s(dt, ts, v), nil
+	}
+	return tensor.New(dt, ts), nil // zero data, and random integers as zeros (valid ids)
+}

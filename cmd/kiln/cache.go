@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/configs"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
@@ -62,29 +62,17 @@ func (c *cacheFlags) open(log *zap.Logger) (*compilecache.Journal, error) {
 	return compilecache.Open(compilecache.Options{Dir: dir, Policy: p, Budget: budget, Log: log})
 }
 
-// parseBytes reads sizes like 512MiB, 2GiB, 1GB or a plain byte count ("" is 0).
+// parseBytes reads sizes like 512MiB, 2GiB, 1GB or a plain byte count ("" is 0), as the
+// server config file does (configs.ParseSize).
 func parseBytes(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	units := []struct {
-		suffix string
-		mul    int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("%q is not a size", s)
-			}
-			return int64(v * float64(u.mul)), nil
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
+	n, err := configs.ParseSize(s)
+	if err != nil {
 		return 0, fmt.Errorf("%q is not a size (e.g. 2GiB)", s)
 	}
-	return v, nil
+	return int64(n), nil
 }
 
 // newLogger logs to stderr, human-readable; quiet keeps warnings only.

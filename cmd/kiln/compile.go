@@ -68,15 +68,8 @@ func (s *shapeFlags) shapes(m *graph.Module) (map[string]*tensor.Tensor, error) 
 		return nil, err
 	}
 	env := map[string]int64{}
-	if s.dims != "" {
-		for _, kv := range strings.Split(s.dims, ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			n, err := strconv.ParseInt(v, 10, 64)
-			if !ok || err != nil || n < 0 {
-				return nil, usageError{fmt.Errorf("--dims %q: want NAME=N,NAME=N", s.dims)}
-			}
-			env[strings.TrimSpace(k)] = n
-		}
+	if s.dims != "" && !addDims(env, s.dims) {
+		return nil, usageError{fmt.Errorf("--dims %q: want NAME=N,NAME=N", s.dims)}
 	}
 	for _, p := range m.Main.Params {
 		if _, ok := given[p.Name]; ok || p.Const != nil {
@@ -93,6 +86,19 @@ func (s *shapeFlags) shapes(m *graph.Module) (map[string]*tensor.Tensor, error) 
 		given[p.Name] = standIn(p.Type.DType, shape)
 	}
 	return given, nil
+}
+
+// addDims adds "sym=N,sym=N" bindings to env; false if the list is malformed.
+func addDims(env map[string]int64, list string) bool {
+	for _, kv := range strings.Split(list, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || n < 0 {
+			return false
+		}
+		env[strings.TrimSpace(k)] = n
+	}
+	return true
 }
 
 func compileCmd() *cobra.Command {

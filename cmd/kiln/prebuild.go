@@ -70,13 +70,8 @@ func dimsFor(specs []string, model string) (map[string]int64, error) {
 		if scope != "" && scope != model {
 			continue
 		}
-		for _, kv := range strings.Split(kvs, ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			n, err := strconv.ParseInt(v, 10, 64)
-			if !ok || err != nil || n < 0 {
-				return nil, usageError{fmt.Errorf("--dims %q: want [MODEL:]NAME=N,NAME=N", spec)}
-			}
-			env[strings.TrimSpace(k)] = n
+		if !addDims(env, kvs) {
+			return nil, usageError{fmt.Errorf("--dims %q: want [MODEL:]NAME=N,NAME=N", spec)}
 		}
 	}
 	return env, nil

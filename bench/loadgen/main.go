@@ -143,18 +143,34 @@ func run(c config) error {
 			// in-process kiln bench in rounds and take the median of the ratios
 			var ratios []float64
 			var parts []string
+			var inside []string
 			for range 5 {
+				n0, ns0 := computeStats(client, base, m)
 				r := level(client, base, m, body, hdr, 1, c.duration/2, c.maxRequests)
-				p50, err := inProcess(c, m, journal, shapes)
+				n1, ns1 := computeStats(client, base, m)
+				b, err := inProcess(c, m, journal, shapes)
 				if err != nil {
 					return err
 				}
-				ratios = append(ratios, r.p50/p50)
-				parts = append(parts, fmt.Sprintf("%.3f/%.3f", r.p50, p50))
+				ratios = append(ratios, r.p50/b.P50)
+				parts = append(parts, fmt.Sprintf("%.3f/%.3f", r.p50, b.P50))
+				if n1 > n0 {
+					inside = append(inside, fmt.Sprintf("%.3f/%.3f", float64(ns1-ns0)/float64(n1-n0)/1e6, b.Mean))
+				}
 			}
 			slices.Sort(ratios)
 			fmt.Printf("%-14s REST binary p50 / in-process kiln bench p50 in 5 alternating rounds (ms): %s; median overhead %+.1f%%\n",
 				m, strings.Join(parts, " "), 100*(ratios[2]-1))
+			fmt.Printf("%-14s mean compute inside the server (statistics) / in-process mean (ms): %s\n", m, strings.Join(inside, " "))
+			// the part of the overhead that is the machine's: a request that does nothing,
+			// sent after the server and client have been idle as long as an inference
+			var gap time.Duration
+			if r := level(client, base, m, body, hdr, 1, c.duration/4, 50); r.p50 > 0 {
+				gap = time.Duration(r.p50 * float64(time.Millisecond))
+			}
+			if idle, err := idleRoundTrip(base, gap, 200); err == nil {
+				fmt.Printf("%-14s a bare GET /v2/health/live after %.1f ms idle (as between inferences): p50 %.3f ms round trip\n", m, float64(gap)/1e6, idle)
+			}
 		}
 	}
 	if c.batchModel != "" {
@@ -270,6 +286,30 @@ func batchStats(client *http.Client, base, model string) map[int]int64 {
 		out[b.BatchSize] = b.ComputeInfer.Count
 	}
 	return out
+}
+
+// computeStats reads the model's successful compute count and nanoseconds.
+func computeStats(client *http.Client, base, model string) (int64, int64) {
+	resp, err := client.Get(base + "/v2/models/" + model + "/stats")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	var st struct {
+		ModelStats []struct {
+			InferenceStats struct {
+				ComputeInfer struct {
+					Count int64 `json:"count"`
+					Ns    int64 `json:"ns"`
+				} `json:"compute_infer"`
+			} `json:"inference_stats"`
+		} `json:"model_stats"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&st) != nil || len(st.ModelStats) == 0 {
+		return 0, 0
+	}
+	ci := st.ModelStats[0].InferenceStats.ComputeInfer
+	return ci.Count, ci.Ns
 }
 
 var servingLine = regexp.MustCompile(`on (http://[0-9.]+:[0-9]+)`)
@@ -418,8 +458,15 @@ func level(client *http.Client, base, model string, body []byte, hdr map[string]
 	return r
 }
 
-// inProcess runs kiln bench on the same journal (a hit: no compile) and returns its p50.
-func inProcess(c config, model, journal string, shapes map[string][]int64) (float64, error) {
+// benchResult is what loadgen reads of kiln bench --json.
+type benchResult struct {
+	P50  float64 `json:"p50_ms"`
+	Mean float64 `json:"mean_ms"`
+}
+
+// inProcess runs kiln bench on the same journal (a hit: no compile) and returns its
+// p50 and mean.
+func inProcess(c config, model, journal string, shapes map[string][]int64) (benchResult, error) {
 	var dims []string
 	for _, s := range shapes {
 		if len(s) == 2 && s[1] == int64(c.seq) {
@@ -431,17 +478,15 @@ func inProcess(c config, model, journal string, shapes map[string][]int64) (floa
 	if dims == nil {
 		args = append(args, "--input-dir", filepath.Join(c.zoo, model, "test_data_set_0"))
 	}
+	var r benchResult
 	out, err := exec.Command(c.kiln, args...).Output()
 	if err != nil {
-		return 0, fmt.Errorf("kiln bench %s: %v", model, err)
-	}
-	var r struct {
-		P50 float64 `json:"p50_ms"`
+		return r, fmt.Errorf("kiln bench %s: %v", model, err)
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
-		return 0, fmt.Errorf("kiln bench output %q: %v", out, err)
+		return r, fmt.Errorf("kiln bench output %q: %v", out, err)
 	}
-	return r.P50, nil
+	return r, nil
 }
 
 func cpuModel() string {

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // rawConn is a minimal HTTP/1.1 client on one persistent loopback connection, used
@@ -98,4 +100,27 @@ func (c *rawConn) close() {
 		c.conn.Close()
 		c.conn = nil
 	}
+}
+
+// idleRoundTrip times n bare GET /v2/health/live requests on one connection, each sent
+// after idling for gap, and returns the p50 in milliseconds: what waking the server
+// and the client costs on this machine, with no work in between.
+func idleRoundTrip(base string, gap time.Duration, n int) (float64, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return 0, err
+	}
+	rc := &rawConn{addr: u.Host, req: []byte("GET /v2/health/live HTTP/1.1\r\nHost: " + u.Host + "\r\n\r\n")}
+	defer rc.close()
+	lat := make([]float64, 0, n)
+	for range n {
+		time.Sleep(gap)
+		t0 := time.Now()
+		if err := rc.do(); err != nil {
+			return 0, err
+		}
+		lat = append(lat, float64(time.Since(t0).Microseconds())/1000)
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], nil
 }

@@ -142,6 +142,7 @@ var opTable = buildOpTable(
 	rnnOps(),
 	layoutOps(),
 	fusedOps(),
+	shapeExprOps(),
 	shapeOps(),
 	controlOps(),
 	miscOps(),

@@ -200,6 +200,7 @@ const (
 	// kiln's own ops (domain "kiln"): made by passes, never read from a model file
 	OpLayoutTransform
 	OpFused
+	OpShapeExpr
 
 	NumOps // count; not an op
 )
@@ -265,5 +266,5 @@ var opNames = [NumOps]string{
 	OpOptionalGetElement: "OptionalGetElement", OpOptionalHasElement: "OptionalHasElement",
 	OpIf: "If", OpLoop: "Loop", OpScan: "Scan",
 	OpStringNormalizer: "StringNormalizer", OpTfIdfVectorizer: "TfIdfVectorizer",
-	OpLayoutTransform: "LayoutTransform", OpFused: "Fused",
+	OpLayoutTransform: "LayoutTransform", OpFused: "Fused", OpShapeExpr: "ShapeExpr",
 }

@@ -11,7 +11,10 @@ import (
 
 // FoldConstants evaluates, on the host, every node whose inputs are all constants
 // (Shape and Size need only a static input type) and turns its outputs into constants
-// of the Func that held the node. Subgraphs fold too, with the constants of their
+// of the Func that held the node. An integer result whose value the types already know
+// (shape arithmetic over Shape) becomes a constant when that value is constant, and a
+// kiln.ShapeExpr node when it uses symbols (shape folding: the chain that computed it
+// is left for dce). Subgraphs fold too, with the constants of their
 // enclosing Funcs. Nodes with subgraphs, random nodes and host-only nodes (sequences,
 // optionals) are left alone, and so is a result larger than both ctx.FoldLimit and the
 // node's inputs together.
@@ -42,6 +45,12 @@ func foldFunc(ctx *Context, ic *graph.InferCtx, f *graph.Func, limit int64) erro
 			return err
 		}
 		if outs == nil {
+			outs = knownValue(n)
+		}
+		if outs == nil {
+			if t, ok := shapeExpr(n); ok {
+				n.Op, n.Inputs, n.Attrs = graph.OpShapeExpr, nil, &graph.ShapeExprAttrs{Value: &t}
+			}
 			kept = append(kept, n)
 			continue
 		}
@@ -186,4 +195,30 @@ func symbolic(t graph.Type) int {
 		}
 	}
 	return k
+}
+
+// knownValue returns the constant value of a single-output node whose integer result
+// the types know entirely (a Gather of a static extent out of a partly symbolic Shape).
+func knownValue(n *graph.Node) []*tensor.Tensor {
+	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 {
+		return nil
+	}
+	t := n.Outputs[0].Type
+	if graph.CheckShapeExpr(t) != nil {
+		return nil
+	}
+	v, ok := graph.EvalKnown(t, nil)
+	if !ok {
+		return nil
+	}
+	return []*tensor.Tensor{v}
+}
+
+// shapeExpr returns the value type of a single-output node whose integer result is a
+// known expression over symbols.
+func shapeExpr(n *graph.Node) (graph.Type, bool) {
+	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 {
+		return graph.Type{}, false
+	}
+	return graph.ShapeExprOf(n.Outputs[0].Type)
 }

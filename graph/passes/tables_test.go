@@ -123,28 +123,32 @@ func TestFoldConstantsCases(t *testing.T) {
   %t6 = Relu(%t5) : f32[3,4]
   return %t6
 }`},
-		{"shape arithmetic over a symbolic dim stays", `func @main(%x: f32[b,4]) {
+		{"shape arithmetic over a symbolic dim becomes shape expressions; a known static element folds", `func @main(%x: f32[b,4]) {
   const %zero: i64[]{0} = [0]
+  const %one: i64[]{1} = [1]
   const %axes: i64[1]{0} = [0]
   const %minus1: i64[1]{-1} = [-1]
   %t1 = Shape(%x) : i64[2]{b,4}
   %t2 = Gather(%t1, %zero) : i64[]{b}
+  %w = Gather(%t1, %one) : i64[]{4}
   %t3 = Unsqueeze(%t2, %axes) : i64[1]{b}
   %t4 = Concat(%t3, %minus1) : i64[2]{b,-1}
   %t5 = Reshape(%x, %t4) : f32[b,4]
   %t6 = Relu(%t5) : f32[b,4]
-  return %t6
+  return %t6, %w
 }`, `func @main(%x: f32[b,4]) {
   const %zero: i64[]{0} = [0]
+  const %one: i64[]{1} = [1]
   const %axes: i64[1]{0} = [0]
   const %minus1: i64[1]{-1} = [-1]
-  %t1 = Shape(%x) : i64[2]{b,4}
-  %t2 = Gather(%t1, %zero) : i64[]{b}
-  %t3 = Unsqueeze(%t2, %axes) : i64[1]{b}
-  %t4 = Concat(%t3, %minus1) : i64[2]{b,-1}
+  const %w: i64[]{4} = [4]
+  %t1 = ShapeExpr() {value=i64[2]{b,4}} : i64[2]{b,4}
+  %t2 = ShapeExpr() {value=i64[]{b}} : i64[]{b}
+  %t3 = ShapeExpr() {value=i64[1]{b}} : i64[1]{b}
+  %t4 = ShapeExpr() {value=i64[2]{b,-1}} : i64[2]{b,-1}
   %t5 = Reshape(%x, %t4) : f32[b,4]
   %t6 = Relu(%t5) : f32[b,4]
-  return %t6
+  return %t6, %w
 }`},
 	})
 	runTable(t, p, passes.Context{Eval: evalNode, FoldLimit: 4}, []textCase{

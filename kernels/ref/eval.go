@@ -21,6 +21,7 @@ type Options struct {
 type Ctx struct {
 	opts    Options
 	kernels *[graph.NumOps]Kernel // the table (held here so that kernels can recurse)
+	syms    map[string]int64      // the symbols' values, bound from the main inputs' shapes
 	env     map[*graph.Value]Value
 	outer   *Ctx
 }
@@ -68,7 +69,11 @@ func Eval(m *graph.Module, inputs map[string]Value, opts Options) ([]Value, erro
 			return nil, fmt.Errorf("%w: unknown input %q", ErrBadInput, name)
 		}
 	}
-	root := &Ctx{opts: opts, kernels: &kernelTable}
+	syms, err := bindSymbols(f.Params, args)
+	if err != nil {
+		return nil, err
+	}
+	root := &Ctx{opts: opts, kernels: &kernelTable, syms: syms}
 	return root.Run(f, args)
 }
 
@@ -110,7 +115,7 @@ func (c *Ctx) Run(f *graph.Func, args []Value) ([]Value, error) {
 	if len(args) != len(f.Params) {
 		return nil, fmt.Errorf("BUG: func @%s called with %d args, has %d params", f.Name, len(args), len(f.Params))
 	}
-	sc := &Ctx{opts: c.opts, kernels: c.kernels, env: make(map[*graph.Value]Value, len(f.Nodes)+len(f.Params)), outer: c}
+	sc := &Ctx{opts: c.opts, kernels: c.kernels, syms: c.syms, env: make(map[*graph.Value]Value, len(f.Nodes)+len(f.Params)), outer: c}
 	if c.env == nil { // the root context has no scope of its own
 		sc.outer = nil
 	}

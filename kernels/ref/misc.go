@@ -15,6 +15,7 @@ func miscKernels() map[graph.Op]Kernel {
 		graph.OpResize: T(miscResize),
 		// a storage-order change: the value itself is unchanged
 		graph.OpLayoutTransform: T(func(_ *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) { return in[:1], nil }),
+		graph.OpShapeExpr:       shapeExprKernel,
 	}
 }
 

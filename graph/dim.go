@@ -281,3 +281,19 @@ func isIdent(s string) bool {
 	}
 	return s != ""
 }
+
+// Term is one monomial of a Dim: Coef times the product of Syms (sorted; a symbol
+// repeats for a power).
+type Term struct {
+	Coef int64
+	Syms []string
+}
+
+// Poly returns d as its constant and its terms (d = c + Σ terms), for code that turns
+// dims into expressions of its own (kernel extents, shape programs).
+func (d Dim) Poly() (c int64, terms []Term) {
+	for _, t := range d.terms {
+		terms = append(terms, Term{Coef: t.coef, Syms: slices.Clone(t.syms)})
+	}
+	return d.c, terms
+}

@@ -71,3 +71,33 @@ func TestBroadcastDims(t *testing.T) {
 		t.Error("2 vs 3 should not broadcast")
 	}
 }
+
+func TestDimPoly(t *testing.T) {
+	d, err := ParseDim("2*b*s-s+b*b+4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, terms := d.Poly()
+	if c != 4 || len(terms) != 3 {
+		t.Fatalf("Poly(%v) = %d, %v", d, c, terms)
+	}
+	// rebuilt from its parts, the dim is the same; the parts are copies
+	back := Const(c)
+	for _, m := range terms {
+		p := Const(m.Coef)
+		for _, s := range m.Syms {
+			p = p.Mul(Sym(s))
+		}
+		back = back.Add(p)
+	}
+	if !back.Equal(d) {
+		t.Errorf("rebuilt %v from %v", back, d)
+	}
+	terms[0].Syms[0] = "z"
+	if d.String() != "b*b+2*b*s-s+4" {
+		t.Errorf("Poly's terms alias the dim: %v", d)
+	}
+	if c, terms := Const(7).Poly(); c != 7 || terms != nil {
+		t.Errorf("Poly(7) = %d, %v", c, terms)
+	}
+}

@@ -13,9 +13,20 @@
 // for concurrent calls), tensors placed at offsets inside storages through
 // devices.Slicer, a recursion limit, cancellation checked every 1024 instructions, and a
 // recovered panic in a builtin reported as an error. PlanMemory is the static memory
-// plan the compiler applies (best fit over tensor lifetimes, one arena); a pool keeps the
-// storages of finished calls for later calls of the same executable, so a warm request
-// allocates nothing. StdBuiltins holds the scalar bookkeeping of compiled loops.
+// plan the compiler applies (best fit over tensor lifetimes, one arena). Storages come
+// from a best-fit pool over device buffers (pool.go): a request takes the smallest free
+// block that fits (the most recently freed of equals) and splits off the remainder when
+// it is at least 64 KiB and a quarter of the request; a split storage is a view of its
+// parent buffer at a PlanAlign-aligned offset (Storage.Buf holds exactly its bytes, and
+// tensors in it are viewed from the parent at base+Offset), blocks return when their
+// call ends and coalesce with free neighbours, and a parent goes back to the device only
+// when whole and free: least recently used first while the free bytes exceed the budget
+// (SetMemoryBudget, DefaultMemoryBudget 1 GiB), all on TrimMemory, and when a device
+// allocation fails. A static plan asks for the same sizes every call, so a warm request
+// is an exact hit on a whole buffer and allocates nothing; calls whose sizes vary reuse
+// larger blocks, and Reserve plans against a known upper bound. MemoryStats reports
+// bytes held, in use and free, device allocations, hits, misses and splits.
+// StdBuiltins holds the scalar bookkeeping of compiled loops.
 // RunProfiled times each kernel (kiln bench --profile). Not present yet: dynamic shapes
 // (shape functions, AllocTensorReg from computed shapes in compiled code) and background
 // specialization (#6).

@@ -75,22 +75,24 @@ func (c *call) host(v Value) (*tensor.Tensor, error) {
 	return nil, fmt.Errorf("%T is not a tensor", v)
 }
 
-// view is the device buffer holding exactly a tensor's bytes.
+// view is the device buffer holding exactly a tensor's bytes: the storage's own buffer
+// when the tensor fills it, else a view of the device buffer the storage lies in.
 func (c *call) view(t *Tensor) (devices.Buffer, error) {
-	if t.Offset == 0 && t.Bytes() == t.Storage.Size {
-		return t.Storage.Buf, nil
+	s := t.Storage
+	if t.Offset == 0 && t.Bytes() == s.Size {
+		return s.Buf, nil
 	}
-	sl, ok := c.m.devs[t.Storage.Device].(devices.Slicer)
+	sl, ok := c.m.devs[s.Device].(devices.Slicer)
 	if !ok {
-		return nil, fmt.Errorf("device %d cannot place tensors at offsets", t.Storage.Device)
+		return nil, fmt.Errorf("device %d cannot place tensors at offsets", s.Device)
 	}
-	return sl.Slice(t.Storage.Buf, t.Offset, t.Bytes())
+	if s.root != nil {
+		return sl.Slice(s.root, s.base+t.Offset, t.Bytes())
+	}
+	return sl.Slice(s.Buf, t.Offset, t.Bytes())
 }
 
 func (c *call) alloc(d int, n int64) (*Storage, error) {
-	if d < 0 || d >= len(c.m.devs) {
-		return nil, fmt.Errorf("device %d of %d", d, len(c.m.devs))
-	}
 	s, err := c.m.allocStorage(d, n)
 	if err != nil {
 		return nil, err
@@ -99,14 +101,6 @@ func (c *call) alloc(d int, n int64) (*Storage, error) {
 	return s, nil
 }
 
-// allocStorage takes a storage of n bytes on device d from the pool, or allocates one.
-func (m *VM) allocStorage(d int, n int64) (*Storage, error) {
-	if s := m.pool.get(d, n); s != nil {
-		return s, nil
-	}
-	buf, err := m.devs[d].Alloc(n)
-	if err != nil {
-		return nil, err
-	}
-	return &Storage{Device: d, Buf: buf, Size: n}, nil
-}
+// allocStorage takes a storage of n bytes on device d from the pool (a free block, or a
+// new device buffer).
+func (m *VM) allocStorage(d int, n int64) (*Storage, error) { return m.pool.get(d, n) }

@@ -1,70 +1,173 @@
 package vm
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/kilnrt/kiln/devices"
 )
 
-// poolPerSize bounds how many free storages of one (device, size) the pool keeps: as
-// many as calls are likely to run at once; more are freed.
-const poolPerSize = 8
+// DefaultMemoryBudget is the free device memory a VM's pool keeps for later calls
+// before it returns whole free buffers to the device.
+const DefaultMemoryBudget = 1 << 30
 
-// poolMaxBytes bounds the bytes the pool holds in all.
-const poolMaxBytes = 1 << 30
-
-type poolKey struct {
-	dev  int
-	size int64
-}
-
-// pool keeps the storages of finished calls for later calls of the same executable:
-// a static plan asks for the same arena sizes every time, so after the first call a
-// request allocates nothing (no mmap, no page faults).
+// pool is a best-fit allocator over device buffers for the storages of calls (and
+// uploaded constants). A request for n bytes takes the smallest free block of at least
+// n bytes (the most recently freed among equals, for cache warmth) and splits it when
+// the remainder is worth keeping (take); a miss allocates exactly n bytes from the
+// device as a new parent buffer. A storage returned at the end of its call frees its
+// block, which coalesces with free neighbours of the same parent. A parent goes back
+// to the device only when it is whole and free: least recently used first while the
+// free bytes exceed the budget (poolpressure.go), all of them on Trim, or when an
+// allocation fails. A static plan asks for the same sizes every call, so after the
+// first call each request is an exact hit on a whole buffer: no device allocation, no
+// view. Devices without devices.Slicer get exact-size hits only (a block is handed out
+// whole and never split). Safe for concurrent calls.
 type pool struct {
-	mu    sync.Mutex
-	free  map[poolKey][]*Storage
-	bytes int64
+	mu      sync.Mutex
+	devs    []devices.Device
+	slicers []devices.Slicer // per device; nil where buffers cannot be viewed in part
+	free    []freeList       // per device
+	parents map[*parent]struct{}
+	budget  int64
+	seq     uint64 // free events so far
+	closed  bool   // drained: a parent that becomes whole and free is released at once
+	st      MemoryStats
 }
 
-func newPool() *pool { return &pool{free: map[poolKey][]*Storage{}} }
+func newPool(devs []devices.Device) *pool {
+	p := &pool{devs: devs, slicers: make([]devices.Slicer, len(devs)), free: make([]freeList, len(devs)),
+		parents: map[*parent]struct{}{}, budget: DefaultMemoryBudget}
+	for i, d := range devs {
+		p.slicers[i], _ = d.(devices.Slicer)
+	}
+	return p
+}
 
-func (p *pool) get(dev int, size int64) *Storage {
+// get hands out a storage of n bytes on device d: from a free block, or from a new
+// device buffer when none fits.
+func (p *pool) get(d int, n int64) (*Storage, error) {
+	if d < 0 || d >= len(p.devs) || n < 0 {
+		return nil, fmt.Errorf("cannot allocate %d bytes on device %d of %d", n, d, len(p.devs))
+	}
+	s := &Storage{Device: d, Size: n}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := poolKey{dev, size}
-	l := p.free[k]
-	if len(l) == 0 {
+	b := p.takeLocked(d, n, s)
+	p.mu.Unlock()
+	if b == nil {
+		var err error
+		if b, err = p.grow(d, n, s); err != nil {
+			return nil, err
+		}
+	}
+	if b.off == 0 && n == b.par.size {
+		s.Buf = b.par.buf
+		return s, nil
+	}
+	buf, err := p.slicers[d].Slice(b.par.buf, b.off, n)
+	if err != nil {
+		p.put(s)
+		return nil, err
+	}
+	s.Buf = buf
+	return s, nil
+}
+
+// takeLocked removes the best fit for n bytes from d's free list and hands it out to
+// s, first splitting off a remainder of at least splitFloor bytes and a quarter of the
+// (aligned) request as a new free block; nil on a miss.
+func (p *pool) takeLocked(d int, n int64, s *Storage) *block {
+	l := &p.free[d]
+	i := l.fit(n)
+	if i == len(*l) || p.slicers[d] == nil && (*l)[i].size != n {
 		return nil
 	}
-	s := l[len(l)-1]
-	p.free[k] = l[:len(l)-1]
-	p.bytes -= size
-	return s
-}
-
-// put keeps s for reuse; false means the pool is full and the caller frees it.
-func (p *pool) put(s *Storage) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := poolKey{s.Device, s.Size}
-	if len(p.free[k]) >= poolPerSize || p.bytes+s.Size > poolMaxBytes {
-		return false
+	b := (*l)[i]
+	l.remove(b)
+	if !b.free || b.owner != nil {
+		panic(fmt.Sprintf("BUG: free list holds a handed-out block at %d", b.off))
 	}
-	p.free[k] = append(p.free[k], s)
-	p.bytes += s.Size
-	return true
-}
-
-// drain frees every kept storage.
-func (p *pool) drain(devs []devices.Device) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, l := range p.free {
-		for _, s := range l {
-			devs[s.Device].Free(s.Buf)
+	if p.slicers[d] != nil {
+		if want := roundUp(max(n, 1)); b.size > want && b.size-want >= max(splitFloor, want/4) {
+			r := splitBlock(b, want)
+			r.free = true
+			p.seq++
+			r.seq = p.seq
+			l.insert(r)
+			p.st.Splits++
 		}
-		delete(p.free, k)
 	}
-	p.bytes = 0
+	b.free, b.owner = false, s
+	s.blk, s.root, s.base = b, b.par.buf, b.off
+	p.st.Hits++
+	p.st.Free -= b.size
+	p.st.InUse += b.size
+	return b
+}
+
+// grow allocates a new parent of exactly n bytes handed out whole to s. An allocation
+// the device refuses is retried once after returning every whole free buffer.
+func (p *pool) grow(d int, n int64, s *Storage) (*block, error) {
+	buf, err := p.devs[d].Alloc(n)
+	if err != nil {
+		if p.trim() == 0 {
+			return nil, err
+		}
+		if buf, err = p.devs[d].Alloc(n); err != nil {
+			return nil, err
+		}
+	}
+	par := &parent{dev: d, buf: buf, size: n}
+	b := &block{par: par, size: n, owner: s}
+	par.first = b
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.parents[par] = struct{}{}
+	s.blk, s.root, s.base = b, buf, 0
+	p.st.Misses++
+	p.st.Allocs++
+	p.st.Buffers++
+	p.st.Held += n
+	p.st.InUse += n
+	return b, nil
+}
+
+// put returns a storage handed out by get; its block coalesces with free neighbours.
+// A storage returned twice, or not from this pool, is a BUG.
+func (p *pool) put(s *Storage) {
+	p.release(p.putLocked(s))
+}
+
+func (p *pool) putLocked(s *Storage) []*parent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := s.blk
+	if b == nil || b.free || b.owner != s {
+		panic(fmt.Sprintf("BUG: a %d-byte storage returned to the pool twice or not taken from it", s.Size))
+	}
+	s.blk = nil
+	b.free, b.owner = true, nil
+	p.st.InUse -= b.size
+	p.st.Free += b.size
+	l := &p.free[b.par.dev]
+	if b.prev != nil && b.prev.free {
+		l.remove(b.prev)
+		a := b.prev
+		mergeBlocks(a, b)
+		b = a
+	}
+	if b.next != nil && b.next.free {
+		l.remove(b.next)
+		mergeBlocks(b, b.next)
+	}
+	p.seq++
+	b.seq = p.seq
+	l.insert(b)
+	if p.closed {
+		if b.whole() {
+			return []*parent{p.dropLocked(b)}
+		}
+		return nil
+	}
+	return p.overBudgetLocked()
 }

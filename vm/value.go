@@ -10,13 +10,18 @@ import (
 // Value is what a register holds: *Storage, *Tensor, *Host or *Tuple.
 type Value interface{ value() }
 
-// Storage is one device allocation (an arena tensors are placed in).
+// Storage is one device allocation (an arena tensors are placed in): Buf holds exactly
+// its Size bytes. A storage from the VM's pool may be a block inside a larger device
+// buffer (root, at byte base); tensors in it are viewed from root at base+Offset.
 type Storage struct {
 	Device int
 	Buf    devices.Buffer
 	Size   int64
 
-	constant bool // holds a constant: kernels may read it, never write it
+	constant bool           // holds a constant: kernels may read it, never write it
+	root     devices.Buffer // the device buffer Buf lies in; nil when Buf is one itself
+	base     int64          // Buf's offset inside root
+	blk      *block         // the pool's block, while handed out; nil for mapped constants
 }
 
 // Tensor is a tensor in device storage at a byte offset.

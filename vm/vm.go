@@ -33,7 +33,7 @@ type VM struct {
 	consts   []*Tensor // constants uploaded to device 0
 	modules  []devices.Module
 	storages []*Storage // the constants' storage
-	pool     *pool      // storages of finished calls, reused by later ones
+	pool     *pool      // best-fit allocator of storages, keeping finished calls' memory
 }
 
 // Load verifies the executable, loads each binary on the first device of its kind, looks
@@ -49,7 +49,7 @@ func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("%w: no device", ErrRun)
 	}
-	m := &VM{exe: exe, devs: devs, pool: newPool()}
+	m := &VM{exe: exe, devs: devs, pool: newPool(devs)}
 	fail := func(err error) (*VM, error) { m.Close(); return nil, err }
 	binDev := make([]int, len(exe.Binaries))
 	for i, b := range exe.Binaries {
@@ -102,13 +102,17 @@ func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM
 	return m, nil
 }
 
-// Close frees the constants and unloads the binaries.
+// Close frees the constants and the pool's memory and unloads the binaries.
 func (m *VM) Close() error {
 	for _, s := range m.storages {
-		m.devs[s.Device].Free(s.Buf)
+		if s.blk != nil {
+			m.pool.put(s) // an uploaded constant
+		} else {
+			m.devs[s.Device].Free(s.Buf) // mapped in place
+		}
 	}
 	m.storages = nil
-	m.pool.drain(m.devs)
+	m.pool.drain()
 	var first error
 	for _, mod := range m.modules {
 		if err := mod.Close(); err != nil && first == nil {
@@ -179,9 +183,7 @@ func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (o
 
 func (c *call) free() {
 	for _, s := range c.storages {
-		if !c.m.pool.put(s) {
-			c.m.devs[s.Device].Free(s.Buf)
-		}
+		c.m.pool.put(s)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/kilnrt/kiln/kernels"
 	kcpu "github.com/kilnrt/kiln/kernels/cpu"
 	"github.com/kilnrt/kiln/kernels/ref"
+	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -160,8 +161,9 @@ type compile struct {
 	mod        *graph.Module // the clone being compiled
 	em         *emitter
 	kt         *kernelTable
-	at         string       // the node or kernel being worked on, for panic reports
-	kernelHits atomic.Int64 // objects found in the journal
+	vars       map[string]*loopir.Var // the runtime dims of the kernel being built, by symbol
+	at         string                 // the node or kernel being worked on, for panic reports
+	kernelHits atomic.Int64           // objects found in the journal
 	// outer maps each fused body's parameters to the values its kiln.Fused node reads
 	outer map[*graph.Value]*graph.Value
 }

@@ -6,8 +6,9 @@
 //
 //  1. passes — graph/passes.Compile on a clone of the module: symbolic dims bound to
 //     the values given in Options.Dims (DimsFromInputs derives them from concrete
-//     inputs; issue #6 will let one executable serve every shape), constants folded on
-//     the host with the reference evaluator, dead code removed, and (unless
+//     inputs), constants folded on the host with the reference evaluator (shape
+//     arithmetic over the symbols left unbound becomes kiln.ShapeExpr), dead code
+//     removed, and (unless
 //     Options.PlainLayout) alter-layout with the CPU's policy: convolutions exchange
 //     channel-blocked tensors.
 //  2. lower — every node that computes becomes a kernel through the target's strategy
@@ -39,7 +40,19 @@
 // place (vm.Decode). An entry that passes the journal's checksums but does not decode is
 // invalidated and rebuilt.
 //
+// Symbolic dims (symbolic.go): symbols left unbound are compiled generically — one
+// executable for every value. The entry function reads each symbol from the first input
+// whose shape names it and checks later inputs agree (a mismatch is vm.ErrInput);
+// ShapeExpr values, extents of symbolic tensors and their byte counts are polynomials
+// evaluated on the host (the shape.eval builtin); kernels take the symbols they use as
+// runtime dims; a tensor of a symbolic shape gets a storage of its own sized at run time
+// (the static plan covers the static tensors only). A dim no input's shape determines
+// (data-dependent: NonZero, a Loop-carried shape) is a compile error naming it, as is a
+// symbolic tensor in a channel-blocked layout. Shape inference takes symbols to be at
+// least 1 where ONNX gives 0 a meaning of its own (a Reshape entry 0).
+//
 // Invariants: the input module is never modified; an executable that compiles has a
-// signature (input/output names, dtypes, shapes) that the VM checks requests against,
-// so a kernel compiled for static extents never sees other extents.
+// signature (input/output names, dtypes, shapes; -1 for a symbolic extent) that the VM
+// checks requests against, so a kernel compiled for static extents never sees other
+// extents.
 package compiler

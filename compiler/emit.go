@@ -15,7 +15,8 @@ type emitter struct {
 	code  []vm.Instr
 	nregs int
 	reg   map[*graph.Value]vm.Reg
-	host  map[vm.Reg]bool // the register holds a host value (builtin results, counters)
+	host  map[vm.Reg]bool   // the register holds a host value (builtin results, counters)
+	sym   map[string]vm.Reg // each symbolic dim's value (host int64 scalar), see symbolic.go
 
 	consts     []*tensor.Tensor
 	constIdx   map[*tensor.Tensor]int
@@ -47,7 +48,7 @@ type loopRegion struct {
 }
 
 func newEmitter(c *compile) *emitter {
-	e := &emitter{c: c, reg: map[*graph.Value]vm.Reg{}, host: map[vm.Reg]bool{},
+	e := &emitter{c: c, reg: map[*graph.Value]vm.Reg{}, host: map[vm.Reg]bool{}, sym: map[string]vm.Reg{},
 		constIdx: map[*tensor.Tensor]int{}, builtinIdx: map[string]int{}, rootOf: map[vm.Reg][]*root{}}
 	return e
 }
@@ -192,6 +193,8 @@ func (e *emitter) node(n *graph.Node) error {
 		return e.lowerLoop(n)
 	case n.Op == graph.OpFused:
 		return e.lowerFused(n)
+	case n.Op == graph.OpShapeExpr:
+		return e.lowerShapeExpr(n)
 	case isView(n):
 		return e.lowerView(n)
 	}

@@ -26,7 +26,8 @@ type kernelUse struct {
 	strategy string
 	params   []kernels.Param
 	outDT    []tensor.DType
-	outShape [][]int64
+	outShape [][]int64 // nil for an output of a symbolic shape
+	dims     []string  // the symbols the kernel takes as runtime dims, in order
 }
 
 // kernelUnit is one unique kernel: its C translation unit and entry point.
@@ -35,6 +36,7 @@ type kernelUnit struct {
 	code    string
 	inputs  int
 	outputs int
+	dims    []string
 	node    string // the first node that uses it, for errors
 }
 
@@ -64,6 +66,7 @@ const canonicalName = "kiln_kernel"
 // the C dialect, and returns its entry in the kernel table. With epilogues that no
 // strategy fuses it returns nil and no error.
 func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, error) {
+	c.vars = map[string]*loopir.Var{}
 	in, err := c.inputs(n)
 	if err != nil {
 		return nil, err
@@ -87,11 +90,6 @@ func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, err
 		stage[e.Outputs[0]] = k + 1
 		last = e
 	}
-	for _, o := range last.Outputs {
-		if _, err := staticShape(last, o); err != nil {
-			return nil, err
-		}
-	}
 	var impl *kernels.Impl
 	if len(epi) > 0 {
 		impl, err = c.strategies.LowerFused(n, in, epi, c.t)
@@ -109,17 +107,25 @@ func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, err
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
-	if len(low.Dims) != 0 {
-		return nil, fmt.Errorf("%v: kernel has runtime dims %v; the compiled engine binds every dim before compiling (issue #6)", n, low.Dims)
-	}
 	anchor := n
 	n = last // the kernel's outputs are the chain's last node's
 	use := &kernelUse{params: impl.Params, strategy: impl.Strategy}
+	for _, d := range low.Dims {
+		use.dims = append(use.dims, d.Name)
+	}
 	outs := low.Params[len(impl.Params):]
 	if len(outs) != len(n.Outputs) {
 		return nil, fmt.Errorf("BUG: %v: kernel has %d outputs for %d node outputs", n, len(outs), len(n.Outputs))
 	}
 	for i, p := range outs {
+		if symbolicType(n.Outputs[i].Type) {
+			if p.DT != n.Outputs[i].Type.DType {
+				return nil, fmt.Errorf("BUG: %v: kernel output %d is %v, the graph says %v", n, i, p.DT, n.Outputs[i].Type)
+			}
+			use.outDT = append(use.outDT, p.DT)
+			use.outShape = append(use.outShape, nil)
+			continue
+		}
 		shape := make([]int64, len(p.Shape))
 		for k, e := range p.Shape {
 			ci, ok := e.(*loopir.IntImm)
@@ -161,7 +167,7 @@ func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, err
 	}
 	use.index = len(kt.units)
 	kt.byCode[src.Code] = use.index
-	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), node: n.String()})
+	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), dims: use.dims, node: n.String()})
 	return use, nil
 }
 
@@ -174,14 +180,14 @@ func (c *compile) inputs(n *graph.Node) ([]kernels.Input, error) {
 			continue
 		}
 		v = c.resolve(v)
-		if _, err := staticShape(n, v); err != nil {
-			return nil, err
+		if v.Type.Kind != graph.KindTensor || v.Type.UnknownRank {
+			return nil, fmt.Errorf("%v: input %d (%q) has type %v; kernels take ranked tensors", n, i, v.Name, v.Type)
 		}
-		shape, err := kernels.PhysicalShape(v.Type)
+		ext, err := extents(v.Type, c.vars)
 		if err != nil {
 			return nil, fmt.Errorf("%v: input %d: %w", n, i, err)
 		}
-		in[i] = kernels.Input{T: placeholder(fmt.Sprintf("in%d", i), v.Type.DType, shape), Const: v.Const}
+		in[i] = kernels.Input{T: te.Placeholder(fmt.Sprintf("in%d", i), v.Type.DType, ext...), Const: v.Const}
 	}
 	return in, nil
 }
@@ -282,7 +288,7 @@ func (c *compile) object(ctx context.Context, name, code string) ([]byte, error)
 func (kt *kernelTable) kernelInfos() []vm.KernelInfo {
 	out := make([]vm.KernelInfo, len(kt.units))
 	for i, u := range kt.units {
-		out[i] = vm.KernelInfo{Name: u.name, Binary: 0, Inputs: u.inputs, Outputs: u.outputs}
+		out[i] = vm.KernelInfo{Name: u.name, Binary: 0, Inputs: u.inputs, Outputs: u.outputs, Dims: u.dims}
 	}
 	return out
 }

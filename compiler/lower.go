@@ -24,6 +24,7 @@ func (c *compile) lower(m *graph.Module) error {
 	}
 	e.arena = e.newReg()
 	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: e.arena, Device: 0}) // size set by the plan
+	e.bindSymbols(f.Params)
 	n := 0
 	f.Funcs(func(g *graph.Func) {
 		for _, nd := range g.Nodes {
@@ -72,11 +73,28 @@ func isView(n *graph.Node) bool {
 // lowerView reshapes without copying.
 func (e *emitter) lowerView(n *graph.Node) error {
 	out := n.Outputs[0]
-	shape, err := staticShape(n, out)
+	src, err := e.readDevice(n.Inputs[0])
 	if err != nil {
 		return err
 	}
-	src, err := e.readDevice(n.Inputs[0])
+	if symbolicType(out.Type) {
+		if n.Inputs[0].Type.Equal(out.Type) {
+			e.reg[out] = e.move(src)
+			return nil
+		}
+		shapeReg, err := e.shapeEval(tensor.Int64, []int64{int64(len(out.Type.Shape))}, out.Type.Shape)
+		if err != nil {
+			return fmt.Errorf("%v: %w", n, err)
+		}
+		dst := e.newReg()
+		e.use(src)
+		e.use(shapeReg)
+		e.emit(vm.Instr{Op: vm.ReshapeTensor, Dst: dst, Args: []vm.Reg{src, shapeReg}})
+		e.alias(dst, src)
+		e.reg[out] = dst
+		return nil
+	}
+	shape, err := staticShape(n, out)
 	if err != nil {
 		return err
 	}
@@ -128,14 +146,29 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	}
 	last := nodes[len(nodes)-1]
 	for i, o := range last.Outputs {
-		r := e.allocTensor(k.outDT[i], k.outShape[i])
+		var r vm.Reg
+		if k.outShape[i] == nil {
+			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape); err != nil {
+				return false, fmt.Errorf("%v: output %q: %w", last, o.Name, err)
+			}
+		} else {
+			r = e.allocTensor(k.outDT[i], k.outShape[i])
+		}
 		e.reg[o] = r
 		args = append(args, r)
 	}
-	for _, r := range args {
+	var dims []vm.Reg
+	for _, name := range k.dims {
+		r, ok := e.sym[name]
+		if !ok {
+			return false, fmt.Errorf("%v: its kernel needs %w: %q (no input's shape names it)", n, errDataDependent, name)
+		}
+		dims = append(dims, r)
+	}
+	for _, r := range append(args, dims...) {
 		e.use(r)
 	}
-	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, In: len(k.params), Imm: int64(k.index)})
+	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index)})
 	e.launches++
 	e.c.res.Stats.Fused += len(chain)
 	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String()}

@@ -17,12 +17,15 @@ const (
 )
 
 // StdBuiltins is the table of host builtins every VM may use: scalar bookkeeping of
-// compiled control flow. Each checks its arguments and returns an error, never panics,
+// compiled control flow and the shapes of symbolic dims. Each checks its arguments and returns an error, never panics,
 // on a malformed executable.
 func StdBuiltins() map[string]Builtin {
 	return map[string]Builtin{
 		BuiltinLoopContinue: loopContinue,
 		BuiltinLoopNext:     loopNext,
+		BuiltinShapeDim:     shapeDim,
+		BuiltinShapeExpect:  shapeExpect,
+		BuiltinShapeEval:    shapeEval,
 	}
 }
 

@@ -27,9 +27,11 @@
 // larger blocks, and Reserve plans against a known upper bound. MemoryStats reports
 // bytes held, in use and free, device allocations, hits, misses and splits.
 // StdBuiltins holds the scalar bookkeeping of compiled loops.
-// RunProfiled times each kernel (kiln bench --profile). Not present yet: dynamic shapes
-// (shape functions, AllocTensorReg from computed shapes in compiled code) and background
-// specialization (#6).
+// RunProfiled times each kernel (kiln bench --profile). Symbolic shapes: the shape
+// builtins (builtins_shape.go) read symbols from input shapes (shape.dim), check that
+// inputs agree on them (shape.expect, ErrInput) and evaluate polynomial extents and byte
+// counts (shape.eval); AllocStorage takes a run-time byte count from a register and
+// AllocTensorReg a run-time shape. Not present yet: background specialization (#6).
 //
 // Binary format (FormatVersion 3, see HeaderSize): a fixed header (magic, version, the
 // CRC-32C and length of the metadata payload, the offset and length of the data section

@@ -18,7 +18,7 @@ const (
 	Invoke                       // Dst = Functions[Imm](Args...)
 	InvokeKernel                 // Kernels[Imm](inputs Args[:In], outputs Args[In:]); Dims from registers Args2
 	CallBuiltin                  // Dst = Builtins[Imm](Args...)
-	AllocStorage                 // Dst = storage of Imm bytes on device Device
+	AllocStorage                 // Dst = storage of Imm bytes (plus the int64 scalar in Args[0], when given) on device Device
 	AllocTensor                  // Dst = tensor of DType and Shape in storage Args[0] at offset Imm
 	AllocTensorReg               // Dst = tensor of DType, shape from register Args[1], in storage Args[0] at offset Imm
 	LoadConst                    // Dst = Constants[Imm]

@@ -25,7 +25,7 @@ func (c *call) invoke(fi int, args []Value, depth int) (Value, error) {
 		in := &f.Code[pc]
 		next, ret, err := c.step(f, regs, in, pc, depth)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s, instruction %d (%v): %v", ErrRun, f.Name, pc, in.Op, err)
+			return nil, fmt.Errorf("%w: %s, instruction %d (%v): %w", ErrRun, f.Name, pc, in.Op, err)
 		}
 		if in.Op == Ret {
 			return ret, nil
@@ -91,7 +91,23 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		}
 		return set(&Host{T: out})
 	case AllocStorage:
-		s, err := c.alloc(in.Device, in.Imm)
+		n := in.Imm
+		if len(in.Args) == 1 { // a size computed at run time (symbolic shapes)
+			v, err := arg(0)
+			if err != nil {
+				return 0, nil, err
+			}
+			h, err := c.host(v)
+			if err != nil || h.Len() != 1 || !h.DType.IsInt() {
+				return 0, nil, fmt.Errorf("alloc_storage: register %d does not hold a byte count", in.Args[0])
+			}
+			if b := h.Int64s()[0]; b < 0 || b > maxExtent {
+				return 0, nil, fmt.Errorf("alloc_storage: %d bytes", b)
+			} else {
+				n = max(n+b, PlanAlign)
+			}
+		}
+		s, err := c.alloc(in.Device, n)
 		if err != nil {
 			return 0, nil, err
 		}

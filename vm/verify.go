@@ -91,7 +91,10 @@ func (x *Executable) verifyInstr(f Function, pc int, in Instr) error {
 	case CallBuiltin:
 		err = index(len(x.Builtins), "builtin")
 	case AllocStorage:
-		if in.Imm < 0 {
+		if len(in.Args) > 0 {
+			err = args(1)
+		}
+		if err == nil && in.Imm < 0 {
 			err = fmt.Errorf("negative size %d", in.Imm)
 		}
 	case AllocTensor, AllocTensorReg:

@@ -1,0 +1,197 @@
+package compiler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// Symbolic dims (issue #6): a symbol left unbound by Options.Dims stays in the types; the
+// entry function reads its value from the first input whose shape names it (ShapeOf,
+// shape.dim), checks that later inputs naming it agree (shape.expect), and keeps it in a
+// host register. Extents, byte counts and ShapeExpr values are polynomials over those
+// registers, evaluated by shape.eval; kernels take the symbols they use as runtime dims.
+// A tensor of a symbolic shape gets a storage of its own, sized at run time.
+
+// errDataDependent: a dim no input's shape determines (NonZero's length, a Loop's
+// carried shape): the generic engine cannot size it yet.
+var errDataDependent = errors.New("a dim that depends on data")
+
+// bindSymbols emits the prologue that reads every symbol of the parameters' shapes.
+func (e *emitter) bindSymbols(params []*graph.Value) {
+	for _, p := range params {
+		if p.Type.Kind != graph.KindTensor || p.Type.UnknownRank {
+			continue
+		}
+		shape := vm.Reg(-1)
+		for k, d := range p.Type.Shape {
+			name, ok := d.IsSym()
+			if !ok {
+				continue
+			}
+			if shape < 0 {
+				shape = e.newReg()
+				e.use(e.reg[p])
+				e.emit(vm.Instr{Op: vm.ShapeOf, Dst: shape, Args: []vm.Reg{e.reg[p]}})
+				e.host[shape] = true
+			}
+			axis := e.newReg()
+			e.emit(vm.Instr{Op: vm.LoadConstInt, Dst: axis, Imm: int64(k)})
+			v := e.newReg()
+			e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: v, Args: []vm.Reg{shape, axis}, Imm: e.builtin(vm.BuiltinShapeDim)})
+			e.host[v] = true
+			if old, seen := e.sym[name]; seen {
+				chk := e.newReg()
+				e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: chk, Args: []vm.Reg{v, old}, Imm: e.builtin(vm.BuiltinShapeExpect)})
+				continue
+			}
+			e.sym[name] = v
+		}
+	}
+}
+
+// symbolic reports whether a type has an extent that is not a constant.
+func symbolicType(t graph.Type) bool {
+	if t.Kind != graph.KindTensor || t.UnknownRank {
+		return false
+	}
+	for _, d := range t.Shape {
+		if !d.IsConst() {
+			return true
+		}
+	}
+	return false
+}
+
+// shapeEval emits shape.eval for dims (a tensor of the given element type and shape)
+// and returns the host register holding the result.
+func (e *emitter) shapeEval(dt tensor.DType, shape []int64, dims []graph.Dim) (vm.Reg, error) {
+	var syms []string
+	for _, d := range dims {
+		syms = append(syms, d.Symbols()...)
+	}
+	slices.Sort(syms)
+	syms = slices.Compact(syms)
+	args := []vm.Reg{0}
+	index := map[string]int{}
+	for i, s := range syms {
+		r, ok := e.sym[s]
+		if !ok {
+			return 0, fmt.Errorf("%w: %q (no input's shape names it)", errDataDependent, s)
+		}
+		index[s] = i
+		args = append(args, r)
+	}
+	elems := make([]vm.ShapePoly, len(dims))
+	for i, d := range dims {
+		c, terms := d.Poly()
+		elems[i].C = c
+		for _, t := range terms {
+			st := vm.ShapeTerm{Coef: t.Coef}
+			for _, s := range t.Syms {
+				st.Syms = append(st.Syms, index[s])
+			}
+			elems[i].Terms = append(elems[i].Terms, st)
+		}
+	}
+	args[0] = e.loadConst(vm.EncodeShapeProgram(dt, shape, elems))
+	for _, a := range args {
+		e.use(a)
+	}
+	r := e.newReg()
+	e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: r, Args: args, Imm: e.builtin(vm.BuiltinShapeEval)})
+	e.host[r] = true
+	return r, nil
+}
+
+// allocDynamic allocates a tensor of a symbolic shape in a storage of its own.
+func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim) (vm.Reg, error) {
+	shape, err := e.shapeEval(tensor.Int64, []int64{int64(len(dims))}, dims)
+	if err != nil {
+		return 0, err
+	}
+	size := graph.Const(int64(dt.Size()))
+	for _, d := range dims {
+		size = size.Mul(d)
+	}
+	bytes, err := e.shapeEval(tensor.Int64, nil, []graph.Dim{size})
+	if err != nil {
+		return 0, err
+	}
+	s, r := e.newReg(), e.newReg()
+	e.use(bytes)
+	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Args: []vm.Reg{bytes}, Device: 0})
+	e.use(shape)
+	e.emit(vm.Instr{Op: vm.AllocTensorReg, Dst: r, Args: []vm.Reg{s, shape}, DType: dt})
+	return r, nil
+}
+
+// lowerShapeExpr evaluates a kiln.ShapeExpr on the host.
+func (e *emitter) lowerShapeExpr(n *graph.Node) error {
+	t := n.Attrs.(*graph.ShapeExprAttrs).Value
+	shape, _ := t.ConstShape()
+	r, err := e.shapeEval(t.DType, int64Shape(shape), t.Known)
+	if err != nil {
+		return fmt.Errorf("%v: %w", n, err)
+	}
+	e.reg[n.Outputs[0]] = r
+	return nil
+}
+
+func int64Shape(s tensor.Shape) []int64 {
+	out := make([]int64, len(s))
+	for i, d := range s {
+		out[i] = int64(d)
+	}
+	return out
+}
+
+// extents are a value's kernel extents: constants, or expressions over one Var per
+// symbol shared by every placeholder of the kernel being built (vars).
+func extents(t graph.Type, vars map[string]*loopir.Var) ([]loopir.Expr, error) {
+	if !symbolicType(t) {
+		shape, err := kernels.PhysicalShape(t)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]loopir.Expr, len(shape))
+		for i, d := range shape {
+			out[i] = loopir.Int(d)
+		}
+		return out, nil
+	}
+	if t.Block != 0 {
+		return nil, fmt.Errorf("type %v: a channel-blocked layout needs static extents", t)
+	}
+	out := make([]loopir.Expr, len(t.Shape))
+	for i, d := range t.Shape {
+		out[i] = dimExpr(d, vars)
+	}
+	return out, nil
+}
+
+// dimExpr turns a polynomial dim into a loopir expression over vars.
+func dimExpr(d graph.Dim, vars map[string]*loopir.Var) loopir.Expr {
+	c, terms := d.Poly()
+	var x loopir.Expr = loopir.Int(c)
+	for _, t := range terms {
+		var m loopir.Expr = loopir.Int(t.Coef)
+		for _, s := range t.Syms {
+			v, ok := vars[s]
+			if !ok {
+				v = te.Dim(s)
+				vars[s] = v
+			}
+			m = loopir.Bin(loopir.Mul, m, v)
+		}
+		x = loopir.Bin(loopir.Add, x, m)
+	}
+	return x
+}

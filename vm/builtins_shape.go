@@ -1,0 +1,177 @@
+package vm
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Shape builtins: how compiled code with symbolic dims computes extents on the host.
+const (
+	// BuiltinShapeDim(shape, axis) is the int64 scalar shape[axis]: a symbol's value read
+	// from an input's shape (ShapeOf).
+	BuiltinShapeDim = "shape.dim"
+	// BuiltinShapeExpect(got, want) is got when it equals want, else an ErrInput error:
+	// two inputs that share a symbol must agree on its value.
+	BuiltinShapeExpect = "shape.expect"
+	// BuiltinShapeEval(program, s0, s1, ...) evaluates polynomials over the int64 scalars
+	// s0, s1, ... (the symbols' values) into a tensor; see EncodeShapeProgram.
+	BuiltinShapeEval = "shape.eval"
+)
+
+// maxExtent bounds every computed element: a larger value is a bad input, not an
+// allocation attempt.
+const maxExtent = int64(1) << 40
+
+// ShapeTerm is one monomial of a shape program: Coef times the product of the symbol
+// arguments at Syms.
+type ShapeTerm struct {
+	Coef int64
+	Syms []int
+}
+
+// ShapePoly is one element of a shape program's result: C plus its terms.
+type ShapePoly struct {
+	C     int64
+	Terms []ShapeTerm
+}
+
+// EncodeShapeProgram encodes the program of BuiltinShapeEval as an int64 tensor: the
+// result's element type and rank, its extents, then per element the constant, the term
+// count and per term the coefficient, the symbol count and the symbols' argument
+// indices.
+func EncodeShapeProgram(dt tensor.DType, shape []int64, elems []ShapePoly) *tensor.Tensor {
+	p := []int64{int64(dt), int64(len(shape))}
+	p = append(p, shape...)
+	for _, e := range elems {
+		p = append(p, e.C, int64(len(e.Terms)))
+		for _, t := range e.Terms {
+			p = append(p, t.Coef, int64(len(t.Syms)))
+			for _, s := range t.Syms {
+				p = append(p, int64(s))
+			}
+		}
+	}
+	return tensor.MustFromSlice(tensor.Shape{len(p)}, p)
+}
+
+func int64Scalar(name string, args []*tensor.Tensor, i int) (int64, error) {
+	if i >= len(args) || args[i] == nil || args[i].Len() != 1 || !args[i].DType.IsInt() {
+		return 0, fmt.Errorf("%s: argument %d is not an integer scalar", name, i)
+	}
+	return args[i].Int64s()[0], nil
+}
+
+func shapeDim(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	if len(args) != 2 || args[0] == nil || len(args[0].Shape) != 1 || !args[0].DType.IsInt() {
+		return nil, fmt.Errorf("%s takes a 1-D integer shape and an axis", BuiltinShapeDim)
+	}
+	axis, err := int64Scalar(BuiltinShapeDim, args, 1)
+	if err != nil {
+		return nil, err
+	}
+	dims := args[0].Int64s()
+	if axis < 0 || axis >= int64(len(dims)) {
+		return nil, fmt.Errorf("%s: axis %d of a rank-%d shape", BuiltinShapeDim, axis, len(dims))
+	}
+	return tensor.Scalar(dims[axis]), nil
+}
+
+func shapeExpect(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	got, err := int64Scalar(BuiltinShapeExpect, args, 0)
+	if err != nil {
+		return nil, err
+	}
+	want, err := int64Scalar(BuiltinShapeExpect, args, 1)
+	if err != nil {
+		return nil, err
+	}
+	if got != want {
+		return nil, fmt.Errorf("%w: inputs disagree on a symbolic dim: %d here, %d in an earlier input", ErrInput, got, want)
+	}
+	return args[0], nil
+}
+
+// shapeEval runs a shape program (EncodeShapeProgram). A malformed program is an error,
+// as is an element outside [0, 2^40] (a shape no request should produce).
+func shapeEval(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	if len(args) == 0 || args[0] == nil || args[0].DType != tensor.Int64 || len(args[0].Shape) != 1 {
+		return nil, fmt.Errorf("%s: no program", BuiltinShapeEval)
+	}
+	p := args[0].Int64s()
+	syms := make([]int64, len(args)-1)
+	for i := range syms {
+		v, err := int64Scalar(BuiltinShapeEval, args, i+1)
+		if err != nil {
+			return nil, err
+		}
+		syms[i] = v
+	}
+	pos := 0
+	next := func() (int64, error) {
+		if pos >= len(p) {
+			return 0, fmt.Errorf("%s: truncated program", BuiltinShapeEval)
+		}
+		pos++
+		return p[pos-1], nil
+	}
+	dtv, _ := next()
+	rank, err := next()
+	if err != nil || rank < 0 || rank > 8 || !tensor.DType(dtv).IsInt() {
+		return nil, fmt.Errorf("%s: bad program header", BuiltinShapeEval)
+	}
+	shape := make(tensor.Shape, rank)
+	n := int64(1)
+	for i := range shape {
+		d, err := next()
+		if err != nil || d < 0 || d > 1<<20 {
+			return nil, fmt.Errorf("%s: bad result shape", BuiltinShapeEval)
+		}
+		shape[i], n = int(d), n*d
+	}
+	if n > 1<<20 {
+		return nil, fmt.Errorf("%s: bad result shape", BuiltinShapeEval)
+	}
+	out := make([]int64, n)
+	for i := range out {
+		c, err := next()
+		if err != nil {
+			return nil, err
+		}
+		nt, err := next()
+		if err != nil || nt < 0 {
+			return nil, fmt.Errorf("%s: bad term count", BuiltinShapeEval)
+		}
+		v := c
+		for range nt {
+			coef, err := next()
+			if err != nil {
+				return nil, err
+			}
+			ns, err := next()
+			if err != nil || ns < 0 {
+				return nil, fmt.Errorf("%s: bad symbol count", BuiltinShapeEval)
+			}
+			for range ns {
+				s, err := next()
+				if err != nil || s < 0 || s >= int64(len(syms)) {
+					return nil, fmt.Errorf("%s: symbol %d of %d", BuiltinShapeEval, s, len(syms))
+				}
+				coef *= syms[s]
+			}
+			v += coef
+		}
+		if v < -maxExtent || v > maxExtent {
+			return nil, fmt.Errorf("%w: a computed extent %d is out of range", ErrInput, v)
+		}
+		out[i] = v
+	}
+	if pos != len(p) {
+		return nil, fmt.Errorf("%s: %d trailing program words", BuiltinShapeEval, len(p)-pos)
+	}
+	t := tensor.MustFromSlice(shape, out)
+	if dt := tensor.DType(dtv); dt != tensor.Int64 {
+		t = t.Cast(dt)
+	}
+	return t, nil
+}

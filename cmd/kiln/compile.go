@@ -116,8 +116,10 @@ func compileCmd() *cobra.Command {
 		Short: "Compile an ONNX model into a kiln executable (kernels, VM code, memory plan)",
 		Long: `Compile an ONNX model for this CPU. Symbolic dims (batch, seq) are bound from the
 input shapes given by --input, --input-dir or --dims: the executable then serves those
-shapes (one executable for every shape comes with dynamic-shape support). The executable
-carries its kernels as a shared object, so it runs where no C compiler is installed.`,
+shapes. Without any of them the dims stay symbolic and the executable serves every
+shape (generic kernels; models whose kernels cannot take run-time extents yet, or with
+dims that depend on data, are refused with the reason). The executable carries its
+kernels as a shared object, so it runs where no C compiler is installed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -127,9 +129,13 @@ carries its kernels as a shared object, so it runs where no C compiler is instal
 			if err != nil {
 				return err
 			}
-			shapes, err := shapeInputs.shapes(m)
-			if err != nil {
-				return err
+			// with no input, data set or --dims, symbolic dims stay symbolic: one
+			// executable for every shape
+			var shapes map[string]*tensor.Tensor
+			if len(shapeInputs.inputs) > 0 || shapeInputs.inputDir != "" || shapeInputs.dims != "" {
+				if shapes, err = shapeInputs.shapes(m); err != nil {
+					return err
+				}
 			}
 			dev, err := openCPU(threads, true)
 			if err != nil {

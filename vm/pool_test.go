@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/tensor"
 )
 
 const kib, mib = 1 << 10, 1 << 20
@@ -126,5 +127,31 @@ func TestPoolReturnTwiceIsABug(t *testing.T) {
 			t.Fatalf("second return: %v", r)
 		}
 	}()
+	p.put(s)
+}
+
+// TestViewInSplitStorage: a tensor at an offset inside a split storage is viewed from
+// the parent buffer at the storage's base plus the tensor's offset.
+func TestViewInSplitStorage(t *testing.T) {
+	p, _ := newTestPool(true)
+	m := &VM{devs: p.devs, pool: p}
+	p.put(mustGet(t, p, mib))
+	first := mustGet(t, p, 1000)
+	s := mustGet(t, p, 256*kib)
+	if s.base != 1024 {
+		t.Fatalf("second storage at %d", s.base)
+	}
+	c := &call{m: m}
+	for _, tc := range []struct{ off, elems int64 }{{0, 64 * kib}, {128, 100}, {0, 1}} {
+		v, err := c.view(&Tensor{Storage: s, Offset: tc.off, DType: tensor.Float32, Shape: []int64{tc.elems}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb := v.(*fakeBuf)
+		if fb.root != s.root || fb.off != s.base+tc.off || fb.Size() != 4*tc.elems {
+			t.Fatalf("tensor at %d: view [%d, +%d) of root %v", tc.off, fb.off, fb.Size(), fb.root == s.root)
+		}
+	}
+	p.put(first)
 	p.put(s)
 }

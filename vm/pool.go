@@ -11,6 +11,10 @@ import (
 // before it returns whole free buffers to the device.
 const DefaultMemoryBudget = 1 << 30
 
+// poolSpares bounds the returned Storage structs kept for later requests (a warm
+// static call allocates nothing, not even on the Go heap).
+const poolSpares = 64
+
 // pool is a best-fit allocator over device buffers for the storages of calls (and
 // uploaded constants). A request for n bytes takes the smallest free block of at least
 // n bytes (the most recently freed among equals, for cache warmth) and splits it when
@@ -32,6 +36,7 @@ type pool struct {
 	budget  int64
 	seq     uint64 // free events so far
 	closed  bool   // drained: a parent that becomes whole and free is released at once
+	spare   []*Storage
 	st      MemoryStats
 }
 
@@ -50,8 +55,14 @@ func (p *pool) get(d int, n int64) (*Storage, error) {
 	if d < 0 || d >= len(p.devs) || n < 0 {
 		return nil, fmt.Errorf("cannot allocate %d bytes on device %d of %d", n, d, len(p.devs))
 	}
-	s := &Storage{Device: d, Size: n}
 	p.mu.Lock()
+	var s *Storage
+	if k := len(p.spare); k > 0 {
+		s, p.spare = p.spare[k-1], p.spare[:k-1]
+	} else {
+		s = &Storage{}
+	}
+	s.Device, s.Size = d, n
 	b := p.takeLocked(d, n, s)
 	p.mu.Unlock()
 	if b == nil {
@@ -145,7 +156,10 @@ func (p *pool) putLocked(s *Storage) []*parent {
 	if b == nil || b.free || b.owner != s {
 		panic(fmt.Sprintf("BUG: a %d-byte storage returned to the pool twice or not taken from it", s.Size))
 	}
-	s.blk = nil
+	*s = Storage{} // a stale reference to it fails loudly rather than aliases the block
+	if len(p.spare) < poolSpares {
+		p.spare = append(p.spare, s)
+	}
 	b.free, b.owner = true, nil
 	p.st.InUse -= b.size
 	p.st.Free += b.size

@@ -7,6 +7,7 @@ import "testing"
 func TestPoolBudgetLRU(t *testing.T) {
 	p, d := newTestPool(true)
 	a, b, c := mustGet(t, p, mib), mustGet(t, p, 2*mib), mustGet(t, p, mib)
+	aRoot, bRoot, cRoot := a.root, b.root, c.root // put clears a storage
 	p.put(a)
 	p.put(c)
 	p.put(b) // free order: a, c, b
@@ -16,11 +17,11 @@ func TestPoolBudgetLRU(t *testing.T) {
 	rel := p.overBudgetLocked()
 	p.mu.Unlock()
 	p.release(rel)
-	if len(rel) != 1 || rel[0].buf != a.root || d.liveBytes() != 3*mib {
+	if len(rel) != 1 || rel[0].buf != aRoot || d.liveBytes() != 3*mib {
 		t.Fatalf("over a 3 MiB budget: released %d buffers, %d bytes left", len(rel), d.liveBytes())
 	}
 	part := mustGet(t, p, 3*mib/2) // splits b: b is no longer whole
-	if part.root != b.root || p.st.Splits != 1 {
+	if part.root != bRoot || p.st.Splits != 1 {
 		t.Fatal("1.5 MiB did not split the 2 MiB buffer")
 	}
 	p.mu.Lock()
@@ -29,7 +30,7 @@ func TestPoolBudgetLRU(t *testing.T) {
 	p.mu.Unlock()
 	p.release(rel)
 	checked(t, p, d)
-	if len(rel) != 1 || rel[0].buf != c.root || p.st.Buffers != 1 || p.st.Free != mib/2 {
+	if len(rel) != 1 || rel[0].buf != cRoot || p.st.Buffers != 1 || p.st.Free != mib/2 {
 		t.Fatalf("budget 0 with a buffer in use: released %d, stats %+v", len(rel), p.st)
 	}
 	p.put(part) // whole again and over the budget: released at once

@@ -46,20 +46,21 @@ func TestPoolStaticHits(t *testing.T) {
 func TestPoolBestFit(t *testing.T) {
 	p, d := newTestPool(true)
 	a, b, c, c2 := mustGet(t, p, 100*kib), mustGet(t, p, 300*kib), mustGet(t, p, 200*kib), mustGet(t, p, 200*kib)
+	bRoot, cRoot, c2Root := b.root, c.root, c2.root // put clears a storage
 	for _, s := range []*Storage{a, b, c, c2} {
 		p.put(s)
 	}
 	s := mustGet(t, p, 150*kib) // 200 KiB fits best; 50 KiB left is below splitFloor
-	if s.root != c2.root || s.blk.size != 200*kib || p.st.Splits != 0 {
+	if s.root != c2Root || s.blk.size != 200*kib || p.st.Splits != 0 {
 		t.Fatalf("150 KiB got a %d-byte block (want the last freed 200 KiB one)", s.blk.size)
 	}
 	viewOK(t, s)
 	s2 := mustGet(t, p, 150*kib)
-	if s2.root != c.root {
+	if s2.root != cRoot {
 		t.Fatal("second 150 KiB request did not get the other 200 KiB block")
 	}
 	s3 := mustGet(t, p, 150*kib) // 300 KiB: remainder 150 KiB ≥ 64 KiB and ≥ 150/4 KiB
-	if s3.root != b.root || s3.blk.size != 150*kib || p.st.Splits != 1 {
+	if s3.root != bRoot || s3.blk.size != 150*kib || p.st.Splits != 1 {
 		t.Fatalf("third request: block of %d bytes, %d splits", s3.blk.size, p.st.Splits)
 	}
 	for _, s := range []*Storage{s, s2, s3} {

@@ -18,11 +18,11 @@ const poolSpares = 64
 // pool is a best-fit allocator over device buffers for the storages of calls (and
 // uploaded constants). A request for n bytes takes the smallest free block of at least
 // n bytes (the most recently freed among equals, for cache warmth) and splits it when
-// the remainder is worth keeping (take); a miss allocates exactly n bytes from the
+// the remainder is worth keeping (takeLocked); a miss allocates exactly n bytes from the
 // device as a new parent buffer. A storage returned at the end of its call frees its
 // block, which coalesces with free neighbours of the same parent. A parent goes back
 // to the device only when it is whole and free: least recently used first while the
-// free bytes exceed the budget (poolpressure.go), all of them on Trim, or when an
+// free bytes exceed the budget (poolpressure.go), all of them on TrimMemory, or when an
 // allocation fails. A static plan asks for the same sizes every call, so after the
 // first call each request is an exact hit on a whole buffer: no device allocation, no
 // view. Devices without devices.Slicer get exact-size hits only (a block is handed out

@@ -121,7 +121,8 @@ func canonicalOptions(opts Options) string {
 
 // BuildCached returns src's executable for t from the journal j, or compiles it (once
 // per key across the processes sharing j) and publishes it. opts.Inputs are the input
-// shapes to serve; Dims are derived from them on a miss when not given. The kernels of
+// shapes to serve (empty, not nil: none, so the symbolic dims stay free and the
+// executable serves every shape); Dims are derived from them on a miss when not given. The kernels of
 // a compile are looked up in the journal one by one too (opts.Cache is set to j).
 func BuildCached(j *compilecache.Journal, src Source, t target.Target, opts Options) (*Cached, error) {
 	if opts.Context == nil {

@@ -8,9 +8,15 @@
 // and content digest are read without loading the model. A model compiles on its first
 // request (or at start with Options.Eager, for models whose input shapes are static),
 // through the binary journal: once per input-shape signature, once per process
-// (singleflight) and once across processes sharing the journal. Until one executable
-// serves every shape (issue #6), each distinct signature of a model with free dims is
-// its own executable. Lifecycle: UNAVAILABLE (unreadable model, failed compile: the
+// (singleflight) and once across processes sharing the journal. With
+// Options.SpecializeAfter > 0 (kiln serve's default, 3) a model with free input dims is
+// served from one generic executable (specialize.go: compiled with the symbolic dims
+// left free, so a new shape compiles nothing); a shape signature requested that many
+// times gets an executable of its own, built in the background (static shapes, full
+// memory plan) and used from then on, while the requests before it run generically. A
+// model whose generic executable cannot be built yet (a kernel without run-time
+// extents, a dim that depends on data) compiles per signature, as it always does with
+// SpecializeAfter 0: each new signature compiles before its first answer. Lifecycle: UNAVAILABLE (unreadable model, failed compile: the
 // reason is kept) / LOADING (compiling, with progress) / READY. A lazy model is READY
 // before its first compile, so readiness probes and clients do not wait for traffic
 // that would trigger it; an eager model is LOADING until compiled, and Ready (the

@@ -55,6 +55,9 @@ type model struct {
 	reason   string
 	progress string
 	variants map[string]*variant
+	generic  *variant       // one executable for every shape (SpecializeAfter > 0)
+	noGen    string         // why the generic executable cannot be built ("": not tried or built)
+	seen     map[string]int // requests per shape signature served by generic
 }
 
 // variant is the executable for one input shape signature, loaded on the device.
@@ -169,6 +172,9 @@ func (m *model) variantFor(ctx context.Context, shapes map[string][]int64) (*var
 	if v != nil {
 		return v, nil
 	}
+	if g, err := m.genericFor(ctx, shapes, key); g != nil || err != nil {
+		return g, err
+	}
 	ch := m.compile.DoChan(key, func() (any, error) { return m.build(shapes, key) })
 	select {
 	case <-ctx.Done():
@@ -181,15 +187,31 @@ func (m *model) variantFor(ctx context.Context, shapes map[string][]int64) (*var
 	}
 }
 
-// build compiles (or loads from the journal) and loads one variant. It runs detached
-// from any request's context: a client that gives up does not cancel a compile others
-// wait for.
+// build compiles (or loads from the journal), loads and registers the variant for one
+// shape signature. It runs detached from any request's context: a client that gives up
+// does not cancel a compile others wait for.
 func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
+	v, err := m.buildVariant(shapes, key)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.variants[key] = v
+	m.mu.Unlock()
+	return v, nil
+}
+
+// buildVariant compiles (or loads from the journal) and loads an executable: for the
+// shapes, or with shapes nil the generic one (symbolic dims left free). A failed first
+// compile makes the model UNAVAILABLE, unless it was the generic attempt (the model
+// then compiles per shape).
+func (m *model) buildVariant(shapes map[string][]int64, key string) (*variant, error) {
 	svc := m.svc
+	generic := shapes == nil
 	first := false
 	m.mu.Lock()
-	if len(m.variants) == 0 {
-		first = true
+	if len(m.variants) == 0 && m.generic == nil {
+		first = !generic
 		m.state, m.reason = StateLoading, ""
 	}
 	m.mu.Unlock()
@@ -201,7 +223,11 @@ func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
 	defer func() { <-svc.compiles }()
 	start := time.Now()
 	src := compiler.Source{Name: m.name + "/" + m.versionString(), Digest: m.digest, Load: func() (*graph.Module, error) { return onnx.Load(m.path, onnx.Options{}) }}
-	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: shapes, Context: svc.ctx,
+	inputs := shapes
+	if generic {
+		inputs = map[string][]int64{} // no shapes: the symbolic dims stay free
+	}
+	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: svc.ctx,
 		Progress: func(p compiler.Progress) {
 			m.mu.Lock()
 			if p.Total > 0 {
@@ -214,7 +240,9 @@ func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
 	c, err := compiler.BuildCached(svc.journal, src, target.Host(), opts)
 	if err != nil {
 		reason := fmt.Sprintf("compile failed: %v", err)
-		svc.log.Error("model compile failed", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Error(err))
+		if !generic {
+			svc.log.Error("model compile failed", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Error(err))
+		}
 		if first {
 			m.setState(StateUnavailable, reason)
 		}
@@ -236,7 +264,6 @@ func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
 	svc.log.Info("model compiled", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes),
 		zap.String("journal", c.Outcome.String()), zap.Duration("took", time.Since(start)))
 	m.mu.Lock()
-	m.variants[key] = v
 	m.reason, m.progress = "", ""
 	if !m.warming { // warm-up turns the model READY when its samples have run
 		m.state = StateReady

@@ -37,6 +37,14 @@ type Options struct {
 	Load              []string
 	// Instances is how many requests a model version runs at once (0: 1); the rest queue.
 	Instances int
+	// SpecializeAfter > 0 serves a model with symbolic input dims from one generic
+	// executable (every shape, no compile per shape) and, once a shape signature has
+	// been requested that many times, builds an executable specialized for it in the
+	// background (static shapes, full memory plan), which later requests of that shape
+	// use; requests never wait for it. A model the generic path cannot compile yet
+	// compiles per shape, as with 0, where every new shape compiles before its first
+	// request is answered.
+	SpecializeAfter int
 }
 
 // Spec is what the server does with a model, derived from its configuration.

@@ -64,7 +64,7 @@ With --model-control-mode explicit (Triton's explicit model control) only the
 			if err != nil {
 				return err
 			}
-			return runServe(cmd.OutOrStdout(), cfg, fl.instances, fl.loadModels)
+			return runServe(cmd.OutOrStdout(), cfg, fl.instances, fl.specializeAfter, fl.loadModels)
 		},
 	}
 	fl.register(cmd.Flags())
@@ -73,7 +73,7 @@ With --model-control-mode explicit (Triton's explicit model control) only the
 
 // runServe serves until SIGTERM or Ctrl-C, then drains. With explicit model control,
 // load names the models loaded at start ("*": all).
-func runServe(stdout io.Writer, cfg configs.File, instances int, load []string) error {
+func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int, load []string) error {
 	log, err := newServeLogger(cfg.Log)
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func runServe(stdout io.Writer, cfg configs.File, instances int, load []string) 
 		}
 	}
 	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, CPU: dev, Journal: j, Log: log, Eager: cfg.LoadMode == "eager",
-		RepositoryControl: explicit, Load: load, Instances: instances})
+		RepositoryControl: explicit, Load: load, Instances: instances, SpecializeAfter: specializeAfter})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ type serveFlags struct {
 	repo, httpAddr, grpcAddr, metricsAddr string
 	maxBody, grpcMaxMsg                   string
 	requestTimeout, grace                 time.Duration
-	threads, instances                    int
+	threads, instances, specializeAfter   int
 	eager                                 bool
 	tlsCert, tlsKey, tokenFile            string
 	logFormat, logLevel                   string
@@ -45,6 +45,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&fl.requestTimeout, "request-timeout", 0, "bound on a request's time in the server, e.g. 30s (0: none; a client's shorter gRPC deadline stays) [limits.request_timeout]")
 	f.IntVar(&fl.threads, "threads", 0, "threads of the CPU device (0: every core) [threads]")
 	f.IntVar(&fl.instances, "instances", 1, "requests one model version runs at once (the rest queue)")
+	f.IntVar(&fl.specializeAfter, "specialize-after", 3, "models with free input dims: serve every shape from one generic executable and build a specialized one in the background after this many requests of a shape (0: compile each new shape before answering it)")
 	f.StringVar(&fl.controlMode, "model-control-mode", "none", "none (serve every model of the repository) or explicit (load/unload through the repository API) [model_control_mode]")
 	f.StringArrayVar(&fl.loadModels, "load-model", nil, "with --model-control-mode explicit: a model to load at start (repeatable; * for every model)")
 	f.BoolVar(&fl.eager, "eager", false, "compile every model with static input shapes at start (readiness waits for it) [load_mode: eager]")

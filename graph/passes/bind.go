@@ -8,10 +8,9 @@ import (
 // their values and infers every node's output types again, in order, descending into
 // subgraphs: a Loop body's loop-carried parameters take the types of the loop's initial
 // values when the body keeps them unchanged (otherwise the model's declared types stay).
+// With no dims to bind it still infers again, so that loop-carried values get the
+// symbols of their initial values instead of the fresh ones a model declares.
 func BindDims(ctx *Context, m *graph.Module) error {
-	if len(ctx.Dims) == 0 {
-		return nil
-	}
 	for _, p := range m.Main.Params {
 		p.Type = bindType(p.Type, ctx.Dims)
 	}

@@ -117,6 +117,33 @@ func TestLoopBodyTypesBound(t *testing.T) {
 	}
 }
 
+// TestLoopBodyTypesUnbound: with nothing bound, a carried value the model declares
+// with fresh symbols takes the symbols of the loop's initial value.
+func TestLoopBodyTypesUnbound(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Sym("n"), graph.Const(2)))
+	sb := b.Sub("body")
+	sb.Param("i", graph.TensorType(tensor.Int64))
+	cond := sb.Param("c", graph.TensorType(tensor.Bool))
+	h := sb.Param("h", graph.TensorType(tensor.Float32, graph.Sym("h_dim_0"), graph.Sym("h_dim_1")))
+	h2, _ := sb.Op1(graph.OpTanh, nil, h)
+	body := sb.Return(cond, h2)
+	a := graph.OpLoop.NewAttrs().(*graph.LoopAttrs)
+	a.Body = body
+	outs, err := b.Node(graph.OpLoop, a, 1, b.Const("trip", tensor.Scalar(int64(3))), b.Const("go", tensor.Scalar(true)), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(outs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := run(t, m, &passes.Context{Eval: evalNode})
+	if strings.Contains(got, "h_dim") || !strings.Contains(got, "Tanh(%h) : f32[n,2]") {
+		t.Fatalf("loop body keeps the declared fresh symbols:\n%s", got)
+	}
+}
+
 // TestFoldRefinesTypes: a Reshape whose shape is computed by ops that inference cannot
 // follow (ReduceProd of a Shape) gets a static type once its shape input folds.
 func TestFoldRefinesTypes(t *testing.T) {

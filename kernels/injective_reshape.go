@@ -90,27 +90,31 @@ func reshapeTo(name string, x *te.Tensor, shape []int64) ([]*te.Tensor, error) {
 }
 
 // computeReshape reads the target shape from the constant input 1 (0 copies the input
-// extent unless allowzero, -1 is inferred), or else from the node's static output type.
+// extent unless allowzero, -1 is inferred), or else from the node's output type (a shape
+// computed at run time, such as a kiln.ShapeExpr over the symbols).
 func computeReshape(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
+	allowZero := attrs[graph.ReshapeAttrs](n).AllowZero != 0
 	target, ok := ConstInts(in, 1)
-	if !ok {
-		if len(n.Outputs) > 0 && n.Outputs[0] != nil {
-			if s, ok := n.Outputs[0].Type.ConstShape(); ok {
-				shape := make([]int64, len(s))
-				for k, d := range s {
-					shape[k] = int64(d)
-				}
-				return reshapeTo("reshape", x, shape)
+	if !ok || !isStatic(x.Shape) {
+		if ok {
+			shape, ok, err := reshapeTarget(x.Shape, target, allowZero)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return reshapeExprs("reshape", x, shape)
 			}
 		}
-		return nil, Unsupported("Reshape to a run-time shape")
+		if shape, ok := outputShape(n, 0, in, x); ok {
+			return reshapeExprs("reshape", x, shape)
+		}
+		return nil, Unsupported("Reshape to a run-time shape without an output type")
 	}
 	from, err := Extents(x)
 	if err != nil {
 		return nil, err
 	}
-	allowZero := attrs[graph.ReshapeAttrs](n).AllowZero != 0
 	shape := make([]int64, len(target))
 	infer, known, total := -1, int64(1), int64(1)
 	for _, e := range from {
@@ -148,75 +152,68 @@ func computeReshape(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 // computeFlatten copies x to two dimensions split at axis.
 func computeFlatten(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
-	from, err := Extents(x)
-	if err != nil {
-		return nil, err
-	}
-	axis, err := graph.FlattenAxis(attrs[graph.FlattenAttrs](n).Axis, len(from))
+	axis, err := graph.FlattenAxis(attrs[graph.FlattenAttrs](n).Axis, len(x.Shape))
 	if err != nil {
 		return nil, Unsupported("Flatten: %v", err)
 	}
-	outer, inner := int64(1), int64(1)
-	for k, e := range from {
+	outer, inner := loopir.Expr(i64(1)), loopir.Expr(i64(1))
+	for k, e := range x.Shape {
 		if k < axis {
-			outer *= e
+			outer = mul(outer, e)
 		} else {
-			inner *= e
+			inner = mul(inner, e)
 		}
 	}
-	return reshapeTo("flatten", x, []int64{outer, inner})
+	return reshapeExprs("flatten", x, []loopir.Expr{outer, inner})
 }
 
-// computeSqueeze drops the listed extent-1 axes (constant input 1), or all of them.
+// computeSqueeze drops the listed extent-1 axes (constant input 1), or all of them (then
+// every extent must be constant).
 func computeSqueeze(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
-	from, err := Extents(x)
-	if err != nil {
-		return nil, err
-	}
-	drop := make([]bool, len(from))
+	drop := make([]bool, len(x.Shape))
 	if len(in) > 1 && in[1].Present() {
 		axes, ok := ConstInts(in, 1)
 		if !ok {
 			return nil, Unsupported("Squeeze with run-time axes")
 		}
 		for _, a := range axes {
-			ax, err := NormAxis(a, len(from))
+			ax, err := NormAxis(a, len(x.Shape))
 			if err != nil {
 				return nil, err
 			}
-			if from[ax] != 1 {
-				return nil, Unsupported("Squeeze of axis %d with extent %d", ax, from[ax])
+			if !isOne(x.Shape[ax]) {
+				return nil, Unsupported("Squeeze of axis %d with extent %v", ax, x.Shape[ax])
 			}
 			drop[ax] = true
 		}
 	} else {
-		for k, e := range from {
-			drop[k] = e == 1
+		// every extent 1 at run time: a symbolic one would make the rank depend on it
+		if !isStatic(x.Shape) {
+			return nil, Unsupported("Squeeze without axes of symbolic extents %v", x.Shape)
+		}
+		for k, e := range x.Shape {
+			drop[k] = isOne(e)
 		}
 	}
-	var shape []int64
-	for k, e := range from {
+	var shape []loopir.Expr
+	for k, e := range x.Shape {
 		if !drop[k] {
 			shape = append(shape, e)
 		}
 	}
-	return reshapeTo("squeeze", x, shape)
+	return reshapeExprs("squeeze", x, shape)
 }
 
 // computeUnsqueeze inserts extent-1 axes at the positions (of the output) listed by the
 // constant input 1.
 func computeUnsqueeze(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
-	from, err := Extents(x)
-	if err != nil {
-		return nil, err
-	}
 	axes, ok := ConstInts(in, 1)
 	if !ok {
 		return nil, Unsupported("Unsqueeze with run-time axes")
 	}
-	r := len(from) + len(axes)
+	r := len(x.Shape) + len(axes)
 	ins := make([]bool, r)
 	for _, a := range axes {
 		ax, err := NormAxis(a, r)
@@ -228,25 +225,32 @@ func computeUnsqueeze(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		}
 		ins[ax] = true
 	}
-	shape := make([]int64, 0, r)
+	shape := make([]loopir.Expr, 0, r)
 	k := 0
 	for a := 0; a < r; a++ {
 		if ins[a] {
-			shape = append(shape, 1)
+			shape = append(shape, i64(1))
 		} else {
-			shape = append(shape, from[k])
+			shape = append(shape, x.Shape[k])
 			k++
 		}
 	}
-	return reshapeTo("unsqueeze", x, shape)
+	return reshapeExprs("unsqueeze", x, shape)
 }
 
-// computeExpand broadcasts x against the constant shape input 1, both ways (numpy).
+// computeExpand broadcasts x against the shape input 1, both ways (numpy): a constant,
+// or else the node's output type (a shape computed at run time). Symbolic extents of x
+// are read through expandIndex, which is right whether they are 1 or not at run time.
 func computeExpand(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
 	target, ok := ConstInts(in, 1)
 	if !ok {
-		return nil, Unsupported("Expand to a run-time shape")
+		shape, ok := outputShape(n, 0, in, x)
+		if !ok || len(shape) < len(x.Shape) {
+			return nil, Unsupported("Expand to a run-time shape without an output type")
+		}
+		out := te.Compute("expand", shape, func(i []loopir.Expr) loopir.Expr { return x.At(expandIndex(x, shape, i)...) })
+		return []*te.Tensor{out}, nil
 	}
 	for _, v := range target {
 		if v < 0 {
@@ -257,6 +261,10 @@ func computeExpand(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !isStatic(x.Shape) {
+		out := te.Compute("expand", shape, func(i []loopir.Expr) loopir.Expr { return x.At(expandIndex(x, shape, i)...) })
+		return []*te.Tensor{out}, nil
+	}
 	out := te.Compute("expand", shape, func(i []loopir.Expr) loopir.Expr { return BroadcastAt(x, i) })
 	return []*te.Tensor{out}, nil
 }
@@ -264,34 +272,31 @@ func computeExpand(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 // computeTile repeats x along every axis by the constant repeats input 1.
 func computeTile(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
-	from, err := Extents(x)
-	if err != nil {
-		return nil, err
-	}
 	reps, ok := ConstInts(in, 1)
 	if !ok {
 		return nil, Unsupported("Tile with run-time repeats")
 	}
-	if len(reps) != len(from) {
-		return nil, Unsupported("Tile with %d repeats for rank %d", len(reps), len(from))
+	if len(reps) != len(x.Shape) {
+		return nil, Unsupported("Tile with %d repeats for rank %d", len(reps), len(x.Shape))
 	}
-	shape := make([]int64, len(from))
+	shape := make([]loopir.Expr, len(x.Shape))
 	for k, r := range reps {
 		if r < 0 {
 			return nil, Unsupported("Tile repeat %d", r)
 		}
-		shape[k] = from[k] * r
+		shape[k] = mul(x.Shape[k], i64(r))
 	}
-	out := injCopy("tile", x, Static(shape...), func(i []loopir.Expr) []loopir.Expr {
+	out := injCopy("tile", x, shape, func(i []loopir.Expr) []loopir.Expr {
 		src := make([]loopir.Expr, len(i))
 		for k := range i {
+			c, static := x.Shape[k].(*loopir.IntImm)
 			switch {
-			case from[k] <= 1: // one element (or none: the loop is empty)
+			case static && c.V <= 1: // one element (or none: the loop is empty)
 				src[k] = i64(0)
 			case reps[k] == 1:
 				src[k] = i[k]
 			default:
-				src[k] = loopir.Bin(loopir.Mod, i[k], i64(from[k]))
+				src[k] = safeDiv(loopir.Mod, i[k], x.Shape[k])
 			}
 		}
 		return src

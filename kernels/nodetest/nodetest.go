@@ -153,35 +153,12 @@ func RunNode(l Lowerer, n *graph.Node, args []Arg) ([]*tensor.Tensor, string, er
 	if err != nil {
 		return nil, "", err
 	}
-	if err := loopir.Verify(impl.Func); err != nil {
-		return nil, impl.Strategy, err
-	}
-	low, err := passes.CPUPipeline().Run(impl.Func)
-	if err != nil {
-		return nil, impl.Strategy, err
-	}
-	src, err := codegen.EmitC(low)
-	if err != nil {
-		return nil, impl.Strategy, err
-	}
-	dev, err := cpu.Open(cpu.Options{Threads: 2})
+	dev, mod, k, err := load(impl.Func)
 	if err != nil {
 		return nil, impl.Strategy, err
 	}
 	defer dev.Close()
-	bin, err := dev.Compiler().Build(context.Background(), src.Code)
-	if err != nil {
-		return nil, impl.Strategy, err
-	}
-	mod, err := dev.Load(bin)
-	if err != nil {
-		return nil, impl.Strategy, err
-	}
 	defer mod.Close()
-	k, err := mod.Kernel(src.Kernels[0])
-	if err != nil {
-		return nil, impl.Strategy, err
-	}
 	var bufs []devices.Buffer
 	defer func() {
 		for _, b := range bufs {
@@ -245,6 +222,44 @@ func RunNode(l Lowerer, n *graph.Node, args []Arg) ([]*tensor.Tensor, string, er
 		outs = append(outs, o)
 	}
 	return outs, impl.Strategy, nil
+}
+
+// load verifies f, lowers it through the CPU pipeline, compiles it on a fresh CPU
+// device and returns the device, the module and its kernel (the caller closes the
+// module, then the device).
+func load(f *loopir.PrimFunc) (devices.Device, devices.Module, devices.Kernel, error) {
+	if err := loopir.Verify(f); err != nil {
+		return nil, nil, nil, err
+	}
+	low, err := passes.CPUPipeline().Run(f)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	src, err := codegen.EmitC(low)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dev, err := cpu.Open(cpu.Options{Threads: 2})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bin, err := dev.Compiler().Build(context.Background(), src.Code)
+	if err != nil {
+		dev.Close()
+		return nil, nil, nil, err
+	}
+	mod, err := dev.Load(bin)
+	if err != nil {
+		dev.Close()
+		return nil, nil, nil, err
+	}
+	k, err := mod.Kernel(src.Kernels[0])
+	if err != nil {
+		mod.Close()
+		dev.Close()
+		return nil, nil, nil, err
+	}
+	return dev, mod, k, nil
 }
 
 // CloseTensor fails the test unless got matches want: same dtype and shape, floats

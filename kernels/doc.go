@@ -15,9 +15,28 @@
 // tensorized CPU strategies: ConvNCHWBlocked (NCHW in and out, NCHWc inside one kernel)
 // and MatMulPrepacked (B in column panels packed at compile time).
 //
-// Every op not listed returns ErrNoKernel with the reason; data-dependent output shapes
-// (NonZero, Unique, Compress, Range or ConstantOfShape on run-time values) have no
-// kernel until dynamic shapes exist (#6), and the compiled engine reports them.
+// Range and ConstantOfShape are generators sized by the node's output type: with
+// constant inputs fold-constants has replaced them, so what reaches a kernel is sized
+// over the symbols (a kiln.ShapeExpr), which the compiler binds at run time. Every op
+// not listed returns ErrNoKernel with the reason; data-dependent output shapes (NonZero,
+// Unique, Compress) have no kernel, and the compiled engine reports them.
+//
+// Symbolic extents (issue #6): placeholders may have extents over Vars named like the
+// graph's symbols (te.Dim), which become the kernel's runtime dims, passed by name. Syms
+// and SymExpr turn a graph.Dim into such an expression, reusing the inputs' Vars, so a
+// definition can take a shape from the node's output type (a Reshape or Expand whose
+// shape is a kiln.ShapeExpr). The reshape family (Reshape, Flatten, Squeeze with axes,
+// Unsqueeze, Expand, Tile) is symbolic: axes are matched in groups of provably equal
+// products (no division where axes only move or merge) and otherwise linearized and
+// split with div/mod by the runtime extents (taken as at least 1, so nothing divides by
+// zero); a symbolic extent broadcast by Expand is read at min(i, extent-1), right
+// whether it is 1 or not. Slice takes starts and ends that are constants or known over
+// the symbols and clamps the window at run time where an extent or a bound is symbolic;
+// Gather, Concat, Split, Transpose, Where, Cast and the elementwise family, softmax,
+// layer norm, matmul and gemm take symbolic extents as they are. Every runtime value, 0
+// and 1 included, reads in bounds (a read whose value a Select discards may touch
+// element 0 of an input that is empty at run time: devices give every buffer storage);
+// the static path is unchanged.
 //
 // Invariants: definitions are pure functions of their input tensors and attributes;
 // symbolic extents stay symbolic; padding reads go through guarded Selects, never out of

@@ -69,9 +69,11 @@ func injIndex(v, n loopir.Expr) loopir.Expr {
 	}
 	// wrap then clamp, in one Select: a negative v only needs the lower bound after
 	// wrapping, a non-negative one only the upper bound (this keeps the expression small)
-	return te.Select(loopir.Bin(loopir.LT, v, i64(0)),
-		loopir.Bin(loopir.Max, add(v, n), i64(0)),
-		loopir.Bin(loopir.Min, v, sub(n, i64(1))))
+	hi := loopir.Bin(loopir.Min, v, sub(n, i64(1)))
+	if _, static := n.(*loopir.IntImm); !static {
+		hi = loopir.Bin(loopir.Max, hi, i64(0)) // an axis empty at run time
+	}
+	return te.Select(loopir.Bin(loopir.LT, v, i64(0)), loopir.Bin(loopir.Max, add(v, n), i64(0)), hi)
 }
 
 // injEmpty reports a static zero extent among the tensor's extents.
@@ -130,7 +132,8 @@ func computeTranspose(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 
 // computeGather reads x along axis at the positions held by the indices tensor:
 // out[pre, j..., post] = x[pre, ind[j...], post]. A constant scalar index becomes a
-// literal; other indices are read at run time, wrapped and clamped.
+// literal (wrapped and clamped at run time along a symbolic axis); other indices are
+// read at run time, wrapped and clamped.
 func computeGather(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x, ind := in[0].T, in[1].T
 	if !ind.DT.IsInt() {
@@ -150,7 +153,8 @@ func computeGather(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if in[1].Const != nil && in[1].Const.Len() == 1 {
 		v := in[1].Const.Int64s()[0]
 		dc, ok := d.(*loopir.IntImm)
-		if ok {
+		switch {
+		case ok:
 			if v < 0 {
 				v += dc.V
 			}
@@ -158,6 +162,10 @@ func computeGather(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 				return nil, Unsupported("Gather index %d out of range for extent %d", in[1].Const.Int64s()[0], dc.V)
 			}
 			fixed = i64(v)
+		case v >= 0: // a symbolic axis: clamped at run time, as a run-time index is
+			fixed = loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, i64(v), sub(d, i64(1))), i64(0))
+		default:
+			fixed = loopir.Bin(loopir.Max, add(i64(v), d), i64(0))
 		}
 	}
 	out := injCopy("gather", x, shape, func(i []loopir.Expr) []loopir.Expr {

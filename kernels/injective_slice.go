@@ -34,13 +34,57 @@ func sliceBounds(start, end, step, d int64) (begin, count int64) {
 	return start, count
 }
 
-// computeSlice takes x[begin + i*step] along the sliced axes; starts, ends, axes and
-// steps must be constants.
+// sliceBoundsSym is sliceBounds in expressions, for a symbolic extent d or bounds known
+// only over the symbols: the same clamps, evaluated at run time, so that every element
+// of the window lies in [0, d) whatever the values (0 and 1 included).
+func sliceBoundsSym(start, end loopir.Expr, step int64, d loopir.Expr) (begin, count loopir.Expr) {
+	if step > 0 {
+		begin, end = clampInto(start, d, i64(0), d), clampInto(end, d, i64(0), d)
+		if c, ok := begin.(*loopir.IntImm); ok && c.V == 0 && step == 1 {
+			return begin, end // end >= 0 already
+		}
+		return begin, loopir.Bin(loopir.Max, div(add(sub(end, begin), i64(step-1)), i64(step)), i64(0))
+	}
+	last := sub(d, i64(1))
+	begin, end = clampInto(start, d, i64(-1), last), clampInto(end, d, i64(-1), last)
+	return begin, loopir.Bin(loopir.Max, div(add(sub(begin, end), i64(-step-1)), i64(-step)), i64(0))
+}
+
+// clampInto is an ONNX slice bound v along an extent d (a negative v counts from the
+// end) clamped into [lo, hi]; lo is 0 or -1, hi is d or d-1.
+func clampInto(v, d, lo, hi loopir.Expr) loopir.Expr {
+	nonNeg := false
+	switch c := v.(type) {
+	case *loopir.IntImm:
+		if c.V < 0 {
+			v = add(v, d)
+		} else {
+			nonNeg = true
+		}
+	default:
+		if nonNeg = isNonNegative(v); !nonNeg {
+			v = te.Select(loopir.Bin(loopir.LT, v, i64(0)), add(v, d), v)
+		}
+	}
+	v = loopir.Bin(loopir.Min, v, hi)
+	if c, ok := v.(*loopir.IntImm); ok && c.V == 0 && nonNeg {
+		return v
+	}
+	if l, ok := lo.(*loopir.IntImm); ok && l.V == 0 && nonNeg {
+		return v // min of two non-negative values
+	}
+	return loopir.Bin(loopir.Max, v, lo)
+}
+
+// computeSlice takes x[begin + i*step] along the sliced axes; axes and steps must be
+// constants, starts and ends constants or known over the symbols (a kiln.ShapeExpr).
+// Over static extents with constant bounds the window is resolved at compile time;
+// otherwise sliceBoundsSym clamps it at run time.
 func computeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
 	r := len(x.Shape)
-	starts, ok1 := ConstInts(in, 1)
-	ends, ok2 := ConstInts(in, 2)
+	starts, ok1 := knownInts(n, in, 1)
+	ends, ok2 := knownInts(n, in, 2)
 	if !ok1 || !ok2 {
 		return nil, Unsupported("Slice with run-time starts or ends")
 	}
@@ -73,9 +117,9 @@ func computeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		return nil, Unsupported("Slice: starts, ends, axes and steps differ in length")
 	}
 	shape := append([]loopir.Expr{}, x.Shape...)
-	begin, step := make([]int64, r), make([]int64, r)
+	begin, step := make([]loopir.Expr, r), make([]int64, r)
 	for k := range step {
-		step[k] = 1
+		begin[k], step[k] = i64(0), 1
 	}
 	seen := make([]bool, r)
 	for k, a := range axes {
@@ -91,16 +135,20 @@ func computeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			return nil, Unsupported("Slice step 0")
 		}
 		d, ok := x.Shape[ax].(*loopir.IntImm)
-		if !ok {
-			return nil, Unsupported("Slice of symbolic axis %d", ax)
+		st, ok1 := starts[k].(*loopir.IntImm)
+		en, ok2 := ends[k].(*loopir.IntImm)
+		if ok && ok1 && ok2 {
+			b, cnt := sliceBounds(st.V, en.V, steps[k], d.V)
+			begin[ax], step[ax], shape[ax] = i64(b), steps[k], i64(cnt)
+			continue
 		}
-		b, cnt := sliceBounds(starts[k], ends[k], steps[k], d.V)
-		begin[ax], step[ax], shape[ax] = b, steps[k], i64(cnt)
+		begin[ax], shape[ax] = sliceBoundsSym(starts[k], ends[k], steps[k], x.Shape[ax])
+		step[ax] = steps[k]
 	}
 	out := injCopy("slice", x, shape, func(i []loopir.Expr) []loopir.Expr {
 		src := make([]loopir.Expr, r)
 		for a := range src {
-			src[a] = add(i64(begin[a]), mul(i[a], i64(step[a])))
+			src[a] = add(begin[a], mul(i[a], i64(step[a])))
 		}
 		return src
 	})
@@ -151,11 +199,17 @@ func computeConcat(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			// the first part needs no lower bound and the last no upper bound: the
 			// output index cannot leave them on that side
 			p := sub(i[axis], offsets[k])
+			ext := parts[k].Shape[axis]
+			if _, static := ext.(*loopir.IntImm); !static && k != last {
+				// a symbolic part may be empty at run time: min then max keeps the
+				// index (of a read the Select discards) at 0 or above
+				return parts[k].At(replaceAt(i, axis, injClamp(p, ext))...)
+			}
 			if k != first {
 				p = loopir.Bin(loopir.Max, p, i64(0))
 			}
 			if k != last {
-				p = loopir.Bin(loopir.Min, p, sub(parts[k].Shape[axis], i64(1)))
+				p = loopir.Bin(loopir.Min, p, sub(ext, i64(1)))
 			}
 			src := append([]loopir.Expr{}, i...)
 			src[axis] = p

@@ -52,7 +52,7 @@ func NewRegistry(families ...map[graph.Op]ComputeFunc) *Registry {
 
 // Default is the registry of every definition in this package.
 func Default() *Registry {
-	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), rnnComputes(), layoutComputes())
+	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), rnnComputes(), layoutComputes(), generateComputes())
 	blockedPools(r)
 	return r
 }

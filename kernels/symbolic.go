@@ -88,6 +88,41 @@ func (s Syms) dim(name string) *loopir.Var {
 	return v
 }
 
+// knownInts reads an integer input that is a constant or known over the symbols (a
+// kiln.ShapeExpr's value): its elements as expressions. ok is false otherwise.
+func knownInts(n *graph.Node, in []Input, i int) ([]loopir.Expr, bool) {
+	if v, ok := ConstInts(in, i); ok {
+		return Static(v...), true
+	}
+	known, ok := graph.KnownDims(n, i)
+	if !ok {
+		return nil, false
+	}
+	return SymsOf(in).Shape(known), true
+}
+
+// isNonNegative reports an expression that is a product of a non-negative constant and
+// dims (which are never negative).
+func isNonNegative(e loopir.Expr) bool {
+	p := productOf(e)
+	if p.coef < 0 {
+		return false
+	}
+	for _, a := range p.atoms {
+		if _, ok := a.e.(*loopir.Var); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceAt is i with entry k replaced by v.
+func replaceAt(i []loopir.Expr, k int, v loopir.Expr) []loopir.Expr {
+	out := append([]loopir.Expr{}, i...)
+	out[k] = v
+	return out
+}
+
 // outputShape is the node's output k type as extents over the inputs' Vars; ok is false
 // when the node carries no such type (a rank that is unknown, or no type of x's dtype:
 // a node built without inference).

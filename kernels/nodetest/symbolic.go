@@ -60,6 +60,13 @@ func ShapeOf(dims ...string) SymArg {
 	return a
 }
 
+// ScalarOf is a 0-D int64 input whose value is the given dim (a kiln.ShapeExpr).
+func ScalarOf(dim string) SymArg {
+	a := ShapeOf(dim)
+	a.Type.Shape = nil
+	return a
+}
+
 // CheckSymbolic lowers op over args once, with one kernel dim per symbol, and runs that
 // kernel at every binding of the symbols against the reference evaluator on the node
 // built over the bound (static) shapes; then it checks the static node at the last

@@ -33,7 +33,9 @@
 // whether it is 1 or not. Slice takes starts and ends that are constants or known over
 // the symbols and clamps the window at run time where an extent or a bound is symbolic;
 // Gather, Concat, Split, Transpose, Where, Cast and the elementwise family, softmax,
-// layer norm, matmul and gemm take symbolic extents as they are. Every runtime value, 0
+// layer norm, matmul and gemm take symbolic extents as they are; Conv takes symbolic
+// spatial extents with explicit or VALID padding (ResolveConvSym: the output extent is
+// an expression, and every input read is guarded at both ends and clamped). Every runtime value, 0
 // and 1 included, reads in bounds (a read whose value a Select discards may touch
 // element 0 of an input that is empty at run time: devices give every buffer storage);
 // the static path is unchanged.

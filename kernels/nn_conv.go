@@ -14,6 +14,10 @@ import (
 type ConvGeometry struct {
 	Strides, Dilations, PadBegin, Out []int64
 	Group                             int64
+	// OutExpr, when set, holds per axis the output extent of an axis whose input
+	// extent is symbolic (Out is then -1 there), nil for a static axis; see
+	// ResolveConvSym.
+	OutExpr []loopir.Expr
 }
 
 // ResolveConv computes the geometry of an ONNX Conv (or pooling window) over input
@@ -75,7 +79,17 @@ func convOperands(n *graph.Node, in []Input, kernelShape []int64) (x, w, b *te.T
 		return
 	}
 	if xe, err = staticFrom(x, 1); err != nil {
-		return
+		if n.Op != graph.OpConv || !isStatic(x.Shape[1:2]) {
+			return
+		}
+		// Conv takes symbolic spatial extents (ResolveConvSym): -1 stands for them
+		err, xe = nil, []int64{x.Shape[1].(*loopir.IntImm).V}
+		for _, e := range x.Shape[2:] {
+			xe = append(xe, -1)
+			if c, ok := e.(*loopir.IntImm); ok {
+				xe[len(xe)-1] = c.V
+			}
+		}
 	}
 	if we, err = Extents(w); err != nil {
 		return
@@ -95,7 +109,12 @@ func computeConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	geo, err := ResolveConv(xe[1:], we[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, a.Group)
+	var geo ConvGeometry
+	if isStatic(x.Shape[2:]) {
+		geo, err = ResolveConv(xe[1:], we[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, a.Group)
+	} else {
+		geo, err = ResolveConvSym(x.Shape[2:], we[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, a.Group)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -106,11 +125,12 @@ func computeConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	return []*te.Tensor{out}, nil
 }
 
-// Conv is a grouped N-D convolution: x [N, C, in...] (N may be symbolic), w [M, C/group,
-// k...], optional bias b [M] (nil: none), added in a final elementwise stage. The window
-// is g (see ResolveConv); reads in the padding are guarded and clamped.
+// Conv is a grouped N-D convolution: x [N, C, in...] (N may be symbolic, and the
+// spatial extents when g comes from ResolveConvSym), w [M, C/group, k...], optional
+// bias b [M] (nil: none), added in a final elementwise stage. The window is g (see
+// ResolveConv); reads in the padding are guarded and clamped.
 func Conv(x, w, b *te.Tensor, g ConvGeometry) (*te.Tensor, error) {
-	xe, err := staticFrom(x, 1)
+	xe, err := convExtents(x, g)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +166,11 @@ func Conv(x, w, b *te.Tensor, g ConvGeometry) (*te.Tensor, error) {
 	shape := []loopir.Expr{x.Shape[0], i64(m)}
 	for d := range sp {
 		s, dl, pb, o, in := g.Strides[d], g.Dilations[d], g.PadBegin[d], g.Out[d], xe[1+d]
+		if g.symbolic(d) {
+			shape = append(shape, g.OutExpr[d])
+			p.axes = append(p.axes, symTapAxis(x.Shape[2+d], we[2+d], s, dl, pb))
+			continue
+		}
 		if o <= 0 {
 			return nil, Unsupported("Conv with an empty output (spatial axis %d)", d)
 		}

@@ -17,8 +17,9 @@ import (
 
 // tapAxis is one spatial axis of a window product.
 type tapAxis struct {
-	taps int64 // reduction extent of the axis
-	in   int64 // input extent
+	taps int64       // reduction extent of the axis
+	in   int64       // input extent
+	inE  loopir.Expr // or, when not nil, the symbolic input extent (in is then -1)
 	// at gives the input index (unclamped), the weight index (in range whenever cond
 	// holds, and clamped into range otherwise) and an extra condition (nil: none) for
 	// output index o and tap j, where j is at most jhi.
@@ -49,6 +50,15 @@ func (p *windowProduct) term(i []loopir.Expr, rc loopir.Expr, j []loopir.Expr, l
 		xi, wk, c := ax.at(i[2+d], j[d], hi[d])
 		cond = nnAnd(cond, c)
 		xlo, xhi := ax.xRange(lo[d], hi[d])
+		if ax.inE != nil { // any extent, 0 included: guarded above, clamped both ways
+			if xlo < 0 {
+				cond = nnAnd(cond, loopir.Bin(loopir.GE, xi, i64(0)))
+			}
+			cond = nnAnd(cond, loopir.Bin(loopir.LT, xi, ax.inE))
+			xIdx = append(xIdx, injClamp(xi, ax.inE))
+			wIdx = append(wIdx, wk)
+			continue
+		}
 		if xlo < 0 {
 			cond = nnAnd(cond, loopir.Bin(loopir.GE, xi, i64(0)))
 		}

@@ -123,3 +123,18 @@ func TestSymbolicMatMul(t *testing.T) {
 	checkSym(t, graph.OpMatMul, nil, 1, nt.Sym(f, "b", "s", "8"), nt.SymC(f32(93, 8, 5)))
 	checkSym(t, graph.OpGemm, graph.OpGemm.NewAttrs(), 1, nt.Sym(f, "b", "8"), nt.SymC(f32(94, 8, 5)), nt.SymC(f32(95, 5)))
 }
+
+func TestSymbolicConv(t *testing.T) {
+	f := tensor.Float32
+	// gru_speech's 1-D convolution over a symbolic time axis; a strided, dilated one
+	// with uneven pads; a 2-D one with one symbolic axis, grouped
+	conv := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	conv.Pads, conv.KernelShape = []int64{1, 1}, []int64{3}
+	checkSym(t, graph.OpConv, conv, 1, nt.Sym(f, "b", "4", "s"), nt.SymC(f32(96, 6, 4, 3)), nt.SymC(f32(97, 6)))
+	conv = graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	conv.Pads, conv.Strides, conv.Dilations = []int64{2, 0}, []int64{2}, []int64{2}
+	checkSym(t, graph.OpConv, conv, 1, nt.Sym(f, "b", "3", "s"), nt.SymC(f32(98, 5, 3, 2)))
+	conv = graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	conv.AutoPad, conv.Group = "VALID", 2
+	checkSym(t, graph.OpConv, conv, 1, nt.Sym(f, "1", "4", "s", "5"), nt.SymC(f32(99, 4, 2, 2, 3)))
+}

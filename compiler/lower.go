@@ -128,6 +128,11 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 		return false, err
 	}
 	nodes := append([]*graph.Node{n}, chain...)
+	for _, nd := range nodes {
+		if err := e.checkSliceEnds(nd); err != nil {
+			return false, err
+		}
+	}
 	var args []vm.Reg
 	for _, p := range k.params {
 		src := nodes[p.Node]

@@ -195,3 +195,47 @@ func dimExpr(d graph.Dim, vars map[string]*loopir.Var) loopir.Expr {
 	}
 	return x
 }
+
+// checkSliceEnds guards a Slice whose ends are symbolic (a causal mask sliced to seq):
+// shape inference took each such end to lie within its static dim, so the entry checks
+// it at run time (shape.at_most) and a longer input is an ErrInput, not a wrong shape.
+func (e *emitter) checkSliceEnds(n *graph.Node) error {
+	ends := graph.SymbolicSliceEnds(n)
+	if n.Op != graph.OpSlice || ends == nil {
+		return nil
+	}
+	x := e.c.resolve(n.Inputs[0]).Type
+	axes := make([]int64, len(ends))
+	for i := range axes {
+		axes[i] = int64(i)
+	}
+	if n.Input(3) != nil {
+		a, ok := graph.ConstInt64s(n, 3)
+		if !ok || len(a) != len(ends) {
+			return nil
+		}
+		axes = a
+	}
+	for i, end := range ends {
+		ax := axes[i]
+		if ax < 0 {
+			ax += int64(len(x.Shape))
+		}
+		if end.IsConst() || ax < 0 || ax >= int64(len(x.Shape)) {
+			continue
+		}
+		limit, ok := x.Shape[ax].Value()
+		if !ok {
+			continue
+		}
+		got, err := e.shapeEval(tensor.Int64, nil, []graph.Dim{end})
+		if err != nil {
+			return fmt.Errorf("%v: %w", n, err)
+		}
+		lim := e.newReg()
+		e.emit(vm.Instr{Op: vm.LoadConstInt, Dst: lim, Imm: limit})
+		chk := e.newReg()
+		e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: chk, Args: []vm.Reg{got, lim}, Imm: e.builtin(vm.BuiltinShapeAtMost)})
+	}
+	return nil
+}

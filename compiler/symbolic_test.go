@@ -43,9 +43,15 @@ func @main(%x: f32[b,w], %y: f32[b,w]) {
 // TestSymbolicOneExecutable: compiled once with nothing bound, the executable runs at
 // several shapes (extents 0 and 1 included) and matches the reference each time.
 func TestSymbolicOneExecutable(t *testing.T) {
+	for _, noFusion := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fused", true: "unfused"}[noFusion], func(t *testing.T) { symbolicOnce(t, noFusion) })
+	}
+}
+
+func symbolicOnce(t *testing.T, noFusion bool) {
 	dev := openCPU(t)
 	m := symbolicModule(t)
-	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true, NoFusion: true})
+	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true, NoFusion: noFusion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,5 +94,47 @@ func TestSymbolicOneExecutable(t *testing.T) {
 	_, err = machine.Run(context.Background(), []*tensor.Tensor{f32(1, 3, 5), f32(2, 4, 5)})
 	if !errors.Is(err, vm.ErrInput) {
 		t.Fatalf("inputs disagreeing on b: got %v, want ErrInput", err)
+	}
+}
+
+// TestSymbolicSliceGuard: a constant table sliced to a symbolic length (gpt2's causal
+// mask) compiles generically; a longer input than the table is ErrInput at run time.
+func TestSymbolicSliceGuard(t *testing.T) {
+	dev := openCPU(t)
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: f32[s]) {
+  const %table: f32[8] = [1, 2, 3, 4, 5, 6, 7, 8]
+  const %zero: i64[1]{0} = [0]
+  %shape = Shape(%x) : i64[1]{s}
+  %rows = Slice(%table, %zero, %shape) : f32[s]
+  %y = Add(%x, %rows) : f32[s]
+  return %y
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(res.Exe, []devices.Device{dev}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	for _, s := range []int{1, 5, 8} {
+		x := f32(uint64(s), s)
+		got, err := machine.Run(context.Background(), []*tensor.Tensor{x})
+		if err != nil {
+			t.Fatalf("s=%d: %v", s, err)
+		}
+		want, err := ref.Eval(m, map[string]ref.Value{"x": x}, ref.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodetest.CloseTensor(t, "y", got[0], want[0].(*tensor.Tensor))
+	}
+	if _, err := machine.Run(context.Background(), []*tensor.Tensor{f32(9, 9)}); !errors.Is(err, vm.ErrInput) {
+		t.Fatalf("s=9 past the 8-row table: got %v, want ErrInput", err)
 	}
 }

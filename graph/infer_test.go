@@ -120,3 +120,31 @@ func TestBroadcastInferenceKeepsEachDType(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceSymbolicEnd: gpt2's causal mask, a static [1,1,1024,1024] table sliced to the
+// sequence length on two axes, keeps the symbol (the compiler checks seq <= 1024 at run
+// time); a negative start or a step other than 1 stays a fresh symbol.
+func TestSliceSymbolicEnd(t *testing.T) {
+	b := NewBuilder("main")
+	x := b.Param("x", TensorType(tensor.Float32, Sym("b"), Sym("seq")))
+	mask := b.Param("mask", TensorType(tensor.Bool, Const(1), Const(1), Const(1024), Const(1024)))
+	shp := op1(t, b, OpShape, nil, x)
+	seq := op1(t, b, OpSlice, nil, shp, b.Const("one", i64s(1)), b.Const("two", i64s(2)))
+	if got := seq.Type.String(); got != "i64[1]{seq}" {
+		t.Fatalf("Slice of the shape: %s", got)
+	}
+	zero, axis2, axis3 := b.Const("zero", i64s(0)), b.Const("axis2", i64s(2)), b.Const("axis3", i64s(3))
+	rows := op1(t, b, OpSlice, nil, mask, zero, seq, axis2)
+	cols := op1(t, b, OpSlice, nil, rows, zero, seq, axis3)
+	if got := cols.Type.String(); got != "bool[1,1,seq,seq]" {
+		t.Errorf("causal mask slice: %s, want bool[1,1,seq,seq]", got)
+	}
+	from2 := op1(t, b, OpSlice, nil, mask, b.Const("two2", i64s(2)), seq, axis2)
+	if got := from2.Type.String(); got != "bool[1,1,seq-2,1024]" {
+		t.Errorf("slice from 2: %s, want bool[1,1,seq-2,1024]", got)
+	}
+	stepped := op1(t, b, OpSlice, nil, mask, zero, seq, axis2, b.Const("step2", i64s(2)))
+	if d := stepped.Type.Shape[2]; d.Equal(Sym("seq")) {
+		t.Errorf("a step of 2 kept seq: %v", stepped.Type)
+	}
+}

@@ -405,6 +405,37 @@ func sliceExtent(ic *InferCtx, d Dim, start, end, step int64) Dim {
 	return ic.Fresh()
 }
 
+// SymbolicSliceEnds returns a Slice's ends when they are known but not all constant
+// (a shape expression: gpt2's causal mask ends at seq), else nil.
+func SymbolicSliceEnds(n *Node) []Dim {
+	v := n.Input(2)
+	if v == nil || v.Const != nil || v.Type.Known == nil {
+		return nil
+	}
+	for _, d := range v.Type.Known {
+		if !d.IsConst() {
+			return v.Type.Known
+		}
+	}
+	return nil
+}
+
+// symbolicSliceExtent is the extent of a unit-step slice from a constant start to a
+// symbolic end e: e - start, assuming start <= e <= the dim (the compiler checks e
+// against a static dim at run time, SliceEndBound); anything else is a fresh symbol.
+func symbolicSliceExtent(ic *InferCtx, d Dim, start int64, e Dim, step int64) Dim {
+	if v, ok := e.Value(); ok {
+		return sliceExtent(ic, d, start, v, step)
+	}
+	if step != 1 || start < 0 {
+		return ic.Fresh()
+	}
+	if _, static := d.Value(); !static && !d.Equal(e) {
+		return ic.Fresh()
+	}
+	return e.Sub(Const(start))
+}
+
 // clampSlice applies ONNX Slice clamping to [start, end) for a dim of extent v.
 func clampSlice(start, end, step, v int64) (int64, int64) {
 	if start < 0 {
@@ -430,6 +461,10 @@ func inferSlice(ic *InferCtx, n *Node) ([]Type, error) {
 	}
 	starts, ok1 := ConstInt64s(n, 1)
 	ends, ok2 := ConstInt64s(n, 2)
+	symEnds := SymbolicSliceEnds(n)
+	if ok1 && !ok2 && len(symEnds) == len(starts) {
+		ends, ok2 = make([]int64, len(starts)), true // placeholders: symEnds decide
+	}
 	if !ok1 || !ok2 || len(starts) != len(ends) {
 		return []Type{TensorType(x.DType, ic.FreshShape(len(x.Shape))...)}, nil
 	}
@@ -463,6 +498,10 @@ func inferSlice(ic *InferCtx, n *Node) ([]Type, error) {
 		}
 		if steps[i] == 0 {
 			return nil, Inferf(n, "slice step 0")
+		}
+		if symEnds != nil {
+			out[ax] = symbolicSliceExtent(ic, x.Shape[ax], starts[i], symEnds[i], steps[i])
+			continue
 		}
 		out[ax] = sliceExtent(ic, x.Shape[ax], starts[i], ends[i], steps[i])
 	}

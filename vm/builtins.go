@@ -26,6 +26,7 @@ func StdBuiltins() map[string]Builtin {
 		BuiltinShapeDim:     shapeDim,
 		BuiltinShapeExpect:  shapeExpect,
 		BuiltinShapeEval:    shapeEval,
+		BuiltinShapeAtMost:  shapeAtMost,
 	}
 }
 

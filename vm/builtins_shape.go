@@ -17,6 +17,10 @@ const (
 	// BuiltinShapeEval(program, s0, s1, ...) evaluates polynomials over the int64 scalars
 	// s0, s1, ... (the symbols' values) into a tensor; see EncodeShapeProgram.
 	BuiltinShapeEval = "shape.eval"
+	// BuiltinShapeAtMost(got, limit) is got when it is at most limit, else an ErrInput
+	// error: an extent the input shapes imply that the model cannot hold (a causal mask
+	// sliced to a sequence longer than the mask).
+	BuiltinShapeAtMost = "shape.at_most"
 )
 
 // maxExtent bounds every computed element: a larger value is a bad input, not an
@@ -88,6 +92,21 @@ func shapeExpect(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	}
 	if got != want {
 		return nil, fmt.Errorf("%w: inputs disagree on a symbolic dim: %d here, %d in an earlier input", ErrInput, got, want)
+	}
+	return args[0], nil
+}
+
+func shapeAtMost(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	got, err := int64Scalar(BuiltinShapeAtMost, args, 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := int64Scalar(BuiltinShapeAtMost, args, 1)
+	if err != nil {
+		return nil, err
+	}
+	if got > limit {
+		return nil, fmt.Errorf("%w: the input shapes make an extent of %d where the model holds at most %d", ErrInput, got, limit)
 	}
 	return args[0], nil
 }

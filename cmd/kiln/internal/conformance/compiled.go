@@ -33,10 +33,24 @@ type compiledKey struct {
 }
 
 type compiled struct {
-	dev   *devcpu.Device
-	level int
-	mu    sync.Mutex
-	cache map[compiledKey]*vm.VM
+	dev      *devcpu.Device
+	level    int
+	generic  bool // one executable per model, its symbolic dims left free
+	mu       sync.Mutex
+	cache    map[compiledKey]*vm.VM
+	compiles map[*graph.Module]int
+}
+
+// GenericEngine compiles each model once with its symbolic dims left free (one
+// executable for every shape) and runs every input on it. compiles reports how many
+// compiles a model took.
+func GenericEngine(dev *devcpu.Device) (run Engine, compiles func(*graph.Module) int, closeAll func()) {
+	e := &compiled{dev: dev, level: 3, generic: true, cache: map[compiledKey]*vm.VM{}, compiles: map[*graph.Module]int{}}
+	return e.run, func(m *graph.Module) int {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.compiles[m]
+	}, e.close
 }
 
 func (c *compiled) run(ctx context.Context, m *graph.Module, inputs map[string]ref.Value) ([]ref.Value, error) {
@@ -85,10 +99,16 @@ func (c *compiled) load(ctx context.Context, m *graph.Module, dims map[string]in
 	}
 	sort.Strings(keys)
 	key := compiledKey{m, strings.Join(keys, ",")}
+	if c.generic {
+		key, dims = compiledKey{m: m}, nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if machine, ok := c.cache[key]; ok {
 		return machine, nil
+	}
+	if c.compiles != nil {
+		c.compiles[m]++
 	}
 	exe, err := compiler.Compile(m, target.Host(), compiler.Options{Dims: dims, CPU: c.dev, Context: ctx, Jobs: runtime.NumCPU(), Passes: passes.Level(c.level)})
 	if err != nil {

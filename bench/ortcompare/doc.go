@@ -20,6 +20,11 @@
 // kiln_compiles, kiln_levels (p50 and ratio to ORT per level) and
 // ratio_high_over_low_level hold the rest.
 //
+// --engines kiln,kiln-generic,ort adds kiln's generic executable (issue #6: compiled once
+// with the model's symbolic dims free, `kiln compile` without --input-dir, serving every
+// shape) run on the same inputs: the table gains its p50, its ratio to ORT, the
+// specialized executable's p50 over it (kiln/generic) and its compile time.
+//
 //	cd bench/ort && npm install          # once: onnxruntime-node, CPU library included
 //	go run ./bench/ortcompare            # all zoo models, 1 and 2 threads, 5 rounds
 //	go run ./bench/ortcompare --engines ort --models resnet18,bert_tiny --json out.json

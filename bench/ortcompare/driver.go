@@ -148,7 +148,7 @@ func (d *driver) runModel(ctx context.Context, name string) *ModelReport {
 			d.logf("%s: ort: %v", name, err)
 		}
 	}
-	if d.uses(engineKiln) {
+	if d.uses(engineKiln) || d.uses(engineGeneric) {
 		d.compileLevels(ctx, mc, work)
 	}
 
@@ -165,8 +165,11 @@ func (d *driver) runModel(ctx context.Context, name string) *ModelReport {
 func (d *driver) compile(ctx context.Context, mr *ModelReport, out string, level int) (float64, error) {
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.CompileTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, d.kiln, "compile", mr.Model, "-o", out, "--input-dir", mr.DataSet,
-		"-O", strconv.Itoa(level))
+	args := []string{"compile", mr.Model, "-o", out, "--input-dir", mr.DataSet, "-O", strconv.Itoa(level)}
+	if level == genericLevel { // symbolic dims free: no inputs to bind them
+		args = []string{"compile", mr.Model, "-o", out, "-O", strconv.Itoa(slices.Max(d.cfg.Levels))}
+	}
+	cmd := exec.CommandContext(cctx, d.kiln, args...)
 	_, _, ps, err := execute(cctx, cmd, d.root)
 	if err != nil {
 		return 0, fmt.Errorf("kiln compile: %w", err)
@@ -260,6 +263,9 @@ func (mc *modelCase) engineErr(v variant) error {
 	case engineKiln:
 		if err := mc.kilnErrs[v.level]; err != nil {
 			return err
+		}
+		if mc.kilnFiles[v.level] == "" && v.level == genericLevel {
+			return fmt.Errorf("no generic executable")
 		}
 		if mc.kilnFiles[v.level] == "" {
 			return fmt.Errorf("not compiled at -O %d", v.level)

@@ -21,6 +21,10 @@ type variant struct {
 func (d *driver) variants() []variant {
 	var vs []variant
 	for _, e := range d.cfg.Engines {
+		if e == engineGeneric {
+			vs = append(vs, variant{key: e, label: e, engine: engineKiln, level: genericLevel})
+			continue
+		}
 		if e != engineKiln {
 			vs = append(vs, variant{key: e, label: e, engine: e})
 			continue
@@ -45,10 +49,35 @@ func kilnKey(l int, levels []int) string {
 	return "kiln-" + levelName(l)
 }
 
+// genericLevel stands for the generic executable in the per-level maps: the highest
+// level with the symbolic dims left free.
+const genericLevel = -1
+
 // compileLevels compiles the model once per level into work, recording each compile's
-// time or failure; the highest level's also goes to CompileS and CompileErr.
+// time or failure; the highest level's also goes to CompileS and CompileErr. With the
+// kiln-generic engine the generic executable is compiled too (its time in GenericS).
 func (d *driver) compileLevels(ctx context.Context, mc *modelCase, work string) {
 	mr := mc.rep
+	if d.uses(engineGeneric) {
+		switch {
+		case d.kilnErr != nil:
+			mc.kilnErrs[genericLevel] = d.kilnErr
+		default:
+			file := filepath.Join(work, "model-generic.kiln")
+			secs, err := d.compile(ctx, mr, file, genericLevel)
+			if err != nil {
+				mc.kilnErrs[genericLevel] = err
+				mr.GenericErr = err.Error()
+				d.logf("%s: kiln compile (generic): %v", mr.Name, err)
+			} else {
+				mc.kilnFiles[genericLevel], mr.GenericS = file, secs
+				d.logf("%s: kiln compile (generic) %.2f s", mr.Name, secs)
+			}
+		}
+	}
+	if !d.uses(engineKiln) {
+		return
+	}
 	for _, l := range d.cfg.Levels {
 		if d.kilnErr != nil {
 			mc.kilnErrs[l] = d.kilnErr

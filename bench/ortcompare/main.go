@@ -25,6 +25,10 @@ const modulePath = "github.com/kilnrt/kiln"
 const (
 	engineKiln = "kiln"
 	engineORT  = "ort"
+	// engineGeneric is kiln compiled with the model's symbolic dims free (one executable
+	// for every shape, `kiln compile` without --input-dir) at the highest level, run on
+	// the same inputs: generic against specialized.
+	engineGeneric = "kiln-generic"
 )
 
 // Graph optimization levels: `kiln compile -O N` takes 0 to maxLevel, and compiles at
@@ -193,8 +197,8 @@ func parseFlags(args []string, root string, stderr io.Writer) (Config, error) {
 		return cfg, errors.New("--engines: none given")
 	}
 	for _, e := range cfg.Engines {
-		if e != engineKiln && e != engineORT {
-			return cfg, fmt.Errorf("--engines: unknown engine %q (want kiln, ort)", e)
+		if e != engineKiln && e != engineORT && e != engineGeneric {
+			return cfg, fmt.Errorf("--engines: unknown engine %q (want kiln, kiln-generic, ort)", e)
 		}
 	}
 	if len(dedup(cfg.Engines)) != len(cfg.Engines) {

@@ -45,6 +45,10 @@ func printTable(w io.Writer, rep *Report) {
 		header = append(header, perLevel(levels, func(l int) string { return levelName(l) + " compile s" })...)
 		header = append(header, "spread "+levelNames(levels, "/")+"/ORT")
 	}
+	generic := slices.Contains(rep.Config.Engines, engineGeneric)
+	if generic {
+		header = append(header, "generic p50 ms", "generic/ORT", "kiln/generic", "generic compile s")
+	}
 	printRow(tw, append(header, "others", "notes"))
 	var geo geoMeans
 	for _, m := range rep.Models {
@@ -54,6 +58,9 @@ func printTable(w io.Writer, rep *Report) {
 			if multi {
 				cells = append(cells[:3], dashes(2*len(levels)+2)...)
 				cells = append(append(cells, compile...), "-")
+			}
+			if generic {
+				cells = append(cells, dashes(4)...)
 			}
 			printRow(tw, append(cells, "-", note(m.Err)))
 			continue
@@ -85,7 +92,22 @@ func printTable(w io.Writer, rep *Report) {
 				cells = append(append(cells, ratioCell(row.RatioHighLow)), compile...)
 				cells = append(cells, strings.Join(spreads, "/")+"/"+spread(o))
 			}
+			if generic {
+				g := row.Engines[engineGeneric]
+				geo.add("generic/ORT", row.Threads, ratio(g, o))
+				geo.add("kiln/generic", row.Threads, ratio(k, g))
+				gc := "-"
+				if m.GenericS > 0 {
+					gc = fmt.Sprintf("%.2f", m.GenericS)
+				}
+				cells = append(cells, cell(g), ratioCell(ratio(g, o)), ratioCell(ratio(k, g)), gc)
+			}
 			notes := kilnNotes(m, levels, kl)
+			if g := row.Engines[engineGeneric]; generic && g != nil && g.Err != "" {
+				notes = append(notes, "generic: "+g.Err)
+			} else if generic && m.GenericErr != "" {
+				notes = append(notes, "generic: "+m.GenericErr)
+			}
 			if o != nil && o.Err != "" {
 				notes = append(notes, "ort: "+o.Err)
 			}

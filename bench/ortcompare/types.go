@@ -72,6 +72,9 @@ type ModelReport struct {
 	CompileS float64 `json:"kiln_compile_s,omitempty"`
 	// CompileErr is `kiln compile`'s failure at the highest level, if any.
 	CompileErr string `json:"kiln_compile_error,omitempty"`
+	// GenericS and GenericErr: the generic executable's compile (kiln-generic engine).
+	GenericS   float64 `json:"kiln_generic_compile_s,omitempty"`
+	GenericErr string  `json:"kiln_generic_compile_error,omitempty"`
 	// Compiles holds one entry per level, ascending (the highest repeats CompileS).
 	Compiles []*Compile `json:"kiln_compiles,omitempty"`
 	// Rows holds one entry per thread count.

@@ -18,6 +18,7 @@ func inspectCmd() *cobra.Command {
 		asJSON, plan bool
 		level        int
 		shapeInputs  shapeFlags
+		cf           cacheFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect MODEL",
@@ -25,7 +26,10 @@ func inspectCmd() *cobra.Command {
 		Long: `Describe a model. With --plan, compile it (for the shapes of --input, --input-dir or
 --dims) and print the execution plan: kernel launches per inference, the fused groups
 with their anchor ops and strategies, and the static memory plan's peak arena against
-the bytes of all planned tensors without reuse.`,
+the bytes of all planned tensors without reuse. Without --plan it also lists the
+model's executables in the journal (--cache-dir): the generic one, which serves every
+shape, and those specialized for one shape signature (kiln serve builds them in the
+background for shapes it sees often).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if plan {
@@ -37,6 +41,7 @@ the bytes of all planned tensors without reuse.`,
 			}
 			m, loadErr := onnx.Load(args[0], onnx.Options{})
 			out := cmd.OutOrStdout()
+			vs, dir, vErr := journalVariants(args[0], cf)
 			if asJSON {
 				doc := map[string]any{"model": args[0], "info": info, "loads": loadErr == nil}
 				if loadErr != nil {
@@ -44,6 +49,9 @@ the bytes of all planned tensors without reuse.`,
 				} else {
 					doc["graph_nodes"] = len(m.Main.Nodes)
 					doc["symbols"] = m.Symbols
+				}
+				if vErr == nil {
+					doc["journal_variants"] = vs
 				}
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
@@ -55,6 +63,11 @@ the bytes of all planned tensors without reuse.`,
 			} else {
 				fmt.Fprintf(out, "load: ok, %d top-level graph nodes, symbols %v\n", len(m.Main.Nodes), m.Symbols)
 			}
+			if vErr != nil {
+				fmt.Fprintf(out, "journal (%s): cannot read: %v\n", dir, vErr)
+			} else {
+				printVariants(out, vs, dir)
+			}
 			return nil
 		},
 	}
@@ -62,6 +75,7 @@ the bytes of all planned tensors without reuse.`,
 	cmd.Flags().BoolVar(&plan, "plan", false, "compile and print the execution plan (kernels, fused groups, memory)")
 	cmd.Flags().IntVarP(&level, "opt", "O", defaultLevel, "with --plan: "+levelHelp())
 	shapeInputs.register(cmd)
+	cmd.Flags().StringVar(&cf.dir, "cache-dir", "", "the journal whose executables of the model are listed (default $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)")
 	return cmd
 }
 

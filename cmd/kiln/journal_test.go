@@ -93,4 +93,10 @@ func TestFourProcessesOneCompile(t *testing.T) {
 	if out, err := exec.Command(bin, "cache", "verify", "--cache-dir", dir).CombinedOutput(); err != nil || !bytes.Contains(out, []byte(": 0 damaged")) {
 		t.Fatalf("cache verify (%v):\n%s", err, out)
 	}
+	// kiln inspect lists the model's executables in the journal: here the one specialized
+	// for the data set's shapes
+	out, err := exec.Command(bin, "inspect", model, "--cache-dir", dir).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("1 compiled executables of this model")) || !bytes.Contains(out, []byte("specialized for x[")) {
+		t.Fatalf("kiln inspect (%v):\n%s", err, out)
+	}
 }

@@ -44,7 +44,8 @@ func openSpecializing(t *testing.T, repo, journal string, after int) *Service {
 // (compared with the same rows run alone).
 func TestGenericThenSpecialized(t *testing.T) {
 	repo, x, want := testRepo(t)
-	s := openSpecializing(t, repo, t.TempDir(), 3)
+	journal := t.TempDir()
+	s := openSpecializing(t, repo, journal, 3)
 	infer := func(rows int) {
 		t.Helper()
 		cols, k := x.Shape[1], min(rows, x.Shape[0])
@@ -94,5 +95,12 @@ func TestGenericThenSpecialized(t *testing.T) {
 	}
 	if st := s.CompileStats(); st.Compiles != 2 {
 		t.Fatalf("later requests compiled: %+v", st)
+	}
+	// a restart on the same journal loads the generic executable: no compile
+	s.Close()
+	s = openSpecializing(t, repo, journal, 3)
+	infer(4)
+	if st := s.CompileStats(); st.Compiles != 0 || st.JournalHits != 1 {
+		t.Fatalf("restart: %+v, want the generic executable from the journal", st)
 	}
 }

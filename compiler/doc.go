@@ -46,7 +46,8 @@
 // ShapeExpr values, extents of symbolic tensors and their byte counts are polynomials
 // evaluated on the host (the shape.eval builtin); kernels take the symbols they use as
 // runtime dims; a tensor of a symbolic shape gets a storage of its own sized at run time
-// (the static plan covers the static tensors only). A dim no input's shape determines
+// (the static plan covers the static tensors only), returned to the VM's pool after its
+// last use (a KillRegister, so later tensors of the same call reuse the memory). A dim no input's shape determines
 // (data-dependent: NonZero, a Loop-carried shape) is a compile error naming it, as is a
 // symbolic tensor in a channel-blocked layout. Shape inference takes symbols to be at
 // least 1 where ONNX gives 0 a meaning of its own (a Reshape entry 0).

@@ -26,7 +26,8 @@ type emitter struct {
 	// static plan bookkeeping
 	arena  vm.Reg
 	roots  []*root
-	rootOf map[vm.Reg][]*root // the planned allocations a register may hold (views included)
+	dyn    []*root             // storages sized at run time on the straight-line part (symbolic.go)
+	rootOf map[vm.Reg][]*root // the allocations a register may hold (views included)
 	loops  []*loopRegion
 	depth  int // control-flow nesting: 0 is the straight-line part, planned statically
 
@@ -38,6 +39,7 @@ type root struct {
 	alloc   int
 	size    int64
 	lastUse int
+	storage vm.Reg // a run-time sized storage (dyn), freed after lastUse
 }
 
 // loopRegion collects the planned tensors read inside a loop that were allocated

@@ -58,6 +58,7 @@ func (c *compile) lower(m *graph.Module) error {
 	e.emit(vm.Instr{Op: vm.Ret, Args: []vm.Reg{ret}})
 	c.res.Stats.Launches = e.launches
 	c.res.Stats.Kernels = len(c.kt.units)
+	e.killDynamic(outs)
 	c.report(Progress{Stage: "lower", Done: len(f.Nodes), Total: len(f.Nodes)})
 	return nil
 }

@@ -127,10 +127,68 @@ func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim) (vm.Reg, error
 	}
 	s, r := e.newReg(), e.newReg()
 	e.use(bytes)
-	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Args: []vm.Reg{bytes}, Device: 0})
+	pc := e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Args: []vm.Reg{bytes}, Device: 0})
 	e.use(shape)
 	e.emit(vm.Instr{Op: vm.AllocTensorReg, Dst: r, Args: []vm.Reg{s, shape}, DType: dt})
+	if e.depth == 0 { // freed after its last use (killDynamic); inside control flow at the end
+		rt := &root{alloc: pc, lastUse: pc + 1, storage: s}
+		e.dyn = append(e.dyn, rt)
+		e.rootOf[r] = []*root{rt}
+	}
 	return r, nil
+}
+
+// killDynamic inserts, after the last use of each run-time sized tensor of the
+// straight-line part (its views and moves included, extended to the end of a loop that
+// reads it), a KillRegister of its storage, which returns the memory to the VM's pool
+// so that later tensors of the same call reuse it. Relative jumps are adjusted for the
+// inserted instructions, and so are the planned allocations' positions. The results'
+// storages stay until the call ends. A kill inside a
+// branch not taken does not run: that storage is freed when the call ends.
+func (e *emitter) killDynamic(results []vm.Reg) {
+	if len(e.dyn) == 0 {
+		return
+	}
+	kept := map[*root]bool{} // the results' storages: the call's end frees them
+	for _, r := range results {
+		for _, rt := range e.rootOf[r] {
+			kept[rt] = true
+		}
+	}
+	after := map[int][]vm.Reg{} // old pc → storages dead after it
+	for _, rt := range e.dyn {
+		if kept[rt] {
+			continue
+		}
+		after[rt.lastUse] = append(after[rt.lastUse], rt.storage)
+	}
+	newPC := make([]int, len(e.code)+1)
+	var code []vm.Instr
+	for pc, in := range e.code {
+		newPC[pc] = len(code)
+		code = append(code, in)
+		for _, s := range after[pc] {
+			code = append(code, vm.Instr{Op: vm.KillRegister, Args: []vm.Reg{s}})
+		}
+	}
+	newPC[len(e.code)] = len(code)
+	// a jump lands before the kills of the instruction ahead of its target: leaving a
+	// loop frees what the loop read (their kills follow its back edge)
+	land := func(t int) int {
+		if t == 0 {
+			return 0
+		}
+		return newPC[t-1] + 1
+	}
+	for pc, in := range e.code {
+		if in.Op == vm.If || in.Op == vm.Goto {
+			code[newPC[pc]].Imm = int64(land(pc+int(in.Imm)) - newPC[pc])
+		}
+	}
+	for _, rt := range e.roots {
+		rt.alloc, rt.lastUse = newPC[rt.alloc], newPC[rt.lastUse]
+	}
+	e.code = code
 }
 
 // lowerShapeExpr evaluates a kiln.ShapeExpr on the host.

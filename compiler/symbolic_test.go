@@ -138,3 +138,45 @@ func @main(%x: f32[s]) {
 		t.Fatalf("s=9 past the 8-row table: got %v, want ErrInput", err)
 	}
 }
+
+// TestSymbolicStoragesFreedAtLastUse: a chain of unfused elementwise kernels on a
+// symbolic tensor frees each storage after its last use (KillRegister), so the call
+// holds about two tensors at a time, not one per node.
+func TestSymbolicStoragesFreedAtLastUse(t *testing.T) {
+	dev := openCPU(t)
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: f32[n,1024]) {
+  %a = Relu(%x) : f32[n,1024]
+  %b = Tanh(%a) : f32[n,1024]
+  %c = Exp(%b) : f32[n,1024]
+  %d = Neg(%c) : f32[n,1024]
+  %e = Abs(%d) : f32[n,1024]
+  %f = Sqrt(%e) : f32[n,1024]
+  return %f
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true, NoFusion: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(res.Exe, []devices.Device{dev}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	x := f32(3, 256, 1024) // 1 MiB per tensor
+	got, err := machine.Run(context.Background(), []*tensor.Tensor{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.Eval(m, map[string]ref.Value{"x": x}, ref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodetest.CloseTensor(t, "f", got[0], want[0].(*tensor.Tensor))
+	if held := machine.MemoryStats().Held; held > 3<<20+1<<19 {
+		t.Fatalf("the pool holds %d bytes after a call of six 1 MiB tensors; want at most 3.5 MiB (storages freed at their last use)", held)
+	}
+}

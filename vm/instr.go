@@ -30,7 +30,7 @@ const (
 	DeviceCopy                   // Dst = Args[0] copied to device Device
 	AllocTuple                   // Dst = (Args...)
 	GetField                     // Dst = Args[0].fields[Imm]
-	KillRegister                 // Args[0] is dead; its value may be freed
+	KillRegister                 // Args[0] is dead; its value may be freed (a storage of this call returns to the pool at once)
 	Fatal                        // stop with the message Constants... (Str)
 	numOpcodes
 )

@@ -227,6 +227,9 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		}
 		return set(tup.Fields[in.Imm])
 	case KillRegister:
+		if s, ok := regs[in.Args[0]].(*Storage); ok {
+			c.release(s)
+		}
 		regs[in.Args[0]] = nil
 		return pc + 1, nil, nil
 	case Fatal:

@@ -187,6 +187,22 @@ func (c *call) free() {
 	}
 }
 
+// release returns a storage this call allocated to the pool before the call ends (a
+// KillRegister of its register: the compiler emits one after the last use of a tensor
+// sized at run time, so later allocations of the call reuse its memory). A storage the
+// call does not own (a constant's) is left alone.
+func (c *call) release(s *Storage) {
+	for i, o := range c.storages {
+		if o == s {
+			last := len(c.storages) - 1
+			c.storages[i] = c.storages[last]
+			c.storages = c.storages[:last]
+			c.m.pool.put(s)
+			return
+		}
+	}
+}
+
 // checkInputs compares inputs with the executable's signature, when it has one.
 func (m *VM) checkInputs(inputs []*tensor.Tensor) error {
 	if len(m.exe.Inputs) == 0 {

@@ -70,8 +70,9 @@ func ScalarOf(dim string) SymArg {
 // CheckSymbolic lowers op over args once, with one kernel dim per symbol, and runs that
 // kernel at every binding of the symbols against the reference evaluator on the node
 // built over the bound (static) shapes; then it checks the static node at the last
-// binding with CheckNode. Outputs must match in shape (the kernel's extents evaluated
-// at the binding) and values.
+// binding with CheckNode. Constant inputs that the strategy prepacks are prepacked, as
+// the compiler does. Outputs must match in shape (the kernel's extents evaluated at the
+// binding) and values.
 func CheckSymbolic(t *testing.T, l Lowerer, op graph.Op, attrs any, numOut int, args []SymArg, binds ...map[string]int64) {
 	t.Helper()
 	b := graph.NewBuilder("main")
@@ -215,6 +216,11 @@ func runSymbolic(dev devices.Device, k devices.Kernel, impl *kernels.Impl, in []
 		}
 		if !slices.Equal(want, v.Shape) {
 			return nil, fmt.Errorf("input %d is %v, its placeholder %v at the binding", p.Input, v.Shape, want)
+		}
+		if p.Prepack != nil {
+			if v, err = p.Prepack(v); err != nil {
+				return nil, err
+			}
 		}
 		raw, err := v.Raw()
 		if err != nil {

@@ -35,8 +35,14 @@
 // Gather, Concat, Split, Transpose, Where, Cast and the elementwise family, softmax,
 // layer norm, matmul and gemm take symbolic extents as they are; Conv takes symbolic
 // spatial extents with explicit or VALID padding (ResolveConvSym: the output extent is
-// an expression, and every input read is guarded at both ends and clamped). Every runtime value, 0
-// and 1 included, reads in bounds (a read whose value a Select discards may touch
+// an expression, and every input read is guarded at both ends and clamped). LSTM, GRU and
+// RNN take a symbolic sequence length and batch (input and hidden sizes come from the
+// weights and stay static): loops run to the runtime extents, scratch buffers are
+// allocated at run time (at least one element), the weights are packed for the tiles
+// of one row and each product picks per block of rows between the six-row micro-kernel
+// and the one-row one, and a projection that may run in parallel tests its size at run
+// time (rnn_sym.go, rnn_gemm_sym.go). Every runtime value, 0 and 1 included, reads in
+// bounds (a read whose value a Select discards may touch
 // element 0 of an input that is empty at run time: devices give every buffer storage);
 // the static path is unchanged.
 //

@@ -48,7 +48,9 @@ const rnnParallelWork = 1 << 16
 // W and R are packed by the kernel into scratch buffers. All directions, optional
 // inputs, activations without parameters (and the parameterized ones with their
 // defaults), clip, input_forget, linear_before_reset, peepholes, sequence_lens and
-// layout 1 are supported; what is not is an Unsupported error.
+// layout 1 are supported; what is not is an Unsupported error. The sequence length and
+// the batch may be symbolic (X's extents over the kernel's dims, see rnn_sym.go); the
+// input size, the hidden size and the directions must be constants.
 func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimFunc, []Param, error) {
 	if opts.Unroll <= 0 {
 		opts.Unroll = 4
@@ -59,21 +61,16 @@ func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimF
 	}
 	var params []*loopir.Buffer
 	var feeds []Param
-	buf := func(name string, dt tensor.DType, shape ...int64) *loopir.Buffer {
-		return &loopir.Buffer{Name: name, DT: dt, Shape: Static(shape...), Scope: "global"}
+	buf := func(name string, dt tensor.DType, shape ...loopir.Expr) *loopir.Buffer {
+		return &loopir.Buffer{Name: name, DT: dt, Shape: shape, Scope: "global"}
 	}
 	add := func(i int, b *loopir.Buffer, pack func(*tensor.Tensor) (*tensor.Tensor, error), layout string) *loopir.Buffer {
 		params = append(params, b)
 		feeds = append(feeds, Param{Input: i, Prepack: pack, Layout: layout})
 		return b
 	}
-	shapeOf := func(i int) []int64 {
-		s, err := Extents(in[i].T)
-		if err != nil {
-			panic("BUG: RNN: extents checked by the plan: " + err.Error())
-		}
-		return s
-	}
+	shapeOf := func(i int) []loopir.Expr { return append([]loopir.Expr{}, in[i].T.Shape...) }
+	c := loopir.Int
 	present := func(i int) bool { return i < len(in) && in[i].Present() }
 	p.x = add(rnnInX, buf("X", p.dt, shapeOf(rnnInX)...), nil, "")
 	gh := p.gh()
@@ -89,11 +86,11 @@ func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimF
 		if in[i].Const == nil {
 			return rnnWeight{param: add(i, buf(name, p.dt, shapeOf(i)...), nil, ""), panels: panels}
 		}
-		packed := buf(name+"_packed", p.dt, p.dirs, panels.size())
+		packed := buf(name+"_packed", p.dt, c(p.dirs), c(panels.size()))
 		return rnnWeight{param: add(i, packed, panels.pack, panels.name()), packed: true, panels: panels}
 	}
-	p.w = weight(rnnInW, "W", v.panels(p.seq, p.isz, [][2]int64{{0, gh}}))
-	p.r = weight(rnnInR, "R", v.panels(p.batch, p.hid, rSegs))
+	p.w = weight(rnnInW, "W", v.panelsFor(p.seq, p.isz, [][2]int64{{0, gh}}))
+	p.r = weight(rnnInR, "R", v.panelsFor(p.batch, p.hid, rSegs))
 	if present(rnnInB) {
 		p.b = add(rnnInB, buf("B", p.dt, shapeOf(rnnInB)...), nil, "")
 	}
@@ -107,13 +104,13 @@ func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimF
 		p.c0 = add(rnnInC0, buf("initial_c", p.dt, shapeOf(rnnInC0)...), nil, "")
 	}
 	if p.op == graph.OpLSTM && present(rnnInP) {
-		p.p = add(rnnInP, buf("P", p.dt, p.dirs, 3*p.hid), nil, "")
+		p.p = add(rnnInP, buf("P", p.dt, c(p.dirs), c(3*p.hid)), nil, "")
 	}
-	yShape := []int64{p.seq, p.dirs, p.batch, p.hid}
-	hShape := []int64{p.dirs, p.batch, p.hid}
+	yShape := []loopir.Expr{p.seq, c(p.dirs), p.batch, c(p.hid)}
+	hShape := []loopir.Expr{c(p.dirs), p.batch, c(p.hid)}
 	if p.layout1 {
-		yShape = []int64{p.batch, p.seq, p.dirs, p.hid}
-		hShape = []int64{p.batch, p.dirs, p.hid}
+		yShape = []loopir.Expr{p.batch, p.seq, c(p.dirs), c(p.hid)}
+		hShape = []loopir.Expr{p.batch, c(p.dirs), c(p.hid)}
 	}
 	outs := []**loopir.Buffer{&p.y, &p.yh, &p.yc}
 	names := []string{"Y", "Y_h", "Y_c"}
@@ -131,7 +128,8 @@ func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimF
 	if len(n.Outputs) == 0 {
 		return nil, nil, Unsupported("%v without outputs", n.Op)
 	}
-	f := &loopir.PrimFunc{Name: name, Params: params, Body: p.body()}
+	f := &loopir.PrimFunc{Name: name, Params: params, Dims: rnnDims(params), Body: p.body()}
+	rnnRenameLoops(f.Body, f.Dims)
 	if err := loopir.Verify(f); err != nil {
 		panic(fmt.Sprintf("BUG: RNN loop nest of %v: %v", n.Op, err))
 	}
@@ -139,9 +137,10 @@ func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimF
 }
 
 // rnnFullLengths reports a constant sequence_lens whose every entry is seq (the same as
-// no sequence_lens at all).
-func rnnFullLengths(c *tensor.Tensor, seq int64) bool {
-	if c == nil {
+// no sequence_lens at all); never where seq is symbolic.
+func rnnFullLengths(c *tensor.Tensor, seqE loopir.Expr) bool {
+	seq, ok := rnnConst(seqE)
+	if c == nil || !ok {
 		return false
 	}
 	for _, v := range c.Int64s() {

@@ -59,7 +59,7 @@ func (r *rnnDir) initState() loopir.Stmt {
 		if st.buf == nil {
 			continue
 		}
-		s = append(s, rnnLoop("b", 0, r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
+		s = append(s, rnnLoopE("b", loopir.Int(0), r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
 			return rnnLoop("k", 0, r.hid, loopir.Vectorized, func(k loopir.Expr) loopir.Stmt {
 				v := r.lit(0)
 				if st.init != nil {
@@ -70,8 +70,8 @@ func (r *rnnDir) initState() loopir.Stmt {
 		}))
 	}
 	if r.lens != nil && r.y != nil {
-		s = append(s, rnnLoop("t", 0, r.seq, loopir.Serial, func(t loopir.Expr) loopir.Stmt {
-			return rnnLoop("b", 0, r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
+		s = append(s, rnnLoopE("t", loopir.Int(0), r.seq, loopir.Serial, func(t loopir.Expr) loopir.Stmt {
+			return rnnLoopE("b", loopir.Int(0), r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
 				return rnnLoop("k", 0, r.hid, loopir.Vectorized, func(k loopir.Expr) loopir.Stmt {
 					return rnnSt(r.y, r.lit(0), r.yIdx(t, b, k)...)
 				})
@@ -91,7 +91,7 @@ func (r *rnnDir) finalState() loopir.Stmt {
 		if st.buf == nil {
 			panic("BUG: RNN: Y_c requested from a layer without a cell state")
 		}
-		s = append(s, rnnLoop("b", 0, r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
+		s = append(s, rnnLoopE("b", loopir.Int(0), r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
 			return rnnLoop("k", 0, r.hid, loopir.Vectorized, func(k loopir.Expr) loopir.Stmt {
 				return rnnSt(st.out, rnnLd(st.buf, b, k), r.stateIdx(b, k)...)
 			})
@@ -111,7 +111,7 @@ func (r *rnnDir) perUnit(s loopir.Expr, body func(t, b, k loopir.Expr) loopir.St
 	n := len(rnnFlatten(body(probe, probe, probe)))
 	var out loopir.Seq
 	for i := 0; i < n; i++ {
-		out = append(out, rnnLoop("b", 0, r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
+		out = append(out, rnnLoopE("b", loopir.Int(0), r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
 			t := r.timeAt(s, b)
 			inner := rnnLoop("k", 0, r.hid, loopir.Vectorized, func(k loopir.Expr) loopir.Stmt { return rnnFlatten(body(t, b, k))[i] })
 			if r.lens == nil {
@@ -138,7 +138,7 @@ func rnnFlatten(s loopir.Stmt) []loopir.Stmt {
 
 // steps is the serial time loop.
 func (r *rnnDir) steps() loopir.Stmt {
-	return rnnLoop("s", 0, r.seq, loopir.Serial, func(s loopir.Expr) loopir.Stmt {
+	return rnnLoopE("s", loopir.Int(0), r.seq, loopir.Serial, func(s loopir.Expr) loopir.Stmt {
 		cols := r.gh()
 		if r.rh != nil {
 			cols = 2 * r.hid // the h gate multiplies r ⊙ h, known only after r

@@ -143,7 +143,7 @@ func (p rnnPanels) packLoops(dst *loopir.Buffer, at func(g, k loopir.Expr) loopi
 type rnnOperand struct {
 	buf    *loopir.Buffer
 	at     func(row, col loopir.Expr) []loopir.Expr
-	stride int64
+	stride loopir.Expr
 }
 
 func (o rnnOperand) addr(row, col loopir.Expr) loopir.Expr {
@@ -153,8 +153,15 @@ func (o rnnOperand) addr(row, col loopir.Expr) loopir.Expr {
 // microGemm emits c[·, col] (=|+=) a·panel for every tile of w whose columns lie in
 // [c0, c1) (zero chooses the storing form), rows rows and w.k terms. at(off) indexes
 // element off of this direction's packed block. Runs of equal full tiles become one
-// loop of kind (parallel for a large projection).
-func (v RNNVector) microGemm(zero bool, rows int64, c, a rnnOperand, w rnnPanels, c0, c1 int64, packed *loopir.Buffer, at func(off loopir.Expr) []loopir.Expr, kind loopir.ForKind) loopir.Stmt {
+// loop of kind (parallel for a large projection). A symbolic row count takes
+// microGemmSym.
+func (v RNNVector) microGemm(zero bool, rowsE loopir.Expr, c, a rnnOperand, w rnnPanels, c0, c1 int64, packed *loopir.Buffer, at func(off loopir.Expr) []loopir.Expr, kind loopir.ForKind) loopir.Stmt {
+	rows, static := rnnConst(rowsE)
+	if !static {
+		return w.runs(c0, c1, kind, func(tl rnnTile, col, off loopir.Expr) loopir.Stmt {
+			return v.microGemmSym(zero, rowsE, c, a, w, tl, col, off, packed, at)
+		})
+	}
 	mr, _ := v.shape(rows)
 	call := func(tl rnnTile, col, off loopir.Expr) loopir.Stmt {
 		g := v.kernel(mr, tl.nv)
@@ -166,13 +173,19 @@ func (v RNNVector) microGemm(zero bool, rows int64, c, a rnnOperand, w rnnPanels
 			row := loopir.Bin(loopir.Mul, it, loopir.Int(int64(mr)))
 			m := loopir.Bin(loopir.Min, loopir.Int(int64(mr)), loopir.Bin(loopir.Sub, loopir.Int(rows), row))
 			return &loopir.IntrinCall{Intrin: in, Args: []loopir.Expr{
-				c.addr(row, col), loopir.Int(c.stride), loopir.Int(1), loopir.Int(0),
-				a.addr(row, loopir.Int(0)), loopir.Int(a.stride), loopir.Int(0), loopir.Int(1),
+				c.addr(row, col), c.stride, loopir.Int(1), loopir.Int(0),
+				a.addr(row, loopir.Int(0)), a.stride, loopir.Int(0), loopir.Int(1),
 				&loopir.Address{Buf: packed, Index: at(off)}, loopir.Int(0), loopir.Int(1), loopir.Int(tl.width),
 				m, loopir.Int(tl.width), loopir.Int(w.k),
 			}}
 		})
 	}
+	return w.runs(c0, c1, kind, call)
+}
+
+// runs emits call(tile, first column, packed offset) for every tile whose columns lie
+// in [c0, c1), a run of equal tiles as one loop of kind.
+func (w rnnPanels) runs(c0, c1 int64, kind loopir.ForKind, call func(tl rnnTile, col, off loopir.Expr) loopir.Stmt) loopir.Stmt {
 	var out loopir.Seq
 	var tiles []rnnTile
 	for _, tl := range w.tiles {

@@ -11,8 +11,13 @@ import (
 
 // rnnLoop builds a loop over [lo, lo+n) whose body is made from its index.
 func rnnLoop(name string, lo, n int64, kind loopir.ForKind, body func(v loopir.Expr) loopir.Stmt) loopir.Stmt {
+	return rnnLoopE(name, loopir.Int(lo), loopir.Int(n), kind, body)
+}
+
+// rnnLoopE is rnnLoop with bounds that may be expressions over the dims.
+func rnnLoopE(name string, lo, n loopir.Expr, kind loopir.ForKind, body func(v loopir.Expr) loopir.Stmt) loopir.Stmt {
 	v := loopir.NewVar(name)
-	return &loopir.For{Var: v, Min: loopir.Int(lo), Extent: loopir.Int(n), Kind: kind, Body: body(v)}
+	return &loopir.For{Var: v, Min: lo, Extent: n, Kind: kind, Body: body(v)}
 }
 
 func rnnLd(b *loopir.Buffer, idx ...loopir.Expr) loopir.Expr {
@@ -23,8 +28,8 @@ func rnnSt(b *loopir.Buffer, v loopir.Expr, idx ...loopir.Expr) loopir.Stmt {
 	return &loopir.Store{Buf: b, Index: idx, Value: v}
 }
 
-func rnnLocal(name string, p *rnnPlan, shape ...int64) *loopir.Buffer {
-	return &loopir.Buffer{Name: name, DT: p.dt, Shape: Static(shape...), Scope: "local"}
+func rnnLocal(name string, p *rnnPlan, shape ...loopir.Expr) *loopir.Buffer {
+	return &loopir.Buffer{Name: name, DT: p.dt, Shape: shape, Scope: "local"}
 }
 
 // rnnDir is one direction being built: its index, sense and scratch buffers.
@@ -64,26 +69,27 @@ func (p *rnnPlan) body() loopir.Stmt {
 func (p *rnnPlan) direction(d int64, rev, parProj bool) loopir.Stmt {
 	gh := p.gh()
 	r := &rnnDir{rnnPlan: p, d: d, rev: rev, parProj: parProj}
-	r.proj = rnnLocal("proj", p, p.seq, p.batch, gh)
-	r.gates = rnnLocal("gates", p, p.batch, gh)
-	r.h = rnnLocal("h", p, p.batch, p.hid)
+	c := loopir.Int
+	r.proj = rnnLocal("proj", p, p.sseq, p.sbatch, c(gh))
+	r.gates = rnnLocal("gates", p, p.sbatch, c(gh))
+	r.h = rnnLocal("h", p, p.sbatch, c(p.hid))
 	r.locals = []*loopir.Buffer{r.proj, r.gates, r.h}
 	if p.op == graph.OpLSTM {
-		r.c = rnnLocal("c", p, p.batch, p.hid)
+		r.c = rnnLocal("c", p, p.sbatch, c(p.hid))
 		r.locals = append(r.locals, r.c)
 	}
 	if p.op == graph.OpGRU && !p.lbr {
-		r.rh = rnnLocal("rh", p, p.batch, p.hid)
+		r.rh = rnnLocal("rh", p, p.sbatch, c(p.hid))
 		r.locals = append(r.locals, r.rh)
 	}
 	var pre loopir.Seq
 	r.w = r.weight("wp", p.w, &pre)
 	r.r = r.weight("rp", p.r, &pre)
-	r.lenAt = func(loopir.Expr) loopir.Expr { return loopir.Int(p.seq) }
+	r.lenAt = func(loopir.Expr) loopir.Expr { return p.seq }
 	if p.lens != nil {
 		r.lenAt = func(b loopir.Expr) loopir.Expr {
 			l := &loopir.Cast{To: tensor.Int64, X: rnnLd(p.lens, b)}
-			return loopir.Bin(loopir.Min, loopir.Bin(loopir.Max, l, loopir.Int(0)), loopir.Int(p.seq))
+			return loopir.Bin(loopir.Min, loopir.Bin(loopir.Max, l, loopir.Int(0)), p.seq)
 		}
 	}
 	r.timeAt = func(s, b loopir.Expr) loopir.Expr {
@@ -122,7 +128,7 @@ func (r *rnnDir) weight(name string, w rnnWeight, pre *loopir.Seq) rnnDirWeight 
 		dw.at = func(off loopir.Expr) []loopir.Expr { return []loopir.Expr{loopir.Int(r.d), off} }
 		return dw
 	}
-	dw.buf = rnnLocal(name, r.rnnPlan, w.panels.size())
+	dw.buf = rnnLocal(name, r.rnnPlan, loopir.Int(w.panels.size()))
 	dw.at = func(off loopir.Expr) []loopir.Expr { return []loopir.Expr{off} }
 	r.locals = append(r.locals, dw.buf)
 	*pre = append(*pre, w.panels.packLoops(dw.buf, func(g, k loopir.Expr) loopir.Expr {
@@ -169,13 +175,35 @@ func (r *rnnDir) bias(g loopir.Expr, withR bool) loopir.Expr {
 // micro reports whether the products run on micro-kernels.
 func (r *rnnDir) micro() bool { return r.opts.Vector.Lanes > 0 && r.dt == tensor.Float32 }
 
-// projection fills proj[t] = X[t]·Wᵀ + biases for every time step.
+// projection fills proj[t] = X[t]·Wᵀ + biases for every time step. A projection that
+// may run in parallel does where it has rnnParallelWork multiply-adds (and more than
+// one step with plain loops): decided here when the extents are constants, else by a
+// test at run time between the parallel and the serial loop nest.
 func (r *rnnDir) projection() loopir.Stmt {
-	gh := r.gh()
-	kind := loopir.Serial
-	if r.parProj && r.seq*r.batch*gh*r.isz >= rnnParallelWork {
-		kind = loopir.Parallel
+	if !r.parProj {
+		return r.projectionLoops(loopir.Serial)
 	}
+	seq, okS := rnnConst(r.seq)
+	batch, okB := rnnConst(r.batch)
+	if okS && okB {
+		kind := loopir.Serial
+		if seq*batch*r.gh()*r.isz >= rnnParallelWork && (r.micro() || seq > 1) {
+			kind = loopir.Parallel
+		}
+		return r.projectionLoops(kind)
+	}
+	work := rnnMul(loopir.Bin(loopir.Mul, r.seq, r.batch), r.gh(), r.isz)
+	cond := loopir.Bin(loopir.GE, work, loopir.Int(rnnParallelWork))
+	if !r.micro() {
+		cond = loopir.Bin(loopir.And, cond, loopir.Bin(loopir.GT, r.seq, loopir.Int(1)))
+	}
+	return &loopir.IfThenElse{Cond: cond, Then: r.projectionLoops(loopir.Parallel), Else: r.projectionLoops(loopir.Serial)}
+}
+
+// projectionLoops is the projection with its outer loop (over column panels with
+// micro-kernels, over time steps with plain loops) of kind.
+func (r *rnnDir) projectionLoops(kind loopir.ForKind) loopir.Stmt {
+	gh := r.gh()
 	biasRow := func(t loopir.Expr) loopir.Stmt {
 		segs := [][2]int64{{0, gh}}
 		if r.op == graph.OpGRU {
@@ -184,7 +212,7 @@ func (r *rnnDir) projection() loopir.Stmt {
 		var s loopir.Seq
 		for i, sg := range segs {
 			withR := i == 0
-			s = append(s, rnnLoop("b", 0, r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
+			s = append(s, rnnLoopE("b", loopir.Int(0), r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
 				return rnnLoop("g", sg[0], sg[1]-sg[0], loopir.Vectorized, func(g loopir.Expr) loopir.Stmt {
 					return rnnSt(r.proj, r.bias(g, withR), t, b, g)
 				})
@@ -195,22 +223,19 @@ func (r *rnnDir) projection() loopir.Stmt {
 	if r.micro() {
 		var s loopir.Seq
 		if r.b != nil {
-			s = append(s, rnnLoop("t", 0, r.seq, loopir.Serial, biasRow))
+			s = append(s, rnnLoopE("t", loopir.Int(0), r.seq, loopir.Serial, biasRow))
 		}
-		s = append(s, rnnLoop("b", 0, r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
-			c := rnnOperand{buf: r.proj, stride: r.batch * gh, at: func(t, g loopir.Expr) []loopir.Expr { return []loopir.Expr{t, b, g} }}
-			a := rnnOperand{buf: r.x, stride: r.batch * r.isz, at: func(t, k loopir.Expr) []loopir.Expr { return []loopir.Expr{t, b, k} }}
+		s = append(s, rnnLoopE("b", loopir.Int(0), r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
+			c := rnnOperand{buf: r.proj, stride: rnnMul(r.sbatch, gh), at: func(t, g loopir.Expr) []loopir.Expr { return []loopir.Expr{t, b, g} }}
+			a := rnnOperand{buf: r.x, stride: rnnMul(r.batch, r.isz), at: func(t, k loopir.Expr) []loopir.Expr { return []loopir.Expr{t, b, k} }}
 			if r.layout1 {
-				a = rnnOperand{buf: r.x, stride: r.isz, at: func(t, k loopir.Expr) []loopir.Expr { return []loopir.Expr{b, t, k} }}
+				a = rnnOperand{buf: r.x, stride: loopir.Int(r.isz), at: func(t, k loopir.Expr) []loopir.Expr { return []loopir.Expr{b, t, k} }}
 			}
 			return r.opts.Vector.microGemm(r.b == nil, r.seq, c, a, r.w.panels, 0, gh, r.w.buf, r.w.at, kind)
 		}))
 		return s
 	}
-	if r.seq <= 1 {
-		kind = loopir.Serial
-	}
-	return rnnLoop("t", 0, r.seq, kind, func(t loopir.Expr) loopir.Stmt {
+	return rnnLoopE("t", loopir.Int(0), r.seq, kind, func(t loopir.Expr) loopir.Stmt {
 		var s loopir.Seq
 		if r.b != nil {
 			s = append(s, biasRow(t))
@@ -226,8 +251,8 @@ func (r *rnnDir) projection() loopir.Stmt {
 // recurrent emits gates[b, off+j] = Σ_i src[b, i]·Rᵀ[i, off+j] for j < cols.
 func (r *rnnDir) recurrent(src *loopir.Buffer, off, cols int64) loopir.Stmt {
 	if r.micro() {
-		c := rnnOperand{buf: r.gates, stride: r.gh(), at: func(b, g loopir.Expr) []loopir.Expr { return []loopir.Expr{b, g} }}
-		a := rnnOperand{buf: src, stride: r.hid, at: func(b, i loopir.Expr) []loopir.Expr { return []loopir.Expr{b, i} }}
+		c := rnnOperand{buf: r.gates, stride: loopir.Int(r.gh()), at: func(b, g loopir.Expr) []loopir.Expr { return []loopir.Expr{b, g} }}
+		a := rnnOperand{buf: src, stride: loopir.Int(r.hid), at: func(b, i loopir.Expr) []loopir.Expr { return []loopir.Expr{b, i} }}
 		return r.opts.Vector.microGemm(true, r.batch, c, a, r.r.panels, off, off+cols, r.r.buf, r.r.at, loopir.Serial)
 	}
 	return r.accumulate(r.hid, off, off+cols, true, func(b, g loopir.Expr) []loopir.Expr { return []loopir.Expr{b, g} }, r.gates,
@@ -243,7 +268,7 @@ func (r *rnnDir) accumulate(n, c0, c1 int64, fromZero bool, idx func(b, g loopir
 	src func(b, i loopir.Expr) loopir.Expr, w func(i, g loopir.Expr) loopir.Expr) loopir.Stmt {
 	u := r.opts.Unroll
 	pass := func(i0 loopir.Expr, terms int64, add bool) loopir.Stmt {
-		return rnnLoop("b", 0, r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
+		return rnnLoopE("b", loopir.Int(0), r.batch, loopir.Serial, func(b loopir.Expr) loopir.Stmt {
 			return rnnLoop("g", c0, c1-c0, loopir.Vectorized, func(g loopir.Expr) loopir.Stmt {
 				var sum loopir.Expr
 				for j := int64(0); j < terms; j++ {

@@ -34,17 +34,19 @@ func rnnPlain(f func(x loopir.Expr) loopir.Expr) rnnAct { return rnnAct{post: f}
 // rnnPlan is what the loop builders need to know about one recurrent node: sizes,
 // attributes as decided values, and the kernel's parameter buffers (nil when absent).
 type rnnPlan struct {
-	op                         graph.Op
-	dt                         tensor.DType
-	seq, batch, isz, hid, dirs int64
-	gates                      int64 // 4 (LSTM, iofc), 3 (GRU, zrh), 1 (RNN)
-	reverse                    bool  // direction "reverse" (bidirectional: direction 1 only)
-	layout1                    bool  // batch-major X, Y, states
-	lbr                        bool  // GRU linear_before_reset
-	inputForget                bool  // LSTM input_forget: f = 1 - i
-	clip                       float64
-	acts                       [][]rnnAct // per direction: f, g(, h)
-	opts                       RNNOptions
+	op             graph.Op
+	dt             tensor.DType
+	seq, batch     loopir.Expr // X's extents: constants, or expressions over the dims
+	sseq, sbatch   loopir.Expr // the same, at least 1 where symbolic: scratch extents
+	isz, hid, dirs int64
+	gates          int64 // 4 (LSTM, iofc), 3 (GRU, zrh), 1 (RNN)
+	reverse        bool  // direction "reverse" (bidirectional: direction 1 only)
+	layout1        bool  // batch-major X, Y, states
+	lbr            bool  // GRU linear_before_reset
+	inputForget    bool  // LSTM input_forget: f = 1 - i
+	clip           float64
+	acts           [][]rnnAct // per direction: f, g(, h)
+	opts           RNNOptions
 
 	x, b, lens, h0, c0, p *loopir.Buffer // parameters (nil when absent)
 	w, r                  rnnWeight
@@ -115,10 +117,7 @@ func newRNNPlan(n *graph.Node, in []Input, opts RNNOptions) (*rnnPlan, error) {
 	if p.dt != tensor.Float32 && p.dt != tensor.Float64 {
 		return nil, Unsupported("%v: element type %v (float32 and float64 only)", n.Op, p.dt)
 	}
-	xs, err := Extents(x.T)
-	if err != nil {
-		return nil, err
-	}
+	xs := x.T.Shape
 	ws, err := Extents(w.T)
 	if err != nil {
 		return nil, err
@@ -130,19 +129,25 @@ func newRNNPlan(n *graph.Node, in []Input, opts RNNOptions) (*rnnPlan, error) {
 	if len(xs) != 3 || len(ws) != 3 || len(rs) != 3 {
 		return nil, Unsupported("%v: X, W and R must be rank 3", n.Op)
 	}
-	p.seq, p.batch, p.isz = xs[0], xs[1], xs[2]
+	p.seq, p.batch = xs[0], xs[1]
 	if p.layout1 {
 		p.seq, p.batch = xs[1], xs[0]
 	}
-	p.hid = rs[2]
+	p.sseq, p.sbatch = rnnAtLeast1(p.seq), rnnAtLeast1(p.batch)
+	isz, ok := xs[2].(*loopir.IntImm)
+	if !ok {
+		return nil, Unsupported("%v: input size %s is symbolic (it must match W)", n.Op, loopir.ExprString(xs[2]))
+	}
+	p.isz, p.hid = isz.V, rs[2]
 	if ws[0] != p.dirs || rs[0] != p.dirs || ws[1] != p.gh() || rs[1] != p.gh() || ws[2] != p.isz {
 		return nil, Unsupported("%v: W %v / R %v do not fit %d directions, %d gates, hidden %d, input %d", n.Op, ws, rs, p.dirs, p.gates, p.hid, p.isz)
 	}
 	if a.HiddenSize != 0 && a.HiddenSize != p.hid {
 		return nil, Unsupported("%v: hidden_size %d but R has %d columns", n.Op, a.HiddenSize, p.hid)
 	}
-	if p.seq == 0 || p.batch == 0 || p.hid == 0 || p.isz == 0 {
-		return nil, Unsupported("%v: an empty extent (seq %d, batch %d, input %d, hidden %d)", n.Op, p.seq, p.batch, p.isz, p.hid)
+	if rnnIsZero(p.seq) || rnnIsZero(p.batch) || p.hid == 0 || p.isz == 0 {
+		return nil, Unsupported("%v: an empty extent (seq %s, batch %s, input %d, hidden %d)", n.Op,
+			loopir.ExprString(p.seq), loopir.ExprString(p.batch), p.isz, p.hid)
 	}
 	for _, in := range []Input{w, r, get(rnnInB), get(rnnInH0), get(rnnInC0), get(rnnInP)} {
 		if in.Present() && in.T.DT != p.dt {
@@ -160,36 +165,34 @@ func newRNNPlan(n *graph.Node, in []Input, opts RNNOptions) (*rnnPlan, error) {
 
 // optionalShapes checks B, sequence_lens, initial_h, initial_c and P.
 func (p *rnnPlan) optionalShapes(op graph.Op, get func(int) Input) error {
-	want := func(i int, what string, shape ...int64) error {
+	// extents are compared as expressions: a symbolic batch must be X's symbol
+	want := func(i int, what string, shape ...loopir.Expr) error {
 		in := get(i)
 		if !in.Present() {
 			return nil
 		}
-		s, err := Extents(in.T)
-		if err != nil {
-			return err
+		s := in.T.Shape
+		same := len(s) == len(shape)
+		for k := 0; same && k < len(s); k++ {
+			same = loopir.ExprString(s[k]) == loopir.ExprString(shape[k])
 		}
-		if len(s) != len(shape) {
-			return Unsupported("%v: %s has shape %v, want %v", op, what, s, shape)
-		}
-		for k := range s {
-			if s[k] != shape[k] {
-				return Unsupported("%v: %s has shape %v, want %v", op, what, s, shape)
-			}
+		if !same {
+			return Unsupported("%v: %s has shape %s, want %s", op, what, rnnShapeString(s), rnnShapeString(shape))
 		}
 		return nil
 	}
-	state := []int64{p.dirs, p.batch, p.hid}
+	c := loopir.Int
+	state := []loopir.Expr{c(p.dirs), p.batch, c(p.hid)}
 	if p.layout1 {
-		state = []int64{p.batch, p.dirs, p.hid}
+		state = []loopir.Expr{p.batch, c(p.dirs), c(p.hid)}
 	}
 	checks := []error{
-		want(rnnInB, "B", p.dirs, 2*p.gh()),
+		want(rnnInB, "B", c(p.dirs), c(2*p.gh())),
 		want(rnnInLens, "sequence_lens", p.batch),
 		want(rnnInH0, "initial_h", state...),
 	}
 	if op == graph.OpLSTM {
-		checks = append(checks, want(rnnInC0, "initial_c", state...), want(rnnInP, "P", p.dirs, 3*p.hid))
+		checks = append(checks, want(rnnInC0, "initial_c", state...), want(rnnInP, "P", c(p.dirs), c(3*p.hid)))
 	} else if get(rnnInC0).Present() || get(rnnInP).Present() {
 		return Unsupported("%v: inputs beyond initial_h", op)
 	}

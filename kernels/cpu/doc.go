@@ -6,10 +6,11 @@
 // Strategies(reg) is the CPU table: conv2d-nchwc-tensorized (float32 2-D convolution
 // with constant weights and one group: pack, micro-kernel conv, unpack with bias in one
 // kernel), matmul/gemm-packed-tensorized (constant B packed into panels on the host),
-// rnn-loops for LSTM/GRU/RNN, and the generic rule ScheduleGeneric for every other op
-// with a definition: elementwise stages inlined, leading spatial loops fused and
-// parallel when the block does enough work, innermost spatial loop vectorized, and the
-// innermost spatial loop moved inside the reductions when the inputs stream along it.
+// rnn-loops for LSTM/GRU/RNN (sequence length and batch static or symbolic), and the
+// generic rule ScheduleGeneric for every other op with a definition: elementwise stages
+// inlined, leading spatial loops fused and parallel when the block does enough work,
+// innermost spatial loop vectorized, and the innermost spatial loop moved inside the
+// reductions when the inputs stream along it.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are

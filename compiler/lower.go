@@ -232,11 +232,15 @@ func (e *emitter) lowerIf(n *graph.Node) error {
 // lowerLoop inlines an ONNX Loop: counter and condition in registers, the body's
 // parameters bound to the loop-carried registers, results moved back through
 // temporaries (a result may be another carried value's register) before the jump back.
+// Scan outputs are stacked on the host, one row per iteration (scan.append), and
+// completed after the loop (scan.finish: empty with the element shape when the loop
+// ran no iteration).
 func (e *emitter) lowerLoop(n *graph.Node) error {
 	body := n.Attrs.(*graph.LoopAttrs).Body
 	carried := len(n.Inputs) - 2
-	if len(n.Outputs) > carried {
-		return fmt.Errorf("%v: scan outputs of Loop are not supported by the compiled engine yet", n)
+	scans := len(n.Outputs) - carried
+	if scans < 0 || len(body.Results) != 1+carried+scans {
+		return fmt.Errorf("%v: body returns %d values for %d carried values and %d scan outputs", n, len(body.Results), carried, scans)
 	}
 	var maxTrip, cond vm.Reg
 	var err error
@@ -260,6 +264,12 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 	iter := e.newReg()
 	e.emit(vm.Instr{Op: vm.LoadConstInt, Dst: iter, Imm: 0})
 	e.host[iter] = true
+	accs := make([]vm.Reg, scans)
+	for k := range accs {
+		accs[k] = e.newReg()
+		e.emit(vm.Instr{Op: vm.LoadConstInt, Dst: accs[k], Imm: -1}) // a scalar: no rows yet
+		e.host[accs[k]] = true
+	}
 	vals := make([]vm.Reg, carried)
 	for k := range vals {
 		r, err := e.readDevice(n.Inputs[2+k])
@@ -300,6 +310,15 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 		}
 		temps[k] = e.move(r)
 	}
+	for k, acc := range accs {
+		v, err := e.read(body.Results[1+carried+k])
+		if err != nil {
+			return err
+		}
+		e.use(acc)
+		e.use(v)
+		e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: acc, Args: []vm.Reg{acc, v}, Imm: e.builtin(vm.BuiltinScanAppend)})
+	}
 	e.moveTo(cond, tc)
 	for k := range temps {
 		e.moveTo(vals[k], temps[k])
@@ -313,8 +332,25 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 	for rt := range region.extend {
 		rt.lastUse = max(rt.lastUse, pcGoto)
 	}
-	for k, o := range n.Outputs {
-		e.reg[o] = vals[k]
+	for k := range vals {
+		e.reg[n.Outputs[k]] = vals[k]
+	}
+	for k, acc := range accs {
+		o := n.Outputs[carried+k]
+		args := []vm.Reg{acc, e.loadConst(tensor.New(o.Type.DType, tensor.Shape{0}))}
+		if t := o.Type; t.Kind == graph.KindTensor && !t.UnknownRank && len(t.Shape) > 0 {
+			// the element shape, for a loop that runs no iteration (when it is known)
+			if r, err := e.shapeEval(tensor.Int64, []int64{int64(len(t.Shape) - 1)}, t.Shape[1:]); err == nil {
+				args = append(args, r)
+			}
+		}
+		for _, a := range args {
+			e.use(a)
+		}
+		r := e.newReg()
+		e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: r, Args: args, Imm: e.builtin(vm.BuiltinScanFinish)})
+		e.host[r] = true
+		e.reg[o] = r
 	}
 	return nil
 }

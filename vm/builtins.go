@@ -27,6 +27,8 @@ func StdBuiltins() map[string]Builtin {
 		BuiltinShapeExpect:  shapeExpect,
 		BuiltinShapeEval:    shapeEval,
 		BuiltinShapeAtMost:  shapeAtMost,
+		BuiltinScanAppend:   scanAppend,
+		BuiltinScanFinish:   scanFinish,
 	}
 }
 

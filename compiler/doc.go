@@ -22,7 +22,8 @@
 //     If/Goto code (the subgraphs read enclosing values directly, so no closure is
 //     needed), with loop-carried values in registers and the trip count kept by the VM's
 //     standard builtins; a Loop's scan outputs are stacked on the host one row per
-//     iteration (scan.append, scan.finish).
+//     iteration (scan.append, scan.finish); Scan runs the same way over its inputs'
+//     slices (scan.slice, either direction; scan outputs along axis 0, forward).
 //  3. build — each unique kernel is compiled to its own object by the C compiler, as
 //     many at a time as Options.Jobs, then linked with the C runtime (thread pool) into
 //     one shared object, carried inside the executable.

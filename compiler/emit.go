@@ -193,6 +193,8 @@ func (e *emitter) node(n *graph.Node) error {
 		return e.lowerIf(n)
 	case n.Op == graph.OpLoop:
 		return e.lowerLoop(n)
+	case n.Op == graph.OpScan:
+		return e.lowerScan(n)
 	case n.Op == graph.OpFused:
 		return e.lowerFused(n)
 	case n.Op == graph.OpShapeExpr:

@@ -336,21 +336,7 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 		e.reg[n.Outputs[k]] = vals[k]
 	}
 	for k, acc := range accs {
-		o := n.Outputs[carried+k]
-		args := []vm.Reg{acc, e.loadConst(tensor.New(o.Type.DType, tensor.Shape{0}))}
-		if t := o.Type; t.Kind == graph.KindTensor && !t.UnknownRank && len(t.Shape) > 0 {
-			// the element shape, for a loop that runs no iteration (when it is known)
-			if r, err := e.shapeEval(tensor.Int64, []int64{int64(len(t.Shape) - 1)}, t.Shape[1:]); err == nil {
-				args = append(args, r)
-			}
-		}
-		for _, a := range args {
-			e.use(a)
-		}
-		r := e.newReg()
-		e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: r, Args: args, Imm: e.builtin(vm.BuiltinScanFinish)})
-		e.host[r] = true
-		e.reg[o] = r
+		e.finishScan(acc, n.Outputs[carried+k])
 	}
 	return nil
 }

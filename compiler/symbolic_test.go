@@ -237,3 +237,57 @@ func TestLoopScanOutputs(t *testing.T) {
 		}
 	}
 }
+
+// TestScan: a Scan with a running-sum state and a scan output over a symbolic length,
+// its input read in reverse, matches the reference at lengths 0, 1 and 4.
+func TestScan(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Sym("s"), graph.Const(3)))
+	init := b.Param("init", graph.TensorType(tensor.Float32, graph.Const(3)))
+	sb := b.Sub("body")
+	sum := sb.Param("sum", graph.TensorType(tensor.Float32, graph.Const(3)))
+	xi := sb.Param("xi", graph.TensorType(tensor.Float32, graph.Const(3)))
+	next, _ := sb.Op1(graph.OpAdd, nil, sum, xi)
+	out, _ := sb.Op1(graph.OpTanh, nil, next)
+	sa := graph.OpScan.NewAttrs().(*graph.ScanAttrs)
+	sa.Body, sa.NumScanInputs, sa.ScanInputDirections = sb.Return(next, out), 1, []int64{1}
+	outs, err := b.Node(graph.OpScan, sa, 2, init, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(outs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := openCPU(t)
+	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(res.Exe, []devices.Device{dev}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	for _, s := range []int{4, 1, 0} {
+		in := []*tensor.Tensor{f32(uint64(s+1), s, 3), f32(9, 3)}
+		got, err := machine.Run(context.Background(), in)
+		if err != nil {
+			t.Fatalf("s=%d: %v", s, err)
+		}
+		want, err := ref.Eval(m, map[string]ref.Value{"x": in[0], "init": in[1]}, ref.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			w := want[i].(*tensor.Tensor)
+			if s == 0 && got[i].Len() == 0 && w.Len() == 0 && len(got[i].Shape) == len(w.Shape) {
+				continue
+			}
+			if !got[i].Shape.Equal(w.Shape) {
+				t.Fatalf("s=%d output %d: shape %v, want %v", s, i, got[i].Shape, w.Shape)
+			}
+			nodetest.CloseTensor(t, "scan output", got[i], w)
+		}
+	}
+}

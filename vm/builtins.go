@@ -29,6 +29,7 @@ func StdBuiltins() map[string]Builtin {
 		BuiltinShapeAtMost:  shapeAtMost,
 		BuiltinScanAppend:   scanAppend,
 		BuiltinScanFinish:   scanFinish,
+		BuiltinScanSlice:    scanSlice,
 	}
 }
 

@@ -60,3 +60,44 @@ func scanFinish(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	}
 	return tensor.New(tmpl.DType, shape), nil
 }
+
+// BuiltinScanSlice(x, axis, i, n, reverse) is x's i-th slice along axis (the
+// (n-1-i)-th when reverse != 0), that axis removed: one iteration's scan input.
+const BuiltinScanSlice = "scan.slice"
+
+func scanSlice(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	if len(args) != 5 || args[0] == nil {
+		return nil, fmt.Errorf("%s takes a tensor, an axis, an index, a count and a direction", BuiltinScanSlice)
+	}
+	x := args[0]
+	var ints [4]int64
+	for k := range ints {
+		v, err := int64Scalar(BuiltinScanSlice, args, k+1)
+		if err != nil {
+			return nil, err
+		}
+		ints[k] = v
+	}
+	axis, i, n, reverse := ints[0], ints[1], ints[2], ints[3] != 0
+	if axis < 0 || axis >= int64(len(x.Shape)) || n != int64(x.Shape[axis]) || i < 0 || i >= n {
+		return nil, fmt.Errorf("%s: slice %d of %d along axis %d of a %v tensor", BuiltinScanSlice, i, n, axis, x.Shape)
+	}
+	if reverse {
+		i = n - 1 - i
+	}
+	outer, inner := 1, 1
+	for _, d := range x.Shape[:axis] {
+		outer *= d
+	}
+	for _, d := range x.Shape[axis+1:] {
+		inner *= d
+	}
+	shape := append(append(tensor.Shape{}, x.Shape[:axis]...), x.Shape[axis+1:]...)
+	src := reflect.ValueOf(x.Data)
+	dst := reflect.MakeSlice(src.Type(), outer*inner, outer*inner)
+	for o := 0; o < outer; o++ {
+		from := (o*int(n) + int(i)) * inner
+		reflect.Copy(dst.Slice(o*inner, (o+1)*inner), src.Slice(from, from+inner))
+	}
+	return &tensor.Tensor{DType: x.DType, Shape: shape, Data: dst.Interface()}, nil
+}

@@ -36,3 +36,20 @@ func TestScanBuiltins(t *testing.T) {
 		t.Fatal("an empty scan of unknown element shape finished")
 	}
 }
+
+func TestScanSlice(t *testing.T) {
+	x := tensor.MustFromSlice(tensor.Shape{2, 3, 2}, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+	i64 := func(v int64) *tensor.Tensor { return tensor.Scalar(v) }
+	s, err := scanSlice([]*tensor.Tensor{x, i64(1), i64(0), i64(3), i64(1)}) // axis 1, reversed: index 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Shape.Equal(tensor.Shape{2, 2}) || s.Data.([]float32)[0] != 4 || s.Data.([]float32)[2] != 10 {
+		t.Fatalf("slice %v %v, want [[4 5] [10 11]]", s.Shape, s.Data)
+	}
+	for _, bad := range [][]int64{{3, 0, 3, 0}, {1, 3, 3, 0}, {1, 0, 2, 0}, {-1, 0, 2, 0}} {
+		if _, err := scanSlice([]*tensor.Tensor{x, i64(bad[0]), i64(bad[1]), i64(bad[2]), i64(bad[3])}); err == nil {
+			t.Errorf("slice %v evaluated", bad)
+		}
+	}
+}

@@ -10,7 +10,8 @@
 // generic rule ScheduleGeneric for every other op with a definition: elementwise stages
 // inlined, leading spatial loops fused and parallel when the block does enough work,
 // innermost spatial loop vectorized, and the innermost spatial loop moved inside the
-// reductions when the inputs stream along it.
+// reductions when the inputs stream along it (a symbolic extent counts as long enough:
+// the C compiler's vector loop takes any run-time trip count, with a scalar tail).
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are

@@ -63,7 +63,9 @@ func scheduleNest(s *schedule.Schedule, name string) error {
 		}
 	}
 	if spatial >= 1 && spatial < len(loops) {
-		if e, ok := s.Extent(loops[spatial-1]); ok && e >= 4 && spatialInside(s.Func(), name, spatial) {
+		// a symbolic extent is taken as long enough (the C compiler's vector loop has a
+		// scalar tail for what is left)
+		if e, ok := s.Extent(loops[spatial-1]); (!ok || e >= 4) && spatialInside(s.Func(), name, spatial) {
 			inner := loops[spatial-1]
 			if init, err := s.DecomposeReduction(b, inner); err == nil {
 				if err := s.Reorder(append(append([]schedule.LoopRV{}, loops[spatial:]...), inner)...); err != nil {

@@ -5,13 +5,16 @@
 //
 // Strategies(reg) is the CPU table: conv2d-nchwc-tensorized (float32 2-D convolution
 // with constant weights and one group: pack, micro-kernel conv, unpack with bias in one
-// kernel), matmul/gemm-packed-tensorized (constant B packed into panels on the host),
-// rnn-loops for LSTM/GRU/RNN (sequence length and batch static or symbolic), and the
-// generic rule ScheduleGeneric for every other op with a definition: elementwise stages
-// inlined, leading spatial loops fused and parallel when the block does enough work,
-// innermost spatial loop vectorized, and the innermost spatial loop moved inside the
-// reductions when the inputs stream along it (a symbolic extent counts as long enough:
-// the C compiler's vector loop takes any run-time trip count, with a scalar tail).
+// kernel), matmul/gemm-packed-tensorized (constant B packed into panels on the host;
+// A's leading extents, flattened into rows, may be symbolic: the row tiles then end in a
+// tile the micro-kernel takes as partial at run time, and the epilogues view the rows
+// back under the output's symbolic extents), rnn-loops for LSTM/GRU/RNN (sequence
+// length and batch static or symbolic), and the generic rule ScheduleGeneric for every
+// other op with a definition: elementwise stages inlined, leading spatial loops fused
+// and parallel when the block does enough work, innermost spatial loop vectorized, and
+// the innermost spatial loop moved inside the reductions when the inputs stream along
+// it (a symbolic extent counts as long enough: the C compiler's vector loop takes any
+// run-time trip count, with a scalar tail).
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are

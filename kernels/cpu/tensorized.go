@@ -197,16 +197,13 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 }
 
 // buildMatMulPacked applies to MatMul and Gemm with a constant 2-D float32 B (weights)
-// and an A of rank ≥ 2 whose leading axes flatten into rows; Gemm's alpha is folded into
-// the packed B, beta·C is added in an epilogue.
+// and an A of rank ≥ 2 whose leading axes flatten into rows (static or symbolic: the
+// row tiles then end in a partial tile at run time, which the micro-kernel takes); Gemm's
+// alpha is folded into the packed B, beta·C is added in an epilogue.
 func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 	a, b := in[0], in[1]
 	if a.T == nil || b.Const == nil || a.T.DT != tensor.Float32 || b.Const.DType != tensor.Float32 || len(b.Const.Shape) != 2 || len(a.T.Shape) < 2 {
 		return nil, notApplicable("float32 A of rank ≥ 2 times a constant 2-D float32 B")
-	}
-	ae, err := kernels.Extents(a.T)
-	if err != nil {
-		return nil, notApplicable("%v", err)
 	}
 	transB, alpha, beta := false, float32(1), float32(1)
 	var c *te.Tensor
@@ -227,15 +224,12 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	if transB {
 		k, cols = cols, k
 	}
-	rows := int64(1)
-	for _, d := range ae[:len(ae)-1] {
-		rows *= d
-	}
-	if ae[len(ae)-1] != k {
-		return nil, notApplicable("A %v times B with %d rows", ae, k)
+	lead, ak := a.T.Shape[:len(a.T.Shape)-1], a.T.Shape[len(a.T.Shape)-1]
+	if c, ok := ak.(*loopir.IntImm); !ok || c.V != k {
+		return nil, notApplicable("A %v times B with %d rows", a.T.Shape, k)
 	}
 	g := intrin.GemmFor(t)
-	a2 := te.Placeholder("a", tensor.Float32, kernels.Static(rows, k)...)
+	a2 := te.Placeholder("a", tensor.Float32, rowsOf(lead), loopir.Int(k))
 	bp := te.Placeholder("bp", tensor.Float32, kernels.Static((cols+g.NR-1)/g.NR, k, g.NR)...)
 	params := []*te.Tensor{a2, bp}
 	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: fmt.Sprintf("B%s→[N/%d,K,%d]·%g", map[bool]string{true: "ᵀ"}[transB], g.NR, g.NR, alpha),
@@ -254,24 +248,23 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	if len(epi) > 0 {
 		// the epilogues see the product under the node's own shape: view the 2-D rows
 		// back as the output's extents
-		oshape, err := kernels.PhysicalShape(n.Outputs[0].Type)
-		if err != nil || n.Outputs[0].Type.Block != 0 {
+		if ot := n.Outputs[0].Type; ot.Kind != graph.KindTensor || ot.UnknownRank || ot.Block != 0 || len(ot.Shape) != len(a.T.Shape) {
 			return nil, notApplicable("epilogue on a matmul output of type %v", n.Outputs[0].Type)
 		}
+		oshape := append(append([]loopir.Expr{}, lead...), loopir.Int(cols))
 		flat := out
-		out = te.Compute("rows", kernels.Static(oshape...), func(i []loopir.Expr) loopir.Expr {
+		out = te.Compute("rows", oshape, func(i []loopir.Expr) loopir.Expr {
 			row := loopir.Expr(loopir.Int(0))
 			for k := 0; k < len(i)-1; k++ {
-				row = loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, row, loopir.Int(oshape[k])), i[k])
+				row = loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, row, oshape[k]), i[k])
 			}
 			return flat.At(row, i[len(i)-1])
 		})
-		var eparams []*te.Tensor
-		var efeeds []kernels.Param
-		if out, eparams, efeeds, err = kernels.ApplyEpilogues(reg, out, epi); err != nil {
+		last, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
+		if err != nil {
 			return nil, err
 		}
-		params, feeds = append(params, eparams...), append(feeds, efeeds...)
+		out, params, feeds = last, append(params, eparams...), append(feeds, efeeds...)
 	}
 	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
 	if err != nil {
@@ -291,4 +284,26 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 		}
 	}
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// rowsOf is the product of A's leading extents: a constant when they all are, else an
+// expression over the dims.
+func rowsOf(lead []loopir.Expr) loopir.Expr {
+	rows, static := int64(1), true
+	for _, e := range lead {
+		c, ok := e.(*loopir.IntImm)
+		if !ok {
+			static = false
+			break
+		}
+		rows *= c.V
+	}
+	if static {
+		return loopir.Int(rows)
+	}
+	out := lead[0]
+	for _, e := range lead[1:] {
+		out = loopir.Bin(loopir.Mul, out, e)
+	}
+	return out
 }

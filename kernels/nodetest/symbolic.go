@@ -76,34 +76,13 @@ func ScalarOf(dim string) SymArg {
 func CheckSymbolic(t *testing.T, l Lowerer, op graph.Op, attrs any, numOut int, args []SymArg, binds ...map[string]int64) {
 	t.Helper()
 	b := graph.NewBuilder("main")
-	vals := make([]*graph.Value, len(args))
-	for i, a := range args {
-		switch {
-		case a.Const != nil:
-			vals[i] = b.Const(fmt.Sprintf("c%d", i), a.Const)
-		case a.Type.Known != nil:
-			v := a.Type
-			out, err := b.Node(graph.OpShapeExpr, &graph.ShapeExprAttrs{Value: &v}, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vals[i] = out[0]
-		case a.Type.Kind == graph.KindTensor && a.Type.DType != 0:
-			vals[i] = b.Param(fmt.Sprintf("x%d", i), a.Type)
-		}
-	}
+	vals := symValues(t, b, "", args)
 	outs, err := b.Node(op, attrs, numOut, vals...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := outs[0].Def
-	syms := kernels.Syms{}
-	in := make([]kernels.Input, len(args))
-	for i, v := range vals {
-		if v != nil {
-			in[i] = kernels.Input{T: te.Placeholder(fmt.Sprintf("in%d", i), v.Type.DType, syms.Shape(v.Type.Shape)...), Const: v.Const}
-		}
-	}
+	in := placeholders(kernels.Syms{}, vals)
 	impl, err := l.Lower(n, in, target.Host())
 	if err != nil {
 		t.Fatalf("%v: %v", op, err)
@@ -124,7 +103,7 @@ func CheckSymbolic(t *testing.T, l Lowerer, op graph.Op, attrs any, numOut int, 
 			static[i] = bindArg(t, a, env, uint64(100*bi+i))
 		}
 		_, want := refNode(t, op, attrs, numOut, static)
-		got, err := runSymbolic(dev, k, impl, in, static, env)
+		got, err := runSymbolic(dev, k, n, impl, [][]kernels.Input{in}, [][]Arg{static}, env)
 		if err != nil {
 			t.Fatalf("%v at %v: %v", op, env, err)
 		}
@@ -141,6 +120,41 @@ func CheckSymbolic(t *testing.T, l Lowerer, op graph.Op, attrs any, numOut int, 
 		}
 		CheckNode(t, l, op, attrs, numOut, last...)
 	}
+}
+
+// symValues makes the graph values of args: constants, kiln.ShapeExprs and parameters
+// (named x<prefix><i>; nil for an omitted input).
+func symValues(t testing.TB, b *graph.Builder, prefix string, args []SymArg) []*graph.Value {
+	t.Helper()
+	vals := make([]*graph.Value, len(args))
+	for i, a := range args {
+		switch {
+		case a.Const != nil:
+			vals[i] = b.Const(fmt.Sprintf("c%s%d", prefix, i), a.Const)
+		case a.Type.Known != nil:
+			v := a.Type
+			out, err := b.Node(graph.OpShapeExpr, &graph.ShapeExprAttrs{Value: &v}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals[i] = out[0]
+		case a.Type.Kind == graph.KindTensor && a.Type.DType != 0:
+			vals[i] = b.Param(fmt.Sprintf("x%s%d", prefix, i), a.Type)
+		}
+	}
+	return vals
+}
+
+// placeholders makes a node's kernel inputs from its values' types, one kernel dim per
+// symbol (shared through syms).
+func placeholders(syms kernels.Syms, vals []*graph.Value) []kernels.Input {
+	in := make([]kernels.Input, len(vals))
+	for i, v := range vals {
+		if v != nil {
+			in[i] = kernels.Input{T: te.Placeholder(fmt.Sprintf("in%d", i), v.Type.DType, syms.Shape(v.Type.Shape)...), Const: v.Const}
+		}
+	}
+	return in
 }
 
 // bindArg is a's value at env (a constant stays one).
@@ -183,9 +197,12 @@ func bindArg(t *testing.T, a SymArg, env map[string]int64, seed uint64) Arg {
 	return In(tensor.FromFloat64s(a.Type.DType, shape, v))
 }
 
-// runSymbolic launches k on the bound inputs with the kernel's dims taken from env by
-// name, and returns its outputs in the shapes its extents take at env.
-func runSymbolic(dev devices.Device, k devices.Kernel, impl *kernels.Impl, in []kernels.Input, args []Arg, env map[string]int64) ([]*tensor.Tensor, error) {
+// runSymbolic launches k on the bound inputs (per node of the kernel: the anchor, then
+// its epilogues, as kernels.Param.Node counts them) with the kernel's dims taken from
+// env by name, and returns its outputs in the shapes its extents take at env (or in the
+// shapes of n's outputs at env when the element counts agree: a strategy may compute an
+// output under other extents, a matmul over flattened rows).
+func runSymbolic(dev devices.Device, k devices.Kernel, n *graph.Node, impl *kernels.Impl, in [][]kernels.Input, args [][]Arg, env map[string]int64) ([]*tensor.Tensor, error) {
 	dims := make([]int64, len(impl.Func.Dims))
 	for i, d := range impl.Func.Dims {
 		v, ok := env[d.Name]
@@ -209,13 +226,13 @@ func runSymbolic(dev devices.Device, k devices.Kernel, impl *kernels.Impl, in []
 		return dev.CopyIn(b, raw)
 	}
 	for _, p := range impl.Params {
-		v := args[p.Input].T
-		want, err := evalShape(in[p.Input].T.Shape, env)
+		v := args[p.Node][p.Input].T
+		want, err := evalShape(in[p.Node][p.Input].T.Shape, env)
 		if err != nil {
 			return nil, err
 		}
 		if !slices.Equal(want, v.Shape) {
-			return nil, fmt.Errorf("input %d is %v, its placeholder %v at the binding", p.Input, v.Shape, want)
+			return nil, fmt.Errorf("input %d of node %d is %v, its placeholder %v at the binding", p.Input, p.Node, v.Shape, want)
 		}
 		if p.Prepack != nil {
 			if v, err = p.Prepack(v); err != nil {
@@ -237,8 +254,11 @@ func runSymbolic(dev devices.Device, k devices.Kernel, impl *kernels.Impl, in []
 		if err != nil {
 			return nil, err
 		}
+		if want, ok := nodeShape(n.Outputs[i].Type, env); ok && want.NumElements() == s.NumElements() {
+			s = want
+		}
 		shapes[i] = s
-		if err := alloc(make([]byte, p.DT.Size()*s.NumElements())); err != nil {
+		if err := alloc(withCanary(p.DT.Size() * s.NumElements())); err != nil {
 			return nil, err
 		}
 	}
@@ -247,17 +267,50 @@ func runSymbolic(dev devices.Device, k devices.Kernel, impl *kernels.Impl, in []
 	}
 	var outs []*tensor.Tensor
 	for i, p := range outParams {
-		raw := make([]byte, p.DT.Size()*shapes[i].NumElements())
+		n := p.DT.Size() * shapes[i].NumElements()
+		raw := make([]byte, n+canary)
 		if err := dev.CopyOut(raw, bufs[len(impl.Params)+i]); err != nil {
 			return nil, err
 		}
-		o, err := tensor.FromRaw(p.DT, shapes[i], raw)
+		if !slices.Equal(raw[n:], withCanary(0)) {
+			return nil, fmt.Errorf("output %d: the kernel wrote past its %v elements", i, shapes[i])
+		}
+		o, err := tensor.FromRaw(p.DT, shapes[i], raw[:n])
 		if err != nil {
 			return nil, err
 		}
 		outs = append(outs, o)
 	}
 	return outs, nil
+}
+
+// canary is how many bytes past each output runSymbolic fills with a pattern that a
+// kernel writing out of bounds would change.
+const canary = 256
+
+// withCanary is n zero bytes followed by the canary pattern.
+func withCanary(n int) []byte {
+	raw := make([]byte, n+canary)
+	for i := n; i < len(raw); i++ {
+		raw[i] = byte(0xA5 ^ (i - n))
+	}
+	return raw
+}
+
+// nodeShape is a tensor type's shape at env.
+func nodeShape(t graph.Type, env map[string]int64) (tensor.Shape, bool) {
+	if t.Kind != graph.KindTensor || t.UnknownRank {
+		return nil, false
+	}
+	out := make(tensor.Shape, len(t.Shape))
+	for k, d := range t.Shape {
+		v, ok := d.Eval(env)
+		if !ok || v < 0 {
+			return nil, false
+		}
+		out[k] = int(v)
+	}
+	return out, true
 }
 
 // evalShape evaluates extents with the dims bound by name.

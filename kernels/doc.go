@@ -39,9 +39,9 @@
 // RNN take a symbolic sequence length and batch (input and hidden sizes come from the
 // weights and stay static): loops run to the runtime extents, scratch buffers are
 // allocated at run time (at least one element), the weights are packed for the tiles
-// of one row and each product picks per block of rows between the six-row micro-kernel
-// and the one-row one, and a projection that may run in parallel tests its size at run
-// time (rnn_sym.go, rnn_gemm_sym.go). Every runtime value, 0 and 1 included, reads in
+// of one row and each product runs blocks of six rows, then pairs, then a last row on
+// the micro-kernel for that many rows, and a projection that may run in parallel tests
+// its size at run time (rnn_sym.go, rnn_gemm_sym.go). Every runtime value, 0 and 1 included, reads in
 // bounds (a read whose value a Select discards may touch
 // element 0 of an input that is empty at run time: devices give every buffer storage);
 // the static path is unchanged.

@@ -4,13 +4,17 @@ import "github.com/kilnrt/kiln/loopir"
 
 // The products of a recurrent kernel whose row count is symbolic (the time steps of
 // the projection, the batch of the recurrent product). The tile shape of a static
-// product is chosen from its row count; a symbolic one is served by two shapes picked
-// at run time: blocks of rnnSymBlock rows on the kernel for that many rows (each tile
-// cut into slices as wide as that kernel), and the remaining rows one at a time on the
-// widest tiles, the static kernel of one row. The weights are packed in the tiles of
-// one row, which both read: a slice reads its columns of a tile with the tile's width
-// as row stride. A batch of 1 runs what the static kernel for 1 runs; every row count
-// does the multiply-adds of its rows only, apart from a partial last vector.
+// product is chosen from its row count (RNNVector.shape); a symbolic one takes three
+// at run time: blocks of rnnSymBlock rows on the kernel for that many rows, then the
+// rows that remain in pairs on the two-row kernel, then a last row on the one-row
+// kernel. The weights are packed in the tiles of a one-row product (the widest); a
+// kernel with fewer vectors per row reads a tile in slices, its columns of the tile
+// with the tile's width as row stride. A batch of 1 or 2 runs what the static kernel
+// for 1 or 2 runs, and every row count does the multiply-adds of its rows only (apart
+// from a partial last vector), as the static kernels do; a remainder of 3 to 5 rows
+// streams the weights once per pair instead of once. Three kernels rather than one per
+// remainder keep the C small: each call site is a copy of a kernel once inlined, and
+// the compile time of a generic kernel grows with them.
 
 // rnnSymBlock is the row count of the blocks: the most rows a static product puts in
 // one tile (RNNVector.shape).
@@ -48,20 +52,40 @@ func (v RNNVector) microGemmSym(zero bool, rows loopir.Expr, c, a rnnOperand, w 
 			m, i(width), i(w.k),
 		}}
 	}
-	mr, nv := v.shape(rnnSymBlock)
+	// sliced runs rows [row, row+m) on the kernel for mr rows: a loop over the slices of
+	// the tile as wide as that kernel, then a narrower last slice (each call site is a
+	// copy of the kernel once the C compiler has inlined it)
 	lanes := int64(v.Lanes)
-	step := int64(nv) * lanes
-	full := loopir.Bin(loopir.Div, rows, i(int64(mr)))
-	blocks := rnnLoopE("it", i(0), full, loopir.Serial, func(it loopir.Expr) loopir.Stmt {
-		row := loopir.Bin(loopir.Mul, it, i(int64(mr)))
+	sliced := func(mr int, row, m loopir.Expr) loopir.Stmt {
+		_, nv := v.shape(int64(mr))
+		step := int64(nv) * lanes
+		n := tl.width / step
 		var s loopir.Seq
-		for s0 := int64(0); s0 < tl.width; s0 += step {
-			sw := min(step, tl.width-s0)
-			s = append(s, call(mr, int((sw+lanes-1)/lanes), row, i(int64(mr)), add(col, s0), add(off, s0), sw))
+		switch {
+		case n == 1:
+			s = append(s, call(mr, nv, row, m, col, off, step))
+		case n > 1:
+			s = append(s, rnnLoop("js", 0, n, loopir.Serial, func(js loopir.Expr) loopir.Stmt {
+				o := loopir.Bin(loopir.Mul, js, i(step))
+				return call(mr, nv, row, m, loopir.Bin(loopir.Add, col, o), loopir.Bin(loopir.Add, off, o), step)
+			}))
+		}
+		if w := tl.width - n*step; w > 0 {
+			s = append(s, call(mr, int((w+lanes-1)/lanes), row, m, add(col, n*step), add(off, n*step), w))
 		}
 		return s
+	}
+	block := i(rnnSymBlock)
+	full := loopir.Bin(loopir.Div, rows, block)
+	blocks := rnnLoopE("it", i(0), full, loopir.Serial, func(it loopir.Expr) loopir.Stmt {
+		return sliced(rnnSymBlock, loopir.Bin(loopir.Mul, it, block), block)
 	})
-	rest := rnnLoopE("ir", loopir.Bin(loopir.Mul, full, i(int64(mr))), loopir.Bin(loopir.Mod, rows, i(int64(mr))), loopir.Serial,
-		func(row loopir.Expr) loopir.Stmt { return call(1, tl.nv, row, i(1), col, off, tl.width) })
-	return loopir.Seq{blocks, rest}
+	// the rows that remain: pairs, then one row
+	rem, base := loopir.Bin(loopir.Mod, rows, block), loopir.Bin(loopir.Mul, full, block)
+	pairs := rnnLoopE("ip", i(0), loopir.Bin(loopir.Div, rem, i(2)), loopir.Serial, func(ip loopir.Expr) loopir.Stmt {
+		return sliced(2, loopir.Bin(loopir.Add, base, loopir.Bin(loopir.Mul, ip, i(2))), i(2))
+	})
+	last := loopir.Bin(loopir.Sub, loopir.Bin(loopir.Add, base, rem), i(1))
+	single := &loopir.IfThenElse{Cond: loopir.Bin(loopir.EQ, loopir.Bin(loopir.Mod, rem, i(2)), i(1)), Then: sliced(1, last, i(1))}
+	return loopir.Seq{blocks, pairs, single}
 }

@@ -19,13 +19,14 @@ import (
 // once and run at every binding of rnnEnvs against the reference evaluator, then
 // checked static at the last one.
 
-// rnnEnvs: seq 0, 1, 7 and 33 at batch 1 and 3, an empty batch, and a batch of 8 (a
-// full block of rows and a remainder in the recurrent product; with seq 33 a forward
-// projection large enough to run in parallel).
+// rnnEnvs: seq 0, 1, 7 and 33 at batch 1 and 3, an empty batch, and batches of 4 and 8
+// (row counts leave every remainder 1 to 5 after the blocks of 6 rows, and 8 is a
+// full block and a remainder in the recurrent product; with seq 33 a forward
+// projection is large enough to run in parallel).
 var rnnEnvs = []map[string]int64{
 	{"s": 0, "b": 1}, {"s": 1, "b": 1}, {"s": 7, "b": 1}, {"s": 33, "b": 1},
 	{"s": 0, "b": 3}, {"s": 1, "b": 3}, {"s": 7, "b": 3}, {"s": 5, "b": 0},
-	{"s": 33, "b": 8}, {"s": 33, "b": 3},
+	{"s": 4, "b": 4}, {"s": 33, "b": 8}, {"s": 33, "b": 3},
 }
 
 // rnnSymCase is one recurrent node with X of [s, b, isz] (layout 0) or [b, s, isz].

@@ -31,8 +31,8 @@ var dynamicCases = []dynamicCase{
 	{model: "control_flow"},
 	{model: "bert_tiny"},
 	{model: "gpt2_tiny"},
-	{model: "lstm_tagger", notYet: "strategy rnn-loops"},
-	{model: "gru_speech", notYet: "strategy rnn-loops"},
+	{model: "lstm_tagger"},
+	{model: "gru_speech"},
 }
 
 // randomShapes is how many random shape bindings each model runs besides its data sets.

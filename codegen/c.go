@@ -34,8 +34,6 @@ typedef signed char i8;
 typedef unsigned char u8;
 static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-static inline float kiln_sigmoidf(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
-static inline double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
 `
 
 // EmitC prints the functions as one C translation unit with the default options.
@@ -45,7 +43,7 @@ func EmitC(funcs ...*loopir.PrimFunc) (Source, error) { return EmitCWith(COption
 func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	var b strings.Builder
 	src := Source{Lang: "c"}
-	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}}
+	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}, math: map[string]bool{}}
 	usesThreads := false
 	for _, f := range funcs {
 		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}}
@@ -57,6 +55,7 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	}
 	var unit strings.Builder
 	unit.WriteString(cPrelude)
+	writeMathHelpers(&unit, intrins.math)
 	if usesThreads {
 		unit.WriteString(cThreads)
 		switch {
@@ -108,6 +107,7 @@ type intrinSet struct {
 	seen   map[string]*loopir.TensorIntrin
 	order  []*loopir.TensorIntrin
 	minmax map[string]bool // C types whose min/max/select helpers the unit needs
+	math   map[string]bool // math helpers (c_math.go) the unit calls
 }
 
 func (e *cEmitter) fail(format string, args ...any) {
@@ -370,9 +370,14 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		for i, a := range x.Args {
 			args[i] = e.expr(a)
 		}
+		if h, ok := cMathF32[x.Fn]; ok && dt == tensor.Float32 {
+			e.intrins.useMath(h)
+			return h + "(" + args[0] + ")"
+		}
 		switch x.Fn {
 		case loopir.Sigmoid:
-			return "kiln_sigmoid" + suffix + "(" + args[0] + ")"
+			e.intrins.useMath("kiln_sigmoid")
+			return "kiln_sigmoid(" + args[0] + ")"
 		case loopir.Rsqrt:
 			return "(1" + map[string]string{"f": ".0f", "": ".0"}[suffix] + " / __builtin_sqrt" + suffix + "(" + args[0] + "))"
 		}

@@ -5,6 +5,30 @@
 // devices: int kernel(void *const *bufs, const long long *dims, void *ctx), buffers in
 // parameter order and symbolic dims in PrimFunc.Dims order, returning 0 or an error code.
 //
+// Math: float32 exp, log, tanh, sigmoid and erf are not C library calls but static inline
+// (always_inline) functions defined in the unit's prelude, only those its kernels call
+// (c_math.go), so that gcc and clang inline them and vectorize the loops that call them:
+// elementwise epilogues such as GELU's erf and softmax's exp run 8 lanes at a time on
+// AVX2. They are branch-free (special cases and pieces are selects, 2^n is built from
+// exponent bits through a union) and their polynomials are minimax fits computed for
+// kiln (Remez exchange in float64, coefficients rounded to float32):
+//   - exp: n = round(x/ln2), Cody-Waite r = x - n ln2, e^r = 1 + r + r^2 P4(r), scaled by
+//     2^(n>>1) 2^(n-(n>>1)) so overflow (+inf above 88.72) and subnormal results round
+//     once; -inf and x < -104 give 0, NaN stays NaN.
+//   - log: exponent and mantissa m in [sqrt(1/2), sqrt(2)) from the bits (subnormals
+//     scaled by 2^23), log1p(m-1) = f + f^2 P8(f); log 0 = -inf, negatives and NaN NaN.
+//   - tanh: |x| < 0.625 x + x^3 P4(x^2), else 1 - 2/(e^2|x| + 1), with x's sign.
+//   - sigmoid: e = e^-|x|, 1/(1+e) for x >= 0 and e/(1+e) below (accurate tails).
+//   - erf: |x| < 1 x P6(x^2), else 1 - e^(Q8(|x|-2.5) - x^2) with Q8 fitted to
+//     log(erfc a) + a^2 on [1, 4]; |x| clamped to 4, where erf rounds to 1.
+//
+// Measured over every float32 input against float64 libm, compiled with the CPU
+// device's flags: exp 1.02 ulp, log 0.92 ulp, tanh 1.33 ulp, sigmoid 2.40 ulp, erf
+// 1.37e-7 absolute (2.47 ulp below |x| = 1); special values (±0, ±inf, NaN, overflow,
+// underflow) are exact. TestMathHelpersAccuracy checks a sweep of the whole range and
+// TestMathHelpersVectorize that the compiler vectorizes a loop of each. float64 math and
+// the other intrinsics (sqrt, pow, sin, ...) call the compiler's builtins.
+//
 // Tensor intrinsics are defined once per translation unit from their "c" implementation
 // and called with element addresses, strides and extents. Parallel loops are outlined
 // into functions over chunks of the iteration space and run by a small thread pool

@@ -9,8 +9,6 @@ typedef signed char i8;
 typedef unsigned char u8;
 static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-static inline float kiln_sigmoidf(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
-static inline double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
 typedef unsigned long kiln_thread_t;
 extern int pthread_create(kiln_thread_t *, const void *, void *(*)(void *), void *);
 extern int pthread_join(kiln_thread_t, void **);

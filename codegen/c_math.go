@@ -1,0 +1,156 @@
+package codegen
+
+import (
+	"strings"
+
+	"github.com/kilnrt/kiln/loopir"
+)
+
+// The C dialect's float32 math: exp, log, tanh, sigmoid and erf are static inline
+// functions defined in the translation unit (only those its kernels call) instead of
+// calls of the C library, so that the C compiler inlines them and vectorizes the loops
+// around them (a call of expf or erff keeps a loop scalar). They are branch-free:
+// special cases and the ranges of piecewise approximations are selects, and 2^n is built
+// from exponent bits through a union, which gcc and clang turn into vector integer
+// operations. Polynomial coefficients are minimax fits (Remez exchange in float64, then
+// rounded to float32) written for kiln; the measured errors, over every float32 input
+// against float64 libm, are in doc.go. float64 keeps the C library's functions.
+
+// cMathHelper is a C function defined in a unit's prelude when a kernel calls it.
+type cMathHelper struct {
+	name string
+	deps []string // helpers its code calls, emitted before it
+	code string
+}
+
+// cMathF32 maps the intrinsics with an inline float32 implementation to their helper.
+var cMathF32 = map[loopir.Intrinsic]string{
+	loopir.Exp: "kiln_expf", loopir.Log: "kiln_logf", loopir.Tanh: "kiln_tanhf",
+	loopir.Sigmoid: "kiln_sigmoidf", loopir.Erf: "kiln_erff",
+}
+
+// cMathHelpers in emission order: a helper comes after the helpers it calls.
+var cMathHelpers = []cMathHelper{
+	{name: "kiln_f32u", code: `typedef union { float f; u32 u; } kiln_f32u;
+`},
+	{name: "kiln_expf", deps: []string{"kiln_f32u"}, code: `/* e^x = 2^n e^r: n = round(x log2(e)) by the 1.5*2^23 shifter, r = x - n ln2 in two
+   steps (Cody-Waite), e^r = 1 + r + r^2 P(r) on |r| <= ln2/2 (minimax, relative).
+   x is clamped to [-104, 89] (e^x is 0 below, +inf above, NaN stays NaN); 2^n is built
+   as 2^(n>>1) 2^(n-(n>>1)) so that overflow and subnormal results round once. */
+static inline __attribute__((always_inline)) float kiln_expf(float x) {
+  x = x < -104.0f ? -104.0f : x;
+  x = x > 89.0f ? 89.0f : x;
+  kiln_f32u t = { x * 1.44269504f + 12582912.0f };
+  float n = t.f - 12582912.0f;
+  float r = x - n * 0.693145752f;
+  r = r - n * 1.42860677e-06f;
+  float q = 0.00138144672f;
+  q = q * r + 0.00836878084f;
+  q = q * r + 0.0416683927f;
+  q = q * r + 0.166665196f;
+  q = q * r + 0.49999994f;
+  float p = 1.0f + (r + r * r * q);
+  i32 k = (i32)(t.u - 0x4b400000u), k1 = k >> 1;
+  kiln_f32u s1 = { .u = (u32)(k1 + 127) << 23 }, s2 = { .u = (u32)(k - k1 + 127) << 23 };
+  return p * s1.f * s2.f;
+}
+`},
+	{name: "kiln_logf", deps: []string{"kiln_f32u"}, code: `/* log x = e ln2 + log1p(f): x = 2^e m with m in [sqrt(1/2), sqrt(2)) read from the bits
+   (subnormals scaled by 2^23 first), f = m - 1, log1p(f) = f + f^2 P(f) (minimax,
+   relative); log 0 = -inf, log +inf = +inf, negative and NaN give NaN. */
+static inline __attribute__((always_inline)) float kiln_logf(float x) {
+  i32 sub = x < 1.17549435e-38f;
+  kiln_f32u v = { sub ? x * 8388608.0f : x };
+  i32 e = (i32)(v.u - 0x3f3504f3u) >> 23;
+  kiln_f32u m = { .u = v.u - ((u32)e << 23) };
+  float f = m.f - 1.0f;
+  float q = -0.0762112215f;
+  q = q * f + 0.129046649f;
+  q = q * f - 0.132434607f;
+  q = q * f + 0.141818345f;
+  q = q * f - 0.166090131f;
+  q = q * f + 0.200019687f;
+  q = q * f - 0.250015855f;
+  q = q * f + 0.333333254f;
+  q = q * f - 0.499999881f;
+  float ef = (float)(sub ? e - 23 : e);
+  float r = ef * 0.693145752f + ((f + f * f * q) + ef * 1.42860677e-06f);
+  r = x == __builtin_inff() ? x : r;
+  r = x == 0.0f ? -__builtin_inff() : r;
+  return x >= 0.0f ? r : __builtin_nanf("");
+}
+`},
+	{name: "kiln_tanhf", deps: []string{"kiln_expf"}, code: `/* |x| < 0.625: x + x^3 P(x^2) (minimax, relative); else sign(x) (1 - 2 / (e^2|x| + 1)),
+   which is +-1 at +-inf and NaN at NaN. */
+static inline __attribute__((always_inline)) float kiln_tanhf(float x) {
+  float a = __builtin_fabsf(x), z = x * x;
+  float q = -0.00565998908f;
+  q = q * z + 0.0205909889f;
+  q = q * z - 0.0537210666f;
+  q = q * z + 0.133311272f;
+  q = q * z - 0.333332598f;
+  float r = a < 0.625f ? a + a * z * q : 1.0f - 2.0f / (kiln_expf(a + a) + 1.0f);
+  return __builtin_copysignf(r, x);
+}
+`},
+	{name: "kiln_sigmoidf", deps: []string{"kiln_expf"}, code: `/* e = e^-|x|: 1 / (1 + e) for x >= 0, e / (1 + e) below (no cancellation; tiny results
+   keep their relative accuracy down to the subnormals). */
+static inline __attribute__((always_inline)) float kiln_sigmoidf(float x) {
+  float e = kiln_expf(-__builtin_fabsf(x));
+  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+`},
+	{name: "kiln_erff", deps: []string{"kiln_expf"}, code: `/* |x| < 1: x P(x^2) (minimax, relative); else sign(x) (1 - e^(Q(|x| - 2.5) - x^2)) with Q
+   a minimax fit of log(erfc a) + a^2 on [1, 4]; |x| is clamped to 4, where erf rounds
+   to 1 (NaN stays NaN). */
+static inline __attribute__((always_inline)) float kiln_erff(float x) {
+  float a = __builtin_fabsf(x), z = x * x;
+  a = a > 4.0f ? 4.0f : a;
+  float p = 7.85386146e-05f;
+  p = p * z - 0.000801019371f;
+  p = p * z + 0.00518832775f;
+  p = p * z - 0.0268538129f;
+  p = p * z + 0.112835854f;
+  p = p * z - 0.37612626f;
+  p = p * z + 1.12837911f;
+  float t = a - 2.5f;
+  float q = 1.5998155e-06f;
+  q = q * t - 1.33017065e-05f;
+  q = q * t + 7.74549335e-05f;
+  q = q * t - 0.000420173135f;
+  q = q * t + 0.00216508145f;
+  q = q * t - 0.0108584873f;
+  q = q * t + 0.0561063923f;
+  q = q * t - 0.352680683f;
+  q = q * t - 1.55681527f;
+  float big = __builtin_copysignf(1.0f - kiln_expf(q - a * a), x);
+  return a < 1.0f ? x * p : big;
+}
+`},
+	{name: "kiln_sigmoid", code: `static inline double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
+`},
+}
+
+// useMath records that the unit needs a helper and the helpers it calls.
+func (s *intrinSet) useMath(name string) {
+	if s.math[name] {
+		return
+	}
+	s.math[name] = true
+	for _, h := range cMathHelpers {
+		if h.name == name {
+			for _, d := range h.deps {
+				s.useMath(d)
+			}
+		}
+	}
+}
+
+// writeMathHelpers defines the helpers the unit uses, in dependency order.
+func writeMathHelpers(b *strings.Builder, used map[string]bool) {
+	for _, h := range cMathHelpers {
+		if used[h.name] {
+			b.WriteString(h.code)
+		}
+	}
+}

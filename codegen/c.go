@@ -100,6 +100,7 @@ type cEmitter struct {
 	opts       COptions
 	err        error
 	nonNeg     map[*loopir.Var]bool // loop variables and dims known to be ≥ 0
+	positive   map[*loopir.Var]int  // dims known to be ≥ 1 here: factors of an enclosing loop's extent
 }
 
 // intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
@@ -229,7 +230,9 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		v := e.ident(s.Var, s.Var.Name)
 		end := loopir.Bin(loopir.Add, s.Min, s.Extent)
 		fmt.Fprintf(e.b, "%sfor (i64 %s = %s; %s < %s; ++%s) {\n", pad, v, e.expr(s.Min), v, e.expr(end), v)
+		forget := e.inside(s)
 		e.stmt(s.Body, depth+1)
+		forget()
 		fmt.Fprintf(e.b, "%s}\n", pad)
 	case *loopir.Store:
 		fmt.Fprintf(e.b, "%s%s[%s] = %s;\n", pad, e.ident(s.Buf, s.Buf.Name), e.index(s.Buf, s.Index), e.expr(s.Value))
@@ -326,14 +329,14 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		isInt := !x.A.DType().IsFloat()
 		switch x.Op {
 		case loopir.Div:
-			if isInt && e.isNonNeg(x.A) && isPositive(x.B) {
+			if isInt && e.isNonNeg(x.A) && e.isPositive(x.B) {
 				return "(" + a + " / " + b + ")" // floor and truncation agree
 			}
 			if isInt {
 				return "kiln_floordiv(" + a + ", " + b + ")"
 			}
 		case loopir.Mod:
-			if isInt && e.isNonNeg(x.A) && isPositive(x.B) {
+			if isInt && e.isNonNeg(x.A) && e.isPositive(x.B) {
 				return "(" + a + " % " + b + ")"
 			}
 			if isInt {
@@ -424,7 +427,9 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	}
 	v := e.ident(s.Var, s.Var.Name)
 	fmt.Fprintf(e.b, "  for (i64 %s = env->lo; %s < env->hi; ++%s) {\n", v, v, v)
+	forget := e.inside(s)
 	e.stmt(s.Body, 2)
+	forget()
 	e.b.WriteString("  }\n  return 0;\n}\n")
 	e.pre.WriteString(ob.String())
 	e.b, e.retErr, e.inPar = saved, savedRet, false
@@ -524,29 +529,4 @@ func (e *cEmitter) captures(s *loopir.For) ([]*loopir.Var, []*loopir.Buffer) {
 		return nil
 	})
 	return vars, bufs
-}
-
-// isNonNeg reports an integer expression that cannot be negative: constants ≥ 0, loop
-// variables of loops starting at ≥ 0, dims, and sums, products, quotients, remainders,
-// minima and maxima of such.
-func (e *cEmitter) isNonNeg(x loopir.Expr) bool {
-	switch x := x.(type) {
-	case *loopir.IntImm:
-		return x.V >= 0
-	case *loopir.Var:
-		return e.nonNeg[x]
-	case *loopir.Binary:
-		switch x.Op {
-		case loopir.Add, loopir.Mul, loopir.Min, loopir.Max:
-			return e.isNonNeg(x.A) && e.isNonNeg(x.B)
-		case loopir.Div, loopir.Mod:
-			return e.isNonNeg(x.A) && isPositive(x.B)
-		}
-	}
-	return false
-}
-
-func isPositive(x loopir.Expr) bool {
-	c, ok := x.(*loopir.IntImm)
-	return ok && c.V > 0
 }

@@ -175,3 +175,34 @@ func randN(r *rand.Rand, n int) []float32 {
 	}
 	return v
 }
+
+// TestGoldenSymbolicFused covers division by dims: inside a loop whose extent is a
+// product of dims they are at least 1, so the fused loop's indices use C's / and %;
+// the same division where no loop proves it stays a floor division.
+func TestGoldenSymbolicFused(t *testing.T) {
+	b, s := te.Dim("b"), te.Dim("s")
+	x := te.Placeholder("X", tensor.Float32, b, s, loopir.Int(8))
+	y := te.Compute("Y", x.Shape, func(i []loopir.Expr) loopir.Expr {
+		return te.Mul(x.At(i...), loopir.Float(2, tensor.Float32))
+	})
+	first := te.Compute("First", []loopir.Expr{loopir.Int(1)}, func(i []loopir.Expr) loopir.Expr {
+		return x.At(loopir.Int(0), loopir.Bin(loopir.Mod, loopir.Int(7), s), loopir.Int(0))
+	})
+	f, err := te.Lower("scale", []*te.Tensor{x}, []*te.Tensor{y, first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := schedule.New(f)
+	if err := kcpu.ScheduleGeneric(sc); err != nil {
+		t.Fatal(err)
+	}
+	low, err := passes.CPUPipeline().Run(sc.Func())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true}, low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "symbolic_fused.c", src.Code)
+}

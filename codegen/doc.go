@@ -29,6 +29,13 @@
 // TestMathHelpersVectorize that the compiler vectorizes a loop of each. float64 math and
 // the other intrinsics (sqrt, pow, sin, ...) call the compiler's builtins.
 //
+// Integer / and % of loopir are floor operations: they print as C's own where the
+// dividend cannot be negative and the divisor is positive (a constant, or a dim that is a
+// factor of an enclosing loop's extent, so at least 1 wherever the body runs: the
+// indices of a fused or split symbolic loop), and through kiln_floordiv/kiln_floormod
+// otherwise (whose branches the C compiler neither hoists nor vectorizes around: a
+// symbolic kernel's indices once cost 100× in time).
+//
 // Tensor intrinsics are defined once per translation unit from their "c" implementation
 // and called with element addresses, strides and extents. Parallel loops are outlined
 // into functions over chunks of the iteration space and run by a small thread pool

@@ -64,7 +64,7 @@ func (m *model) genericFor(ctx context.Context, shapes map[string][]int64, key s
 	if start {
 		m.svc.log.Info("shape seen often: specializing in the background", zap.String("model", m.name),
 			zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Int("requests", after))
-		go m.compile.DoChan(key, func() (any, error) { return m.build(shapes, key) })
+		m.compile.DoChan(key, func() (any, error) { return m.build(shapes, key) }) // not awaited: requests go on generically
 	}
 	return g, nil
 }

@@ -26,7 +26,7 @@ type emitter struct {
 	// static plan bookkeeping
 	arena  vm.Reg
 	roots  []*root
-	dyn    []*root             // storages sized at run time on the straight-line part (symbolic.go)
+	dyn    []*root            // storages sized at run time on the straight-line part (symbolic.go)
 	rootOf map[vm.Reg][]*root // the allocations a register may hold (views included)
 	loops  []*loopRegion
 	depth  int // control-flow nesting: 0 is the straight-line part, planned statically

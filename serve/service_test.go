@@ -43,6 +43,13 @@ func testRepo(t *testing.T) (string, *tensor.Tensor, *tensor.Tensor) {
 
 func openService(t *testing.T, repo, journal string) *Service {
 	t.Helper()
+	return openServiceWith(t, repo, journal, Options{Instances: 2})
+}
+
+// openServiceWith opens a Service on repo with a journal in journal, opts' other fields
+// kept.
+func openServiceWith(t *testing.T, repo, journal string, opts Options) *Service {
+	t.Helper()
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if errors.Is(err, devices.ErrUnavailable) {
 		testdata.NoCompiler(t, err)
@@ -56,7 +63,8 @@ func openService(t *testing.T, repo, journal string) *Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	s, err := New(Options{Repository: repo, CPU: dev, Journal: j, Instances: 2})
+	opts.Repository, opts.CPU, opts.Journal = repo, dev, j
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

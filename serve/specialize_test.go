@@ -2,39 +2,16 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/devices"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/tensor"
 )
 
 func openSpecializing(t *testing.T, repo, journal string, after int) *Service {
 	t.Helper()
-	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
-	if errors.Is(err, devices.ErrUnavailable) {
-		testdata.NoCompiler(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	j, err := compilecache.Open(compilecache.Options{Dir: journal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	s, err := New(Options{Repository: repo, CPU: dev, Journal: j, SpecializeAfter: after})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return openServiceWith(t, repo, journal, Options{SpecializeAfter: after})
 }
 
 // TestGenericThenSpecialized: with SpecializeAfter 3 the MLP (free batch dim) compiles

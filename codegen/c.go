@@ -215,6 +215,10 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 			return
 		case loopir.Serial:
 		case loopir.Vectorized:
+			if acc, ok := loopir.MatchAccumulate(s.Body); ok && !slices.ContainsFunc(acc.Store.Index, func(x loopir.Expr) bool { return loopir.Uses(x, s.Var) }) {
+				e.vectorReduction(s, acc, depth)
+				return
+			}
 			fmt.Fprintf(e.b, "%s#pragma GCC ivdep\n", pad)
 		case loopir.Unrolled:
 			fmt.Fprintf(e.b, "%s#pragma GCC unroll 16\n", pad)

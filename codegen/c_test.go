@@ -206,3 +206,53 @@ func TestGoldenSymbolicFused(t *testing.T) {
 	}
 	checkGolden(t, "symbolic_fused.c", src.Code)
 }
+
+// lowerSoftmaxRows schedules a softmax over the rows of a [rows, cols] matrix (both
+// symbolic) with the generic rule: the row max and the row sum are reductions over
+// the contiguous axis, emitted as vector reductions.
+func lowerSoftmaxRows(t *testing.T) *loopir.PrimFunc {
+	t.Helper()
+	x := te.Placeholder("X", tensor.Float32, te.Dim("rows"), te.Dim("cols"))
+	y, err := kernels.SoftmaxAxis(x, 1, graph.OpSoftmax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := te.Lower("softmax_rows", []*te.Tensor{x}, []*te.Tensor{y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := schedule.New(f)
+	if err := kcpu.ScheduleGeneric(sc); err != nil {
+		t.Fatal(err)
+	}
+	low, err := passes.CPUPipeline().Run(sc.Func())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return low
+}
+
+func TestGoldenVectorReduction(t *testing.T) {
+	src, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true}, lowerSoftmaxRows(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "vector_reduction.c", src.Code)
+}
+
+// TestVectorReductionAgainstRef runs the vector reductions at row lengths below, at and
+// around the vector width, and with no columns at all.
+func TestVectorReductionAgainstRef(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	f := lowerSoftmaxRows(t)
+	for _, rc := range [][2]int{{3, 1}, {2, 7}, {4, 8}, {5, 37}, {1, 300}, {2, 0}} {
+		rows, cols := rc[0], rc[1]
+		x := randN(r, rows*cols)
+		for i := range x {
+			x[i] *= 20 // exercise the max subtraction
+		}
+		got := kerneltest.Run(t, f, []int64{int64(rows), int64(cols)}, rows*cols, x)
+		want := kerneltest.Ref(t, graph.OpSoftmax, &graph.SoftmaxAttrs{Axis: 1}, []*tensor.Tensor{tensor.MustFromSlice(tensor.Shape{rows, cols}, x)})
+		kerneltest.Close(t, "softmax", got, want)
+	}
+}

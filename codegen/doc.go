@@ -36,6 +36,13 @@
 // otherwise (whose branches the C compiler neither hoists nor vectorizes around: a
 // symbolic kernel's indices once cost 100× in time).
 //
+// Vectorized loops print with `#pragma GCC ivdep`, except a vectorized reduction (its
+// body one loopir.Accumulate into an element invariant in the loop, as schedule's
+// vectorize admits): the element is held in a scalar accumulator and the loop carries
+// `#pragma omp simd reduction(op:acc)` (compiled with -fopenmp-simd, no OpenMP
+// runtime), so a row's sum or max runs across vector lanes instead of one serial chain
+// of additions (softmax 4-5× and LayerNorm 2-3× faster on bert_tiny).
+//
 // Tensor intrinsics are defined once per translation unit from their "c" implementation
 // and called with element addresses, strides and extents. Parallel loops are outlined
 // into functions over chunks of the iteration space and run by a small thread pool

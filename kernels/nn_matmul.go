@@ -28,6 +28,20 @@ func computeMatMul(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 // then M (unless a is 1-D), then N (unless b is 1-D). Extents may be symbolic; a
 // symbolic batch extent against a constant other than 1 is taken to agree with it.
 func MatMulND(a, b *te.Tensor) (*te.Tensor, error) {
+	return matMulND(a, b, contract)
+}
+
+// MatMulReduction is MatMulND with the contraction as one plain sum over k (a block
+// with a reduction iterator k innermost, C[..., i, j] += A[..., i, k]·B[..., k, j]): the
+// form a GEMM micro-kernel tensorizes.
+func MatMulReduction(a, b *te.Tensor) (*te.Tensor, error) {
+	return matMulND(a, b, func(name string, k loopir.Expr, term func(kk loopir.Expr) loopir.Expr) loopir.Expr {
+		r := te.RAxis(name, k)
+		return te.Sum(term(r.Var), r)
+	})
+}
+
+func matMulND(a, b *te.Tensor, contract func(string, loopir.Expr, func(loopir.Expr) loopir.Expr) loopir.Expr) (*te.Tensor, error) {
 	ra, rb := len(a.Shape), len(b.Shape)
 	if ra == 0 || rb == 0 {
 		return nil, Unsupported("MatMul of a scalar")

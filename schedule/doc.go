@@ -11,7 +11,10 @@
 // storage_align (padded strides of a local buffer); tensorize (a perfect nest matched
 // structurally against a loopir.TensorIntrin description, strides taken from the actual
 // buffers, split tails turned into run-time extents). Queries (Extent, HasBlock) are not
-// recorded.
+// recorded. vectorize takes a spatial innermost loop, or an innermost reduction loop
+// over one decomposed block that accumulates a sum, max or min into an element the loop
+// does not move (loopir.MatchAccumulate): that grants reassociation, which the code
+// generator uses for a vector reduction; any other reduction loop is refused.
 //
 // Every applied primitive is appended to a Trace (instruction, inputs, integer
 // decisions, outputs). A trace prints as text, parses back, and replays on a fresh copy of

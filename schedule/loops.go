@@ -228,12 +228,42 @@ func (s *Schedule) setKind(prim string, l LoopRV, kind loopir.ForKind) error {
 		if hasLoop {
 			return s.errf(prim, "loop %s is not innermost", f.Var.Name)
 		}
+		if drivesReduction(f.Body, f.Var) && !vectorReduction(f) {
+			return s.errf(prim, "loop %s drives a reduction that is not a sum, max or min into a decomposed block without predicate", f.Var.Name)
+		}
 	}
 	s.replaceLoop(f.Var, func(f *loopir.For) loopir.Stmt {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: kind, Body: f.Body, Annotations: f.Annotations}
 	})
 	s.trace.add(prim, []string{string(l)}, nil, nil, nil)
 	return nil
+}
+
+// vectorReduction reports whether the reduction loop f may run vectorized: its body is
+// one reduction block whose init was decomposed out, with no predicate, updating its
+// output by a sum, max or min (loopir.MatchAccumulate), which the code generator emits
+// as a vector reduction over a scalar accumulator.
+func vectorReduction(f *loopir.For) bool {
+	body := f.Body
+	if s, ok := body.(loopir.Seq); ok && len(s) == 1 {
+		body = s[0]
+	}
+	b, ok := body.(*loopir.Block)
+	if !ok || b.Init != nil || b.Predicate != nil {
+		return false
+	}
+	acc, ok := loopir.MatchAccumulate(b.Body)
+	if !ok {
+		return false
+	}
+	for _, it := range b.Iters {
+		for _, ix := range acc.Store.Index {
+			if it.Kind == loopir.Reduction && loopir.Uses(ix, it.Var) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func drivesReduction(st loopir.Stmt, v *loopir.Var) bool {

@@ -202,3 +202,24 @@ func TestDecomposeRequiresEnclosingReductionLoops(t *testing.T) {
 		t.Errorf("second decomposition (no init left): %v", err)
 	}
 }
+
+// TestVectorizeReduction: a reduction loop may be vectorized only once its block's init
+// is decomposed out (the code generator then emits a vector reduction); a loop over a
+// block that still initializes inside it is refused.
+func TestVectorizeReduction(t *testing.T) {
+	s := New(matmul(t))
+	b, _ := s.GetBlock("C")
+	loops, _ := s.GetLoops(b)
+	if err := s.Vectorize(loops[2]); !errors.Is(err, ErrSchedule) {
+		t.Errorf("vectorizing k with the init inside: %v, want ErrSchedule", err)
+	}
+	if _, err := s.DecomposeReduction(b, loops[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Vectorize(loops[2]); err != nil {
+		t.Errorf("vectorizing the decomposed sum over k: %v", err)
+	}
+	if err := s.Vectorize(loops[1]); !errors.Is(err, ErrSchedule) {
+		t.Errorf("vectorizing a loop that is not innermost: %v, want ErrSchedule", err)
+	}
+}

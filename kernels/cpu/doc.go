@@ -8,13 +8,20 @@
 // kernel), matmul/gemm-packed-tensorized (constant B packed into panels on the host;
 // A's leading extents, flattened into rows, may be symbolic: the row tiles then end in a
 // tile the micro-kernel takes as partial at run time, and the epilogues view the rows
-// back under the output's symbolic extents), rnn-loops for LSTM/GRU/RNN (sequence
+// back under the output's symbolic extents; with few row blocks the parallel loop
+// runs over row block × column panel pairs so that two threads split a 128-row
+// product evenly), matmul-batched-tensorized (both operands computed at run time, as
+// attention's Q·Kᵀ and P·V: the micro-kernel reads B's rows in place, one parallel loop
+// over batch × row tile × column tile), rnn-loops for LSTM/GRU/RNN (sequence
 // length and batch static or symbolic), and the generic rule ScheduleGeneric for every
 // other op with a definition: elementwise stages inlined, leading spatial loops fused
 // and parallel when the block does enough work, innermost spatial loop vectorized, and
 // the innermost spatial loop moved inside the reductions when the inputs stream along
 // it (a symbolic extent counts as long enough: the C compiler's vector loop takes any
-// run-time trip count, with a scalar tail).
+// run-time trip count, with a scalar tail); where the inputs stream along the innermost
+// reduction instead (a row's max, sum or sum of squares in softmax and LayerNorm), the
+// reduction stays innermost, its init is decomposed out and it runs as a vector
+// reduction.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are

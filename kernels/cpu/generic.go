@@ -78,7 +78,46 @@ func scheduleNest(s *schedule.Schedule, name string) error {
 			}
 		}
 	}
+	if spatial < len(loops) && streamsAlongReduction(s, loops[len(loops)-1], name) {
+		// the reduction stays innermost, reading contiguously: move its init out so
+		// that parallelVector can vectorize it as a reduction
+		if _, err := s.DecomposeReduction(b, loops[spatial]); err != nil && !errors.Is(err, schedule.ErrSchedule) {
+			return err
+		}
+	}
 	return parallelVector(s, b, work)
+}
+
+// minVectorReduction is the least extent of an innermost reduction loop worth running
+// as a vector reduction (one vector of lanes, plus the horizontal combine at the end).
+const minVectorReduction = 8
+
+// streamsAlongReduction reports whether the innermost loop l (a reduction loop of block
+// name) is long enough for a vector reduction and some load of the block reads along
+// it contiguously (its iterator in the load's last index).
+func streamsAlongReduction(s *schedule.Schedule, l schedule.LoopRV, name string) bool {
+	if e, ok := s.Extent(l); ok && e < minVectorReduction {
+		return false
+	}
+	var blk *loopir.Block
+	loopir.MapStmt(s.Func().Body, func(e loopir.Expr) loopir.Expr { return e }, func(x loopir.Stmt) loopir.Stmt {
+		if b, ok := x.(*loopir.Block); ok && b.Name == name {
+			blk = b
+		}
+		return nil
+	})
+	if blk == nil || len(blk.Iters) == 0 || blk.Iters[len(blk.Iters)-1].Kind != loopir.Reduction {
+		return false
+	}
+	inner := map[*loopir.Var]bool{blk.Iters[len(blk.Iters)-1].Var: true}
+	found := false
+	loopir.MapStmt(blk.Body, func(e loopir.Expr) loopir.Expr {
+		if ld, ok := e.(*loopir.Load); ok && len(ld.Index) > 0 && usesAny(ld.Index[len(ld.Index)-1:], inner) {
+			found = true
+		}
+		return e
+	}, nil)
+	return found
 }
 
 // parallelVector fuses a block's leading spatial loops into one parallel loop (when the
@@ -117,6 +156,12 @@ func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64) error 
 		if err := s.Vectorize(innermost); err != nil && !errors.Is(err, schedule.ErrSchedule) {
 			return err
 		}
+	} else if red {
+		// a decomposed sum/max/min runs as a vector reduction; others are refused
+		// (ErrSchedule) and stay serial
+		if err := s.Vectorize(innermost); err != nil && !errors.Is(err, schedule.ErrSchedule) {
+			return err
+		}
 	}
 	return nil
 }
@@ -152,9 +197,18 @@ func spatialInside(f *loopir.PrimFunc, name string, spatial int) bool {
 		red[it.Var] = true
 	}
 	along, redOnly := 0, 0
+	self := map[*loopir.Buffer]bool{}
+	loopir.MapStmt(blk.Body, func(e loopir.Expr) loopir.Expr { return e }, func(x loopir.Stmt) loopir.Stmt {
+		if st, ok := x.(*loopir.Store); ok {
+			self[st.Buf] = true
+		}
+		return nil
+	})
 	loopir.MapStmt(blk.Body, func(e loopir.Expr) loopir.Expr {
 		ld, ok := e.(*loopir.Load)
-		if !ok || len(ld.Index) == 0 {
+		if !ok || len(ld.Index) == 0 || self[ld.Buf] || !usesAny(ld.Index, red) {
+			// the accumulator, and values the reduction does not vary (a row's max
+			// in softmax's sum), are read once per output element either way
 			return e
 		}
 		hasSp, hasRed := false, false
@@ -174,4 +228,16 @@ func spatialInside(f *loopir.PrimFunc, name string, spatial int) bool {
 		return e
 	}, nil)
 	return along > 0 && along >= redOnly
+}
+
+// usesAny reports whether any index refers to one of vars.
+func usesAny(index []loopir.Expr, vars map[*loopir.Var]bool) bool {
+	for _, ix := range index {
+		for v := range vars {
+			if loopir.Uses(ix, v) {
+				return true
+			}
+		}
+	}
+	return false
 }

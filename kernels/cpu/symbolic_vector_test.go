@@ -44,30 +44,45 @@ func TestSymbolicVectorized(t *testing.T) {
 }
 
 // TestSymbolicScheduleVectorizes: with the output's columns symbolic, the batched
-// matmul still runs them innermost (inside the reduction) and vectorized, and its rows
-// in parallel, as with static extents.
+// matmul of two computed operands runs on the micro-kernel (tensorized, partial tiles at
+// run time) in parallel; with a few static columns, fewer than a micro-kernel tile, the
+// generic rule runs them innermost (inside the reduction) and vectorized, and its rows in
+// parallel, as with static extents.
 func TestSymbolicScheduleVectorizes(t *testing.T) {
-	syms := kernels.Syms{}
 	f := tensor.Float32
-	b := graph.NewBuilder("main")
-	x := b.Param("x", nt.Sym(f, "b", "4", "s", "64").Type)
-	y := b.Param("y", nt.Sym(f, "b", "4", "64", "s").Type)
-	outs, err := b.Node(graph.OpMatMul, nil, 1, x, y)
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		x, y     nt.SymArg
+		strategy string
+		want     []string
+	}{
+		{nt.Sym(f, "b", "4", "s", "64"), nt.Sym(f, "b", "4", "64", "s"), "matmul-batched-tensorized", []string{"tensorize(", "parallel("}},
+		{nt.Sym(f, "b", "4", "s", "s"), nt.Sym(f, "b", "4", "s", "4"), "generic", []string{"decompose_reduction(", "reorder(", "parallel(", "vectorize("}},
 	}
-	in := []kernels.Input{
-		{T: te.Placeholder("x", f, syms.Shape(x.Type.Shape)...)},
-		{T: te.Placeholder("y", f, syms.Shape(y.Type.Shape)...)},
-	}
-	impl, err := Strategies(kernels.Default()).Lower(outs[0].Def, in, target.Host())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := impl.Trace.String()
-	for _, want := range []string{"decompose_reduction(", "reorder(", "parallel(", "vectorize("} {
-		if !strings.Contains(tr, want) {
-			t.Errorf("trace lacks %s:\n%s", want, tr)
+	for _, c := range cases {
+		syms := kernels.Syms{}
+		b := graph.NewBuilder("main")
+		x := b.Param("x", c.x.Type)
+		y := b.Param("y", c.y.Type)
+		outs, err := b.Node(graph.OpMatMul, nil, 1, x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := []kernels.Input{
+			{T: te.Placeholder("x", f, syms.Shape(x.Type.Shape)...)},
+			{T: te.Placeholder("y", f, syms.Shape(y.Type.Shape)...)},
+		}
+		impl, err := Strategies(kernels.Default()).Lower(outs[0].Def, in, target.Host())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if impl.Strategy != c.strategy {
+			t.Errorf("%v × %v: strategy %s, want %s", x.Type, y.Type, impl.Strategy, c.strategy)
+		}
+		tr := impl.Trace.String()
+		for _, want := range c.want {
+			if !strings.Contains(tr, want) {
+				t.Errorf("%v × %v: trace lacks %s:\n%s", x.Type, y.Type, want, tr)
+			}
 		}
 	}
 }

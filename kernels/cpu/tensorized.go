@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,14 +17,17 @@ import (
 )
 
 // tensorizedStrategies: convolution and matrix products on the GEMM micro-kernels, with
-// constant weights repacked on the host at compile time.
+// constant weights repacked on the host at compile time; products of two computed
+// operands read B in place.
 func tensorizedStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 	conv := withRegistry(reg, buildConvBlocked)
 	mm := withRegistry(reg, buildMatMulPacked)
+	bmm := withRegistry(reg, buildMatMulBatched)
 	return map[graph.Op][]kernels.Strategy{
-		graph.OpConv:   {{Name: "conv2d-nchwc-tensorized", Build: unfused(conv), Fused: conv}},
-		graph.OpMatMul: {{Name: "matmul-packed-tensorized", Build: unfused(mm), Fused: mm}},
-		graph.OpGemm:   {{Name: "gemm-packed-tensorized", Build: unfused(mm), Fused: mm}},
+		graph.OpConv: {{Name: "conv2d-nchwc-tensorized", Build: unfused(conv), Fused: conv}},
+		graph.OpMatMul: {{Name: "matmul-packed-tensorized", Build: unfused(mm), Fused: mm},
+			{Name: "matmul-batched-tensorized", Build: unfused(bmm), Fused: bmm}},
+		graph.OpGemm: {{Name: "gemm-packed-tensorized", Build: unfused(mm), Fused: mm}},
 	}
 }
 
@@ -245,45 +249,154 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 		params, feeds = append(params, c), append(feeds, kernels.Param{Input: 2})
 	}
 	out := kernels.MatMulPrepacked(a2, bp, bias, cols)
+	flat := false
 	if len(epi) > 0 {
-		// the epilogues see the product under the node's own shape: view the 2-D rows
-		// back as the output's extents
 		if ot := n.Outputs[0].Type; ot.Kind != graph.KindTensor || ot.UnknownRank || ot.Block != 0 || len(ot.Shape) != len(a.T.Shape) {
 			return nil, notApplicable("epilogue on a matmul output of type %v", n.Outputs[0].Type)
 		}
 		oshape := append(append([]loopir.Expr{}, lead...), loopir.Int(cols))
-		flat := out
-		out = te.Compute("rows", oshape, func(i []loopir.Expr) loopir.Expr {
-			row := loopir.Expr(loopir.Int(0))
-			for k := 0; k < len(i)-1; k++ {
-				row = loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, row, oshape[k]), i[k])
+		var eparams []*te.Tensor
+		var efeeds []kernels.Param
+		var err error
+		if _, static := rowsOf(lead).(*loopir.IntImm); static {
+			// the epilogues run on the product's own [rows, cols] (the kernel's output
+			// is that view of the node's), so that they can run on each tile
+			var last *te.Tensor
+			last, eparams, efeeds, err = flatEpilogues(reg, out, oshape, epi)
+			if err == nil {
+				out, flat = last, true
+			} else if !errors.Is(err, kernels.ErrNotApplicable) {
+				return nil, err
 			}
-			return flat.At(row, i[len(i)-1])
-		})
-		last, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
+		}
+		if !flat {
+			// the epilogues see the product under the node's own shape: view the 2-D
+			// rows back as the output's extents
+			prod := out
+			view := te.Compute("rows", oshape, func(i []loopir.Expr) loopir.Expr {
+				row := loopir.Expr(loopir.Int(0))
+				for k := 0; k < len(i)-1; k++ {
+					row = loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, row, oshape[k]), i[k])
+				}
+				return prod.At(row, i[len(i)-1])
+			})
+			out, eparams, efeeds, err = kernels.ApplyEpilogues(reg, view, epi)
+		}
 		if err != nil {
 			return nil, err
 		}
-		out, params, feeds = last, append(params, eparams...), append(feeds, efeeds...)
+		params, feeds = append(params, eparams...), append(feeds, efeeds...)
 	}
 	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
 	if err != nil {
 		return nil, err
 	}
 	s := schedule.New(f)
-	if err := ScheduleMatMulPacked(s, g, DefaultGemm); err != nil {
-		return nil, err
-	}
 	last, err := inlineChain(s, "matmul")
 	if err != nil {
 		return nil, err
 	}
-	if last != "matmul" {
+	epilogue := ""
+	if flat && last != "matmul" {
+		epilogue = last
+	}
+	moved, err := ScheduleMatMulPackedEpilogue(s, g, DefaultGemm, epilogue)
+	if err != nil {
+		return nil, err
+	}
+	if last != "matmul" && !moved {
 		if err := scheduleNest(s, last); err != nil {
 			return nil, err
 		}
 	}
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// flatEpilogues applies the epilogues to the product over its flattened rows, prod
+// [rows, cols], for a node whose output has the static shape oshape: a run-time input of
+// rank ≥ 2 is read through a [rows, cols] view of itself under the broadcast (an axis of
+// extent 1 read at 0), inputs of rank 0 or 1 broadcast along the columns as they are.
+// It returns the last stage and, as ApplyEpilogues, the placeholders it reads and their
+// sources.
+func flatEpilogues(reg *kernels.Registry, prod *te.Tensor, oshape []loopir.Expr, epi []kernels.Epilogue) (*te.Tensor, []*te.Tensor, []kernels.Param, error) {
+	ext := make([]int64, len(oshape))
+	for k, e := range oshape {
+		ext[k] = e.(*loopir.IntImm).V
+	}
+	flat := make([]kernels.Epilogue, len(epi))
+	for k, e := range epi {
+		flat[k] = e
+		flat[k].In = append([]kernels.Input{}, e.In...)
+		for i, x := range e.In {
+			if e.From[i] >= 0 || x.T == nil || len(x.T.Shape) < 2 {
+				continue
+			}
+			v, err := rowsView(x.T, ext)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			flat[k].In[i] = kernels.Input{T: v}
+		}
+	}
+	last, _, _, err := kernels.ApplyEpilogues(reg, prod, flat)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	read := map[*te.Tensor]bool{}
+	for _, t := range te.Inputs(last) {
+		read[t] = true
+	}
+	var params []*te.Tensor
+	var feeds []kernels.Param
+	for k, e := range epi {
+		for i, x := range e.In {
+			if e.From[i] < 0 && x.T != nil && read[x.T] {
+				params = append(params, x.T)
+				feeds = append(feeds, kernels.Param{Node: k + 1, Input: i})
+				delete(read, x.T)
+			}
+		}
+	}
+	return last, params, feeds, nil
+}
+
+// rowsView reads x (broadcast against an output of static extents ext) as [rows, cols]
+// with rows the product of ext's leading extents.
+func rowsView(x *te.Tensor, ext []int64) (*te.Tensor, error) {
+	off := len(ext) - len(x.Shape)
+	if off < 0 {
+		return nil, notApplicable("epilogue input of rank %d on an output of rank %d", len(x.Shape), len(ext))
+	}
+	xe := make([]int64, len(x.Shape))
+	for k, e := range x.Shape {
+		c, ok := e.(*loopir.IntImm)
+		if !ok || (c.V != 1 && c.V != ext[off+k]) {
+			return nil, notApplicable("epilogue input %v on an output of extents %v", x.Shape, ext)
+		}
+		xe[k] = c.V
+	}
+	rows := int64(1)
+	for _, e := range ext[:len(ext)-1] {
+		rows *= e
+	}
+	return te.Compute("rows_"+x.Name, []loopir.Expr{loopir.Int(rows), loopir.Int(ext[len(ext)-1])}, func(i []loopir.Expr) loopir.Expr {
+		idx := make([]loopir.Expr, len(x.Shape))
+		stride := int64(1) // of output axis k within a row index
+		for k := len(ext) - 2; k >= 0; k-- {
+			if xk := k - off; xk >= 0 {
+				idx[xk] = loopir.Int(0)
+				if xe[xk] != 1 {
+					idx[xk] = loopir.Bin(loopir.Mod, loopir.Bin(loopir.Div, i[0], loopir.Int(stride)), loopir.Int(ext[k]))
+				}
+			}
+			stride *= ext[k]
+		}
+		idx[len(idx)-1] = loopir.Int(0)
+		if xe[len(xe)-1] != 1 {
+			idx[len(idx)-1] = i[1]
+		}
+		return x.At(idx...)
+	}), nil
 }
 
 // rowsOf is the product of A's leading extents: a constant when they all are, else an

@@ -1,0 +1,122 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/intrin"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/schedule"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// buildMatMulBatched runs a MatMul whose operands are both computed at run time (an
+// attention's Q·Kᵀ and P·V; batch axes broadcast) on the GEMM micro-kernel, reading B
+// in place: the micro-kernel needs B's rows contiguous along j, not packed panels, and
+// at attention's sizes (K = head size, B a few tens of KiB per batch element) B's
+// panel stays in L1 across the row tiles. Constant 2-D weights take the packed
+// strategy instead (tried first).
+func buildMatMulBatched(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	if len(in) < 2 || in[0].T == nil || in[1].T == nil {
+		return nil, notApplicable("MatMul without operands")
+	}
+	a, b := in[0].T, in[1].T
+	if a.DT != tensor.Float32 || b.DT != tensor.Float32 || len(a.Shape) < 2 || len(b.Shape) < 2 {
+		return nil, notApplicable("float32 operands of rank ≥ 2")
+	}
+	g := intrin.GemmFor(t)
+	if c, ok := b.Shape[len(b.Shape)-1].(*loopir.IntImm); ok && c.V < g.NR {
+		return nil, notApplicable("%d columns, fewer than the micro-kernel's %d", c.V, g.NR)
+	}
+	out, err := kernels.MatMulReduction(a, b)
+	if err != nil {
+		return nil, err
+	}
+	params := []*te.Tensor{a, b}
+	feeds := []kernels.Param{{Input: 0}, {Input: 1}}
+	out, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
+	if err != nil {
+		return nil, err
+	}
+	params, feeds = append(params, eparams...), append(feeds, efeeds...)
+	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
+	if err != nil {
+		return nil, err
+	}
+	s := schedule.New(f)
+	if err := ScheduleMatMulBatched(s, g, DefaultGemm); err != nil {
+		return nil, err
+	}
+	last, err := inlineChain(s, "matmul")
+	if err != nil {
+		return nil, err
+	}
+	if last != "matmul" {
+		if err := scheduleNest(s, last); err != nil {
+			return nil, err
+		}
+	}
+	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// ScheduleMatMulBatched schedules block "matmul" of kernels.MatMulReduction (loops:
+// batch axes, i, j, k): row tiles of mr and column tiles of nr, the whole reduction
+// in one zero-initializing micro-kernel call (or KC-long blocks updating a zeroed tile
+// when a static K exceeds KC), and one parallel loop over (batch, row tile, column
+// tile).
+func ScheduleMatMulBatched(s *schedule.Schedule, g intrin.Gemm, cfg GemmConfig) error {
+	c, err := s.GetBlock("matmul")
+	if err != nil {
+		return err
+	}
+	l, err := s.GetLoops(c)
+	if err != nil {
+		return err
+	}
+	if len(l) < 3 {
+		return fmt.Errorf("batched matmul strategy: block has %d loops, want at least 3", len(l))
+	}
+	nb := len(l) - 3
+	i, err := s.Split(l[nb], []int64{-1, g.MR})
+	if err != nil {
+		return err
+	}
+	j, err := s.Split(l[nb+1], []int64{-1, g.NR})
+	if err != nil {
+		return err
+	}
+	outer := append(append([]schedule.LoopRV{}, l[:nb]...), i[0], j[0])
+	if kExt, ok := s.Extent(l[nb+2]); ok && kExt > cfg.KC {
+		k, err := s.Split(l[nb+2], []int64{-1, cfg.KC})
+		if err != nil {
+			return err
+		}
+		if err := s.Reorder(append(append([]schedule.LoopRV{}, outer...), k[0], i[1], j[1], k[1])...); err != nil {
+			return err
+		}
+		if _, err := s.DecomposeReduction(c, k[0]); err != nil {
+			return err
+		}
+		if err := s.Tensorize(i[1], g.Update); err != nil {
+			return err
+		}
+	} else {
+		if err := s.Reorder(append(append([]schedule.LoopRV{}, outer...), i[1], j[1], l[nb+2])...); err != nil {
+			return err
+		}
+		if err := s.Tensorize(i[1], g.Init); err != nil {
+			return err
+		}
+	}
+	if !cfg.Parallel {
+		return nil
+	}
+	fused, err := s.Fuse(outer...)
+	if err != nil {
+		return err
+	}
+	return s.Parallel(fused)
+}

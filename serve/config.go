@@ -136,7 +136,7 @@ func checkAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 			return fmt.Errorf("the model's input %q is not in config.pbtxt", p.Name)
 		}
 	}
-	return nil
+	return checkMaxDims(c, it)
 }
 
 func inputNames(it *onnx.Interface) []string {

@@ -41,6 +41,10 @@
 // (batcher.go): requests agreeing on all but the first dim join within the queue delay,
 // run padded to the smallest preferred size that holds them (so only preferred sizes
 // compile), and are split back. The parameter compile: "eager" compiles at start.
+// When max_batch_size, fixed config dims and the parameter max_dims ("seq=512")
+// bound every free dim, the generic executable's memory pool is sized for those bounds
+// by one inference on zeros when it is built (bounds.go): requests up to the bounds
+// then allocate nothing.
 //
 // model_warmup samples compile and run before the model turns READY (warmup.go);
 // explicit model control loads and unloads models by API (repocontrol.go).

@@ -73,6 +73,9 @@ func (m *model) genericFor(ctx context.Context, shapes map[string][]int64, key s
 // then compiles per shape) and logged with the reason, not made the model's state.
 func (m *model) buildGeneric() (*variant, error) {
 	v, err := m.buildVariant(nil, genericKey)
+	if err == nil {
+		m.reserveBounds(v)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {

@@ -136,9 +136,26 @@ func (a *Analyzer) Simplify(e Expr) Expr {
 }
 
 func (a *Analyzer) rule(e Expr) Expr {
+	if sel, ok := e.(*Select); ok {
+		// a decided condition (a loop unrolled into constants) picks its branch
+		if c, ok := sel.Cond.(*IntImm); ok {
+			if c.V != 0 {
+				return sel.T
+			}
+			return sel.F
+		}
+		return e
+	}
 	b, ok := e.(*Binary)
 	if !ok || b.A.DType().IsFloat() {
 		return e
+	}
+	if x, ok := b.A.(*IntImm); ok && b.Op.IsCompare() {
+		if y, ok := b.B.(*IntImm); ok {
+			if v, ok := compareInts(b.Op, x.V, y.V); ok {
+				return &IntImm{V: v, DT: tensor.Bool}
+			}
+		}
 	}
 	switch b.Op {
 	case Add, Sub, Mul:
@@ -301,4 +318,29 @@ func (l linear) expr(dt tensor.DType) Expr {
 		out = Bin(Add, out, &IntImm{V: l.c, DT: dt})
 	}
 	return out
+}
+
+// compareInts decides a comparison of two constants (1 true, 0 false).
+func compareInts(op BinOp, x, y int64) (int64, bool) {
+	var r bool
+	switch op {
+	case EQ:
+		r = x == y
+	case NE:
+		r = x != y
+	case LT:
+		r = x < y
+	case LE:
+		r = x <= y
+	case GT:
+		r = x > y
+	case GE:
+		r = x >= y
+	default:
+		return 0, false
+	}
+	if r {
+		return 1, true
+	}
+	return 0, true
 }

@@ -133,9 +133,6 @@ int kiln_pool_shutdown(void) {
   __atomic_store_n(&kiln_pool.busy, 0, __ATOMIC_RELEASE);
   return 0;
 }
-static inline float kiln_min_float(float a, float b) { return a < b ? a : b; }
-static inline float kiln_max_float(float a, float b) { return a > b ? a : b; }
-static inline float kiln_sel_float(int c, float a, float b) { return c ? a : b; }
 static inline i64 kiln_min_i64(i64 a, i64 b) { return a < b ? a : b; }
 static inline i64 kiln_max_i64(i64 a, i64 b) { return a > b ? a : b; }
 static inline i64 kiln_sel_i64(int c, i64 a, i64 b) { return c ? a : b; }
@@ -222,7 +219,7 @@ static void *v_matmul_packed_par0(void *envp) {
   for (i64 v_packed_b_l0 = env->lo; v_packed_b_l0 < env->hi; ++v_packed_b_l0) {
     for (i64 v_packed_b_l1 = 0LL; v_packed_b_l1 < 64LL; ++v_packed_b_l1) {
       for (i64 v_packed_b_l2 = 0LL; v_packed_b_l2 < 8LL; ++v_packed_b_l2) {
-        v_packed_b[(((v_packed_b_l0 * 512LL) + (v_packed_b_l1 * 8LL)) + v_packed_b_l2)] = kiln_sel_float(1, v_B[(kiln_min_i64(((v_packed_b_l0 * 8LL) + v_packed_b_l2), 39LL) + (v_packed_b_l1 * 40LL))], 0.0f);
+        v_packed_b[(((v_packed_b_l0 * 512LL) + (v_packed_b_l1 * 8LL)) + v_packed_b_l2)] = v_B[(kiln_min_i64(((v_packed_b_l0 * 8LL) + v_packed_b_l2), 39LL) + (v_packed_b_l1 * 40LL))];
       }
     }
   }

@@ -7,8 +7,12 @@
 //
 //   - Flatten turns multi-dimensional buffer indices into row-major linear indices.
 //
+//   - UnrollLoops writes out unrolled loops of constant extent up to 16, the variable
+//     replaced by each value (and fresh variables for the loops inside each copy).
+//
 //   - Simplify applies the arithmetic simplifier with loop ranges known, and drops
-//     branches whose condition it decides.
+//     branches whose condition it decides (selects too: after UnrollLoops, a select over
+//     the unrolled variable picks its branch).
 //
 //   - HoistInvariantIf moves the loop-invariant conjuncts of a loop's guard above the
 //     loop (split tails then stop blocking vectorization of the loops below them).
@@ -16,8 +20,8 @@
 //   - ReuseLocalStorage lets local buffers with disjoint lifetimes (over the top-level
 //     statements) share one allocation of the larger size.
 //
-// Vectorization and unrolling are loop kinds the C dialect turns into compiler hints
-// (ivdep, unroll pragmas) and tensor intrinsics carry their own vector code. The
+// Vectorization and longer unrolled loops are loop kinds the C dialect turns into
+// compiler hints (ivdep, omp simd reduction, unroll pragmas) and tensor intrinsics carry their own vector code. The
 // host/device split for GPU dialects is not a pass yet: it comes with the first GPU
 // dialect.
 //

@@ -20,6 +20,7 @@ func CPUPipeline() Pipeline {
 	return Pipeline{
 		{Name: "lower-blocks", Run: LowerBlocks},
 		{Name: "flatten", Run: Flatten},
+		{Name: "unroll", Run: UnrollLoops},
 		{Name: "reuse-local-storage", Run: ReuseLocalStorage},
 		{Name: "simplify", Run: Simplify},
 		{Name: "hoist-invariant-if", Run: HoistInvariantIf},

@@ -13,7 +13,10 @@
 // a scheduled loopir function plus where each parameter comes from, with an optional
 // host Prepack of a constant input (weights in a blocked layout). Blocked forms for the
 // tensorized CPU strategies: ConvNCHWBlocked (NCHW in and out, NCHWc inside one kernel)
-// and MatMulPrepacked (B in column panels packed at compile time).
+// and MatMulPrepacked (B in column panels packed at compile time); MatMulReduction (a
+// plain sum over k, for the micro-kernel to tensorize) and ConvWinograd (Winograd
+// F(2×2, 3×3): input transform, 16 products, output transform; weights transformed by
+// TransformWinogradWeights at compile time).
 //
 // Range and ConstantOfShape are generators sized by the node's output type: with
 // constant inputs fold-constants has replaced them, so what reaches a kernel is sized

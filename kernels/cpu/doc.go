@@ -3,7 +3,10 @@
 // with the knobs a tuner will search, expressed as schedule primitives so that every
 // decision lands in the trace.
 //
-// Strategies(reg) is the CPU table: conv2d-nchwc-tensorized (float32 2-D convolution
+// Strategies(reg) is the CPU table: conv2d-winograd-tensorized (3×3, stride 1, at least
+// 128 input channels and 7 output tiles a side: Winograd F(2×2, 3×3), weights transformed
+// on the host, the 16 products on the micro-kernel, transforms with their selects
+// unrolled away), conv2d-nchwc-tensorized (float32 2-D convolution
 // with constant weights and one group: pack, micro-kernel conv, unpack with bias in one
 // kernel), matmul/gemm-packed-tensorized (constant B packed into panels on the host;
 // A's leading extents, flattened into rows, may be symbolic: the row tiles then end in a

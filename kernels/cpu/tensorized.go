@@ -21,10 +21,12 @@ import (
 // operands read B in place.
 func tensorizedStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 	conv := withRegistry(reg, buildConvBlocked)
+	wino := withRegistry(reg, buildConvWinograd)
 	mm := withRegistry(reg, buildMatMulPacked)
 	bmm := withRegistry(reg, buildMatMulBatched)
 	return map[graph.Op][]kernels.Strategy{
-		graph.OpConv: {{Name: "conv2d-nchwc-tensorized", Build: unfused(conv), Fused: conv}},
+		graph.OpConv: {{Name: "conv2d-winograd-tensorized", Build: unfused(wino), Fused: wino},
+			{Name: "conv2d-nchwc-tensorized", Build: unfused(conv), Fused: conv}},
 		graph.OpMatMul: {{Name: "matmul-packed-tensorized", Build: unfused(mm), Fused: mm},
 			{Name: "matmul-batched-tensorized", Build: unfused(bmm), Fused: bmm}},
 		graph.OpGemm: {{Name: "gemm-packed-tensorized", Build: unfused(mm), Fused: mm}},

@@ -1,0 +1,45 @@
+package cpu
+
+import (
+	"testing"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
+	nt "github.com/kilnrt/kiln/kernels/nodetest"
+)
+
+// TestWinogradConv compares the Winograd F(2×2, 3×3) convolution with the reference:
+// odd output extents (a last tile half outside), asymmetric pads, channel counts within
+// one reduction block of the micro-kernel and beyond it, two images, with and without
+// bias; a 3×3 convolution with too few tiles or input channels, a stride or output
+// channels that are not whole micro-kernel tiles takes the direct strategy.
+func TestWinogradConv(t *testing.T) {
+	l := Strategies(kernels.Default())
+	cases := []struct {
+		c, m, h, w int
+		strides    []int64
+		pad        []int64
+		bias       bool
+		want       string
+	}{
+		{128, 16, 16, 17, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-winograd-tensorized"},
+		{130, 48, 20, 14, []int64{1, 1}, []int64{0, 1, 2, 1}, false, "conv2d-winograd-tensorized"},
+		{128, 64, 28, 28, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-winograd-tensorized"},
+		{300, 16, 14, 15, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-winograd-tensorized"},
+		{128, 16, 9, 9, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
+		{64, 16, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
+		{128, 16, 30, 30, []int64{2, 2}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
+		{128, 20, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
+	}
+	for _, tc := range cases {
+		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+		a.Strides, a.Pads, a.KernelShape = tc.strides, tc.pad, []int64{3, 3}
+		args := []nt.Arg{nt.In(f32(21, 2, tc.c, tc.h, tc.w)), nt.C(f32(22, tc.m, tc.c, 3, 3))}
+		if tc.bias {
+			args = append(args, nt.C(f32(23, tc.m)))
+		}
+		if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got != tc.want {
+			t.Errorf("%+v: strategy %s, want %s", tc, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -146,5 +147,33 @@ func TestSliceSymbolicEnd(t *testing.T) {
 	stepped := op1(t, b, OpSlice, nil, mask, zero, seq, axis2, b.Const("step2", i64s(2)))
 	if d := stepped.Type.Shape[2]; d.Equal(Sym("seq")) {
 		t.Errorf("a step of 2 kept seq: %v", stepped.Type)
+	}
+}
+
+// TestAttentionMaskInference: kiln.AttentionMask has its mask's shape and the dtype of
+// its to attribute, is elementwise (it fuses into the Add that reads it), and rejects a
+// non-float to or a string mask with an error naming the node.
+func TestAttentionMaskInference(t *testing.T) {
+	info := OpAttentionMask.Info()
+	if info == nil || info.Domain != KilnDomain || info.Pattern != ElemWise {
+		t.Fatalf("op table row %+v", info)
+	}
+	b := NewBuilder("main")
+	m := b.Param("m", TensorType(tensor.Bool, Sym("b"), Const(1), Const(1), Sym("s")))
+	for _, to := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		y := op1(t, b, OpAttentionMask, &AttentionMaskAttrs{Value: -10000, To: int64(to)}, m)
+		if want := to.String() + "[b,1,1,s]"; y.Type.String() != want {
+			t.Errorf("AttentionMask to %v: type %s, want %s", to, y.Type, want)
+		}
+	}
+	for _, to := range []tensor.DType{tensor.Int64, tensor.Float16, tensor.Bool} {
+		_, err := b.NodeNamed(OpAttentionMask, "mask", &AttentionMaskAttrs{Value: -10000, To: int64(to)}, []string{"z"}, m)
+		if !errors.Is(err, ErrInfer) || !strings.Contains(err.Error(), `AttentionMask "mask"`) {
+			t.Errorf("AttentionMask to %v: %v, want an inference error naming the node", to, err)
+		}
+	}
+	s := b.Param("s", TensorType(tensor.String, Const(2)))
+	if _, err := b.NodeNamed(OpAttentionMask, "smask", &AttentionMaskAttrs{To: int64(tensor.Float32)}, []string{"z2"}, s); !errors.Is(err, ErrInfer) {
+		t.Errorf("AttentionMask of strings: %v, want an inference error", err)
 	}
 }

@@ -143,6 +143,7 @@ var opTable = buildOpTable(
 	layoutOps(),
 	fusedOps(),
 	shapeExprOps(),
+	attentionMaskOps(),
 	shapeOps(),
 	controlOps(),
 	miscOps(),

@@ -201,6 +201,7 @@ const (
 	OpLayoutTransform
 	OpFused
 	OpShapeExpr
+	OpAttentionMask
 
 	NumOps // count; not an op
 )
@@ -267,4 +268,5 @@ var opNames = [NumOps]string{
 	OpIf: "If", OpLoop: "Loop", OpScan: "Scan",
 	OpStringNormalizer: "StringNormalizer", OpTfIdfVectorizer: "TfIdfVectorizer",
 	OpLayoutTransform: "LayoutTransform", OpFused: "Fused", OpShapeExpr: "ShapeExpr",
+	OpAttentionMask: "AttentionMask",
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -106,5 +107,31 @@ func @main(%x: f32[1,32,5,5]) {
 	}
 	if err := CheckBlock(TensorType(tensor.Float32, StaticShape(1, 30, 5, 5)...), 16); err == nil {
 		t.Fatal("30 channels accepted in blocks of 16")
+	}
+}
+
+// TestAttentionMaskRoundTrip: a kiln.AttentionMask over symbolic dims, with the float32
+// minimum as its value, prints and parses back; the op is not an ONNX op.
+func TestAttentionMaskRoundTrip(t *testing.T) {
+	src := `module opsets(""=17)
+func @main(%m: i64[batch,1,1,seq]) {
+  %y = AttentionMask(%m) {value=-3.4028235e+38, to=1} : f32[batch,1,1,seq]
+  return %y
+}`
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(Print(m)); got != src {
+		t.Fatalf("round trip:\n%s\nwant\n%s", got, src)
+	}
+	if a := m.Main.Nodes[0].Attrs.(*AttentionMaskAttrs); a.Value != -math.MaxFloat32 || a.To != int64(tensor.Float32) {
+		t.Fatalf("parsed attributes %+v", *a)
+	}
+	if _, known := LookupOp("", "AttentionMask"); known {
+		t.Fatal("AttentionMask is importable as an ONNX op")
+	}
+	if op, known := LookupOp(KilnDomain, "AttentionMask"); !known || op != OpAttentionMask {
+		t.Fatalf("LookupOp(kiln, AttentionMask) = %v, %v", op, known)
 	}
 }

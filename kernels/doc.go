@@ -3,9 +3,10 @@
 // graph.Op). A fused group's anchor op will pick the schedule; the rest is inlined.
 //
 // The Registry (Default) maps every op with a definition to its ComputeFunc:
-// elementwise and broadcasting ops, injective data movement (transpose, gather, slice,
-// concat, split, expand, pad, tile, reshape family, depth/space), reductions, softmax
-// family, normalizations, pooling in 1-3 spatial dims, matmul (numpy semantics), gemm,
+// elementwise and broadcasting ops (kiln.AttentionMask among them: (1 − Cast(m))·value
+// in the output dtype), injective data movement (transpose, gather, slice, concat,
+// split, expand, pad, tile, reshape family, depth/space), reductions, softmax family,
+// normalizations, pooling in 1-3 spatial dims, matmul (numpy semantics), gemm,
 // convolution and transposed convolution. Recurrent layers (LSTM, GRU, RNN) have no te
 // definition: a recurrence cannot be written as index expressions, so RNN builds their
 // loop nest directly (input projection for all steps on the GEMM micro-kernels, then a

@@ -305,7 +305,29 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 	m[graph.OpCastLike] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		return castTo(in[0].T, in[1].T.DT)
 	}
+	m[graph.OpAttentionMask] = computeAttentionMask
 	return m
+}
+
+// computeAttentionMask is (1 − Cast(m, to))·value in the output dtype, the Cast → Sub →
+// Mul chain it replaces.
+func computeAttentionMask(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	a := attrs[graph.AttentionMaskAttrs](n)
+	to, x := tensor.DType(a.To), in[0].T
+	if to != tensor.Float32 && to != tensor.Float64 {
+		return nil, Unsupported("AttentionMask to %v", to)
+	}
+	if !x.DT.IsNumeric() && x.DT != tensor.Bool || x.DT == tensor.Float16 || x.DT == tensor.BFloat16 {
+		return nil, Unsupported("AttentionMask of a %v mask", x.DT)
+	}
+	out, err := Map("attention_mask", func(v []loopir.Expr) loopir.Expr {
+		c := v[0]
+		if c.DType() != to {
+			c = te.Cast(to, c)
+		}
+		return te.Mul(te.Sub(loopir.Float(1, to), c), loopir.Float(float64(a.Value), to))
+	}, x)
+	return []*te.Tensor{out}, err
 }
 
 func castTo(x *te.Tensor, to tensor.DType) ([]*te.Tensor, error) {

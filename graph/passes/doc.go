@@ -25,9 +25,11 @@
 //   - recognize (O1): decomposed subgraphs become single ops — LayerNorm over the last
 //     axis as PyTorch exports it below opset 17 (with or without γ/β) → LayerNormalization,
 //     the erf and tanh forms of GELU → Gelu, Exp/ReduceSum (with or without the ReduceMax
-//     subtraction) → Softmax. Matching is on the dataflow: constants by value (1e-6
-//     relative), every intermediate read only by the pattern and no result; the new node
-//     keeps the last node's name and output value, dce removes the rest;
+//     subtraction) → Softmax, BERT's (1 − Cast(mask))·K → kiln.AttentionMask (exactly
+//     the chain's arithmetic, for any mask values). Matching is on the dataflow:
+//     constants by value (1e-6 relative; the attention mask's 1 exactly), every
+//     intermediate read only by the pattern and no result; the new node keeps the last
+//     node's name and output value, dce removes the rest;
 //   - cse (O1): nodes with the same op, attributes and inputs are merged;
 //   - fold-batchnorm (O1): an inference BatchNormalization after a Conv with constant
 //     weights is folded into the Conv's weights and bias;
@@ -47,7 +49,7 @@
 //
 // Not yet: shape arithmetic over symbolic dims stays as nodes (Type.Known carries the
 // symbolic values for inference; issue #6 turns them into run-time shape expressions),
-// and attention patterns beyond softmax are not recognized.
+// and attention patterns beyond softmax and the additive mask are not recognized.
 //
 // Invariants: passes keep the module valid for graph.Verify; value identity is kept
 // (a folded output becomes a constant in place, so its consumers need no rewiring).

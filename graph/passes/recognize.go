@@ -19,14 +19,21 @@ import (
 //     Mul chains or Pow(x, 3) → Gelu{approximate="tanh"};
 //   - softmax: e = Exp(x − ReduceMax(x)) or Exp(x); y = e / ReduceSum(e), over one axis
 //     with keepdims → Softmax{axis} (graph Softmax always has opset-13 single-axis
-//     semantics: the loader rewrote older forms, so the module's opset does not matter).
+//     semantics: the loader rewrote older forms, so the module's opset does not matter);
+//   - the BERT attention mask: y = (1 − Cast(m){to=f32 or f64})·K or K·(1 − ...), the 1 a
+//     constant of ones (scalar, or of a shape that does not broadcast the Cast's output)
+//     and K a one-element constant → kiln.AttentionMask(m){value=K, to}, for a mask m of
+//     any bool, integer, f32 or f64 dtype; the 1 must be exactly 1 and K exactly a float32
+//     value, so that the op computes what the chain does for every mask value.
 //
 // A pattern matches on the dataflow only: constants are compared by value (relative
-// tolerance 1e-6), every intermediate value is read only by the pattern itself (as often
-// as the pattern reads it; readers that dce would remove do not count) and is no Func
-// result, the input is f32 or f64, and the pattern's output has the input's type. The new
-// node takes the name of the pattern's last node and produces its output Value, so
-// readers need no rewiring; the rest of the pattern is left for dce.
+// tolerance 1e-6 unless said otherwise), every intermediate value is read only by the
+// pattern itself (as often as the pattern reads it; readers that dce would remove do not
+// count) and is no Func result, the input is f32 or f64 (the attention mask's is its
+// mask), and the pattern's output has the input's type (the attention mask's has its
+// mask's shape and the Cast's dtype). The new node takes the name of the pattern's last
+// node and produces its output Value, so readers need no rewiring; the rest of the
+// pattern is left for dce.
 func Recognize(_ *Context, m *graph.Module) error {
 	st := newMatchState(m)
 	var err error
@@ -36,7 +43,7 @@ func Recognize(_ *Context, m *graph.Module) error {
 			if !st.live[n] {
 				continue
 			}
-			for _, match := range []func(*matchState, *graph.Node) *rewrite{matchLayerNorm, matchGelu, matchSoftmax} {
+			for _, match := range []func(*matchState, *graph.Node) *rewrite{matchLayerNorm, matchGelu, matchSoftmax, matchAttentionMask} {
 				if r := match(st, n); r != nil && st.closed(r) {
 					err = st.apply(r)
 					break
@@ -328,4 +335,35 @@ func matchSoftmax(st *matchState, div *graph.Node) *rewrite {
 	a := graph.OpSoftmax.NewAttrs().(*graph.SoftmaxAttrs)
 	a.Axis = axis
 	return &rewrite{nodes: nodes, final: div, op: graph.OpSoftmax, attrs: a, inputs: []*graph.Value{x}}
+}
+
+// matchAttentionMask anchors at the Mul of (1 − Cast(m))·K, either operand order.
+func matchAttentionMask(st *matchState, mul *graph.Node) *rewrite {
+	if mul.Op != graph.OpMul || len(mul.Inputs) != 2 {
+		return nil
+	}
+	for k := range 2 {
+		sub := st.def(mul.Inputs[k], graph.OpSub)
+		scale, ok := recScalar(mul.Inputs[1-k])
+		if sub == nil || !ok || len(sub.Inputs) != 2 {
+			continue
+		}
+		cast := st.def(sub.Inputs[1], graph.OpCast)
+		if cast == nil || !recAllOnes(sub.Inputs[0]) {
+			continue
+		}
+		// the result has the Cast's type (no constant broadcasts the mask up), both
+		// constants its dtype, and K is a float32 value, as the attribute holds it
+		m, c := cast.Inputs[0], cast.Outputs[0].Type
+		to := tensor.DType(cast.Attrs.(*graph.CastAttrs).To)
+		if to != tensor.Float32 && to != tensor.Float64 || m == nil || !recMask(m) || c.UnknownRank ||
+			!mul.Outputs[0].Type.Equal(c) || sub.Inputs[0].Const.DType != to ||
+			mul.Inputs[1-k].Const.DType != to || float64(float32(scale)) != scale {
+			continue
+		}
+		a := graph.OpAttentionMask.NewAttrs().(*graph.AttentionMaskAttrs)
+		a.Value, a.To = float32(scale), int64(to)
+		return &rewrite{nodes: []*graph.Node{cast, sub, mul}, final: mul, op: graph.OpAttentionMask, attrs: a, inputs: []*graph.Value{m}}
+	}
+	return nil
 }

@@ -173,6 +173,25 @@ func recScalar(v *graph.Value) (float64, bool) {
 	return v.Const.Float64s()[0], true
 }
 
+// recAllOnes: v is a numeric constant whose elements are all exactly 1.
+func recAllOnes(v *graph.Value) bool {
+	if v == nil || v.Const == nil || v.Const.Len() == 0 || !v.Const.DType.IsNumeric() {
+		return false
+	}
+	for _, x := range v.Const.Float64s() {
+		if x != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// recMask: m is a tensor of a dtype an attention mask may have (bool, integer, f32, f64).
+func recMask(m *graph.Value) bool {
+	dt := m.Type.DType
+	return m.Type.Kind == graph.KindTensor && (dt == tensor.Bool || dt.IsInt() || dt == tensor.Float32 || dt == tensor.Float64)
+}
+
 // recNear: a equals want within 1e-6 relative.
 func recNear(a, want float64) bool { return math.Abs(a-want) <= 1e-6*math.Abs(want) }
 

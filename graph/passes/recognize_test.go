@@ -348,6 +348,136 @@ var softmaxCases = []recognizeCase{
 }`, ""},
 }
 
+// the BERT attention mask; %m is the mask as the model takes it.
+var attentionMaskCases = []recognizeCase{
+	{"attention mask as BERT exports it: i64 mask through Unsqueeze, (1 − m)·K",
+		`func @main(%m: i64[2,5], %scores: f32[2,4,5,5]) {
+  const %ax: i64[2] = [1, 2]
+  const %one: f32[] = [1]
+  const %k: f32[] = [-10000]
+  %u = Unsqueeze(%m, %ax) : i64[2,1,1,5]
+  %c = Cast(%u) {to=1} : f32[2,1,1,5]
+  %s = Sub(%one, %c) : f32[2,1,1,5]
+  %y = Mul(%s, %k) : f32[2,1,1,5]
+  %z = Add(%scores, %y) : f32[2,4,5,5]
+  return %z
+}`, `func @main(%m: i64[2,5], %scores: f32[2,4,5,5]) {
+  const %ax: i64[2] = [1, 2]
+  %u = Unsqueeze(%m, %ax) : i64[2,1,1,5]
+  %y = AttentionMask(%u) {value=-10000, to=1} : f32[2,1,1,5]
+  %z = Add(%scores, %y) : f32[2,4,5,5]
+  return %z
+}`},
+	{"attention mask with K first, a bool mask and the float32 minimum",
+		`func @main(%m: bool[2,1,1,5]) {
+  const %one: f32[] = [1]
+  const %k: f32[] = [-3.4028235e+38]
+  %c = Cast(%m) {to=1} : f32[2,1,1,5]
+  %s = Sub(%one, %c) : f32[2,1,1,5]
+  %y = Mul(%k, %s) : f32[2,1,1,5]
+  return %y
+}`, `func @main(%m: bool[2,1,1,5]) {
+  %y = AttentionMask(%m) {value=-3.4028235e+38, to=1} : f32[2,1,1,5]
+  return %y
+}`},
+	{"attention mask in f64 with ones of shape [1,1,1,1] and a one-element K",
+		`func @main(%m: i32[2,1,1,5]) {
+  const %one: f64[1,1,1,1] = [1]
+  const %k: f64[1] = [-10000]
+  %c = Cast(%m) {to=11} : f64[2,1,1,5]
+  %s = Sub(%one, %c) : f64[2,1,1,5]
+  %y = Mul(%s, %k) : f64[2,1,1,5]
+  return %y
+}`, `func @main(%m: i32[2,1,1,5]) {
+  %y = AttentionMask(%m) {value=-10000, to=11} : f64[2,1,1,5]
+  return %y
+}`},
+	{"attention mask of a float mask",
+		`func @main(%m: f32[2,5]) {
+  const %one: f32[] = [1]
+  const %k: f32[] = [-10000]
+  %c = Cast(%m) {to=1} : f32[2,5]
+  %s = Sub(%one, %c) : f32[2,5]
+  %y = Mul(%s, %k) : f32[2,5]
+  return %y
+}`, `func @main(%m: f32[2,5]) {
+  %y = AttentionMask(%m) {value=-10000, to=1} : f32[2,5]
+  return %y
+}`},
+	{"attention mask with Sub(m, 1) stays",
+		`func @main(%m: i64[2,1,1,5]) {
+  const %one: f32[] = [1]
+  const %k: f32[] = [-10000]
+  %c = Cast(%m) {to=1} : f32[2,1,1,5]
+  %s = Sub(%c, %one) : f32[2,1,1,5]
+  %y = Mul(%s, %k) : f32[2,1,1,5]
+  return %y
+}`, ""},
+	{"attention mask whose K is no constant stays",
+		`func @main(%m: i64[2,1,1,5], %k: f32[]) {
+  const %one: f32[] = [1]
+  %c = Cast(%m) {to=1} : f32[2,1,1,5]
+  %s = Sub(%one, %c) : f32[2,1,1,5]
+  %y = Mul(%s, %k) : f32[2,1,1,5]
+  return %y
+}`, ""},
+	{"attention mask whose K is no scalar stays",
+		`func @main(%m: i64[2,1,1,5]) {
+  const %one: f32[] = [1]
+  const %k: f32[5] = [-10000, -10000, -10000, -10000, -1]
+  %c = Cast(%m) {to=1} : f32[2,1,1,5]
+  %s = Sub(%one, %c) : f32[2,1,1,5]
+  %y = Mul(%s, %k) : f32[2,1,1,5]
+  return %y
+}`, ""},
+	{"attention mask whose Cast is read by another node stays",
+		`func @main(%m: i64[2,1,1,5]) {
+  const %one: f32[] = [1]
+  const %k: f32[] = [-10000]
+  %c = Cast(%m) {to=1} : f32[2,1,1,5]
+  %s = Sub(%one, %c) : f32[2,1,1,5]
+  %y = Mul(%s, %k) : f32[2,1,1,5]
+  %z = Add(%y, %c) : f32[2,1,1,5]
+  return %z
+}`, ""},
+	{"attention mask with a Cast to an integer stays",
+		`func @main(%m: bool[2,1,1,5]) {
+  const %one: i64[] = [1]
+  const %k: i64[] = [-10000]
+  %c = Cast(%m) {to=7} : i64[2,1,1,5]
+  %s = Sub(%one, %c) : i64[2,1,1,5]
+  %y = Mul(%s, %k) : i64[2,1,1,5]
+  return %y
+}`, ""},
+	{"attention mask whose ones broadcast the mask up stays",
+		`func @main(%m: i64[2,1,1,5]) {
+  const %one: f32[1,3,1,1] = [1, 1, 1]
+  const %k: f32[] = [-10000]
+  %c = Cast(%m) {to=1} : f32[2,1,1,5]
+  %s = Sub(%one, %c) : f32[2,3,1,5]
+  %y = Mul(%s, %k) : f32[2,3,1,5]
+  return %y
+}`, ""},
+	{"attention mask with 0.999 for 1 stays",
+		`func @main(%m: i64[2,1,1,5]) {
+  const %one: f32[] = [0.999]
+  const %k: f32[] = [-10000]
+  %c = Cast(%m) {to=1} : f32[2,1,1,5]
+  %s = Sub(%one, %c) : f32[2,1,1,5]
+  %y = Mul(%s, %k) : f32[2,1,1,5]
+  return %y
+}`, ""},
+	{"attention mask in f64 whose K is no float32 stays",
+		`func @main(%m: i64[2,1,1,5]) {
+  const %one: f64[] = [1]
+  const %k: f64[] = [0.1]
+  %c = Cast(%m) {to=11} : f64[2,1,1,5]
+  %s = Sub(%one, %c) : f64[2,1,1,5]
+  %y = Mul(%s, %k) : f64[2,1,1,5]
+  return %y
+}`, ""},
+}
+
 // TestRecognizeCases: before/after text for every pattern and variant, and the near
 // misses that must stay as they are.
 func TestRecognizeCases(t *testing.T) {
@@ -374,14 +504,14 @@ func TestRecognizeCases(t *testing.T) {
 
 func recognizeCases() []recognizeCase {
 	var all []recognizeCase
-	for _, l := range [][]recognizeCase{layerNormCases, geluCases, softmaxCases} {
+	for _, l := range [][]recognizeCase{layerNormCases, geluCases, softmaxCases, attentionMaskCases} {
 		all = append(all, l...)
 	}
 	return all
 }
 
 // TestRecognizeNumeric: every rewritten case computes what its decomposed form computes
-// (reference evaluator, random inputs, within 1e-5).
+// (reference evaluator, random inputs of each parameter's dtype, within 1e-5).
 func TestRecognizeNumeric(t *testing.T) {
 	for _, c := range recognizeCases() {
 		if c.after == "" {
@@ -401,7 +531,7 @@ func TestRecognizeNumeric(t *testing.T) {
 				for k := range v {
 					v[k] *= 3 // reach where erf and tanh bend
 				}
-				in[p.Name] = tensor.FromFloat64s(tensor.Float32, shape, v)
+				in[p.Name] = tensor.FromFloat64s(p.Type.DType, shape, v) // masks: ints in [-2, 2], bools
 			}
 			want, err := ref.Eval(before, in, ref.Options{})
 			if err != nil {

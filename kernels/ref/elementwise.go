@@ -1,7 +1,8 @@
 package ref
 
-// Elementwise ops: unary maps, broadcasting binary and variadic ops, Where, Clip, Cast.
-// Floats are computed in float64 and rounded to the output type; integers stay in int64.
+// Elementwise ops: unary maps, broadcasting binary and variadic ops, Where, Clip, Cast,
+// kiln.AttentionMask. Floats are computed in float64 and rounded to the output type;
+// integers stay in int64.
 
 import (
 	"math"
@@ -20,6 +21,7 @@ func elementwiseKernels() map[graph.Op]Kernel {
 		graph.OpCastLike: T(func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return []*tensor.Tensor{in[0].Cast(in[1].DType)}, nil
 		}),
+		graph.OpAttentionMask: T(elemAttentionMask),
 		graph.OpNot: T(func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			b, ok := in[0].Data.([]bool)
 			if !ok {
@@ -213,6 +215,32 @@ func elemUnary(op graph.Op, mk func(*graph.Node) func(float64) float64) TensorKe
 		}
 		return []*tensor.Tensor{tensor.FromFloat64s(x.DType, x.Shape, v)}, nil
 	}
+}
+
+// elemAttentionMask is (1 − Cast(m, to))·value as the Cast → Sub → Mul chain computes it:
+// each step rounded to the output dtype, so the two agree for every mask value.
+func elemAttentionMask(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	a := attrs[graph.AttentionMaskAttrs](n)
+	to, x := tensor.DType(a.To), in[0]
+	if to != tensor.Float32 && to != tensor.Float64 {
+		return nil, Badf("AttentionMask to %v, want f32 or f64", to)
+	}
+	if !x.DType.IsNumeric() && x.DType != tensor.Bool {
+		return nil, Badf("AttentionMask of a %v mask", x.DType)
+	}
+	round := func(v float64) float64 {
+		if to == tensor.Float32 {
+			return float64(float32(v))
+		}
+		return v
+	}
+	k := float64(a.Value)
+	c := x.Cast(to).Float64s()
+	out := make([]float64, len(c))
+	for i, v := range c {
+		out[i] = round(round(1-v) * k)
+	}
+	return []*tensor.Tensor{tensor.FromFloat64s(to, x.Shape, out)}, nil
 }
 
 func floatPredicate(mk func(*graph.Node) func(float64) bool) TensorKernel {

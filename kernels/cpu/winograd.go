@@ -73,6 +73,9 @@ func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	if c < winogradMinChannels {
 		return nil, notApplicable("%d input channels, fewer than %d", c, winogradMinChannels)
 	}
+	if ot.Block != 0 && k%ot.Block != 0 {
+		return nil, notApplicable("%d output channels in blocks of %d", k, ot.Block)
+	}
 	u := te.Placeholder("u", tensor.Float32, kernels.Static(16, c, k)...)
 	params := []*te.Tensor{in[0].T, u}
 	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: "OIHW→Winograd F(2×2,3×3) [16,I,O]", Prepack: kernels.TransformWinogradWeights}}

@@ -35,18 +35,10 @@ func buildMatMulBatched(reg *kernels.Registry, n *graph.Node, in []kernels.Input
 	if err != nil {
 		return nil, err
 	}
-	params := []*te.Tensor{a, b}
-	feeds := []kernels.Param{{Input: 0}, {Input: 1}}
-	out, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
+	s, feeds, err := withEpilogues(reg, n, out, []*te.Tensor{a, b}, []kernels.Param{{Input: 0}, {Input: 1}}, epi)
 	if err != nil {
 		return nil, err
 	}
-	params, feeds = append(params, eparams...), append(feeds, efeeds...)
-	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
-	if err != nil {
-		return nil, err
-	}
-	s := schedule.New(f)
 	if err := ScheduleMatMulBatched(s, g, DefaultGemm); err != nil {
 		return nil, err
 	}

@@ -75,6 +75,28 @@ func inlineChain(s *schedule.Schedule, fixed ...string) (string, error) {
 	return last, nil
 }
 
+// withEpilogues composes the epilogues onto out and lowers the kernel: the node's params
+// and their feeds, then those the epilogues read; the schedule starts from the result.
+func withEpilogues(reg *kernels.Registry, n *graph.Node, out *te.Tensor, params []*te.Tensor, feeds []kernels.Param, epi []kernels.Epilogue) (*schedule.Schedule, []kernels.Param, error) {
+	out, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := te.Lower(KernelName(n), append(params, eparams...), []*te.Tensor{out})
+	if err != nil {
+		return nil, nil, err
+	}
+	return schedule.New(f), append(feeds, efeeds...), nil
+}
+
+// convBias appends a convolution's optional bias (input 2) to its params and feeds.
+func convBias(in []kernels.Input, params []*te.Tensor, feeds []kernels.Param) (*te.Tensor, []*te.Tensor, []kernels.Param) {
+	if len(in) > 2 && in[2].T != nil {
+		return in[2].T, append(params, in[2].T), append(feeds, kernels.Param{Input: 2})
+	}
+	return nil, params, feeds
+}
+
 func notApplicable(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", kernels.ErrNotApplicable, fmt.Sprintf(format, args...))
 }
@@ -154,30 +176,18 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	m := int64(w.Const.Shape[0])
 	packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Const.Shape[1]) / attrs.CB, int64(w.Const.Shape[2]), int64(w.Const.Shape[3]) * attrs.CB, g.NR}
 	wp := te.Placeholder("w", tensor.Float32, kernels.Static(packed...)...)
-	var bias *te.Tensor
-	params := []*te.Tensor{x.T, wp}
 	layout := fmt.Sprintf("OIHW→[O/%d,I/%d,H,W·%d,%d]", g.NR, attrs.CB, attrs.CB, g.NR)
-	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+	bias, params, feeds := convBias(in, []*te.Tensor{x.T, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
 		return kernels.PackConvWeights(v, attrs.CB, attrs.MB)
-	}}}
-	if len(in) > 2 && in[2].T != nil {
-		bias = in[2].T
-		params, feeds = append(params, bias), append(feeds, kernels.Param{Input: 2})
-	}
+	}}})
 	out, err := kernels.ConvNCHWBlocked(x.T, wp, bias, m, attrs)
 	if err != nil {
 		return nil, err
 	}
-	out, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
+	s, feeds, err := withEpilogues(reg, n, out, params, feeds, epi)
 	if err != nil {
 		return nil, err
 	}
-	params, feeds = append(params, eparams...), append(feeds, efeeds...)
-	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
-	if err != nil {
-		return nil, err
-	}
-	s := schedule.New(f)
 	// bias and epilogues become one elementwise nest: under the output rows when the
 	// result stays blocked, a nest of its own after unpacking otherwise
 	last, err := inlineChain(s, "pad", "conv")

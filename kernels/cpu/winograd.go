@@ -77,27 +77,15 @@ func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 		return nil, notApplicable("%d output channels in blocks of %d", k, ot.Block)
 	}
 	u := te.Placeholder("u", tensor.Float32, kernels.Static(16, c, k)...)
-	params := []*te.Tensor{in[0].T, u}
-	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: "OIHW→Winograd F(2×2,3×3) [16,I,O]", Prepack: kernels.TransformWinogradWeights}}
-	var bias *te.Tensor
-	if len(in) > 2 && in[2].T != nil {
-		bias = in[2].T
-		params, feeds = append(params, bias), append(feeds, kernels.Param{Input: 2})
-	}
+	bias, params, feeds := convBias(in, []*te.Tensor{in[0].T, u}, []kernels.Param{{Input: 0}, {Input: 1, Layout: "OIHW→Winograd F(2×2,3×3) [16,I,O]", Prepack: kernels.TransformWinogradWeights}})
 	out, err := kernels.ConvWinograd(in[0].T, u, bias, attrs)
 	if err != nil {
 		return nil, err
 	}
-	out, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
+	s, feeds, err := withEpilogues(reg, n, out, params, feeds, epi)
 	if err != nil {
 		return nil, err
 	}
-	params, feeds = append(params, eparams...), append(feeds, efeeds...)
-	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
-	if err != nil {
-		return nil, err
-	}
-	s := schedule.New(f)
 	last, err := inlineChain(s, "pad", "wino_v", "matmul")
 	if err != nil {
 		return nil, err

@@ -310,8 +310,19 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 		}
 		temps[k] = e.move(r)
 	}
+	if err := e.appendScans(accs, body.Results[1+carried:]); err != nil {
+		return err
+	}
+	e.moveTo(cond, tc)
+	e.closeLoop(iter, top, pcIf, region, vals, temps, accs, n.Outputs)
+	return nil
+}
+
+// appendScans appends each iteration's scan values (results, in order) to their
+// accumulators (scan.append).
+func (e *emitter) appendScans(accs []vm.Reg, results []*graph.Value) error {
 	for k, acc := range accs {
-		v, err := e.read(body.Results[1+carried+k])
+		v, err := e.read(results[k])
 		if err != nil {
 			return err
 		}
@@ -319,7 +330,14 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 		e.use(v)
 		e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: acc, Args: []vm.Reg{acc, v}, Imm: e.builtin(vm.BuiltinScanAppend)})
 	}
-	e.moveTo(cond, tc)
+	return nil
+}
+
+// closeLoop ends a Loop's or Scan's body: the carried values take the iteration's
+// results (temps), the iteration counter advances, the body jumps back to top and the
+// loop's If at pcIf jumps past it; values live across the loop stay live to its end.
+// Then the node's outputs are the carried registers followed by the finished scans.
+func (e *emitter) closeLoop(iter vm.Reg, top, pcIf int, region *loopRegion, vals, temps, accs []vm.Reg, outs []*graph.Value) {
 	for k := range temps {
 		e.moveTo(vals[k], temps[k])
 	}
@@ -333,10 +351,9 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 		rt.lastUse = max(rt.lastUse, pcGoto)
 	}
 	for k := range vals {
-		e.reg[n.Outputs[k]] = vals[k]
+		e.reg[outs[k]] = vals[k]
 	}
 	for k, acc := range accs {
-		e.finishScan(acc, n.Outputs[carried+k])
+		e.finishScan(acc, outs[len(vals)+k])
 	}
-	return nil
 }

@@ -114,33 +114,10 @@ func (e *emitter) lowerScan(n *graph.Node) error {
 		}
 		temps[k] = e.move(r)
 	}
-	for k, acc := range accs {
-		v, err := e.read(body.Results[nState+k])
-		if err != nil {
-			return err
-		}
-		e.use(acc)
-		e.use(v)
-		e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: acc, Args: []vm.Reg{acc, v}, Imm: e.builtin(vm.BuiltinScanAppend)})
+	if err := e.appendScans(accs, body.Results[nState:]); err != nil {
+		return err
 	}
-	for k := range temps {
-		e.moveTo(vals[k], temps[k])
-	}
-	e.use(iter)
-	e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: iter, Args: []vm.Reg{iter}, Imm: e.builtin(vm.BuiltinLoopNext)})
-	pcGoto := e.emit(vm.Instr{Op: vm.Goto, Imm: int64(top - e.pc())})
-	e.code[pcIf].Imm = int64(e.pc() - pcIf)
-	e.depth--
-	e.loops = e.loops[:len(e.loops)-1]
-	for rt := range region.extend {
-		rt.lastUse = max(rt.lastUse, pcGoto)
-	}
-	for k := range vals {
-		e.reg[n.Outputs[k]] = vals[k]
-	}
-	for k, acc := range accs {
-		e.finishScan(acc, n.Outputs[nState+k])
-	}
+	e.closeLoop(iter, top, pcIf, region, vals, temps, accs, n.Outputs)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,27 +35,36 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// peakSource is the FMA-peak fixture: 16 independent vector accumulators, each loaded
-// from a different place (so the compiler cannot merge them), updated with fused
-// multiply-adds for dims[0] iterations. 16 chains cover the FMA latency times the FMA
-// ports of current x86 cores. It measures the machine, not an operator.
-const peakSource = `
-typedef float v16 __attribute__((vector_size(64)));
-int kiln_fma_peak(void *const *bufs, const long long *dims, void *ctx) {
-	const v16 *in = (const v16 *)bufs[0];
-	v16 a0 = in[0], a1 = in[1], a2 = in[2], a3 = in[3], a4 = in[4], a5 = in[5], a6 = in[6], a7 = in[7];
-	v16 a8 = in[8], a9 = in[9], a10 = in[10], a11 = in[11], a12 = in[12], a13 = in[13], a14 = in[14], a15 = in[15];
-	v16 x = in[16], y = in[17];
-	for (long long i = 0; i < dims[0]; i++) {
-		a0 = a0 * x + y; a1 = a1 * x + y; a2 = a2 * x + y; a3 = a3 * x + y;
-		a4 = a4 * x + y; a5 = a5 * x + y; a6 = a6 * x + y; a7 = a7 * x + y;
-		a8 = a8 * x + y; a9 = a9 * x + y; a10 = a10 * x + y; a11 = a11 * x + y;
-		a12 = a12 * x + y; a13 = a13 * x + y; a14 = a14 * x + y; a15 = a15 * x + y;
+// peakFixture is the FMA-peak fixture for vectors of bits bits: independent vector
+// accumulators, each loaded from a different place (so the compiler cannot merge them),
+// updated with fused multiply-adds for dims[0] iterations. The chains must cover the FMA
+// latency times the FMA ports (4 × 2 on current x86 cores) and, with the two operands,
+// fit in the register file: 16 chains of the 32 AVX-512 registers, 12 of the 16 AVX2 or
+// SSE ones (more spill to memory and measure the stack instead). It measures the
+// machine, not an operator, and returns the source and the flops of one iteration.
+func peakFixture(bits int) (string, float64) {
+	chains := 12
+	if bits >= 512 {
+		chains = 16
 	}
-	*(v16 *)bufs[1] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
-	return 0;
+	var b strings.Builder
+	fmt.Fprintf(&b, "typedef float vec __attribute__((vector_size(%d)));\n", bits/8)
+	b.WriteString("int kiln_fma_peak(void *const *bufs, const long long *dims, void *ctx) {\n")
+	b.WriteString("\tconst vec *in = (const vec *)bufs[0];\n")
+	for i := range chains {
+		fmt.Fprintf(&b, "\tvec a%d = in[%d];\n", i, i)
+	}
+	fmt.Fprintf(&b, "\tvec x = in[%d], y = in[%d];\n", chains, chains+1)
+	b.WriteString("\tfor (long long i = 0; i < dims[0]; i++) {\n")
+	sum := make([]string, chains)
+	for i := range chains {
+		fmt.Fprintf(&b, "\t\ta%d = a%d * x + y;\n", i, i)
+		sum[i] = fmt.Sprintf("a%d", i)
+	}
+	b.WriteString("\t}\n")
+	fmt.Fprintf(&b, "\t*(vec *)bufs[1] = %s;\n\treturn 0;\n}\n", strings.Join(sum, " + "))
+	return b.String(), float64(chains * bits / 32 * 2)
 }
-`
 
 var intrinName = flag.String("intrin", "", "GEMM micro-kernel to use, by the name of its update form (default: the best for this CPU)")
 
@@ -98,7 +108,7 @@ func run(reps int) error {
 		peak[threads] = ps[len(ps)/2]
 	}
 	peak1, peak2 := peak[1], peak[2]
-	fmt.Printf("FMA peak (fp32, AVX-512 vector extensions): 1 thread %.1f GFLOP/s, 2 threads %.1f GFLOP/s\n", peak1, peak2)
+	fmt.Printf("FMA peak (fp32, %d-bit vectors): 1 thread %.1f GFLOP/s, 2 threads %.1f GFLOP/s\n", meter.bits, peak1, peak2)
 
 	dev1, err := cpu.Open(cpu.Options{Threads: 1})
 	if err != nil {
@@ -232,12 +242,16 @@ func benchKernels(gemm intrin.Gemm) []benchKernel {
 
 // peakMeter runs the FMA-peak fixture.
 type peakMeter struct {
-	dev *cpu.Device
-	k   devices.Kernel
+	dev   *cpu.Device
+	k     devices.Kernel
+	bits  int     // vector width of the fixture
+	flops float64 // per iteration, all chains
 }
 
 func newPeakMeter(dev *cpu.Device) (*peakMeter, func(), error) {
-	bin, err := dev.Compiler().Build(context.Background(), peakSource)
+	bits := max(target.Host().VectorBits, 128)
+	src, flops := peakFixture(bits)
+	bin, err := dev.Compiler().Build(context.Background(), src)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -250,7 +264,7 @@ func newPeakMeter(dev *cpu.Device) (*peakMeter, func(), error) {
 		mod.Close()
 		return nil, nil, err
 	}
-	return &peakMeter{dev: dev, k: k}, func() { mod.Close() }, nil
+	return &peakMeter{dev: dev, k: k, bits: bits, flops: flops}, func() { mod.Close() }, nil
 }
 
 // measure runs the fixture on threads OS threads at once for iters iterations each.
@@ -265,7 +279,7 @@ func (p *peakMeter) measure(threads int, iters int64) (float64, error) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			bufs := make([]devices.Buffer, 2)
-			for i, n := range []int64{18 * 64, 64} {
+			for i, n := range []int64{18 * 64, 64} { // operands of the widest fixture (16 chains + 2 of 64 bytes)
 				bufs[i], _ = p.dev.Alloc(n)
 				defer p.dev.Free(bufs[i])
 			}
@@ -279,7 +293,7 @@ func (p *peakMeter) measure(threads int, iters int64) (float64, error) {
 			return 0, e
 		}
 	}
-	return float64(iters) * 16 * 16 * 2 * float64(threads) / elapsed.Seconds() / 1e9, nil
+	return float64(iters) * p.flops * float64(threads) / elapsed.Seconds() / 1e9, nil
 }
 
 func matmul(n int64) *loopir.PrimFunc {

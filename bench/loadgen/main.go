@@ -46,6 +46,8 @@ type config struct {
 	maxRequests, seq   int
 	threads, instances int
 	overhead           bool
+	rounds             int
+	roundTime          time.Duration
 	batchModel         string
 	batchClients       int
 	maxBatch           int
@@ -65,6 +67,8 @@ func main() {
 	flag.IntVar(&c.instances, "instances", 1, "kiln serve --instances")
 	flag.StringVar(&c.extra, "serve-args", "", "more kiln serve arguments, space-separated")
 	flag.BoolVar(&c.overhead, "overhead", true, "also time kiln bench in-process for the REST overhead")
+	flag.IntVar(&c.rounds, "overhead-rounds", 9, "alternating REST / in-process rounds for the overhead (the median ratio is reported)")
+	flag.DurationVar(&c.roundTime, "overhead-time", 2*time.Second, "time per overhead round, each side")
 	flag.StringVar(&c.kiln, "kiln", "", "a built kiln binary (default: go build ./cmd/kiln)")
 	flag.StringVar(&c.batchModel, "batching-model", "", "then compare dynamic batching off and on for this model (e.g. bert_tiny)")
 	flag.IntVar(&c.batchClients, "batching-concurrency", 16, "clients for the batching comparison")
@@ -144,9 +148,9 @@ func run(c config) error {
 			var ratios []float64
 			var parts []string
 			var inside []string
-			for range 5 {
+			for range c.rounds {
 				n0, ns0 := computeStats(client, base, m)
-				r := level(client, base, m, body, hdr, 1, c.duration/2, c.maxRequests)
+				r := level(client, base, m, body, hdr, 1, c.roundTime, c.maxRequests)
 				n1, ns1 := computeStats(client, base, m)
 				b, err := inProcess(c, m, journal, shapes)
 				if err != nil {
@@ -159,8 +163,8 @@ func run(c config) error {
 				}
 			}
 			slices.Sort(ratios)
-			fmt.Printf("%-14s REST binary p50 / in-process kiln bench p50 in 5 alternating rounds (ms): %s; median overhead %+.1f%%\n",
-				m, strings.Join(parts, " "), 100*(ratios[2]-1))
+			fmt.Printf("%-14s REST binary p50 / in-process kiln bench p50 in %d alternating rounds (ms): %s; median overhead %+.1f%%\n",
+				m, c.rounds, strings.Join(parts, " "), 100*(ratios[len(ratios)/2]-1))
 			fmt.Printf("%-14s mean compute inside the server (statistics) / in-process mean (ms): %s\n", m, strings.Join(inside, " "))
 			// the part of the overhead that is the machine's: a request that does nothing,
 			// sent after the server and client have been idle as long as an inference
@@ -474,7 +478,7 @@ func inProcess(c config, model, journal string, shapes map[string][]int64) (benc
 		}
 	}
 	args := append([]string{"bench", filepath.Join(c.zoo, model, "model.onnx"), "--threads", fmt.Sprint(c.threads), "--json", "-q",
-		"--cache-dir", journal, "--max-time", (c.duration / 2).String()}, dims...)
+		"--cache-dir", journal, "--max-time", c.roundTime.String()}, dims...)
 	if dims == nil {
 		args = append(args, "--input-dir", filepath.Join(c.zoo, model, "test_data_set_0"))
 	}

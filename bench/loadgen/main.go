@@ -73,7 +73,7 @@ func main() {
 	flag.StringVar(&c.batchModel, "batching-model", "", "then compare dynamic batching off and on for this model (e.g. bert_tiny)")
 	flag.IntVar(&c.batchClients, "batching-concurrency", 16, "clients for the batching comparison")
 	flag.IntVar(&c.maxBatch, "max-batch", 16, "max_batch_size for the batching comparison")
-	flag.DurationVar(&c.queueDelay, "queue-delay", 2*time.Millisecond, "max_queue_delay for the batching comparison")
+	flag.DurationVar(&c.queueDelay, "queue-delay", 10*time.Millisecond, "max_queue_delay for the batching comparison (2 ms splits the 16 requests that arrive together after each batch; BENCHMARKS.md)")
 	flag.Parse()
 	c.models = strings.Split(models, ",")
 	for _, l := range strings.Split(levels, ",") {

@@ -83,9 +83,19 @@ type module struct {
 
 type kernel struct {
 	name string
-	fn   func(bufs, dims, ctx unsafe.Pointer) int32
+	sym  uintptr // int fn(void *const *bufs, const int64_t *dims, void *ctx)
 	mod  *module
 }
+
+// launchArgs is one launch's argument arrays, recycled: a request runs a few dozen
+// kernels and these were most of a launch's garbage.
+type launchArgs struct {
+	ptrs []unsafe.Pointer
+	dims []int64
+	ctx  [1]int64
+}
+
+var launchPool = sync.Pool{New: func() any { return new(launchArgs) }}
 
 func (k *kernel) Name() string { return k.name }
 
@@ -123,9 +133,7 @@ func (m *module) Kernel(name string) (devices.Kernel, error) {
 	if err != nil || sym == 0 {
 		return nil, fmt.Errorf("%w: no kernel %q: %v", devices.ErrLoad, name, err)
 	}
-	k := &kernel{name: name, mod: m}
-	purego.RegisterFunc(&k.fn, sym)
-	return k, nil
+	return &kernel{name: name, sym: sym, mod: m}, nil
 }
 
 // Close implements devices.Module.
@@ -158,17 +166,24 @@ func (d *Device) Launch(k devices.Kernel, _ devices.Geometry, bufs []devices.Buf
 	if closed {
 		return fmt.Errorf("%w: kernel %q of a closed module", devices.ErrLaunch, kk.name)
 	}
-	ptrs := make([]unsafe.Pointer, len(bufs)+1)
+	a := launchPool.Get().(*launchArgs)
+	defer launchPool.Put(a)
+	a.ptrs = append(a.ptrs[:0], make([]unsafe.Pointer, len(bufs)+1)...)
 	for i, b := range bufs {
 		cb, err := d.own(b)
 		if err != nil {
+			clear(a.ptrs)
 			return fmt.Errorf("kernel %q argument %d: %w", kk.name, i, err)
 		}
-		ptrs[i] = unsafe.Pointer(&cb.mem[0])
+		a.ptrs[i] = unsafe.Pointer(&cb.mem[0])
 	}
-	dimArr := append(append([]int64{}, dims...), 0)
-	ctx := [1]int64{d.threads} // the kernel context: {num_threads}
-	if rc := kk.fn(unsafe.Pointer(&ptrs[0]), unsafe.Pointer(&dimArr[0]), unsafe.Pointer(&ctx[0])); rc != 0 {
+	a.dims = append(append(a.dims[:0], dims...), 0)
+	a.ctx[0] = d.threads // the kernel context: {num_threads}
+	// a direct foreign call (purego.RegisterFunc's reflect-built wrapper allocated
+	// on every call); the arrays are heap objects that stay alive through it
+	r1, _, _ := purego.SyscallN(kk.sym, uintptr(unsafe.Pointer(&a.ptrs[0])), uintptr(unsafe.Pointer(&a.dims[0])), uintptr(unsafe.Pointer(&a.ctx[0])))
+	clear(a.ptrs) // hold no buffer past the launch
+	if rc := int32(r1); rc != 0 {
 		return fmt.Errorf("%w: kernel %q returned %d", devices.ErrLaunch, kk.name, rc)
 	}
 	return nil

@@ -62,13 +62,23 @@ func (c *call) host(v Value) (*tensor.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		raw := make([]byte, x.Bytes())
-		if err := c.m.devs[x.Storage.Device].CopyOut(raw, buf); err != nil {
-			return nil, err
-		}
 		shape := make(tensor.Shape, len(x.Shape))
 		for i, d := range x.Shape {
 			shape[i] = int(d)
+		}
+		// copy straight into the host tensor's elements where they are the device's
+		// bytes (one copy, not two)
+		if t := tensor.New(x.DType, shape); int64(t.Len()*x.DType.Size()) == x.Bytes() {
+			if b, ok := t.NativeBytes(); ok {
+				if err := c.m.devs[x.Storage.Device].CopyOut(b, buf); err != nil {
+					return nil, err
+				}
+				return t, nil
+			}
+		}
+		raw := make([]byte, x.Bytes())
+		if err := c.m.devs[x.Storage.Device].CopyOut(raw, buf); err != nil {
+			return nil, err
 		}
 		return tensor.FromRaw(x.DType, shape, raw)
 	}

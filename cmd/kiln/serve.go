@@ -142,6 +142,7 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 				BearerToken: token, RequestTimeout: timeout}),
 			ReadHeaderTimeout: 10 * time.Second,
 			TLSConfig:         tlsConf,
+			ConnContext:       httpapi.ConnContext,
 			ErrorLog:          zap.NewStdLog(log.Named("http")), // TLS handshake errors and the like, in the log's format
 		}
 		go func() {

@@ -27,6 +27,12 @@
 // queueing, compile wait and run; 504 past it; reading the body is bounded by the
 // http.Server, not by it). TLS is the caller's (an http.Server with TLSConfig).
 //
+// Binary responses are written as the JSON header and then each output's bytes (views
+// of the output tensors, no concatenated copy); with ConnContext installed on the
+// http.Server, TCP_CORK holds them back until the handler has written them all, so a
+// response beyond net/http's 4 KiB connection buffer reaches the client in one send
+// and wakes it once, not twice (cork.go; plain TCP on Linux only).
+//
 // References: KServe Open Inference Protocol REST spec; Triton's binary tensor data,
 // statistics and model repository extensions.
 package httpapi

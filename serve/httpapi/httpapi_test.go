@@ -34,6 +34,12 @@ var x = func() []float32 {
 
 func startServer(t *testing.T) string {
 	t.Helper()
+	return startServerWith(t, nil)
+}
+
+// startServerWith is startServer with a hook on the http.Server before it starts.
+func startServerWith(t *testing.T, configure func(*http.Server)) string {
+	t.Helper()
 	repo := t.TempDir()
 	src, err := os.ReadFile("../../examples/mlp/model.onnx")
 	if err != nil {
@@ -57,7 +63,11 @@ func startServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(svc, Options{MaxRequestBytes: 1 << 20, Version: "test"}))
+	srv := httptest.NewUnstartedServer(New(svc, Options{MaxRequestBytes: 1 << 20, Version: "test"}))
+	if configure != nil {
+		configure(srv.Config)
+	}
+	srv.Start()
 	t.Cleanup(func() { srv.Close(); svc.Close(); j.Close() })
 	return srv.URL
 }

@@ -228,13 +228,23 @@ func (s *Server) infer(c *gin.Context) {
 		c.Data(http.StatusOK, "application/json", head)
 		return
 	}
-	c.Header(headerLength, strconv.Itoa(len(head)))
-	all := bytes.NewBuffer(make([]byte, 0, len(head)+totalLen(blobs)))
-	all.Write(head)
-	for _, b := range blobs {
-		all.Write(b)
-	}
-	c.Data(http.StatusOK, "application/octet-stream", all.Bytes())
+	// the JSON header, then each binary output as it is (no concatenated copy), all
+	// in one TCP send
+	h := c.Writer.Header()
+	h.Set(headerLength, strconv.Itoa(len(head)))
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(head)+totalLen(blobs)))
+	corked(c.Request, func() {
+		c.Status(http.StatusOK)
+		if _, err := c.Writer.Write(head); err != nil {
+			return // the client went away; net/http closes the connection
+		}
+		for _, b := range blobs {
+			if _, err := c.Writer.Write(b); err != nil {
+				return
+			}
+		}
+	})
 }
 
 func totalLen(bs [][]byte) int {

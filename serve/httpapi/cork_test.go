@@ -1,0 +1,56 @@
+package httpapi
+
+import (
+	"encoding/binary"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLargeBinaryResponseCorked: with ConnContext installed, a binary response larger
+// than net/http's 4 KiB connection buffer (2000 rows of the example's 4 probabilities,
+// 32000 bytes) arrives whole and right, and the connection is uncorked afterwards: the
+// next request on it is answered at once, not after TCP_CORK's 200 ms hold.
+func TestLargeBinaryResponseCorked(t *testing.T) {
+	base := startServerWith(t, func(s *http.Server) { s.ConnContext = ConnContext })
+	const rows = 2000
+	raw := make([]byte, 4*rows*8)
+	for i := range rows * 8 {
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(i%7)-3))
+	}
+	head := jsonBody(map[string]any{"inputs": []any{map[string]any{"name": "x", "datatype": "FP32", "shape": []int{rows, 8}, "parameters": map[string]any{"binary_data_size": len(raw)}}},
+		"parameters": map[string]any{"binary_data_output": true}})
+	for round := range 3 {
+		start := time.Now()
+		code, hdr, b := do(t, "POST", base+"/v2/models/mlp/infer", append(append([]byte{}, head...), raw...), map[string]string{headerLength: strconv.Itoa(len(head))})
+		if code != 200 {
+			t.Fatalf("round %d: %d %s", round, code, b)
+		}
+		n, _ := strconv.Atoi(hdr.Get(headerLength))
+		if n <= 0 || len(b)-n != 4*rows*4 || !strings.Contains(string(b[:n]), `"binary_data_size":32000`) {
+			t.Fatalf("round %d: header %d of %d bytes: %.200s", round, n, len(b), b)
+		}
+		if cl := hdr.Get("Content-Length"); cl != strconv.Itoa(len(b)) {
+			t.Fatalf("round %d: Content-Length %q for %d bytes", round, cl, len(b))
+		}
+		for r := range rows {
+			sum := 0.0
+			for c := range 4 {
+				sum += float64(math.Float32frombits(binary.LittleEndian.Uint32(b[n+16*r+4*c:])))
+			}
+			if math.Abs(sum-1) > 1e-5 {
+				t.Fatalf("round %d: row %d of the probabilities sums to %v", round, r, sum)
+			}
+		}
+		// a small response on the same keep-alive connection
+		if code, _, b := do(t, "GET", base+"/v2/health/ready", nil, nil); code != 200 {
+			t.Fatalf("round %d: ready: %d %s", round, code, b)
+		}
+		if d := time.Since(start); round > 0 && d > 150*time.Millisecond {
+			t.Errorf("round %d took %v: the connection stayed corked", round, d)
+		}
+	}
+}

@@ -26,6 +26,7 @@ extern int sched_yield(void);
 #endif
 #define KILN_POOL_MAX 64
 #define KILN_SPIN 8192
+#define KILN_IDLE_SPIN 65536
 static void kiln_futex_wait(int *addr, int val) {
 #ifdef KILN_SYS_FUTEX
   syscall(KILN_SYS_FUTEX, addr, 128 /* FUTEX_WAIT_PRIVATE */, val, (void *)0, (void *)0, 0);
@@ -69,13 +70,14 @@ static void kiln_run_chunks(void) {
       kiln_futex_wake(&kiln_pool.done);
   }
 }
-/* kiln_await returns once *addr differs from old (spinning first, then sleeping). */
+/* kiln_await returns once *addr differs from old: an idle worker spins ~2 ms (yielding
+   the core every 256 pauses to any thread that wants it), then sleeps. */
 static int kiln_await(int *addr, int old) {
   for (;;) {
-    for (int i = 0; i < KILN_SPIN; i++) {
+    for (int i = 0; i < KILN_IDLE_SPIN; i++) {
       int v = __atomic_load_n(addr, __ATOMIC_ACQUIRE);
       if (v != old) return v;
-      kiln_relax();
+      if ((i & 255) == 255) sched_yield(); else kiln_relax();
     }
     kiln_futex_wait(addr, old);
   }

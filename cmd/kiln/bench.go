@@ -38,7 +38,7 @@ type benchResult struct {
 func benchCmd() *cobra.Command {
 	var (
 		threads, iters, warmup int
-		maxTime                time.Duration
+		maxTime, gap           time.Duration
 		asJSON, quiet, profile bool
 		shapeInputs            shapeFlags
 		cf                     cacheFlags
@@ -127,6 +127,9 @@ integers 0) with the shapes given by --dims.`,
 			var times []float64
 			start := time.Now()
 			for i := 0; iters > 0 && i < iters || iters <= 0 && (i < 10 || time.Since(start) < maxTime); i++ {
+				if gap > 0 {
+					time.Sleep(gap)
+				}
 				t0 := time.Now()
 				if _, err := machine.Run(ctx, ordered); err != nil {
 					return err
@@ -163,6 +166,7 @@ integers 0) with the shapes given by --dims.`,
 	f.IntVar(&iters, "iters", 0, "timed inferences (0: at least 10, for --max-time)")
 	f.IntVar(&warmup, "warmup", 3, "untimed inferences first")
 	f.DurationVar(&maxTime, "max-time", 2*time.Second, "with --iters 0, time inferences for this long")
+	f.DurationVar(&gap, "gap", 0, "idle this long before each timed inference, as between a server's requests (0: back to back)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON line")
 	f.BoolVar(&profile, "profile", false, "then time every kernel over as many runs and print the table")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")

@@ -192,14 +192,7 @@ func TestGoldenSymbolicFused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := schedule.New(f)
-	if err := kcpu.ScheduleGeneric(sc); err != nil {
-		t.Fatal(err)
-	}
-	low, err := passes.CPUPipeline().Run(sc.Func())
-	if err != nil {
-		t.Fatal(err)
-	}
+	low := lowerGeneric(t, f)
 	src, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true}, low)
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +214,12 @@ func lowerSoftmaxRows(t *testing.T) *loopir.PrimFunc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lowerGeneric(t, f)
+}
+
+// lowerGeneric schedules f with the CPU generic rule and runs the CPU pass pipeline.
+func lowerGeneric(t *testing.T, f *loopir.PrimFunc) *loopir.PrimFunc {
+	t.Helper()
 	sc := schedule.New(f)
 	if err := kcpu.ScheduleGeneric(sc); err != nil {
 		t.Fatal(err)

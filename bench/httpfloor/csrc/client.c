@@ -1,0 +1,71 @@
+/* client.c: one HTTP/1.1 keep-alive connection, one request at a time, like a
+   perf_analyzer client at concurrency 1. Usage: client PORT REQUESTS REQUEST_BYTES.
+   Prints the p50 and p90 round trip in microseconds after 50 untimed requests. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* roundtrip sends req and reads one whole response; 0 on success. */
+static int roundtrip(int fd, const char *req, int len, char *buf, int cap) {
+  if (send(fd, req, len, 0) != len) return -1;
+  int got = 0, need = -1;
+  while (need < 0 || got < need) {
+    int r = recv(fd, buf + got, cap - got, 0);
+    if (r <= 0) return -1;
+    got += r;
+    if (need < 0) {
+      char *end = memmem(buf, got, "\r\n\r\n", 4);
+      if (!end) continue;
+      *end = 0;
+      char *cl = strcasestr(buf, "Content-Length:");
+      if (!cl) return -1;
+      need = (int)(end + 4 - buf) + atoi(cl + 15);
+      if (need > cap) return -1;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) { fprintf(stderr, "usage: client PORT REQUESTS REQUEST_BYTES\n"); return 2; }
+  int port = atoi(argv[1]), n = atoi(argv[2]), body = atoi(argv[3]);
+  int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(0x7f000001)};
+  if (connect(fd, (void *)&a, sizeof a) != 0) { perror("client: connect"); return 1; }
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  char *req = calloc(1, body + 256);
+  int len = sprintf(req, "POST /v2/models/floor/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", body);
+  len += body;
+  int cap = 1 << 24;
+  char *buf = malloc(cap);
+  double *ts = malloc(n * sizeof *ts);
+  for (int i = 0; i < 50; i++)
+    if (roundtrip(fd, req, len, buf, cap)) { fprintf(stderr, "client: bad response\n"); return 1; }
+  for (int i = 0; i < n; i++) {
+    double t = now_us();
+    if (roundtrip(fd, req, len, buf, cap)) { fprintf(stderr, "client: bad response\n"); return 1; }
+    ts[i] = now_us() - t;
+  }
+  qsort(ts, n, sizeof *ts, cmp);
+  printf("%.1f %.1f\n", ts[n / 2], ts[n * 9 / 10]);
+  return 0;
+}

@@ -1,0 +1,220 @@
+//go:build linux
+
+// Command httpfloor measures what answering one request over loopback costs on this
+// machine before any inference server code runs: the floor under loadgen's "REST binary
+// p50 over in-process kiln bench" overhead. Every server does the same fixed work per
+// request — kiln_floor_compute (csrc/compute.c): --compute of busy time on the calling
+// thread and one helper thread that idles like kiln's pool worker — and returns a
+// --response-bytes body; one C client (csrc/client.c) times round trips at concurrency 1
+// over a keep-alive connection. The servers:
+//
+//	c         csrc/server.c: blocking sockets, no Go runtime
+//	go-tcp    a goroutine per connection on raw TCP, one Write per response
+//	net/http  net/http with kiln's corked binary response (what gin runs on)
+//
+// Rounds alternate the servers; the report gives each one's p50 per round, the median
+// over rounds and the median overhead over the compute time.
+//
+//	go run ./bench/httpfloor [--rounds 5] [--requests 1000] [--compute 3ms]
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "embed"
+)
+
+//go:embed csrc/compute.c
+var computeC []byte
+
+//go:embed csrc/server.c
+var serverC []byte
+
+//go:embed csrc/client.c
+var clientC []byte
+
+type config struct {
+	rounds, requests, requestBytes, responseBytes int
+	compute                                       time.Duration
+	cc                                            string
+}
+
+var servers = []string{"c", "go-tcp", "net/http"}
+
+func main() {
+	var c config
+	role := flag.String("serve", "", "internal: run one Go server (go-tcp or net/http) on --listen")
+	listen := flag.String("listen", "", "internal: the Go server's address")
+	lib := flag.String("lib", "", "internal: the compute shared object")
+	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds over the servers")
+	flag.IntVar(&c.requests, "requests", 1000, "timed requests per server per round (after 50 untimed)")
+	flag.DurationVar(&c.compute, "compute", 3*time.Millisecond, "busy time per request on two threads (bert_tiny s32 takes ~3.2 ms here)")
+	flag.IntVar(&c.requestBytes, "request-bytes", 1296, "request body size (bert_tiny s32's binary request is 1296 bytes with headers)")
+	flag.IntVar(&c.responseBytes, "response-bytes", 33792, "response body size (bert_tiny s32's two outputs: 33792 bytes)")
+	flag.StringVar(&c.cc, "cc", "cc", "the C compiler")
+	flag.Parse()
+	if *role != "" {
+		if err := serveGo(*role, *listen, *lib, c); err != nil {
+			fmt.Fprintln(os.Stderr, "httpfloor:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "httpfloor:", err)
+		os.Exit(1)
+	}
+}
+
+// serveGo is the child process of one Go server.
+func serveGo(role, addr, lib string, c config) error {
+	compute, err := computeFunc(lib, int(c.compute.Microseconds()))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	switch role {
+	case "go-tcp":
+		return serveGoTCP(ln, compute, c.responseBytes)
+	case "net/http":
+		return serveNetHTTP(ln, compute, c.responseBytes)
+	}
+	return fmt.Errorf("unknown server %q", role)
+}
+
+// build compiles the shared object, the C server and the client into dir.
+func build(c config, dir string) error {
+	for name, src := range map[string][]byte{"compute.c": computeC, "server.c": serverC, "client.c": clientC} {
+		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{
+		{"-O2", "-shared", "-fPIC", "-pthread", "-o", "libfloor.so", "compute.c"},
+		{"-O2", "-pthread", "-o", "server", "server.c", "compute.c"},
+		{"-O2", "-o", "client", "client.c"},
+	} {
+		cmd := exec.Command(c.cc, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %s: %v\n%s", c.cc, strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+func run(c config) error {
+	dir, err := os.MkdirTemp("", "httpfloor")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := build(c, dir); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("compute %v per request on two threads, %d-byte requests, %d-byte responses, %d requests per server per round\n",
+		c.compute, c.requestBytes, c.responseBytes, c.requests)
+	p50s := map[string][]float64{}
+	for r := range c.rounds {
+		var row []string
+		for _, s := range servers {
+			p50, p90, err := measure(c, dir, self, s)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", r+1, s, err)
+			}
+			p50s[s] = append(p50s[s], p50)
+			row = append(row, fmt.Sprintf("%s p50 %.3f p90 %.3f ms", s, p50/1e3, p90/1e3))
+		}
+		fmt.Printf("round %d: %s\n", r+1, strings.Join(row, ", "))
+	}
+	us := float64(c.compute.Microseconds())
+	for _, s := range servers {
+		m := median(p50s[s])
+		pct := ""
+		if us > 0 {
+			pct = fmt.Sprintf(" (%+.1f%%)", 100*(m-us)/us)
+		}
+		fmt.Printf("%-9s median p50 %.3f ms: %+.3f ms over the compute%s\n", s, m/1e3, (m-us)/1e3, pct)
+	}
+	return nil
+}
+
+// measure starts one server, runs the client against it and stops the server.
+func measure(c config, dir, self, server string) (p50, p90 float64, err error) {
+	port, err := freePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	var srv *exec.Cmd
+	if server == "c" {
+		srv = exec.Command(filepath.Join(dir, "server"), strconv.Itoa(port), strconv.FormatInt(c.compute.Microseconds(), 10), strconv.Itoa(c.responseBytes))
+	} else {
+		srv = exec.Command(self, "--serve", server, "--listen", addr, "--lib", filepath.Join(dir, "libfloor.so"),
+			"--compute", c.compute.String(), "--response-bytes", strconv.Itoa(c.responseBytes))
+	}
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	if err := waitListening(addr); err != nil {
+		return 0, 0, err
+	}
+	var out bytes.Buffer
+	cl := exec.Command(filepath.Join(dir, "client"), strconv.Itoa(port), strconv.Itoa(c.requests), strconv.Itoa(c.requestBytes))
+	cl.Stdout, cl.Stderr = &out, os.Stderr
+	if err := cl.Run(); err != nil {
+		return 0, 0, fmt.Errorf("client: %w", err)
+	}
+	if _, err := fmt.Sscan(out.String(), &p50, &p90); err != nil {
+		return 0, 0, fmt.Errorf("client printed %q: %w", out.String(), err)
+	}
+	return p50, p90, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitListening(addr string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			return c.Close()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("no server on %s after 10s", addr)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

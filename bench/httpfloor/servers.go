@@ -1,0 +1,107 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/ebitengine/purego"
+)
+
+// computeFunc binds kiln_floor_compute from the shared object built from csrc/compute.c and
+// calls it the way kiln's CPU device launches a kernel: purego.SyscallN, no cgo.
+func computeFunc(lib string, us int) (func(), error) {
+	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("httpfloor: %s: %w", lib, err)
+	}
+	fn, err := purego.Dlsym(h, "kiln_floor_compute")
+	if err != nil {
+		return nil, fmt.Errorf("httpfloor: %s: %w", lib, err)
+	}
+	return func() { purego.SyscallN(fn, uintptr(us)) }, nil
+}
+
+// serveGoTCP answers requests on raw TCP from one goroutine per connection: headers
+// read with bufio, the body with io.ReadFull, the whole response in one Write. It is the
+// least a Go server does: the runtime's netpoller and scheduler, no HTTP library.
+func serveGoTCP(ln net.Listener, compute func(), body int) error {
+	resp := append([]byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", body)), make([]byte, body)...)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for {
+				n := 0
+				for {
+					line, err := br.ReadSlice('\n')
+					if err != nil {
+						return
+					}
+					line = bytes.TrimRight(line, "\r\n")
+					if len(line) == 0 {
+						break
+					}
+					if k, v, ok := strings.Cut(string(line), ":"); ok && strings.EqualFold(k, "Content-Length") {
+						n, _ = strconv.Atoi(strings.TrimSpace(v))
+					}
+				}
+				if _, err := br.Discard(n); err != nil {
+					return
+				}
+				compute()
+				if _, err := c.Write(resp); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+type connKey struct{}
+
+// serveNetHTTP answers with net/http the way kiln's REST server writes a binary
+// response: Content-Length set, the body written under TCP_CORK and flushed, so header
+// and body leave in one segment train (serve/httpapi/cork.go).
+func serveNetHTTP(ln net.Listener, compute func(), body int) error {
+	payload := make([]byte, body)
+	size := strconv.Itoa(body)
+	srv := &http.Server{
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			compute()
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Length", size)
+			cork := func(on int) {}
+			if sc, ok := r.Context().Value(connKey{}).(syscall.Conn); ok {
+				if rc, err := sc.SyscallConn(); err == nil {
+					cork = func(on int) {
+						_ = rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, on) })
+					}
+				}
+			}
+			cork(1)
+			_, _ = w.Write(payload)
+			w.(http.Flusher).Flush()
+			cork(0)
+		}),
+	}
+	return srv.Serve(ln)
+}

@@ -11,6 +11,12 @@
 #include <sys/syscall.h>
 #include <linux/futex.h>
 
+#if defined(__x86_64__)
+#define relax() __builtin_ia32_pause()
+#else
+#define relax() sched_yield()
+#endif
+
 static int gen, done, started;
 static long long end_ns; /* the current inference ends here, for both threads */
 
@@ -21,7 +27,7 @@ static long long now_ns(void) {
 }
 
 static void busy_until(long long end) {
-  while (now_ns() < end) __builtin_ia32_pause();
+  while (now_ns() < end) relax();
 }
 
 static void *helper(void *arg) {
@@ -30,7 +36,7 @@ static void *helper(void *arg) {
   for (;;) {
     long long idle_end = now_ns() + 2000000;
     for (int i = 0; __atomic_load_n(&gen, __ATOMIC_ACQUIRE) == seen; i++) {
-      if ((i & 255) == 255) sched_yield(); else __builtin_ia32_pause();
+      if ((i & 255) == 255) sched_yield(); else relax();
       if ((i & 255) == 0 && now_ns() > idle_end) {
         syscall(SYS_futex, &gen, FUTEX_WAIT_PRIVATE, seen, 0, 0, 0);
         idle_end = now_ns() + 2000000;
@@ -54,6 +60,6 @@ int kiln_floor_compute(long long us) {
   int g = __atomic_add_fetch(&gen, 1, __ATOMIC_RELEASE);
   syscall(SYS_futex, &gen, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
   busy_until(end);
-  while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) != g) __builtin_ia32_pause();
+  while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) != g) relax();
   return 0;
 }

@@ -2,10 +2,10 @@ package onnx
 
 import (
 	"crypto/sha256"
+	"errors"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -13,29 +13,48 @@ import (
 	"syscall"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/kilnrt/kiln/internal/safefile"
 )
 
 // Digest is the content digest of a model for cache keys: the model file and every
 // external data file its tensors name, never their paths. The protobuf is scanned for
 // external_data locations without being decoded, and large files are hashed in 8 MiB
 // chunks in parallel (SHA-256 of the chunks' SHA-256s and the length), so a warm start
-// does not pay for a full model load.
+// does not pay for a full model load. A digest taken from a file that changes while it
+// is hashed matches no content; LoadVerified is what proves bytes and digest agree.
 func Digest(path string) (string, error) {
-	model, err := hashFile(path)
+	model, err := mapFile(path)
 	if err != nil {
 		return "", err
 	}
-	locs, err := externalLocations(path)
+	defer model.close()
+	return digestOf(path, model.data, func(p string) ([32]byte, error) {
+		f, err := mapFile(p)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		defer f.close()
+		return hashBytes(f.data), nil
+	})
+}
+
+// digestOf combines the model bytes' hash with each external file's, found by ext from
+// its resolved path, in location order.
+func digestOf(path string, model []byte, ext func(path string) ([32]byte, error)) (string, error) {
+	locs, err := externalLocations(model)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	h := sha256.New()
-	h.Write(model[:])
+	sum := hashBytes(model)
+	h.Write(sum[:])
 	for _, loc := range locs {
-		if !filepath.IsLocal(filepath.FromSlash(loc)) {
-			return "", fmt.Errorf("%s: %w: external data location %q leaves the model directory", path, ErrInvalid, loc)
+		p, err := externalPath(filepath.Dir(path), loc)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
 		}
-		d, err := hashFile(filepath.Join(filepath.Dir(path), filepath.FromSlash(loc)))
+		d, err := ext(p)
 		if err != nil {
 			return "", fmt.Errorf("%s: external data: %w", path, err)
 		}
@@ -45,29 +64,51 @@ func Digest(path string) (string, error) {
 	return "sha256x8m:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// externalPath resolves an external data location under the model's directory: a
+// relative path that, symlinks followed, stays inside it.
+func externalPath(dir, loc string) (string, error) {
+	p, err := safefile.Within(dir, loc)
+	if errors.Is(err, safefile.ErrOutside) {
+		return "", invalidf("external data location %q leaves the model directory", loc)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: external data %q: %v", ErrInvalid, loc, err)
+	}
+	return p, nil
+}
+
 const digestChunk = 8 << 20
 
-// hashFile maps a file and hashes it chunk by chunk on every core.
-func hashFile(path string) ([32]byte, error) {
-	var out [32]byte
-	f, err := os.Open(path)
+// mapped is a read-only mapping of a regular file.
+type mapped struct{ data []byte }
+
+func (m mapped) close() {
+	if m.data != nil {
+		syscall.Munmap(m.data)
+	}
+}
+
+// mapFile maps a regular file (a FIFO or a device is refused, never waited on).
+func mapFile(path string) (mapped, error) {
+	f, err := safefile.Open(path)
 	if err != nil {
-		return out, err
+		return mapped{}, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return mapped{}, err
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return out, err
+		return mapped{}, fmt.Errorf("%s: %w", path, err)
 	}
-	size := st.Size()
-	var data []byte
-	if size > 0 {
-		data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
-		if err != nil {
-			return out, err
-		}
-		defer syscall.Munmap(data)
-	}
+	return mapped{data}, nil
+}
+
+// hashBytes hashes data chunk by chunk on every core.
+func hashBytes(data []byte) [32]byte {
+	var out [32]byte
 	n := (len(data) + digestChunk - 1) / digestChunk
 	sums := make([][32]byte, n)
 	var wg sync.WaitGroup
@@ -87,31 +128,17 @@ func hashFile(path string) ([32]byte, error) {
 	}
 	wg.Wait()
 	h := sha256.New()
-	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(size)))
+	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(data))))
 	for _, s := range sums {
 		h.Write(s[:])
 	}
 	h.Sum(out[:0])
-	return out, nil
+	return out
 }
 
 // externalLocations lists the distinct external data files a model names, sorted,
 // walking ModelProto.graph and every nested graph (node attributes) with protowire.
-func externalLocations(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
-		return nil, err
-	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, err
-	}
-	defer syscall.Munmap(data)
+func externalLocations(data []byte) ([]string, error) {
 	seen := map[string]bool{}
 	if err := scanMessage(data, modelFields, seen, 0); err != nil {
 		return nil, fmt.Errorf("%w: not an ONNX model: %v", ErrInvalid, err)

@@ -3,12 +3,12 @@ package onnx
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/safefile"
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
 )
 
@@ -29,14 +29,11 @@ func Load(path string, opts Options) (*graph.Module, error) {
 }
 
 func readBounded(path string, limit int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	b, err := safefile.ReadFile(path, limit)
+	if errors.Is(err, safefile.ErrTooLarge) || errors.Is(err, safefile.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%w: %s is %d bytes, more than the %d-byte limit", ErrInvalid, path, st.Size(), limit)
-	}
-	return os.ReadFile(path)
+	return b, err
 }
 
 // decodeModel unmarshals and checks the model header.
@@ -68,15 +65,17 @@ func LoadBytes(b []byte, dir string, opts Options) (m *graph.Module, err error) 
 	if err != nil {
 		return nil, err
 	}
-	if len(mp.GetFunctions()) > 0 {
-		// model-local functions are only a problem if a node calls one; such a node's
-		// domain is not ai.onnx and is reported as unsupported there.
-		_ = mp.GetFunctions()
-	}
+	// model-local functions are only a problem if a node calls one; such a node's
+	// domain is not ai.onnx and is reported as unsupported there.
+	return loadDecoded(mp, opsets, &tensorDecoder{dir: dir, limit: opts.Limit()})
+}
+
+// loadDecoded imports a decoded model whose tensors td resolves.
+func loadDecoded(mp *onnxpb.ModelProto, opsets map[string]int64, td *tensorDecoder) (m *graph.Module, err error) {
 	bld := graph.NewBuilder("main")
 	bld.M.Opsets = opsets
 	bld.M.Producer = mp.GetProducerName() + " " + mp.GetProducerVersion()
-	im := &importer{m: bld.M, opsets: opsets, td: &tensorDecoder{dir: dir, limit: opts.Limit()}, rules: upgradeRules()}
+	im := &importer{m: bld.M, opsets: opsets, td: td, rules: upgradeRules()}
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("BUG: loader panicked: %v", r)

@@ -2,8 +2,6 @@ package onnx
 
 import (
 	"fmt"
-	"os"
-	"syscall"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -41,24 +39,20 @@ func ReadInterface(path string) (*Interface, error) {
 }
 
 func loadInterface(path string) (*graph.Module, *Interface, error) {
+	f, err := mapFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.close()
+	return interfaceOf(path, f.data)
+}
+
+// interfaceOf reads the interface from a model's bytes (path names it in errors).
+func interfaceOf(path string, data []byte) (*graph.Module, *Interface, error) {
 	fail := func(err error) (*graph.Module, *Interface, error) { return nil, nil, err }
-	f, err := os.Open(path)
-	if err != nil {
-		return fail(err)
+	if len(data) == 0 || int64(len(data)) > maxModelBytes {
+		return fail(fmt.Errorf("%s: %w: %d bytes", path, ErrInvalid, len(data)))
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fail(err)
-	}
-	if st.Size() == 0 || st.Size() > maxModelBytes {
-		return fail(fmt.Errorf("%s: %w: %d bytes", path, ErrInvalid, st.Size()))
-	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return fail(err)
-	}
-	defer syscall.Munmap(data)
 	g, err := field(data, 7)
 	if err != nil || g == nil {
 		return fail(fmt.Errorf("%s: %w: not an ONNX model (no graph)", path, ErrInvalid))

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 
+	"github.com/kilnrt/kiln/internal/safefile"
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -17,6 +17,9 @@ import (
 type tensorDecoder struct {
 	dir   string // "" forbids external data
 	limit int64
+	// files, when set, holds the external data files already read (by location): the
+	// bytes a digest was computed from (LoadVerified); nothing else is opened
+	files map[string][]byte
 }
 
 func (d *tensorDecoder) decode(tp *onnxpb.TensorProto) (*tensor.Tensor, error) {
@@ -198,15 +201,21 @@ func (d *tensorDecoder) external(tp *onnxpb.TensorProto, want int64) ([]byte, er
 	if length >= 0 && length != want {
 		return nil, invalidf("external data length %d, tensor needs %d bytes", length, want)
 	}
-	path := filepath.Join(d.dir, filepath.FromSlash(loc))
-	// refuse symlinks that point outside the model directory
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		base, _ := filepath.EvalSymlinks(d.dir)
-		if rel, err := filepath.Rel(base, real); err != nil || !filepath.IsLocal(rel) {
-			return nil, invalidf("external data %q resolves outside the model directory", loc)
+	if d.files != nil {
+		data, ok := d.files[loc]
+		if !ok { // the digest's protobuf walk did not see this tensor: refuse, never read unhashed bytes
+			return nil, unsupportedf("external data %q of a tensor outside the model's graphs and attributes", loc)
 		}
+		if offset > int64(len(data)) || want > int64(len(data))-offset {
+			return nil, invalidf("external data %q has %d bytes, tensor needs %d at offset %d", loc, len(data), want, offset)
+		}
+		return data[offset : offset+want], nil
 	}
-	f, err := os.Open(path)
+	path, err := externalPath(d.dir, loc)
+	if err != nil {
+		return nil, err
+	}
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: external data: %v", ErrInvalid, err)
 	}
@@ -215,7 +224,7 @@ func (d *tensorDecoder) external(tp *onnxpb.TensorProto, want int64) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: external data: %v", ErrInvalid, err)
 	}
-	if offset+want > st.Size() {
+	if offset > st.Size() || want > st.Size()-offset {
 		return nil, invalidf("external data %q has %d bytes, tensor needs %d at offset %d", loc, st.Size(), want, offset)
 	}
 	buf := make([]byte, want)

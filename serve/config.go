@@ -2,7 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -11,8 +10,13 @@ import (
 
 	"github.com/kilnrt/kiln/configs"
 	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/internal/safefile"
 	"github.com/kilnrt/kiln/loader/onnx"
 )
+
+// maxConfigBytes bounds a config.pbtxt (Triton's are a few kilobytes; warm-up samples
+// keep their data in files).
+const maxConfigBytes = 4 << 20
 
 // loadConfig builds a model's configuration: its config.pbtxt when there is one
 // (ignored fields logged), completed from the model's interface as Triton's
@@ -21,7 +25,7 @@ import (
 func (s *Service) loadConfig(d modelDir, it *onnx.Interface) (*modelpb.ModelConfig, error) {
 	c := &modelpb.ModelConfig{}
 	if d.config != "" {
-		data, err := os.ReadFile(d.config)
+		data, err := safefile.ReadFile(d.config, maxConfigBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -4,8 +4,13 @@
 // Protocol to and from it and do nothing else.
 //
 // Model. A repository in Triton's layout (<repo>/<model>/<version>/model.onnx) is
-// scanned at start; every version becomes a model whose interface (inputs, outputs)
-// and content digest are read without loading the model. A model compiles on its first
+// scanned at start; every version becomes a model whose interface (inputs, outputs),
+// content digest (the journal key's model part) and file stamp (size, mtime, inode) come
+// from one read of its file (onnx.Scan), without loading the model. A compile imports the
+// files only through onnx.LoadVerified, which refuses bytes other than the digest's, and
+// a stamp that no longer matches before a compile means the files were replaced: the
+// model is read again (reloadChanged) and the request runs on the new content. So an
+// executable is never stored under the key of other content. A model compiles on its first
 // request (or at start with Options.Eager, for models whose input shapes are static),
 // through the binary journal: once per input-shape signature, once per process
 // (singleflight) and once across processes sharing the journal. With
@@ -25,8 +30,10 @@
 // Invariants: every error returned wraps one of ErrInvalid, ErrNotFound,
 // ErrUnavailable, ErrInternal, ErrDisabled or ErrDeadline and names the model, input or
 // output concerned; a bad request or a bad model never takes the service down; a
-// compile runs detached from the request that started it (a client giving up does not
-// cancel what others wait for) and one compile runs at a time (each uses every core);
+// compile runs detached from the request that started it and stops when every request
+// waiting for it has given up (flight.go: background compiles are never stopped that
+// way); Options.Compiles compiles run at once (default one per core), so one slow model
+// does not hold back the others;
 // a model version runs at most Options.Instances requests at once, the rest queue (the
 // queue time is in its statistics); after Drain no inference is admitted and Drain
 // returns when those in flight are done.
@@ -50,6 +57,13 @@
 // explicit model control loads and unloads models by API (repocontrol.go).
 //
 // Not yet: queue policies, priorities, sequence batching.
+//
+// Names (names.go): a model name from a client, a flag or the repository is one
+// validated path element whose folder, symlinks resolved, is inside the repository;
+// every file the service opens (model files, external data, config.pbtxt, warm-up
+// data) is resolved inside the repository and opened as a regular file only
+// (internal/safefile). Any other name gets one fixed refusal, and only valid names reach
+// logs and metric labels.
 //
 // References: the KServe Open Inference Protocol (REST and gRPC), Triton's model
 // repository, model configuration and statistics extensions.

@@ -93,7 +93,7 @@ func (s *Service) Stats(name, version string) ([]ModelStats, error) {
 		ms = append(ms, s.models[name]...)
 		s.mu.RUnlock()
 		if len(ms) == 0 {
-			return nil, fmt.Errorf("%w: unknown model %q", ErrNotFound, name)
+			return nil, unknownModel(name)
 		}
 	} else {
 		m, err := s.lookup(name, version)

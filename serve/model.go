@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/kilnrt/kiln/compiler"
 	"github.com/kilnrt/kiln/configs/modelpb"
@@ -39,13 +38,14 @@ type model struct {
 	path    string
 	iface   *onnx.Interface
 	sig     *graph.Module
-	digest  string
+	digest  string     // content digest of the files as scanned: the journal key's model part
+	stamp   onnx.Stamp // the files' size/mtime/inode at the scan: a change means reload
 	spec    *Spec
 	config  *modelpb.ModelConfig // nil when the model could not be read
 	stats   *modelStats
 	slots   chan struct{} // one per instance: requests beyond them queue
 	batcher *batcher      // nil: every request is its own execution
-	compile singleflight.Group
+	flights flights       // builds in progress, one per shape key
 
 	mu       sync.Mutex
 	retired  bool // unloaded or replaced: no new requests
@@ -164,6 +164,7 @@ func dimsOf(t graph.Type) []int64 {
 
 // variantFor returns the loaded executable for the shapes, compiling it (through the
 // journal: once per key across processes; here once per key per process) if needed.
+// The compile stops when every request waiting for it has given up.
 func (m *model) variantFor(ctx context.Context, shapes map[string][]int64) (*variant, error) {
 	key := fmt.Sprint(shapes) // fmt prints maps sorted by key
 	m.mu.Lock()
@@ -175,23 +176,17 @@ func (m *model) variantFor(ctx context.Context, shapes map[string][]int64) (*var
 	if g, err := m.genericFor(ctx, shapes, key); g != nil || err != nil {
 		return g, err
 	}
-	ch := m.compile.DoChan(key, func() (any, error) { return m.build(shapes, key) })
-	select {
-	case <-ctx.Done():
+	v, err := m.flights.do(ctx, m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, shapes, key) })
+	if err == errGaveUp {
 		return nil, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.(*variant), nil
 	}
+	return v, err
 }
 
 // build compiles (or loads from the journal), loads and registers the variant for one
-// shape signature. It runs detached from any request's context: a client that gives up
-// does not cancel a compile others wait for.
-func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
-	v, err := m.buildVariant(shapes, key)
+// shape signature, under the flight's context (see flights).
+func (m *model) build(ctx context.Context, shapes map[string][]int64, key string) (*variant, error) {
+	v, err := m.buildVariant(ctx, shapes, key)
 	if err != nil {
 		return nil, err
 	}
@@ -201,13 +196,24 @@ func (m *model) build(shapes map[string][]int64, key string) (*variant, error) {
 	return v, nil
 }
 
+// errChanged: the model's files are not the ones registered (replaced on disk); the
+// service reloads the model and the request runs on the new content. It wraps
+// ErrUnavailable for a request that still sees it.
+var errChanged = fmt.Errorf("%w: the model's files changed on disk", ErrUnavailable)
+
 // buildVariant compiles (or loads from the journal) and loads an executable: for the
-// shapes, or with shapes nil the generic one (symbolic dims left free). A failed first
-// compile makes the model UNAVAILABLE, unless it was the generic attempt (the model
-// then compiles per shape).
-func (m *model) buildVariant(shapes map[string][]int64, key string) (*variant, error) {
+// shapes, or with shapes nil the generic one (symbolic dims left free). The journal key
+// is the digest taken at registration, and the compile reads the files again only to
+// import exactly those bytes (onnx.LoadVerified): files replaced since then are
+// errChanged, never compiled under the old key. A failed first compile makes the model
+// UNAVAILABLE, unless it was the generic attempt (the model then compiles per shape), it
+// was cancelled, or the files changed.
+func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key string) (*variant, error) {
 	svc := m.svc
 	generic := shapes == nil
+	if m.stamp.Changed() {
+		return nil, fmt.Errorf("%w: model %q version %d", errChanged, m.name, m.version)
+	}
 	first := false
 	m.mu.Lock()
 	if len(m.variants) == 0 && m.generic == nil {
@@ -215,19 +221,34 @@ func (m *model) buildVariant(shapes map[string][]int64, key string) (*variant, e
 		m.state, m.reason = StateLoading, ""
 	}
 	m.mu.Unlock()
+	undo := func() { // nothing was learned about the model: back to where it was
+		if first {
+			m.mu.Lock()
+			if m.state == StateLoading && !m.warming {
+				m.state, m.progress = StateReady, ""
+			}
+			m.mu.Unlock()
+		}
+	}
 	if !svc.startBuild() {
 		return nil, fmt.Errorf("%w: model %q: the server is stopping", ErrUnavailable, m.name)
 	}
 	defer svc.building.Done()
-	svc.compiles <- struct{}{} // one compile at a time: each uses every core
+	select { // a bounded number of compiles at once (Options.Compiles)
+	case svc.compiles <- struct{}{}:
+	case <-ctx.Done():
+		undo()
+		return nil, fmt.Errorf("%w: model %q: compile cancelled: %v", ErrDeadline, m.name, ctx.Err())
+	}
 	defer func() { <-svc.compiles }()
 	start := time.Now()
-	src := compiler.Source{Name: m.name + "/" + m.versionString(), Digest: m.digest, Load: func() (*graph.Module, error) { return onnx.Load(m.path, onnx.Options{}) }}
+	src := compiler.Source{Name: m.name + "/" + m.versionString(), Digest: m.digest,
+		Load: func() (*graph.Module, error) { return onnx.LoadVerified(m.path, m.digest, onnx.Options{}) }}
 	inputs := shapes
 	if generic {
 		inputs = map[string][]int64{} // no shapes: the symbolic dims stay free
 	}
-	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: svc.ctx,
+	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: ctx,
 		Progress: func(p compiler.Progress) {
 			m.mu.Lock()
 			if p.Total > 0 {
@@ -239,6 +260,14 @@ func (m *model) buildVariant(shapes map[string][]int64, key string) (*variant, e
 		}}
 	c, err := compiler.BuildCached(svc.journal, src, target.Host(), opts)
 	if err != nil {
+		switch {
+		case errors.Is(err, onnx.ErrChanged):
+			undo()
+			return nil, fmt.Errorf("%w: model %q version %d: %v", errChanged, m.name, m.version, err)
+		case ctx.Err() != nil:
+			undo()
+			return nil, fmt.Errorf("%w: model %q: compile cancelled: %v", ErrDeadline, m.name, ctx.Err())
+		}
 		reason := fmt.Sprintf("compile failed: %v", err)
 		if !generic {
 			svc.log.Error("model compile failed", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Error(err))

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"slices"
 
 	"go.uber.org/zap"
 )
@@ -63,21 +64,20 @@ func (s *Service) unloaded(name string) []*model {
 // LoadModel loads (or reloads) a model from the repository; the versions it replaces
 // are retired. It needs Options.RepositoryControl.
 func (s *Service) LoadModel(name string) error {
+	if !ValidModelName(name) {
+		return errBadName
+	}
 	if !s.opts.RepositoryControl {
 		return fmt.Errorf("%w: loading model %q: explicit model control is off (start the server with repository control enabled)", ErrDisabled, name)
 	}
-	d, err := scanModel(s.opts.Repository, name)
+	d, err := scanModel(s.repo, name)
+	if err == errBadName {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w: loading model %q: %v", ErrNotFound, name, err)
 	}
-	fresh := s.register(d)
-	s.mu.Lock()
-	old := s.models[name]
-	s.models[name] = fresh
-	s.mu.Unlock()
-	for _, m := range old {
-		m.retire()
-	}
+	fresh := s.replace(name, s.register(d))
 	s.log.Info("model loaded", zap.String("model", name), zap.Int("versions", len(fresh)))
 	for _, m := range fresh {
 		if m.status().State == StateUnavailable {
@@ -91,6 +91,9 @@ func (s *Service) LoadModel(name string) error {
 // UnloadModel retires every version of a model; it stays listed as UNAVAILABLE
 // ("unloaded").
 func (s *Service) UnloadModel(name string) error {
+	if !ValidModelName(name) {
+		return errBadName
+	}
 	if !s.opts.RepositoryControl {
 		return fmt.Errorf("%w: unloading model %q: explicit model control is off", ErrDisabled, name)
 	}
@@ -101,11 +104,47 @@ func (s *Service) UnloadModel(name string) error {
 	}
 	s.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: unknown model %q", ErrNotFound, name)
+		return unknownModel(name)
 	}
 	for _, m := range old {
 		m.retire()
 	}
 	s.log.Info("model unloaded", zap.String("model", name))
 	return nil
+}
+
+// replace installs a model's new versions and retires the ones they replace.
+func (s *Service) replace(name string, fresh []*model) []*model {
+	s.mu.Lock()
+	old := s.models[name]
+	s.models[name] = fresh
+	s.mu.Unlock()
+	for _, m := range old {
+		m.retire()
+	}
+	return fresh
+}
+
+// reloadChanged reads a model again from the repository after a version's files were
+// found changed on disk (errChanged), unless another request did already; requests
+// then run on the new content, never on the old key with the new files.
+func (s *Service) reloadChanged(m *model) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.mu.RLock()
+	current := s.models[m.name]
+	s.mu.RUnlock()
+	if !slices.Contains(current, m) {
+		return // reloaded already
+	}
+	var fresh []*model
+	if d, err := scanModel(s.repo, m.name); err != nil {
+		fresh = s.unloaded(m.name)
+		fresh[0].reason = fmt.Sprintf("the model's files changed on disk and it cannot be read again: %v", err)
+	} else {
+		fresh = s.register(d)
+	}
+	s.replace(m.name, fresh)
+	s.log.Warn("model files changed on disk: reloaded", zap.String("model", m.name), zap.Int64("version", m.version))
+	go s.compileEager()
 }

@@ -1,43 +1,53 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/kilnrt/kiln/internal/safefile"
 )
 
 // version is one servable version of a model in the repository.
 type version struct {
 	number int64
-	path   string // the model file
+	path   string // the model file, symlinks resolved
 }
 
 // modelDir is a model folder: <repo>/<name>/ with numeric version folders holding
 // model.onnx, and an optional config.pbtxt.
 type modelDir struct {
 	name     string
-	dir      string
+	dir      string // symlinks resolved
 	config   string // path of config.pbtxt ("" if absent)
 	versions []version
 }
 
 // scanRepository lists the models of a Triton-style repository. A folder without any
-// <version>/model.onnx is reported (not silently skipped) so a typo is visible.
-func scanRepository(repo string) ([]modelDir, []string, error) {
-	entries, err := os.ReadDir(repo)
+// <version>/model.onnx, or whose name is not a valid model name, is reported (not
+// silently skipped) so a typo is visible.
+func scanRepository(r repoRoot) ([]modelDir, []string, error) {
+	entries, err := os.ReadDir(r.real)
 	if err != nil {
 		return nil, nil, fmt.Errorf("model repository: %w", err)
 	}
 	var out []modelDir
 	var warnings []string
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		name := e.Name()
+		if len(name) > 0 && name[0] == '.' {
 			continue
 		}
-		md, err := scanModel(repo, e.Name())
+		if !ValidModelName(name) {
+			warnings = append(warnings, fmt.Sprintf("folder %q skipped: not a valid model name", name))
+			continue
+		}
+		md, err := scanModel(r, name)
+		if err == errBadName {
+			continue // not a directory inside the repository
+		}
 		if err != nil {
 			warnings = append(warnings, err.Error())
 			continue
@@ -48,27 +58,45 @@ func scanRepository(repo string) ([]modelDir, []string, error) {
 	return out, warnings, nil
 }
 
-func scanModel(repo, name string) (modelDir, error) {
-	md := modelDir{name: name, dir: filepath.Join(repo, name)}
-	if _, err := os.Stat(filepath.Join(md.dir, "config.pbtxt")); err == nil {
-		md.config = filepath.Join(md.dir, "config.pbtxt")
-	}
-	subs, err := os.ReadDir(md.dir)
+// scanModel reads one model folder: its versions (canonical decimal folder names) and
+// config.pbtxt, each resolved inside the repository and a regular file.
+func scanModel(r repoRoot, name string) (modelDir, error) {
+	dir, err := r.modelPath(name)
 	if err != nil {
-		return md, err
+		return modelDir{}, err
 	}
+	md := modelDir{name: name, dir: dir}
+	if p, err := r.file(path.Join(name, "config.pbtxt")); err == nil {
+		md.config = p
+	} else if !isMissing(err) {
+		return md, fmt.Errorf("model %q: config.pbtxt: %v", name, err)
+	}
+	subs, err := os.ReadDir(dir)
+	if err != nil {
+		return md, fmt.Errorf("model %q: %v", name, err)
+	}
+	var refused []string
 	for _, s := range subs {
-		n, err := strconv.ParseInt(s.Name(), 10, 64)
-		if err != nil || !s.IsDir() || n < 0 {
+		n, ok := parseVersion(s.Name())
+		if !ok {
 			continue
 		}
-		p := filepath.Join(md.dir, s.Name(), "model.onnx")
-		if _, err := os.Stat(p); err == nil {
-			md.versions = append(md.versions, version{number: n, path: p})
+		p, err := r.file(path.Join(name, s.Name(), "model.onnx"))
+		if err != nil {
+			// a symlink that leads out of the repository reads as absent: the answer
+			// must not tell whether a path outside exists
+			if !isMissing(err) && !errors.Is(err, safefile.ErrOutside) {
+				refused = append(refused, fmt.Sprintf("%s/model.onnx: %v", s.Name(), err))
+			}
+			continue
 		}
+		md.versions = append(md.versions, version{number: n, path: p})
 	}
 	if len(md.versions) == 0 {
-		return md, fmt.Errorf("model %q: no <version>/model.onnx under %s", name, md.dir)
+		if len(refused) > 0 {
+			return md, fmt.Errorf("model %q: no usable <version>/model.onnx: %v", name, refused)
+		}
+		return md, fmt.Errorf("model %q: no <version>/model.onnx in its folder", name)
 	}
 	sort.Slice(md.versions, func(a, b int) bool { return md.versions[a].number > md.versions[b].number })
 	return md, nil

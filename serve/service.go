@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +45,9 @@ type Options struct {
 	// compiles per shape, as with 0, where every new shape compiles before its first
 	// request is answered.
 	SpecializeAfter int
+	// Compiles is how many models compile at once (0: one per core), so that one slow
+	// model does not hold back every other model's first request.
+	Compiles int
 }
 
 // Spec is what the server does with a model, derived from its configuration.
@@ -61,11 +64,12 @@ type Spec struct {
 // concurrent use.
 type Service struct {
 	opts        Options
+	repo        repoRoot
 	log         *zap.Logger
 	journal     *compilecache.Journal
 	ctx         context.Context // cancelled by Close: compiles stop
 	cancel      context.CancelFunc
-	compiles    chan struct{}  // one compile at a time
+	compiles    chan struct{}  // Options.Compiles compiles at a time
 	building    sync.WaitGroup // compiles in progress: Close waits for them
 	buildMu     sync.Mutex     // orders building.Add against Close's Wait
 	closed      bool           // Close has begun: no compile starts
@@ -75,6 +79,8 @@ type Service struct {
 	flightMu    sync.Mutex
 	flight      int           // inferences in progress
 	idle        chan struct{} // closed when draining and none is in progress
+
+	reloadMu sync.Mutex // one reload of changed files at a time
 
 	mu     sync.RWMutex
 	models map[string][]*model // by name, newest version first
@@ -93,6 +99,9 @@ func New(opts Options) (*Service, error) {
 	if opts.Instances <= 0 {
 		opts.Instances = 1
 	}
+	if opts.Compiles <= 0 {
+		opts.Compiles = runtime.NumCPU()
+	}
 	j := opts.Journal
 	if j == nil {
 		var err error
@@ -101,8 +110,13 @@ func New(opts Options) (*Service, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{opts: opts, log: opts.Log, journal: j, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, 1), models: map[string][]*model{}, idle: make(chan struct{}), compileHist: newCompileHistogram()}
-	dirs, warnings, err := scanRepository(opts.Repository)
+	var err error
+	s := &Service{opts: opts, log: opts.Log, journal: j, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, opts.Compiles), models: map[string][]*model{}, idle: make(chan struct{}), compileHist: newCompileHistogram()}
+	if s.repo, err = openRepo(opts.Repository); err != nil {
+		cancel()
+		return nil, err
+	}
+	dirs, warnings, err := scanRepository(s.repo)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -138,11 +152,11 @@ func (s *Service) register(d modelDir) []*model {
 		s.log.Error("model unavailable", zap.String("model", d.name), zap.Error(err))
 		return out
 	}
-	newest, err := onnx.ReadInterface(d.versions[0].path)
+	newest, err := onnx.Scan(d.versions[0].path)
 	if err != nil {
 		return unavailable(d.versions, err)
 	}
-	cfg, err := s.loadConfig(d, newest)
+	cfg, err := s.loadConfig(d, newest.Interface)
 	if err != nil {
 		return unavailable(d.versions, err)
 	}
@@ -152,10 +166,12 @@ func (s *Service) register(d modelDir) []*model {
 		m := &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{}, variants: map[string]*variant{},
 			spec: spec, config: cfg, state: StateReady}
 		m.slots = make(chan struct{}, spec.Instances)
-		if m.iface, err = onnx.ReadInterface(v.path); err == nil {
-			if m.sig, err = onnx.LoadSignature(v.path); err == nil {
-				m.digest, err = onnx.Digest(v.path)
-			}
+		sc := newest
+		if v.number != d.versions[0].number {
+			sc, err = onnx.Scan(v.path)
+		}
+		if err == nil {
+			m.iface, m.sig, m.digest, m.stamp = sc.Interface, sc.Signature, sc.Digest, sc.Stamp
 		}
 		if err == nil && v.number != d.versions[0].number {
 			err = checkAgainstModel(cfg, m.iface)
@@ -197,7 +213,9 @@ func (s *Service) compileEager() {
 			continue
 		}
 		if m.config != nil && len(m.config.ModelWarmup) > 0 {
-			if err := s.warmup(m); err != nil {
+			if err := s.warmup(m); errors.Is(err, errChanged) {
+				s.reloadChanged(m)
+			} else if err != nil {
 				m.setState(StateUnavailable, "warm-up failed: "+err.Error())
 				s.log.Error("model warm-up failed", zap.String("model", m.name), zap.Error(err))
 			} else {
@@ -211,7 +229,9 @@ func (s *Service) compileEager() {
 			s.log.Info("model has free input dims: it compiles on its first request", zap.String("model", m.name))
 			continue
 		}
-		if _, err := m.variantFor(s.ctx, shapes); err != nil {
+		if _, err := m.variantFor(s.ctx, shapes); errors.Is(err, errChanged) {
+			s.reloadChanged(m) // the reload compiles the new content eagerly
+		} else if err != nil {
 			s.log.Error("eager compile failed", zap.String("model", m.name), zap.Error(err))
 		}
 	}
@@ -255,14 +275,14 @@ func (s *Service) lookup(name, version string) (*model, error) {
 	vs := s.models[name]
 	s.mu.RUnlock()
 	if len(vs) == 0 {
-		return nil, fmt.Errorf("%w: unknown model %q", ErrNotFound, name)
+		return nil, unknownModel(name)
 	}
 	if version == "" || version == "-1" {
 		return vs[0], nil
 	}
-	n, err := strconv.ParseInt(version, 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("%w: model %q: version %q is not a number", ErrInvalid, name, version)
+	n, ok := parseVersion(version)
+	if !ok {
+		return nil, fmt.Errorf("%w: model %q: version %q is not a decimal number (or -1 for the newest)", ErrInvalid, name, version)
 	}
 	for _, m := range vs {
 		if m.version == n {
@@ -278,10 +298,21 @@ func (s *Service) Infer(ctx context.Context, req *InferRequest) (*InferResponse,
 		return nil, fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
 	}
 	defer s.leave()
-	m, err := s.lookup(req.Model, req.Version)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		m, err := s.lookup(req.Model, req.Version)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.inferOn(ctx, m, req)
+		if errors.Is(err, errChanged) && attempt == 0 {
+			s.reloadChanged(m) // and run the request on what the files hold now
+			continue
+		}
+		return resp, err
 	}
+}
+
+func (s *Service) inferOn(ctx context.Context, m *model, req *InferRequest) (*InferResponse, error) {
 	if !m.admit() {
 		return nil, fmt.Errorf("%w: model %q was unloaded", ErrUnavailable, req.Model)
 	}
@@ -289,7 +320,9 @@ func (s *Service) Infer(ctx context.Context, req *InferRequest) (*InferResponse,
 	start := time.Now()
 	resp, err := m.infer(ctx, req)
 	if err != nil {
-		m.stats.failed(time.Since(start))
+		if !errors.Is(err, errChanged) {
+			m.stats.failed(time.Since(start))
+		}
 		return nil, err
 	}
 	return resp, nil

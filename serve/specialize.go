@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -43,15 +44,15 @@ func (m *model) genericFor(ctx context.Context, shapes map[string][]int64, key s
 		return nil, nil
 	}
 	if g == nil {
-		ch := m.compile.DoChan(genericKey, func() (any, error) { return m.buildGeneric() })
-		select {
-		case <-ctx.Done():
+		var err error
+		g, err = m.flights.do(ctx, m.svc.ctx, genericKey, m.buildGeneric)
+		switch {
+		case err == errGaveUp:
 			return nil, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
-		case r := <-ch:
-			if r.Err != nil {
-				return nil, nil // recorded in noGen: compile per shape
-			}
-			g = r.Val.(*variant)
+		case errors.Is(err, errChanged):
+			return nil, err
+		case err != nil:
+			return nil, nil // recorded in noGen, or cancelled: compile per shape
 		}
 	}
 	m.mu.Lock()
@@ -64,17 +65,22 @@ func (m *model) genericFor(ctx context.Context, shapes map[string][]int64, key s
 	if start {
 		m.svc.log.Info("shape seen often: specializing in the background", zap.String("model", m.name),
 			zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Int("requests", after))
-		m.compile.DoChan(key, func() (any, error) { return m.build(shapes, key) }) // not awaited: requests go on generically
+		// not awaited: requests go on generically
+		m.flights.start(m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, shapes, key) })
 	}
 	return g, nil
 }
 
 // buildGeneric builds the executable for every shape; a failure is recorded (the model
-// then compiles per shape) and logged with the reason, not made the model's state.
-func (m *model) buildGeneric() (*variant, error) {
-	v, err := m.buildVariant(nil, genericKey)
+// then compiles per shape) and logged with the reason, not made the model's state. A
+// cancelled build or changed files record nothing.
+func (m *model) buildGeneric(ctx context.Context) (*variant, error) {
+	v, err := m.buildVariant(ctx, nil, genericKey)
 	if err == nil {
 		m.reserveBounds(v)
+	}
+	if err != nil && (errors.Is(err, errChanged) || ctx.Err() != nil) {
+		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

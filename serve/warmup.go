@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
+	"path"
 
 	"go.uber.org/zap"
 
 	"github.com/kilnrt/kiln/configs"
 	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/internal/safefile"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -64,6 +64,9 @@ func (s *Service) warmup(m *model) error {
 	return nil
 }
 
+// maxWarmupBytes bounds one warm-up input (its dims come from config.pbtxt).
+const maxWarmupBytes = 1 << 30
+
 func warmupTensor(m *model, sample, name string, in *modelpb.ModelWarmup_Input, shape []int64) (*tensor.Tensor, error) {
 	oip, ok := configs.DataTypeToOIP(in.DataType)
 	if !ok {
@@ -80,15 +83,28 @@ func warmupTensor(m *model, sample, name string, in *modelpb.ModelWarmup_Input, 
 		}
 		ts[i] = int(d)
 	}
+	n, err := ts.CheckedNumElements(maxWarmupBytes / int64(max(dt.Size(), 1)))
+	if err != nil {
+		return nil, fmt.Errorf("warm-up sample %q: input %q: %w", sample, name, err)
+	}
 	switch {
 	case in.GetInputDataFile() != "":
-		raw, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(m.path)), "warmup", in.GetInputDataFile()))
+		// <model>/warmup/<file>: inside the repository, a regular file, no larger than
+		// the tensor it fills (DecodeRaw checks the exact size)
+		p, err := m.svc.repo.file(path.Join(m.name, "warmup", in.GetInputDataFile()))
+		if err != nil {
+			return nil, fmt.Errorf("warm-up sample %q: input_data_file %q: %w", sample, in.GetInputDataFile(), err)
+		}
+		limit := n * int64(dt.Size())
+		if dt == tensor.String { // BYTES: length-prefixed elements of any size
+			limit = maxWarmupBytes
+		}
+		raw, err := safefile.ReadFile(p, limit)
 		if err != nil {
 			return nil, fmt.Errorf("warm-up sample %q: %w", sample, err)
 		}
 		return DecodeRaw(name, oip, shape, raw)
 	case in.GetRandomData() && dt.IsFloat():
-		n := ts.NumElements()
 		v := make([]float64, n)
 		r := rand.New(rand.NewSource(int64(n)))
 		for i := range v {

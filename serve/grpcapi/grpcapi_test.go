@@ -434,7 +434,7 @@ func TestErrors(t *testing.T) {
 		code codes.Code
 		want string
 	}{
-		{"unknown model", with(func(r *pb.ModelInferRequest) { r.ModelName = "nope" }), codes.NotFound, `unknown model "nope"`},
+		{"unknown model", with(func(r *pb.ModelInferRequest) { r.ModelName = "nope" }), codes.NotFound, `unknown model (a model is a folder`},
 		{"unknown version", with(func(r *pb.ModelInferRequest) { r.ModelVersion = "9" }), codes.NotFound, "has no version 9"},
 		{"non-numeric version", with(func(r *pb.ModelInferRequest) { r.ModelVersion = "x" }), codes.InvalidArgument, `version "x"`},
 		{"wrong dtype", with(func(r *pb.ModelInferRequest) { r.Inputs[0].Datatype = "INT32" }), codes.InvalidArgument, `input "x" is INT32, model "mlp" takes FP32`},
@@ -581,7 +581,7 @@ func TestStreamInfer(t *testing.T) {
 		}
 		got = append(got, r)
 	}
-	if len(got) != 3 || got[0].InferResponse.GetId() != "r1" || !strings.Contains(got[1].ErrorMessage, `unknown model "nope"`) || got[1].InferResponse != nil || got[2].InferResponse.GetId() != "t1" {
+	if len(got) != 3 || got[0].InferResponse.GetId() != "r1" || !strings.Contains(got[1].ErrorMessage, `unknown model (a model is a folder`) || got[1].InferResponse != nil || got[2].InferResponse.GetId() != "t1" {
 		t.Fatalf("stream responses: %v", got)
 	}
 	checkProbs(t, bytesF32(got[2].InferResponse.RawOutputContents[0]))

@@ -219,7 +219,7 @@ func TestMalformedRequests(t *testing.T) {
 		{"no data", infer, with(func(in map[string]any) { delete(in, "data") }), nil, 400, "has no data"},
 		{"no name", infer, with(func(in map[string]any) { in["name"] = "" }), nil, 400, "without a name"},
 		{"unknown input", infer, with(func(in map[string]any) { in["name"] = "y" }), nil, 400, `needs input \"x\"`},
-		{"unknown model", url + "/v2/models/nope/infer", jsonBody(good()), nil, 404, `unknown model \"nope\"`},
+		{"unknown model", url + "/v2/models/nope/infer", jsonBody(good()), nil, 404, `unknown model (a model is a folder`},
 		{"unknown version", url + "/v2/models/mlp/versions/9/infer", jsonBody(good()), nil, 404, "has no version 9"},
 		{"non-numeric version", url + "/v2/models/mlp/versions/x/infer", jsonBody(good()), nil, 400, `version \"x\"`},
 		{"unknown output", infer, func() []byte { r := good(); r["outputs"] = []any{map[string]any{"name": "logits"}}; return jsonBody(r) }(), nil, 400, `no output \"logits\"`},

@@ -86,7 +86,9 @@ func newLogger(quiet bool) *zap.Logger {
 	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(cfg), zapcore.Lock(os.Stderr), level))
 }
 
-// modelSource is a model file as the journal sees it: digest now, load on a miss.
+// modelSource is a model file as the journal sees it: digest now, load on a miss, and
+// only the bytes that digest names (a file replaced in between is an error, never
+// compiled under the old file's key).
 func modelSource(path string) (compiler.Source, error) {
 	d, err := onnx.Digest(path)
 	if err != nil {
@@ -99,7 +101,7 @@ func modelSource(path string) (compiler.Source, error) {
 			name = filepath.Base(filepath.Dir(filepath.Dir(path))) + "/" + name
 		}
 	}
-	return compiler.Source{Name: name, Digest: d, Load: func() (*graph.Module, error) { return onnx.Load(path, onnx.Options{}) }}, nil
+	return compiler.Source{Name: name, Digest: d, Load: func() (*graph.Module, error) { return onnx.LoadVerified(path, d, onnx.Options{}) }}, nil
 }
 
 // compileCached returns the executable of the model at path for the shapes of inputs,

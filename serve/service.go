@@ -31,8 +31,8 @@ type Options struct {
 	// are compiled.
 	Eager bool
 	// RepositoryControl enables loading and unloading models by API (Triton's
-	// explicit model control): only the models in Load are loaded at start; without it
-	// every model is, and the load/unload API answers ErrDisabled.
+	// explicit model control): only the models in Load are loaded at start ("*": every
+	// model); without it every model is, and the load/unload API answers ErrDisabled.
 	RepositoryControl bool
 	Load              []string
 	// Instances is how many requests a model version runs at once (0: 1); the rest queue.
@@ -129,7 +129,7 @@ func New(opts Options) (*Service, error) {
 		load[n] = true
 	}
 	for _, d := range dirs {
-		if opts.RepositoryControl && !load[d.name] {
+		if opts.RepositoryControl && !load[d.name] && !load["*"] {
 			s.models[d.name] = s.unloaded(d.name)
 			continue
 		}

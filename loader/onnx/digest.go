@@ -2,9 +2,9 @@ package onnx
 
 import (
 	"crypto/sha256"
-	"errors"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"

@@ -163,10 +163,14 @@ func (j *Journal) quarantine(e Entry, cause string) {
 				return err
 			}
 		}
-		if err := os.Rename(blobPath(j.dir, e.Blob), dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(blobPath(j.dir, e.Blob), dst); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
 			return err
 		}
-		return nil
+		// both directories changed: the move must survive a crash like the records
+		return errors.Join(syncDir(filepath.Dir(blobPath(j.dir, e.Blob))), syncDir(filepath.Dir(dst)))
 	})
 	if err != nil {
 		j.log.Warn("journal append failed", zap.Error(err))

@@ -89,6 +89,7 @@ func (j *Journal) create(path string) (*buildLock, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.Chmod(j.perm.file) // past the umask: waiters of other users read it
 	_, werr := f.Write(data)
 	cerr := f.Close()
 	if werr != nil || cerr != nil {

@@ -114,7 +114,7 @@ func TestReadOnlyOpenNeitherCreatesNorRepairs(t *testing.T) {
 		data = append(data, (&record{typ: recPut, key: m.Key(), time: int64(i + 1), blob: Digest{byte(i)}, size: 1, stored: 1, mat: m}).frame()...)
 	}
 	second := journalHeaderSize + len((&record{typ: recPut, key: keys[0], time: 1, blob: Digest{0}, size: 1, stored: 1, mat: testMaterial("ro0", "c")}).frame())
-	data[second+40] ^= 0x10                                   // damage the second record
+	data[second+40] ^= 0x10                                      // damage the second record
 	data = append(data, 0x30, 0, 0, 0, 1, 2, 3, 4, byte(recPut)) // and a torn tail
 	path := filepath.Join(dir, "journal")
 	if err := os.WriteFile(path, data, 0o644); err != nil {

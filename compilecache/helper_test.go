@@ -1,6 +1,7 @@
 package compilecache
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kilnrt/kiln/internal/workdir"
 )
 
 // helperEnv makes the test binary a helper process: it opens the journal in
@@ -19,10 +22,51 @@ import (
 const helperEnv = "KILN_COMPILECACHE_HELPER"
 
 func TestMain(m *testing.M) {
+	if base := os.Getenv(claimEnv); base != "" {
+		os.Exit(claimMain(base))
+	}
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperMain(os.Stdout))
 	}
 	os.Exit(m.Run())
+}
+
+// claimEnv makes the test binary claim a work directory in $KILN_COMPILECACHE_CLAIM,
+// print its path and wait (until killed, or its stdin closes).
+const claimEnv = "KILN_COMPILECACHE_CLAIM"
+
+func claimMain(base string) int {
+	d, err := workdir.Claim(base, "cc-", 0o755)
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println(d.Path)
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// claimInChild starts a process that claims a work directory in base, and returns it
+// and the directory.
+func claimInChild(t *testing.T, base string) (*exec.Cmd, string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), claimEnv+"="+base)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.HasPrefix(line, "error") {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	return cmd, strings.TrimSpace(line)
 }
 
 func helperMain(w io.Writer) int {

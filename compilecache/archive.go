@@ -65,8 +65,8 @@ func writeTarFile(tw *tar.Writer, name string, data []byte) error {
 // Import publishes the entries of an export; a damaged blob or record fails the import
 // before anything of it is used (entries already imported stay).
 func (j *Journal) Import(r io.Reader) (int, error) {
-	if j.jf == nil || j.opts.Policy == PolicyReadOnly {
-		return 0, fmt.Errorf("compilecache: import needs a writable journal (policy %s)", j.opts.Policy)
+	if err := j.writable("import"); err != nil {
+		return 0, err
 	}
 	tr := tar.NewReader(r)
 	var recs []record
@@ -89,8 +89,9 @@ func (j *Journal) Import(r io.Reader) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			rs, good, damaged := parseRecords(data)
-			if damaged != nil || good != len(data) || len(rs) != 1 || rs[0].typ != recPut || rs[0].key.String() != name || rs[0].mat.Key() != rs[0].key {
+			s := parseRecords(data)
+			rs := s.recs
+			if len(s.skipped) > 0 || s.tail != nil || len(rs) != 1 || rs[0].off != 0 || rs[0].typ != recPut || rs[0].key.String() != name {
 				return 0, fmt.Errorf("import: %s: %w: not a valid entry record", h.Name, ErrCorrupt)
 			}
 			recs = append(recs, rs[0])
@@ -137,7 +138,7 @@ func (j *Journal) importBlob(name string, r io.Reader) (Digest, error) {
 	}
 	d = Digest(k)
 	path := blobPath(j.dir, d)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if _, err := ensureDir(filepath.Dir(path), j.perm); err != nil {
 		return d, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
@@ -145,6 +146,10 @@ func (j *Journal) importBlob(name string, r io.Reader) (Digest, error) {
 		return d, err
 	}
 	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(j.perm.file); err != nil {
+		tmp.Close()
+		return d, err
+	}
 	if _, err := io.Copy(tmp, r); err != nil {
 		tmp.Close()
 		return d, err

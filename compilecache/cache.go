@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,14 +102,23 @@ type Journal struct {
 	dec         *zstd.Decoder
 	sf          singleflight.Group
 	host, owner string
+	perm        perms  // of what this process creates in the directory
+	readOnlyWhy string // why a writer's policy was turned read-only ("" when it was not)
+	leaseMu     sync.Mutex
+	leases      map[string]leaseSeen // far-future build locks seen, by path (lock.go)
 	stats       struct{ hits, misses, corrupt, builds, waits, evictions atomic.Int64 }
 }
 
 // useGranularity: a hit writes a use record only when the last one is older.
 const useGranularity = time.Minute
 
-// Open opens (creating) the journal in opts.Dir, truncating a torn tail. With policy
-// off it returns a journal that builds every time and touches no files.
+// Open opens the journal in opts.Dir. With policy on or redo it creates the directory
+// and the journal when missing and repairs damage (Journal doc); when this process may not
+// write there (a cache filled by another user, a read-only volume) it uses the journal
+// read-only and says so in the log. With policy readonly it never writes: the journal is
+// opened O_RDONLY under shared locks, and a missing directory or journal is an empty
+// cache. With policy off it returns a journal that builds every time and touches no
+// files. A directory others could write is refused (ErrUnsafeDir).
 func Open(opts Options) (*Journal, error) {
 	if opts.Policy == "" {
 		opts.Policy = PolicyOn
@@ -126,7 +136,7 @@ func Open(opts Options) (*Journal, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	j := &Journal{dir: opts.Dir, opts: opts, log: log}
+	j := &Journal{dir: opts.Dir, opts: opts, log: log, leases: map[string]leaseSeen{}}
 	host, _ := os.Hostname()
 	j.host = host
 	j.owner = fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
@@ -143,19 +153,84 @@ func Open(opts Options) (*Journal, error) {
 	if j.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<34)); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"", "blobs", "locks", "quarantine"} {
-		if err := os.MkdirAll(filepath.Join(opts.Dir, d), 0o755); err != nil {
-			if opts.Policy == PolicyReadOnly && d != "" {
-				continue
+	if opts.Policy != PolicyReadOnly {
+		if err := j.prepare(); err != nil {
+			if !isPermission(err) {
+				return nil, fmt.Errorf("compilecache: %w", err)
 			}
-			return nil, fmt.Errorf("compilecache: %w", err)
+			j.readOnlyBecause(err)
 		}
 	}
-	j.jf = &journalFile{dir: opts.Dir, log: log}
-	if err := j.jf.open(); err != nil {
+	if j.opts.Policy == PolicyReadOnly {
+		st, err := os.Stat(opts.Dir)
+		if errors.Is(err, os.ErrNotExist) {
+			log.Warn("no cache directory: every compile is built and not kept", zap.String("dir", opts.Dir), zap.String("policy", string(opts.Policy)))
+			j.jf = &journalFile{dir: opts.Dir, log: log, readonly: true, live: map[Key]*Entry{}}
+			return j, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compilecache: %w", err)
+		}
+		j.perm = permsOf(st)
+	}
+	if err := checkTrusted(opts.Dir); err != nil {
+		return nil, fmt.Errorf("compilecache: %w", err)
+	}
+	j.jf = &journalFile{dir: opts.Dir, log: log, readonly: j.opts.Policy == PolicyReadOnly, perm: j.perm.file}
+	err = j.jf.open()
+	if err != nil && !j.jf.readonly && isPermission(err) {
+		j.readOnlyBecause(err)
+		j.jf = &journalFile{dir: opts.Dir, log: log, readonly: true, perm: j.perm.file}
+		err = j.jf.open()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("compilecache: opening %s: %w", opts.Dir, err)
 	}
+	if !j.jf.readonly {
+		j.cleanTemp()
+	}
 	return j, nil
+}
+
+// prepare creates the cache directory and its subdirectories (a writer's Open).
+func (j *Journal) prepare() error {
+	dir := j.opts.Dir
+	if err := ensureDirAll(dir); err != nil {
+		return err
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	j.perm = permsOf(st)
+	for _, d := range []string{"blobs", "locks", "quarantine", "tmp"} {
+		if _, err := ensureDir(filepath.Join(dir, d), j.perm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readOnlyBecause turns a writer's journal read-only: this process may not write the
+// directory.
+func (j *Journal) readOnlyBecause(err error) {
+	j.log.Warn("the cache directory is not writable by this process: using it read-only", zap.String("dir", j.opts.Dir),
+		zap.String("policy", string(j.opts.Policy)), zap.Error(err))
+	j.readOnlyWhy = fmt.Sprintf("policy %s, but %v", j.opts.Policy, err)
+	j.opts.Policy = PolicyReadOnly
+}
+
+// writable returns an error saying why this journal cannot be written, or nil.
+func (j *Journal) writable(what string) error {
+	switch {
+	case j.jf == nil:
+		return fmt.Errorf("compilecache: %s needs a journal (policy %s)", what, j.opts.Policy)
+	case j.readOnlyWhy != "":
+		return fmt.Errorf("compilecache: %s needs a writable journal (%s)", what, j.readOnlyWhy)
+	case j.opts.Policy == PolicyReadOnly:
+		return fmt.Errorf("compilecache: %s needs a writable journal (policy readonly)", what)
+	}
+	return nil
 }
 
 // Close releases the journal file.
@@ -166,7 +241,8 @@ func (j *Journal) Close() error {
 	return j.jf.f.Close()
 }
 
-// Policy is the journal's policy.
+// Policy is the journal's policy: readonly also when a writer's directory turned out not
+// to be writable by this process.
 func (j *Journal) Policy() Policy { return j.opts.Policy }
 
 // Dir is the journal's directory.

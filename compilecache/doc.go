@@ -5,9 +5,33 @@
 // Layout of a directory:
 //
 //	journal           append-only records (put, use, drop), each with a CRC-32C
+//	journal.damaged-* copies of the journal as damage found it (the newest four)
 //	blobs/xx/<sha256> one file per distinct content, named by its SHA-256
 //	locks/<key>       build locks (O_EXCL files with owner and lease)
 //	quarantine/       damaged blobs moved aside for inspection (kiln cache gc clears it)
+//	tmp/              work directories of running processes (the C compiler's), each
+//	                  held by a flock (internal/workdir); a writer's Open and GC remove
+//	                  those whose process is gone
+//
+// Trust and permissions. The directory holds native code that kiln loads and runs: it
+// must be trusted like the kiln binary. Open refuses it (ErrUnsafeDir) when others can
+// write it, its blobs/ or its journal (o+w), when a directory above it lets others
+// replace it (o+w without the sticky bit), or when it sits in a sticky shared directory
+// such as /tmp and belongs to neither this user nor root (dir.go). Group write is
+// allowed: a group sharing a cache is trusted like its owner. What kiln creates takes
+// its permission bits from the directory's, whatever the umask: a directory 0755 gives
+// files 0644 and directories 0755, 0750 gives 0640, 0700 gives 0600; so a cache filled by
+// root (a prebuild job, an image build's cache import) is warm for the server's uid. Put
+// verifies a blob file that already exists before naming it in a record, writes it again
+// when it is damaged or unreadable, and sets the directory's bits on a good one that
+// this user owns.
+//
+// Readers and writers. Policy readonly opens the journal O_RDONLY under shared locks
+// only, creates nothing (a missing directory or journal is an empty cache), repairs
+// nothing and writes no use records; it works where the process may write nothing. A
+// writer (on, redo) that may not write the directory (another user's cache, a read-only
+// volume) logs it and works read-only the same way. kiln cache ls and verify open
+// read-only.
 //
 // Model. An entry maps a Key to a blob. A Key is the SHA-256 of its Material: the kind
 // (whole executable or single kernel) and named components chosen by the caller, all of
@@ -21,7 +45,19 @@
 //   - A blob is published atomically (temporary file in the same directory, fsync,
 //     rename, fsync of the directory) before the record that names it is appended and
 //     synced; a crash leaves at worst an unreferenced blob (GC removes it) or a torn
-//     journal tail (truncated by the next process that takes the exclusive lock).
+//     journal tail (truncated by the next writer that takes the exclusive lock). Every
+//     directory kiln creates, and every directory a rename or a new file changes, is
+//     fsynced, so a name survives a crash as long as the record naming it does.
+//   - Damage costs the damaged record, not the journal. Records are framed (length,
+//     CRC-32C); replay skips a record that does not check and resumes at the next valid
+//     one: where the damaged frame's length says, or else at the first offset that starts
+//     a run of valid records to the end of the file (so that a frame embedded in a
+//     damaged record's strings is never taken for a record). A header one bit away from
+//     this schema's is damage, not another schema (the header carries its own CRC). A
+//     writer that finds damage keeps a copy of the file (journal.damaged-<UTC time>,
+//     named in the log line, cause "journal-damaged") and rewrites the journal from the
+//     live entries; a torn last append is only truncated (cause "journal-truncated"). A
+//     reader that does not repair skips the same records and logs the damage once.
 //   - Appends, repairs and compaction hold an exclusive flock on the journal; a process
 //     whose journal path now names another inode (compaction renamed a new file in)
 //     reopens and replays it, and never writes to the file it replaced.
@@ -45,12 +81,14 @@
 //     at random moments and after each kill opens, verifies and reads back every entry.
 //   - One build per key per process (singleflight) and, across processes, per build
 //     lock: created with O_EXCL, renewed while building, taken over when its lease
-//     expired or its owner is a dead process on this host (a SIGKILLed compile frees the
-//     key at once); waiters poll the journal for the entry, and build themselves when the
-//     lock disappears without one.
-//   - Policies: on, readonly (never writes, not even use records), redo (rebuilds and
-//     overwrites), off (no files at all). A budget evicts by last use (use records are
-//     written at most once a minute per entry).
+//     expired, its owner is a dead process on this host (a SIGKILLed compile frees the
+//     key at once), or its lease ends more than one lease duration ahead (a clock that is
+//     not ours) and this process has not seen it renewed for one lease duration; waiters
+//     poll the journal for the entry, and build themselves when the lock disappears
+//     without one. GC removes the lock files a waiter would take over.
+//   - Policies: on, readonly (never writes, not even use records; see above), redo
+//     (rebuilds and overwrites), off (no files at all). A budget evicts by last use (use
+//     records are written at most once a minute per entry).
 //
 // References: the design follows content-addressed build caches (Go's GOCACHE, ccache)
 // and write-ahead logs with per-record checksums; the failure modes it avoids are

@@ -2,12 +2,12 @@ package compilecache
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -83,15 +83,19 @@ type GCOptions struct {
 // GCReport says what GC removed.
 type GCReport struct {
 	Evicted, OrphanBlobs, TempFiles, Quarantined int
-	FreedBytes                                   int64
+	// StaleLocks are build lock files (and takeover guards) of builds that ended without
+	// removing them; WorkDirs the work directories in tmp/ of processes that are gone.
+	StaleLocks, WorkDirs int
+	FreedBytes           int64
 }
 
-// GC evicts over budget, removes blobs no entry references, leftover temporary files
-// and the quarantine, and compacts the journal.
+// GC evicts over budget, removes blobs no entry references, leftover temporary files,
+// stale build locks, the work directories of processes that are gone and the
+// quarantine, and compacts the journal.
 func (j *Journal) GC(o GCOptions) (GCReport, error) {
 	var rep GCReport
-	if j.jf == nil || j.opts.Policy == PolicyReadOnly {
-		return rep, fmt.Errorf("compilecache: gc needs a writable journal (policy %s)", j.opts.Policy)
+	if err := j.writable("gc"); err != nil {
+		return rep, err
 	}
 	if o.Grace <= 0 {
 		o.Grace = 10 * time.Minute
@@ -161,6 +165,8 @@ func (j *Journal) GC(o GCOptions) (GCReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	rep.StaleLocks = j.removeStaleLocks()
+	rep.WorkDirs = j.cleanTemp()
 	qs, _ := os.ReadDir(filepath.Join(j.dir, "quarantine"))
 	for _, q := range qs {
 		if info, err := q.Info(); err == nil && os.Remove(filepath.Join(j.dir, "quarantine", q.Name())) == nil {
@@ -200,4 +206,58 @@ func (j *Journal) Verify() (checked int, problems []Problem, err error) {
 		}
 	}
 	return checked, problems, nil
+}
+
+// removeStaleLocks removes the build locks that a waiter would take over, and takeover
+// guards older than their limit. A lease that ends too far ahead counts as renewed when
+// its file changed within a lease duration (GC looks once; it cannot watch renewals).
+// Each lock is judged and removed holding its takeover guard, as a takeover does.
+func (j *Journal) removeStaleLocks() int {
+	dir := filepath.Join(j.dir, "locks")
+	ds, _ := os.ReadDir(dir)
+	n := 0
+	for _, d := range ds {
+		path := filepath.Join(dir, d.Name())
+		if strings.HasSuffix(d.Name(), ".takeover") {
+			if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > guardLimit && os.Remove(path) == nil {
+				n++
+			}
+			continue
+		}
+		if _, err := ParseKey(d.Name()); err != nil {
+			continue
+		}
+		guard := path + ".takeover"
+		g, err := os.OpenFile(guard, os.O_WRONLY|os.O_CREATE|os.O_EXCL, j.perm.file)
+		if err != nil {
+			continue // a takeover is under way
+		}
+		g.Close()
+		if j.lockFileStale(path) && os.Remove(path) == nil {
+			n++
+		}
+		os.Remove(guard)
+	}
+	return n
+}
+
+func (j *Journal) lockFileStale(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	l, err := readLock(path)
+	if err != nil {
+		return time.Since(st.ModTime()) > tornLockAge // torn by a killed owner
+	}
+	now := time.Now()
+	switch {
+	case now.After(l.Expires):
+		return true
+	case l.Host == j.host && l.PID > 0 && errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH):
+		return true
+	case l.Expires.Sub(now) > j.opts.LeaseTTL:
+		return now.Sub(st.ModTime()) > j.opts.LeaseTTL
+	}
+	return false
 }

@@ -144,10 +144,11 @@ func (j *Journal) closest(m Material) string {
 // (they share the damaged content), in one locked step.
 func (j *Journal) quarantine(e Entry, cause string) {
 	j.stats.corrupt.Add(1)
-	j.log.Warn("cache entry corrupt: quarantined, rebuilding", zap.String("key", e.Key.Short()), zap.String("label", e.Label), zap.String("cause", cause))
 	if j.opts.Policy == PolicyReadOnly {
+		j.log.Warn("cache entry corrupt: left in place (read-only), building without it", zap.String("key", e.Key.Short()), zap.String("label", e.Label), zap.String("cause", cause))
 		return
 	}
+	j.log.Warn("cache entry corrupt: quarantined, rebuilding", zap.String("key", e.Key.Short()), zap.String("label", e.Label), zap.String("cause", cause))
 	dst := filepath.Join(j.dir, "quarantine", fmt.Sprintf("%s-%d", e.Blob, time.Now().UnixNano()))
 	err := j.jf.update(func() error {
 		var drops []*record
@@ -163,10 +164,14 @@ func (j *Journal) quarantine(e Entry, cause string) {
 				return err
 			}
 		}
-		if err := os.Rename(blobPath(j.dir, e.Blob), dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(blobPath(j.dir, e.Blob), dst); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
 			return err
 		}
-		return nil
+		// both directories changed: the move must survive a crash like the records
+		return errors.Join(syncDir(filepath.Dir(blobPath(j.dir, e.Blob))), syncDir(filepath.Dir(dst)))
 	})
 	if err != nil {
 		j.log.Warn("journal append failed", zap.Error(err))

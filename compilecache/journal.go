@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,36 +15,42 @@ import (
 )
 
 // journalFile is the append-only record log of one cache directory, shared by every
-// process that opens the directory. Appends and truncation happen under an exclusive
-// flock of the file; compaction replaces the file by rename, and a process that finds
-// the path pointing at another inode reopens it.
+// process that opens the directory. Appends, repairs and truncation happen under an
+// exclusive flock of the file; compaction and repair replace the file by rename, and a
+// process that finds the path pointing at another inode reopens it. A read-only
+// journalFile opens the file O_RDONLY, takes only shared locks, never creates nor
+// repairs, and reads a file that does not exist (yet) as empty.
 type journalFile struct {
-	dir  string
-	log  *zap.Logger
-	mu   sync.Mutex // guards everything below
-	f    *os.File
-	ino  uint64
-	off  int64 // bytes of the file applied to entries
-	live map[Key]*Entry
+	dir      string
+	log      *zap.Logger
+	readonly bool
+	perm     fs.FileMode // of the files it writes
+	mu       sync.Mutex  // guards everything below
+	f        *os.File    // nil: read-only and there is no journal file
+	ino      uint64
+	off      int64 // bytes of the file applied to entries
+	live     map[Key]*Entry
 	// recordsBytes is the sum of the journal's record sizes; liveBytes those of the
 	// latest Put of each live entry: compaction runs when the first far exceeds the second
 	recordsBytes, liveBytes int64
+	// reported is the damage (inode, offset) last logged by a reader that does not
+	// repair, so that a refresh does not log it again
+	reported [2]uint64
 }
 
 func (j *journalFile) path() string { return filepath.Join(j.dir, "journal") }
 
-// open opens (creating) the journal and replays it, truncating a torn or damaged tail.
+// errReplaced: the caller replaced the journal file; locked runs fn again on the new one.
+var errReplaced = errors.New("journal file replaced")
+
+// open opens the journal and replays it; a writer creates it and repairs damage.
 func (j *journalFile) open() error {
-	f, err := os.OpenFile(j.path(), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := j.reopen(); err != nil {
 		return err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
+	if j.readonly {
+		return j.locked(syscall.LOCK_SH, func() error { return j.catchUp(false) })
 	}
-	j.f, j.ino, j.off, j.live, j.recordsBytes, j.liveBytes = f, inode(st), 0, map[Key]*Entry{}, 0, 0
 	return j.locked(syscall.LOCK_EX, func() error { return j.catchUp(true) })
 }
 
@@ -57,47 +64,97 @@ func inode(st os.FileInfo) uint64 {
 // locked runs fn under a flock of the journal, first reopening the file if compaction
 // replaced it. The check holds: a file is replaced only by a holder of its exclusive
 // lock, so once this process holds a lock on the file the path names, it stays named.
+// When fn replaces the file itself it returns errReplaced, and runs again under the lock
+// of the new file.
 func (j *journalFile) locked(how int, fn func() error) error {
 	for attempt := 0; ; attempt++ {
-		if err := flock(j.f, how); err != nil {
+		if attempt >= 100 {
+			return errors.New("the journal file keeps being replaced")
+		}
+		f := j.f
+		if f == nil {
+			// read-only with no journal file: look again, it may have been created
+			if err := j.reopen(); err != nil {
+				return err
+			}
+			if f = j.f; f == nil {
+				return nil
+			}
+		}
+		if err := flock(f, how); err != nil {
 			return fmt.Errorf("locking the journal: %w", err)
 		}
 		st, err := os.Stat(j.path())
 		if err == nil && inode(st) == j.ino {
-			defer flock(j.f, syscall.LOCK_UN)
-			return fn()
+			err := fn()
+			flock(f, syscall.LOCK_UN)
+			if j.f != f {
+				f.Close() // replaced by fn; its lock is released only now
+			}
+			if errors.Is(err, errReplaced) {
+				continue
+			}
+			return err
 		}
-		flock(j.f, syscall.LOCK_UN)
+		flock(f, syscall.LOCK_UN)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		// never run fn on a file the path no longer names: its records would be lost
-		if attempt >= 100 {
-			return errors.New("the journal file keeps being replaced")
-		}
-		old, err := j.reopen()
-		if err != nil {
+		if err := j.reopen(); err != nil {
 			return err
 		}
-		old.Close()
+		f.Close()
 	}
 }
 
-// reopen opens the file the path names now and resets the replay; it returns the file it
-// replaced (still open: the caller may hold its lock).
-func (j *journalFile) reopen() (*os.File, error) {
-	f, err := os.OpenFile(j.path(), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+// reopen opens the file the path names now (a writer creates it when missing) and resets
+// the replay. The file it replaces stays open: the caller may hold its lock.
+func (j *journalFile) reopen() error {
+	f, err := j.openFile()
 	if err != nil {
-		return nil, err
+		if j.readonly && errors.Is(err, os.ErrNotExist) {
+			j.f, j.ino, j.off, j.live, j.recordsBytes, j.liveBytes = nil, 0, 0, map[Key]*Entry{}, 0, 0
+			return nil
+		}
+		return err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return err
 	}
-	old := j.f
 	j.f, j.ino, j.off, j.live, j.recordsBytes, j.liveBytes = f, inode(st), 0, map[Key]*Entry{}, 0, 0
-	return old, nil
+	return nil
+}
+
+func (j *journalFile) openFile() (*os.File, error) {
+	if j.readonly {
+		return os.Open(j.path())
+	}
+	for {
+		f, err := os.OpenFile(j.path(), os.O_RDWR|os.O_APPEND, 0)
+		if !errors.Is(err, os.ErrNotExist) {
+			return f, err
+		}
+		f, err = os.OpenFile(j.path(), os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, j.perm)
+		if errors.Is(err, os.ErrExist) {
+			continue // created by another process meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		// the umask may have narrowed the mode; the new name must survive a crash
+		if err := f.Chmod(j.perm); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := syncDir(j.dir); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
 }
 
 func flock(f *os.File, how int) error {
@@ -109,9 +166,16 @@ func flock(f *os.File, how int) error {
 	}
 }
 
-// catchUp applies the records after j.off. With repair (exclusive lock held) a missing
-// header is written and a damaged tail is truncated; without, reading stops before it.
+// catchUp applies the records after j.off. A damaged record is skipped: replay resumes at
+// the next valid one (parseRecords). With repair (exclusive lock held) a missing header
+// is written, a torn tail is truncated, and other damage is repaired after a copy of the
+// damaged file is kept beside it: damaged records between valid ones by rewriting the
+// journal from the live entries, a damaged tail by truncation. Without repair the file
+// is only read, and damage is logged once.
 func (j *journalFile) catchUp(repair bool) error {
+	if j.f == nil {
+		return nil
+	}
 	st, err := j.f.Stat()
 	if err != nil {
 		return err
@@ -124,6 +188,7 @@ func (j *journalFile) catchUp(repair bool) error {
 		// replay from the start
 		j.off, j.live, j.recordsBytes, j.liveBytes = 0, map[Key]*Entry{}, 0, 0
 	}
+	badHeader := false
 	if j.off == 0 {
 		h := make([]byte, journalHeaderSize)
 		n, _ := j.f.ReadAt(h, 0)
@@ -137,37 +202,40 @@ func (j *journalFile) catchUp(repair bool) error {
 			j.off = journalHeaderSize
 			return j.f.Sync()
 		}
-		if err := checkJournalHeader(h[:n]); err != nil {
-			if !repair {
-				return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		state, herr := checkJournalHeader(h[:n])
+		switch {
+		case state == headerForeign && !repair:
+			if j.report(0) {
+				j.log.Warn("journal header unreadable: read as empty (read-only: not repaired)", zap.String("path", j.path()), zap.Error(herr), zap.String("cause", "journal-unreadable"))
 			}
-			j.log.Warn("journal header unreadable: starting an empty journal", zap.String("path", j.path()), zap.Error(err), zap.String("cause", "journal-reset"))
+			return nil
+		case state == headerForeign:
+			copied := j.copyDamaged(st.Size() > journalHeaderSize)
+			j.log.Warn("journal header unreadable: starting an empty journal", zap.String("path", j.path()), zap.Error(herr), zap.String("copy", copied), zap.String("cause", "journal-reset"))
 			if err := j.f.Truncate(0); err != nil {
 				return err
 			}
 			j.off = 0
 			return j.catchUp(true)
+		case state == headerDamaged:
+			badHeader = true
 		}
 		j.off = journalHeaderSize
 	}
-	buf := make([]byte, st.Size()-j.off)
-	if _, err := j.f.ReadAt(buf, j.off); err != nil && !errors.Is(err, io.EOF) {
+	base := j.off
+	buf := make([]byte, st.Size()-base)
+	if _, err := j.f.ReadAt(buf, base); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
-	recs, good, damaged := parseRecords(buf)
-	for i := range recs {
-		j.apply(&recs[i])
+	s := parseRecords(buf)
+	for i := range s.recs {
+		j.apply(&s.recs[i])
 	}
-	j.off += int64(good)
-	if damaged != nil && repair {
-		j.log.Warn("journal tail damaged: truncated", zap.String("path", j.path()), zap.Int64("offset", j.off),
-			zap.Int("bytes", len(buf)-good), zap.String("why", damaged.Error()), zap.String("cause", "journal-truncated"))
-		if err := j.f.Truncate(j.off); err != nil {
-			return err
-		}
-		return j.f.Sync()
+	j.off = base + int64(s.end)
+	if !badHeader && len(s.skipped) == 0 && s.tail == nil {
+		return nil
 	}
-	return nil
+	return j.damaged(repair, base, badHeader, s)
 }
 
 // apply folds one record into the live entries.
@@ -283,66 +351,15 @@ func (j *journalFile) lookup(k Key) (Entry, bool) {
 func (j *journalFile) compact(force bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	done := false
 	return j.locked(syscall.LOCK_EX, func() error {
 		if err := j.catchUp(true); err != nil {
 			return err
 		}
-		if !force && (j.recordsBytes < 1<<20 || j.recordsBytes < 4*j.liveBytes) {
+		if done || !force && (j.recordsBytes < 1<<20 || j.recordsBytes < 4*j.liveBytes) {
 			return nil
 		}
-		b := journalHeader()
-		for _, e := range j.live {
-			put := record{typ: recPut, key: e.Key, time: e.Created.UnixNano(), blob: e.Blob, size: e.Size, stored: e.Stored, label: e.Label, mat: e.Material}
-			b = append(b, put.frame()...)
-			if e.LastUse.After(e.Created) {
-				use := record{typ: recUse, key: e.Key, time: e.LastUse.UnixNano()}
-				b = append(b, use.frame()...)
-			}
-		}
-		if err := writeAtomic(j.dir, j.path(), b); err != nil {
-			return err
-		}
-		// the old file stays locked (by locked) until this returns; processes waiting on
-		// it then find the path naming the new file and reopen
-		old, err := j.reopen()
-		if err != nil {
-			return err
-		}
-		defer old.Close()
-		return j.catchUp(false)
+		done = true
+		return j.rewriteLocked() // and replays the new file under its lock
 	})
-}
-
-// writeAtomic publishes data at path: a temporary file in dir, fsync, rename, fsync of
-// the directory. Readers see the old file or the whole new one.
-func writeAtomic(dir, path string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

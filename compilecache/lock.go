@@ -12,11 +12,24 @@ import (
 )
 
 // A build lock is a file locks/<key> created with O_EXCL, holding its owner and the
-// expiry of its lease; the owner renews the lease while it builds. Another process
-// treats the lock as stale, and takes it over, when the lease has expired or when the
-// owner is a process on this host that no longer exists (a SIGKILLed compile frees its
-// key at once). A takeover is itself guarded by an O_EXCL file, so two waiters cannot
-// both replace the same stale lock.
+// expiry of its lease; the owner renews the lease (rewrites the file) every third of the
+// lease while it builds. Another process treats the lock as stale, and takes it over,
+// when the lease has expired, when the owner is a process on this host that no longer
+// exists (a SIGKILLed compile frees its key at once), or when the lease ends further
+// ahead than one lease duration and has not been renewed for one lease duration as seen
+// by this process: such an expiry comes from a clock that is not ours (another host
+// sharing the volume), so only the renewals the owner does are trusted, never its clock.
+// A takeover is itself guarded by an O_EXCL file, so two waiters cannot both replace the
+// same stale lock. GC removes the stale lock files nobody waits on (it judges a
+// far-future lease by the file's modification time instead of by watching it).
+
+const (
+	// guardLimit is how old a takeover guard is before it counts as left by a killed
+	// taker (a takeover takes a few instructions).
+	guardLimit = 10 * time.Second
+	// tornLockAge is how long an unreadable lock file counts as being written.
+	tornLockAge = 2 * time.Second
+)
 
 type lockInfo struct {
 	Owner   string    `json:"owner"` // host:pid:nonce
@@ -50,11 +63,11 @@ func (j *Journal) tryLock(k Key) (*buildLock, *lockInfo, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			continue // released meanwhile
 		}
-		if err == nil && !j.stale(cur) {
+		if err == nil && !j.stale(path, cur) {
 			return nil, cur, nil
 		}
 		if err != nil { // unreadable: being written, or torn by a killed owner
-			if st, e := os.Stat(path); e == nil && time.Since(st.ModTime()) < 2*time.Second {
+			if st, e := os.Stat(path); e == nil && time.Since(st.ModTime()) < tornLockAge {
 				return nil, &lockInfo{Owner: "(being written)"}, nil
 			}
 		}
@@ -72,10 +85,11 @@ func (j *Journal) tryLock(k Key) (*buildLock, *lockInfo, error) {
 func (j *Journal) create(path string) (*buildLock, error) {
 	info := lockInfo{Owner: j.owner, Host: j.host, PID: os.Getpid(), Expires: time.Now().Add(j.opts.LeaseTTL)}
 	data, _ := json.Marshal(info)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, j.perm.file)
 	if err != nil {
 		return nil, err
 	}
+	f.Chmod(j.perm.file) // past the umask: waiters of other users read it
 	_, werr := f.Write(data)
 	cerr := f.Close()
 	if werr != nil || cerr != nil {
@@ -105,7 +119,7 @@ func (j *Journal) renew(l *buildLock) {
 			}
 			l.info.Expires = time.Now().Add(j.opts.LeaseTTL)
 			data, _ := json.Marshal(l.info)
-			_ = writeAtomic(filepath.Dir(l.path), l.path, data)
+			_ = writeAtomic(filepath.Dir(l.path), l.path, data, j.perm.file)
 		}
 	}
 }
@@ -131,26 +145,57 @@ func readLock(path string) (*lockInfo, error) {
 	return &info, nil
 }
 
-// stale: the lease expired, or the owner is a dead process on this host.
-func (j *Journal) stale(l *lockInfo) bool {
-	if time.Now().After(l.Expires) {
+// stale: the lease expired, or the owner is a dead process on this host, or the lease
+// ends too far ahead and has not been renewed for a lease duration (path names the lock).
+func (j *Journal) stale(path string, l *lockInfo) bool {
+	now := time.Now()
+	if now.After(l.Expires) {
 		return true
 	}
-	if l.Host == j.host && l.PID > 0 {
-		return errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH)
+	if l.Host == j.host && l.PID > 0 && errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH) {
+		return true
 	}
-	return false
+	if l.Expires.Sub(now) <= j.opts.LeaseTTL {
+		j.forgetLease(path)
+		return false
+	}
+	return now.Sub(j.seenSince(path, l, now)) > j.opts.LeaseTTL
+}
+
+// leaseSeen is a far-future lease as this process first saw it.
+type leaseSeen struct {
+	owner   string
+	expires time.Time
+	since   time.Time
+}
+
+// seenSince returns when this process first saw the lock at path with l's owner and
+// expiry (a renewal changes the expiry, and so starts a new observation).
+func (j *Journal) seenSince(path string, l *lockInfo, now time.Time) time.Time {
+	j.leaseMu.Lock()
+	defer j.leaseMu.Unlock()
+	if s, ok := j.leases[path]; ok && s.owner == l.Owner && s.expires.Equal(l.Expires) {
+		return s.since
+	}
+	j.leases[path] = leaseSeen{owner: l.Owner, expires: l.Expires, since: now}
+	return now
+}
+
+func (j *Journal) forgetLease(path string) {
+	j.leaseMu.Lock()
+	delete(j.leases, path)
+	j.leaseMu.Unlock()
 }
 
 // takeOver replaces a stale lock (cur; nil when unreadable) with ours, under a guard
 // file; it returns nil when someone else got there first.
 func (j *Journal) takeOver(path string, cur *lockInfo) (*buildLock, error) {
 	guard := path + ".takeover"
-	g, err := os.OpenFile(guard, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	g, err := os.OpenFile(guard, os.O_WRONLY|os.O_CREATE|os.O_EXCL, j.perm.file)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			// a taker killed inside its few instructions leaves the guard behind
-			if st, err := os.Stat(guard); err == nil && time.Since(st.ModTime()) > 10*time.Second {
+			if st, err := os.Stat(guard); err == nil && time.Since(st.ModTime()) > guardLimit {
 				os.Remove(guard)
 			}
 			return nil, nil
@@ -163,7 +208,7 @@ func (j *Journal) takeOver(path string, cur *lockInfo) (*buildLock, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return j.create(path)
 	}
-	if err == nil && (cur == nil || now.Owner != cur.Owner || !j.stale(now)) {
+	if err == nil && (cur == nil || now.Owner != cur.Owner || !j.stale(path, now)) {
 		return nil, nil // renewed or replaced meanwhile
 	}
 	if err != nil && cur != nil {
@@ -177,6 +222,7 @@ func (j *Journal) takeOver(path string, cur *lockInfo) (*buildLock, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
+	j.forgetLease(path)
 	l, err := j.create(path)
 	if errors.Is(err, os.ErrExist) {
 		return nil, nil

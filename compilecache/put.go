@@ -20,18 +20,18 @@ var testHookPutBlobReady func() // tests: runs between a Put's blob write (or lo
 // the same content), then the journal record. rawFrom > 0 lets the bytes from there on
 // be stored raw (mappable) when they do not compress.
 func (j *Journal) Put(m Material, label string, content []byte, rawFrom int) error {
-	if j.jf == nil || j.opts.Policy == PolicyReadOnly {
-		return fmt.Errorf("compilecache: the journal is %s", j.opts.Policy)
+	if err := j.writable("put"); err != nil {
+		return err
 	}
 	data, d := encodeBlob(j.enc, content, rawFrom)
 	path := blobPath(j.dir, d)
 	k := m.Key()
 	for attempt := 0; ; attempt++ {
-		if st, err := os.Stat(path); err != nil || st.Size() != int64(len(data)) {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
+		if !j.reusable(path, d, int64(len(data))) {
+			if _, err := ensureDir(filepath.Dir(path), j.perm); err != nil {
+				return fmt.Errorf("compilecache: publishing blob: %w", err)
 			}
-			if err := writeAtomic(filepath.Dir(path), path, data); err != nil {
+			if err := writeAtomic(filepath.Dir(path), path, data, j.perm.file); err != nil {
 				if errors.Is(err, os.ErrNotExist) && attempt < maxPublishAttempts {
 					continue // GC (with a short grace) removed the temporary file: again
 				}
@@ -72,4 +72,25 @@ func (j *Journal) Put(m Material, label string, content []byte, rawFrom int) err
 		j.log.Warn("journal compaction failed", zap.Error(err))
 	}
 	return nil
+}
+
+// reusable says whether the blob file at path already holds content d as this Put would
+// store it: the same size, and it reads back (header, checksums, digest). A damaged or
+// unreadable file is written again; a good one of this user with other permission bits
+// than the directory gives is fixed.
+func (j *Journal) reusable(path string, d Digest, size int64) bool {
+	st, err := os.Stat(path)
+	if err != nil || st.Size() != size {
+		return false
+	}
+	if _, err := readBlob(j.dec, path, d, false); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			j.log.Warn("blob damaged or unreadable: writing it again", zap.String("blob", d.String()[:12]), zap.Error(err))
+		}
+		return false
+	}
+	if st.Mode().Perm() != j.perm.file && ownerOf(st) == os.Geteuid() {
+		os.Chmod(path, j.perm.file)
+	}
+	return true
 }

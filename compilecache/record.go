@@ -1,15 +1,18 @@
 package compilecache
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"time"
 )
 
-// The journal file: a 16-byte header (magic, schema version, reserved), then records,
-// each framed as payload length (u32 LE), CRC-32C of the payload (u32 LE), payload.
+// The journal file: a 16-byte header (magic, schema version, CRC-32C of the twelve bytes
+// before it), then records, each framed as payload length (u32 LE), CRC-32C of the
+// payload (u32 LE), payload. A header whose last four bytes are zero is read too.
 
 // SchemaVersion is the journal and blob format version; it is part of every key.
 const SchemaVersion = 1
@@ -20,6 +23,8 @@ const (
 	journalHeaderSize = 16
 	frameSize         = 8
 	maxRecord         = 1 << 20 // no record is larger; a bigger length is damage
+	// minRecord is the smallest payload: a type, a key and a one-byte time
+	minRecord = 1 + 32 + 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -45,26 +50,58 @@ type record struct {
 	mat    Material
 	reason string
 	n      int // the framed size, set when parsed
+	off    int // where the frame starts in the parsed bytes, set when parsed
 }
 
 func journalHeader() []byte {
 	h := make([]byte, journalHeaderSize)
 	copy(h, journalMagic[:])
 	binary.LittleEndian.PutUint32(h[8:], SchemaVersion)
+	binary.LittleEndian.PutUint32(h[12:], crc32.Checksum(h[:12], castagnoli))
 	return h
 }
 
 // errJournalHeader: the file is not a journal of this schema.
 var errJournalHeader = errors.New("not a kiln journal of this schema version")
 
-func checkJournalHeader(h []byte) error {
-	if len(h) < journalHeaderSize || string(h[:8]) != string(journalMagic[:]) {
-		return fmt.Errorf("%w: bad magic", errJournalHeader)
+// headerState is what the first bytes of a journal file are.
+type headerState int
+
+const (
+	headerOK      headerState = iota
+	headerDamaged             // one bit away from this schema's header: ours, damaged
+	headerForeign             // another schema, or not a journal
+)
+
+// checkJournalHeader classifies a header. Two headers of different schema versions are
+// at least two bits apart (the version and its checksum both differ), so one flipped bit
+// is recognised as damage to our own header and never mistaken for another version.
+func checkJournalHeader(h []byte) (headerState, error) {
+	if len(h) < journalHeaderSize {
+		return headerForeign, fmt.Errorf("%w: %d-byte header", errJournalHeader, len(h))
 	}
-	if v := binary.LittleEndian.Uint32(h[8:]); v != SchemaVersion {
-		return fmt.Errorf("%w: schema %d, this kiln writes %d", errJournalHeader, v, SchemaVersion)
+	want := journalHeader()
+	legacy := bytes.Clone(want)
+	clear(legacy[12:])
+	if bytes.Equal(h[:journalHeaderSize], want) || bytes.Equal(h[:journalHeaderSize], legacy) {
+		return headerOK, nil
 	}
-	return nil
+	if bitsApart(h, want) == 1 || bitsApart(h, legacy) == 1 {
+		return headerDamaged, fmt.Errorf("%w: one bit of the header flipped", ErrCorrupt)
+	}
+	if string(h[:8]) != string(journalMagic[:]) {
+		return headerForeign, fmt.Errorf("%w: bad magic", errJournalHeader)
+	}
+	return headerForeign, fmt.Errorf("%w: schema %d, this kiln writes %d", errJournalHeader, binary.LittleEndian.Uint32(h[8:]), SchemaVersion)
+}
+
+// bitsApart counts the bits in which the first journalHeaderSize bytes of a and b differ.
+func bitsApart(a, b []byte) int {
+	n := 0
+	for i := range journalHeaderSize {
+		n += bits.OnesCount8(a[i] ^ b[i])
+	}
+	return n
 }
 
 // frame encodes a record with its length and checksum.
@@ -97,35 +134,132 @@ func appendStr(p []byte, s string) []byte {
 	return append(binary.AppendUvarint(p, uint64(len(s))), s...)
 }
 
-// parseRecords decodes records from b (the bytes after the header) up to the first
-// incomplete or damaged one; good is how many bytes the complete records take, and
-// damaged says why it stopped early (nil when b ended exactly at a record boundary).
-func parseRecords(b []byte) (recs []record, good int, damaged error) {
-	for good < len(b) {
-		rest := b[good:]
-		if len(rest) < frameSize {
-			return recs, good, fmt.Errorf("torn record frame (%d bytes)", len(rest))
+// span is a run of journal bytes that holds no valid record.
+type span struct {
+	off, n int
+	why    string
+	// torn: the bytes are the start of a record that runs past the end of the file (an
+	// append cut short by a crash), not damage
+	torn bool
+}
+
+// scan is what parseRecords found in the bytes after the header.
+type scan struct {
+	recs []record
+	// end is where the last valid record or skipped run ends: everything after it is
+	// the tail
+	end int
+	// skipped are damaged runs between valid records: parsing resynchronised past them
+	skipped []span
+	// tail is what follows the last valid record when it is not empty
+	tail *span
+}
+
+// parseRecords decodes the records of b (the bytes after the header). A run that does
+// not decode is skipped and parsing resumes at the next valid record (resync). Records
+// keep their offsets in b.
+func parseRecords(b []byte) scan {
+	var s scan
+	off := 0
+	for off < len(b) {
+		r, torn, err := decodeFrame(b[off:])
+		if err == nil {
+			r.off = off
+			s.recs = append(s.recs, r)
+			off += r.n
+			s.end = off
+			continue
 		}
-		n := binary.LittleEndian.Uint32(rest)
-		if n == 0 || n > maxRecord {
-			return recs, good, fmt.Errorf("record length %d", n)
+		next := resync(b, off)
+		if next < 0 {
+			s.tail = &span{off: off, n: len(b) - off, why: err.Error(), torn: torn}
+			break
 		}
-		if uint64(len(rest)-frameSize) < uint64(n) {
-			return recs, good, fmt.Errorf("torn record (%d of %d bytes)", len(rest)-frameSize, n)
-		}
-		p := rest[frameSize : frameSize+int(n)]
-		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(rest[4:]) {
-			return recs, good, errors.New("record checksum mismatch")
-		}
-		r, err := decodeRecord(p)
-		if err != nil {
-			return recs, good, err
-		}
-		r.n = frameSize + int(n)
-		recs = append(recs, r)
-		good += r.n
+		s.skipped = append(s.skipped, span{off: off, n: next - off, why: err.Error()})
+		off = next
+		s.end = off
 	}
-	return recs, good, nil
+	return s
+}
+
+// decodeFrame decodes the record that starts b; torn says the frame is cut short by the
+// end of b.
+func decodeFrame(b []byte) (r record, torn bool, err error) {
+	if len(b) < frameSize {
+		return r, true, fmt.Errorf("torn record frame (%d bytes)", len(b))
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if n < minRecord || n > maxRecord {
+		return r, false, fmt.Errorf("record length %d", n)
+	}
+	if uint64(len(b)-frameSize) < uint64(n) {
+		return r, true, fmt.Errorf("torn record (%d of %d bytes)", len(b)-frameSize, n)
+	}
+	p := b[frameSize : frameSize+int(n)]
+	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+		return r, false, errors.New("record checksum mismatch")
+	}
+	if r, err = decodeRecord(p); err != nil {
+		return r, false, err
+	}
+	if r.typ == recPut && r.mat.Key() != r.key {
+		return r, false, errors.New("put record whose key is not its material's")
+	}
+	r.n = frameSize + int(n)
+	return r, false, nil
+}
+
+// resync returns the offset of the valid record that follows the damaged one at off, or
+// -1 when none does. A valid record has a length in range, a known type, its CRC-32C, a
+// well-formed payload and, for a put, a key that is the hash of its material.
+//
+// When the damaged frame is complete (its length fits in b), the damage is most likely
+// in its payload and its length says where the next record starts: that record is
+// taken. Otherwise the bytes are searched for the first offset where a valid record
+// starts a run of valid records that reaches the end of b. Requiring the run to reach
+// the end keeps the search from taking a frame embedded in a damaged or torn record's
+// strings (a model's input names are stored in key material) for a record: a torn record
+// ends the file in the middle of its payload, where no embedded run ends. The cost is
+// that a second damaged run behind one whose length was damaged too ends the replay
+// there.
+func resync(b []byte, off int) int {
+	if len(b)-off >= frameSize {
+		n := binary.LittleEndian.Uint32(b[off:])
+		if n >= minRecord && n <= maxRecord && uint64(len(b)-off-frameSize) >= uint64(n) {
+			next := off + frameSize + int(n)
+			if next == len(b) {
+				return next
+			}
+			if _, _, err := decodeFrame(b[next:]); err == nil {
+				return next
+			}
+		}
+	}
+	for p := off + 1; p+frameSize+minRecord <= len(b); p++ {
+		n := binary.LittleEndian.Uint32(b[p:])
+		if n < minRecord || n > maxRecord || uint64(len(b)-p-frameSize) < uint64(n) {
+			continue
+		}
+		if t := recType(b[p+frameSize]); t != recPut && t != recUse && t != recDrop {
+			continue
+		}
+		if runsToEnd(b[p:]) {
+			return p
+		}
+	}
+	return -1
+}
+
+// runsToEnd says whether b is a sequence of valid records.
+func runsToEnd(b []byte) bool {
+	for len(b) > 0 {
+		r, _, err := decodeFrame(b)
+		if err != nil {
+			return false
+		}
+		b = b[r.n:]
+	}
+	return true
 }
 
 func decodeRecord(p []byte) (record, error) {

@@ -21,30 +21,30 @@ func TestRecordsRoundTrip(t *testing.T) {
 	for _, r := range sampleRecords() {
 		b = append(b, r.frame()...)
 	}
-	recs, good, damaged := parseRecords(b)
-	if damaged != nil || good != len(b) || len(recs) != 3 {
-		t.Fatalf("parsed %d records, %d of %d bytes: %v", len(recs), good, len(b), damaged)
+	s := parseRecords(b)
+	if s.tail != nil || len(s.skipped) != 0 || s.end != len(b) || len(s.recs) != 3 {
+		t.Fatalf("parsed %d records, %d of %d bytes: %+v", len(s.recs), s.end, len(b), s)
 	}
-	for i, r := range recs {
+	for i, r := range s.recs {
 		if !bytes.Equal(r.frame(), sampleRecords()[i].frame()) {
 			t.Fatalf("record %d does not re-encode", i)
 		}
 	}
-	if v, _ := recs[0].mat.Get("compiler"); v != "compiler-id" || recs[0].label != "resnet18" {
-		t.Fatalf("put record: %+v", recs[0])
+	if v, _ := s.recs[0].mat.Get("compiler"); v != "compiler-id" || s.recs[0].label != "resnet18" {
+		t.Fatalf("put record: %+v", s.recs[0])
 	}
-	// every cut inside the last record stops before it
+	// every cut inside the last record stops before it, as a torn tail
 	last := len(b) - len(sampleRecords()[2].frame())
 	for cut := last + 1; cut < len(b); cut++ {
-		recs, good, damaged := parseRecords(b[:cut])
-		if len(recs) != 2 || good != last || damaged == nil {
-			t.Fatalf("cut %d: %d records, good %d, %v", cut, len(recs), good, damaged)
+		s := parseRecords(b[:cut])
+		if len(s.recs) != 2 || s.end != last || s.tail == nil || !s.tail.torn {
+			t.Fatalf("cut %d: %d records, end %d, tail %+v", cut, len(s.recs), s.end, s.tail)
 		}
 	}
 }
 
-// FuzzParseRecords: arbitrary bytes never panic, the good prefix re-parses to the same
-// records, and each re-encodes to its own bytes.
+// FuzzParseRecords: arbitrary bytes never panic; every record re-encodes to the bytes at
+// its offset, records do not overlap, the skipped runs and the tail cover the rest.
 func FuzzParseRecords(f *testing.F) {
 	var b []byte
 	for _, r := range sampleRecords() {
@@ -53,21 +53,32 @@ func FuzzParseRecords(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{255, 255, 255, 255, 0, 0, 0, 0})
+	f.Add(append([]byte("garbage in the middle"), b...))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, good, damaged := parseRecords(data)
-		if good > len(data) || (damaged == nil) != (good == len(data)) {
-			t.Fatalf("good %d of %d, damaged %v", good, len(data), damaged)
-		}
-		off := 0
-		for _, r := range recs {
-			fr := r.frame()
-			if !bytes.Equal(fr, data[off:off+len(fr)]) {
-				t.Fatalf("record at %d does not re-encode", off)
+		s := parseRecords(data)
+		covered := 0
+		ri, si := 0, 0
+		for covered < s.end {
+			switch {
+			case ri < len(s.recs) && s.recs[ri].off == covered:
+				r := s.recs[ri]
+				if fr := r.frame(); !bytes.Equal(fr, data[r.off:r.off+len(fr)]) {
+					t.Fatalf("record at %d does not re-encode", r.off)
+				}
+				covered += r.n
+				ri++
+			case si < len(s.skipped) && s.skipped[si].off == covered && s.skipped[si].n > 0:
+				covered += s.skipped[si].n
+				si++
+			default:
+				t.Fatalf("nothing accounts for byte %d (records %d, skipped %+v)", covered, len(s.recs), s.skipped)
 			}
-			off += len(fr)
 		}
-		if off != good {
-			t.Fatalf("records cover %d bytes, good says %d", off, good)
+		if covered != s.end || ri != len(s.recs) || si != len(s.skipped) {
+			t.Fatalf("records and skipped runs cover %d bytes, end says %d", covered, s.end)
+		}
+		if (s.tail == nil) != (s.end == len(data)) || s.tail != nil && (s.tail.off != s.end || s.tail.off+s.tail.n != len(data)) {
+			t.Fatalf("end %d of %d, tail %+v", s.end, len(data), s.tail)
 		}
 	})
 }

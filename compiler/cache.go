@@ -79,8 +79,7 @@ func toolchain(opts Options) string {
 	if opts.CPU == nil || opts.CPU.Compiler() == nil {
 		return "none"
 	}
-	cc := opts.CPU.Compiler()
-	return cc.Version + " " + strings.Join(cc.Flags, " ")
+	return opts.CPU.Compiler().Identity()
 }
 
 // canonicalShapes prints input shapes sorted by name: "ids[1,128];mask[1,128]".

@@ -152,6 +152,10 @@ func (c *child) logs(s *summary) error {
 		if cause == "journal-truncated" {
 			s.WriterTruncated++
 		}
+		if cause == "journal-damaged" || cause == "journal-unreadable" {
+			// a kill tears the last append; it never damages a complete record
+			return fmt.Errorf("writer %d logged %s", c.cmd.Process.Pid, line)
+		}
 		switch msg {
 		case msgCorrupt, "journal header unreadable: starting an empty journal",
 			"journal append failed", "journal compaction failed", "publishing to the journal failed; serving the build",
@@ -275,6 +279,8 @@ func check(dir string, s *summary) error {
 					s.Truncated++
 				case "journal-reset":
 					return fmt.Errorf("the journal was reset: %s", e.Message)
+				case "journal-damaged":
+					return fmt.Errorf("a complete record was damaged (a kill only tears the last append): %s", e.Message)
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 // Command journalcrash is the crash test of the binary journal (package compilecache).
 // It starts writer processes on one cache directory and kills them with SIGKILL at
-// random moments; after every kill it opens the journal (a torn tail must be truncated),
+// random moments; after every kill it opens the journal (a torn tail must be truncated;
+// a damaged complete record, or a reset, fails the test: a kill only tears an append),
 // verifies every blob in full (zero problems allowed) and reads every entry back,
 // comparing the content with what the writer would have written for that entry.
 //

@@ -43,7 +43,9 @@ func defaultCacheDir() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "kiln")
 	}
-	return filepath.Join(os.TempDir(), "kiln-cache")
+	// one per user: the journal refuses a directory in a shared one that is not this
+	// user's (or root's)
+	return filepath.Join(os.TempDir(), fmt.Sprintf("kiln-cache-%d", os.Geteuid()))
 }
 
 func (c *cacheFlags) open(log *zap.Logger) (*compilecache.Journal, error) {
@@ -60,6 +62,16 @@ func (c *cacheFlags) open(log *zap.Logger) (*compilecache.Journal, error) {
 		dir = defaultCacheDir()
 	}
 	return compilecache.Open(compilecache.Options{Dir: dir, Policy: p, Budget: budget, Log: log})
+}
+
+// buildInCache makes the C compiler write its work files in the journal's tmp/ (a work
+// directory claimed by this process, removed by the next process that opens the journal
+// if this one dies), when the journal is writable; otherwise it keeps kiln-<uid> in
+// $TMPDIR.
+func buildInCache(dev *devcpu.Device, j *compilecache.Journal) {
+	if cc := dev.Compiler(); cc != nil && j.TempDir() != "" {
+		cc.SetWorkBase(j.TempDir())
+	}
 }
 
 // parseBytes reads sizes like 512MiB, 2GiB, 1GB or a plain byte count ("" is 0), as the
@@ -111,6 +123,7 @@ func compileCached(j *compilecache.Journal, path string, inputs map[string]*tens
 	if err != nil {
 		return nil, err
 	}
+	buildInCache(dev, j)
 	opts := compiler.Options{CPU: dev, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level), Inputs: compiler.ShapesOf(inputs)}
 	var bar *progressBar
 	if !co.quiet {

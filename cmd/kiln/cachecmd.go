@@ -23,13 +23,22 @@ func cacheCmd() *cobra.Command {
 	open := func(cmd *cobra.Command) (*compilecache.Journal, error) {
 		return cf.open(newLogger(false))
 	}
+	// openReadOnly: ls and verify only read, so they work on a cache this user may not
+	// write, and never repair or create anything
+	openReadOnly := func(cmd *cobra.Command) (*compilecache.Journal, error) {
+		ro := cf
+		if ro.policy != string(compilecache.PolicyOff) {
+			ro.policy = string(compilecache.PolicyReadOnly)
+		}
+		return ro.open(newLogger(false))
+	}
 	var verbose bool
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List the entries, most recently used first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			j, err := open(cmd)
+			j, err := openReadOnly(cmd)
 			if err != nil {
 				return err
 			}
@@ -57,12 +66,17 @@ func cacheCmd() *cobra.Command {
 		},
 	}
 	ls.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every entry's key material")
+	var quarantine bool
 	verify := &cobra.Command{
 		Use:   "verify",
-		Short: "Read every entry in full (checksums and content hash); quarantine damaged ones; exit 1 if any",
+		Short: "Read every entry in full (checksums and content hash), read-only; exit 1 if any is damaged",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			j, err := open(cmd)
+			openVerify := openReadOnly
+			if quarantine {
+				openVerify = open
+			}
+			j, err := openVerify(cmd)
 			if err != nil {
 				return err
 			}
@@ -76,15 +90,19 @@ func cacheCmd() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "verified %d entries: %d damaged\n", n, len(probs))
 			if len(probs) > 0 {
+				if j.Policy() == compilecache.PolicyReadOnly {
+					return fmt.Errorf("%d damaged entries (left in place: a writer quarantines and rebuilds each when it next reads it; --quarantine does it now)", len(probs))
+				}
 				return fmt.Errorf("%d damaged entries (quarantined; they will be rebuilt)", len(probs))
 			}
 			return nil
 		},
 	}
+	verify.Flags().BoolVar(&quarantine, "quarantine", false, "open the journal for writing and quarantine the damaged entries now")
 	var gcBudget string
 	gc := &cobra.Command{
 		Use:   "gc",
-		Short: "Evict beyond --budget, remove unreferenced blobs, leftovers and the quarantine, compact the journal",
+		Short: "Evict beyond --budget, remove unreferenced blobs, leftovers, stale build locks and the quarantine, compact the journal",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			budget, err := parseBytes(gcBudget)
@@ -100,8 +118,8 @@ func cacheCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "evicted %d entries, removed %d unreferenced blobs, %d temporary files, %d quarantined files: %s freed\n",
-				r.Evicted, r.OrphanBlobs, r.TempFiles, r.Quarantined, byteSize(r.FreedBytes))
+			fmt.Fprintf(cmd.OutOrStdout(), "evicted %d entries, removed %d unreferenced blobs, %d temporary files, %d stale build locks, %d work directories of dead processes, %d quarantined files: %s freed\n",
+				r.Evicted, r.OrphanBlobs, r.TempFiles, r.StaleLocks, r.WorkDirs, r.Quarantined, byteSize(r.FreedBytes))
 			return nil
 		},
 	}

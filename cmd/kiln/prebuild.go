@@ -117,6 +117,7 @@ model, --dims bert:seq=128 for one. Models already in the journal are not rebuil
 				return err
 			}
 			defer dev.Close()
+			buildInCache(dev, j)
 			w := cmd.OutOrStdout()
 			failed := 0
 			start := time.Now()

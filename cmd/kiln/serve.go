@@ -106,6 +106,7 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 		return err
 	}
 	defer dev.Close()
+	buildInCache(dev, j)
 	explicit := cfg.ModelControlMode == "explicit"
 	if explicit && slices.Contains(load, "*") {
 		models, err := scanRepository(cfg.ModelRepository)

@@ -22,6 +22,12 @@ type Compiler struct {
 	// which honours the `omp simd reduction` pragmas of vectorized reduction loops
 	// without linking an OpenMP runtime.
 	Flags []string
+	// Native is what -march=native means to this compiler on this machine: the CPU and
+	// every ISA extension it enables or disables, as the compiler itself reports them
+	// (resolveNative). Identity puts it in place of -march=native.
+	Native string
+
+	work *workState // where it writes its inputs and outputs; nil: the per-user default
 }
 
 // FindCompiler looks for $CC, then gcc, then clang (cc is the fallback name).
@@ -43,9 +49,27 @@ func FindCompiler() (*Compiler, error) {
 			continue
 		}
 		version, _, _ := strings.Cut(string(out), "\n")
-		return &Compiler{Path: path, Version: strings.TrimSpace(version), Flags: []string{"-O3", "-march=native", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"}}, nil
+		c := &Compiler{Path: path, Version: strings.TrimSpace(version), Flags: []string{"-O3", "-march=native", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"}, work: &workState{}}
+		c.Native = resolveNative(path)
+		return c, nil
 	}
 	return nil, devices.Unavailablef("no C compiler found (tried %s); install one, e.g. `apt-get install gcc`, or set $CC", strings.Join(tried, ", "))
+}
+
+// Identity names what the compiler produces, for cache keys: its version and flags, with
+// -march=native replaced by what it resolves to (Native), so that two machines share
+// object code only when the compiler targets exactly the same instruction set on both.
+// The resolution appears as its CPU name and a digest of all its options (it is stored
+// in every key's material, and runs to a hundred options).
+func (c *Compiler) Identity() string {
+	flags := make([]string, len(c.Flags))
+	for i, f := range c.Flags {
+		flags[i] = f
+		if f == "-march=native" {
+			flags[i] = "-march=native(" + nativeSummary(c.Native) + ")"
+		}
+	}
+	return c.Version + " " + strings.Join(flags, " ")
 }
 
 // Build compiles C source into a shared object and returns its bytes.
@@ -75,7 +99,7 @@ func (c *Compiler) Link(ctx context.Context, objects [][]byte) ([]byte, error) {
 // run writes files into a fresh directory, runs the compiler there with the flags and
 // args, and returns the output file; a failure carries the compiler's message.
 func (c *Compiler) run(ctx context.Context, files map[string][]byte, output string, args ...string) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "kiln-cc-")
+	dir, err := os.MkdirTemp(c.workState().parent(), "kiln-cc-")
 	if err != nil {
 		return nil, err
 	}

@@ -192,8 +192,11 @@ func (d *Device) Launch(k devices.Kernel, _ devices.Geometry, bufs []devices.Buf
 // Sync implements devices.Device; CPU launches are synchronous.
 func (d *Device) Sync() error { return nil }
 
-// Close frees every live buffer.
+// Close frees every live buffer and the compiler's work directory.
 func (d *Device) Close() error {
+	if d.cc != nil {
+		d.cc.Close()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for b := range d.alive {

@@ -7,4 +7,17 @@
 // The compiler's path and version are part of the device fingerprint, so binaries built by
 // another toolchain are not reused. A missing compiler is ErrUnavailable with a hint on
 // how to install one; a compile error is ErrBuild carrying the compiler's output.
+//
+// Kernels are built with -march=native, which names no instruction set by itself: the
+// compiler's Identity (its version and flags, for cache keys) carries what -march=native
+// resolves to, as the compiler reports it with -### (native.go), so object code built for
+// one CPU is never reused on another that lacks an extension the compiler used. The
+// resolution is preferred over explicit -m flags computed from target.Features: it keeps
+// the generated code exactly what the compiler's own tuning for this CPU gives, needs no
+// table of extensions per architecture in kiln, and works for gcc and clang alike.
+//
+// Builds write their files in a directory of their own inside a work directory claimed
+// through internal/workdir (workdir.go): the journal's tmp/ when SetWorkBase names it,
+// else kiln-<uid> in $TMPDIR. Claims of processes that died are removed when a compiler
+// claims, so a SIGKILL does not leave compiler inputs behind for good.
 package cpu

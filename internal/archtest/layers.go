@@ -12,7 +12,9 @@ var layers = map[string]int{
 	// generated protobuf code sits below the importer that uses it
 	"loader/onnx/onnxpb": 2,
 	"configs/modelpb":    -1,
-	"schedule":           3, "codegen": 3, "intrin": 3, "loader/onnx": 3, "kernels/ref": 3,
+	// a leaf helper (standard library only) shared by compilecache and devices/cpu
+	"internal/workdir": -1,
+	"schedule":         3, "codegen": 3, "intrin": 3, "loader/onnx": 3, "kernels/ref": 3,
 	"kernels":     4,
 	"kernels/cpu": 5, "kernels/kerneltest": 5, "kernels/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
 	"compiler":      6,

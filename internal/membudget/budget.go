@@ -12,6 +12,10 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
+// DefaultReleaseAfter is the Options.ReleaseAfter servers use: a burst of large
+// requests worth 64 MiB.
+const DefaultReleaseAfter = 64 << 20
+
 // Options configure a Budget.
 type Options struct {
 	// LargeBytes is the size from which a request counts as large for returning

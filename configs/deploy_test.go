@@ -430,7 +430,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if time.Duration(cfg.ShutdownGrace) >= time.Duration(pod.Spec.TerminationGracePeriodSeconds)*time.Second {
 		t.Errorf("shutdown_grace %v is not below terminationGracePeriodSeconds %d", cfg.ShutdownGrace, pod.Spec.TerminationGracePeriodSeconds)
 	}
-	for i, l := range []configs.Listener{cfg.HTTP, {Address: cfg.GRPC.Address, Enabled: cfg.GRPC.Enabled}, cfg.Metrics} {
+	for i, l := range []configs.Listener{cfg.HTTP.Listener, {Address: cfg.GRPC.Address, Enabled: cfg.GRPC.Enabled}, cfg.Metrics} {
 		name := []string{"http", "grpc", "metrics"}[i]
 		if _, port, _ := strings.Cut(l.Address, ":"); !l.Enabled || port != strconv.Itoa(c.port(name)) {
 			t.Errorf("ConfigMap %s listener %+v, container port %d", name, l, c.port(name))

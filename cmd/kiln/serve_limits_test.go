@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +27,8 @@ import (
 
 // startServeConfig runs kiln serve --config with the given YAML (model_repository
 // and cache.dir are added) and returns the process and its REST and gRPC addresses.
-func startServeConfig(t *testing.T, bin, yaml string) (cmd *exec.Cmd, httpAddr, grpcAddr string) {
+// With nofile > 0 it runs under a shell's ulimit -n nofile (soft and hard).
+func startServeConfig(t *testing.T, bin, yaml string, nofile ...int) (cmd *exec.Cmd, httpAddr, grpcAddr string) {
 	t.Helper()
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "models")
@@ -40,6 +43,9 @@ func startServeConfig(t *testing.T, bin, yaml string) (cmd *exec.Cmd, httpAddr, 
 		t.Fatal(err)
 	}
 	cmd = exec.Command(bin, "serve", "--config", cfg)
+	if len(nofile) > 0 {
+		cmd = exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" serve --config "$1"`, nofile[0]), bin, cfg)
+	}
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -150,5 +156,117 @@ threads: 1
 	t.Logf("4 unauthenticated 200 MiB calls in %v: RSS %d MB before, peak %d MB (+%d MB)", took.Round(time.Millisecond), base>>20, peak>>20, grew>>20)
 	if grew >= 100<<20 {
 		t.Errorf("RSS grew by %d MB, want < 100 MB", grew>>20)
+	}
+}
+
+// TestServeAnswersProbesThroughAConnectionFlood runs kiln serve with 256 open files
+// (ulimit -n, soft and hard) and short timeouts: 300 idle keep-alive connections
+// leave the probes answered (the longest idle connections are closed for new ones);
+// an idle keep-alive connection is closed after http.idle_timeout; a body trickled
+// at 1 byte a second is cut at http.read_timeout with 408; Content-Length 10^12
+// with 10 bytes sent gets 413 at once.
+func TestServeAnswersProbesThroughAConnectionFlood(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh to set the open-file limit with")
+	}
+	bin := buildKiln(t)
+	cmd, httpAddr, _ := startServeConfig(t, bin, `http: {address: "127.0.0.1:0", read_timeout: 2s, idle_timeout: 1s}
+grpc: {address: "127.0.0.1:0"}
+metrics: {enabled: false}
+log: {level: warn}
+threads: 1
+`, 256)
+	dial := func() (net.Conn, *bufio.Reader) {
+		t.Helper()
+		c, err := net.Dial("tcp", httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+	request := func(c net.Conn, br *bufio.Reader, req string) (int, string, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", strings.SplitN(req, "\r\n", 2)[0], err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), time.Since(start)
+	}
+	closedAfter := func(c net.Conn, br *bufio.Reader) time.Duration {
+		t.Helper()
+		start := time.Now()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := br.ReadByte(); err == nil {
+			t.Fatal("data on a connection expected to close")
+		}
+		return time.Since(start)
+	}
+	const get = "GET /v2 HTTP/1.1\r\nHost: kiln\r\n\r\n"
+
+	// the flood: 300 keep-alive connections, each idle after one request
+	for i := range 300 {
+		c, br := dial()
+		if code, body, _ := request(c, br, get); code != 200 {
+			t.Fatalf("connection %d: %d %s", i, code, body)
+		}
+	}
+	for _, p := range []string{"/v2/health/live", "/v2/health/ready"} {
+		c, br := dial()
+		code, body, took := request(c, br, "GET "+p+" HTTP/1.1\r\nHost: kiln\r\n\r\n")
+		t.Logf("%s after 300 idle connections, 256 open files: %d in %v", p, code, took.Round(time.Microsecond))
+		if code != 200 {
+			t.Fatalf("%s: %d %s", p, code, body)
+		}
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", cmd.Process.Pid)); err == nil && !regexp.MustCompile(`Max open files\s+256\s+256`).Match(b) {
+		t.Fatalf("the server does not run with 256 open files:\n%s", b)
+	}
+
+	// idle keep-alive: closed after http.idle_timeout
+	c, br := dial()
+	request(c, br, get)
+	idle := closedAfter(c, br)
+	t.Logf("idle keep-alive connection closed after %v (idle_timeout 1s)", idle.Round(time.Millisecond))
+	if idle < 900*time.Millisecond || idle > 3*time.Second {
+		t.Errorf("idle connection closed after %v, want about 1s", idle)
+	}
+
+	// a body at 1 byte a second: 408 at http.read_timeout
+	c, br = dial()
+	start := time.Now()
+	go func() {
+		io.WriteString(c, "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: kiln\r\nContent-Length: 100\r\n\r\n{")
+		for range 99 {
+			time.Sleep(time.Second)
+			if _, err := c.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	trickle := time.Since(start)
+	t.Logf("body at 1 B/s: %d after %v (read_timeout 2s)", resp.StatusCode, trickle.Round(time.Millisecond))
+	if resp.StatusCode != http.StatusRequestTimeout || trickle < 1900*time.Millisecond || trickle > 4*time.Second {
+		t.Errorf("trickled body: %d after %v, want 408 after about 2s", resp.StatusCode, trickle)
+	}
+	closedAfter(c, br)
+
+	// Content-Length 10^12, 10 bytes sent: 413 at once
+	c, br = dial()
+	code, body, took := request(c, br, "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: kiln\r\nContent-Length: 1000000000000\r\n\r\n0123456789")
+	t.Logf("Content-Length 10^12 with 10 bytes: %d in %v", code, took.Round(time.Microsecond))
+	if code != http.StatusRequestEntityTooLarge || took > time.Second {
+		t.Errorf("Content-Length 10^12: %d after %v: %s", code, took, body)
 	}
 }

@@ -424,6 +424,11 @@ func TestKubernetesManifests(t *testing.T) {
 	if cfg.Cache.Dir != cacheDir || cfg.Log.Format != "json" || cfg.ModelControlMode != "none" {
 		t.Errorf("ConfigMap: cache.dir %q, log.format %q, model_control_mode %q", cfg.Cache.Dir, cfg.Log.Format, cfg.ModelControlMode)
 	}
+	if lim, ok := strings.CutSuffix(c.Resources.Limits["memory"], "Gi"); !ok {
+		t.Errorf("container memory limit %q: want a number of Gi", c.Resources.Limits["memory"])
+	} else if gi, _ := strconv.Atoi(lim); cfg.Limits.MemoryLimit <= 0 || cfg.Limits.MemoryLimit >= configs.Size(gi)*configs.GiB {
+		t.Errorf("ConfigMap limits.memory_limit %s, want it set below the container's memory limit %s", cfg.Limits.MemoryLimit, c.Resources.Limits["memory"])
+	}
 	if cpu, _ := strconv.Atoi(c.Resources.Limits["cpu"]); cfg.Threads != cpu {
 		t.Errorf("ConfigMap threads %d, container CPU limit %q", cfg.Threads, c.Resources.Limits["cpu"])
 	}

@@ -117,6 +117,12 @@ type Limits struct {
 	// REST and gRPC together (default 1GiB); a request waits for its share, and one
 	// larger than the bound runs alone.
 	MaxInflightBytes Size `yaml:"max_inflight_bytes"`
+	// MemoryLimit is the Go runtime's soft memory limit (debug.SetMemoryLimit): near
+	// it, garbage is collected before the heap grows further, so that a burst of
+	// large requests does not stack up garbage on top of the data they hold. 0
+	// (default): the runtime's own (the GOMEMLIMIT environment variable, else none).
+	// Set it below the container's memory limit.
+	MemoryLimit Size `yaml:"memory_limit"`
 }
 
 // TLS, when both files are set, makes the HTTP and gRPC endpoints serve TLS.
@@ -323,6 +329,11 @@ func (f File) Validate() error {
 	}
 	if f.Limits.MaxInflightBytes <= 0 {
 		bad("limits.max_inflight_bytes", "%s: must be positive", f.Limits.MaxInflightBytes)
+	}
+	if f.Limits.MemoryLimit < 0 {
+		bad("limits.memory_limit", "%s: must not be negative (0 leaves the runtime's)", f.Limits.MemoryLimit)
+	} else if f.Limits.MemoryLimit > 0 && f.Limits.MemoryLimit <= f.Limits.MaxInflightBytes {
+		bad("limits.memory_limit", "%s: must be above limits.max_inflight_bytes (%s), which requests may hold on their own", f.Limits.MemoryLimit, f.Limits.MaxInflightBytes)
 	}
 	if f.Limits.RequestTimeout < 0 {
 		bad("limits.request_timeout", "%s: must not be negative (0 means no timeout)", f.Limits.RequestTimeout)

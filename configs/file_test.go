@@ -48,6 +48,7 @@ func TestDefaultFile(t *testing.T) {
 		{"limits.max_request_bytes", f.Limits.MaxRequestBytes, Size(64 << 20)},
 		{"limits.request_timeout", f.Limits.RequestTimeout, Duration(0)},
 		{"limits.max_inflight_bytes", f.Limits.MaxInflightBytes, GiB},
+		{"limits.memory_limit", f.Limits.MemoryLimit, Size(0)},
 		{"log.format", f.Log.Format, "json"},
 		{"log.level", f.Log.Level, "info"},
 		{"threads", f.Threads, 0},
@@ -91,6 +92,7 @@ limits:
   max_request_bytes: 1048576
   request_timeout: 2m30s
   max_inflight_bytes: 512MiB
+  memory_limit: 3GiB
 tls:
   cert_file: /etc/kiln/tls.crt
   key_file: /etc/kiln/tls.key
@@ -107,7 +109,7 @@ shutdown_grace: 5s
 		t.Fatal(err)
 	}
 	want := File{
-		ModelRepository:  "/models",
+		ModelRepository: "/models",
 		HTTP: HTTP{Listener: Listener{Address: "127.0.0.1:9000", Enabled: true}, // enabled kept from the defaults
 			ReadHeaderTimeout: Duration(10 * time.Second), ReadTimeout: Duration(5 * time.Second), IdleTimeout: Duration(30 * time.Second), MaxConnections: 500},
 		GRPC:             GRPC{Address: ":8001", Enabled: false, MaxMessageBytes: GiB, MaxConcurrentStreams: 16, IdleTimeout: Duration(time.Minute), MaxConnections: 100},
@@ -115,7 +117,7 @@ shutdown_grace: 5s
 		ModelControlMode: "explicit",
 		LoadMode:         "eager",
 		Cache:            Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * GiB},
-		Limits:           Limits{MaxRequestBytes: MiB, RequestTimeout: Duration(150 * time.Second), MaxInflightBytes: 512 * MiB},
+		Limits:           Limits{MaxRequestBytes: MiB, RequestTimeout: Duration(150 * time.Second), MaxInflightBytes: 512 * MiB, MemoryLimit: 3 * GiB},
 		TLS:              TLS{CertFile: "/etc/kiln/tls.crt", KeyFile: "/etc/kiln/tls.key"},
 		Auth:             Auth{BearerTokenFile: "/etc/kiln/token"},
 		Log:              Log{Format: "console", Level: "debug"},
@@ -199,6 +201,7 @@ func TestFileValidate(t *testing.T) {
 		{"zero request limit", func(f *File) { f.Limits.MaxRequestBytes = 0 }, "limits.max_request_bytes"},
 		{"negative timeout", func(f *File) { f.Limits.RequestTimeout = Duration(-time.Second) }, "limits.request_timeout"},
 		{"zero inflight bytes", func(f *File) { f.Limits.MaxInflightBytes = 0 }, "limits.max_inflight_bytes"},
+		{"memory limit below the budget", func(f *File) { f.Limits.MemoryLimit = 512 * MiB }, "limits.memory_limit"},
 		{"no header timeout", func(f *File) { f.HTTP.ReadHeaderTimeout = 0 }, "http.read_header_timeout"},
 		{"negative read timeout", func(f *File) { f.HTTP.ReadTimeout = Duration(-time.Second) }, "http.read_timeout"},
 		{"negative write timeout", func(f *File) { f.HTTP.WriteTimeout = Duration(-time.Second) }, "http.write_timeout"},

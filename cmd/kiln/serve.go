@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"syscall"
 	"time"
@@ -133,6 +134,9 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 		log.Warn("the connection caps leave few open files for kiln's own (http.max_connections, grpc.max_connections)",
 			zap.Int("open_file_limit", nofile), zap.Int("http", caps.http), zap.Int("grpc", caps.grpc))
 	}
+	if m := cfg.Limits.MemoryLimit; m > 0 {
+		debug.SetMemoryLimit(int64(m))
+	}
 	// one budget for request bodies and messages of both protocols
 	budget := membudget.New(int64(cfg.Limits.MaxInflightBytes), membudget.Options{ReleaseAfter: membudget.DefaultReleaseAfter})
 	errc := make(chan error, 3)
@@ -213,7 +217,7 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 		zap.String("metrics", metricsShown), zap.String("repository", cfg.ModelRepository), zap.String("journal", j.Dir()),
 		zap.String("load_mode", cfg.LoadMode), zap.String("model_control_mode", cfg.ModelControlMode), zap.Duration("request_timeout", timeout),
 		zap.Int("open_file_limit", nofile), zap.Int("http_max_connections", caps.http), zap.Int("grpc_max_connections", caps.grpc),
-		zap.Stringer("max_inflight_bytes", cfg.Limits.MaxInflightBytes))
+		zap.Stringer("max_inflight_bytes", cfg.Limits.MaxInflightBytes), zap.Int64("memory_limit", debug.SetMemoryLimit(-1)))
 	switch {
 	case srv != nil:
 		grpcNote := ""

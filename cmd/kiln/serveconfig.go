@@ -24,6 +24,7 @@ type serveFlags struct {
 	config                                string
 	repo, httpAddr, grpcAddr, metricsAddr string
 	maxBody, grpcMaxMsg, maxInflight      string
+	memoryLimit                           string
 	requestTimeout, grace                 time.Duration
 	httpTimeouts                          [4]time.Duration // read header, read, write, idle
 	httpMaxConns, grpcMaxConns            int
@@ -47,6 +48,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.maxBody, "max-request-bytes", "64MiB", "largest REST request body, after decompression [limits.max_request_bytes]")
 	f.StringVar(&fl.grpcMaxMsg, "grpc-max-message-bytes", "256MiB", "largest gRPC message, either way [grpc.max_message_bytes]")
 	f.StringVar(&fl.maxInflight, "max-inflight-bytes", "1GiB", "request bodies and messages held in memory at once, REST and gRPC together [limits.max_inflight_bytes]")
+	f.StringVar(&fl.memoryLimit, "memory-limit", "0", "the Go runtime's soft memory limit, e.g. 3500MiB (0: GOMEMLIMIT, else none) [limits.memory_limit]")
 	f.DurationVar(&fl.httpTimeouts[0], "http-read-header-timeout", 10*time.Second, "a REST request's headers must arrive within this [http.read_header_timeout]")
 	f.DurationVar(&fl.httpTimeouts[1], "http-read-timeout", time.Minute, "a REST request's body must arrive within this, else 408 (0: no bound) [http.read_timeout]")
 	f.DurationVar(&fl.httpTimeouts[2], "http-write-timeout", time.Minute, "a REST response must be written within this, counted from the end of the inference (0: no bound) [http.write_timeout]")
@@ -123,6 +125,9 @@ func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (
 	}
 	if set("max-inflight-bytes") {
 		size("max-inflight-bytes", fl.maxInflight, &cfg.Limits.MaxInflightBytes)
+	}
+	if set("memory-limit") {
+		size("memory-limit", fl.memoryLimit, &cfg.Limits.MemoryLimit)
 	}
 	if set("grpc-address") {
 		cfg.GRPC.Address, cfg.GRPC.Enabled = fl.grpcAddr, fl.grpcAddr != ""

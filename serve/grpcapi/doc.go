@@ -60,8 +60,10 @@
 //
 // Memory and connections (recv.go). gRPC reads a unary call's whole message before
 // interceptors run, so every unary method is registered as a stream handler that
-// reserves MaxMessageBytes of a byte budget before it reads the message, shrinks the
-// reservation to the message's size, and holds it until the response is sent: the
+// reserves 3 × MaxMessageBytes of a byte budget before it reads the message (a
+// message takes three times its size while it is decoded: gRPC's chunks, their
+// contiguous copy, the decoded message), shrinks the reservation to the message's
+// size, and holds it until the response is sent: the
 // inference service from Options.Budget (shared with REST), grpc.health.v1 and
 // reflection each from a pool of one message, so that unauthenticated clients hold
 // at most one message per open service and health checks never wait for inference

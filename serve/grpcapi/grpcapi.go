@@ -40,9 +40,9 @@ type Options struct {
 	// shorter deadline of the client's stays. Streams are not bounded.
 	RequestTimeout time.Duration
 	// Budget bounds the bytes of inference requests held in memory at once (shared
-	// with the REST face); each unary call reserves MaxMessageBytes before its
-	// message is read and keeps the message's size until it is answered (recv.go).
-	// nil: no bound.
+	// with the REST face); each unary call reserves 3 × MaxMessageBytes (the most
+	// its decoding may take) before its message is read and keeps the message's size
+	// until it is answered (recv.go). nil: no bound.
 	Budget *membudget.Budget
 	// MaxConcurrentStreams bounds the calls open at once on one connection (0: 128).
 	MaxConcurrentStreams uint32

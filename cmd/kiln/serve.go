@@ -59,7 +59,14 @@ change. With auth.bearer_token_file (--bearer-token-file) every request but
 "Authorization: Bearer <token>". Each request gets an X-Request-ID (gRPC: the
 request's id or x-request-id metadata), echoed back, and one log line (info level).
 With --model-control-mode explicit (Triton's explicit model control) only the
---load-model models load at start, and the repository API loads and unloads them.`,
+--load-model models load at start, and the repository API loads and unloads them.
+Slow and hostile clients: a REST body must arrive within http.read_timeout (408), a
+response be written within http.write_timeout of the end of its inference, an idle
+keep-alive connection closes after http.idle_timeout; connections are capped below
+the open-file limit (at the REST cap the longest idle one is closed for a new one, and
+the health probes keep a reserve); request data held in memory is bounded by
+limits.max_inflight_bytes across REST and gRPC; the gRPC bearer token is checked before
+a message is read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := serveConfig(cmd.Flags(), &fl, os.Getenv)

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/kilnrt/kiln/configs"
 	pb "github.com/kilnrt/kiln/serve/grpcapi/inferencepb"
 )
 
@@ -198,7 +199,8 @@ threads: 1
 
 // TestServeAnswersProbesThroughAConnectionFlood runs kiln serve with 256 open files
 // (ulimit -n, soft and hard) and short timeouts: 300 idle keep-alive connections
-// leave the probes answered (the longest idle connections are closed for new ones);
+// leave the probes answered (the longest idle connections are closed for new ones),
+// and so does every connection up to the cap busy with a slow body (the reserve);
 // an idle keep-alive connection is closed after http.idle_timeout; a body trickled
 // at 1 byte a second is cut at http.read_timeout with 408; Content-Length 10^12
 // with 10 bytes sent gets 413 at once.
@@ -265,6 +267,24 @@ threads: 1
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", cmd.Process.Pid)); err == nil && !regexp.MustCompile(`Max open files\s+256\s+256`).Match(b) {
 		t.Fatalf("the server does not run with 256 open files:\n%s", b)
 	}
+
+	// at the cap, every connection busy with a body that has not arrived (it gets
+	// the 2 s read timeout): the probes answer on the reserve
+	busy := connCapsFor(configs.DefaultFile(), 256).http + 2
+	for range busy {
+		c, _ := dial()
+		io.WriteString(c, "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: kiln\r\nContent-Length: 100\r\n\r\n{")
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, p := range []string{"/v2/health/live", "/v2/health/ready"} {
+		c, br := dial()
+		code, body, took := request(c, br, "GET "+p+" HTTP/1.1\r\nHost: kiln\r\n\r\n")
+		t.Logf("%s with %d connections busy, at the cap: %d in %v", p, busy, code, took.Round(time.Microsecond))
+		if code != 200 {
+			t.Fatalf("%s at the cap: %d %s", p, code, body)
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // the busy connections' bodies time out
 
 	// idle keep-alive: closed after http.idle_timeout
 	c, br := dial()

@@ -76,6 +76,9 @@ func (b *Budget) Reserve(ctx context.Context, n int64) (*Reservation, error) {
 		return nil, nil
 	}
 	n = min(max(n, 0), b.size)
+	if n == 0 { // nothing to hold: no need to queue behind waiters
+		return &Reservation{b: b}, nil
+	}
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return nil, fmt.Errorf("waiting for %d bytes of the request memory budget (%d bytes, %d reserved): %w", n, b.size, b.used.Load(), err)
 	}

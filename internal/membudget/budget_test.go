@@ -38,6 +38,19 @@ func TestReserveWaitsUntilBytesAreFree(t *testing.T) {
 	if r1.Bytes() != 50 {
 		t.Fatalf("Shrink grew the reservation to %d", r1.Bytes())
 	}
+	blocked := make(chan struct{})
+	go func() { // a waiter for more than is free
+		close(blocked)
+		r, _ := b.Reserve(context.Background(), 100)
+		r.Release()
+	}()
+	<-blocked
+	time.Sleep(10 * time.Millisecond)
+	soon, cancelSoon := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelSoon()
+	if r0, err := b.Reserve(soon, 0); err != nil || r0.Bytes() != 0 {
+		t.Fatalf("an empty reservation behind a waiter: %v", err)
+	}
 	r1.Release()
 	r1.Release()
 	r2.Release()

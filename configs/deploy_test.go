@@ -424,13 +424,18 @@ func TestKubernetesManifests(t *testing.T) {
 	if cfg.Cache.Dir != cacheDir || cfg.Log.Format != "json" || cfg.ModelControlMode != "none" {
 		t.Errorf("ConfigMap: cache.dir %q, log.format %q, model_control_mode %q", cfg.Cache.Dir, cfg.Log.Format, cfg.ModelControlMode)
 	}
+	if lim, ok := strings.CutSuffix(c.Resources.Limits["memory"], "Gi"); !ok {
+		t.Errorf("container memory limit %q: want a number of Gi", c.Resources.Limits["memory"])
+	} else if gi, _ := strconv.Atoi(lim); cfg.Limits.MemoryLimit <= 0 || cfg.Limits.MemoryLimit >= configs.Size(gi)*configs.GiB {
+		t.Errorf("ConfigMap limits.memory_limit %s, want it set below the container's memory limit %s", cfg.Limits.MemoryLimit, c.Resources.Limits["memory"])
+	}
 	if cpu, _ := strconv.Atoi(c.Resources.Limits["cpu"]); cfg.Threads != cpu {
 		t.Errorf("ConfigMap threads %d, container CPU limit %q", cfg.Threads, c.Resources.Limits["cpu"])
 	}
 	if time.Duration(cfg.ShutdownGrace) >= time.Duration(pod.Spec.TerminationGracePeriodSeconds)*time.Second {
 		t.Errorf("shutdown_grace %v is not below terminationGracePeriodSeconds %d", cfg.ShutdownGrace, pod.Spec.TerminationGracePeriodSeconds)
 	}
-	for i, l := range []configs.Listener{cfg.HTTP, {Address: cfg.GRPC.Address, Enabled: cfg.GRPC.Enabled}, cfg.Metrics} {
+	for i, l := range []configs.Listener{cfg.HTTP.Listener, {Address: cfg.GRPC.Address, Enabled: cfg.GRPC.Enabled}, cfg.Metrics} {
 		name := []string{"http", "grpc", "metrics"}[i]
 		if _, port, _ := strings.Cut(l.Address, ":"); !l.Enabled || port != strconv.Itoa(c.port(name)) {
 			t.Errorf("ConfigMap %s listener %+v, container port %d", name, l, c.port(name))

@@ -30,7 +30,7 @@ type File struct {
 	// <model>/config.pbtxt. Required (the command may set it from a flag).
 	ModelRepository string `yaml:"model_repository"`
 
-	HTTP    Listener `yaml:"http"`    // REST (Open Inference Protocol), default ":8000"
+	HTTP    HTTP     `yaml:"http"`    // REST (Open Inference Protocol), default ":8000"
 	GRPC    GRPC     `yaml:"grpc"`    // gRPC (Open Inference Protocol), default ":8001"
 	Metrics Listener `yaml:"metrics"` // Prometheus /metrics, default ":8002"
 
@@ -59,12 +59,42 @@ type Listener struct {
 	Enabled bool   `yaml:"enabled"`
 }
 
+// HTTP is the REST endpoint and how long it waits for clients.
+type HTTP struct {
+	Listener `yaml:",inline"`
+	// ReadHeaderTimeout bounds reading a request's headers (default 10s).
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds reading a request's body, from the end of its headers
+	// (default 60s); a slower body gets 408 and its connection is closed. 0: none.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds writing a response (default 60s), counted from the end of
+	// the inference, so it never cuts a long one (limits.request_timeout does). 0:
+	// none.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a keep-alive connection that waits this long for its next
+	// request (default 120s). 0: never.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxConnections caps the open connections; at the cap, the connection idle the
+	// longest is closed for a new one, and a few more are kept for health probes.
+	// 0 (default): from the open-file limit.
+	MaxConnections int `yaml:"max_connections"`
+}
+
 // GRPC is the gRPC endpoint.
 type GRPC struct {
 	Address string `yaml:"address"`
 	Enabled bool   `yaml:"enabled"`
 	// MaxMessageBytes bounds a request or response message (default 256MiB).
 	MaxMessageBytes Size `yaml:"max_message_bytes"`
+	// MaxConcurrentStreams bounds the calls open at once on one connection
+	// (default 128).
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// IdleTimeout closes a connection with no call open for this long (default
+	// 10m). 0: never.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxConnections caps the open connections; beyond it a new connection is closed
+	// at once. 0 (default): from the open-file limit.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // Cache configures the binary journal of compiled models.
@@ -83,6 +113,16 @@ type Limits struct {
 	MaxRequestBytes Size `yaml:"max_request_bytes"`
 	// RequestTimeout bounds a request's time in the server; 0 means no bound.
 	RequestTimeout Duration `yaml:"request_timeout"`
+	// MaxInflightBytes bounds the request bodies and messages held in memory at once,
+	// REST and gRPC together (default 1GiB); a request waits for its share, and one
+	// larger than the bound runs alone.
+	MaxInflightBytes Size `yaml:"max_inflight_bytes"`
+	// MemoryLimit is the Go runtime's soft memory limit (debug.SetMemoryLimit): near
+	// it, garbage is collected before the heap grows further, so that a burst of
+	// large requests does not stack up garbage on top of the data they hold. 0
+	// (default): the runtime's own (the GOMEMLIMIT environment variable, else none).
+	// Set it below the container's memory limit.
+	MemoryLimit Size `yaml:"memory_limit"`
 }
 
 // TLS, when both files are set, makes the HTTP and gRPC endpoints serve TLS.
@@ -106,13 +146,14 @@ type Log struct {
 // DefaultFile returns the configuration used for every key a file leaves out.
 func DefaultFile() File {
 	return File{
-		HTTP:             Listener{Address: ":8000", Enabled: true},
-		GRPC:             GRPC{Address: ":8001", Enabled: true, MaxMessageBytes: 256 * MiB},
+		HTTP: HTTP{Listener: Listener{Address: ":8000", Enabled: true}, ReadHeaderTimeout: Duration(10 * time.Second),
+			ReadTimeout: Duration(time.Minute), WriteTimeout: Duration(time.Minute), IdleTimeout: Duration(2 * time.Minute)},
+		GRPC:             GRPC{Address: ":8001", Enabled: true, MaxMessageBytes: 256 * MiB, MaxConcurrentStreams: 128, IdleTimeout: Duration(10 * time.Minute)},
 		Metrics:          Listener{Address: ":8002", Enabled: true},
 		ModelControlMode: "none",
 		LoadMode:         "lazy",
 		Cache:            Cache{Policy: "on"},
-		Limits:           Limits{MaxRequestBytes: 64 * MiB},
+		Limits:           Limits{MaxRequestBytes: 64 * MiB, MaxInflightBytes: GiB},
 		Log:              Log{Format: "json", Level: "info"},
 		ShutdownGrace:    Duration(30 * time.Second),
 	}
@@ -249,6 +290,26 @@ func (f File) Validate() error {
 	if f.GRPC.MaxMessageBytes <= 0 || f.GRPC.MaxMessageBytes > math.MaxInt32 {
 		bad("grpc.max_message_bytes", "%s: must be positive and below 2GiB (a protobuf message limit)", f.GRPC.MaxMessageBytes)
 	}
+	if f.GRPC.MaxConcurrentStreams <= 0 || f.GRPC.MaxConcurrentStreams > math.MaxInt32 {
+		bad("grpc.max_concurrent_streams", "%d: must be positive", f.GRPC.MaxConcurrentStreams)
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"http.read_timeout", f.HTTP.ReadTimeout}, {"http.write_timeout", f.HTTP.WriteTimeout}, {"http.idle_timeout", f.HTTP.IdleTimeout}, {"grpc.idle_timeout", f.GRPC.IdleTimeout}} {
+		if d.v < 0 {
+			bad(d.key, "%s: must not be negative (0 means no timeout)", d.v)
+		}
+	}
+	if f.HTTP.ReadHeaderTimeout <= 0 {
+		bad("http.read_header_timeout", "%s: must be positive (a client that never finishes its headers would hold a connection)", f.HTTP.ReadHeaderTimeout)
+	}
+	if f.HTTP.MaxConnections < 0 {
+		bad("http.max_connections", "%d: must be 0 (from the open-file limit) or positive", f.HTTP.MaxConnections)
+	}
+	if f.GRPC.MaxConnections < 0 {
+		bad("grpc.max_connections", "%d: must be 0 (from the open-file limit) or positive", f.GRPC.MaxConnections)
+	}
 	if f.ModelControlMode != "none" && f.ModelControlMode != "explicit" {
 		bad("model_control_mode", "%q: must be none or explicit", f.ModelControlMode)
 	}
@@ -265,6 +326,14 @@ func (f File) Validate() error {
 	}
 	if f.Limits.MaxRequestBytes <= 0 {
 		bad("limits.max_request_bytes", "%s: must be positive", f.Limits.MaxRequestBytes)
+	}
+	if f.Limits.MaxInflightBytes <= 0 {
+		bad("limits.max_inflight_bytes", "%s: must be positive", f.Limits.MaxInflightBytes)
+	}
+	if f.Limits.MemoryLimit < 0 {
+		bad("limits.memory_limit", "%s: must not be negative (0 leaves the runtime's)", f.Limits.MemoryLimit)
+	} else if f.Limits.MemoryLimit > 0 && f.Limits.MemoryLimit <= f.Limits.MaxInflightBytes {
+		bad("limits.memory_limit", "%s: must be above limits.max_inflight_bytes (%s), which requests may hold on their own", f.Limits.MemoryLimit, f.Limits.MaxInflightBytes)
 	}
 	if f.Limits.RequestTimeout < 0 {
 		bad("limits.request_timeout", "%s: must not be negative (0 means no timeout)", f.Limits.RequestTimeout)

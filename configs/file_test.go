@@ -28,9 +28,17 @@ func TestDefaultFile(t *testing.T) {
 	}{
 		{"http.address", f.HTTP.Address, ":8000"},
 		{"http.enabled", f.HTTP.Enabled, true},
+		{"http.read_header_timeout", f.HTTP.ReadHeaderTimeout, Duration(10 * time.Second)},
+		{"http.read_timeout", f.HTTP.ReadTimeout, Duration(time.Minute)},
+		{"http.write_timeout", f.HTTP.WriteTimeout, Duration(time.Minute)},
+		{"http.idle_timeout", f.HTTP.IdleTimeout, Duration(2 * time.Minute)},
+		{"http.max_connections", f.HTTP.MaxConnections, 0},
 		{"grpc.address", f.GRPC.Address, ":8001"},
 		{"grpc.enabled", f.GRPC.Enabled, true},
 		{"grpc.max_message_bytes", f.GRPC.MaxMessageBytes, Size(256 << 20)},
+		{"grpc.max_concurrent_streams", f.GRPC.MaxConcurrentStreams, 128},
+		{"grpc.idle_timeout", f.GRPC.IdleTimeout, Duration(10 * time.Minute)},
+		{"grpc.max_connections", f.GRPC.MaxConnections, 0},
 		{"metrics.address", f.Metrics.Address, ":8002"},
 		{"metrics.enabled", f.Metrics.Enabled, true},
 		{"model_control_mode", f.ModelControlMode, "none"},
@@ -39,6 +47,8 @@ func TestDefaultFile(t *testing.T) {
 		{"cache.budget", f.Cache.Budget, Size(0)},
 		{"limits.max_request_bytes", f.Limits.MaxRequestBytes, Size(64 << 20)},
 		{"limits.request_timeout", f.Limits.RequestTimeout, Duration(0)},
+		{"limits.max_inflight_bytes", f.Limits.MaxInflightBytes, GiB},
+		{"limits.memory_limit", f.Limits.MemoryLimit, Size(0)},
 		{"log.format", f.Log.Format, "json"},
 		{"log.level", f.Log.Level, "info"},
 		{"threads", f.Threads, 0},
@@ -61,9 +71,16 @@ func TestLoadFile(t *testing.T) {
 model_repository: /models
 http:
   address: "127.0.0.1:9000"
+  read_timeout: 5s
+  write_timeout: 0s
+  idle_timeout: 30s
+  max_connections: 500
 grpc:
   enabled: false
   max_message_bytes: 1GiB
+  max_concurrent_streams: 16
+  idle_timeout: 1m
+  max_connections: 100
 metrics: {enabled: false}
 model_control_mode: explicit
 load_mode: eager
@@ -74,6 +91,8 @@ cache:
 limits:
   max_request_bytes: 1048576
   request_timeout: 2m30s
+  max_inflight_bytes: 512MiB
+  memory_limit: 3GiB
 tls:
   cert_file: /etc/kiln/tls.crt
   key_file: /etc/kiln/tls.key
@@ -90,14 +109,15 @@ shutdown_grace: 5s
 		t.Fatal(err)
 	}
 	want := File{
-		ModelRepository:  "/models",
-		HTTP:             Listener{Address: "127.0.0.1:9000", Enabled: true}, // enabled kept from the defaults
-		GRPC:             GRPC{Address: ":8001", Enabled: false, MaxMessageBytes: GiB},
+		ModelRepository: "/models",
+		HTTP: HTTP{Listener: Listener{Address: "127.0.0.1:9000", Enabled: true}, // enabled kept from the defaults
+			ReadHeaderTimeout: Duration(10 * time.Second), ReadTimeout: Duration(5 * time.Second), IdleTimeout: Duration(30 * time.Second), MaxConnections: 500},
+		GRPC:             GRPC{Address: ":8001", Enabled: false, MaxMessageBytes: GiB, MaxConcurrentStreams: 16, IdleTimeout: Duration(time.Minute), MaxConnections: 100},
 		Metrics:          Listener{Address: ":8002", Enabled: false},
 		ModelControlMode: "explicit",
 		LoadMode:         "eager",
 		Cache:            Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * GiB},
-		Limits:           Limits{MaxRequestBytes: MiB, RequestTimeout: Duration(150 * time.Second)},
+		Limits:           Limits{MaxRequestBytes: MiB, RequestTimeout: Duration(150 * time.Second), MaxInflightBytes: 512 * MiB, MemoryLimit: 3 * GiB},
 		TLS:              TLS{CertFile: "/etc/kiln/tls.crt", KeyFile: "/etc/kiln/tls.key"},
 		Auth:             Auth{BearerTokenFile: "/etc/kiln/token"},
 		Log:              Log{Format: "console", Level: "debug"},
@@ -180,6 +200,16 @@ func TestFileValidate(t *testing.T) {
 		{"negative budget", func(f *File) { f.Cache.Budget = -1 }, "cache.budget"},
 		{"zero request limit", func(f *File) { f.Limits.MaxRequestBytes = 0 }, "limits.max_request_bytes"},
 		{"negative timeout", func(f *File) { f.Limits.RequestTimeout = Duration(-time.Second) }, "limits.request_timeout"},
+		{"zero inflight bytes", func(f *File) { f.Limits.MaxInflightBytes = 0 }, "limits.max_inflight_bytes"},
+		{"memory limit below the budget", func(f *File) { f.Limits.MemoryLimit = 512 * MiB }, "limits.memory_limit"},
+		{"no header timeout", func(f *File) { f.HTTP.ReadHeaderTimeout = 0 }, "http.read_header_timeout"},
+		{"negative read timeout", func(f *File) { f.HTTP.ReadTimeout = Duration(-time.Second) }, "http.read_timeout"},
+		{"negative write timeout", func(f *File) { f.HTTP.WriteTimeout = Duration(-time.Second) }, "http.write_timeout"},
+		{"negative idle timeout", func(f *File) { f.HTTP.IdleTimeout = Duration(-time.Second) }, "http.idle_timeout"},
+		{"negative grpc idle timeout", func(f *File) { f.GRPC.IdleTimeout = Duration(-time.Second) }, "grpc.idle_timeout"},
+		{"negative connection cap", func(f *File) { f.HTTP.MaxConnections = -1 }, "http.max_connections"},
+		{"negative grpc connection cap", func(f *File) { f.GRPC.MaxConnections = -1 }, "grpc.max_connections"},
+		{"zero streams", func(f *File) { f.GRPC.MaxConcurrentStreams = 0 }, "grpc.max_concurrent_streams"},
 		{"cert without key", func(f *File) { f.TLS.CertFile = "/c" }, "tls.key_file"},
 		{"key without cert", func(f *File) { f.TLS.KeyFile = "/k" }, "tls.cert_file"},
 		{"log format", func(f *File) { f.Log.Format = "xml" }, "log.format"},

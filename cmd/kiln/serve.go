@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kilnrt/kiln/configs"
+	"github.com/kilnrt/kiln/internal/membudget"
 	"github.com/kilnrt/kiln/serve"
 	"github.com/kilnrt/kiln/serve/grpcapi"
 	"github.com/kilnrt/kiln/serve/httpapi"
@@ -57,7 +59,14 @@ change. With auth.bearer_token_file (--bearer-token-file) every request but
 "Authorization: Bearer <token>". Each request gets an X-Request-ID (gRPC: the
 request's id or x-request-id metadata), echoed back, and one log line (info level).
 With --model-control-mode explicit (Triton's explicit model control) only the
---load-model models load at start, and the repository API loads and unloads them.`,
+--load-model models load at start, and the repository API loads and unloads them.
+Slow and hostile clients: a REST body must arrive within http.read_timeout (408), a
+response be written within http.write_timeout of the end of its inference, an idle
+keep-alive connection closes after http.idle_timeout; connections are capped below
+the open-file limit (at the REST cap the longest idle one is closed for a new one, and
+the health probes keep a reserve); request data held in memory is bounded by
+limits.max_inflight_bytes across REST and gRPC; the gRPC bearer token is checked before
+a message is read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := serveConfig(cmd.Flags(), &fl, os.Getenv)
@@ -127,6 +136,17 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 	}
 	defer svc.Close()
 	timeout := time.Duration(cfg.Limits.RequestTimeout)
+	nofile := openFileLimit()
+	caps := connCapsFor(cfg, nofile)
+	if caps.exceed {
+		log.Warn("the connection caps leave few open files for kiln's own (http.max_connections, grpc.max_connections)",
+			zap.Int("open_file_limit", nofile), zap.Int("http", caps.http), zap.Int("grpc", caps.grpc))
+	}
+	if m := cfg.Limits.MemoryLimit; m > 0 {
+		debug.SetMemoryLimit(int64(m))
+	}
+	// one budget for request bodies and messages of both protocols
+	budget := membudget.New(int64(cfg.Limits.MaxInflightBytes), membudget.Options{ReleaseAfter: membudget.DefaultReleaseAfter})
 	errc := make(chan error, 3)
 	scheme, httpShown := "http", "off"
 	if tlsConf != nil {
@@ -138,19 +158,23 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 		if err != nil {
 			return fmt.Errorf("http.address: %w", err)
 		}
+		lim := httpapi.LimitConns(ln, httpapi.ConnLimits{Max: caps.http, ProbeReserve: probeReserve, Log: log})
 		srv = &http.Server{
 			Handler: httpapi.New(svc, httpapi.Options{MaxRequestBytes: int64(cfg.Limits.MaxRequestBytes), Version: version, Log: log,
-				BearerToken: token, RequestTimeout: timeout}),
-			ReadHeaderTimeout: 10 * time.Second,
+				BearerToken: token, RequestTimeout: timeout, ReadTimeout: time.Duration(cfg.HTTP.ReadTimeout),
+				WriteTimeout: time.Duration(cfg.HTTP.WriteTimeout), Budget: budget}),
+			ReadHeaderTimeout: time.Duration(cfg.HTTP.ReadHeaderTimeout),
+			IdleTimeout:       time.Duration(cfg.HTTP.IdleTimeout),
 			TLSConfig:         tlsConf,
 			ConnContext:       httpapi.ConnContext,
+			ConnState:         lim.ConnState,
 			ErrorLog:          zap.NewStdLog(log.Named("http")), // TLS handshake errors and the like, in the log's format
 		}
 		go func() {
 			if tlsConf != nil {
-				errc <- srv.ServeTLS(ln, "", "")
+				errc <- srv.ServeTLS(lim, "", "")
 			} else {
-				errc <- srv.Serve(ln)
+				errc <- srv.Serve(lim)
 			}
 		}()
 		httpShown = ln.Addr().String()
@@ -166,8 +190,9 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 			return fmt.Errorf("grpc.address: %w", err)
 		}
 		gsrv = grpcapi.New(svc, grpcapi.Options{MaxMessageBytes: int(cfg.GRPC.MaxMessageBytes), Version: version, Log: log, Stopping: stopping,
-			TLS: tlsConf, BearerToken: token, RequestTimeout: timeout})
-		go func() { errc <- gsrv.Serve(gln) }()
+			TLS: tlsConf, BearerToken: token, RequestTimeout: timeout, Budget: budget,
+			MaxConcurrentStreams: uint32(cfg.GRPC.MaxConcurrentStreams), IdleTimeout: time.Duration(cfg.GRPC.IdleTimeout)})
+		go func() { errc <- gsrv.Serve(grpcapi.LimitConns(gln, caps.grpc, log)) }()
 		grpcShown = gln.Addr().String()
 	}
 	metricsShown := "off"
@@ -187,8 +212,10 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 		reg.MustRegister(svc.Metrics(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- msrv.Serve(mln) }()
+		mlim := httpapi.LimitConns(mln, httpapi.ConnLimits{Max: metricsConns, Log: log})
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+			IdleTimeout: time.Duration(cfg.HTTP.IdleTimeout), ConnState: mlim.ConnState}
+		go func() { errc <- msrv.Serve(mlim) }()
 		metricsShown = mln.Addr().String()
 	}
 	for _, st := range svc.Index() {
@@ -196,7 +223,9 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 	}
 	log.Info("serving", zap.String("http", httpShown), zap.Bool("tls", tlsConf != nil), zap.Bool("auth", token != ""), zap.String("grpc", grpcShown),
 		zap.String("metrics", metricsShown), zap.String("repository", cfg.ModelRepository), zap.String("journal", j.Dir()),
-		zap.String("load_mode", cfg.LoadMode), zap.String("model_control_mode", cfg.ModelControlMode), zap.Duration("request_timeout", timeout))
+		zap.String("load_mode", cfg.LoadMode), zap.String("model_control_mode", cfg.ModelControlMode), zap.Duration("request_timeout", timeout),
+		zap.Int("open_file_limit", nofile), zap.Int("http_max_connections", caps.http), zap.Int("grpc_max_connections", caps.grpc),
+		zap.Stringer("max_inflight_bytes", cfg.Limits.MaxInflightBytes), zap.Int64("memory_limit", debug.SetMemoryLimit(-1)))
 	switch {
 	case srv != nil:
 		grpcNote := ""
@@ -252,6 +281,45 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// probeReserve is how many REST connections beyond http.max_connections answer the
+// health probes when every other connection is busy; metricsConns caps the metrics
+// endpoint's connections (a scraper or two).
+const (
+	probeReserve = 8
+	metricsConns = 16
+)
+
+// fdReserve is how many open files the connection caps leave for kiln's own (the
+// journal, model files, the C compiler's pipes, listeners, logs).
+const fdReserve = 128
+
+// connCaps are the connection caps kiln serve runs with.
+type connCaps struct {
+	http, grpc int
+	exceed     bool // the configured caps leave fewer than fdReserve files
+}
+
+// connCapsFor resolves http.max_connections and grpc.max_connections: a cap left 0
+// comes from the open-file limit (nofile; 0 when unknown: 1024 assumed): of the files
+// beyond fdReserve, REST gets half less its probe reserve (at most 8192) and gRPC a
+// quarter (at most 2048), so that a flood of connections meets the cap before the
+// process runs out of files (and cannot open its journal, or accept a probe).
+func connCapsFor(cfg configs.File, nofile int) connCaps {
+	if nofile <= 0 {
+		nofile = 1024
+	}
+	avail := max(nofile-fdReserve, 64)
+	c := connCaps{http: cfg.HTTP.MaxConnections, grpc: cfg.GRPC.MaxConnections}
+	if c.http == 0 {
+		c.http = min(max(avail/2-probeReserve, 16), 8192)
+	}
+	if c.grpc == 0 {
+		c.grpc = min(max(avail/4, 8), 2048)
+	}
+	c.exceed = c.http+probeReserve+c.grpc+metricsConns > nofile-fdReserve
+	return c
 }
 
 // exampleCurl is a ready-to-paste request for the first servable model with small

@@ -23,8 +23,13 @@ import (
 type serveFlags struct {
 	config                                string
 	repo, httpAddr, grpcAddr, metricsAddr string
-	maxBody, grpcMaxMsg                   string
+	maxBody, grpcMaxMsg, maxInflight      string
+	memoryLimit                           string
 	requestTimeout, grace                 time.Duration
+	httpTimeouts                          [4]time.Duration // read header, read, write, idle
+	httpMaxConns, grpcMaxConns            int
+	grpcStreams                           int
+	grpcIdle                              time.Duration
 	threads, instances, specializeAfter   int
 	eager                                 bool
 	tlsCert, tlsKey, tokenFile            string
@@ -42,6 +47,16 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.metricsAddr, "metrics-address", ":8002", "Prometheus /metrics listen address, plain HTTP (empty: none) [metrics.address]")
 	f.StringVar(&fl.maxBody, "max-request-bytes", "64MiB", "largest REST request body, after decompression [limits.max_request_bytes]")
 	f.StringVar(&fl.grpcMaxMsg, "grpc-max-message-bytes", "256MiB", "largest gRPC message, either way [grpc.max_message_bytes]")
+	f.StringVar(&fl.maxInflight, "max-inflight-bytes", "1GiB", "request bodies and messages held in memory at once, REST and gRPC together [limits.max_inflight_bytes]")
+	f.StringVar(&fl.memoryLimit, "memory-limit", "0", "the Go runtime's soft memory limit, e.g. 3500MiB (0: GOMEMLIMIT, else none) [limits.memory_limit]")
+	f.DurationVar(&fl.httpTimeouts[0], "http-read-header-timeout", 10*time.Second, "a REST request's headers must arrive within this [http.read_header_timeout]")
+	f.DurationVar(&fl.httpTimeouts[1], "http-read-timeout", time.Minute, "a REST request's body must arrive within this, else 408 (0: no bound) [http.read_timeout]")
+	f.DurationVar(&fl.httpTimeouts[2], "http-write-timeout", time.Minute, "a REST response must be written within this, counted from the end of the inference (0: no bound) [http.write_timeout]")
+	f.DurationVar(&fl.httpTimeouts[3], "http-idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long (0: never) [http.idle_timeout]")
+	f.IntVar(&fl.httpMaxConns, "http-max-connections", 0, "REST connections open at once; at the cap the longest idle is closed for a new one (0: from the open-file limit) [http.max_connections]")
+	f.IntVar(&fl.grpcStreams, "grpc-max-concurrent-streams", 128, "gRPC calls open at once on one connection [grpc.max_concurrent_streams]")
+	f.DurationVar(&fl.grpcIdle, "grpc-idle-timeout", 10*time.Minute, "close a gRPC connection with no call open this long (0: never) [grpc.idle_timeout]")
+	f.IntVar(&fl.grpcMaxConns, "grpc-max-connections", 0, "gRPC connections open at once; beyond, new ones are closed (0: from the open-file limit) [grpc.max_connections]")
 	f.DurationVar(&fl.requestTimeout, "request-timeout", 0, "bound on a request's time in the server, e.g. 30s (0: none; a client's shorter gRPC deadline stays) [limits.request_timeout]")
 	f.IntVar(&fl.threads, "threads", 0, "threads of the CPU device (0: every core) [threads]")
 	f.IntVar(&fl.instances, "instances", 1, "requests one model version runs at once (the rest queue)")
@@ -89,7 +104,30 @@ func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (
 		cfg.ModelRepository = fl.repo
 	}
 	if set("http-address") {
-		cfg.HTTP = configs.Listener{Address: fl.httpAddr, Enabled: fl.httpAddr != ""}
+		cfg.HTTP.Listener = configs.Listener{Address: fl.httpAddr, Enabled: fl.httpAddr != ""}
+	}
+	for i, d := range []*configs.Duration{&cfg.HTTP.ReadHeaderTimeout, &cfg.HTTP.ReadTimeout, &cfg.HTTP.WriteTimeout, &cfg.HTTP.IdleTimeout} {
+		if set([]string{"http-read-header-timeout", "http-read-timeout", "http-write-timeout", "http-idle-timeout"}[i]) {
+			*d = configs.Duration(fl.httpTimeouts[i])
+		}
+	}
+	if set("http-max-connections") {
+		cfg.HTTP.MaxConnections = fl.httpMaxConns
+	}
+	if set("grpc-max-concurrent-streams") {
+		cfg.GRPC.MaxConcurrentStreams = fl.grpcStreams
+	}
+	if set("grpc-idle-timeout") {
+		cfg.GRPC.IdleTimeout = configs.Duration(fl.grpcIdle)
+	}
+	if set("grpc-max-connections") {
+		cfg.GRPC.MaxConnections = fl.grpcMaxConns
+	}
+	if set("max-inflight-bytes") {
+		size("max-inflight-bytes", fl.maxInflight, &cfg.Limits.MaxInflightBytes)
+	}
+	if set("memory-limit") {
+		size("memory-limit", fl.memoryLimit, &cfg.Limits.MemoryLimit)
 	}
 	if set("grpc-address") {
 		cfg.GRPC.Address, cfg.GRPC.Enabled = fl.grpcAddr, fl.grpcAddr != ""

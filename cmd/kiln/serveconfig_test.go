@@ -81,13 +81,13 @@ func TestServeConfigDefaults(t *testing.T) {
 func TestServeConfigFileAndFlags(t *testing.T) {
 	file := writeTemp(t, "kiln.yaml", `
 model_repository: /from/file
-http: {address: "127.0.0.1:9000"}
-grpc: {address: "127.0.0.1:9001", max_message_bytes: 32MiB}
+http: {address: "127.0.0.1:9000", read_timeout: 5s, max_connections: 300}
+grpc: {address: "127.0.0.1:9001", max_message_bytes: 32MiB, max_concurrent_streams: 32, idle_timeout: 1m, max_connections: 50}
 metrics: {enabled: false}
 model_control_mode: explicit
 load_mode: eager
 cache: {dir: /var/cache/kiln, policy: readonly, budget: 2GiB}
-limits: {max_request_bytes: 1MiB, request_timeout: 45s}
+limits: {max_request_bytes: 1MiB, request_timeout: 45s, max_inflight_bytes: 512MiB, memory_limit: 2GiB}
 tls: {cert_file: /tls/crt, key_file: /tls/key}
 auth: {bearer_token_file: /secret/token}
 log: {format: console, level: warn}
@@ -99,14 +99,16 @@ shutdown_grace: 10s
 		t.Fatal(err)
 	}
 	want := configs.File{
-		ModelRepository:  "/from/file",
-		HTTP:             configs.Listener{Address: "127.0.0.1:9000", Enabled: true},
-		GRPC:             configs.GRPC{Address: "127.0.0.1:9001", Enabled: true, MaxMessageBytes: 32 * configs.MiB},
+		ModelRepository: "/from/file",
+		HTTP: configs.HTTP{Listener: configs.Listener{Address: "127.0.0.1:9000", Enabled: true}, ReadHeaderTimeout: configs.Duration(10 * time.Second),
+			ReadTimeout: configs.Duration(5 * time.Second), WriteTimeout: configs.Duration(time.Minute), IdleTimeout: configs.Duration(2 * time.Minute), MaxConnections: 300},
+		GRPC: configs.GRPC{Address: "127.0.0.1:9001", Enabled: true, MaxMessageBytes: 32 * configs.MiB, MaxConcurrentStreams: 32,
+			IdleTimeout: configs.Duration(time.Minute), MaxConnections: 50},
 		Metrics:          configs.Listener{Address: ":8002", Enabled: false},
 		ModelControlMode: "explicit",
 		LoadMode:         "eager",
 		Cache:            configs.Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * configs.GiB},
-		Limits:           configs.Limits{MaxRequestBytes: configs.MiB, RequestTimeout: configs.Duration(45 * time.Second)},
+		Limits:           configs.Limits{MaxRequestBytes: configs.MiB, RequestTimeout: configs.Duration(45 * time.Second), MaxInflightBytes: 512 * configs.MiB, MemoryLimit: 2 * configs.GiB},
 		TLS:              configs.TLS{CertFile: "/tls/crt", KeyFile: "/tls/key"},
 		Auth:             configs.Auth{BearerTokenFile: "/secret/token"},
 		Log:              configs.Log{Format: "console", Level: "warn"}, // the file wins over $KILN_LOG_FORMAT
@@ -120,19 +122,22 @@ shutdown_grace: 10s
 		"--model-repository", "/from/flag", "--http-address", "127.0.0.1:7000", "--grpc-address", "", "--metrics-address", ":7002",
 		"--grpc-max-message-bytes", "64MiB", "--eager=false", "--model-control-mode", "none", "--cache-dir", "/tmp/j", "--cache", "redo", "--cache-budget", "1GiB",
 		"--max-request-bytes", "2MiB", "--request-timeout", "5s", "--tls-cert-file", "/c", "--tls-key-file", "/k",
-		"--bearer-token-file", "/t", "--log-format", "json", "--log-level", "debug", "--threads", "1", "--grace", "1m")
+		"--bearer-token-file", "/t", "--log-format", "json", "--log-level", "debug", "--threads", "1", "--grace", "1m",
+		"--http-read-header-timeout", "3s", "--http-read-timeout", "2s", "--http-write-timeout", "0s", "--http-idle-timeout", "30s", "--http-max-connections", "100",
+		"--grpc-max-concurrent-streams", "8", "--grpc-idle-timeout", "0s", "--grpc-max-connections", "20", "--max-inflight-bytes", "2GiB", "--memory-limit", "3GiB")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want = configs.File{
-		ModelRepository:  "/from/flag",
-		HTTP:             configs.Listener{Address: "127.0.0.1:7000", Enabled: true},
-		GRPC:             configs.GRPC{Address: "", Enabled: false, MaxMessageBytes: 64 * configs.MiB},
+		ModelRepository: "/from/flag",
+		HTTP: configs.HTTP{Listener: configs.Listener{Address: "127.0.0.1:7000", Enabled: true}, ReadHeaderTimeout: configs.Duration(3 * time.Second),
+			ReadTimeout: configs.Duration(2 * time.Second), IdleTimeout: configs.Duration(30 * time.Second), MaxConnections: 100},
+		GRPC:             configs.GRPC{Address: "", Enabled: false, MaxMessageBytes: 64 * configs.MiB, MaxConcurrentStreams: 8, MaxConnections: 20},
 		Metrics:          configs.Listener{Address: ":7002", Enabled: true},
 		ModelControlMode: "none",
 		LoadMode:         "lazy",
 		Cache:            configs.Cache{Dir: "/tmp/j", Policy: "redo", Budget: configs.GiB},
-		Limits:           configs.Limits{MaxRequestBytes: 2 * configs.MiB, RequestTimeout: configs.Duration(5 * time.Second)},
+		Limits:           configs.Limits{MaxRequestBytes: 2 * configs.MiB, RequestTimeout: configs.Duration(5 * time.Second), MaxInflightBytes: 2 * configs.GiB, MemoryLimit: 3 * configs.GiB},
 		TLS:              configs.TLS{CertFile: "/c", KeyFile: "/k"},
 		Auth:             configs.Auth{BearerTokenFile: "/t"},
 		Log:              configs.Log{Format: "json", Level: "debug"},
@@ -269,5 +274,24 @@ func TestCertReload(t *testing.T) {
 	}
 	if _, err := loadCertFiles(certPath, keyPath, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "tls.cert_file: ") {
 		t.Errorf("broken certificate at start: %v, want an error naming tls.cert_file", err)
+	}
+}
+
+// TestConnectionCapsFollowTheOpenFileLimit: caps left 0 leave room below the
+// open-file limit for kiln's own files and the probe reserve; caps set are kept.
+func TestConnectionCapsFollowTheOpenFileLimit(t *testing.T) {
+	cfg := configs.DefaultFile()
+	for _, c := range []struct{ nofile, http, grpc int }{{256, 56, 32}, {1024, 440, 224}, {1 << 20, 8192, 2048}, {0, 440, 224}, {100, 24, 16}} {
+		got := connCapsFor(cfg, c.nofile)
+		if got.http != c.http || got.grpc != c.grpc {
+			t.Errorf("open-file limit %d: http %d, grpc %d; want %d, %d", c.nofile, got.http, got.grpc, c.http, c.grpc)
+		}
+		if c.nofile >= 256 && got.exceed {
+			t.Errorf("open-file limit %d: the derived caps %+v exceed it", c.nofile, got)
+		}
+	}
+	cfg.HTTP.MaxConnections, cfg.GRPC.MaxConnections = 1000, 500
+	if got := connCapsFor(cfg, 256); got.http != 1000 || got.grpc != 500 || !got.exceed {
+		t.Errorf("caps set above the limit: %+v, want them kept and flagged", got)
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"crypto/subtle"
 	"strings"
 
-	"google.golang.org/grpc"
+	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // openMethod reports the calls that need no token: the health service (Kubernetes
@@ -23,16 +25,39 @@ func openMethod(fullMethod string) bool {
 
 // bearerAuth checks the metadata "authorization: Bearer <token>" on every call but
 // the open ones, comparing SHA-256 digests with crypto/subtle (constant time, the
-// length does not leak); a refusal is UNAUTHENTICATED.
-type bearerAuth struct{ want [sha256.Size]byte }
+// length does not leak); a refusal is UNAUTHENTICATED. It runs as the server's
+// InTapHandle: on the call's headers, before a stream is created for it, so that
+// the message of a refused call is never read (its bytes are discarded as they
+// arrive, and the client stops sending when the refusal reaches it).
+type bearerAuth struct {
+	want [sha256.Size]byte
+	log  *zap.Logger
+}
 
-func newBearerAuth(token string) *bearerAuth { return &bearerAuth{want: sha256.Sum256([]byte(token))} }
+func newBearerAuth(token string, log *zap.Logger) *bearerAuth {
+	return &bearerAuth{want: sha256.Sum256([]byte(token)), log: log}
+}
 
-func (a *bearerAuth) check(ctx context.Context, fullMethod string) error {
-	if openMethod(fullMethod) {
-		return nil
+// tap is the grpc.InTapHandle. A refused call never reaches the stats handler, so
+// it logs its own line (the access log's fields it knows).
+func (a *bearerAuth) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if openMethod(info.FullMethodName) {
+		return ctx, nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
+	err := a.check(info.Header)
+	if err != nil {
+		if ce := a.log.Check(zap.InfoLevel, "request"); ce != nil {
+			fields := []zap.Field{zap.String("method", info.FullMethodName), zap.String("code", codes.Unauthenticated.String())}
+			if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+				fields = append(fields, zap.String("remote", p.Addr.String()))
+			}
+			ce.Write(fields...)
+		}
+	}
+	return ctx, err
+}
+
+func (a *bearerAuth) check(md metadata.MD) error {
 	vals := md.Get("authorization")
 	if len(vals) == 0 {
 		return status.Error(codes.Unauthenticated, "authentication required: send the metadata authorization: Bearer <token>")
@@ -46,20 +71,6 @@ func (a *bearerAuth) check(ctx context.Context, fullMethod string) error {
 		return status.Error(codes.Unauthenticated, "invalid bearer token")
 	}
 	return nil
-}
-
-func (a *bearerAuth) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := a.check(ctx, info.FullMethod); err != nil {
-		return nil, err
-	}
-	return handler(ctx, req)
-}
-
-func (a *bearerAuth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if err := a.check(ss.Context(), info.FullMethod); err != nil {
-		return err
-	}
-	return handler(srv, ss)
 }
 
 // bearerToken extracts the token of "Bearer <token>"; the scheme is case-insensitive.

@@ -30,7 +30,8 @@
 // is not the input count, a typed list other than the datatype's, or an element count
 // that is not the shape's is INVALID_ARGUMENT. The call's deadline is the inference's
 // context. Messages up to Options.MaxMessageBytes (256 MiB) are accepted and sent both
-// ways; beyond, RESOURCE_EXHAUSTED. A panic in a handler is INTERNAL for that call,
+// ways; beyond, RESOURCE_EXHAUSTED (checked on the message's length prefix, before
+// its bytes are read). A panic in a handler is INTERNAL for that call,
 // never a crash. ServerMetadata advertises the same extensions as the REST face.
 //
 // RepositoryModelLoad/Unload call the service's explicit model control (UNAVAILABLE,
@@ -41,18 +42,37 @@
 // clients get UNIMPLEMENTED rather than an unknown method; compute_input,
 // compute_output and cache statistics are zero.
 //
-// Interceptors and the access log (accesslog.go, auth.go), outermost first: the
-// request id (unary: the ModelInferRequest's id, else the x-request-id metadata, else
-// 16 random hex digits; streams: the metadata's or a new one), sent back as the
-// x-request-id header; with Options.BearerToken, the metadata "authorization: Bearer
-// <token>" on every call but grpc.health.v1 and reflection (UNAUTHENTICATED
-// otherwise; SHA-256 digests compared with crypto/subtle); with
-// Options.RequestTimeout, a deadline on unary calls (a client's shorter one stays;
-// streams are not bounded, as one stream carries many requests); panic recovery. The
-// access log is a stats.Handler, so that its one line per call, written when the call
-// ends, has the status code, the duration and the bytes on the wire both ways (and the
-// message counts of a stream) without copying or re-encoding a message. Options.TLS
-// makes the server TLS-only (grpc.Creds).
+// Authentication, interceptors and the access log (auth.go, accesslog.go). With
+// Options.BearerToken the metadata "authorization: Bearer <token>" is checked by the
+// server's InTapHandle, on the call's headers, before gRPC creates a stream for it:
+// a refused call (UNAUTHENTICATED; SHA-256 digests compared with crypto/subtle) has
+// nothing of its message read, and logs its own line, since it never reaches the
+// stats handler. grpc.health.v1 and reflection need no token. Interceptors,
+// outermost first: the request id (unary: the ModelInferRequest's id, else the
+// x-request-id metadata, else 16 random hex digits; streams: the metadata's or a new
+// one), sent back as the x-request-id header; with Options.RequestTimeout, a
+// deadline on unary calls (a client's shorter one stays; streams are not bounded, as
+// one stream carries many requests); panic recovery. The access log is a
+// stats.Handler, so that its one line per call, written when the call ends, has the
+// status code, the duration and the bytes on the wire both ways (and the message
+// counts of a stream) without copying or re-encoding a message. Options.TLS makes
+// the server TLS-only (grpc.Creds).
+//
+// Memory and connections (recv.go). gRPC reads a unary call's whole message before
+// interceptors run, so every unary method is registered as a stream handler that
+// reserves 3 × MaxMessageBytes of a byte budget before it reads the message (a
+// message takes three times its size while it is decoded: gRPC's chunks, their
+// contiguous copy, the decoded message), shrinks the reservation to the message's
+// size, and holds it until the response is sent: the
+// inference service from Options.Budget (shared with REST), grpc.health.v1 and
+// reflection each from a pool of one message, so that unauthenticated clients hold
+// at most one message per open service and health checks never wait for inference
+// traffic. ModelStreamInfer requests count against Options.Budget once decoded (a
+// stream waiting for its next request holds nothing). A call waiting for the budget
+// waits first come first served, within its deadline and Options.RequestTimeout.
+// Options.MaxConcurrentStreams bounds the calls of one connection (128), and
+// Options.IdleTimeout closes connections with no call open (keepalive
+// MaxConnectionIdle, a GOAWAY).
 //
 // References: KServe Open Inference Protocol (gRPC); Triton Inference Server's
 // grpc_service.proto and its statistics, model configuration and model repository

@@ -11,8 +11,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/kilnrt/kiln/internal/membudget"
 	"github.com/kilnrt/kiln/serve"
 	pb "github.com/kilnrt/kiln/serve/grpcapi/inferencepb"
 )
@@ -36,6 +39,16 @@ type Options struct {
 	// RequestTimeout bounds each unary call's time in the server (0: no bound); a
 	// shorter deadline of the client's stays. Streams are not bounded.
 	RequestTimeout time.Duration
+	// Budget bounds the bytes of inference requests held in memory at once (shared
+	// with the REST face); each unary call reserves 3 × MaxMessageBytes (the most
+	// its decoding may take) before its message is read and keeps the message's size
+	// until it is answered (recv.go). nil: no bound.
+	Budget *membudget.Budget
+	// MaxConcurrentStreams bounds the calls open at once on one connection (0: 128).
+	MaxConcurrentStreams uint32
+	// IdleTimeout closes a connection that has had no call open for this long, with
+	// a GOAWAY (0: never).
+	IdleTimeout time.Duration
 	// Stopping, once closed, ends the calls that would otherwise stay open until the
 	// client leaves: health Watch calls (after a last NOT_SERVING) and ModelStreamInfer
 	// streams (between requests), both with UNAVAILABLE. Close it after svc.Drain and
@@ -45,6 +58,10 @@ type Options struct {
 
 // DefaultMaxMessageBytes is the message size limit when Options leave it 0.
 const DefaultMaxMessageBytes = 256 << 20
+
+// DefaultMaxConcurrentStreams is the bound on the calls open at once on one
+// connection when Options leave it 0 (gRPC's own default is none).
+const DefaultMaxConcurrentStreams = 128
 
 // extensions lists the protocol extensions ServerMetadata advertises. They are the
 // server's, the same as the REST face advertises: binary tensor data is a REST
@@ -57,9 +74,11 @@ var extensions = []string{"binary_tensor_data", "statistics", "model_configurati
 // log settings) with UNIMPLEMENTED.
 type server struct {
 	pb.UnimplementedGRPCInferenceServiceServer
-	svc  *serve.Service
-	opts Options
-	log  *zap.Logger
+	svc        *serve.Service
+	opts       Options
+	log        *zap.Logger
+	pools      pools
+	unaryChain grpc.UnaryServerInterceptor // around every unary method (recv.go)
 }
 
 // New builds a gRPC server offering inference.GRPCInferenceService on svc, the
@@ -73,32 +92,45 @@ func New(svc *serve.Service, opts Options) *grpc.Server {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
-	s := &server{svc: svc, opts: opts, log: opts.Log}
-	// Interceptors, outermost first: the request id (so refusals are logged with
-	// one), auth, the deadline, then panics.
-	unary := []grpc.UnaryServerInterceptor{requestIDUnary}
-	stream := []grpc.StreamServerInterceptor{requestIDStream}
-	if opts.BearerToken != "" {
-		a := newBearerAuth(opts.BearerToken)
-		unary, stream = append(unary, a.unary), append(stream, a.stream)
+	if opts.MaxConcurrentStreams == 0 {
+		opts.MaxConcurrentStreams = DefaultMaxConcurrentStreams
 	}
+	s := &server{svc: svc, opts: opts, log: opts.Log, pools: newPools(opts.Budget, opts.MaxMessageBytes)}
+	// Interceptors, outermost first: the request id (so refusals are logged with
+	// one), the deadline, then panics. Every unary method is served as a stream
+	// (recv.go), which runs unaryChain itself; the stream interceptors are for the
+	// real streams only.
+	unary := []grpc.UnaryServerInterceptor{requestIDUnary}
 	if opts.RequestTimeout > 0 {
 		unary = append(unary, deadlineUnary(opts.RequestTimeout))
 	}
-	unary, stream = append(unary, s.recoverUnary), append(stream, s.recoverStream)
+	s.unaryChain = chainUnary(append(unary, s.recoverUnary)...)
+	streams := chainStream(requestIDStream, s.budgetStream, s.recoverStream)
+	unaryMethods := map[string]bool{}
 	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
+		grpc.MaxConcurrentStreams(opts.MaxConcurrentStreams),
 		grpc.StatsHandler(&accessLog{log: opts.Log}),
-		grpc.ChainUnaryInterceptor(unary...),
-		grpc.ChainStreamInterceptor(stream...),
+		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			if unaryMethods[info.FullMethod] {
+				return handler(srv, ss)
+			}
+			return streams(srv, ss, info, handler)
+		}),
+	}
+	if opts.BearerToken != "" {
+		sopts = append(sopts, grpc.InTapHandle(newBearerAuth(opts.BearerToken, opts.Log).tap))
+	}
+	if opts.IdleTimeout > 0 {
+		sopts = append(sopts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: opts.IdleTimeout}))
 	}
 	if opts.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
 	g := grpc.NewServer(sopts...)
-	pb.RegisterGRPCInferenceServiceServer(g, s)
-	registerHealth(g, svc, opts.Stopping)
+	s.registerBudgeted(g, &pb.GRPCInferenceService_ServiceDesc, s, unaryMethods)
+	s.registerBudgeted(g, &healthpb.Health_ServiceDesc, newHealthServer(svc, opts.Stopping), unaryMethods)
 	registerReflection(g)
 	return g
 }

@@ -34,10 +34,10 @@ type healthServer struct {
 
 var healthServices = []string{"", pb.GRPCInferenceService_ServiceDesc.ServiceName}
 
-func registerHealth(g *grpc.Server, svc *serve.Service, stopping <-chan struct{}) {
+func newHealthServer(svc *serve.Service, stopping <-chan struct{}) *healthServer {
 	h := &healthServer{Server: health.NewServer(), svc: svc, stopping: stopping}
 	h.refresh()
-	healthpb.RegisterHealthServer(g, h)
+	return h
 }
 
 func registerReflection(g *grpc.Server) { reflection.Register(g) }

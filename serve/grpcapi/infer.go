@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/kilnrt/kiln/internal/membudget"
 	"github.com/kilnrt/kiln/serve"
 	pb "github.com/kilnrt/kiln/serve/grpcapi/inferencepb"
 	"github.com/kilnrt/kiln/tensor"
@@ -28,26 +29,35 @@ func (s *server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb
 // requests.
 func (s *server) ModelStreamInfer(stream pb.GRPCInferenceService_ModelStreamInferServer) error {
 	ctx := stream.Context()
-	reqs := make(chan *pb.ModelInferRequest)
+	type received struct {
+		req  *pb.ModelInferRequest
+		held *membudget.Reservation // the request's bytes in Options.Budget
+	}
+	reqs := make(chan received)
 	recvErr := make(chan error, 1)
 	go func() { // ends when the client closes its side or the call ends (Recv fails)
 		for {
 			req, err := stream.Recv()
-			if err != nil {
-				recvErr <- err
-				return
+			if err == nil {
+				var held *membudget.Reservation
+				if held, err = reserveFor(ctx, s.pools.infer, msgSize(req), 0); err == nil {
+					select {
+					case reqs <- received{req, held}:
+						continue
+					case <-ctx.Done():
+						held.Release()
+						return
+					}
+				}
 			}
-			select {
-			case reqs <- req:
-			case <-ctx.Done():
-				return
-			}
+			recvErr <- err
+			return
 		}
 	}()
 	for {
-		var req *pb.ModelInferRequest
+		var r received
 		select {
-		case req = <-reqs:
+		case r = <-reqs:
 		case err := <-recvErr:
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -56,20 +66,28 @@ func (s *server) ModelStreamInfer(stream pb.GRPCInferenceService_ModelStreamInfe
 		case <-s.opts.Stopping:
 			return errStopping
 		}
-		out := &pb.ModelStreamInferResponse{}
-		resp, err := s.infer(ctx, req)
+		err := s.answer(ctx, stream, r.req)
+		r.held.Release()
 		if err != nil {
-			if ctx.Err() != nil {
-				return s.failCtx(ctx, err)
-			}
-			out.ErrorMessage = err.Error()
-		} else {
-			out.InferResponse = resp
-		}
-		if err := stream.Send(out); err != nil {
 			return err
 		}
 	}
+}
+
+// answer runs one request of a stream and sends its response or error message; the
+// error returned ends the stream.
+func (s *server) answer(ctx context.Context, stream pb.GRPCInferenceService_ModelStreamInferServer, req *pb.ModelInferRequest) error {
+	out := &pb.ModelStreamInferResponse{}
+	resp, err := s.infer(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return s.failCtx(ctx, err)
+		}
+		out.ErrorMessage = err.Error()
+	} else {
+		out.InferResponse = resp
+	}
+	return stream.Send(out)
 }
 
 func (s *server) infer(ctx context.Context, req *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {

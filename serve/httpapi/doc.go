@@ -19,13 +19,40 @@
 // random hex digits), echoes it, and logs one line when the request is done (request
 // id, method, path, status, duration, model, version, bytes in as read and out as
 // written, client; health probes at debug level, the rest at info); gin's recovery;
-// with Options.BearerToken, bearerAuth (auth.go): "Authorization: Bearer <token>" on
+// ioDeadlines (limits.go: the request's read and write deadlines, below); reserveOnly
+// (conns.go: a probe-reserve connection answers only the health probes); with
+// Options.BearerToken, bearerAuth (auth.go): "Authorization: Bearer <token>" on
 // every path but /v2/health/live and /v2/health/ready (Kubernetes probes send no
 // credentials), unknown paths included, compared as SHA-256 digests with
-// crypto/subtle, else 401 {"error": "..."} with WWW-Authenticate: Bearer; with
-// Options.RequestTimeout, a deadline on the request's context (the inference's
-// queueing, compile wait and run; 504 past it; reading the body is bounded by the
-// http.Server, not by it). TLS is the caller's (an http.Server with TLSConfig).
+// crypto/subtle, else 401 {"error": "..."} with WWW-Authenticate: Bearer;
+// declaredTooLarge (a Content-Length above MaxRequestBytes is 413 before any of the
+// body is read, and the connection closes); with Options.RequestTimeout, a deadline
+// on the request's context (the inference's queueing, compile wait and run; 504 past
+// it). TLS is the caller's (an http.Server with TLSConfig).
+//
+// Slow and hostile clients (limits.go, conns.go). The connection's deadlines are set
+// per request through http.ResponseController rather than with the http.Server's
+// ReadTimeout and WriteTimeout, which count from the request's headers: a
+// WriteTimeout would cut an inference longer than it, and a ReadTimeout still
+// pending after the body fires in net/http's background read and cancels the
+// request. Options.ReadTimeout: the body must be read within it from the start of
+// the request's handling (a body trickled slower is cut: 408, connection closed; the
+// deadline is cleared once the body is read to its end, and it also bounds
+// net/http's discarding of a body a handler left unread). Options.WriteTimeout: the
+// response must be written within it, counted from the request's start on every
+// endpoint but inference and from the end of the inference there. Options.Budget
+// (internal/membudget, shared with the gRPC face): an inference reserves its body's
+// declared length, or MaxRequestBytes while a compressed or chunked body is read
+// (then its size), before reading it, and holds it until the response is written;
+// the wait ends at the body's read deadline with 503. The caller sets the
+// http.Server's ReadHeaderTimeout and IdleTimeout (idle keep-alive connections) and
+// may cap its connections with LimitConns: at the cap a new connection closes the
+// one that has waited longest without a request in progress (idle keep-alive, or
+// accepted without a request yet); when every connection has a request in progress,
+// up to ConnLimits.ProbeReserve more are accepted that answer only
+// /v2/health/live and /v2/health/ready (503 otherwise) and close after one
+// response; beyond, a connection is closed at once. The probes thus answer with any
+// number of idle connections open and with every connection busy.
 //
 // Binary responses are written as the JSON header and then each output's bytes (views
 // of the output tensors, no concatenated copy); with ConnContext installed on the

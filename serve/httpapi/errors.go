@@ -10,7 +10,8 @@ import (
 )
 
 // statusOf maps the service's error classes to HTTP status codes as Triton does
-// (invalid argument 400, not found 404, unavailable 503, internal 500).
+// (invalid argument 400, not found 404, unavailable 503, internal 500), and the
+// body's own failures (413 too large, 408 not read in time, 503 no budget to hold it).
 func statusOf(err error) int {
 	switch {
 	case errors.Is(err, serve.ErrInvalid):
@@ -27,6 +28,10 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBadBody):
 		return http.StatusBadRequest
+	case errors.Is(err, errBodyTimeout):
+		return http.StatusRequestTimeout
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
@@ -37,6 +42,8 @@ func fail(c *gin.Context, err error) {
 }
 
 var (
-	errTooLarge = errors.New("request too large")
-	errBadBody  = errors.New("malformed request")
+	errTooLarge    = errors.New("request too large")
+	errBadBody     = errors.New("malformed request")
+	errBodyTimeout = errors.New("request body timed out")
+	errBusy        = errors.New("the server's memory for request bodies is taken; retry later")
 )

@@ -40,6 +40,17 @@ func startServer(t *testing.T) string {
 // startServerWith is startServer with a hook on the http.Server before it starts.
 func startServerWith(t *testing.T, configure func(*http.Server)) string {
 	t.Helper()
+	return startServerOpts(t, Options{MaxRequestBytes: 1 << 20}, func(s *httptest.Server) {
+		if configure != nil {
+			configure(s.Config)
+		}
+	}).URL
+}
+
+// startServerOpts serves the example MLP with opts (Version "test"), with a hook on
+// the test server (its Config and Listener) before it starts.
+func startServerOpts(t *testing.T, opts Options, configure func(*httptest.Server)) *httptest.Server {
+	t.Helper()
 	repo := t.TempDir()
 	src, err := os.ReadFile("../../examples/mlp/model.onnx")
 	if err != nil {
@@ -63,13 +74,14 @@ func startServerWith(t *testing.T, configure func(*http.Server)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(New(svc, Options{MaxRequestBytes: 1 << 20, Version: "test"}))
+	opts.Version = "test"
+	srv := httptest.NewUnstartedServer(New(svc, opts))
 	if configure != nil {
-		configure(srv.Config)
+		configure(srv)
 	}
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); svc.Close(); j.Close() })
-	return srv.URL
+	return srv
 }
 
 func do(t *testing.T, method, url string, body []byte, hdr map[string]string) (int, http.Header, []byte) {

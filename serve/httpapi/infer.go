@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/kilnrt/kiln/internal/membudget"
 	"github.com/kilnrt/kiln/serve"
 )
 
@@ -41,25 +45,43 @@ type jsonRequest struct {
 }
 
 // readBody returns the request body, decompressed per Content-Encoding, refusing more
-// than the limit after decompression.
-func (s *Server) readBody(r *http.Request) ([]byte, error) {
+// than the limit after decompression, with its reservation of Options.Budget (to
+// release when the request is done with the body): the declared Content-Length of a
+// plain body, else the limit until the body is read, then its size. The wait for the
+// budget ends with the body's read deadline (503). A body not read by its deadline
+// is errBodyTimeout (408).
+func (s *Server) readBody(r *http.Request) ([]byte, *membudget.Reservation, error) {
 	var body io.Reader = r.Body
 	switch enc := r.Header.Get("Content-Encoding"); enc {
 	case "", "identity":
 	case "gzip":
 		z, err := gzip.NewReader(r.Body)
 		if err != nil {
-			return nil, fmt.Errorf("%w: gzip body: %v", errBadBody, err)
+			return nil, nil, bodyError("gzip body", err)
 		}
 		body = z
 	case "deflate":
 		z, err := zlib.NewReader(r.Body)
 		if err != nil {
-			return nil, fmt.Errorf("%w: deflate body: %v", errBadBody, err)
+			return nil, nil, bodyError("deflate body", err)
 		}
 		body = z
 	default:
-		return nil, fmt.Errorf("%w: unsupported Content-Encoding %q (gzip, deflate)", errBadBody, enc)
+		return nil, nil, fmt.Errorf("%w: unsupported Content-Encoding %q (gzip, deflate)", errBadBody, enc)
+	}
+	want := s.opts.MaxRequestBytes
+	if n := r.ContentLength; n >= 0 && n <= want && body == r.Body {
+		want = n
+	}
+	ctx := r.Context()
+	if at := bodyDeadline(r); !at.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, at)
+		defer cancel()
+	}
+	held, err := s.opts.Budget.Reserve(ctx, want)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errBusy, err)
 	}
 	// a declared length sizes the buffer once (no regrowing copies of large tensors)
 	var buf []byte
@@ -73,13 +95,30 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 		buf = make([]byte, pad, int64(pad)+n+1)[pad:]
 	}
 	b, err := readAll(io.LimitReader(body, s.opts.MaxRequestBytes+1), buf)
+	if err == nil && body != r.Body {
+		// past the compressed stream's end: read the body to its end, so that its
+		// read deadline is cleared
+		_, err = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the body: %v", errBadBody, err)
+		held.Release()
+		return nil, nil, bodyError("reading the body", err)
 	}
 	if int64(len(b)) > s.opts.MaxRequestBytes {
-		return nil, fmt.Errorf("%w: the body exceeds %d bytes", errTooLarge, s.opts.MaxRequestBytes)
+		held.Release()
+		return nil, nil, fmt.Errorf("%w: the body exceeds %d bytes", errTooLarge, s.opts.MaxRequestBytes)
 	}
-	return b, nil
+	held.Shrink(int64(len(b)))
+	return b, held, nil
+}
+
+// bodyError is a failure to read or decompress the body: errBodyTimeout past its
+// read deadline, else errBadBody.
+func bodyError(what string, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w: %s: the body did not arrive within the read timeout", errBodyTimeout, what)
+	}
+	return fmt.Errorf("%w: %s: %v", errBadBody, what, err)
 }
 
 // readAll is io.ReadAll into buf's capacity first.
@@ -102,12 +141,24 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
-// decodeRequest parses a JSON (optionally binary-extended) inference request.
-func (s *Server) decodeRequest(c *gin.Context) (*serve.InferRequest, bool, error) {
-	body, err := s.readBody(c.Request)
+// decodeRequest reads and parses an inference request. The reservation returned holds the body's bytes of Options.Budget (the inputs may
+// alias the body), to release when the response is written; it is nil on error.
+func (s *Server) decodeRequest(c *gin.Context) (*serve.InferRequest, bool, *membudget.Reservation, error) {
+	body, held, err := s.readBody(c.Request)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
+	req, allBinary, err := s.parseRequest(c, body)
+	if err != nil {
+		held.Release()
+		return nil, false, nil, err
+	}
+	return req, allBinary, held, nil
+}
+
+// parseRequest parses the body of a JSON (optionally binary-extended) inference
+// request.
+func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest, bool, error) {
 	head, bin := body, []byte(nil)
 	if h := c.GetHeader(headerLength); h != "" {
 		n, err := strconv.ParseInt(h, 10, 64)
@@ -131,6 +182,7 @@ func (s *Server) decodeRequest(c *gin.Context) (*serve.InferRequest, bool, error
 			return nil, false, fmt.Errorf("%w: an input without a name", serve.ErrInvalid)
 		}
 		t := serve.Tensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
+		var err error
 		if size, ok := in.Parameters["binary_data_size"]; ok {
 			n, ok := size.(float64)
 			if !ok || n < 0 || n != float64(int64(n)) {
@@ -171,12 +223,15 @@ func paramTrue(p map[string]any, key string) bool {
 }
 
 func (s *Server) infer(c *gin.Context) {
-	req, allBinary, err := s.decodeRequest(c)
+	req, allBinary, held, err := s.decodeRequest(c)
 	if err != nil {
+		s.extendWrite(c)
 		fail(c, err)
 		return
 	}
+	defer held.Release()
 	resp, err := s.svc.Infer(c.Request.Context(), req)
+	s.extendWrite(c) // the response's write time starts now, however long the inference took
 	if err != nil {
 		fail(c, err)
 		return

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kilnrt/kiln/configs"
+	"github.com/kilnrt/kiln/internal/membudget"
 	"github.com/kilnrt/kiln/serve"
 )
 
@@ -26,6 +27,19 @@ type Options struct {
 	// RequestTimeout bounds each request's time in the server (0: no bound); past it
 	// an inference fails with 504.
 	RequestTimeout time.Duration
+	// ReadTimeout bounds reading a request's body, from the moment its handling
+	// starts: a body not complete by then gets 408 and the connection is closed
+	// (0: no bound). Applied only on an http.Server's connections (limits.go).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response: from the request's start on every
+	// endpoint but inference, and from the end of the inference on that one, so that
+	// it never cuts a long inference (0: no bound).
+	WriteTimeout time.Duration
+	// Budget bounds the request bodies held in memory at once (shared with the gRPC
+	// face): an inference reserves its body's size, or MaxRequestBytes while a body
+	// of unknown size is read, and holds it until its response is written; it waits
+	// for the budget until the body's read deadline (503 past it). nil: no bound.
+	Budget *membudget.Budget
 }
 
 // Server is the REST (HTTP/JSON) face of a serve.Service.
@@ -79,10 +93,13 @@ func New(svc *serve.Service, opts Options) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{svc: svc, opts: opts, log: opts.Log}
 	r := gin.New()
-	r.Use(s.accessLog, gin.Recovery())
+	// deadlines before anything else can refuse a request, so that the body of a
+	// refused request is discarded under its read deadline too
+	r.Use(s.accessLog, gin.Recovery(), s.ioDeadlines, reserveOnly)
 	if opts.BearerToken != "" {
 		r.Use(bearerAuth(opts.BearerToken))
 	}
+	r.Use(s.declaredTooLarge)
 	if opts.RequestTimeout > 0 {
 		r.Use(deadline(opts.RequestTimeout))
 	}

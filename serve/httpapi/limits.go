@@ -76,9 +76,24 @@ func bodyDeadline(r *http.Request) time.Time {
 // with 413 before anything of its body is read, and closes the connection after the
 // response. This holds for compressed bodies too (the limit applies after
 // decompression, and data that compression made larger is not worth reading).
+//
+// The close lingers (as nginx's lingering_close does): what the client keeps sending
+// for up to lingerTime and lingerBytes is read and dropped, held nowhere. A socket
+// closed with unread data answers with a reset, and a reset makes the client's kernel
+// discard the 413 it has not read yet.
 func (s *Server) declaredTooLarge(c *gin.Context) {
 	if n := c.Request.ContentLength; n > s.opts.MaxRequestBytes {
 		c.Header("Connection", "close")
 		fail(c, fmt.Errorf("%w: Content-Length %d exceeds the limit of %d bytes", errTooLarge, n, s.opts.MaxRequestBytes))
+		c.Writer.Flush()
+		if http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(lingerTime)) == nil {
+			io.CopyN(io.Discard, c.Request.Body, lingerBytes)
+		}
 	}
 }
+
+// lingering close of a refused body (declaredTooLarge)
+const (
+	lingerTime  = time.Second
+	lingerBytes = 64 << 20
+)

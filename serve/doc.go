@@ -60,9 +60,9 @@
 //
 // Names (names.go): a model name from a client, a flag or the repository is one
 // validated path element whose folder, symlinks resolved, is inside the repository;
-// every file the service opens (model files, external data, config.pbtxt, warm-up
-// data) is resolved inside the repository and opened as a regular file only
-// (internal/safefile). Any other name gets one fixed refusal, and only valid names reach
+// below it the operator's symlinks are followed, but what a model or its configuration
+// names (external data, warm-up data) stays inside its own folder, and every file the
+// service opens is opened as a regular file only (internal/safefile). Any other name gets one fixed refusal, and only valid names reach
 // logs and metric labels.
 //
 // References: the KServe Open Inference Protocol (REST and gRPC), Triton's model

@@ -84,19 +84,19 @@ func (r repoRoot) modelPath(name string) (string, error) {
 	return p, nil
 }
 
-// file resolves a file below a model's folder (rel is slash-separated) that stays
-// inside the repository, symlinks resolved, and is a regular file.
-func (r repoRoot) file(rel string) (string, error) {
-	p, err := safefile.Within(r.real, rel)
+// regularFile checks that p (symlinks followed) is a regular file. Files below a model
+// folder are the operator's: their symlinks may lead anywhere; what a client names
+// stops at the model folder (modelPath), and what a model or its configuration names
+// (external data, warm-up data) stays inside its own folder (safefile.Within).
+func regularFile(p string) error {
+	st, err := os.Stat(p)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if st, err := os.Stat(p); err != nil {
-		return "", err
-	} else if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: %w", rel, safefile.ErrNotRegular)
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w", filepath.Base(p), safefile.ErrNotRegular)
 	}
-	return p, nil
+	return nil
 }
 
 // isMissing reports a file that is simply absent (as opposed to refused).

@@ -1,19 +1,16 @@
 package serve
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path"
+	"path/filepath"
 	"sort"
-
-	"github.com/kilnrt/kiln/internal/safefile"
 )
 
 // version is one servable version of a model in the repository.
 type version struct {
 	number int64
-	path   string // the model file, symlinks resolved
+	path   string // the model file
 }
 
 // modelDir is a model folder: <repo>/<name>/ with numeric version folders holding
@@ -58,17 +55,19 @@ func scanRepository(r repoRoot) ([]modelDir, []string, error) {
 	return out, warnings, nil
 }
 
-// scanModel reads one model folder: its versions (canonical decimal folder names) and
-// config.pbtxt, each resolved inside the repository and a regular file.
+// scanModel reads one model folder (a name resolved inside the repository): its
+// versions (canonical decimal folder names) and config.pbtxt, each a regular file.
 func scanModel(r repoRoot, name string) (modelDir, error) {
 	dir, err := r.modelPath(name)
 	if err != nil {
 		return modelDir{}, err
 	}
 	md := modelDir{name: name, dir: dir}
-	if p, err := r.file(path.Join(name, "config.pbtxt")); err == nil {
+	p := filepath.Join(dir, "config.pbtxt")
+	switch err := regularFile(p); {
+	case err == nil:
 		md.config = p
-	} else if !isMissing(err) {
+	case !isMissing(err):
 		return md, fmt.Errorf("model %q: config.pbtxt: %v", name, err)
 	}
 	subs, err := os.ReadDir(dir)
@@ -81,11 +80,9 @@ func scanModel(r repoRoot, name string) (modelDir, error) {
 		if !ok {
 			continue
 		}
-		p, err := r.file(path.Join(name, s.Name(), "model.onnx"))
-		if err != nil {
-			// a symlink that leads out of the repository reads as absent: the answer
-			// must not tell whether a path outside exists
-			if !isMissing(err) && !errors.Is(err, safefile.ErrOutside) {
+		p := filepath.Join(dir, s.Name(), "model.onnx")
+		if err := regularFile(p); err != nil {
+			if !isMissing(err) {
 				refused = append(refused, fmt.Sprintf("%s/model.onnx: %v", s.Name(), err))
 			}
 			continue

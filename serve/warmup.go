@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"path"
+	"path/filepath"
 
 	"go.uber.org/zap"
 
@@ -89,9 +89,9 @@ func warmupTensor(m *model, sample, name string, in *modelpb.ModelWarmup_Input, 
 	}
 	switch {
 	case in.GetInputDataFile() != "":
-		// <model>/warmup/<file>: inside the repository, a regular file, no larger than
-		// the tensor it fills (DecodeRaw checks the exact size)
-		p, err := m.svc.repo.file(path.Join(m.name, "warmup", in.GetInputDataFile()))
+		// <model>/warmup/<file>: inside that folder (symlinks resolved), a regular file,
+		// no larger than the tensor it fills (DecodeRaw checks the exact size)
+		p, err := safefile.Within(filepath.Join(filepath.Dir(filepath.Dir(m.path)), "warmup"), in.GetInputDataFile())
 		if err != nil {
 			return nil, fmt.Errorf("warm-up sample %q: input_data_file %q: %w", sample, in.GetInputDataFile(), err)
 		}

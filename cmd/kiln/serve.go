@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"slices"
 	"syscall"
 	"time"
 
@@ -117,18 +116,6 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 	defer dev.Close()
 	buildInCache(dev, j)
 	explicit := cfg.ModelControlMode == "explicit"
-	if explicit && slices.Contains(load, "*") {
-		models, err := scanRepository(cfg.ModelRepository)
-		if err != nil {
-			return fmt.Errorf("model_repository: %w", err)
-		}
-		load = nil
-		for _, m := range models {
-			if !slices.Contains(load, m.name) {
-				load = append(load, m.name)
-			}
-		}
-	}
 	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, CPU: dev, Journal: j, Log: log, Eager: cfg.LoadMode == "eager",
 		RepositoryControl: explicit, Load: load, Instances: instances, SpecializeAfter: specializeAfter})
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/kilnrt/kiln/serve/grpcapi/inferencepb"
+
+	"github.com/kilnrt/kiln/serve"
 )
 
 // RequestIDKey is the metadata key of a call's request id: read from the call when
@@ -106,7 +108,9 @@ func (a *accessLog) end(ctx context.Context, c *call, s *stats.End) {
 	if c.msgsIn != 1 || c.msgsOut != 1 { // streams, and calls that failed early
 		fields = append(fields, zap.Int("messages_in", c.msgsIn), zap.Int("messages_out", c.msgsOut))
 	}
-	if c.model != "" {
+	if c.model != "" && !serve.ValidModelName(c.model) {
+		fields = append(fields, zap.Bool("invalid_model_name", true)) // a client's string, not logged
+	} else if c.model != "" {
 		fields = append(fields, zap.String("model", c.model))
 		if c.ver != "" {
 			fields = append(fields, zap.String("version", c.ver))

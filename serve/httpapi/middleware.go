@@ -11,6 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
+
+	"github.com/kilnrt/kiln/serve"
 )
 
 // RequestIDHeader carries a request's id: taken from the request when it has a usable
@@ -54,14 +56,16 @@ func (s *Server) accessLog(c *gin.Context) {
 	fields := []zap.Field{
 		zap.String("request_id", id),
 		zap.String("method", c.Request.Method),
-		zap.String("path", c.Request.URL.Path),
+		zap.String("path", loggedPath(c)),
 		zap.Int("status", c.Writer.Status()),
 		zap.Duration("duration", time.Since(start)),
 		zap.Int64("bytes_in", in),
 		zap.Int("bytes_out", max(c.Writer.Size(), 0)),
 		zap.String("remote", c.Request.RemoteAddr),
 	}
-	if m := c.Param("model"); m != "" {
+	if m := c.Param("model"); m != "" && !serve.ValidModelName(m) {
+		fields = append(fields, zap.Bool("invalid_model_name", true)) // a client's string, not logged
+	} else if m != "" {
 		fields = append(fields, zap.String("model", m))
 		if v := c.Param("version"); v != "" {
 			fields = append(fields, zap.String("version", v))
@@ -114,4 +118,18 @@ func newRequestID() string {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], rand.Uint64())
 	return hex.EncodeToString(b[:])
+}
+
+// loggedPath is the request's path for the access log: the path itself when the route
+// names a valid model (or none), the route's pattern when a client's model name is
+// not one, and at most 256 bytes of an unrouted path.
+func loggedPath(c *gin.Context) string {
+	if m := c.Param("model"); m != "" && !serve.ValidModelName(m) {
+		return c.FullPath()
+	}
+	p := c.Request.URL.Path
+	if c.FullPath() == "" && len(p) > 256 {
+		p = p[:256] + "…"
+	}
+	return p
 }

@@ -104,6 +104,10 @@ func New(svc *serve.Service, opts Options) http.Handler {
 		r.Use(deadline(opts.RequestTimeout))
 	}
 	r.HandleMethodNotAllowed = true
+	// route on the escaped path: a model name with an escaped "/" ("..%2Fevil") is one
+	// path parameter, refused by the service like every other bad name, instead of a
+	// path the router reads as more segments
+	r.UseRawPath, r.UnescapePathValues = true, true
 	for _, rt := range routes {
 		h := rt.handle
 		r.Handle(rt.method, rt.path, func(c *gin.Context) { h(s, c) })

@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/devices"
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/internal/testdata"
+	"github.com/kilnrt/kiln/serve"
+)
+
+// hostileRepo is a repository with the example MLP, and a decoy model beside it that
+// symlinks inside the repository ("evil-link", "file-link") and traversals lead to.
+func hostileRepo(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	src, err := os.ReadFile("../../examples/mlp/model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(repo, "mlp", "1"), filepath.Join(root, "evil", "1")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "model.onnx"), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink(filepath.Join(root, "evil"), filepath.Join(repo, "evil-link"))
+	os.Symlink(filepath.Join(root, "evil", "1", "model.onnx"), filepath.Join(repo, "file-link"))
+	return repo
+}
+
+// TestHostileModelNamesGetOneRefusal: every hostile name, escaped into the path of every
+// endpoint that takes a model name, gets the same 404 and body; the decoy beside the
+// repository is never loaded.
+func TestHostileModelNamesGetOneRefusal(t *testing.T) {
+	repo := hostileRepo(t)
+	dev, err := devcpu.Open(devcpu.Options{Threads: 1})
+	if errors.Is(err, devices.ErrUnavailable) {
+		testdata.NoCompiler(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	j, err := compilecache.Open(compilecache.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := serve.New(serve.Options{Repository: repo, CPU: dev, Journal: j, RepositoryControl: true, Load: []string{"mlp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(svc, Options{MaxRequestBytes: 1 << 20}))
+	t.Cleanup(func() { srv.Close(); svc.Close(); j.Close() })
+
+	var want string
+	for _, name := range testdata.HostileModelNames {
+		m := "/v2/models/" + url.PathEscape(name)
+		r := "/v2/repository/models/" + url.PathEscape(name)
+		for _, ep := range []struct{ method, path string }{
+			{"POST", r + "/load"}, {"POST", r + "/unload"}, {"GET", m}, {"GET", m + "/ready"}, {"GET", m + "/config"},
+			{"GET", m + "/stats"}, {"POST", m + "/infer"}, {"GET", m + "/versions/1"}, {"POST", m + "/versions/1/infer"},
+		} {
+			code, _, b := do(t, ep.method, srv.URL+ep.path, []byte(`{"inputs":[]}`), nil)
+			if want == "" {
+				want = string(b)
+			}
+			if code != http.StatusNotFound || string(b) != want || !strings.Contains(want, "unknown model") {
+				t.Errorf("%s %q: %d %s, want 404 %s", ep.method, ep.path, code, b, want)
+			}
+		}
+	}
+	_, _, idx := do(t, "POST", srv.URL+"/v2/repository/index", nil, nil)
+	if strings.Contains(string(idx), "evil") || strings.Contains(string(idx), "link") {
+		t.Fatalf("the index lists a model outside the repository: %s", idx)
+	}
+}

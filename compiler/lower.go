@@ -23,8 +23,9 @@ func (c *compile) lower(m *graph.Module) error {
 		e.reg[p] = e.newReg()
 	}
 	e.arena = e.newReg()
-	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: e.arena, Device: 0}) // size set by the plan
+	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: e.arena, Device: 0, Str: "the static memory plan"}) // size set by the plan
 	e.bindSymbols(f.Params)
+	e.reserveMemPlan()
 	n := 0
 	f.Funcs(func(g *graph.Func) {
 		for _, nd := range g.Nodes {
@@ -154,11 +155,11 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	for i, o := range last.Outputs {
 		var r vm.Reg
 		if k.outShape[i] == nil {
-			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape); err != nil {
+			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape, describe(last, o)); err != nil {
 				return false, fmt.Errorf("%v: output %q: %w", last, o.Name, err)
 			}
-		} else {
-			r = e.allocTensor(k.outDT[i], k.outShape[i])
+		} else if r, err = e.allocTensor(k.outDT[i], k.outShape[i], describe(last, o)); err != nil {
+			return false, err
 		}
 		e.reg[o] = r
 		args = append(args, r)
@@ -174,7 +175,7 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	for _, r := range append(args, dims...) {
 		e.use(r)
 	}
-	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index)})
+	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index), Str: n.String()})
 	e.launches++
 	e.c.res.Stats.Fused += len(chain)
 	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String()}

@@ -1,6 +1,10 @@
 package vm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/tensor"
+)
 
 // Verify checks every reference inside the executable: registers within their frame,
 // jumps within their function, and function, constant, kernel, binary and builtin indices
@@ -105,9 +109,9 @@ func (x *Executable) verifyInstr(f Function, pc int, in Instr) error {
 		if err = args(want); err == nil && !in.DType.Valid() {
 			err = fmt.Errorf("element type %d", in.DType)
 		}
-		for _, d := range in.Shape {
-			if d < 0 && err == nil {
-				err = fmt.Errorf("negative extent in %v", in.Shape)
+		if err == nil {
+			if _, berr := tensor.CheckedBytes(in.DType, in.Shape); berr != nil {
+				err = fmt.Errorf("%s: %v", what(&in), berr)
 			}
 		}
 	case LoadConst:

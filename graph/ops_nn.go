@@ -11,23 +11,23 @@ import (
 // ConvAttrs is shared by Conv, ConvInteger and QLinearConv.
 type ConvAttrs struct {
 	AutoPad     string  `attr:"auto_pad" default:"NOTSET"`
-	Dilations   []int64 `attr:"dilations"`
-	Group       int64   `attr:"group" default:"1"`
-	KernelShape []int64 `attr:"kernel_shape"`
-	Pads        []int64 `attr:"pads"`
-	Strides     []int64 `attr:"strides"`
+	Dilations   []int64 `attr:"dilations" min:"1"`
+	Group       int64   `attr:"group" default:"1" min:"1"`
+	KernelShape []int64 `attr:"kernel_shape" min:"1"`
+	Pads        []int64 `attr:"pads" min:"0"`
+	Strides     []int64 `attr:"strides" min:"1"`
 }
 
 // ConvTransposeAttrs as in ONNX.
 type ConvTransposeAttrs struct {
 	AutoPad       string  `attr:"auto_pad" default:"NOTSET"`
-	Dilations     []int64 `attr:"dilations"`
-	Group         int64   `attr:"group" default:"1"`
-	KernelShape   []int64 `attr:"kernel_shape"`
-	OutputPadding []int64 `attr:"output_padding"`
-	OutputShape   []int64 `attr:"output_shape"`
-	Pads          []int64 `attr:"pads"`
-	Strides       []int64 `attr:"strides"`
+	Dilations     []int64 `attr:"dilations" min:"1"`
+	Group         int64   `attr:"group" default:"1" min:"1"`
+	KernelShape   []int64 `attr:"kernel_shape" min:"1"`
+	OutputPadding []int64 `attr:"output_padding" min:"0"`
+	OutputShape   []int64 `attr:"output_shape" min:"0"`
+	Pads          []int64 `attr:"pads" min:"0"`
+	Strides       []int64 `attr:"strides" min:"1"`
 }
 
 // PoolAttrs is shared by MaxPool, AveragePool and LpPool.
@@ -35,12 +35,12 @@ type PoolAttrs struct {
 	AutoPad         string  `attr:"auto_pad" default:"NOTSET"`
 	CeilMode        int64   `attr:"ceil_mode"`
 	CountIncludePad int64   `attr:"count_include_pad"`
-	Dilations       []int64 `attr:"dilations"`
-	KernelShape     []int64 `attr:"kernel_shape" required:"true"`
+	Dilations       []int64 `attr:"dilations" min:"1"`
+	KernelShape     []int64 `attr:"kernel_shape" required:"true" min:"1"`
 	P               int64   `attr:"p" default:"2"`
-	Pads            []int64 `attr:"pads"`
+	Pads            []int64 `attr:"pads" min:"0"`
 	StorageOrder    int64   `attr:"storage_order"`
-	Strides         []int64 `attr:"strides"`
+	Strides         []int64 `attr:"strides" min:"1"`
 }
 
 // LpAttrs is for GlobalLpPool.

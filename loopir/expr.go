@@ -77,7 +77,7 @@ type Cast struct {
 	X  Expr
 }
 
-// Intrinsic names a math function.
+// Intrinsic names a math function, or IndexCheck.
 type Intrinsic uint8
 
 const (
@@ -95,9 +95,14 @@ const (
 	Round
 	Sin
 	Cos
+	// IndexCheck(v, n) is an index read from data for an axis of extent n, with ONNX's
+	// meaning: v in [-n, n) selects v mod n. Outside that range the kernel reports an
+	// error once it has finished (the dialect's way: a status code) and the expression is
+	// a clamped index, so the read it feeds stays in bounds. Both operands are int64.
+	IndexCheck
 )
 
-var intrinsicNames = [...]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil", "round", "sin", "cos"}
+var intrinsicNames = [...]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil", "round", "sin", "cos", "index_check"}
 
 func (i Intrinsic) String() string { return intrinsicNames[i] }
 

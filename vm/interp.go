@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -293,14 +294,25 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		dims[i] = h.Int64s()[0]
 	}
 	if c.prof == nil {
-		return c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
+		return kernelError(in, c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims))
 	}
 	start := time.Now()
 	err := c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
 	kt := &c.prof.Kernels[in.Imm]
 	kt.Launches++
 	kt.Total += time.Since(start)
-	return err
+	return kernelError(in, err)
+}
+
+// kernelError turns a kernel's report of bad data (an index out of range) into an
+// ErrInput error naming the node (the instruction's Str); other errors pass through.
+func kernelError(in *Instr, err error) error {
+	var ke *devices.KernelError
+	if err == nil || !errors.As(err, &ke) || ke.Code != devices.KernelIndexOutOfRange {
+		return err
+	}
+	n := ke.Detail[1]
+	return fmt.Errorf("%w: %s: index %d is out of range [%d, %d)", ErrInput, what(in), ke.Detail[0], -n, n)
 }
 
 // shapeValue reads a shape from a 1-D integer host value.

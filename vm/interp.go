@@ -291,7 +291,22 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		if err != nil || h.Len() != 1 {
 			return fmt.Errorf("kernel %s dim %s: register %d is not a scalar", k.Name, k.Dims[i], r)
 		}
-		dims[i] = h.Int64s()[0]
+		if dims[i] = h.Int64s()[0]; dims[i] < 0 {
+			return fmt.Errorf("%w: %s: kernel %s dim %s is %d", ErrInput, what(in), k.Name, k.Dims[i], dims[i])
+		}
+	}
+	// every tensor must hold what the kernel may touch through it
+	for i, r := range in.Args {
+		need := c.m.argBytes[in.Imm][i]
+		if need < 0 {
+			var err error
+			if need, err = k.Args[i].bytes(dims); err != nil {
+				return fmt.Errorf("%w: %s: kernel %s argument %d: %w", ErrInput, what(in), k.Name, i, err)
+			}
+		}
+		if have := regs[r].(*Tensor).Bytes(); need > have {
+			return fmt.Errorf("%s: kernel %s argument %d may touch %d bytes, its tensor (%v%v) holds %d", what(in), k.Name, i, need, regs[r].(*Tensor).DType, regs[r].(*Tensor).Shape, have)
+		}
 	}
 	if c.prof == nil {
 		return kernelError(in, c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims))

@@ -24,6 +24,17 @@ func (x *Executable) Verify() error {
 		if k.Inputs < 0 || k.Outputs < 0 {
 			return fmt.Errorf("%w: kernel %d (%s) has a negative argument count", ErrFormat, i, k.Name)
 		}
+		if len(k.Args) != k.Inputs+k.Outputs {
+			return fmt.Errorf("%w: kernel %d (%s) describes %d arguments of %d", ErrFormat, i, k.Name, len(k.Args), k.Inputs+k.Outputs)
+		}
+		for j, a := range k.Args {
+			if !a.DType.Valid() {
+				return fmt.Errorf("%w: kernel %d (%s) argument %d has element type %d", ErrFormat, i, k.Name, j, a.DType)
+			}
+			if _, err := a.Elements.check(len(k.Dims)); err != nil {
+				return fmt.Errorf("%w: kernel %d (%s) argument %d: %v", ErrFormat, i, k.Name, j, err)
+			}
+		}
 	}
 	if len(x.Inputs) != 0 && len(x.Inputs) != x.Functions[x.Entry].Params {
 		return fmt.Errorf("%w: the signature lists %d inputs, the entry function takes %d", ErrFormat, len(x.Inputs), x.Functions[x.Entry].Params)

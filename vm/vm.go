@@ -37,6 +37,9 @@ type VM struct {
 	limits   Limits     // resolved: every field set
 	// memPlanAt is the index of BuiltinMemPlan in the executable's builtins (-1: none)
 	memPlanAt int
+	// argBytes holds each kernel argument's bytes when they do not depend on the dims
+	// (-1 when they do), by kernel
+	argBytes [][]int64
 }
 
 // Options configure LoadWith.
@@ -99,6 +102,11 @@ func LoadWith(exe *Executable, devs []devices.Device, table map[string]Builtin, 
 			return fail(err)
 		}
 		m.kernels = append(m.kernels, kern)
+		ab := make([]int64, len(k.Args))
+		for i, a := range k.Args {
+			ab[i] = a.constBytes()
+		}
+		m.argBytes = append(m.argBytes, ab)
 	}
 	for i, name := range exe.Builtins {
 		if name == BuiltinMemPlan { // the VM's own: it reads the call's memory

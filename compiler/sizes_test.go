@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -119,5 +120,81 @@ func TestCompiledGatherRefusesIndicesOutOfRange(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTensorOverTheLimitIsACompileError: a static tensor above the tensor limit
+// (ConstantOfShape [2^20, 2^20] float32: 4 TiB) is a compile error naming the node,
+// and so is one whose byte count overflows (a type made without inference, compiled
+// without graph passes).
+func TestTensorOverTheLimitIsACompileError(t *testing.T) {
+	dev := openCPU(t)
+	build := func(shape ...int64) (*graph.Module, *graph.Value) {
+		b := graph.NewBuilder("main")
+		x := b.Const("shape", tensor.MustFromSlice(tensor.Shape{len(shape)}, shape))
+		y, err := b.NodeNamed(graph.OpConstantOfShape, "cos", nil, []string{"y"}, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := b.Module(y...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, y[0]
+	}
+	m, _ := build(1<<20, 1<<20)
+	_, err := Compile(m, target.Host(), Options{Dims: map[string]int64{}, CPU: dev})
+	if !errors.Is(err, ErrCompile) || !errors.Is(err, vm.ErrMemoryLimit) || !strings.Contains(err.Error(), `ConstantOfShape "cos"`) {
+		t.Errorf("4 TiB: got %v, want a compile error wrapping vm.ErrMemoryLimit naming the node", err)
+	}
+	m, y := build(1, 1)
+	y.Type = graph.TensorType(tensor.Float32, graph.StaticShape(1<<31, 1<<31)...)
+	_, err = Compile(m, target.Host(), Options{Dims: map[string]int64{}, CPU: dev, Passes: passes.Pipeline{}})
+	if !errors.Is(err, ErrCompile) || !errors.Is(err, tensor.ErrTooLarge) || !strings.Contains(err.Error(), `ConstantOfShape "cos"`) {
+		t.Errorf("2^64 bytes: got %v, want a compile error wrapping tensor.ErrTooLarge naming the node", err)
+	}
+}
+
+// TestSymbolicPlanIsRefusedBeforeAnyKernelRuns: the generic executable checks the
+// request's memory (mem.plan) once the symbols are bound: an n×n product over the
+// request limit is refused, naming the node, before any kernel is launched (not only
+// when its storage is allocated, after the Relu before it has run).
+func TestSymbolicPlanIsRefusedBeforeAnyKernelRuns(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Sym("n"), graph.Const(1)))
+	r, err := b.Op1(graph.OpRelu, nil, x) // a kernel that would run before the product's allocation
+	if err != nil {
+		t.Fatal(err)
+	}
+	x = r
+	xt, err := b.Op1(graph.OpTranspose, &graph.TransposeAttrs{Perm: []int64{1, 0}}, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := b.NodeNamed(graph.OpMul, "outer", nil, []string{"y"}, x, xt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(r, y[0]) // r is a result: not fused into the product
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine := loadModule(t, m, nil, vm.Limits{RequestBytes: 1 << 20})
+	run := func(n int) (*vm.Profile, error) {
+		var p vm.Profile
+		_, err := machine.RunProfiled(context.Background(), []*tensor.Tensor{tensor.New(tensor.Float32, tensor.Shape{n, 1})}, &p)
+		return &p, err
+	}
+	if _, err := run(100); err != nil { // 40 KB
+		t.Fatal(err)
+	}
+	p, err := run(1000) // 4 MB
+	if !errors.Is(err, vm.ErrInput) || !errors.Is(err, vm.ErrMemoryLimit) || !strings.Contains(err.Error(), `Mul "outer"`) {
+		t.Fatalf("got %v, want ErrInput and ErrMemoryLimit naming the Mul", err)
+	}
+	for _, k := range p.Kernels {
+		if k.Launches != 0 {
+			t.Errorf("kernel %s ran %d times before the refusal", k.Name, k.Launches)
+		}
 	}
 }

@@ -227,7 +227,7 @@ func (m *model) buildVariant(shapes map[string][]int64, key string) (*variant, e
 	if generic {
 		inputs = map[string][]int64{} // no shapes: the symbolic dims stay free
 	}
-	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: svc.ctx,
+	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: svc.ctx, Limits: svc.opts.Limits,
 		Progress: func(p compiler.Progress) {
 			m.mu.Lock()
 			if p.Total > 0 {
@@ -248,7 +248,7 @@ func (m *model) buildVariant(shapes map[string][]int64, key string) (*variant, e
 		}
 		return nil, fmt.Errorf("%w: model %q: %v", ErrUnavailable, m.name, err)
 	}
-	machine, err := vm.Load(c.Exe, []devices.Device{svc.opts.CPU}, vm.StdBuiltins())
+	machine, err := vm.LoadWith(c.Exe, []devices.Device{svc.opts.CPU}, vm.StdBuiltins(), vm.Options{Limits: svc.opts.Limits})
 	if err != nil {
 		if first {
 			m.setState(StateUnavailable, err.Error())

@@ -10,18 +10,22 @@ import (
 )
 
 // TestZeroStrideConvIsAnInvalidModel: a Conv whose strides are 0 is an inference error
-// naming the node and the attribute (the extent arithmetic divides by the stride).
+// naming the node and the attribute (the extent arithmetic divides by the stride), as
+// are other attributes out of range and a kernel_shape or group that does not fit the
+// weight (kernels read the weight at the attributes' extents).
 func TestZeroStrideConvIsAnInvalidModel(t *testing.T) {
 	for name, attrs := range map[string]*ConvAttrs{
-		"stride 0":       {Group: 1, Strides: []int64{0, 0}},
-		"dilation 0":     {Group: 1, Dilations: []int64{1, 0}},
-		"group 0":        {Group: 0},
-		"negative pad":   {Group: 1, Pads: []int64{0, -1, 0, 0}},
-		"kernel 0":       {Group: 1, KernelShape: []int64{0, 1}},
-		"huge dilation":  {Group: 1, Dilations: []int64{1 << 62, 1}},
-		"huge stride":    {Group: 1, Strides: []int64{1 << 40, 1}},
-		"huge pads":      {Group: 1, Pads: []int64{math.MaxInt64, 0, 0, 0}},
-		"kernel too big": {Group: 1, KernelShape: []int64{1 << 33, 1}},
+		"stride 0":                      {Group: 1, Strides: []int64{0, 0}},
+		"dilation 0":                    {Group: 1, Dilations: []int64{1, 0}},
+		"group 0":                       {Group: 0},
+		"negative pad":                  {Group: 1, Pads: []int64{0, -1, 0, 0}},
+		"kernel 0":                      {Group: 1, KernelShape: []int64{0, 1}},
+		"huge dilation":                 {Group: 1, Dilations: []int64{1 << 62, 1}},
+		"huge stride":                   {Group: 1, Strides: []int64{1 << 40, 1}},
+		"huge pads":                     {Group: 1, Pads: []int64{math.MaxInt64, 0, 0, 0}},
+		"kernel too big":                {Group: 1, KernelShape: []int64{1 << 33, 1}},
+		"kernel_shape not the weight's": {Group: 1, KernelShape: []int64{3, 3}},
+		"groups not the channels":       {Group: 2},
 	} {
 		b := NewBuilder("main")
 		x := b.Param("x", TensorType(tensor.Float32, Const(1), Const(1), Const(4), Const(4)))

@@ -3,6 +3,7 @@ package compiler
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
+	"github.com/kilnrt/kiln/internal/testdata"
+	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -196,5 +199,42 @@ func TestSymbolicPlanIsRefusedBeforeAnyKernelRuns(t *testing.T) {
 		if k.Launches != 0 {
 			t.Errorf("kernel %s ran %d times before the refusal", k.Name, k.Launches)
 		}
+	}
+}
+
+// TestLongBertRequestIsRefusedByTheLimit: bert_tiny's generic executable refuses a
+// 8000-token request under a 1 GiB request limit before running it (its attention
+// scores alone are 2·8000² floats per layer; the plan holds about 2.06 GB at its
+// peak), and serves a 128-token one.
+func TestLongBertRequestIsRefusedByTheLimit(t *testing.T) {
+	m, err := onnx.Load(filepath.Join(testdata.Zoo(t), "bert_tiny", "model.onnx"), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine := loadModule(t, m, nil, vm.Limits{RequestBytes: 1 << 30})
+	var p vm.Profile
+	run := func(seq int) error {
+		var in []*tensor.Tensor
+		for range m.Main.Params {
+			ids := make([]int64, seq)
+			for i := range ids {
+				ids[i] = 1
+			}
+			in = append(in, tensor.MustFromSlice(tensor.Shape{1, seq}, ids))
+		}
+		_, err := machine.RunProfiled(context.Background(), in, &p)
+		return err
+	}
+	err = run(8000)
+	if !errors.Is(err, vm.ErrInput) || !errors.Is(err, vm.ErrMemoryLimit) {
+		t.Fatalf("seq 8000: got %v, want the request limit", err)
+	}
+	for _, k := range p.Kernels {
+		if k.Launches != 0 {
+			t.Errorf("kernel %s ran before the refusal", k.Name)
+		}
+	}
+	if err := run(128); err != nil {
+		t.Fatalf("seq 128: %v", err)
 	}
 }

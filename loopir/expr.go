@@ -2,6 +2,7 @@ package loopir
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -183,15 +184,18 @@ func Bin(op BinOp, a, b Expr) Expr {
 }
 
 func foldInt(op BinOp, a, b int64) (int64, bool) {
-	switch op {
+	switch op { // an overflow is not folded: the expression stays as it is
 	case Add:
-		return a + b, true
+		return tensor.SignedAdd(a, b)
 	case Sub:
-		return a - b, true
+		if b == math.MinInt64 {
+			return 0, false
+		}
+		return tensor.SignedAdd(a, -b)
 	case Mul:
-		return a * b, true
+		return tensor.SignedMul(a, b)
 	case Div:
-		if b == 0 {
+		if b == 0 || (a == math.MinInt64 && b == -1) {
 			return 0, false
 		}
 		q := a / b

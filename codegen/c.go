@@ -46,7 +46,7 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}, math: map[string]bool{}}
 	usesThreads := false
 	for _, f := range funcs {
-		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}}
+		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}, hoisted: map[string]string{}}
 		if err := e.function(f); err != nil {
 			return Source{}, err
 		}
@@ -106,6 +106,7 @@ type cEmitter struct {
 	positive   map[*loopir.Var]int  // dims known to be ≥ 1 here: factors of an enclosing loop's extent
 	checks     bool                 // the function has loopir.IndexCheck calls
 	oob        string               // where an IndexCheck records a bad index here ("&kiln_oob" in the kernel)
+	hoisted    map[string]string    // IndexChecks printed before an enclosing loop, by text: their constant
 }
 
 // intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
@@ -223,6 +224,9 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 	case *loopir.For:
 		if e.isNonNeg(s.Min) {
 			e.nonNeg[s.Var] = true
+		}
+		if e.checks && s.Kind != loopir.Parallel {
+			defer e.hoistIndexChecks(s, pad)()
 		}
 		switch s.Kind {
 		case loopir.Parallel:
@@ -380,6 +384,9 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		return "((" + e.ctype(x.To) + ")(" + e.expr(x.X) + "))"
 	case *loopir.Call:
 		if x.Fn == loopir.IndexCheck {
+			if name, ok := e.hoisted[loopir.ExprString(x)]; ok {
+				return name
+			}
 			if len(x.Args) != 2 || x.Args[0].DType() != tensor.Int64 || x.Args[1].DType() != tensor.Int64 || e.oob == "" {
 				e.fail("index_check takes two int64 operands")
 				return "0"

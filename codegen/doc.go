@@ -56,7 +56,9 @@
 // Index checks: a loopir.IndexCheck prints as kiln_index(v, n, &oob), a helper emitted
 // only into units that call it: it wraps a negative index and, when the index is outside
 // [-n, n), records the first one (per kernel, or per parallel chunk, merged at the join)
-// and returns a clamped index. A kernel with checks returns StatusIndexOutOfRange when
+// and returns a clamped index. A check that does not depend on a loop (no variable bound
+// in it, no buffer it writes) is printed once before it as a constant, so a gather's
+// row loop stays a vector loop. A kernel with checks returns StatusIndexOutOfRange when
 // it has finished, with the index and n in the words 1 and 2 of its context
 // (devices.KernelError's Detail).
 //

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
@@ -175,7 +176,7 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	for _, r := range append(args, dims...) {
 		e.use(r)
 	}
-	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index), Str: n.String()})
+	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index), Str: launchWhat(nodes)})
 	e.launches++
 	e.c.res.Stats.Fused += len(chain)
 	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String()}
@@ -184,6 +185,24 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	}
 	e.c.res.Stats.Groups = append(e.c.res.Stats.Groups, g)
 	return true, nil
+}
+
+// launchWhat names a kernel's nodes for the VM's errors: the anchor, or the members
+// that read indices from data (the ones whose kernel can fail on a request's values).
+func launchWhat(nodes []*graph.Node) string {
+	var readers []string
+	for _, nd := range nodes {
+		if nd.Op == graph.OpGather || nd.Op == graph.OpGatherElements {
+			readers = append(readers, nd.String())
+		}
+	}
+	switch {
+	case len(readers) == 0:
+		return nodes[0].String()
+	case len(nodes) == 1:
+		return readers[0]
+	}
+	return strings.Join(readers, " or ") + " (in the kernel of " + nodes[0].String() + ")"
 }
 
 // lowerIf inlines both branches: If jumps to the else code when the condition is

@@ -46,7 +46,7 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}, math: map[string]bool{}}
 	usesThreads := false
 	for _, f := range funcs {
-		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}}
+		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}, hoisted: map[string]string{}}
 		if err := e.function(f); err != nil {
 			return Source{}, err
 		}
@@ -55,6 +55,9 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	}
 	var unit strings.Builder
 	unit.WriteString(cPrelude)
+	if intrins.index {
+		unit.WriteString(cIndexCheck)
+	}
 	writeMathHelpers(&unit, intrins.math)
 	if usesThreads {
 		unit.WriteString(cThreads)
@@ -101,6 +104,9 @@ type cEmitter struct {
 	err        error
 	nonNeg     map[*loopir.Var]bool // loop variables and dims known to be ≥ 0
 	positive   map[*loopir.Var]int  // dims known to be ≥ 1 here: factors of an enclosing loop's extent
+	checks     bool                 // the function has loopir.IndexCheck calls
+	oob        string               // where an IndexCheck records a bad index here ("&kiln_oob" in the kernel)
+	hoisted    map[string]string    // IndexChecks printed before an enclosing loop, by text: their constant
 }
 
 // intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
@@ -109,6 +115,7 @@ type intrinSet struct {
 	order  []*loopir.TensorIntrin
 	minmax map[string]bool // C types whose min/max/select helpers the unit needs
 	math   map[string]bool // math helpers (c_math.go) the unit calls
+	index  bool            // the unit calls kiln_index (an IndexCheck)
 }
 
 func (e *cEmitter) fail(format string, args ...any) {
@@ -170,13 +177,22 @@ func (e *cEmitter) function(f *loopir.PrimFunc) error {
 	e.f = f
 	e.retErr = "return 2;"
 	e.kernelName = e.ident(f, f.Name)
+	e.checks = usesIndexCheck(f.Body)
 	out := e.b
 	var body strings.Builder
 	e.b = &body
 	fmt.Fprintf(e.b, "\nint %s(void *const *bufs, const i64 *dims, void *ctx) {\n", e.kernelName)
 	e.b.WriteString("  (void)dims; (void)ctx;\n")
+	if e.checks {
+		e.oob = "&kiln_oob"
+		e.b.WriteString("  kiln_oob_t kiln_oob = {0, 0, 0};\n")
+	}
 	e.prologue(1)
 	e.stmt(f.Body, 1)
+	if e.checks {
+		// the first bad index and its extent go to the context's words 1 and 2
+		fmt.Fprintf(e.b, "  if (kiln_oob.hit) {\n    if (ctx) { ((i64 *)ctx)[1] = kiln_oob.v; ((i64 *)ctx)[2] = kiln_oob.n; }\n    return %d;\n  }\n", StatusIndexOutOfRange)
+	}
 	e.b.WriteString("  return 0;\n}\n")
 	out.WriteString(e.pre.String())
 	out.WriteString(body.String())
@@ -208,6 +224,9 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 	case *loopir.For:
 		if e.isNonNeg(s.Min) {
 			e.nonNeg[s.Var] = true
+		}
+		if e.checks && s.Kind != loopir.Parallel {
+			defer e.hoistIndexChecks(s, pad)()
 		}
 		switch s.Kind {
 		case loopir.Parallel:
@@ -364,6 +383,17 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 	case *loopir.Cast:
 		return "((" + e.ctype(x.To) + ")(" + e.expr(x.X) + "))"
 	case *loopir.Call:
+		if x.Fn == loopir.IndexCheck {
+			if name, ok := e.hoisted[loopir.ExprString(x)]; ok {
+				return name
+			}
+			if len(x.Args) != 2 || x.Args[0].DType() != tensor.Int64 || x.Args[1].DType() != tensor.Int64 || e.oob == "" {
+				e.fail("index_check takes two int64 operands")
+				return "0"
+			}
+			e.intrins.index = true
+			return "kiln_index(" + e.expr(x.Args[0]) + ", " + e.expr(x.Args[1]) + ", " + e.oob + ")"
+		}
 		dt := x.DType()
 		if !dt.IsFloat() {
 			e.fail("%v on %v", x.Fn, dt)
@@ -416,10 +446,15 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	e.nPar++
 	env := fn + "_env"
 	// the outlined function
-	saved, savedRet := e.b, e.retErr
+	saved, savedRet, savedOOB := e.b, e.retErr, e.oob
 	var ob strings.Builder
 	e.b, e.retErr, e.inPar = &ob, "{ env->rc = 2; return 0; }", true
-	fmt.Fprintf(e.b, "\nstruct %s { void *const *bufs; const i64 *dims; i64 lo, hi; int rc; i64 vars[%d]; void *locals[%d]; };\n", env, max(len(vars), 1), max(len(bufs), 1))
+	checks := e.checks && usesIndexCheck(s.Body)
+	oobField := ""
+	if checks {
+		e.oob, oobField = "&env->oob", " kiln_oob_t oob;"
+	}
+	fmt.Fprintf(e.b, "\nstruct %s { void *const *bufs; const i64 *dims; i64 lo, hi; int rc;%s i64 vars[%d]; void *locals[%d]; };\n", env, oobField, max(len(vars), 1), max(len(bufs), 1))
 	fmt.Fprintf(e.b, "static void *%s(void *envp) {\n  struct %s *env = (struct %s *)envp;\n  void *const *bufs = env->bufs; const i64 *dims = env->dims;\n  (void)bufs; (void)dims;\n", fn, env, env)
 	e.prologue(1)
 	for i, v := range vars {
@@ -436,7 +471,7 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	forget()
 	e.b.WriteString("  }\n  return 0;\n}\n")
 	e.pre.WriteString(ob.String())
-	e.b, e.retErr, e.inPar = saved, savedRet, false
+	e.b, e.retErr, e.inPar, e.oob = saved, savedRet, false, savedOOB
 	// the fork-join at the loop site
 	fmt.Fprintf(e.b, "%s{\n", pad)
 	fmt.Fprintf(e.b, "%s  i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;\n%s  if (nt < 1) nt = 1;\n%s  if (nt > 64) nt = 64;\n", pad, pad, pad)
@@ -456,6 +491,9 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	}
 	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) {\n", pad)
 	fmt.Fprintf(e.b, "%s    envs[t].bufs = bufs; envs[t].dims = dims; envs[t].rc = 0;\n", pad)
+	if checks {
+		fmt.Fprintf(e.b, "%s    envs[t].oob.hit = 0;\n", pad)
+	}
 	fmt.Fprintf(e.b, "%s    envs[t].lo = lo + t * chunk; envs[t].hi = lo + (t + 1) * chunk < lo + ext ? lo + (t + 1) * chunk : lo + ext;\n", pad)
 	for i, cv := range vars {
 		fmt.Fprintf(e.b, "%s    envs[t].vars[%d] = %s;\n", pad, i, e.names[cv])
@@ -474,6 +512,9 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 		fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (pthread_create(&th[t], 0, %s, &envs[t]) != 0) { %s(&envs[t]); th[t] = 0; }\n", pad, fn, fn)
 		fmt.Fprintf(e.b, "%s  %s(&envs[0]);\n", pad, fn)
 		fmt.Fprintf(e.b, "%s  for (i64 t = 1; t < nt; ++t) if (th[t]) pthread_join(th[t], 0);\n", pad)
+	}
+	if checks {
+		fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) if (envs[t].oob.hit && !kiln_oob.hit) kiln_oob = envs[t].oob;\n", pad)
 	}
 	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) if (envs[t].rc) return envs[t].rc;\n", pad)
 	fmt.Fprintf(e.b, "%s}\n", pad)

@@ -53,6 +53,15 @@
 // compiled once into an object that the kernels' objects are linked with
 // (ARCHITECTURE.md §6: one object per kernel, one shared object per model).
 //
+// Index checks: a loopir.IndexCheck prints as kiln_index(v, n, &oob), a helper emitted
+// only into units that call it: it wraps a negative index and, when the index is outside
+// [-n, n), records the first one (per kernel, or per parallel chunk, merged at the join)
+// and returns a clamped index. A check that does not depend on a loop (no variable bound
+// in it, no buffer it writes) is printed once before it as a constant, so a gather's
+// row loop stays a vector loop. A kernel with checks returns StatusIndexOutOfRange when
+// it has finished, with the index and n in the words 1 and 2 of its context
+// (devices.KernelError's Detail).
+//
 // Invariants: identifiers are sanitized and unique within a kernel; output is
 // deterministic (golden-file tests compare it byte for byte); a construct the dialect
 // cannot express is an error naming the kernel, never silently dropped code.

@@ -66,6 +66,12 @@ type Options struct {
 	// Cache, when set, keeps single kernels' object code in the journal, so kernels
 	// shared between models (or compiles) are built once.
 	Cache *compilecache.Journal
+	// Limits bound the memory of one inference (zero fields: vm.DefaultLimits): a
+	// tensor of a static shape above TensorBytes, or a static plan above RequestBytes,
+	// is a compile error naming it (wrapping vm.ErrMemoryLimit). They do not change
+	// the executable, so they are no part of its cache key; the VM checks them again
+	// when it loads one.
+	Limits vm.Limits
 }
 
 // Stats describe a compiled executable, for reports and `kiln inspect`.
@@ -125,7 +131,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 		opts.Jobs = runtime.NumCPU()
 	}
 	reg := kernels.Default()
-	c := &compile{t: t, opts: opts, registry: reg, strategies: kcpu.Strategies(reg), res: &Result{Stats: Stats{Strategies: map[string]int{}}}}
+	c := &compile{t: t, opts: opts, registry: reg, strategies: kcpu.Strategies(reg), res: &Result{Stats: Stats{Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
 	mod := graph.Clone(m)
 	c.mod = mod
 	steps := []struct {
@@ -164,6 +170,7 @@ type compile struct {
 	vars       map[string]*loopir.Var // the runtime dims of the kernel being built, by symbol
 	at         string                 // the node or kernel being worked on, for panic reports
 	kernelHits atomic.Int64           // objects found in the journal
+	limits     vm.Limits              // Options.Limits, resolved
 	// outer maps each fused body's parameters to the values its kiln.Fused node reads
 	outer map[*graph.Value]*graph.Value
 }

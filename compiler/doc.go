@@ -54,6 +54,20 @@
 // symbolic tensor in a channel-blocked layout. Shape inference takes symbols to be at
 // least 1 where ONNX gives 0 a meaning of its own (a Reshape entry 0).
 //
+// Sizes and limits: every static tensor's byte count is checked (tensor.CheckedBytes)
+// and, like the static plan's arena, compared with Options.Limits (zero fields:
+// vm.DefaultLimits); a tensor over them is a compile error naming it and its node. The
+// limits are checked again by the VM when it loads an executable, so they are no part
+// of the cache key. A generic executable calls vm.BuiltinMemPlan right after the
+// prologue that binds the symbols: a shape program giving, for every run-time sized
+// tensor of the straight-line part, the bytes held when it is allocated (the tensors
+// allocated before it and not yet freed, results kept) and its own bytes, so a request
+// over the limits is refused before any kernel runs. Allocation, kernel and storage
+// instructions carry the tensor and node they are for in their Str, for the VM's
+// errors. Each kernel's table entry lists the elements it may touch through each
+// parameter (the lowered buffer's extent, as a vm.Extent over its runtime dims), which
+// the VM checks at every launch.
+//
 // Invariants: the input module is never modified; an executable that compiles has a
 // signature (input/output names, dtypes, shapes; -1 for a symbolic extent) that the VM
 // checks requests against, so a kernel compiled for static extents never sees other

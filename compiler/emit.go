@@ -30,6 +30,8 @@ type emitter struct {
 	rootOf map[vm.Reg][]*root // the allocations a register may hold (views included)
 	loops  []*loopRegion
 	depth  int // control-flow nesting: 0 is the straight-line part, planned statically
+	// memPlan is the prologue's check of the run-time sized storages (nil: none)
+	memPlan *memPlanSite
 
 	launches int
 }
@@ -39,7 +41,9 @@ type root struct {
 	alloc   int
 	size    int64
 	lastUse int
-	storage vm.Reg // a run-time sized storage (dyn), freed after lastUse
+	storage vm.Reg    // a run-time sized storage (dyn), freed after lastUse
+	bytes   graph.Dim // a run-time sized storage's bytes over the symbols (dyn)
+	what    string    // the value and node, for errors
 }
 
 // loopRegion collects the planned tensors read inside a loop that were allocated
@@ -152,25 +156,35 @@ func (e *emitter) moveTo(dst, src vm.Reg) {
 }
 
 // allocTensor allocates a tensor of a static shape: planned in the arena on the
-// straight-line part, its own storage inside control flow.
-func (e *emitter) allocTensor(dt tensor.DType, shape []int64) vm.Reg {
-	bytes := int64(dt.Size())
-	for _, d := range shape {
-		bytes *= d
+// straight-line part, its own storage inside control flow. what names it (the value and
+// its node) in errors and in the instructions. A byte count that overflows, or one
+// above the tensor limit, is an error.
+func (e *emitter) allocTensor(dt tensor.DType, shape []int64, what string) (vm.Reg, error) {
+	bytes, err := tensor.CheckedBytes(dt, shape)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	if bytes > e.c.limits.TensorBytes {
+		return 0, e.c.limits.TensorError(what, bytes)
 	}
 	r := e.newReg()
 	if e.depth == 0 {
-		rt := &root{alloc: e.pc(), size: bytes}
+		rt := &root{alloc: e.pc(), size: bytes, what: what}
 		rt.lastUse = rt.alloc
 		e.roots = append(e.roots, rt)
 		e.rootOf[r] = []*root{rt}
-		e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{e.arena}, DType: dt, Shape: shape})
-		return r
+		e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{e.arena}, DType: dt, Shape: shape, Str: what})
+		return r, nil
 	}
 	s := e.newReg()
-	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Imm: max(bytes, vm.PlanAlign), Device: 0})
-	e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{s}, DType: dt, Shape: shape})
-	return r
+	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Imm: max(bytes, vm.PlanAlign), Device: 0, Str: what})
+	e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{s}, DType: dt, Shape: shape, Str: what})
+	return r, nil
+}
+
+// describe names a node's output for errors and instructions.
+func describe(n *graph.Node, v *graph.Value) string {
+	return fmt.Sprintf("tensor %q of %v", v.Name, n)
 }
 
 // function lowers the nodes of f (the entry, or an inlined subgraph).

@@ -37,7 +37,8 @@ type kernelUnit struct {
 	inputs  int
 	outputs int
 	dims    []string
-	node    string // the first node that uses it, for errors
+	args    []vm.KernelArg // what it may touch through each argument
+	node    string         // the first node that uses it, for errors
 }
 
 type packKey struct {
@@ -165,9 +166,13 @@ func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, err
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
+	args, err := kernelArgs(low)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
 	use.index = len(kt.units)
 	kt.byCode[src.Code] = use.index
-	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), dims: use.dims, node: n.String()})
+	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), dims: use.dims, args: args, node: n.String()})
 	return use, nil
 }
 
@@ -288,7 +293,7 @@ func (c *compile) object(ctx context.Context, name, code string) ([]byte, error)
 func (kt *kernelTable) kernelInfos() []vm.KernelInfo {
 	out := make([]vm.KernelInfo, len(kt.units))
 	for i, u := range kt.units {
-		out[i] = vm.KernelInfo{Name: u.name, Binary: 0, Inputs: u.inputs, Outputs: u.outputs, Dims: u.dims}
+		out[i] = vm.KernelInfo{Name: u.name, Binary: 0, Inputs: u.inputs, Outputs: u.outputs, Dims: u.dims, Args: u.args}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
@@ -23,8 +24,9 @@ func (c *compile) lower(m *graph.Module) error {
 		e.reg[p] = e.newReg()
 	}
 	e.arena = e.newReg()
-	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: e.arena, Device: 0}) // size set by the plan
+	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: e.arena, Device: 0, Str: "the static memory plan"}) // size set by the plan
 	e.bindSymbols(f.Params)
+	e.reserveMemPlan()
 	n := 0
 	f.Funcs(func(g *graph.Func) {
 		for _, nd := range g.Nodes {
@@ -154,11 +156,11 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	for i, o := range last.Outputs {
 		var r vm.Reg
 		if k.outShape[i] == nil {
-			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape); err != nil {
+			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape, describe(last, o)); err != nil {
 				return false, fmt.Errorf("%v: output %q: %w", last, o.Name, err)
 			}
-		} else {
-			r = e.allocTensor(k.outDT[i], k.outShape[i])
+		} else if r, err = e.allocTensor(k.outDT[i], k.outShape[i], describe(last, o)); err != nil {
+			return false, err
 		}
 		e.reg[o] = r
 		args = append(args, r)
@@ -174,7 +176,7 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	for _, r := range append(args, dims...) {
 		e.use(r)
 	}
-	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index)})
+	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index), Str: launchWhat(nodes)})
 	e.launches++
 	e.c.res.Stats.Fused += len(chain)
 	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String()}
@@ -183,6 +185,24 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	}
 	e.c.res.Stats.Groups = append(e.c.res.Stats.Groups, g)
 	return true, nil
+}
+
+// launchWhat names a kernel's nodes for the VM's errors: the anchor, or the members
+// that read indices from data (the ones whose kernel can fail on a request's values).
+func launchWhat(nodes []*graph.Node) string {
+	var readers []string
+	for _, nd := range nodes {
+		if nd.Op == graph.OpGather || nd.Op == graph.OpGatherElements {
+			readers = append(readers, nd.String())
+		}
+	}
+	switch {
+	case len(readers) == 0:
+		return nodes[0].String()
+	case len(nodes) == 1:
+		return readers[0]
+	}
+	return strings.Join(readers, " or ") + " (in the kernel of " + nodes[0].String() + ")"
 }
 
 // lowerIf inlines both branches: If jumps to the else code when the condition is

@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"fmt"
+
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/vm"
 )
@@ -13,7 +15,13 @@ func (c *compile) plan() error {
 	for i, rt := range e.roots {
 		iv[i] = vm.Interval{Size: rt.size, Start: rt.alloc, End: max(rt.lastUse, rt.alloc)}
 	}
-	p := vm.PlanMemory(iv)
+	p, err := vm.PlanMemory(iv)
+	if err != nil {
+		return err
+	}
+	if p.Size > c.limits.RequestBytes {
+		return c.limits.RequestError(fmt.Sprintf("the static memory plan (its largest tensor: %s)", e.largestRoot()), p.Size)
+	}
 	for i, rt := range e.roots {
 		e.code[rt.alloc].Imm = p.Offsets[i]
 	}
@@ -54,4 +62,18 @@ func ioInfo(v *graph.Value) vm.IOInfo {
 		}
 	}
 	return io
+}
+
+// largestRoot names the largest tensor of the static plan.
+func (e *emitter) largestRoot() string {
+	var big *root
+	for _, rt := range e.roots {
+		if big == nil || rt.size > big.size {
+			big = rt
+		}
+	}
+	if big == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s, %d bytes", big.what, big.size)
 }

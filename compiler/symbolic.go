@@ -3,7 +3,9 @@ package compiler
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
@@ -89,6 +91,18 @@ func (e *emitter) shapeEval(dt tensor.DType, shape []int64, dims []graph.Dim) (v
 		index[s] = i
 		args = append(args, r)
 	}
+	args[0] = e.loadConst(shapeProgram(dt, shape, dims, index))
+	for _, a := range args {
+		e.use(a)
+	}
+	r := e.newReg()
+	e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: r, Args: args, Imm: e.builtin(vm.BuiltinShapeEval)})
+	e.host[r] = true
+	return r, nil
+}
+
+// shapeProgram encodes dims as a shape.eval program over the symbols at index.
+func shapeProgram(dt tensor.DType, shape []int64, dims []graph.Dim, index map[string]int) *tensor.Tensor {
 	elems := make([]vm.ShapePoly, len(dims))
 	for i, d := range dims {
 		c, terms := d.Poly()
@@ -101,18 +115,67 @@ func (e *emitter) shapeEval(dt tensor.DType, shape []int64, dims []graph.Dim) (v
 			elems[i].Terms = append(elems[i].Terms, st)
 		}
 	}
-	args[0] = e.loadConst(vm.EncodeShapeProgram(dt, shape, elems))
-	for _, a := range args {
-		e.use(a)
+	return vm.EncodeShapeProgram(dt, shape, elems)
+}
+
+// memPlanSite is the mem.plan check the prologue reserves once the symbols are bound
+// (vm.BuiltinMemPlan): its program is known when the whole function is emitted.
+type memPlanSite struct {
+	constIdx int            // the program's slot in the constant table
+	call     int            // pc of the CallBuiltin
+	index    map[string]int // each symbol's argument position
+}
+
+// reserveMemPlan emits the mem.plan call after the symbols' prologue, with a program to
+// be filled in by finishMemPlan. Executables without symbols have none: their plan is
+// static and checked when they are compiled and loaded.
+func (e *emitter) reserveMemPlan() {
+	if len(e.sym) == 0 {
+		return
 	}
-	r := e.newReg()
-	e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: r, Args: args, Imm: e.builtin(vm.BuiltinShapeEval)})
-	e.host[r] = true
-	return r, nil
+	syms := slices.Sorted(maps.Keys(e.sym))
+	site := &memPlanSite{index: map[string]int{}}
+	prog := e.newReg()
+	site.constIdx = e.constant(tensor.Scalar(int64(0))) // a fresh slot, replaced at the end
+	e.emit(vm.Instr{Op: vm.LoadConst, Dst: prog, Imm: int64(site.constIdx)})
+	args := []vm.Reg{prog}
+	for i, s := range syms {
+		site.index[s] = i
+		args = append(args, e.sym[s])
+	}
+	chk := e.newReg()
+	e.host[chk] = true
+	site.call = e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: chk, Args: args, Imm: e.builtin(vm.BuiltinMemPlan)})
+	e.memPlan = site
+}
+
+// finishMemPlan writes the reserved mem.plan program: for each run-time sized storage
+// of the straight-line part, the bytes held when it is allocated (every such storage
+// allocated earlier and not yet freed after its last use; the results' storages are
+// never freed) and its own bytes. kept holds the results' storages.
+func (e *emitter) finishMemPlan(kept map[*root]bool) {
+	site := e.memPlan
+	if site == nil {
+		return
+	}
+	held := make([]graph.Dim, len(e.dyn))
+	sizes := make([]graph.Dim, len(e.dyn))
+	names := make([]string, len(e.dyn))
+	for i, rt := range e.dyn {
+		sum := graph.Const(0)
+		for _, o := range e.dyn {
+			if o.alloc <= rt.alloc && (kept[o] || o.lastUse >= rt.alloc) {
+				sum = sum.Add(o.bytes)
+			}
+		}
+		held[i], sizes[i], names[i] = sum, rt.bytes, rt.what
+	}
+	e.consts[site.constIdx] = shapeProgram(tensor.Int64, []int64{2, int64(len(e.dyn))}, append(held, sizes...), site.index)
+	e.code[site.call].Str = strings.Join(names, "\n")
 }
 
 // allocDynamic allocates a tensor of a symbolic shape in a storage of its own.
-func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim) (vm.Reg, error) {
+func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim, what string) (vm.Reg, error) {
 	shape, err := e.shapeEval(tensor.Int64, []int64{int64(len(dims))}, dims)
 	if err != nil {
 		return 0, err
@@ -127,11 +190,11 @@ func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim) (vm.Reg, error
 	}
 	s, r := e.newReg(), e.newReg()
 	e.use(bytes)
-	pc := e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Args: []vm.Reg{bytes}, Device: 0})
+	pc := e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Args: []vm.Reg{bytes}, Device: 0, Str: what})
 	e.use(shape)
-	e.emit(vm.Instr{Op: vm.AllocTensorReg, Dst: r, Args: []vm.Reg{s, shape}, DType: dt})
+	e.emit(vm.Instr{Op: vm.AllocTensorReg, Dst: r, Args: []vm.Reg{s, shape}, DType: dt, Str: what})
 	if e.depth == 0 { // freed after its last use (killDynamic); inside control flow at the end
-		rt := &root{alloc: pc, lastUse: pc + 1, storage: s}
+		rt := &root{alloc: pc, lastUse: pc + 1, storage: s, bytes: size, what: what}
 		e.dyn = append(e.dyn, rt)
 		e.rootOf[r] = []*root{rt}
 	}
@@ -146,14 +209,15 @@ func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim) (vm.Reg, error
 // storages stay until the call ends. A kill inside a
 // branch not taken does not run: that storage is freed when the call ends.
 func (e *emitter) killDynamic(results []vm.Reg) {
-	if len(e.dyn) == 0 {
-		return
-	}
 	kept := map[*root]bool{} // the results' storages: the call's end frees them
 	for _, r := range results {
 		for _, rt := range e.rootOf[r] {
 			kept[rt] = true
 		}
+	}
+	e.finishMemPlan(kept)
+	if len(e.dyn) == 0 {
+		return
 	}
 	after := map[int][]vm.Reg{} // old pc → storages dead after it
 	for _, rt := range e.dyn {

@@ -18,6 +18,29 @@ var (
 	ErrLaunch = errors.New("kernel launch failed")
 )
 
+// Codes a kernel returns besides 0.
+const (
+	// KernelOutOfMemory: a scratch allocation inside the kernel failed.
+	KernelOutOfMemory = 2
+	// KernelIndexOutOfRange: an index read from data was outside [-n, n); Detail holds
+	// the first such index and n.
+	KernelIndexOutOfRange = 3
+)
+
+// KernelError is a kernel's nonzero return code with the detail it wrote to its
+// context; it wraps ErrLaunch.
+type KernelError struct {
+	Kernel string
+	Code   int32
+	Detail [2]int64
+}
+
+func (e *KernelError) Error() string {
+	return fmt.Sprintf("%v: kernel %q returned %d", ErrLaunch, e.Kernel, e.Code)
+}
+
+func (e *KernelError) Unwrap() error { return ErrLaunch }
+
 // Info describes a device for logs, cache keys and `kiln inspect`.
 type Info struct {
 	Kind string // "cpu", "cuda", "opencl"

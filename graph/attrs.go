@@ -10,7 +10,13 @@ import (
 )
 
 // Attribute structs are plain Go structs whose fields carry the ONNX attribute name in an
-// `attr:"name"` tag, an optional `default:"..."` (scalars only) and `required:"true"`.
+// `attr:"name"` tag, an optional `default:"..."` (scalars only), `required:"true"` and,
+// on int64 and []int64 fields, `min:"N"`: the least value the op accepts (every element
+// of a list), checked by CheckAttrs before inference, so that an attribute used as a
+// divisor or an extent (strides, dilations, kernel_shape, group, pads, blocksize, ...)
+// is never zero or negative where the op needs it positive. Such a field is an extent,
+// so it is also at most MaxAttrExtent: products like dilation·(kernel-1) then fit an
+// int64.
 // Allowed field types: int64, float32, string, []int64, []float32, []string,
 // *tensor.Tensor, *Func (a subgraph) and *Type (a TypeProto attribute). A nil slice means "attribute absent".
 
@@ -21,6 +27,8 @@ type AttrField struct {
 	Type     reflect.Type
 	Default  string
 	Required bool
+	Min      int64 // the least value (int64 fields and elements of []int64); HasMin tells whether there is one
+	HasMin   bool
 }
 
 var (
@@ -50,10 +58,18 @@ func AttrFields(t reflect.Type) []AttrField {
 				panic(fmt.Sprintf("BUG: attribute field %s.%s has unsupported type %v", t.Name(), f.Name, f.Type))
 			}
 		}
-		out = append(out, AttrField{
+		af := AttrField{
 			Name: name, Index: i, Type: f.Type,
 			Default: f.Tag.Get("default"), Required: f.Tag.Get("required") == "true",
-		})
+		}
+		if m, ok := f.Tag.Lookup("min"); ok {
+			v, err := strconv.ParseInt(m, 10, 64)
+			if err != nil || (f.Type.Kind() != reflect.Int64 && f.Type != typeInt64s) {
+				panic(fmt.Sprintf("BUG: attribute field %s.%s has a bad min tag %q", t.Name(), f.Name, m))
+			}
+			af.Min, af.HasMin = v, true
+		}
+		out = append(out, af)
 	}
 	return out
 }
@@ -88,6 +104,40 @@ func setScalar(fv reflect.Value, s string) error {
 		fv.SetString(s)
 	default:
 		return fmt.Errorf("no scalar default for %v", fv.Type())
+	}
+	return nil
+}
+
+// MaxAttrExtent bounds the attributes with a min tag (extents, strides, pads, ...).
+const MaxAttrExtent = 1<<31 - 1
+
+// CheckAttrs checks n's attributes against their fields' min tags and MaxAttrExtent; a
+// value out of range is an ErrInfer error naming the node, the attribute and the value.
+func CheckAttrs(n *Node) error {
+	if n.Attrs == nil {
+		return nil
+	}
+	v := reflect.ValueOf(n.Attrs)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil
+	}
+	v = v.Elem()
+	for _, f := range AttrFields(v.Type()) {
+		if !f.HasMin {
+			continue
+		}
+		fv := v.Field(f.Index)
+		if fv.Kind() == reflect.Int64 {
+			if x := fv.Int(); x < f.Min || x > MaxAttrExtent {
+				return Inferf(n, "attribute %s is %d; it must be in [%d, %d]", f.Name, x, f.Min, MaxAttrExtent)
+			}
+			continue
+		}
+		for i := 0; i < fv.Len(); i++ {
+			if x := fv.Index(i).Int(); x < f.Min || x > MaxAttrExtent {
+				return Inferf(n, "attribute %s is %v; every entry must be in [%d, %d]", f.Name, fv.Interface(), f.Min, MaxAttrExtent)
+			}
+		}
 	}
 	return nil
 }

@@ -5,15 +5,29 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // Dim is one extent of a shape: a constant, or a polynomial with integer coefficients over
 // named symbols (ONNX dim_param or fresh symbols), e.g. "batch", "s+1", "2*b*s".
 // The zero Dim is the constant 0. Dims are immutable values; compare them with Equal.
+//
+// Arithmetic is checked: a constant or coefficient that leaves int64 makes the result an
+// overflowed Dim (Overflowed), which stays overflowed through further arithmetic, is
+// neither constant nor divisible, and is refused by CheckTypeSize, so no type carries a
+// wrapped-around extent.
 type Dim struct {
 	c     int64
 	terms []term // sorted by monomial key, no zero coefficients
+	ovf   bool   // some step of the arithmetic that made it overflowed
 }
+
+// overflowed is the result of arithmetic that left int64.
+var overflowed = Dim{ovf: true}
+
+// Overflowed reports whether d came from arithmetic that overflowed int64.
+func (d Dim) Overflowed() bool { return d.ovf }
 
 type term struct {
 	coef int64
@@ -28,11 +42,11 @@ func Const(n int64) Dim { return Dim{c: n} }
 // Sym returns the dim named by a symbol.
 func Sym(name string) Dim { return Dim{terms: []term{{coef: 1, syms: []string{name}}}} }
 
-// IsConst reports whether d has no symbols.
-func (d Dim) IsConst() bool { return len(d.terms) == 0 }
+// IsConst reports whether d has no symbols (and did not overflow).
+func (d Dim) IsConst() bool { return len(d.terms) == 0 && !d.ovf }
 
-// Value is the constant value; ok is false for a symbolic dim.
-func (d Dim) Value() (v int64, ok bool) { return d.c, len(d.terms) == 0 }
+// Value is the constant value; ok is false for a symbolic or overflowed dim.
+func (d Dim) Value() (v int64, ok bool) { return d.c, len(d.terms) == 0 && !d.ovf }
 
 // IsSym reports whether d is exactly one symbol, and returns its name.
 func (d Dim) IsSym() (string, bool) {
@@ -54,6 +68,9 @@ func (d Dim) Symbols() []string {
 
 // Equal compares canonical forms.
 func (d Dim) Equal(o Dim) bool {
+	if d.ovf || o.ovf {
+		return false // nothing is known about an overflowed extent
+	}
 	if d.c != o.c || len(d.terms) != len(o.terms) {
 		return false
 	}
@@ -71,7 +88,10 @@ func normalize(c int64, ts []term) Dim {
 		k := t.key()
 		e := acc[k]
 		e.syms = t.syms
-		e.coef += t.coef
+		var ok bool
+		if e.coef, ok = tensor.SignedAdd(e.coef, t.coef); !ok {
+			return overflowed
+		}
 		acc[k] = e
 	}
 	out := make([]term, 0, len(acc))
@@ -93,7 +113,13 @@ func normalize(c int64, ts []term) Dim {
 }
 
 // Add returns d+o.
-func (d Dim) Add(o Dim) Dim { return normalize(d.c+o.c, append(slices.Clone(d.terms), o.terms...)) }
+func (d Dim) Add(o Dim) Dim {
+	c, ok := tensor.SignedAdd(d.c, o.c)
+	if !ok || d.ovf || o.ovf {
+		return overflowed
+	}
+	return normalize(c, append(slices.Clone(d.terms), o.terms...))
+}
 
 // Neg returns -d.
 func (d Dim) Neg() Dim { return d.Scale(-1) }
@@ -103,33 +129,60 @@ func (d Dim) Sub(o Dim) Dim { return d.Add(o.Neg()) }
 
 // Scale returns k*d.
 func (d Dim) Scale(k int64) Dim {
+	if d.ovf {
+		return overflowed
+	}
 	ts := make([]term, len(d.terms))
 	for i, t := range d.terms {
-		ts[i] = term{coef: t.coef * k, syms: t.syms}
+		coef, ok := tensor.SignedMul(t.coef, k)
+		if !ok {
+			return overflowed
+		}
+		ts[i] = term{coef: coef, syms: t.syms}
 	}
-	return normalize(d.c*k, ts)
+	c, ok := tensor.SignedMul(d.c, k)
+	if !ok {
+		return overflowed
+	}
+	return normalize(c, ts)
 }
 
 // Mul returns d*o.
 func (d Dim) Mul(o Dim) Dim {
+	if d.ovf || o.ovf {
+		return overflowed
+	}
+	bad := false
+	mul := func(a, b int64) int64 {
+		p, ok := tensor.SignedMul(a, b)
+		bad = bad || !ok
+		return p
+	}
 	var ts []term
 	for _, a := range d.terms {
-		ts = append(ts, term{a.coef * o.c, a.syms})
+		ts = append(ts, term{mul(a.coef, o.c), a.syms})
 		for _, b := range o.terms {
 			s := append(slices.Clone(a.syms), b.syms...)
 			slices.Sort(s)
-			ts = append(ts, term{a.coef * b.coef, s})
+			ts = append(ts, term{mul(a.coef, b.coef), s})
 		}
 	}
 	for _, b := range o.terms {
-		ts = append(ts, term{b.coef * d.c, b.syms})
+		ts = append(ts, term{mul(b.coef, d.c), b.syms})
 	}
-	return normalize(d.c*o.c, ts)
+	c := mul(d.c, o.c)
+	if bad {
+		return overflowed
+	}
+	return normalize(c, ts)
 }
 
 // Div returns d/o when the division is exact in canonical form (a constant divisor that
 // divides every coefficient, or a divisor that equals d or one of its monomial factors).
 func (d Dim) Div(o Dim) (Dim, bool) {
+	if d.ovf || o.ovf {
+		return Dim{}, false
+	}
 	if v, ok := o.Value(); ok {
 		if v == 0 {
 			return Dim{}, false
@@ -186,8 +239,12 @@ func removeSyms(from, sub []string) ([]string, bool) {
 	return rest, true
 }
 
-// Eval substitutes symbol values; ok is false if a symbol is unbound.
+// Eval substitutes symbol values; ok is false if a symbol is unbound, or if d or the
+// evaluation overflows int64.
 func (d Dim) Eval(env map[string]int64) (int64, bool) {
+	if d.ovf {
+		return 0, false
+	}
 	v := d.c
 	for _, t := range d.terms {
 		p := t.coef
@@ -196,15 +253,23 @@ func (d Dim) Eval(env map[string]int64) (int64, bool) {
 			if !ok {
 				return 0, false
 			}
-			p *= x
+			if p, ok = tensor.SignedMul(p, x); !ok {
+				return 0, false
+			}
 		}
-		v += p
+		var ok bool
+		if v, ok = tensor.SignedAdd(v, p); !ok {
+			return 0, false
+		}
 	}
 	return v, true
 }
 
 // String prints the canonical form: "3", "batch", "s+1", "2*b*s-4".
 func (d Dim) String() string {
+	if d.ovf {
+		return "overflow"
+	}
 	if len(d.terms) == 0 {
 		return strconv.FormatInt(d.c, 10)
 	}

@@ -15,9 +15,19 @@
 // integer tensors, so that Shape → Gather → Unsqueeze → Concat → Reshape keeps "[b,s,4,64]"
 // instead of forgetting the batch and sequence extents.
 //
+// Sizes from a model are untrusted. Attribute fields used as divisors or extents carry a
+// `min` tag (strides, dilations, kernel_shape, group, blocksize and LRN's size at least 1,
+// pads and output padding at least 0, all at most MaxAttrExtent), checked by CheckAttrs
+// before every inference. Dim arithmetic is checked: a constant or coefficient that
+// leaves int64 gives an overflowed Dim that stays so. InferNode refuses an output type
+// with a negative or overflowed extent or whose constant extents and element size do not
+// multiply to a byte count within an int64 (CheckTypeSize, tensor.CheckedSize), so every
+// size later computed from a static type fits.
+//
 // Invariants (checked by Verify): values are defined before use in their Func or an
 // enclosing one; node outputs point back to their node; input/output counts and attribute
-// struct types match the op table; subgraphs name their parent. Print writes a stable text
+// struct types match the op table, attribute values their minimums; every tensor type
+// passes CheckTypeSize; subgraphs name their parent. Print writes a stable text
 // form; Parse reads it back (small constants included), which pass tests rely on.
 //
 // Errors: inference failures wrap ErrInfer and name the node; verifier findings wrap

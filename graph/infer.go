@@ -151,11 +151,15 @@ func (ic *InferCtx) FreshShape(rank int) []Dim {
 	return out
 }
 
-// InferNode runs the op's InferFunc and checks the result count.
+// InferNode checks the node's attributes (CheckAttrs), runs the op's InferFunc, checks
+// the result count and checks each output type's size (CheckTypeSize).
 func InferNode(ic *InferCtx, n *Node) ([]Type, error) {
 	info := n.Op.Info()
 	if info == nil {
 		return nil, fmt.Errorf("%w: %v is not supported", ErrInfer, n)
+	}
+	if err := CheckAttrs(n); err != nil {
+		return nil, err
 	}
 	ts, err := info.Infer(ic, n)
 	if err != nil {
@@ -164,5 +168,36 @@ func InferNode(ic *InferCtx, n *Node) ([]Type, error) {
 	if len(ts) < len(n.Outputs) {
 		return nil, fmt.Errorf("BUG: %v: inference returned %d types for %d outputs", n, len(ts), len(n.Outputs))
 	}
-	return ts[:len(n.Outputs)], nil
+	ts = ts[:len(n.Outputs)]
+	for i, t := range ts {
+		if err := CheckTypeSize(t); err != nil {
+			return nil, fmt.Errorf("%w: %v: output %d (%s): %w", ErrInfer, n, i, n.Outputs[i].Name, err)
+		}
+	}
+	return ts, nil
+}
+
+// CheckTypeSize checks that a tensor type (a sequence's or optional's element type
+// included) has no negative constant extent and that its constant extents and element
+// size multiply to a byte count within an int64 (tensor.CheckedSize), so that every
+// size, offset and stride computed from a static shape later fits. Symbolic extents
+// are checked when they are bound.
+func CheckTypeSize(t Type) error {
+	if t.Elem != nil {
+		return CheckTypeSize(*t.Elem)
+	}
+	if t.Kind != KindTensor || t.UnknownRank || !t.DType.Valid() {
+		return nil
+	}
+	ext := make([]int64, 0, len(t.Shape))
+	for _, d := range t.Shape {
+		if d.Overflowed() {
+			return fmt.Errorf("%w: an extent of %v overflows int64", tensor.ErrTooLarge, t)
+		}
+		if v, ok := d.Value(); ok {
+			ext = append(ext, v)
+		}
+	}
+	_, _, err := tensor.CheckedSize(t.DType, ext)
+	return err
 }

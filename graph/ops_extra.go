@@ -16,9 +16,9 @@ type NMSAttrs struct {
 
 // MaxUnpoolAttrs as in ONNX.
 type MaxUnpoolAttrs struct {
-	KernelShape []int64 `attr:"kernel_shape" required:"true"`
-	Pads        []int64 `attr:"pads"`
-	Strides     []int64 `attr:"strides"`
+	KernelShape []int64 `attr:"kernel_shape" required:"true" min:"1"`
+	Pads        []int64 `attr:"pads" min:"0"`
+	Strides     []int64 `attr:"strides" min:"1"`
 }
 
 // UniqueAttrs: Axis is AbsentInt when not given (flatten).

@@ -11,23 +11,23 @@ import (
 // ConvAttrs is shared by Conv, ConvInteger and QLinearConv.
 type ConvAttrs struct {
 	AutoPad     string  `attr:"auto_pad" default:"NOTSET"`
-	Dilations   []int64 `attr:"dilations"`
-	Group       int64   `attr:"group" default:"1"`
-	KernelShape []int64 `attr:"kernel_shape"`
-	Pads        []int64 `attr:"pads"`
-	Strides     []int64 `attr:"strides"`
+	Dilations   []int64 `attr:"dilations" min:"1"`
+	Group       int64   `attr:"group" default:"1" min:"1"`
+	KernelShape []int64 `attr:"kernel_shape" min:"1"`
+	Pads        []int64 `attr:"pads" min:"0"`
+	Strides     []int64 `attr:"strides" min:"1"`
 }
 
 // ConvTransposeAttrs as in ONNX.
 type ConvTransposeAttrs struct {
 	AutoPad       string  `attr:"auto_pad" default:"NOTSET"`
-	Dilations     []int64 `attr:"dilations"`
-	Group         int64   `attr:"group" default:"1"`
-	KernelShape   []int64 `attr:"kernel_shape"`
-	OutputPadding []int64 `attr:"output_padding"`
-	OutputShape   []int64 `attr:"output_shape"`
-	Pads          []int64 `attr:"pads"`
-	Strides       []int64 `attr:"strides"`
+	Dilations     []int64 `attr:"dilations" min:"1"`
+	Group         int64   `attr:"group" default:"1" min:"1"`
+	KernelShape   []int64 `attr:"kernel_shape" min:"1"`
+	OutputPadding []int64 `attr:"output_padding" min:"0"`
+	OutputShape   []int64 `attr:"output_shape" min:"0"`
+	Pads          []int64 `attr:"pads" min:"0"`
+	Strides       []int64 `attr:"strides" min:"1"`
 }
 
 // PoolAttrs is shared by MaxPool, AveragePool and LpPool.
@@ -35,12 +35,12 @@ type PoolAttrs struct {
 	AutoPad         string  `attr:"auto_pad" default:"NOTSET"`
 	CeilMode        int64   `attr:"ceil_mode"`
 	CountIncludePad int64   `attr:"count_include_pad"`
-	Dilations       []int64 `attr:"dilations"`
-	KernelShape     []int64 `attr:"kernel_shape" required:"true"`
+	Dilations       []int64 `attr:"dilations" min:"1"`
+	KernelShape     []int64 `attr:"kernel_shape" required:"true" min:"1"`
 	P               int64   `attr:"p" default:"2"`
-	Pads            []int64 `attr:"pads"`
+	Pads            []int64 `attr:"pads" min:"0"`
 	StorageOrder    int64   `attr:"storage_order"`
-	Strides         []int64 `attr:"strides"`
+	Strides         []int64 `attr:"strides" min:"1"`
 }
 
 // LpAttrs is for GlobalLpPool.
@@ -107,6 +107,21 @@ func convOut(ic *InferCtx, in Dim, k, stride, dil, padSum int64, ceil bool, auto
 	return ic.Fresh()
 }
 
+// checkGroups checks a grouped convolution's channels where they are static: the
+// input has group times the weight's input channels, and the output channels divide
+// into the groups.
+func checkGroups(n *Node, inC, wC, outC Dim, group int64) error {
+	c, ok1 := inC.Value()
+	wc, ok2 := wC.Value()
+	if ok1 && ok2 && c != wc*group {
+		return Inferf(n, "the input has %d channels; the weight takes %d per group, %d groups", c, wc, group)
+	}
+	if m, ok := outC.Value(); ok && m%group != 0 {
+		return Inferf(n, "%d output channels do not divide into %d groups", m, group)
+	}
+	return nil
+}
+
 // AttrOr returns v[i], or def when v is shorter (absent per-axis attributes).
 func AttrOr(v []int64, i int, def int64) int64 {
 	if i < len(v) {
@@ -137,10 +152,16 @@ func inferConv(outDT tensor.DType) InferFunc {
 		}
 		a := n.Attrs.(*ConvAttrs)
 		sp := len(x.Shape) - 2
+		if err := checkGroups(n, x.Shape[1], w.Shape[1], w.Shape[0], a.Group); err != nil {
+			return nil, err
+		}
 		out := []Dim{x.Shape[0], w.Shape[0]}
 		for i := 0; i < sp; i++ {
 			k, ok := w.Shape[2+i].Value()
 			if len(a.KernelShape) > i {
+				if ok && k != a.KernelShape[i] {
+					return nil, Inferf(n, "kernel_shape %v does not match the weight %v", a.KernelShape, w)
+				}
 				k, ok = a.KernelShape[i], true
 			}
 			if !ok {
@@ -171,6 +192,11 @@ func inferConvTranspose(ic *InferCtx, n *Node) ([]Type, error) {
 	}
 	a := n.Attrs.(*ConvTransposeAttrs)
 	sp := len(x.Shape) - 2
+	c, ok1 := x.Shape[1].Value()
+	wc, ok2 := w.Shape[0].Value()
+	if (ok1 && ok2 && c != wc) || (ok2 && wc%a.Group != 0) {
+		return nil, Inferf(n, "input %v and weight %v do not fit %d groups", x, w, a.Group)
+	}
 	out := []Dim{x.Shape[0], w.Shape[1].Scale(max(a.Group, 1))}
 	for i := 0; i < sp; i++ {
 		if len(a.OutputShape) == sp {
@@ -179,6 +205,9 @@ func inferConvTranspose(ic *InferCtx, n *Node) ([]Type, error) {
 		}
 		k, ok := w.Shape[2+i].Value()
 		if len(a.KernelShape) > i {
+			if ok && k != a.KernelShape[i] {
+				return nil, Inferf(n, "kernel_shape %v does not match the weight %v", a.KernelShape, w)
+			}
 			k, ok = a.KernelShape[i], true
 		}
 		in, okIn := x.Shape[2+i].Value()

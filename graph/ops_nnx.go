@@ -37,7 +37,7 @@ type LRNAttrs struct {
 	Alpha float32 `attr:"alpha" default:"0.0001"`
 	Beta  float32 `attr:"beta" default:"0.75"`
 	Bias  float32 `attr:"bias" default:"1"`
-	Size  int64   `attr:"size" required:"true"`
+	Size  int64   `attr:"size" required:"true" min:"1"`
 }
 
 // MVNAttrs as in ONNX.

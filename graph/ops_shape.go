@@ -80,13 +80,13 @@ type FlattenAttrs struct {
 
 // DepthToSpaceAttrs as in ONNX (Mode is ignored by SpaceToDepth).
 type DepthToSpaceAttrs struct {
-	BlockSize int64  `attr:"blocksize" required:"true"`
+	BlockSize int64  `attr:"blocksize" required:"true" min:"1"`
 	Mode      string `attr:"mode" default:"DCR"`
 }
 
 // SpaceToDepthAttrs as in ONNX.
 type SpaceToDepthAttrs struct {
-	BlockSize int64 `attr:"blocksize" required:"true"`
+	BlockSize int64 `attr:"blocksize" required:"true" min:"1"`
 }
 
 // OneHotAttrs as in ONNX.
@@ -381,10 +381,10 @@ func sliceExtent(ic *InferCtx, d Dim, start, end, step int64) Dim {
 	if v, ok := d.Value(); ok {
 		s, e := clampSlice(start, end, step, v)
 		if step > 0 && e > s {
-			return Const((e - s + step - 1) / step)
+			return Const((e-s-1)/step + 1) // e-s+step-1 could overflow
 		}
 		if step < 0 && s > e {
-			return Const((s - e - step - 1) / -step)
+			return Const((s-e-1)/-max(step, -math.MaxInt64) + 1)
 		}
 		return Const(0)
 	}
@@ -508,8 +508,13 @@ func inferSlice(ic *InferCtx, n *Node) ([]Type, error) {
 	t := TensorType(x.DType, out...)
 	if x.Known != nil && len(out) == 1 && len(axes) == 1 {
 		s, e := clampSlice(starts[0], ends[0], steps[0], int64(len(x.Known)))
-		for i := s; (steps[0] > 0 && i < e) || (steps[0] < 0 && i > e); i += steps[0] {
+		for i := s; (steps[0] > 0 && i < e) || (steps[0] < 0 && i > e); {
 			t.Known = append(t.Known, x.Known[i])
+			next, ok := tensor.SignedAdd(i, steps[0])
+			if !ok { // a step past every extent
+				break
+			}
+			i = next
 		}
 		if t.Known == nil {
 			t.Known = []Dim{}

@@ -11,8 +11,9 @@ var ErrVerify = errors.New("graph verification failed")
 
 // Verify checks the structural invariants of a module: every value is defined exactly once
 // before it is used (in its own Func or an enclosing one), nodes have supported ops with
-// input/output counts and attribute structs that match the op table, outputs point back to
-// their node, types are well-formed, and subgraphs name their parent.
+// input/output counts and attribute structs that match the op table and attribute values
+// within their fields' minimums, outputs point back to their node, types are well-formed
+// (with a byte count that fits an int64), and subgraphs name their parent.
 func Verify(m *Module) error {
 	if m == nil || m.Main == nil {
 		return fmt.Errorf("%w: module has no main function", ErrVerify)
@@ -91,6 +92,9 @@ func verifyFunc(f *Func, outer *scope) error {
 		case info.Attrs != nil && (n.Attrs == nil || reflect.TypeOf(n.Attrs) != reflect.PointerTo(info.Attrs)):
 			return errf("node %v: attributes are %T, want *%v", n, n.Attrs, info.Attrs)
 		}
+		if err := CheckAttrs(n); err != nil {
+			return errf("%v", err)
+		}
 		for i, in := range n.Inputs {
 			if in != nil && !sc.has(in) {
 				return errf("node %v: input %d (%s) is used before it is defined", n, i, valueName(in))
@@ -134,6 +138,9 @@ func checkType(t Type) error {
 			if v, ok := d.Value(); ok && v < 0 {
 				return fmt.Errorf("negative extent %d", v)
 			}
+		}
+		if err := CheckTypeSize(t); err != nil {
+			return err
 		}
 		if err := CheckBlock(t, t.Block); err != nil {
 			return err

@@ -50,7 +50,12 @@
 // element 0 of an input that is empty at run time: devices give every buffer storage);
 // the static path is unchanged.
 //
+// Indices read from data (Gather, GatherElements; a constant index along a symbolic
+// axis too) go through te.CheckedIndex: ONNX's range [-n, n), negative values counting
+// from the end; one outside it fails the kernel with its value (the VM reports an input
+// error naming the node) and reads a clamped index meanwhile.
+//
 // Invariants: definitions are pure functions of their input tensors and attributes;
-// symbolic extents stay symbolic; padding reads go through guarded Selects, never out of
-// bounds.
+// symbolic extents stay symbolic; padding reads go through guarded Selects, and indices
+// from data through te.CheckedIndex, never out of bounds.
 package kernels

@@ -9,8 +9,9 @@ import (
 
 // Data-movement (injective) ops: every output element is one input element (or a fill
 // value) chosen by index arithmetic. Reads are in bounds by construction: an index that
-// comes from data (Gather) is wrapped and clamped, and each branch of a Select (both are
-// evaluated) reads at a clamped index.
+// comes from data (Gather, GatherElements) goes through te.CheckedIndex (one outside
+// [-n, n) fails the kernel, and is clamped meanwhile), and each branch of a Select (both
+// are evaluated) reads at a clamped index.
 
 // injectiveComputes: data movement ops (transpose, gather, slice, concat, split, ...).
 func injectiveComputes() map[graph.Op]ComputeFunc {
@@ -58,22 +59,6 @@ func injTyped(f ComputeFunc) ComputeFunc {
 // injClamp limits an index expression to [0, n-1] (n > 0).
 func injClamp(x, n loopir.Expr) loopir.Expr {
 	return loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, x, sub(n, i64(1))), i64(0))
-}
-
-// injIndex turns an element of an integer index tensor into an in-bounds int64 index
-// along an axis of extent n: negative values count from the end (ONNX), and what is
-// still out of range is clamped, so that the read never leaves the buffer.
-func injIndex(v, n loopir.Expr) loopir.Expr {
-	if v.DType() != tensor.Int64 {
-		v = te.Cast(tensor.Int64, v)
-	}
-	// wrap then clamp, in one Select: a negative v only needs the lower bound after
-	// wrapping, a non-negative one only the upper bound (this keeps the expression small)
-	hi := loopir.Bin(loopir.Min, v, sub(n, i64(1)))
-	if _, static := n.(*loopir.IntImm); !static {
-		hi = loopir.Bin(loopir.Max, hi, i64(0)) // an axis empty at run time
-	}
-	return te.Select(loopir.Bin(loopir.LT, v, i64(0)), loopir.Bin(loopir.Max, add(v, n), i64(0)), hi)
 }
 
 // injEmpty reports a static zero extent among the tensor's extents.
@@ -132,8 +117,8 @@ func computeTranspose(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 
 // computeGather reads x along axis at the positions held by the indices tensor:
 // out[pre, j..., post] = x[pre, ind[j...], post]. A constant scalar index becomes a
-// literal (wrapped and clamped at run time along a symbolic axis); other indices are
-// read at run time, wrapped and clamped.
+// literal (checked at run time along a symbolic axis); other indices are read and
+// checked at run time (te.CheckedIndex: one outside [-n, n) fails the kernel).
 func computeGather(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x, ind := in[0].T, in[1].T
 	if !ind.DT.IsInt() {
@@ -162,10 +147,8 @@ func computeGather(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 				return nil, Unsupported("Gather index %d out of range for extent %d", in[1].Const.Int64s()[0], dc.V)
 			}
 			fixed = i64(v)
-		case v >= 0: // a symbolic axis: clamped at run time, as a run-time index is
-			fixed = loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, i64(v), sub(d, i64(1))), i64(0))
-		default:
-			fixed = loopir.Bin(loopir.Max, add(i64(v), d), i64(0))
+		default: // a symbolic axis: checked at run time, as a run-time index is
+			fixed = te.CheckedIndex(i64(v), d)
 		}
 	}
 	out := injCopy("gather", x, shape, func(i []loopir.Expr) []loopir.Expr {
@@ -174,7 +157,7 @@ func computeGather(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		if fixed != nil {
 			src = append(src, fixed)
 		} else {
-			src = append(src, injIndex(ind.At(i[axis:axis+q]...), d))
+			src = append(src, te.CheckedIndex(ind.At(i[axis:axis+q]...), d))
 		}
 		return append(src, i[axis+q:]...)
 	})
@@ -213,7 +196,7 @@ func computeGatherElements(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	}
 	out := injCopy("gather_elements", x, ind.Shape, func(i []loopir.Expr) []loopir.Expr {
 		src := append([]loopir.Expr{}, i...)
-		src[axis] = injIndex(ind.At(i...), x.Shape[axis])
+		src[axis] = te.CheckedIndex(ind.At(i...), x.Shape[axis])
 		return src
 	})
 	return []*te.Tensor{out}, nil

@@ -4,8 +4,9 @@
 // statement), Stores, IfThenElse, Allocate and IntrinCalls of declared tensor intrinsics
 // (TensorIntrin: a description PrimFunc plus per-dialect code, see package intrin).
 // Expressions are immutable trees over Vars, immediates, arithmetic, comparisons,
-// Select, Cast, math intrinsic Calls, buffer Loads and element Addresses (intrinsic
-// arguments). Buffers are row-major unless they carry explicit Strides; loops may carry
+// Select, Cast, math intrinsic Calls, the IndexCheck of an index read from data (an
+// error the kernel reports, with a clamped value), buffer Loads and element Addresses
+// (intrinsic arguments). Buffers are row-major unless they carry explicit Strides; loops may carry
 // Annotations for passes and dialects.
 //
 // Symbolic extents are Vars listed in PrimFunc.Dims: at run time their values arrive in

@@ -2,6 +2,7 @@ package loopir
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -77,7 +78,7 @@ type Cast struct {
 	X  Expr
 }
 
-// Intrinsic names a math function.
+// Intrinsic names a math function, or IndexCheck.
 type Intrinsic uint8
 
 const (
@@ -95,9 +96,14 @@ const (
 	Round
 	Sin
 	Cos
+	// IndexCheck(v, n) is an index read from data for an axis of extent n, with ONNX's
+	// meaning: v in [-n, n) selects v mod n. Outside that range the kernel reports an
+	// error once it has finished (the dialect's way: a status code) and the expression is
+	// a clamped index, so the read it feeds stays in bounds. Both operands are int64.
+	IndexCheck
 )
 
-var intrinsicNames = [...]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil", "round", "sin", "cos"}
+var intrinsicNames = [...]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil", "round", "sin", "cos", "index_check"}
 
 func (i Intrinsic) String() string { return intrinsicNames[i] }
 
@@ -178,15 +184,18 @@ func Bin(op BinOp, a, b Expr) Expr {
 }
 
 func foldInt(op BinOp, a, b int64) (int64, bool) {
-	switch op {
+	switch op { // an overflow is not folded: the expression stays as it is
 	case Add:
-		return a + b, true
+		return tensor.SignedAdd(a, b)
 	case Sub:
-		return a - b, true
+		if b == math.MinInt64 {
+			return 0, false
+		}
+		return tensor.SignedAdd(a, -b)
 	case Mul:
-		return a * b, true
+		return tensor.SignedMul(a, b)
 	case Div:
-		if b == 0 {
+		if b == 0 || (a == math.MinInt64 && b == -1) {
 			return 0, false
 		}
 		q := a / b

@@ -248,7 +248,7 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 	if generic {
 		inputs = map[string][]int64{} // no shapes: the symbolic dims stay free
 	}
-	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: ctx,
+	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: ctx, Limits: svc.opts.Limits,
 		Progress: func(p compiler.Progress) {
 			m.mu.Lock()
 			if p.Total > 0 {
@@ -277,7 +277,7 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 		}
 		return nil, fmt.Errorf("%w: model %q: %v", ErrUnavailable, m.name, err)
 	}
-	machine, err := vm.Load(c.Exe, []devices.Device{svc.opts.CPU}, vm.StdBuiltins())
+	machine, err := vm.LoadWith(c.Exe, []devices.Device{svc.opts.CPU}, vm.StdBuiltins(), vm.Options{Limits: svc.opts.Limits})
 	if err != nil {
 		if first {
 			m.setState(StateUnavailable, err.Error())

@@ -16,6 +16,7 @@ import (
 	"github.com/kilnrt/kiln/compilecache"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/vm"
 )
 
 // Options configure a Service.
@@ -48,6 +49,10 @@ type Options struct {
 	// Compiles is how many models compile at once (0: one per core), so that one slow
 	// model does not hold back every other model's first request.
 	Compiles int
+	// Limits bound one request's memory (zero fields: vm.DefaultLimits, from the
+	// cgroup's memory limit): a model whose static plan exceeds them does not load, and
+	// a request that would exceed them is refused (ErrInvalid) before it runs.
+	Limits vm.Limits
 }
 
 // Spec is what the server does with a model, derived from its configuration.

@@ -4,7 +4,8 @@
 // Prod) range over reduction axes, and pair reductions (ArgMax, ArgMin) compute a best
 // value and its first index in one block. Select, Cast and math intrinsics (Exp, Log,
 // Tanh, Erf, Sqrt, Rsqrt, Sigmoid, Pow, Abs, Floor, Ceil, Round) build element
-// expressions. Lower turns a set of outputs into a loopir.PrimFunc: a
+// expressions; CheckedIndex reads an index from data with ONNX's range [-n, n), failing
+// the kernel outside it (loopir.IndexCheck). Lower turns a set of outputs into a loopir.PrimFunc: a
 // naive loop nest with one Block per computation, which schedules then transform.
 //
 // Extents may be symbolic (Dim vars); they become the kernel's runtime dims.

@@ -112,6 +112,16 @@ func Floor(x loopir.Expr) loopir.Expr { return &loopir.Call{Fn: loopir.Floor, Ar
 func Ceil(x loopir.Expr) loopir.Expr  { return &loopir.Call{Fn: loopir.Ceil, Args: []loopir.Expr{x}} }
 func Round(x loopir.Expr) loopir.Expr { return &loopir.Call{Fn: loopir.Round, Args: []loopir.Expr{x}} }
 
+// CheckedIndex is the index v (an element read from data) along an axis of extent n,
+// negative values counting from the end; one outside [-n, n) makes the kernel fail
+// (loopir.IndexCheck) and reads a clamped index meanwhile.
+func CheckedIndex(v, n loopir.Expr) loopir.Expr {
+	if v.DType() != tensor.Int64 {
+		v = Cast(tensor.Int64, v)
+	}
+	return &loopir.Call{Fn: loopir.IndexCheck, Args: []loopir.Expr{v, n}}
+}
+
 // Cast converts x to another element type.
 func Cast(to tensor.DType, x loopir.Expr) loopir.Expr { return &loopir.Cast{To: to, X: x} }
 

@@ -2,7 +2,6 @@ package tensor
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -20,22 +19,12 @@ func (s Shape) NumElements() int {
 }
 
 // CheckedNumElements is NumElements for untrusted shapes: it rejects negative extents and
-// products that overflow or exceed limit elements (limit <= 0 means no limit).
+// products that overflow (CheckedSize) or exceed limit elements (limit <= 0 means no
+// limit).
 func (s Shape) CheckedNumElements(limit int64) (int64, error) {
-	n := int64(1)
-	for _, d := range s {
-		if d < 0 {
-			return 0, fmt.Errorf("%w: negative extent in %v", ErrShape, s)
-		}
-		if d != 0 && n > math.MaxInt64/int64(d) {
-			return 0, fmt.Errorf("%w: %v overflows", ErrTooLarge, s)
-		}
-		n *= int64(d)
-	}
-	for _, d := range s {
-		if d == 0 {
-			return 0, nil
-		}
+	n, _, err := CheckedSize(Undefined, s)
+	if err != nil {
+		return 0, err
 	}
 	if limit > 0 && n > limit {
 		return 0, fmt.Errorf("%w: %v has %d elements, limit %d", ErrTooLarge, s, n, limit)

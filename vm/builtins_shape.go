@@ -112,24 +112,41 @@ func shapeAtMost(args []*tensor.Tensor) (*tensor.Tensor, error) {
 }
 
 // shapeEval runs a shape program (EncodeShapeProgram). A malformed program is an error,
-// as is an element outside [0, 2^40] (a shape no request should produce).
+// as is an element outside [-2^40, 2^40] (a shape no request should produce).
 func shapeEval(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	dt, shape, out, err := runShapeProgram(BuiltinShapeEval, args, maxExtent)
+	if err != nil {
+		return nil, err
+	}
+	t := tensor.MustFromSlice(shape, out)
+	if dt != tensor.Int64 {
+		t = t.Cast(dt)
+	}
+	return t, nil
+}
+
+// runShapeProgram evaluates the program args[0] over the integer scalars args[1:] with
+// checked arithmetic; an element outside [-bound, bound] is an error wrapping ErrInput.
+func runShapeProgram(name string, args []*tensor.Tensor, bound int64) (tensor.DType, tensor.Shape, []int64, error) {
+	fail := func(format string, a ...any) (tensor.DType, tensor.Shape, []int64, error) {
+		return 0, nil, nil, fmt.Errorf(format, a...)
+	}
 	if len(args) == 0 || args[0] == nil || args[0].DType != tensor.Int64 || len(args[0].Shape) != 1 {
-		return nil, fmt.Errorf("%s: no program", BuiltinShapeEval)
+		return fail("%s: no program", name)
 	}
 	p := args[0].Int64s()
 	syms := make([]int64, len(args)-1)
 	for i := range syms {
-		v, err := int64Scalar(BuiltinShapeEval, args, i+1)
+		v, err := int64Scalar(name, args, i+1)
 		if err != nil {
-			return nil, err
+			return fail("%w", err)
 		}
 		syms[i] = v
 	}
 	pos := 0
 	next := func() (int64, error) {
 		if pos >= len(p) {
-			return 0, fmt.Errorf("%s: truncated program", BuiltinShapeEval)
+			return 0, fmt.Errorf("%s: truncated program", name)
 		}
 		pos++
 		return p[pos-1], nil
@@ -137,60 +154,59 @@ func shapeEval(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	dtv, _ := next()
 	rank, err := next()
 	if err != nil || rank < 0 || rank > 8 || !tensor.DType(dtv).IsInt() {
-		return nil, fmt.Errorf("%s: bad program header", BuiltinShapeEval)
+		return fail("%s: bad program header", name)
 	}
 	shape := make(tensor.Shape, rank)
 	n := int64(1)
 	for i := range shape {
 		d, err := next()
 		if err != nil || d < 0 || d > 1<<20 {
-			return nil, fmt.Errorf("%s: bad result shape", BuiltinShapeEval)
+			return fail("%s: bad result shape", name)
 		}
-		shape[i], n = int(d), n*d
-	}
-	if n > 1<<20 {
-		return nil, fmt.Errorf("%s: bad result shape", BuiltinShapeEval)
+		if shape[i], n = int(d), n*d; n > 1<<20 { // both factors are at most 2^20
+			return fail("%s: bad result shape", name)
+		}
 	}
 	out := make([]int64, n)
 	for i := range out {
 		c, err := next()
 		if err != nil {
-			return nil, err
+			return fail("%w", err)
 		}
 		nt, err := next()
 		if err != nil || nt < 0 {
-			return nil, fmt.Errorf("%s: bad term count", BuiltinShapeEval)
+			return fail("%s: bad term count", name)
 		}
-		v := c
+		v, ok := c, true
 		for range nt {
 			coef, err := next()
 			if err != nil {
-				return nil, err
+				return fail("%w", err)
 			}
 			ns, err := next()
 			if err != nil || ns < 0 {
-				return nil, fmt.Errorf("%s: bad symbol count", BuiltinShapeEval)
+				return fail("%s: bad symbol count", name)
 			}
 			for range ns {
 				s, err := next()
 				if err != nil || s < 0 || s >= int64(len(syms)) {
-					return nil, fmt.Errorf("%s: symbol %d of %d", BuiltinShapeEval, s, len(syms))
+					return fail("%s: symbol %d of %d", name, s, len(syms))
 				}
-				coef *= syms[s]
+				if coef, ok = tensor.SignedMul(coef, syms[s]); !ok {
+					return fail("%w: %w: a computed extent overflows int64 (dims %v)", ErrInput, tensor.ErrTooLarge, syms)
+				}
 			}
-			v += coef
+			if v, ok = tensor.SignedAdd(v, coef); !ok {
+				return fail("%w: %w: a computed extent overflows int64 (dims %v)", ErrInput, tensor.ErrTooLarge, syms)
+			}
 		}
-		if v < -maxExtent || v > maxExtent {
-			return nil, fmt.Errorf("%w: a computed extent %d is out of range", ErrInput, v)
+		if v < -bound || v > bound {
+			return fail("%w: a computed extent %d is out of range", ErrInput, v)
 		}
 		out[i] = v
 	}
 	if pos != len(p) {
-		return nil, fmt.Errorf("%s: %d trailing program words", BuiltinShapeEval, len(p)-pos)
+		return fail("%s: %d trailing program words", name, len(p)-pos)
 	}
-	t := tensor.MustFromSlice(shape, out)
-	if dt := tensor.DType(dtv); dt != tensor.Int64 {
-		t = t.Cast(dt)
-	}
-	return t, nil
+	return tensor.DType(dtv), shape, out, nil
 }

@@ -27,15 +27,35 @@
 // larger blocks, and Reserve plans against a known upper bound. MemoryStats reports
 // bytes held, in use and free, device allocations, hits, misses and splits.
 // StdBuiltins holds the scalar bookkeeping of compiled loops.
+//
+// Sizes and limits: every byte count, offset and extent computed from an executable or
+// a request is checked (tensor.CheckedSize and friends; shape programs evaluate with
+// checked arithmetic), so none wraps around. Limits (LoadWith's Options; zero fields
+// from DefaultLimits: a quarter of SystemMemory for one tensor, half of it for one
+// call, SystemMemory being the cgroup's memory limit or else the physical memory) bound
+// each call: Load refuses a static plan or a static tensor above them, mem.plan
+// (BuiltinMemPlan, which the compiler puts after the prologue that binds the symbols)
+// refuses a call whose run-time sized tensors would exceed them before anything runs,
+// and every allocation of a call (inputs, arena, storages) and every builtin result is
+// counted against them while it runs; a refusal wraps ErrMemoryLimit, and ErrInput
+// when the request's shapes cause it, and names the tensor and node (the compiler puts
+// them in the instructions' Str) with the bytes asked, the limit and how to raise it.
+// Kernel launches are checked: each kernel table entry describes what the kernel may
+// touch through each argument (KernelArg: elements as an Extent over its runtime dims),
+// and every launch compares it with the tensor passed (per launch, not per element);
+// runtime dims must not be negative. A kernel that reports an index out of range
+// (devices.KernelError, KernelIndexOutOfRange) fails the call with an ErrInput naming
+// the node and the index.
 // RunProfiled times each kernel (kiln bench --profile). Symbolic shapes: the shape
 // builtins (builtins_shape.go) read symbols from input shapes (shape.dim), check that
 // inputs agree on them (shape.expect, ErrInput) and evaluate polynomial extents and byte
 // counts (shape.eval); AllocStorage takes a run-time byte count from a register and
 // AllocTensorReg a run-time shape. Not present yet: background specialization (#6).
 //
-// Binary format (FormatVersion 3, see HeaderSize): a fixed header (magic, version, the
+// Binary format (FormatVersion 4, see HeaderSize): a fixed header (magic, version, the
 // CRC-32C and length of the metadata payload, the offset and length of the data section
-// and its CRC-32C), the metadata payload (functions, the constant table, kernel table,
+// and its CRC-32C), the metadata payload (functions, the constant table, kernel table
+// with each argument's element type and extent program,
 // binaries, builtins, signature; each constant is an element type, a shape and the
 // offset and length of its bytes in the data section), zero padding to a DataAlign
 // (64-byte) boundary, then the data section: every constant's raw little-endian bytes,
@@ -52,7 +72,7 @@
 // uploaded.
 //
 // Invariants: decoding untrusted bytes returns an error wrapping ErrFormat or ErrVersion
-// (any other format version, 2 included, is ErrVersion: a cache miss), never panics, and
+// (any other format version, 2 and 3 included, is ErrVersion: a cache miss), never panics, and
 // never allocates more than the input can describe; both checksums are verified; the
 // constants' byte ranges follow the canonical layout (in order, aligned, zero padding,
 // no overlap, inside the data section), so a decoded executable re-encodes to the same

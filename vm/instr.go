@@ -73,13 +73,17 @@ type Function struct {
 }
 
 // KernelInfo is one entry of the kernel table: the entry point Name in Binaries[Binary],
-// its argument count (inputs then outputs) and the names of its runtime dims in order.
+// its argument count (inputs then outputs), the names of its runtime dims in order and
+// the extent of each argument.
 type KernelInfo struct {
 	Name    string
 	Binary  int
 	Inputs  int
 	Outputs int
 	Dims    []string
+	// Args describes each argument (inputs, then outputs): the elements the kernel may
+	// touch, over Dims. Every launch checks its tensors against them.
+	Args []KernelArg
 }
 
 // Binary is a device binary (a shared object for the CPU, PTX/cubin or an OpenCL program

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,9 +86,18 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 				return 0, nil, err
 			}
 		}
-		out, err := c.m.builtins[in.Imm](args)
+		var out *tensor.Tensor
+		var err error
+		if int(in.Imm) == c.m.memPlanAt {
+			out, err = c.memPlan(in, args)
+		} else {
+			out, err = c.m.builtins[in.Imm](args)
+		}
 		if err != nil {
 			return 0, nil, fmt.Errorf("builtin %s: %w", c.m.exe.Builtins[in.Imm], err)
+		}
+		if b := int64(out.Len()) * int64(out.DType.Size()); b > c.m.limits.TensorBytes {
+			return 0, nil, fmt.Errorf("%w: %w", ErrInput, c.m.limits.TensorError("the result of builtin "+c.m.exe.Builtins[in.Imm], b))
 		}
 		return set(&Host{T: out})
 	case AllocStorage:
@@ -101,13 +111,17 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 			if err != nil || h.Len() != 1 || !h.DType.IsInt() {
 				return 0, nil, fmt.Errorf("alloc_storage: register %d does not hold a byte count", in.Args[0])
 			}
-			if b := h.Int64s()[0]; b < 0 || b > maxExtent {
+			b := h.Int64s()[0]
+			if b < 0 {
 				return 0, nil, fmt.Errorf("alloc_storage: %d bytes", b)
-			} else {
-				n = max(n+b, PlanAlign)
 			}
+			total, err := tensor.CheckedAdd(n, b)
+			if err != nil {
+				return 0, nil, fmt.Errorf("%w: %s: %w", ErrInput, what(in), err)
+			}
+			n = max(total, PlanAlign)
 		}
-		s, err := c.alloc(in.Device, n)
+		s, err := c.alloc(in.Device, n, what(in))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -131,11 +145,17 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 				return 0, nil, err
 			}
 		}
-		t := &Tensor{Storage: s, Offset: in.Imm, DType: in.DType, Shape: shape}
-		if n, err := tensorBytes(in.DType, shape); err != nil || in.Imm < 0 || in.Imm+n > s.Size {
-			return 0, nil, fmt.Errorf("a %v%v tensor at offset %d does not fit a %d-byte storage", in.DType, shape, in.Imm, s.Size)
+		n, err := tensor.CheckedBytes(in.DType, shape)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: %s: %w", ErrInput, what(in), err)
 		}
-		return set(t)
+		if n > c.m.limits.TensorBytes {
+			return 0, nil, fmt.Errorf("%w: %w", ErrInput, c.m.limits.TensorError(what(in), n))
+		}
+		if end, err := tensor.CheckedAdd(in.Imm, n); err != nil || end > s.Size {
+			return 0, nil, fmt.Errorf("%s: a %v%v tensor at offset %d does not fit a %d-byte storage", what(in), in.DType, shape, in.Imm, s.Size)
+		}
+		return set(&Tensor{Storage: s, Offset: in.Imm, DType: in.DType, Shape: shape})
 	case LoadConst:
 		return set(c.m.consts[in.Imm])
 	case LoadConstInt:
@@ -185,7 +205,7 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		if err != nil {
 			return 0, nil, err
 		}
-		if n, err := tensorBytes(t.DType, shape); err != nil || n != t.Bytes() {
+		if n, err := tensor.CheckedBytes(t.DType, shape); err != nil || n != t.Bytes() {
 			return 0, nil, fmt.Errorf("cannot view %v as %v", t.Shape, shape)
 		}
 		return set(&Tensor{Storage: t.Storage, Offset: t.Offset, DType: t.DType, Shape: shape})
@@ -201,7 +221,7 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		if in.Device < 0 || in.Device >= len(c.m.devs) {
 			return 0, nil, fmt.Errorf("device %d of %d", in.Device, len(c.m.devs))
 		}
-		t, err := c.m.upload(in.Device, h, &c.storages)
+		t, err := c.upload(in.Device, h, "a copy to the device")
 		if err != nil {
 			return 0, nil, err
 		}
@@ -271,17 +291,43 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		if err != nil || h.Len() != 1 {
 			return fmt.Errorf("kernel %s dim %s: register %d is not a scalar", k.Name, k.Dims[i], r)
 		}
-		dims[i] = h.Int64s()[0]
+		if dims[i] = h.Int64s()[0]; dims[i] < 0 {
+			return fmt.Errorf("%w: %s: kernel %s dim %s is %d", ErrInput, what(in), k.Name, k.Dims[i], dims[i])
+		}
+	}
+	// every tensor must hold what the kernel may touch through it
+	for i, r := range in.Args {
+		need := c.m.argBytes[in.Imm][i]
+		if need < 0 {
+			var err error
+			if need, err = k.Args[i].bytes(dims); err != nil {
+				return fmt.Errorf("%w: %s: kernel %s argument %d: %w", ErrInput, what(in), k.Name, i, err)
+			}
+		}
+		if have := regs[r].(*Tensor).Bytes(); need > have {
+			return fmt.Errorf("%s: kernel %s argument %d may touch %d bytes, its tensor (%v%v) holds %d", what(in), k.Name, i, need, regs[r].(*Tensor).DType, regs[r].(*Tensor).Shape, have)
+		}
 	}
 	if c.prof == nil {
-		return c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
+		return kernelError(in, c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims))
 	}
 	start := time.Now()
 	err := c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
 	kt := &c.prof.Kernels[in.Imm]
 	kt.Launches++
 	kt.Total += time.Since(start)
-	return err
+	return kernelError(in, err)
+}
+
+// kernelError turns a kernel's report of bad data (an index out of range) into an
+// ErrInput error naming the node (the instruction's Str); other errors pass through.
+func kernelError(in *Instr, err error) error {
+	var ke *devices.KernelError
+	if err == nil || !errors.As(err, &ke) || ke.Code != devices.KernelIndexOutOfRange {
+		return err
+	}
+	n := ke.Detail[1]
+	return fmt.Errorf("%w: %s: index %d is out of range [%d, %d)", ErrInput, what(in), ke.Detail[0], -n, n)
 }
 
 // shapeValue reads a shape from a 1-D integer host value.
@@ -296,17 +342,11 @@ func (c *call) shapeValue(v Value) ([]int64, error) {
 	return h.Int64s(), nil
 }
 
-func tensorBytes(dt tensor.DType, shape []int64) (int64, error) {
-	s := make(tensor.Shape, len(shape))
-	for i, d := range shape {
-		if d < 0 || d > 1<<40 {
-			return 0, fmt.Errorf("extent %d", d)
-		}
-		s[i] = int(d)
+// what describes an instruction's tensor or storage for errors: the value and node the
+// compiler recorded in Str, else the instruction.
+func what(in *Instr) string {
+	if in.Str != "" {
+		return in.Str
 	}
-	n, err := s.CheckedNumElements(0)
-	if err != nil {
-		return 0, err
-	}
-	return n * int64(dt.Size()), nil
+	return in.Op.String()
 }

@@ -31,7 +31,7 @@ func constProgram(dev *cpu.Device, bin []byte, kernel string, n int64) *vm.Execu
 			{Op: vm.Ret, Args: []vm.Reg{2}},
 		}}},
 		Constants: []*tensor.Tensor{tensor.MustFromSlice(tensor.Shape{int(n)}, c)},
-		Kernels:   []vm.KernelInfo{{Name: kernel, Binary: 0, Inputs: 2, Outputs: 1, Dims: []string{"n"}}},
+		Kernels:   []vm.KernelInfo{{Name: kernel, Binary: 0, Inputs: 2, Outputs: 1, Dims: []string{"n"}, Args: vaddArgs()}},
 		Binaries:  []vm.Binary{{Device: "cpu", Fingerprint: dev.Info().Fingerprint, Data: bin}},
 		Builtins:  []string{"first"},
 	}

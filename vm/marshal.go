@@ -18,7 +18,7 @@ var (
 
 // FormatVersion is bumped whenever the encoding or the meaning of an opcode changes.
 // Version 3 moved the constants' bytes out of the metadata into an aligned data section.
-const FormatVersion = 3
+const FormatVersion = 4
 
 var magic = [8]byte{'K', 'I', 'L', 'N', 'E', 'X', 'E', 0}
 

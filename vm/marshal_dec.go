@@ -94,6 +94,15 @@ func (x *Executable) decode(meta, data []byte, alias bool) error {
 		for j := 0; j < nd && d.err == nil; j++ {
 			k.Dims = append(k.Dims, d.str())
 		}
+		na := d.count("kernel arguments")
+		for j := 0; j < na && d.err == nil; j++ {
+			a := KernelArg{DType: tensor.DType(d.count("dtype"))}
+			nw := d.count("extent words")
+			for w := 0; w < nw && d.err == nil; w++ {
+				a.Elements = append(a.Elements, d.int())
+			}
+			k.Args = append(k.Args, a)
+		}
 		y.Kernels = append(y.Kernels, k)
 	}
 	nb := d.count("binaries")

@@ -69,6 +69,14 @@ func (x *Executable) encode() ([]byte, error) {
 		for _, d := range k.Dims {
 			p.str(d)
 		}
+		p.uint(uint64(len(k.Args)))
+		for _, a := range k.Args {
+			p.uint(uint64(a.DType))
+			p.uint(uint64(len(a.Elements)))
+			for _, w := range a.Elements {
+				p.int(w)
+			}
+		}
 	}
 	p.uint(uint64(len(x.Binaries)))
 	for _, b := range x.Binaries {

@@ -38,7 +38,7 @@ func sample() *Executable {
 			{Name: "unreachable", Params: 0, Regs: 0, Code: []Instr{{Op: Fatal, Str: "no such shape"}}},
 		},
 		Constants: []*tensor.Tensor{c},
-		Kernels:   []KernelInfo{{Name: "add", Binary: 0, Inputs: 2, Outputs: 1, Dims: []string{"n"}}},
+		Kernels:   []KernelInfo{{Name: "add", Binary: 0, Inputs: 2, Outputs: 1, Dims: []string{"n"}, Args: []KernelArg{{tensor.Float32, Extent{ExtDim, 0}}, {tensor.Float32, Extent{ExtDim, 0}}, {tensor.Float32, Extent{ExtDim, 0}}}}},
 		Binaries:  []Binary{{Device: "cpu", Fingerprint: "cpu amd64 +avx2", Data: []byte("\x7fELF...")}},
 		Builtins:  []string{"decrement"},
 	}

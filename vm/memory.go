@@ -102,13 +102,41 @@ func (c *call) view(t *Tensor) (devices.Buffer, error) {
 	return sl.Slice(s.Buf, t.Offset, t.Bytes())
 }
 
-func (c *call) alloc(d int, n int64) (*Storage, error) {
+// alloc takes a storage of n bytes for the call, within its RequestBytes limit (what
+// names the storage in the refusal, which wraps ErrInput and ErrMemoryLimit).
+func (c *call) alloc(d int, n int64, what string) (*Storage, error) {
+	if err := c.reserve(n, what); err != nil {
+		return nil, err
+	}
 	s, err := c.m.allocStorage(d, n)
 	if err != nil {
 		return nil, err
 	}
 	c.storages = append(c.storages, s)
+	c.held += n
 	return s, nil
+}
+
+// reserve checks that the call may hold n more bytes.
+func (c *call) reserve(n int64, what string) error {
+	if held, err := tensor.CheckedAdd(c.held, n); err != nil || held > c.m.limits.RequestBytes {
+		return fmt.Errorf("%w: %w", ErrInput, c.m.limits.RequestError(what, c.held+n))
+	}
+	return nil
+}
+
+// upload copies a host tensor to device d for the call, within its RequestBytes limit.
+func (c *call) upload(d int, t *tensor.Tensor, what string) (*Tensor, error) {
+	n := int64(t.Len()) * int64(t.DType.Size())
+	if err := c.reserve(n, what); err != nil {
+		return nil, err
+	}
+	u, err := c.m.upload(d, t, &c.storages)
+	if err != nil {
+		return nil, err
+	}
+	c.held += u.Storage.Size
+	return u, nil
 }
 
 // allocStorage takes a storage of n bytes on device d from the pool (a free block, or a

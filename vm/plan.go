@@ -2,7 +2,10 @@ package vm
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // Interval is one tensor of a statically shaped region: Size bytes, written first at
@@ -26,12 +29,24 @@ const PlanAlign = 64
 // PlanMemory is the static memory plan: tensors whose lifetimes overlap get disjoint
 // byte ranges; the others may share. Largest tensors are placed first, each in the
 // tightest gap left between the tensors already placed that are live at the same time
-// (best fit), or above them all.
-func PlanMemory(iv []Interval) Plan {
+// (best fit), or above them all. Sizes are checked: a negative one, or a sum of the
+// aligned sizes that does not fit an int64, is an error wrapping tensor.ErrTooLarge or
+// tensor.ErrShape (every offset and the arena are below that sum).
+func PlanMemory(iv []Interval) (Plan, error) {
 	p := Plan{Offsets: make([]int64, len(iv))}
 	order := make([]int, len(iv))
 	for i := range order {
 		order[i] = i
+	}
+	var total int64
+	for i, t := range iv {
+		if t.Size < 0 || t.Size > maxPlanned {
+			return Plan{}, fmt.Errorf("%w: planned tensor %d has %d bytes", tensor.ErrTooLarge, i, t.Size)
+		}
+		var err error
+		if total, err = tensor.CheckedAdd(total, (max(t.Size, 1)+PlanAlign-1)/PlanAlign*PlanAlign); err != nil {
+			return Plan{}, fmt.Errorf("the planned tensors' bytes: %w", err)
+		}
 	}
 	size := func(i int) int64 { return (max(iv[i].Size, 1) + PlanAlign - 1) / PlanAlign * PlanAlign }
 	slices.SortStableFunc(order, func(a, b int) int {
@@ -66,5 +81,8 @@ func PlanMemory(iv []Interval) Plan {
 		p.Size = max(p.Size, best+need)
 		placed = append(placed, i)
 	}
-	return p
+	return p, nil
 }
+
+// maxPlanned bounds one planned tensor so that aligning its size cannot overflow.
+const maxPlanned = int64(1)<<62 - 1

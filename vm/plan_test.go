@@ -9,7 +9,10 @@ import (
 // written needs only two live tensors at a time.
 func TestPlanMemoryChain(t *testing.T) {
 	iv := []Interval{{Size: 1000, Start: 0, End: 1}, {Size: 1000, Start: 1, End: 2}, {Size: 1000, Start: 2, End: 3}, {Size: 1000, Start: 3, End: 4}}
-	p := PlanMemory(iv)
+	p, err := PlanMemory(iv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if p.Size != 2*1024 || p.Sum != 4*1024 {
 		t.Fatalf("arena %d, sum %d; want 2048 and 4096", p.Size, p.Sum)
 	}
@@ -28,7 +31,10 @@ func TestPlanMemoryRandom(t *testing.T) {
 			s := r.IntN(50)
 			iv[i] = Interval{Size: int64(1 + r.IntN(5000)), Start: s, End: s + r.IntN(10)}
 		}
-		p := PlanMemory(iv)
+		p, err := PlanMemory(iv)
+		if err != nil {
+			t.Fatal(err)
+		}
 		checkPlan(t, iv, p)
 		peak := int64(0)
 		for at := 0; at < 60; at++ {

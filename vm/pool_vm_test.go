@@ -35,7 +35,7 @@ func varyingProgram(dev *cpu.Device, bin []byte, kernel string) *vm.Executable {
 			{Op: vm.InvokeKernel, Args: []vm.Reg{0, 1, 6}, In: 2, Dims: []vm.Reg{3}}, // 8
 			{Op: vm.Ret, Args: []vm.Reg{6}},                                          // 9
 		}}},
-		Kernels:  []vm.KernelInfo{{Name: kernel, Binary: 0, Inputs: 2, Outputs: 1, Dims: []string{"n"}}},
+		Kernels:  []vm.KernelInfo{{Name: kernel, Binary: 0, Inputs: 2, Outputs: 1, Dims: []string{"n"}, Args: vaddArgs()}},
 		Binaries: []vm.Binary{{Device: "cpu", Fingerprint: dev.Info().Fingerprint, Data: bin}},
 		Builtins: []string{"first", "large"},
 	}

@@ -1,6 +1,10 @@
 package vm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/tensor"
+)
 
 // Verify checks every reference inside the executable: registers within their frame,
 // jumps within their function, and function, constant, kernel, binary and builtin indices
@@ -19,6 +23,17 @@ func (x *Executable) Verify() error {
 		}
 		if k.Inputs < 0 || k.Outputs < 0 {
 			return fmt.Errorf("%w: kernel %d (%s) has a negative argument count", ErrFormat, i, k.Name)
+		}
+		if len(k.Args) != k.Inputs+k.Outputs {
+			return fmt.Errorf("%w: kernel %d (%s) describes %d arguments of %d", ErrFormat, i, k.Name, len(k.Args), k.Inputs+k.Outputs)
+		}
+		for j, a := range k.Args {
+			if !a.DType.Valid() {
+				return fmt.Errorf("%w: kernel %d (%s) argument %d has element type %d", ErrFormat, i, k.Name, j, a.DType)
+			}
+			if _, err := a.Elements.check(len(k.Dims)); err != nil {
+				return fmt.Errorf("%w: kernel %d (%s) argument %d: %v", ErrFormat, i, k.Name, j, err)
+			}
 		}
 	}
 	if len(x.Inputs) != 0 && len(x.Inputs) != x.Functions[x.Entry].Params {
@@ -105,9 +120,9 @@ func (x *Executable) verifyInstr(f Function, pc int, in Instr) error {
 		if err = args(want); err == nil && !in.DType.Valid() {
 			err = fmt.Errorf("element type %d", in.DType)
 		}
-		for _, d := range in.Shape {
-			if d < 0 && err == nil {
-				err = fmt.Errorf("negative extent in %v", in.Shape)
+		if err == nil {
+			if _, berr := tensor.CheckedBytes(in.DType, in.Shape); berr != nil {
+				err = fmt.Errorf("%s: %v", what(&in), berr)
 			}
 		}
 	case LoadConst:

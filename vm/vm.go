@@ -34,22 +34,45 @@ type VM struct {
 	modules  []devices.Module
 	storages []*Storage // the constants' storage
 	pool     *pool      // best-fit allocator of storages, keeping finished calls' memory
+	limits   Limits     // resolved: every field set
+	// memPlanAt is the index of BuiltinMemPlan in the executable's builtins (-1: none)
+	memPlanAt int
+	// argBytes holds each kernel argument's bytes when they do not depend on the dims
+	// (-1 when they do), by kernel
+	argBytes [][]int64
 }
 
-// Load verifies the executable, loads each binary on the first device of its kind, looks
-// up every kernel, resolves builtins by name in table and binds the constants on
+// Options configure LoadWith.
+type Options struct {
+	// Limits bound one call's memory (zero fields: DefaultLimits).
+	Limits Limits
+}
+
+// Load is LoadWith with default Options.
+func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM, error) {
+	return LoadWith(exe, devs, table, Options{})
+}
+
+// LoadWith verifies the executable, checks its static memory against opts.Limits (a
+// planned tensor or arena over them is an error wrapping ErrMemoryLimit), loads each
+// binary on the first device of its kind, looks up every kernel, resolves builtins by
+// name in table (the memory builtins are the VM's own) and binds the constants on
 // devs[0]: in place (devices.HostMapper, no copy) when the executable's constants alias
 // their backing memory (Mapped) and the device can read host memory, else by upload.
 // Kernels may read constants, never write them (launch refuses a constant as an output).
 // Close releases all of it.
-func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM, error) {
+func LoadWith(exe *Executable, devs []devices.Device, table map[string]Builtin, opts Options) (*VM, error) {
 	if err := exe.Verify(); err != nil {
 		return nil, err
 	}
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("%w: no device", ErrRun)
 	}
-	m := &VM{exe: exe, devs: devs, pool: newPool(devs)}
+	limits := opts.Limits.Resolved()
+	if err := exe.checkStatic(limits); err != nil {
+		return nil, err
+	}
+	m := &VM{exe: exe, devs: devs, pool: newPool(devs), limits: limits, memPlanAt: -1}
 	fail := func(err error) (*VM, error) { m.Close(); return nil, err }
 	binDev := make([]int, len(exe.Binaries))
 	for i, b := range exe.Binaries {
@@ -79,8 +102,18 @@ func Load(exe *Executable, devs []devices.Device, table map[string]Builtin) (*VM
 			return fail(err)
 		}
 		m.kernels = append(m.kernels, kern)
+		ab := make([]int64, len(k.Args))
+		for i, a := range k.Args {
+			ab[i] = a.constBytes()
+		}
+		m.argBytes = append(m.argBytes, ab)
 	}
-	for _, name := range exe.Builtins {
+	for i, name := range exe.Builtins {
+		if name == BuiltinMemPlan { // the VM's own: it reads the call's memory
+			m.memPlanAt = i
+			m.builtins = append(m.builtins, nil)
+			continue
+		}
 		b, ok := table[name]
 		if !ok {
 			return fail(fmt.Errorf("%w: builtin %q is not in this VM's table", ErrRun, name))
@@ -130,6 +163,7 @@ type call struct {
 	storages []*Storage
 	steps    int
 	prof     *Profile // nil unless profiling
+	held     int64    // bytes of the call's storages (checked against Limits.RequestBytes)
 }
 
 // Run invokes the entry function on host inputs and returns its result as host tensors
@@ -156,9 +190,13 @@ func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (o
 	defer c.free()
 	args := make([]Value, len(inputs))
 	for i, in := range inputs {
-		t, err := m.upload(0, in, &c.storages)
+		name := fmt.Sprintf("input %d", i)
+		if i < len(m.exe.Inputs) {
+			name = fmt.Sprintf("input %q", m.exe.Inputs[i].Name)
+		}
+		t, err := c.upload(0, in, name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: input %d: %v", ErrRun, i, err)
+			return nil, fmt.Errorf("%w: input %d: %w", ErrRun, i, err)
 		}
 		args[i] = t
 	}
@@ -197,6 +235,7 @@ func (c *call) release(s *Storage) {
 			last := len(c.storages) - 1
 			c.storages[i] = c.storages[last]
 			c.storages = c.storages[:last]
+			c.held -= s.Size
 			c.m.pool.put(s)
 			return
 		}

@@ -69,7 +69,7 @@ func loopProgram(dev *cpu.Device, bin []byte, kernel string, n int64) *vm.Execut
 			{Op: vm.AllocTuple, Dst: 9, Args: []vm.Reg{3, 8}},                                          // 12
 			{Op: vm.Ret, Args: []vm.Reg{9}},                                                            // 13
 		}}},
-		Kernels:  []vm.KernelInfo{{Name: kernel, Binary: 0, Inputs: 2, Outputs: 1, Dims: []string{"n"}}},
+		Kernels:  []vm.KernelInfo{{Name: kernel, Binary: 0, Inputs: 2, Outputs: 1, Dims: []string{"n"}, Args: vaddArgs()}},
 		Binaries: []vm.Binary{{Device: "cpu", Fingerprint: dev.Info().Fingerprint, Data: bin}},
 		Builtins: []string{"positive", "decrement", "first"},
 	}
@@ -231,4 +231,10 @@ func TestRunFailuresAreErrors(t *testing.T) {
 	if _, err := vm.Load(x, []devices.Device{dev}, builtins()); !errors.Is(err, vm.ErrRun) {
 		t.Errorf("foreign binary: %v", err)
 	}
+}
+
+// vaddArgs describes addKernel's arguments: n float32s each.
+func vaddArgs() []vm.KernelArg {
+	a := vm.KernelArg{DType: tensor.Float32, Elements: vm.Extent{vm.ExtDim, 0}}
+	return []vm.KernelArg{a, a, a}
 }

@@ -92,7 +92,7 @@ type kernel struct {
 type launchArgs struct {
 	ptrs []unsafe.Pointer
 	dims []int64
-	ctx  [1]int64
+	ctx  [3]int64 // {num_threads, detail, detail}: see devices' calling convention
 }
 
 var launchPool = sync.Pool{New: func() any { return new(launchArgs) }}
@@ -178,13 +178,13 @@ func (d *Device) Launch(k devices.Kernel, _ devices.Geometry, bufs []devices.Buf
 		a.ptrs[i] = unsafe.Pointer(&cb.mem[0])
 	}
 	a.dims = append(append(a.dims[:0], dims...), 0)
-	a.ctx[0] = d.threads // the kernel context: {num_threads}
+	a.ctx = [3]int64{d.threads, 0, 0} // the kernel context: {num_threads, detail words}
 	// a direct foreign call (purego.RegisterFunc's reflect-built wrapper allocated
 	// on every call); the arrays are heap objects that stay alive through it
 	r1, _, _ := purego.SyscallN(kk.sym, uintptr(unsafe.Pointer(&a.ptrs[0])), uintptr(unsafe.Pointer(&a.dims[0])), uintptr(unsafe.Pointer(&a.ctx[0])))
 	clear(a.ptrs) // hold no buffer past the launch
 	if rc := int32(r1); rc != 0 {
-		return fmt.Errorf("%w: kernel %q returned %d", devices.ErrLaunch, kk.name, rc)
+		return &devices.KernelError{Kernel: kk.name, Code: rc, Detail: [2]int64{a.ctx[1], a.ctx[2]}}
 	}
 	return nil
 }

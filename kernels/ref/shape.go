@@ -237,9 +237,9 @@ func shapeSlice(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		s, e := sliceClamp(starts[i], ends[i], steps[i], d)
 		cnt := int64(0)
 		if steps[i] > 0 && e > s {
-			cnt = (e - s + steps[i] - 1) / steps[i]
+			cnt = (e-s-1)/steps[i] + 1 // e-s+step-1 could overflow
 		} else if steps[i] < 0 && s > e {
-			cnt = (s - e - steps[i] - 1) / -steps[i]
+			cnt = (s-e-1)/-max(steps[i], -math.MaxInt64) + 1
 		}
 		begin[ax], step[ax], out[ax] = int(s), int(steps[i]), int(cnt)
 	}

@@ -1,0 +1,60 @@
+package compiler
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// kernelArgs describes what a lowered kernel may touch through each parameter (its
+// elements over the runtime dims), for the VM's check of every launch.
+func kernelArgs(f *loopir.PrimFunc) ([]vm.KernelArg, error) {
+	dims := map[*loopir.Var]int64{}
+	for i, d := range f.Dims {
+		dims[d] = int64(i)
+	}
+	args := make([]vm.KernelArg, len(f.Params))
+	for i, p := range f.Params {
+		ext, err := extentProgram(p.Elements(), dims)
+		if err != nil {
+			return nil, fmt.Errorf("BUG: kernel parameter %s has extent %s: %w", p.Name, loopir.ExprString(p.Elements()), err)
+		}
+		args[i] = vm.KernelArg{DType: p.DT, Elements: ext}
+	}
+	return args, nil
+}
+
+var extentOps = map[loopir.BinOp]int64{
+	loopir.Add: vm.ExtAdd, loopir.Sub: vm.ExtSub, loopir.Mul: vm.ExtMul, loopir.Div: vm.ExtDiv,
+	loopir.Mod: vm.ExtMod, loopir.Min: vm.ExtMin, loopir.Max: vm.ExtMax,
+}
+
+// extentProgram encodes an integer expression over the dims as a vm.Extent.
+func extentProgram(x loopir.Expr, dims map[*loopir.Var]int64) (vm.Extent, error) {
+	switch x := x.(type) {
+	case *loopir.IntImm:
+		return vm.ConstExtent(x.V), nil
+	case *loopir.Var:
+		i, ok := dims[x]
+		if !ok {
+			return nil, fmt.Errorf("%s is not a runtime dim", x.Name)
+		}
+		return vm.Extent{vm.ExtDim, i}, nil
+	case *loopir.Binary:
+		op, ok := extentOps[x.Op]
+		if !ok {
+			return nil, fmt.Errorf("operation %v", x.Op)
+		}
+		a, err := extentProgram(x.A, dims)
+		if err != nil {
+			return nil, err
+		}
+		b, err := extentProgram(x.B, dims)
+		if err != nil {
+			return nil, err
+		}
+		return append(append(a, b...), op), nil
+	}
+	return nil, fmt.Errorf("expression %s", loopir.ExprString(x))
+}

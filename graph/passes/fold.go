@@ -39,6 +39,9 @@ func FoldConstants(ctx *Context, m *graph.Module) error {
 func foldFunc(ctx *Context, ic *graph.InferCtx, f *graph.Func, limit int64) error {
 	kept := f.Nodes[:0:0]
 	for _, n := range f.Nodes {
+		if err := ctx.stopped(); err != nil {
+			return fmt.Errorf("at %v: %w", n, err)
+		}
 		refine(ic, n)
 		outs, err := foldNode(ctx, n, limit)
 		if err != nil {
@@ -95,10 +98,18 @@ func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error
 		return nil, nil
 	}
 	cap := max(limit, inElems)
+	outElems := int64(0)
 	for _, o := range n.Outputs {
-		if s, ok := o.Type.ConstShape(); ok && int64(s.NumElements()) > cap {
+		s, ok := o.Type.ConstShape()
+		if ok && int64(s.NumElements()) > cap {
 			return nil, nil
 		}
+		if ok {
+			outElems += int64(s.NumElements())
+		}
+	}
+	if foldWork(n, in, inElems, outElems) > float64(ctx.foldWork()) {
+		return nil, nil // it runs as a kernel instead, like any other node
 	}
 	outs, err := ctx.Eval(n, in)
 	if err != nil {
@@ -116,6 +127,59 @@ func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error
 		}
 	}
 	return outs[:len(n.Outputs)], nil
+}
+
+// defaultFoldWork is Context.FoldWork's default: about a second of the reference
+// evaluator's multiply-adds.
+const defaultFoldWork = 1 << 28
+
+func (ctx *Context) foldWork() int64 {
+	if ctx.FoldWork > 0 {
+		return ctx.FoldWork
+	}
+	return defaultFoldWork
+}
+
+// foldWork estimates the operations evaluating n on in takes: a product's output times
+// its reduction length, a convolution's output (or a transposed one's input) times the
+// weights per output channel, the elements read and written for ops whose pattern is
+// at most a reduction, and the input times the output elements for the rest (opaque
+// ops, windows, recurrences: a bound, not an estimate).
+func foldWork(n *graph.Node, in []*tensor.Tensor, inElems, outElems int64) float64 {
+	arg := func(i int) *tensor.Tensor {
+		if i < len(in) {
+			return in[i]
+		}
+		return nil
+	}
+	out, all := float64(outElems), float64(inElems+outElems)
+	a, w := arg(0), arg(1)
+	switch n.Op {
+	case graph.OpMatMul, graph.OpMatMulInteger, graph.OpQLinearMatMul:
+		if a != nil && len(a.Shape) > 0 {
+			return out * float64(a.Shape[len(a.Shape)-1])
+		}
+	case graph.OpGemm:
+		if at, _ := n.Attrs.(*graph.GemmAttrs); a != nil && len(a.Shape) == 2 && at != nil {
+			return out * float64(a.Shape[1-min(max(at.TransA, 0), 1)])
+		}
+	case graph.OpConv, graph.OpConvInteger:
+		if w != nil && len(w.Shape) > 0 && w.Shape[0] > 0 {
+			return out * float64(w.Len()/w.Shape[0])
+		}
+	case graph.OpQLinearConv:
+		if w := arg(3); w != nil && len(w.Shape) > 0 && w.Shape[0] > 0 {
+			return out * float64(w.Len()/w.Shape[0])
+		}
+	case graph.OpConvTranspose:
+		if a != nil && w != nil && len(w.Shape) > 0 && w.Shape[0] > 0 {
+			return float64(a.Len()) * float64(w.Len()/w.Shape[0])
+		}
+	}
+	if info := n.Op.Info(); info != nil && info.Pattern <= graph.CommReduce {
+		return all
+	}
+	return max(float64(inElems), 1) * max(out, 1)
 }
 
 // foldShape folds Shape (with start/end) and Size of a statically shaped input from its
@@ -204,7 +268,7 @@ func knownValue(n *graph.Node) []*tensor.Tensor {
 		return nil
 	}
 	t := n.Outputs[0].Type
-	if graph.CheckShapeExpr(t) != nil {
+	if !intTensor(t) || graph.CheckShapeExpr(t) != nil {
 		return nil
 	}
 	v, ok := graph.EvalKnown(t, nil)
@@ -217,8 +281,14 @@ func knownValue(n *graph.Node) []*tensor.Tensor {
 // shapeExpr returns the value type of a single-output node whose integer result is a
 // known expression over symbols.
 func shapeExpr(n *graph.Node) (graph.Type, bool) {
-	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 {
+	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 || !intTensor(n.Outputs[0].Type) {
 		return graph.Type{}, false
 	}
 	return graph.ShapeExprOf(n.Outputs[0].Type)
+}
+
+// intTensor is the cheap half of graph.CheckShapeExpr, which builds an error for every
+// other type: only ranked integer tensors can have a known value.
+func intTensor(t graph.Type) bool {
+	return t.Kind == graph.KindTensor && !t.UnknownRank && t.DType.IsInt()
 }

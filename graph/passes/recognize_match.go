@@ -63,7 +63,7 @@ func (st *matchState) isSquareOf(sq *graph.Node, d *graph.Value) bool {
 // affine returns y's only reader when it is op(y, p) or op(p, y) with p a constant of x's
 // dtype and shape [last], and p; nil when there is none.
 func (st *matchState) affine(y *graph.Value, op graph.Op, x *graph.Value, last int64) (*graph.Node, *graph.Value) {
-	if !st.single(y) || len(st.readers[y]) != 1 {
+	if !st.single(y) || len(st.liveReaders(y)) != 1 {
 		return nil, nil
 	}
 	n := st.readers[y][0]

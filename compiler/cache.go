@@ -177,6 +177,9 @@ func BuildCached(j *compilecache.Journal, src Source, t target.Target, opts Opti
 }
 
 func buildSource(src Source, t target.Target, opts Options) (*Result, error) {
+	if opts.Name == "" {
+		opts.Name = src.Name
+	}
 	m, err := src.Load()
 	if err != nil {
 		return nil, err

@@ -32,6 +32,17 @@
 //     lifetimes, views sharing their base's lifetime, values read inside a loop kept
 //     alive to its end). Tensors allocated inside control flow get their own storage.
 //
+// Bounds (limits.go): before any work the graph is checked against Options.Limits
+// (nodes, inputs per node, inputs in all, subgraph nesting; the defaults are ten times
+// the largest real models), and an excess is an error wrapping ErrTooLarge. The graph
+// passes are O(n log n) (graph/passes), so what a compile costs grows with the kernels it
+// builds. Options.Timeout bounds the whole compile and Options.Context cancels it; both
+// are checked before each stage, between graph passes and between the nodes
+// fold-constants evaluates, between the nodes lowered, and the C compilers of the build
+// stage run under the context (killed when it ends). The error wraps ErrCompile and the
+// context's cause (ErrTimeout with context.DeadlineExceeded, or context.Canceled) and
+// names the model (Options.Name), the stage and, while lowering, the node.
+//
 // Through the journal (BuildCached, cache.go): the executable is looked up under a key of
 // content (the model's digest with its external data, the input shapes, the canonical
 // options, Identity(), the target and device fingerprints, the C compiler and flags, the

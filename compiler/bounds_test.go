@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -167,6 +168,66 @@ func TestCancelStopsCompileInEachStage(t *testing.T) {
 		t.Logf("%s: stopped %v after the cancel: %v", stage, took.Round(time.Millisecond), err)
 		if took > 10*time.Second {
 			t.Fatalf("%s: the compile went on %v after the cancel", stage, took)
+		}
+	}
+}
+
+// TestChainsThatReadTheirInputTwiceCompileAndMatch: fused chains whose ops read their
+// input more than once (x·x, HardSwish; after a convolution too) would inline into an
+// expression of 2^30 nodes; the inlining stops at a bounded copy, the compile takes
+// seconds and the results match the reference.
+func TestChainsThatReadTheirInputTwiceCompileAndMatch(t *testing.T) {
+	const n = 30
+	build := func(conv bool, step func(b *graph.Builder, y *graph.Value) (*graph.Value, error)) *graph.Module {
+		b := graph.NewBuilder("main")
+		var y *graph.Value
+		var err error
+		if conv {
+			x := b.Param("x", graph.TensorType(tensor.Float32, graph.Const(1), graph.Const(16), graph.Const(6), graph.Const(6)))
+			w := b.Const("w", tensor.MustFromSlice(tensor.Shape{16, 16, 3, 3}, kerneltest.Random(3, 16*16*9)))
+			if y, err = b.Op1(graph.OpConv, nil, x, w); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			y = b.Param("x", graph.TensorType(tensor.Float32, graph.Const(64)))
+		}
+		for i := 0; i < n; i++ {
+			if y, err = step(b, y); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := b.Module(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	square := func(b *graph.Builder, y *graph.Value) (*graph.Value, error) { return b.Op1(graph.OpMul, nil, y, y) }
+	hardSwish := func(b *graph.Builder, y *graph.Value) (*graph.Value, error) { return b.Op1(graph.OpHardSwish, nil, y) }
+	cases := []struct {
+		name string
+		m    *graph.Module
+		in   *tensor.Tensor
+	}{
+		{"x·x", build(false, square), f32(5, 64)},
+		{"HardSwish", build(false, hardSwish), f32(6, 64)},
+		{"Conv then HardSwish", build(true, hardSwish), f32(7, 1, 16, 6, 6)},
+	}
+	for _, c := range cases {
+		start := time.Now()
+		var res *Result
+		done := make(chan struct{})
+		go func() {
+			defer close(done) // also when checkCompiled fails the test
+			res = checkCompiled(t, c.m, map[string]*tensor.Tensor{"x": c.in})
+		}()
+		select {
+		case <-done:
+			if res != nil {
+				t.Logf("%s ×%d: %d kernels, compiled and checked in %v", c.name, n, res.Stats.Kernels, time.Since(start).Round(time.Millisecond))
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("%s ×%d: not compiled in two minutes", c.name, n)
 		}
 	}
 }

@@ -231,3 +231,47 @@ func TestChainsThatReadTheirInputTwiceCompileAndMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestChainOf300kNodesCompiles: the whole compile of a 300k-node chain. fuse-ops cuts it
+// into 1172 groups of equal structure; each distinct structure is lowered once (two
+// here: the full groups and the last one), so lowering and building cost what two
+// kernels cost, and the graph passes dominate.
+func TestChainOf300kNodesCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large graph: run without -short")
+	}
+	dev := openCPU(t)
+	const n = 300_000
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Const(4)))
+	y := x
+	var err error
+	for i := 0; i < n; i++ {
+		if y, err = b.Op1(graph.OpAdd, nil, y, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := b.Module(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var res *Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = Build(m, target.Host(), Options{Name: "chain", CPU: dev})
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a 300k-node chain did not compile in two minutes")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d-node chain compiled in %v: stages %v", n, time.Since(start).Round(time.Millisecond), res.Stats.Stages)
+	if res.Stats.Kernels != 2 || res.Stats.Launches != (n+255)/256 {
+		t.Fatalf("%d kernels and %d launches, want 2 and %d", res.Stats.Kernels, res.Stats.Launches, (n+255)/256)
+	}
+}

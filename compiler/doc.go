@@ -14,7 +14,8 @@
 //  2. lower — every node that computes becomes a kernel through the target's strategy
 //     table (kernels/cpu.Strategies): compute definition, schedule, loopir passes, C.
 //     Kernels are deduplicated by their generated code, so repeated layers compile
-//     once. Unless Options.NoFusion, an anchor (conv, matmul, gemm or an elementwise
+//     once, and before that by their structure (kernelkey.go: ops, attributes, types
+//     and constants of the group), so repeated layers are lowered once too. Unless Options.NoFusion, an anchor (conv, matmul, gemm or an elementwise
 //     op) and the elementwise nodes after it that only it feeds are lowered as one
 //     kernel (fuse.go: the epilogue half of #5's FuseOps). Constant inputs a strategy wants in another layout are repacked here, once.
 //     View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) become zero-copy

@@ -19,12 +19,17 @@ import (
 
 const hangLimit = 60 * time.Second
 
-// finishes runs work and fails the test when it has not returned within hangLimit.
-func finishes(t *testing.T, what string, work func() error) {
+// large skips a test of large graphs under -short.
+func large(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("large graphs: run without -short")
 	}
+}
+
+// finishes runs work and fails the test when it has not returned within hangLimit.
+func finishes(t *testing.T, what string, work func() error) {
+	t.Helper()
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- work() }()
@@ -83,6 +88,7 @@ func wideSums(t *testing.T, k int) *graph.Module {
 }
 
 func TestCSEMergesSumsOfTwoMillionInputs(t *testing.T) {
+	large(t)
 	m := wideSums(t, 2_000_000)
 	ctx := &passes.Context{}
 	finishes(t, "cse + dce on two 2M-input Sums", func() error {
@@ -94,6 +100,7 @@ func TestCSEMergesSumsOfTwoMillionInputs(t *testing.T) {
 }
 
 func TestO3PipelineOnTwoMillionInputSum(t *testing.T) {
+	large(t)
 	m := wideSums(t, 2_000_000)
 	finishes(t, "O3 on two 2M-input Sums", func() error {
 		return passes.Level(3).Run(&passes.Context{Eval: evalNode}, m)
@@ -120,6 +127,7 @@ func chain(t *testing.T, n int, op graph.Op) *graph.Module {
 }
 
 func TestO3PipelineOnChainOf300kNodes(t *testing.T) {
+	large(t)
 	for _, op := range []graph.Op{graph.OpRelu, graph.OpAdd} {
 		m := chain(t, 300_000, op)
 		finishes(t, "O3 on a chain of 300k "+op.String(), func() error {
@@ -133,6 +141,7 @@ func TestO3PipelineOnChainOf300kNodes(t *testing.T) {
 }
 
 func TestSimplifyBypassesChainOf300kIdentities(t *testing.T) {
+	large(t)
 	b := graph.NewBuilder("main")
 	x := b.Param("x", f32(4))
 	op1 := must[*graph.Value](t)
@@ -164,6 +173,7 @@ func deadChain(t *testing.T, n int) *graph.Module {
 }
 
 func TestDCERemovesDeadChainOf300kNodes(t *testing.T) {
+	large(t)
 	m := deadChain(t, 300_000)
 	finishes(t, "dce on a dead chain of 300k nodes", func() error {
 		return passes.DCE(&passes.Context{}, m)
@@ -174,6 +184,7 @@ func TestDCERemovesDeadChainOf300kNodes(t *testing.T) {
 }
 
 func TestRecognizeSkipsDeadChainOf300kNodes(t *testing.T) {
+	large(t)
 	m := deadChain(t, 300_000)
 	finishes(t, "recognize on a dead chain of 300k nodes", func() error {
 		return passes.Recognize(&passes.Context{}, m)
@@ -183,6 +194,7 @@ func TestRecognizeSkipsDeadChainOf300kNodes(t *testing.T) {
 // TestRecognizeManyGelusOfOneValue: 50k erf-form GELUs of the same x. Each rewrite
 // forgets pattern nodes that read x, whose reader list holds 100k entries.
 func TestRecognizeManyGelusOfOneValue(t *testing.T) {
+	large(t)
 	const k = 50_000
 	b := graph.NewBuilder("main")
 	x := b.Param("x", f32(4))
@@ -210,6 +222,7 @@ func TestRecognizeManyGelusOfOneValue(t *testing.T) {
 // TestFuseWithArgumentLimitOnChainOf300kNodes: with MaxArgs set, every fusion
 // attempt counts the group's arguments from its own members.
 func TestFuseWithArgumentLimitOnChainOf300kNodes(t *testing.T) {
+	large(t)
 	m := chain(t, 300_000, graph.OpAdd)
 	ctx := &passes.Context{Fuse: passes.FuseLimits{MaxArgs: 8}}
 	finishes(t, "fuse-ops (MaxArgs 8) on a chain of 300k Add", func() error {

@@ -3,6 +3,7 @@ package passes_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -323,4 +324,45 @@ func TestCancelledContextStopsFoldingInsideThePass(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || calls != 1 {
 		t.Fatalf("got %v after %d evaluations, want context.Canceled after 1", err, calls)
 	}
+}
+
+// nestedGrowingLoops nests depth Loops, each body doubling its carried value with a
+// Concat after running the next Loop: every Loop's body changes its carried type.
+func nestedGrowingLoops(t *testing.T, depth int) *graph.Module {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", f32(1))
+	trip := b.Const("trip", tensor.Scalar(int64(2)))
+	yes := b.Const("yes", tensor.Scalar(true))
+	op1 := must[*graph.Value](t)
+	var level func(b *graph.Builder, h *graph.Value, d int) *graph.Value
+	level = func(b *graph.Builder, h *graph.Value, d int) *graph.Value {
+		if d == depth {
+			return h
+		}
+		body := b.Sub("body")
+		body.Param("i", graph.TensorType(tensor.Int64))
+		c := body.Param("c", graph.TensorType(tensor.Bool))
+		hp := body.Param("h", graph.TensorType(tensor.Float32, graph.Sym(fmt.Sprintf("n%d", d))))
+		inner := level(body, hp, d+1)
+		grown := op1(body.Op1(graph.OpConcat, &graph.AxisAttrs{Axis: 0}, inner, inner))
+		la := graph.OpLoop.NewAttrs().(*graph.LoopAttrs)
+		la.Body = body.Return(c, grown)
+		outs, err := b.Node(graph.OpLoop, la, 1, trip, yes, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs[0]
+	}
+	return must[*graph.Module](t)(b.Module(level(b, x, 0)))
+}
+
+// TestBindDimsOnDeeplyNestedLoops: 40 nested Loops whose bodies all change their
+// carried types. Retrying every Loop afresh inside each round of its enclosing Loop
+// doubled the work per level (2^40 rounds); remembering each Loop's choice makes it
+// polynomial.
+func TestBindDimsOnDeeplyNestedLoops(t *testing.T) {
+	m := nestedGrowingLoops(t, 40)
+	finishes(t, "bind-dims on 40 nested Loops", func() error {
+		return passes.BindDims(&passes.Context{}, m)
+	})
 }

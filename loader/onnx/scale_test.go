@@ -44,6 +44,9 @@ func chainModel(t *testing.T, n int) []byte {
 // graph pipeline on it is linear work, about seconds; a walk quadratic in nodes
 // anywhere on the way takes minutes, and the test fails after a minute.
 func TestChainOf300kNodesLoadsAndOptimizes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large model: run without -short")
+	}
 	const n = 300_000
 	b := chainModel(t, n)
 	done := make(chan error, 1)

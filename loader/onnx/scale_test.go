@@ -78,3 +78,75 @@ func TestChainOf300kNodesLoadsAndOptimizes(t *testing.T) {
 		t.Fatalf("%d nodes after O3, want %d fused groups", got, want)
 	}
 }
+
+// nestedModel nests depth Ifs (each in the then-branch of the one before); the innermost
+// branch is a chain of leaf Add nodes that read the main graph's input x, depth scopes
+// up, at every node.
+func nestedModel(t *testing.T, depth, leaf int) []byte {
+	t.Helper()
+	tensorType := func(name string, et onnxpb.TensorProto_DataType, dims ...int64) *onnxpb.ValueInfoProto {
+		var ds []*onnxpb.TensorShapeProto_Dimension
+		for _, d := range dims {
+			ds = append(ds, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
+		}
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(et)), Shape: &onnxpb.TensorShapeProto{Dim: ds}}}}}
+	}
+	graphAttr := onnxpb.AttributeProto_GRAPH
+	nodes := make([]*onnxpb.NodeProto, leaf)
+	prev := "x"
+	for i := range nodes {
+		out := "l" + strconv.Itoa(i)
+		nodes[i] = &onnxpb.NodeProto{OpType: proto.String("Add"), Input: []string{prev, "x"}, Output: []string{out}}
+		prev = out
+	}
+	g := &onnxpb.GraphProto{Name: proto.String("leaf"), Node: nodes, Output: []*onnxpb.ValueInfoProto{tensorType(prev, onnxpb.TensorProto_FLOAT, 4)}}
+	for d := 0; d < depth; d++ {
+		out := "o" + strconv.Itoa(d)
+		els := &onnxpb.GraphProto{Name: proto.String("else"), Output: []*onnxpb.ValueInfoProto{tensorType("x", onnxpb.TensorProto_FLOAT, 4)}}
+		g = &onnxpb.GraphProto{Name: proto.String("level"), Node: []*onnxpb.NodeProto{{OpType: proto.String("If"), Input: []string{"c"}, Output: []string{out},
+			Attribute: []*onnxpb.AttributeProto{{Name: proto.String("then_branch"), Type: &graphAttr, G: g}, {Name: proto.String("else_branch"), Type: &graphAttr, G: els}}}},
+			Output: []*onnxpb.ValueInfoProto{tensorType(out, onnxpb.TensorProto_FLOAT, 4)}}
+	}
+	g.Input = []*onnxpb.ValueInfoProto{tensorType("x", onnxpb.TensorProto_FLOAT, 4), tensorType("c", onnxpb.TensorProto_BOOL)}
+	b, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDeeplyNestedModelLoads: 300k nodes that each read a value defined 3000 scopes up
+// (about the nesting protobuf's recursion limit allows) load about as fast as when it
+// is defined 30 scopes up. A lookup through every enclosing scope, in the importer and
+// in graph.Verify, made the load time grow with the depth (ten times here).
+func TestDeeplyNestedModelLoads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large model: run without -short")
+	}
+	load := func(depth int) time.Duration {
+		b := nestedModel(t, depth, 300_000)
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() {
+			_, err := onnx.LoadBytes(b, "", onnx.Options{})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("a model nested %d deep did not load in a minute", depth)
+		}
+		took := time.Since(start)
+		t.Logf("%d nested subgraphs around 300k nodes (%d bytes): loaded in %v", depth, len(b), took.Round(time.Millisecond))
+		return took
+	}
+	shallow, deep := load(30), load(3000)
+	if deep > 4*shallow+time.Second {
+		t.Fatalf("nested 3000 deep the load took %v, against %v 30 deep", deep, shallow)
+	}
+}

@@ -92,6 +92,7 @@ func TestGraphBeyondLimitsIsRefusedBeforeCompiling(t *testing.T) {
 		{"inputs of a node", wide(65), Limits{MaxNodeInputs: 64}, "MaxNodeInputs"},
 		{"inputs in all", reluChain(t, 101), Limits{MaxInputs: 100}, "MaxInputs"},
 		{"nesting", nestedIfs(t, 5), Limits{MaxDepth: 4}, "MaxDepth"},
+		{"inputs of a node, default limits", wide(DefaultMaxNodeInputs + 1), Limits{}, "MaxNodeInputs"},
 		{"2M inputs of a node, default limits", wide(2_000_000), Limits{}, "MaxNodeInputs"},
 	}
 	for _, c := range cases {

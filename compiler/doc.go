@@ -34,7 +34,7 @@
 //     alive to its end). Tensors allocated inside control flow get their own storage.
 //
 // Bounds (limits.go): before any work the graph is checked against Options.Limits
-// (nodes, inputs per node, inputs in all, subgraph nesting; the defaults are ten times
+// (nodes, inputs per node, inputs in all, subgraph nesting; the defaults are well above
 // the largest real models), and an excess is an error wrapping ErrTooLarge. The graph
 // passes are O(n log n) (graph/passes), so what a compile costs grows with the kernels it
 // builds. Options.Timeout bounds the whole compile and Options.Context cancels it; both

@@ -16,11 +16,14 @@ var ErrTooLarge = errors.New("graph exceeds a compile limit")
 // before the compile ends.
 var ErrTimeout = errors.New("compile timeout")
 
-// The default Limits: ten times the largest real ONNX graphs (about 100k nodes; a
-// Concat of a few thousand inputs; control flow nested a few levels deep).
+// The default Limits: ten times the largest real ONNX graphs in nodes (about 100k) and
+// in nesting (control flow a few levels deep), and a few times the widest nodes (a
+// Concat of hundreds of inputs). A node's kernel grows with its inputs, and the C
+// compiler's time faster: a Concat of 1024 inputs takes it 5 s, one of 4096 about a
+// minute, so wider nodes are refused rather than left to the timeout.
 const (
 	DefaultMaxNodes      = 1 << 20
-	DefaultMaxNodeInputs = 1 << 16
+	DefaultMaxNodeInputs = 1 << 12
 	DefaultMaxInputs     = 1 << 23
 	DefaultMaxDepth      = 64
 )

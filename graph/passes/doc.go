@@ -48,22 +48,24 @@
 //   - annotate-scopes: every tensor gets a memory scope, global unless a Context.Scopes
 //     policy (OpenCL textures) says its producer and every reader take an RGBA texture.
 //
-// Not yet: shape arithmetic over symbolic dims stays as nodes (Type.Known carries the
-// symbolic values for inference; issue #6 turns them into run-time shape expressions),
-// and attention patterns beyond softmax and the additive mask are not recognized.
+// Attention patterns beyond softmax and the additive mask are not recognized.
 //
 // Cost: no pass is worse than O(n log n) in the nodes and inputs of the module, so that
 // no model file can hold the compiler for long (a 300k-node chain runs the O3 pipeline
-// in seconds, a node with 2M inputs likewise). The mechanisms: passes that bypass nodes
-// (simplify, cse) rewire each node as they visit it through a forwarding map instead of
-// rewriting every reader at each bypass; cse buckets nodes by a hash of their inputs;
-// dce and recognize find the live nodes in one backward walk; fuse-ops keeps one edge
-// per consumer, finds post-dominators by binary lifting, and stops each path walk at
-// MaxOps nodes (and a budget of edges); alter-layout remembers its answers per value;
-// new names come from a counter per base name. Folding is bounded by work as well as by
-// size: a node whose evaluation would take more than Context.FoldWork operations stays
-// a node. Context.Ctx stops a pipeline between passes and between the nodes that
-// fold-constants evaluates; a stopped pipeline leaves the module half rewritten.
+// in seconds, a node with 2M inputs likewise); bind-dims alone grows with the square of
+// the Loop nesting depth, which the compiler bounds. The mechanisms: passes that bypass
+// nodes (simplify, cse) rewire each node as they visit it through a forwarding map
+// instead of rewriting every reader at each bypass; cse buckets nodes by a hash of
+// their inputs; dce and recognize find the live nodes in one backward walk, and
+// recognize flattens no more of a product than a pattern has factors; fuse-ops keeps
+// one edge per consumer, finds post-dominators by binary lifting, and stops each path
+// walk at MaxOps nodes (and a budget of edges); alter-layout remembers its answers per
+// value; bind-dims remembers which carried types each Loop keeps; new names come from
+// a counter per base name. Folding is bounded by work as well as by size: a node whose
+// evaluation would take more than Context.FoldWork operations stays a node.
+// Context.Ctx stops a pipeline before each pass and between the nodes that bind-dims
+// and fold-constants infer or evaluate; a stopped pipeline leaves the module half
+// rewritten.
 //
 // Invariants: passes keep the module valid for graph.Verify; value identity is kept
 // (a folded output becomes a constant in place, so its consumers need no rewiring).

@@ -160,8 +160,8 @@ func TestSimplifyBypassesChainOf300kIdentities(t *testing.T) {
 	}
 }
 
-// deadChain builds a result Relu(x) beside a chain of n Relu nodes nobody reads.
-func deadChain(t *testing.T, n int) *graph.Module {
+// deadChain builds a result op(x, ...) beside a chain of n Relu nodes nobody reads.
+func deadChain(t *testing.T, n int, op graph.Op) *graph.Module {
 	b := graph.NewBuilder("main")
 	x := b.Param("x", f32(4))
 	op1 := must[*graph.Value](t)
@@ -169,13 +169,17 @@ func deadChain(t *testing.T, n int) *graph.Module {
 	for i := 0; i < n; i++ {
 		y = op1(b.Op1(graph.OpRelu, nil, y))
 	}
-	r := op1(b.Op1(graph.OpSigmoid, nil, x))
+	in := []*graph.Value{x}
+	if op == graph.OpMul {
+		in = append(in, x)
+	}
+	r := op1(b.Op1(op, nil, in...))
 	return must[*graph.Module](t)(b.Module(r))
 }
 
 func TestDCERemovesDeadChainOf300kNodes(t *testing.T) {
 	large(t)
-	m := deadChain(t, 300_000)
+	m := deadChain(t, 300_000, graph.OpSigmoid)
 	finishes(t, "dce on a dead chain of 300k nodes", func() error {
 		return passes.DCE(&passes.Context{}, m)
 	})
@@ -184,9 +188,11 @@ func TestDCERemovesDeadChainOf300kNodes(t *testing.T) {
 	}
 }
 
+// TestRecognizeSkipsDeadChainOf300kNodes: recognize's liveness (dce's view: the Relu
+// chain is dead) costs one walk; the Mul makes the module worth matching.
 func TestRecognizeSkipsDeadChainOf300kNodes(t *testing.T) {
 	large(t)
-	m := deadChain(t, 300_000)
+	m := deadChain(t, 300_000, graph.OpMul)
 	finishes(t, "recognize on a dead chain of 300k nodes", func() error {
 		return passes.Recognize(&passes.Context{}, m)
 	})
@@ -365,4 +371,24 @@ func TestBindDimsOnDeeplyNestedLoops(t *testing.T) {
 	finishes(t, "bind-dims on 40 nested Loops", func() error {
 		return passes.BindDims(&passes.Context{}, m)
 	})
+}
+
+// TestRecognizeOnChainOf300kProducts: y = y·c 300k times. Every Mul asks whether it
+// ends a GELU, and flattening the product below it walked the whole chain.
+func TestRecognizeOnChainOf300kProducts(t *testing.T) {
+	large(t)
+	b := graph.NewBuilder("main")
+	y := b.Param("x", f32(4))
+	c := b.Const("c", tensor.Scalar(float32(0.5)))
+	op1 := must[*graph.Value](t)
+	for i := 0; i < 300_000; i++ {
+		y = op1(b.Op1(graph.OpMul, nil, y, c))
+	}
+	m := must[*graph.Module](t)(b.Module(y))
+	finishes(t, "recognize on a chain of 300k Mul", func() error {
+		return passes.Recognize(&passes.Context{}, m)
+	})
+	if got := countOps(m)[graph.OpMul]; got != 300_000 {
+		t.Fatalf("%d Mul nodes after recognize, want all 300000", got)
+	}
 }

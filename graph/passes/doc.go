@@ -14,8 +14,9 @@
 //     Context.Eval (the compiler passes the reference evaluator; kernels are never
 //     JIT-compiled for constants) and replaced by its results; Shape and Size of
 //     statically shaped values fold without evaluating anything. A size cap keeps folding
-//     from materializing large tensors out of small ones, and a work cap (FoldWork)
-//     leaves a large product of constants to a kernel;
+//     from materializing large tensors out of small ones, a work cap (FoldWork) leaves
+//     a large product of constants to a kernel, and a run stops folding past FoldBudget
+//     operations or four times the module's constant elements created;
 //   - simplify (O1): Identity, inference Dropout, Cast to the same type, reshapes to the
 //     same shape, x+0, x-0, x·1, x/1 are bypassed (a node whose output is a result stays);
 //     chains are rewritten in place, keeping each output Value (simplify_chains.go): a
@@ -61,8 +62,9 @@
 // one edge per consumer, finds post-dominators by binary lifting, and stops each path
 // walk at MaxOps nodes (and a budget of edges); alter-layout remembers its answers per
 // value; bind-dims remembers which carried types each Loop keeps; new names come from
-// a counter per base name. Folding is bounded by work as well as by size: a node whose
-// evaluation would take more than Context.FoldWork operations stays a node.
+// a counter per base name. Folding is bounded by work as well as by size, per node and
+// per run (Context.FoldWork, FoldBudget, and the elements created, which stay in memory
+// until dce).
 // Context.Ctx stops a pipeline before each pass and between the nodes that bind-dims
 // and fold-constants infer or evaluate; a stopped pipeline leaves the module half
 // rewritten.

@@ -18,32 +18,59 @@ import (
 // enclosing Funcs. Nodes with subgraphs, random nodes and host-only nodes (sequences,
 // optionals) are left alone, and so is a result larger than both ctx.FoldLimit and the
 // node's inputs together.
+//
+// Folding is bounded per node (ctx.FoldWork) and per run: the operations of all folds
+// together (ctx.FoldBudget) and the elements they create (four times the module's
+// constant elements, at least 1<<24), since every folded result stays in memory until
+// dce; a chain of elementwise ops on a large constant would otherwise copy it once per
+// node. Nodes past a bound stay nodes.
 func FoldConstants(ctx *Context, m *graph.Module) error {
 	if ctx.Eval == nil {
 		return nil
 	}
-	limit := ctx.FoldLimit
-	if limit <= 0 {
-		limit = 1 << 16
+	fo := &folder{ctx: ctx, ic: &graph.InferCtx{M: m}, limit: ctx.FoldLimit, work: float64(ctx.FoldBudget)}
+	if fo.limit <= 0 {
+		fo.limit = 1 << 16
 	}
+	if fo.work <= 0 {
+		fo.work = defaultFoldBudget
+	}
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, c := range f.Consts {
+			fo.grow += 4 * int64(c.Const.Len())
+		}
+	})
+	fo.grow = max(fo.grow, 1<<24)
 	var err error
-	ic := &graph.InferCtx{M: m}
 	m.Main.Funcs(func(f *graph.Func) {
 		if err == nil {
-			err = foldFunc(ctx, ic, f, limit)
+			err = fo.fold(f)
 		}
 	})
 	return err
 }
 
-func foldFunc(ctx *Context, ic *graph.InferCtx, f *graph.Func, limit int64) error {
+// defaultFoldBudget is Context.FoldBudget's default: some seconds of the reference
+// evaluator.
+const defaultFoldBudget = 1 << 32
+
+// folder is one FoldConstants run.
+type folder struct {
+	ctx   *Context
+	ic    *graph.InferCtx
+	limit int64   // FoldLimit
+	work  float64 // operations the run may still spend
+	grow  int64   // elements the run may still create
+}
+
+func (fo *folder) fold(f *graph.Func) error {
 	kept := f.Nodes[:0:0]
 	for _, n := range f.Nodes {
-		if err := ctx.stopped(); err != nil {
+		if err := fo.ctx.stopped(); err != nil {
 			return fmt.Errorf("at %v: %w", n, err)
 		}
-		refine(ic, n)
-		outs, err := foldNode(ctx, n, limit)
+		refine(fo.ic, n)
+		outs, err := fo.node(n)
 		if err != nil {
 			return err
 		}
@@ -67,8 +94,9 @@ func foldFunc(ctx *Context, ic *graph.InferCtx, f *graph.Func, limit int64) erro
 	return nil
 }
 
-// foldNode returns the node's constant outputs, or nil when it does not fold.
-func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error) {
+// node returns n's constant outputs, or nil when it does not fold.
+func (fo *folder) node(n *graph.Node) ([]*tensor.Tensor, error) {
+	ctx, limit := fo.ctx, fo.limit
 	info := n.Op.Info()
 	if info == nil || info.Flags&(graph.HasSubgraphs|graph.Stochastic|graph.HostOnly) != 0 {
 		return nil, nil
@@ -108,7 +136,8 @@ func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error
 			outElems += int64(s.NumElements())
 		}
 	}
-	if foldWork(n, in, inElems, outElems) > float64(ctx.foldWork()) {
+	work := foldWork(n, in, inElems, outElems)
+	if work > float64(ctx.foldWork()) || work > fo.work || outElems > fo.grow {
 		return nil, nil // it runs as a kernel instead, like any other node
 	}
 	outs, err := ctx.Eval(n, in)
@@ -125,6 +154,10 @@ func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error
 		if !typeFits(o.Type, outs[i]) {
 			return nil, fmt.Errorf("BUG: folding %v gave %v%v for output typed %v", n, outs[i].DType, outs[i].Shape, o.Type)
 		}
+	}
+	fo.work -= work
+	for _, t := range outs[:len(n.Outputs)] {
+		fo.grow -= int64(t.Len())
 	}
 	return outs[:len(n.Outputs)], nil
 }

@@ -25,6 +25,9 @@ type Context struct {
 	// FoldWork is the most operations (multiply-adds, about) folding one node may take
 	// on the host (0: 1<<28); a node above it stays a node and runs as a kernel.
 	FoldWork int64
+	// FoldBudget is the most operations one fold-constants run may spend on all the
+	// nodes it folds (0: 1<<32); the nodes past it stay nodes.
+	FoldBudget int64
 	// Layout says which nodes have blocked-layout kernels (alter-layout); nil: every
 	// value stays plain.
 	Layout *LayoutPolicy

@@ -392,3 +392,35 @@ func TestRecognizeOnChainOf300kProducts(t *testing.T) {
 		t.Fatalf("%d Mul nodes after recognize, want all 300000", got)
 	}
 }
+
+// constChain builds Relu applied n times to a constant of k elements.
+func constChain(t *testing.T, n, k int) *graph.Module {
+	b := graph.NewBuilder("main")
+	y := b.Const("c", tensor.FromFloat64s(tensor.Float32, tensor.Shape{k}, make([]float64, k)))
+	op1 := must[*graph.Value](t)
+	for i := 0; i < n; i++ {
+		y = op1(b.Op1(graph.OpRelu, nil, y))
+	}
+	return must[*graph.Module](t)(b.Module(y))
+}
+
+// TestFoldStopsAtItsBudgets: every folded result stays in memory until dce, so a chain
+// of elementwise ops on a 1M-element constant folds only until it has created 16M
+// elements (the floor of four times the module's constants), and a run spends at most
+// FoldBudget operations; the rest stays nodes.
+func TestFoldStopsAtItsBudgets(t *testing.T) {
+	m := constChain(t, 100, 1<<20)
+	if err := passes.FoldConstants(&passes.Context{Eval: evalNode}, m); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(m.Main.Nodes); got != 100-16 {
+		t.Fatalf("%d of 100 Relu nodes left, want 84 (16 folded)", got)
+	}
+	m = constChain(t, 100, 1<<10)
+	if err := passes.FoldConstants(&passes.Context{Eval: evalNode, FoldBudget: 10 << 11}, m); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(m.Main.Nodes); got != 90 {
+		t.Fatalf("%d of 100 Relu nodes left with a budget of 10 folds, want 90", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Dim is one extent of a shape: a constant, or a polynomial with integer coefficients over
@@ -65,31 +66,58 @@ func (d Dim) Equal(o Dim) bool {
 	return true
 }
 
+// The most terms a Dim keeps, and the most symbols in one term. A dim past them (a
+// Concat of thousands of distinct symbolic extents, products of sums multiplied out)
+// becomes a symbol of its own, unknown to the module, so that shape arithmetic never
+// costs more than a bounded polynomial per operation: inference of a model stays linear
+// in its nodes, and a shape that needed such a dim is not resolved later.
+const (
+	maxDimTerms = 64
+	maxTermSyms = 16
+)
+
+var tooLarge atomic.Int64
+
+// tooLargeDim names an extent too large to keep as a polynomial.
+func tooLargeDim() Dim { return Sym(fmt.Sprintf("_big%d", tooLarge.Add(1))) }
+
 func normalize(c int64, ts []term) Dim {
-	acc := map[string]term{}
+	type keyed struct {
+		term
+		key string
+	}
+	acc := map[string]int{}
+	var out []keyed
 	for _, t := range ts {
-		k := t.key()
-		e := acc[k]
-		e.syms = t.syms
-		e.coef += t.coef
-		acc[k] = e
-	}
-	out := make([]term, 0, len(acc))
-	for _, t := range acc {
-		if t.coef != 0 {
-			out = append(out, t)
+		if len(t.syms) > maxTermSyms {
+			return tooLargeDim()
 		}
+		k := t.key()
+		if i, ok := acc[k]; ok {
+			out[i].coef += t.coef
+			continue
+		}
+		acc[k] = len(out)
+		out = append(out, keyed{t, k})
 	}
-	slices.SortFunc(out, func(a, b term) int {
+	out = slices.DeleteFunc(out, func(t keyed) bool { return t.coef == 0 })
+	if len(out) > maxDimTerms {
+		return tooLargeDim()
+	}
+	slices.SortFunc(out, func(a, b keyed) int {
 		if len(a.syms) != len(b.syms) {
 			return len(b.syms) - len(a.syms)
 		}
-		return strings.Compare(a.key(), b.key())
+		return strings.Compare(a.key, b.key)
 	})
 	if len(out) == 0 {
-		out = nil
+		return Dim{c: c}
 	}
-	return Dim{c: c, terms: out}
+	terms := make([]term, len(out))
+	for i, t := range out {
+		terms[i] = t.term
+	}
+	return Dim{c: c, terms: terms}
 }
 
 // Add returns d+o.
@@ -112,6 +140,9 @@ func (d Dim) Scale(k int64) Dim {
 
 // Mul returns d*o.
 func (d Dim) Mul(o Dim) Dim {
+	if len(d.terms)*len(o.terms) > maxDimTerms {
+		return tooLargeDim()
+	}
 	var ts []term
 	for _, a := range d.terms {
 		ts = append(ts, term{a.coef * o.c, a.syms})

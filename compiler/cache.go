@@ -130,6 +130,10 @@ func BuildCached(j *compilecache.Journal, src Source, t target.Target, opts Opti
 	if opts.Inputs == nil {
 		return nil, fmt.Errorf("%w: %s: BuildCached needs the input shapes (Options.Inputs) for the key", ErrCompile, src.Name)
 	}
+	// the timeout covers the wait for another process's compile and the load too
+	ctx, cancel := withTimeout(opts.Context, opts.Timeout)
+	defer cancel()
+	opts.Context, opts.Timeout = ctx, 0
 	opts.Cache = j
 	start := time.Now()
 	mat := ExecutableMaterial(src, t, opts)
@@ -176,6 +180,9 @@ func BuildCached(j *compilecache.Journal, src Source, t target.Target, opts Opti
 }
 
 func buildSource(src Source, t target.Target, opts Options) (*Result, error) {
+	if opts.Name == "" {
+		opts.Name = src.Name
+	}
 	m, err := src.Load()
 	if err != nil {
 		return nil, err

@@ -58,8 +58,20 @@ type Options struct {
 	// PlainLayout keeps every tensor in plain NCHW order (no alter-layout): for
 	// comparisons.
 	PlainLayout bool
-	// Context cancels a long compile (nil: Background).
+	// Context cancels a long compile (nil: Background). Every stage honors it: between
+	// graph passes and inside fold-constants, between the nodes lowered, and while C
+	// compilers run (they are killed); the error names the stage and wraps the
+	// context's cause.
 	Context context.Context
+	// Timeout bounds the whole compile (0: no bound); when it passes, the compile
+	// stops as on a cancelled Context, with an error wrapping ErrTimeout and
+	// context.DeadlineExceeded.
+	Timeout time.Duration
+	// Graph bounds the graph accepted, checked before any work (zero fields: the
+	// defaults); an excess is an error wrapping ErrTooLarge.
+	Graph GraphLimits
+	// Name names the model in errors (BuildCached uses its Source's name).
+	Name string
 	// Inputs are the concrete input shapes the executable serves, by name: the shape
 	// part of its cache key (BuildCached derives Dims from them).
 	Inputs map[string][]int64
@@ -121,17 +133,27 @@ func Compile(m *graph.Module, t target.Target, opts Options) (*vm.Executable, er
 
 // Build compiles m for t and reports statistics.
 func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
+	model := "model"
+	if opts.Name != "" {
+		model = fmt.Sprintf("model %q", opts.Name)
+	}
+	if err := checkLimits(m, opts.Graph); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
+	}
 	if opts.CPU == nil {
-		return nil, fmt.Errorf("%w: no CPU device to build kernels with", ErrCompile)
+		return nil, fmt.Errorf("%w: %s: no CPU device to build kernels with", ErrCompile, model)
 	}
 	if opts.Context == nil {
 		opts.Context = context.Background()
 	}
+	ctx, cancel := withTimeout(opts.Context, opts.Timeout)
+	defer cancel()
+	opts.Context = ctx
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.NumCPU()
 	}
 	reg := kernels.Default()
-	c := &compile{t: t, opts: opts, registry: reg, strategies: kcpu.Strategies(reg), res: &Result{Stats: Stats{Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
+	c := &compile{t: t, opts: opts, model: model, registry: reg, strategies: kcpu.Strategies(reg), res: &Result{Stats: Stats{Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
 	mod := graph.Clone(m)
 	c.mod = mod
 	steps := []struct {
@@ -150,9 +172,6 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 			return nil, err
 		}
 		c.res.Stats.Stages = append(c.res.Stats.Stages, StageTiming{st.name, time.Since(start).Seconds()})
-		if err := opts.Context.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCompile, err)
-		}
 	}
 	return c.res, nil
 }
@@ -161,6 +180,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 type compile struct {
 	t          target.Target
 	opts       Options
+	model      string // `model "name"`, for errors
 	registry   *kernels.Registry
 	strategies *kernels.Strategies
 	res        *Result
@@ -190,23 +210,39 @@ func (c *compile) report(p Progress) {
 }
 
 // stage runs one stage, turning a panic into an error naming the stage and the part.
+// A stage that starts or fails after the context ended reports the context's cause
+// (a killed C compiler's own error says less).
 func (c *compile) stage(name string, run func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: stage %s, at %s: BUG: panic: %v", ErrCompile, name, c.at, r)
+			err = fmt.Errorf("%w: %s: stage %s, at %s: BUG: panic: %v", ErrCompile, c.model, name, c.at, r)
 		}
 	}()
+	if err := c.stopped(); err != nil {
+		return fmt.Errorf("%w: %s: stage %s not started: %w", ErrCompile, c.model, name, err)
+	}
+	c.at = ""
 	if err := run(); err != nil {
 		if errors.Is(err, ErrCompile) {
 			return err
 		}
-		return fmt.Errorf("%w: stage %s: %w", ErrCompile, name, err)
+		if cause := c.stopped(); cause != nil {
+			at := ""
+			if c.at != "" {
+				at = ", at " + c.at
+			}
+			if !errors.Is(err, cause) {
+				err = cause
+			}
+			return fmt.Errorf("%w: %s: stage %s%s: %w", ErrCompile, c.model, name, at, err)
+		}
+		return fmt.Errorf("%w: %s: stage %s: %w", ErrCompile, c.model, name, err)
 	}
 	return nil
 }
 
 func (c *compile) passes(m *graph.Module) error {
-	ctx := &passes.Context{Dims: c.opts.Dims, Eval: ref.EvalNode, Check: c.opts.Check, DumpPass: c.opts.DumpPass, Dump: c.opts.Dump}
+	ctx := &passes.Context{Dims: c.opts.Dims, Eval: ref.EvalNode, Check: c.opts.Check, DumpPass: c.opts.DumpPass, Dump: c.opts.Dump, Ctx: c.opts.Context}
 	if !c.opts.PlainLayout {
 		ctx.Layout = kcpu.LayoutPolicy(c.t, c.registry)
 	}

@@ -14,7 +14,8 @@
 //  2. lower — every node that computes becomes a kernel through the target's strategy
 //     table (kernels/cpu.Strategies): compute definition, schedule, loopir passes, C.
 //     Kernels are deduplicated by their generated code, so repeated layers compile
-//     once. Unless Options.NoFusion, an anchor (conv, matmul, gemm or an elementwise
+//     once, and before that by their structure (kernelkey.go: ops, attributes, types
+//     and constants of the group), so repeated layers are lowered once too. Unless Options.NoFusion, an anchor (conv, matmul, gemm or an elementwise
 //     op) and the elementwise nodes after it that only it feeds are lowered as one
 //     kernel (fuse.go: the epilogue half of #5's FuseOps). Constant inputs a strategy wants in another layout are repacked here, once.
 //     View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) become zero-copy
@@ -31,6 +32,17 @@
 //     function allocates gets an offset in one arena (vm.PlanMemory over the tensors'
 //     lifetimes, views sharing their base's lifetime, values read inside a loop kept
 //     alive to its end). Tensors allocated inside control flow get their own storage.
+//
+// Bounds (limits.go): before any work the graph is checked against Options.Graph
+// (nodes, inputs per node, inputs in all, subgraph nesting; the defaults are well above
+// the largest real models), and an excess is an error wrapping ErrTooLarge. The graph
+// passes are O(n log n) (graph/passes), so what a compile costs grows with the kernels it
+// builds. Options.Timeout bounds the whole compile and Options.Context cancels it; both
+// are checked before each stage, between graph passes and between the nodes
+// fold-constants evaluates, between the nodes lowered, and the C compilers of the build
+// stage run under the context (killed when it ends). The error wraps ErrCompile and the
+// context's cause (ErrTimeout with context.DeadlineExceeded, or context.Canceled) and
+// names the model (Options.Name), the stage and, while lowering, the node.
 //
 // Through the journal (BuildCached, cache.go): the executable is looked up under a key of
 // content (the model's digest with its external data, the input shapes, the canonical

@@ -190,6 +190,9 @@ func describe(n *graph.Node, v *graph.Value) string {
 // function lowers the nodes of f (the entry, or an inlined subgraph).
 func (e *emitter) function(f *graph.Func) error {
 	for i, n := range f.Nodes {
+		if err := e.c.stopped(); err != nil {
+			return err
+		}
 		if f.Parent == nil {
 			e.c.report(Progress{Stage: "lower", Done: i, Total: len(f.Nodes), Detail: n.String()})
 		}

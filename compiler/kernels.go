@@ -47,26 +47,28 @@ type packKey struct {
 }
 
 // kernelTable deduplicates kernels by their generated code and repacked constants by
-// (source constant, layout).
+// (source constant, layout); byShape remembers the kernel of each structure lowered
+// (kernelkey.go), so a repeated structure is lowered once.
 type kernelTable struct {
-	byCode map[string]int
-	units  []kernelUnit
-	packed map[packKey]*tensor.Tensor
-	so     []byte
+	byCode  map[string]int
+	byShape map[string]*kernelUse
+	units   []kernelUnit
+	packed  map[packKey]*tensor.Tensor
+	so      []byte
 }
 
 func newKernelTable() *kernelTable {
-	return &kernelTable{byCode: map[string]int{}, packed: map[packKey]*tensor.Tensor{}}
+	return &kernelTable{byCode: map[string]int{}, byShape: map[string]*kernelUse{}, packed: map[packKey]*tensor.Tensor{}}
 }
 
 // canonicalName is the name every kernel is emitted under for deduplication.
 const canonicalName = "kiln_kernel"
 
-// kernelFor lowers n (with the other members of its fused group as epilogues, in
+// lowerKernelFor lowers n (with the other members of its fused group as epilogues, in
 // topological order, when given) through the strategy table, the loopir pipeline and
 // the C dialect, and returns its entry in the kernel table. With epilogues that no
 // strategy fuses it returns nil and no error.
-func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, error) {
+func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, error) {
 	c.vars = map[string]*loopir.Var{}
 	in, err := c.inputs(n)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -40,8 +41,22 @@ var (
 	typeType    = reflect.TypeFor[*Type]()
 )
 
-// AttrFields lists the attribute fields of an attribute struct type.
+// attrFields caches AttrFields per type: every pass asks each node for its subgraphs,
+// and parsing struct tags each time cost more than the pass's own work.
+var attrFields sync.Map // reflect.Type → []AttrField
+
+// AttrFields lists the attribute fields of an attribute struct type. The slice is
+// shared: callers must not modify it.
 func AttrFields(t reflect.Type) []AttrField {
+	if fs, ok := attrFields.Load(t); ok {
+		return fs.([]AttrField)
+	}
+	fs := attrFieldsOf(t)
+	attrFields.Store(t, fs)
+	return fs
+}
+
+func attrFieldsOf(t reflect.Type) []AttrField {
 	var out []AttrField
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -82,34 +83,61 @@ func (d Dim) Equal(o Dim) bool {
 	return true
 }
 
+// The most terms a Dim keeps, and the most symbols in one term. A dim past them (a
+// Concat of thousands of distinct symbolic extents, products of sums multiplied out)
+// becomes a symbol of its own, unknown to the module, so that shape arithmetic never
+// costs more than a bounded polynomial per operation: inference of a model stays linear
+// in its nodes, and a shape that needed such a dim is not resolved later.
+const (
+	maxDimTerms = 64
+	maxTermSyms = 16
+)
+
+var tooLarge atomic.Int64
+
+// tooLargeDim names an extent too large to keep as a polynomial.
+func tooLargeDim() Dim { return Sym(fmt.Sprintf("_big%d", tooLarge.Add(1))) }
+
 func normalize(c int64, ts []term) Dim {
-	acc := map[string]term{}
+	type keyed struct {
+		term
+		key string
+	}
+	acc := map[string]int{}
+	var out []keyed
 	for _, t := range ts {
+		if len(t.syms) > maxTermSyms {
+			return tooLargeDim()
+		}
 		k := t.key()
-		e := acc[k]
-		e.syms = t.syms
-		var ok bool
-		if e.coef, ok = tensor.SignedAdd(e.coef, t.coef); !ok {
-			return overflowed
+		if i, ok := acc[k]; ok {
+			var sum bool
+			if out[i].coef, sum = tensor.SignedAdd(out[i].coef, t.coef); !sum {
+				return overflowed
+			}
+			continue
 		}
-		acc[k] = e
+		acc[k] = len(out)
+		out = append(out, keyed{t, k})
 	}
-	out := make([]term, 0, len(acc))
-	for _, t := range acc {
-		if t.coef != 0 {
-			out = append(out, t)
-		}
+	out = slices.DeleteFunc(out, func(t keyed) bool { return t.coef == 0 })
+	if len(out) > maxDimTerms {
+		return tooLargeDim()
 	}
-	slices.SortFunc(out, func(a, b term) int {
+	slices.SortFunc(out, func(a, b keyed) int {
 		if len(a.syms) != len(b.syms) {
 			return len(b.syms) - len(a.syms)
 		}
-		return strings.Compare(a.key(), b.key())
+		return strings.Compare(a.key, b.key)
 	})
 	if len(out) == 0 {
-		out = nil
+		return Dim{c: c}
 	}
-	return Dim{c: c, terms: out}
+	terms := make([]term, len(out))
+	for i, t := range out {
+		terms[i] = t.term
+	}
+	return Dim{c: c, terms: terms}
 }
 
 // Add returns d+o.
@@ -151,6 +179,9 @@ func (d Dim) Scale(k int64) Dim {
 func (d Dim) Mul(o Dim) Dim {
 	if d.ovf || o.ovf {
 		return overflowed
+	}
+	if len(d.terms)*len(o.terms) > maxDimTerms {
+		return tooLargeDim()
 	}
 	bad := false
 	mul := func(a, b int64) int64 {

@@ -13,7 +13,13 @@
 //
 // Shape arithmetic stays symbolic: Type.Known carries the symbolic element values of small
 // integer tensors, so that Shape → Gather → Unsqueeze → Concat → Reshape keeps "[b,s,4,64]"
-// instead of forgetting the batch and sequence extents.
+// instead of forgetting the batch and sequence extents. A dim keeps at most 64 terms of
+// at most 16 symbols; past that it becomes a symbol of its own ("_big7"), unknown to the
+// module, so that no model's shape arithmetic costs more than a bounded polynomial per
+// operation.
+//
+// Cost: Verify and AddSymbol take constant time per lookup at any nesting depth; the
+// attribute fields of each attribute struct type are read from its tags once.
 //
 // Sizes from a model are untrusted. Attribute fields used as divisors or extents carry a
 // `min` tag (strides, dilations, kernel_shape, group, blocksize and LRN's size at least 1,

@@ -18,6 +18,8 @@ type Module struct {
 	Symbols []string
 
 	fresh int
+	// symbolSet indexes Symbols for AddSymbol; rebuilt when Symbols was set from outside
+	symbolSet map[string]bool
 }
 
 // Func is a graph: parameters, constants, nodes in topological order, and results.
@@ -78,19 +80,30 @@ func (n *Node) String() string {
 func (m *Module) FreshSymbol() Dim {
 	m.fresh++
 	name := fmt.Sprintf("_d%d", m.fresh)
+	m.symbols()[name] = true
 	m.Symbols = append(m.Symbols, name)
 	return Sym(name)
 }
 
-// AddSymbol records a named symbol (idempotent).
+// AddSymbol records a named symbol (idempotent), in constant time.
 func (m *Module) AddSymbol(name string) Dim {
-	for _, s := range m.Symbols {
-		if s == name {
-			return Sym(name)
+	set := m.symbols()
+	if !set[name] {
+		set[name] = true
+		m.Symbols = append(m.Symbols, name)
+	}
+	return Sym(name)
+}
+
+// symbols returns the index of Symbols, rebuilding it when Symbols changed without it.
+func (m *Module) symbols() map[string]bool {
+	if m.symbolSet == nil || len(m.symbolSet) != len(m.Symbols) {
+		m.symbolSet = make(map[string]bool, len(m.Symbols))
+		for _, s := range m.Symbols {
+			m.symbolSet[s] = true
 		}
 	}
-	m.Symbols = append(m.Symbols, name)
-	return Sym(name)
+	return m.symbolSet
 }
 
 // Funcs walks f and every nested subgraph (depth-first, f first).

@@ -21,25 +21,22 @@ func Verify(m *Module) error {
 	if m.Main.Parent != nil {
 		return fmt.Errorf("%w: main function has a parent", ErrVerify)
 	}
-	return verifyFunc(m.Main, nil)
+	return verifyFunc(m.Main, map[*Value]int{})
 }
 
-type scope struct {
-	defined map[*Value]bool
-	outer   *scope
-}
-
-func (s *scope) has(v *Value) bool {
-	for ; s != nil; s = s.outer {
-		if s.defined[v] {
-			return true
+// verifyFunc checks f. visible counts, per value, the Funcs being verified (f and the
+// Funcs enclosing it) that define it: a value may be read where the count is positive.
+// One map for all depths keeps a lookup constant-time however deep subgraphs nest.
+func verifyFunc(f *Func, visible map[*Value]int) error {
+	defined := map[*Value]bool{}
+	defer func() {
+		for v := range defined {
+			if visible[v]--; visible[v] == 0 {
+				delete(visible, v)
+			}
 		}
-	}
-	return false
-}
-
-func verifyFunc(f *Func, outer *scope) error {
-	sc := &scope{defined: map[*Value]bool{}, outer: outer}
+	}()
+	has := func(v *Value) bool { return visible[v] > 0 }
 	errf := func(format string, args ...any) error {
 		return fmt.Errorf("%w: func @%s: %s", ErrVerify, f.Name, fmt.Sprintf(format, args...))
 	}
@@ -47,13 +44,14 @@ func verifyFunc(f *Func, outer *scope) error {
 		if v == nil {
 			return errf("nil %s", what)
 		}
-		if sc.defined[v] {
+		if defined[v] {
 			return errf("value %s defined twice", valueName(v))
 		}
 		if err := checkType(v.Type); err != nil {
 			return errf("value %s: %v", valueName(v), err)
 		}
-		sc.defined[v] = true
+		defined[v] = true
+		visible[v]++
 		return nil
 	}
 	for _, p := range f.Params {
@@ -96,7 +94,7 @@ func verifyFunc(f *Func, outer *scope) error {
 			return errf("%v", err)
 		}
 		for i, in := range n.Inputs {
-			if in != nil && !sc.has(in) {
+			if in != nil && !has(in) {
 				return errf("node %v: input %d (%s) is used before it is defined", n, i, valueName(in))
 			}
 		}
@@ -104,7 +102,7 @@ func verifyFunc(f *Func, outer *scope) error {
 			if sub.Parent != f {
 				return errf("node %v: subgraph @%s does not name @%s as parent", n, sub.Name, f.Name)
 			}
-			if err := verifyFunc(sub, sc); err != nil {
+			if err := verifyFunc(sub, visible); err != nil {
 				return fmt.Errorf("in node %v: %w", n, err)
 			}
 		}
@@ -118,7 +116,7 @@ func verifyFunc(f *Func, outer *scope) error {
 		}
 	}
 	for i, r := range f.Results {
-		if r == nil || !sc.has(r) {
+		if r == nil || !has(r) {
 			return errf("result %d is not defined", i)
 		}
 	}

@@ -21,6 +21,11 @@
 // the same PrimFunc to the identical result: it is both the description of a default
 // schedule and, later, the tuning record.
 //
+// compute_inline and reverse_compute_inline refuse to copy an expression read more than
+// once when the copies would pass maxInlineCopy (1024) nodes: each such inline doubles
+// the expression at least, so a chain of them (x·x, ops reading their input twice) would
+// grow it exponentially. The producer then keeps its own buffer.
+//
 // Invariants: each primitive checks its preconditions and returns an error (wrapping
 // ErrSchedule) instead of producing wrong code; on error the schedule is unchanged.
 //

@@ -44,6 +44,9 @@ func (s *Schedule) ComputeInline(b BlockRV) error {
 	if writers != 1 {
 		return s.errf("compute_inline", "buffer %s has %d writers", buf.Name, writers)
 	}
+	if reads := countAllLoads(s.f.Body, buf); reads > 1 && reads*exprSize(expr, maxInlineCopy) > maxInlineCopy {
+		return s.errf("compute_inline", "block %s's expression read %d times would copy more than %d expression nodes", name, reads, maxInlineCopy)
+	}
 	inline := func(e loopir.Expr) loopir.Expr {
 		l, ok := e.(*loopir.Load)
 		if !ok || l.Buf != buf {
@@ -198,6 +201,9 @@ func (s *Schedule) ReverseComputeInline(b BlockRV) error {
 		}
 		m[it.Var] = pst.Index[i]
 	}
+	if reads := countLoads(cons, input); reads > 1 && reads*exprSize(pst.Value, maxInlineCopy) > maxInlineCopy {
+		return s.errf(prim, "%s's expression read %d times by block %s would copy more than %d expression nodes", input.Name, reads, cons.Name, maxInlineCopy)
+	}
 	value := loopir.MapExpr(cst.Value, func(e loopir.Expr) loopir.Expr {
 		if l, ok := e.(*loopir.Load); ok && l.Buf == input {
 			return pst.Value
@@ -242,6 +248,65 @@ func isParam(f *loopir.PrimFunc, b *loopir.Buffer) bool {
 		}
 	}
 	return false
+}
+
+// maxInlineCopy bounds the expression nodes an inline may copy when the inlined value
+// is read more than once: each such inline multiplies the expression, so a chain of
+// them grows it exponentially (a chain of x·x, or of ops reading their input twice,
+// fused into one kernel). Refused, the producer keeps its own buffer.
+const maxInlineCopy = 1024
+
+// exprSize counts e's nodes, stopping once past limit.
+func exprSize(e loopir.Expr, limit int) int {
+	n := 0
+	var walk func(e loopir.Expr)
+	walk = func(e loopir.Expr) {
+		if n > limit {
+			return
+		}
+		n++
+		switch x := e.(type) {
+		case *loopir.Binary:
+			walk(x.A)
+			walk(x.B)
+		case *loopir.Not:
+			walk(x.X)
+		case *loopir.Select:
+			walk(x.Cond)
+			walk(x.T)
+			walk(x.F)
+		case *loopir.Cast:
+			walk(x.X)
+		case *loopir.Call:
+			for _, a := range x.Args {
+				walk(a)
+			}
+		case *loopir.Load:
+			for _, a := range x.Index {
+				walk(a)
+			}
+		case *loopir.Reduce:
+			walk(x.Source)
+		case *loopir.Address:
+			for _, a := range x.Index {
+				walk(a)
+			}
+		}
+	}
+	walk(e)
+	return n
+}
+
+// countAllLoads counts the loads of buf in st.
+func countAllLoads(st loopir.Stmt, buf *loopir.Buffer) int {
+	n := 0
+	loopir.MapStmt(st, func(e loopir.Expr) loopir.Expr {
+		if l, ok := e.(*loopir.Load); ok && l.Buf == buf {
+			n++
+		}
+		return e
+	}, nil)
+	return n
 }
 
 func countLoads(blk *loopir.Block, buf *loopir.Buffer) int {

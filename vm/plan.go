@@ -29,11 +29,22 @@ const PlanAlign = 64
 // PlanMemory is the static memory plan: tensors whose lifetimes overlap get disjoint
 // byte ranges; the others may share. Largest tensors are placed first, each in the
 // tightest gap left between the tensors already placed that are live at the same time
-// (best fit), or above them all. Sizes are checked: a negative one, or a sum of the
+// (best fit), or above them all; a tensor live together with more than
+// planOverlapLimit placed ones goes above them all at once. The placed tensors are
+// indexed (plan_index.go), so a plan costs O(n log n) plus the gaps looked at. An End
+// before its Start counts as Start. Sizes are checked: a negative one, or a sum of the
 // aligned sizes that does not fit an int64, is an error wrapping tensor.ErrTooLarge or
 // tensor.ErrShape (every offset and the arena are below that sum).
 func PlanMemory(iv []Interval) (Plan, error) {
 	p := Plan{Offsets: make([]int64, len(iv))}
+	if len(iv) == 0 {
+		return p, nil
+	}
+	iv = slices.Clone(iv)
+	for i := range iv {
+		iv[i].End = max(iv[i].End, iv[i].Start)
+	}
+	index := newPlanIndex(iv)
 	order := make([]int, len(iv))
 	for i := range order {
 		order[i] = i
@@ -56,30 +67,31 @@ func PlanMemory(iv []Interval) (Plan, error) {
 		return cmp.Compare(iv[a].Start, iv[b].Start)
 	})
 	type span struct{ off, end int64 }
-	var placed []int
+	var busy []span
 	for _, i := range order {
 		need := size(i)
 		p.Sum += need
-		var busy []span
-		for _, j := range placed {
-			if iv[j].Start <= iv[i].End && iv[i].Start <= iv[j].End {
-				busy = append(busy, span{p.Offsets[j], p.Offsets[j] + size(j)})
+		best := int64(-1)
+		if index.overlapping(i) > planOverlapLimit {
+			best = index.highest(i)
+		} else {
+			busy = busy[:0]
+			index.each(i, func(j int) { busy = append(busy, span{p.Offsets[j], p.Offsets[j] + size(j)}) })
+			slices.SortFunc(busy, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+			bestGap, top := int64(-1), int64(0)
+			for _, s := range busy {
+				if gap := s.off - top; gap >= need && (bestGap < 0 || gap < bestGap) {
+					best, bestGap = top, gap
+				}
+				top = max(top, s.end)
 			}
-		}
-		slices.SortFunc(busy, func(a, b span) int { return cmp.Compare(a.off, b.off) })
-		best, bestGap, top := int64(-1), int64(-1), int64(0)
-		for _, s := range busy {
-			if gap := s.off - top; gap >= need && (bestGap < 0 || gap < bestGap) {
-				best, bestGap = top, gap
+			if best < 0 {
+				best = top
 			}
-			top = max(top, s.end)
-		}
-		if best < 0 {
-			best = top
 		}
 		p.Offsets[i] = best
 		p.Size = max(p.Size, best+need)
-		placed = append(placed, i)
+		index.place(i, best, need)
 	}
 	return p, nil
 }

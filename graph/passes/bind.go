@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"fmt"
+
 	"github.com/kilnrt/kiln/graph"
 )
 
@@ -10,11 +12,18 @@ import (
 // values when the body keeps them unchanged (otherwise the model's declared types stay).
 // With no dims to bind it still infers again, so that loop-carried values get the
 // symbols of their initial values instead of the fresh ones a model declares.
+//
+// A Loop whose body changes a carried type is inferred a second time with that
+// parameter's declared type, and the choice is remembered for the Loop: inferred again
+// inside an enclosing Loop's second round, it starts from it. Each Loop's choices only go
+// from initial to declared, so nested Loops cost a number of rounds polynomial in their
+// depth (trying afresh every time would double the work per level).
 func BindDims(ctx *Context, m *graph.Module) error {
 	for _, p := range m.Main.Params {
 		p.Type = bindType(p.Type, ctx.Dims)
 	}
-	return reinfer(&graph.InferCtx{M: m}, m.Main, ctx.Dims)
+	b := &binder{ctx: ctx, ic: &graph.InferCtx{M: m}, env: ctx.Dims, initial: map[*graph.Node][]bool{}}
+	return b.reinfer(m.Main)
 }
 
 func bindType(t graph.Type, env map[string]int64) graph.Type {
@@ -33,25 +42,37 @@ func bindType(t graph.Type, env map[string]int64) graph.Type {
 	return t
 }
 
+// binder is one BindDims run.
+type binder struct {
+	ctx *Context
+	ic  *graph.InferCtx
+	env map[string]int64
+	// initial says, per Loop, which body parameters take the loop's initial types
+	initial map[*graph.Node][]bool
+}
+
 // reinfer infers the types of f's nodes again from its (already updated) parameters.
-func reinfer(ic *graph.InferCtx, f *graph.Func, env map[string]int64) error {
+func (b *binder) reinfer(f *graph.Func) error {
 	for _, n := range f.Nodes {
+		if err := b.ctx.stopped(); err != nil {
+			return fmt.Errorf("at %v: %w", n, err)
+		}
 		switch a := n.Attrs.(type) {
 		case *graph.LoopAttrs:
-			if err := reinferLoop(ic, n, a.Body, env); err != nil {
+			if err := b.reinferLoop(n, a.Body); err != nil {
 				return err
 			}
 		default:
 			for _, sub := range n.Subgraphs() {
 				for _, p := range sub.Params {
-					p.Type = bindType(p.Type, env)
+					p.Type = bindType(p.Type, b.env)
 				}
-				if err := reinfer(ic, sub, env); err != nil {
+				if err := b.reinfer(sub); err != nil {
 					return err
 				}
 			}
 		}
-		types, err := graph.InferNode(ic, n)
+		types, err := graph.InferNode(b.ic, n)
 		if err != nil {
 			return err
 		}
@@ -64,15 +85,19 @@ func reinfer(ic *graph.InferCtx, f *graph.Func, env map[string]int64) error {
 
 // reinferLoop tries the loop's initial types for the carried parameters; where the body
 // then returns a different type, that parameter falls back to its declared type.
-func reinferLoop(ic *graph.InferCtx, n *graph.Node, body *graph.Func, env map[string]int64) error {
+func (b *binder) reinferLoop(n *graph.Node, body *graph.Func) error {
 	declared := make([]graph.Type, len(body.Params))
 	for i, p := range body.Params {
-		declared[i] = bindType(p.Type, env)
+		declared[i] = bindType(p.Type, b.env)
 	}
 	carried := len(n.Inputs) - 2
-	use := make([]bool, len(body.Params))
-	for i := 0; i < carried && 2+i < len(body.Params); i++ {
-		use[2+i] = n.Inputs[2+i] != nil
+	use, seen := b.initial[n]
+	if !seen {
+		use = make([]bool, len(body.Params))
+		for i := 0; i < carried && 2+i < len(body.Params); i++ {
+			use[2+i] = n.Inputs[2+i] != nil
+		}
+		b.initial[n] = use
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		for i, p := range body.Params {
@@ -82,7 +107,7 @@ func reinferLoop(ic *graph.InferCtx, n *graph.Node, body *graph.Func, env map[st
 				p.Type.Known = nil
 			}
 		}
-		if err := reinfer(ic, body, env); err != nil {
+		if err := b.reinfer(body); err != nil {
 			return err
 		}
 		stable := true

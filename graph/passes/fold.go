@@ -18,29 +18,59 @@ import (
 // enclosing Funcs. Nodes with subgraphs, random nodes and host-only nodes (sequences,
 // optionals) are left alone, and so is a result larger than both ctx.FoldLimit and the
 // node's inputs together.
+//
+// Folding is bounded per node (ctx.FoldWork) and per run: the operations of all folds
+// together (ctx.FoldBudget) and the elements they create (four times the module's
+// constant elements, at least 1<<24), since every folded result stays in memory until
+// dce; a chain of elementwise ops on a large constant would otherwise copy it once per
+// node. Nodes past a bound stay nodes.
 func FoldConstants(ctx *Context, m *graph.Module) error {
 	if ctx.Eval == nil {
 		return nil
 	}
-	limit := ctx.FoldLimit
-	if limit <= 0 {
-		limit = 1 << 16
+	fo := &folder{ctx: ctx, ic: &graph.InferCtx{M: m}, limit: ctx.FoldLimit, work: float64(ctx.FoldBudget)}
+	if fo.limit <= 0 {
+		fo.limit = 1 << 16
 	}
+	if fo.work <= 0 {
+		fo.work = defaultFoldBudget
+	}
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, c := range f.Consts {
+			fo.grow += 4 * int64(c.Const.Len())
+		}
+	})
+	fo.grow = max(fo.grow, 1<<24)
 	var err error
-	ic := &graph.InferCtx{M: m}
 	m.Main.Funcs(func(f *graph.Func) {
 		if err == nil {
-			err = foldFunc(ctx, ic, f, limit)
+			err = fo.fold(f)
 		}
 	})
 	return err
 }
 
-func foldFunc(ctx *Context, ic *graph.InferCtx, f *graph.Func, limit int64) error {
+// defaultFoldBudget is Context.FoldBudget's default: some seconds of the reference
+// evaluator.
+const defaultFoldBudget = 1 << 32
+
+// folder is one FoldConstants run.
+type folder struct {
+	ctx   *Context
+	ic    *graph.InferCtx
+	limit int64   // FoldLimit
+	work  float64 // operations the run may still spend
+	grow  int64   // elements the run may still create
+}
+
+func (fo *folder) fold(f *graph.Func) error {
 	kept := f.Nodes[:0:0]
 	for _, n := range f.Nodes {
-		refine(ic, n)
-		outs, err := foldNode(ctx, n, limit)
+		if err := fo.ctx.stopped(); err != nil {
+			return fmt.Errorf("at %v: %w", n, err)
+		}
+		refine(fo.ic, n)
+		outs, err := fo.node(n)
 		if err != nil {
 			return err
 		}
@@ -64,8 +94,9 @@ func foldFunc(ctx *Context, ic *graph.InferCtx, f *graph.Func, limit int64) erro
 	return nil
 }
 
-// foldNode returns the node's constant outputs, or nil when it does not fold.
-func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error) {
+// node returns n's constant outputs, or nil when it does not fold.
+func (fo *folder) node(n *graph.Node) ([]*tensor.Tensor, error) {
+	ctx, limit := fo.ctx, fo.limit
 	info := n.Op.Info()
 	if info == nil || info.Flags&(graph.HasSubgraphs|graph.Stochastic|graph.HostOnly) != 0 {
 		return nil, nil
@@ -95,10 +126,19 @@ func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error
 		return nil, nil
 	}
 	cap := max(limit, inElems)
+	outElems := int64(0)
 	for _, o := range n.Outputs {
-		if s, ok := o.Type.ConstShape(); ok && int64(s.NumElements()) > cap {
+		s, ok := o.Type.ConstShape()
+		if ok && int64(s.NumElements()) > cap {
 			return nil, nil
 		}
+		if ok {
+			outElems += int64(s.NumElements())
+		}
+	}
+	work := foldWork(n, in, inElems, outElems)
+	if work > float64(ctx.foldWork()) || work > fo.work || outElems > fo.grow {
+		return nil, nil // it runs as a kernel instead, like any other node
 	}
 	outs, err := ctx.Eval(n, in)
 	if err != nil {
@@ -115,7 +155,64 @@ func foldNode(ctx *Context, n *graph.Node, limit int64) ([]*tensor.Tensor, error
 			return nil, fmt.Errorf("BUG: folding %v gave %v%v for output typed %v", n, outs[i].DType, outs[i].Shape, o.Type)
 		}
 	}
+	fo.work -= work
+	for _, t := range outs[:len(n.Outputs)] {
+		fo.grow -= int64(t.Len())
+	}
 	return outs[:len(n.Outputs)], nil
+}
+
+// defaultFoldWork is Context.FoldWork's default: about a second of the reference
+// evaluator's multiply-adds.
+const defaultFoldWork = 1 << 28
+
+func (ctx *Context) foldWork() int64 {
+	if ctx.FoldWork > 0 {
+		return ctx.FoldWork
+	}
+	return defaultFoldWork
+}
+
+// foldWork estimates the operations evaluating n on in takes: a product's output times
+// its reduction length, a convolution's output (or a transposed one's input) times the
+// weights per output channel, the elements read and written for ops whose pattern is
+// at most a reduction, and the input times the output elements for the rest (opaque
+// ops, windows, recurrences: a bound, not an estimate).
+func foldWork(n *graph.Node, in []*tensor.Tensor, inElems, outElems int64) float64 {
+	arg := func(i int) *tensor.Tensor {
+		if i < len(in) {
+			return in[i]
+		}
+		return nil
+	}
+	out, all := float64(outElems), float64(inElems+outElems)
+	a, w := arg(0), arg(1)
+	switch n.Op {
+	case graph.OpMatMul, graph.OpMatMulInteger, graph.OpQLinearMatMul:
+		if a != nil && len(a.Shape) > 0 {
+			return out * float64(a.Shape[len(a.Shape)-1])
+		}
+	case graph.OpGemm:
+		if at, _ := n.Attrs.(*graph.GemmAttrs); a != nil && len(a.Shape) == 2 && at != nil {
+			return out * float64(a.Shape[1-min(max(at.TransA, 0), 1)])
+		}
+	case graph.OpConv, graph.OpConvInteger:
+		if w != nil && len(w.Shape) > 0 && w.Shape[0] > 0 {
+			return out * float64(w.Len()/w.Shape[0])
+		}
+	case graph.OpQLinearConv:
+		if w := arg(3); w != nil && len(w.Shape) > 0 && w.Shape[0] > 0 {
+			return out * float64(w.Len()/w.Shape[0])
+		}
+	case graph.OpConvTranspose:
+		if a != nil && w != nil && len(w.Shape) > 0 && w.Shape[0] > 0 {
+			return float64(a.Len()) * float64(w.Len()/w.Shape[0])
+		}
+	}
+	if info := n.Op.Info(); info != nil && info.Pattern <= graph.CommReduce {
+		return all
+	}
+	return max(float64(inElems), 1) * max(out, 1)
 }
 
 // foldShape folds Shape (with start/end) and Size of a statically shaped input from its
@@ -204,7 +301,7 @@ func knownValue(n *graph.Node) []*tensor.Tensor {
 		return nil
 	}
 	t := n.Outputs[0].Type
-	if graph.CheckShapeExpr(t) != nil {
+	if !intTensor(t) || graph.CheckShapeExpr(t) != nil {
 		return nil
 	}
 	v, ok := graph.EvalKnown(t, nil)
@@ -217,8 +314,14 @@ func knownValue(n *graph.Node) []*tensor.Tensor {
 // shapeExpr returns the value type of a single-output node whose integer result is a
 // known expression over symbols.
 func shapeExpr(n *graph.Node) (graph.Type, bool) {
-	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 {
+	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 || !intTensor(n.Outputs[0].Type) {
 		return graph.Type{}, false
 	}
 	return graph.ShapeExprOf(n.Outputs[0].Type)
+}
+
+// intTensor is the cheap half of graph.CheckShapeExpr, which builds an error for every
+// other type: only ranked integer tensors can have a known value.
+func intTensor(t graph.Type) bool {
+	return t.Kind == graph.KindTensor && !t.UnknownRank && t.DType.IsInt()
 }

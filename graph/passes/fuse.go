@@ -85,7 +85,8 @@ type group struct {
 	parent  *group
 	pattern graph.Pattern
 	size    int
-	anchor  int // the OutEWiseFusable member, -1 when none
+	anchor  int   // the OutEWiseFusable member, -1 when none
+	members []int // the nodes, on the root only (kept when MaxArgs is checked)
 }
 
 func (g *group) root() *group {
@@ -104,7 +105,14 @@ type partition struct {
 	groups []*group
 	lim    FuseLimits
 	seen   map[int]bool
+	edges  int // edges the current tryFuse has walked
 }
+
+// pathEdgeBudget bounds the edges one tryFuse walks, per member a group may have: the
+// walk from a node to its post-dominator stops at MaxOps nodes (no bigger group is
+// allowed), and this bounds the edges among them in a densely connected graph. A real
+// model's paths stay far below it; a walk that reaches it does not fuse.
+const pathEdgeBudget = 64
 
 func newPartition(g *fwdGraph, lim FuseLimits) *partition {
 	p := &partition{g: g, dom: postDominators(g), lim: lim, groups: make([]*group, len(g.nodes))}
@@ -114,6 +122,9 @@ func newPartition(g *fwdGraph, lim FuseLimits) *partition {
 			a = i
 		}
 		p.groups[i] = &group{pattern: g.pattern[i], size: 1, anchor: a}
+		if lim.MaxArgs > 0 {
+			p.groups[i].members = []int{i}
+		}
 	}
 	return p
 }
@@ -175,8 +186,13 @@ func (p *partition) visit(phase, i int) {
 // tryFuse merges every node on the paths from src to sink into sink's group when each
 // satisfies cond (given its group's pattern and whether it is the sink) and the merged
 // group stays within the limits.
+//
+// The walk stops, refusing, as soon as it has seen MaxOps nodes besides src (the merged
+// group would be larger) or walked pathEdgeBudget·MaxOps edges, so one call costs at
+// most O(MaxOps) nodes whatever the graph.
 func (p *partition) tryFuse(src, sink int, cond func(graph.Pattern, bool) bool) {
 	p.seen = map[int]bool{}
+	p.edges = 0
 	for _, e := range p.g.out[src] {
 		if !p.checkPath(e.to, sink, cond) {
 			return
@@ -200,11 +216,17 @@ func (p *partition) checkPath(n, sink int, cond func(graph.Pattern, bool) bool) 
 		return true
 	}
 	p.seen[n] = true
+	if len(p.seen) >= p.lim.MaxOps {
+		return false // with src, the group would exceed MaxOps members
+	}
 	if !cond(p.groups[n].root().pattern, n == sink) {
 		return false
 	}
 	if n == sink {
 		return true
+	}
+	if p.edges += len(p.g.out[n]); p.edges > pathEdgeBudget*p.lim.MaxOps {
+		return false
 	}
 	for _, e := range p.g.out[n] {
 		if !p.checkPath(e.to, sink, cond) {
@@ -223,6 +245,8 @@ func (p *partition) merge(child, parent *group) {
 		panic(fmt.Sprintf("BUG: fuse-ops merges two anchors (nodes %d and %d)", child.anchor, parent.anchor))
 	}
 	parent.size += child.size
+	parent.members = append(parent.members, child.members...)
+	child.members = nil
 	parent.pattern = max(parent.pattern, child.pattern)
 	if child.anchor >= 0 {
 		parent.anchor = child.anchor
@@ -248,10 +272,8 @@ func (p *partition) withinLimits(gs map[*group]bool) bool {
 	}
 	in := map[*graph.Value]bool{}
 	var members []int
-	for i := range p.g.nodes {
-		if gs[p.groups[i].root()] {
-			members = append(members, i)
-		}
+	for g := range gs {
+		members = append(members, g.members...)
 	}
 	inside := map[*graph.Node]bool{}
 	for _, i := range members {

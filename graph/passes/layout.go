@@ -37,7 +37,10 @@ func AlterLayout(ctx *Context, m *graph.Module) error {
 	f := m.Main
 	for _, n := range f.Nodes {
 		for _, v := range n.Inputs {
-			a.readers[v] = append(a.readers[v], n)
+			// once per reader: a node reading v many times is one question
+			if rs := a.readers[v]; len(rs) == 0 || rs[len(rs)-1] != n {
+				a.readers[v] = append(rs, n)
+			}
 		}
 	}
 	for _, n := range f.Nodes {
@@ -70,16 +73,36 @@ type alterer struct {
 	out     []*graph.Node // the new node order
 	copies  map[copyKey]*graph.Value
 	readers map[*graph.Value][]*graph.Node
+	useful  map[usefulKey]bool // blockedUseful's answers during one anchor's question
+}
+
+type usefulKey struct {
+	v     *graph.Value
+	block int64
+	depth int
 }
 
 // blockedUseful reports whether storing v in block b saves a transform somewhere: some
 // reader takes it blocked as an anchor, or keeps it blocked on the way to one (through
 // elementwise ops, pooling, concats), or consumes it blocked (a global pool). A conv
 // whose every reader needs NCHW (a depthwise conv on the generic rule) stays plain.
+// Answers are remembered per value, block and depth during one anchor's question (the
+// layouts do not change meanwhile), so a lattice of readers is walked once, not once
+// per path through it.
 func (a *alterer) blockedUseful(v *graph.Value, b int64, depth int) bool {
 	if depth > 16 {
 		return false
 	}
+	k := usefulKey{v, b, depth}
+	if r, ok := a.useful[k]; ok {
+		return r
+	}
+	r := a.blockedUsefulWalk(v, b, depth)
+	a.useful[k] = r
+	return r
+}
+
+func (a *alterer) blockedUsefulWalk(v *graph.Value, b int64, depth int) bool {
 	for _, r := range a.readers[v] {
 		if _, _, ok := a.p.Anchor(r); ok {
 			return true
@@ -123,6 +146,7 @@ func blocks(n *graph.Node) []int64 {
 func (a *alterer) node(n *graph.Node) error {
 	in := blocks(n)
 	if want, out, ok := a.p.Anchor(n); ok {
+		a.useful = map[usefulKey]bool{}
 		if out != 0 && !a.blockedUseful(n.Outputs[0], out, 0) {
 			out = 0
 		}

@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -21,6 +22,12 @@ type Context struct {
 	// FoldLimit is the most elements a folded result may have when it is larger than
 	// its inputs together (0: 1<<16); a result no larger than its inputs always folds.
 	FoldLimit int64
+	// FoldWork is the most operations (multiply-adds, about) folding one node may take
+	// on the host (0: 1<<28); a node above it stays a node and runs as a kernel.
+	FoldWork int64
+	// FoldBudget is the most operations one fold-constants run may spend on all the
+	// nodes it folds (0: 1<<32); the nodes past it stay nodes.
+	FoldBudget int64
 	// Layout says which nodes have blocked-layout kernels (alter-layout); nil: every
 	// value stays plain.
 	Layout *LayoutPolicy
@@ -31,6 +38,10 @@ type Context struct {
 	Scopes *ScopePolicy
 	// Check runs graph.Verify after every pass.
 	Check bool
+	// Ctx stops the pipeline when it is done (nil: never): it is checked before every
+	// pass and inside the passes whose nodes cost more than a table lookup each
+	// (fold-constants evaluates nodes), and the error wraps its cause.
+	Ctx context.Context
 	// Dump, when set, is called with the module's text before and after the named
 	// pass (kiln compile --dump=PASS).
 	Dump     func(pass string, before, after string)
@@ -139,6 +150,9 @@ func (p Pipeline) Run(ctx *Context, m *graph.Module) error {
 }
 
 func runPass(pass Pass, ctx *Context, m *graph.Module) (err error) {
+	if err := ctx.stopped(); err != nil {
+		return fmt.Errorf("graph pass %s not started: %w", pass.Name, err)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("graph pass %s: BUG: panic: %v", pass.Name, r)
@@ -160,6 +174,14 @@ func runPass(pass Pass, ctx *Context, m *graph.Module) (err error) {
 		}
 	}
 	return nil
+}
+
+// stopped returns why Ctx is done (its cause), or nil while the pipeline may go on.
+func (ctx *Context) stopped() error {
+	if ctx.Ctx == nil || ctx.Ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx.Ctx)
 }
 
 // Without returns the pipeline minus the named passes (a required pass stays).

@@ -35,6 +35,9 @@ import (
 // node and produces its output Value, so readers need no rewiring; the rest of the
 // pattern is left for dce.
 func Recognize(_ *Context, m *graph.Module) error {
+	if !hasAnchors(m) {
+		return nil
+	}
 	st := newMatchState(m)
 	var err error
 	m.Main.Funcs(func(f *graph.Func) {
@@ -54,6 +57,18 @@ func Recognize(_ *Context, m *graph.Module) error {
 	return err
 }
 
+// hasAnchors reports a node where a pattern can end (every pattern ends in a Div or a
+// Mul), so that a module without one costs one scan.
+func hasAnchors(m *graph.Module) bool {
+	found := false
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, n := range f.Nodes {
+			found = found || n.Op == graph.OpDiv || n.Op == graph.OpMul
+		}
+	})
+	return found
+}
+
 // rewrite is one match: the pattern's nodes (final among them, in no particular order)
 // and what the node that replaces final is made of.
 type rewrite struct {
@@ -70,58 +85,33 @@ type matchState struct {
 	results map[*graph.Value]bool
 	live    map[*graph.Node]bool
 	fn      map[*graph.Node]*graph.Func    // the Func holding each node
+	pos     map[*graph.Node]int            // each node's index in its Func's Nodes
 	uses    map[*graph.Value]int           // reads by live nodes
-	readers map[*graph.Value][]*graph.Node // live readers
-	names   map[string]bool                // value names in use
+	readers map[*graph.Value][]*graph.Node // readers, dead ones dropped lazily (liveReaders)
+	names   *freshNames                    // value names in use
 }
 
 // newMatchState finds the live nodes (those whose outputs reach a result, as dce would
 // keep them) and counts the reads of each value by live nodes.
 func newMatchState(m *graph.Module) *matchState {
-	st := &matchState{results: resultSet(m), live: map[*graph.Node]bool{}, fn: map[*graph.Node]*graph.Func{}, uses: map[*graph.Value]int{},
-		readers: map[*graph.Value][]*graph.Node{}, names: map[string]bool{}}
-	var all []*graph.Node
+	l := newLiveness(true)
+	l.fn(m.Main)
+	st := &matchState{results: resultSet(m), live: l.live, fn: map[*graph.Node]*graph.Func{}, pos: map[*graph.Node]int{},
+		uses: map[*graph.Value]int{}, readers: map[*graph.Value][]*graph.Node{}, names: moduleNames(m)}
 	m.Main.Funcs(func(f *graph.Func) {
-		for _, v := range slices.Concat(f.Params, f.Consts) {
-			st.names[v.Name] = true
-		}
-		for _, n := range f.Nodes {
-			all = append(all, n)
-			st.live[n], st.fn[n] = true, f
-			for _, o := range n.Outputs {
-				st.names[o.Name] = true
+		for i, n := range f.Nodes {
+			st.fn[n], st.pos[n] = f, i
+			if st.live[n] {
+				st.read(n, 1)
 			}
 		}
 	})
-	for changed := true; changed; {
-		changed = false
-		used := map[*graph.Value]bool{}
-		for r := range st.results {
-			used[r] = true
-		}
-		for _, n := range all {
-			if st.live[n] {
-				for _, v := range n.Inputs {
-					used[v] = true
-				}
-			}
-		}
-		for _, n := range all {
-			if st.live[n] && !slices.ContainsFunc(n.Outputs, func(o *graph.Value) bool { return used[o] }) {
-				st.live[n] = false
-				changed = true
-			}
-		}
-	}
-	for _, n := range all {
-		if st.live[n] {
-			st.read(n, 1)
-		}
-	}
 	return st
 }
 
-// read counts (delta 1) or uncounts (-1) n's reads of its inputs.
+// read counts (delta 1) or uncounts (-1) n's reads of its inputs. An uncounted node is
+// dead already (apply), and liveReaders drops it from the reader lists when they are
+// next looked at, so that a value with many readers costs no scan per removal.
 func (st *matchState) read(n *graph.Node, delta int) {
 	for _, v := range n.Inputs {
 		if v == nil {
@@ -130,10 +120,15 @@ func (st *matchState) read(n *graph.Node, delta int) {
 		st.uses[v] += delta
 		if delta > 0 {
 			st.readers[v] = append(st.readers[v], n)
-		} else {
-			st.readers[v] = slices.DeleteFunc(st.readers[v], func(r *graph.Node) bool { return r == n })
 		}
 	}
+}
+
+// liveReaders returns v's live readers, once per read.
+func (st *matchState) liveReaders(v *graph.Value) []*graph.Node {
+	rs := slices.DeleteFunc(st.readers[v], func(r *graph.Node) bool { return !st.live[r] })
+	st.readers[v] = rs
+	return rs
 }
 
 // closed reports whether every intermediate value of r (an output of a pattern node
@@ -171,8 +166,8 @@ func (st *matchState) closed(r *rewrite) bool {
 // and forgets the pattern's other nodes, which nobody reads any more.
 func (st *matchState) apply(r *rewrite) error {
 	f := st.fn[r.final]
-	i := slices.Index(f.Nodes, r.final)
-	if i < 0 {
+	i, ok := st.pos[r.final]
+	if !ok || i >= len(f.Nodes) || f.Nodes[i] != r.final {
 		return fmt.Errorf("BUG: recognized %v is not a node of @%s", r.final, f.Name)
 	}
 	n := &graph.Node{Op: r.op, Name: r.final.Name, Inputs: r.inputs, Outputs: r.final.Outputs, Attrs: r.attrs}
@@ -185,19 +180,14 @@ func (st *matchState) apply(r *rewrite) error {
 		st.read(p, -1)
 		st.live[p] = false
 	}
-	st.live[n], st.fn[n] = true, f
+	st.live[n], st.fn[n], st.pos[n] = true, f, i
 	st.read(n, 1)
 	return nil
 }
 
 // newConst makes a constant named after base, with a name no value of the module has.
 func (st *matchState) newConst(base string, t *tensor.Tensor) *graph.Value {
-	name := base
-	for i := 2; st.names[name]; i++ {
-		name = fmt.Sprintf("%s%d", base, i)
-	}
-	st.names[name] = true
-	return graph.NewConst(name, t)
+	return graph.NewConst(st.names.fresh(base), t)
 }
 
 // matchLayerNorm anchors at the Div of d / Sqrt(var + ε) and extends over ·γ and +β.

@@ -28,21 +28,59 @@ func (st *matchState) single(v *graph.Value) bool {
 // the factors of both operands, and Pow(a, 2 or 3) read once into 2 or 3 factors a. It
 // returns the factors and the nodes it expanded. A value read more than once (the
 // pattern's input) is a factor, never expanded.
+//
+// No pattern has more than maxMulFactors factors, so the walk stops after expanding that
+// many nodes and returns more factors than any pattern takes: a long chain of products
+// costs a few steps per node asking, not the chain's length.
 func (st *matchState) mulFactors(v *graph.Value, root bool) ([]*graph.Value, []*graph.Node) {
+	p := &product{}
+	st.expand(p, v, root)
+	if p.over {
+		return make([]*graph.Value, maxMulFactors+1), nil
+	}
+	return p.factors, p.nodes
+}
+
+// maxMulFactors is the most factors a pattern's product has (the tanh GELU's cube term).
+const maxMulFactors = 4
+
+type product struct {
+	factors  []*graph.Value
+	nodes    []*graph.Node
+	expanded int
+	over     bool // more nodes than maxMulFactors were expanded
+}
+
+func (st *matchState) expand(p *product, v *graph.Value, root bool) {
+	if p.over {
+		return
+	}
 	if v == nil || !root && !st.single(v) {
-		return []*graph.Value{v}, nil
+		p.factors = append(p.factors, v)
+		return
 	}
-	if n := st.def(v, graph.OpMul); n != nil {
-		fa, na := st.mulFactors(n.Inputs[0], false)
-		fb, nb := st.mulFactors(n.Inputs[1], false)
-		return slices.Concat(fa, fb), slices.Concat(na, nb, []*graph.Node{n})
+	n := st.def(v, graph.OpMul)
+	pow := st.def(v, graph.OpPow)
+	e, ok := 0.0, false
+	if pow != nil {
+		e, ok = recScalar(pow.Inputs[1])
 	}
-	if n := st.def(v, graph.OpPow); n != nil {
-		if e, ok := recScalar(n.Inputs[1]); ok && (e == 2 || e == 3) {
-			return slices.Repeat([]*graph.Value{n.Inputs[0]}, int(e)), []*graph.Node{n}
-		}
+	if n == nil && !(ok && (e == 2 || e == 3)) {
+		p.factors = append(p.factors, v)
+		return
 	}
-	return []*graph.Value{v}, nil
+	if p.expanded++; p.expanded > maxMulFactors {
+		p.over = true
+		return
+	}
+	if n != nil {
+		st.expand(p, n.Inputs[0], false)
+		st.expand(p, n.Inputs[1], false)
+		p.nodes = append(p.nodes, n)
+		return
+	}
+	p.factors = append(p.factors, slices.Repeat([]*graph.Value{pow.Inputs[0]}, int(e))...)
+	p.nodes = append(p.nodes, pow)
 }
 
 // isSquareOf: sq is Pow(d, 2) or Mul(d, d).
@@ -63,7 +101,7 @@ func (st *matchState) isSquareOf(sq *graph.Node, d *graph.Value) bool {
 // affine returns y's only reader when it is op(y, p) or op(p, y) with p a constant of x's
 // dtype and shape [last], and p; nil when there is none.
 func (st *matchState) affine(y *graph.Value, op graph.Op, x *graph.Value, last int64) (*graph.Node, *graph.Value) {
-	if !st.single(y) || len(st.readers[y]) != 1 {
+	if !st.single(y) || len(st.liveReaders(y)) != 1 {
 		return nil, nil
 	}
 	n := st.readers[y][0]

@@ -1,8 +1,6 @@
 package passes
 
 import (
-	"fmt"
-
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -17,14 +15,16 @@ import (
 func Simplify(_ *Context, m *graph.Module) error {
 	results := resultSet(m)
 	chains := newChainCtx(m)
+	fwd := forwarding{}
 	m.Main.Funcs(func(f *graph.Func) {
 		for _, n := range f.Nodes {
+			fwd.rewire(n)
 			chains.simplifyChain(f, n)
 			src := noOpSource(n)
 			if src == nil || results[n.Outputs[0]] {
 				continue
 			}
-			replaceUses(m, n.Outputs[0], src)
+			fwd[n.Outputs[0]] = src
 		}
 	})
 	return nil
@@ -40,17 +40,23 @@ func resultSet(m *graph.Module) map[*graph.Value]bool {
 	return r
 }
 
-// replaceUses makes every reader of old (in any Func) read v.
-func replaceUses(m *graph.Module, old, v *graph.Value) {
-	m.Main.Funcs(func(f *graph.Func) {
-		for _, n := range f.Nodes {
-			for i, in := range n.Inputs {
-				if in == old {
-					n.Inputs[i] = v
-				}
-			}
+// forwarding maps a value whose readers are to read another value instead. Passes that
+// bypass nodes visit the module in Func.Funcs order and rewire each node as they reach
+// it: every reader of a value comes after its definition in that order (a subgraph's
+// nodes after all of its enclosing Func's), so one visit per node rewires the whole
+// module, and the targets are final already (their own readers were rewired first).
+type forwarding map[*graph.Value]*graph.Value
+
+// rewire makes n read the forwarded values.
+func (fw forwarding) rewire(n *graph.Node) {
+	if len(fw) == 0 {
+		return
+	}
+	for i, in := range n.Inputs {
+		if v, ok := fw[in]; ok {
+			n.Inputs[i] = v
 		}
-	})
+	}
 }
 
 // noOpSource returns the input a no-op node passes through unchanged, or nil.
@@ -113,45 +119,4 @@ func allEqual(t *tensor.Tensor, v float64) bool {
 		}
 	}
 	return true
-}
-
-// CSE merges nodes that compute the same thing: same op, equal attributes, the same
-// input values (nodes with subgraphs and random ops excluded). The later node's readers
-// read the earlier node's outputs; dce removes it. Results keep their own nodes.
-func CSE(_ *Context, m *graph.Module) error {
-	results := resultSet(m)
-	m.Main.Funcs(func(f *graph.Func) {
-		seen := map[string]*graph.Node{}
-		for _, n := range f.Nodes {
-			info := n.Op.Info()
-			if info == nil || info.Flags&(graph.HasSubgraphs|graph.Stochastic) != 0 {
-				continue
-			}
-			key := cseKey(n)
-			first, ok := seen[key]
-			if !ok {
-				seen[key] = n
-				continue
-			}
-			keep := true
-			for _, o := range n.Outputs {
-				keep = keep && !results[o]
-			}
-			if !keep || len(first.Outputs) != len(n.Outputs) {
-				continue
-			}
-			for i, o := range n.Outputs {
-				replaceUses(m, o, first.Outputs[i])
-			}
-		}
-	})
-	return nil
-}
-
-func cseKey(n *graph.Node) string {
-	k := fmt.Sprintf("%d|%#v|%d", n.Op, n.Attrs, len(n.Outputs))
-	for _, v := range n.Inputs {
-		k += fmt.Sprintf("|%p", v)
-	}
-	return k
 }

@@ -1,8 +1,6 @@
 package passes
 
 import (
-	"fmt"
-
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -25,25 +23,11 @@ import (
 
 // chainCtx carries what the rules need across one Simplify run.
 type chainCtx struct {
-	names map[string]bool // every value name in the module, for fresh constant names
+	names *freshNames // for the names of new shape constants
 }
 
 func newChainCtx(m *graph.Module) *chainCtx {
-	c := &chainCtx{names: map[string]bool{}}
-	m.Main.Funcs(func(f *graph.Func) {
-		for _, v := range f.Params {
-			c.names[v.Name] = true
-		}
-		for _, v := range f.Consts {
-			c.names[v.Name] = true
-		}
-		for _, n := range f.Nodes {
-			for _, v := range n.Outputs {
-				c.names[v.Name] = true
-			}
-		}
-	})
-	return c
+	return &chainCtx{names: moduleNames(m)}
 }
 
 // simplifyChain applies the chain rules to n (a node of f), in place.
@@ -181,7 +165,7 @@ func (c *chainCtx) toReshape(f *graph.Func, n *graph.Node, x *graph.Value, shape
 	}
 	sc := n.Input(1)
 	if n.Op != graph.OpReshape || !spells(sc, dims) {
-		sc = graph.NewConst(c.fresh(n.Outputs[0].Name+"_shape"), tensor.MustFromSlice(tensor.Shape{len(dims)}, dims))
+		sc = graph.NewConst(c.names.fresh(n.Outputs[0].Name+"_shape"), tensor.MustFromSlice(tensor.Shape{len(dims)}, dims))
 		f.Consts = append(f.Consts, sc)
 	}
 	n.Op = graph.OpReshape
@@ -200,14 +184,4 @@ func spells(v *graph.Value, dims []int64) bool {
 		}
 	}
 	return true
-}
-
-// fresh returns base, or base with a number, not yet used as a value name.
-func (c *chainCtx) fresh(base string) string {
-	name := base
-	for i := 2; c.names[name]; i++ {
-		name = fmt.Sprintf("%s%d", base, i)
-	}
-	c.names[name] = true
-	return name
 }

@@ -68,7 +68,11 @@ func inlineChain(s *schedule.Schedule, fixed ...string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := s.ComputeInline(b); err != nil {
+		if err := s.ComputeInline(b); errors.Is(err, schedule.ErrSchedule) {
+			// a stage that cannot be inlined (its copies would be too large) leaves a
+			// second nest: the group is lowered member by member instead
+			return "", notApplicable("epilogue: %v", err)
+		} else if err != nil {
 			return "", err
 		}
 	}

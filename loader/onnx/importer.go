@@ -19,17 +19,35 @@ type importer struct {
 	unique int
 }
 
-// scope maps ONNX value names to graph values; subgraphs see their parents' names.
+// scope maps ONNX value names to graph values; subgraphs see their parents' names. All
+// scopes of one import share the table of visible names (per name, its definitions in
+// the open scopes, innermost last), and a subgraph's scope is closed once it is built,
+// so a lookup costs the same at any depth of nesting.
 type scope struct {
-	vals  map[string]*graph.Value
-	outer *scope
+	vals    map[string]*graph.Value // defined in this scope
+	visible map[string][]*graph.Value
+}
+
+func newScope() *scope {
+	return &scope{vals: map[string]*graph.Value{}, visible: map[string][]*graph.Value{}}
+}
+
+// sub opens the scope of a subgraph of s.
+func (s *scope) sub() *scope {
+	return &scope{vals: map[string]*graph.Value{}, visible: s.visible}
+}
+
+// close hides the names s defined again.
+func (s *scope) close() {
+	for name := range s.vals {
+		vs := s.visible[name]
+		s.visible[name] = vs[:len(vs)-1]
+	}
 }
 
 func (s *scope) lookup(name string) (*graph.Value, bool) {
-	for ; s != nil; s = s.outer {
-		if v, ok := s.vals[name]; ok {
-			return v, true
-		}
+	if vs := s.visible[name]; len(vs) > 0 {
+		return vs[len(vs)-1], true
 	}
 	return nil, false
 }
@@ -39,6 +57,7 @@ func (im *importer) define(sc *scope, v *graph.Value) error {
 		return invalidf("value %q is defined twice", v.Name)
 	}
 	sc.vals[v.Name] = v
+	sc.visible[v.Name] = append(sc.visible[v.Name], v)
 	return nil
 }
 
@@ -318,9 +337,11 @@ func (c *nodeConv) setField(fv reflect.Value, f graph.AttrField, a *onnxpb.Attri
 			return bad()
 		}
 		sub := c.b.Sub(f.Name)
-		if err := c.im.buildGraph(a.GetG(), sub, &scope{vals: map[string]*graph.Value{}, outer: c.sc}, false, c.bodyHints()); err != nil {
+		sc := c.sc.sub()
+		if err := c.im.buildGraph(a.GetG(), sub, sc, false, c.bodyHints()); err != nil {
 			return c.errorf("subgraph %q: %w", f.Name, err)
 		}
+		sc.close()
 		fv.Set(reflect.ValueOf(sub.F))
 	default:
 		return bad()

@@ -81,7 +81,7 @@ func loadDecoded(mp *onnxpb.ModelProto, opsets map[string]int64, td *tensorDecod
 			m, err = nil, fmt.Errorf("BUG: loader panicked: %v", r)
 		}
 	}()
-	if err := im.buildGraph(mp.GetGraph(), bld, &scope{vals: map[string]*graph.Value{}}, true, nil); err != nil {
+	if err := im.buildGraph(mp.GetGraph(), bld, newScope(), true, nil); err != nil {
 		return nil, err
 	}
 	if err := graph.Verify(bld.M); err != nil {

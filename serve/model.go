@@ -50,6 +50,7 @@ type model struct {
 	mu       sync.Mutex
 	retired  bool // unloaded or replaced: no new requests
 	warming  bool // running its warm-up samples: stays LOADING
+	eager    bool // compiles (or warms up) at load, not yet started (compileEager)
 	active   int  // requests in progress
 	state    State
 	reason   string
@@ -72,6 +73,15 @@ func (m *model) versionString() string {
 		return ""
 	}
 	return fmt.Sprint(m.version)
+}
+
+// takeEager reports whether the model waits for its eager compile, and clears it.
+func (m *model) takeEager() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.eager
+	m.eager = false
+	return e
 }
 
 func (m *model) setState(s State, reason string) {

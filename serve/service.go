@@ -185,7 +185,7 @@ func (s *Service) register(d modelDir) []*model {
 			m.state, m.reason = StateUnavailable, err.Error()
 			s.log.Error("model unavailable", zap.String("model", d.name), zap.Int64("version", v.number), zap.Error(err))
 		} else if s.opts.Eager || spec.Eager {
-			m.state = StateLoading
+			m.state, m.eager = StateLoading, true
 		}
 		if spec.Batching != nil && m.state != StateUnavailable {
 			m.batcher = newBatcher(m, *spec.Batching)
@@ -214,7 +214,7 @@ func (s *Service) startBuild() bool {
 // (warmup.go), the others when their input shapes are static.
 func (s *Service) compileEager() {
 	for _, m := range s.allModels() {
-		if m.status().State != StateLoading {
+		if !m.takeEager() {
 			continue
 		}
 		if m.config != nil && len(m.config.ModelWarmup) > 0 {

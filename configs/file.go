@@ -123,6 +123,18 @@ type Limits struct {
 	// (default): the runtime's own (the GOMEMLIMIT environment variable, else none).
 	// Set it below the container's memory limit.
 	MemoryLimit Size `yaml:"memory_limit"`
+	// RequestMemory bounds the memory one inference plans to use (its tensors); a
+	// request above it is refused before it runs, a model whose fixed plan is above it
+	// does not load. 0 (default): half the memory the process may use (its cgroup's
+	// limit, else the machine's).
+	RequestMemory Size `yaml:"request_memory"`
+	// TensorMemory bounds one tensor of an inference. 0 (default): a quarter of the
+	// memory the process may use.
+	TensorMemory Size `yaml:"tensor_memory"`
+	// CompileTimeout bounds one model's compile (default 10m); 0 means no bound.
+	CompileTimeout Duration `yaml:"compile_timeout"`
+	// Compiles is how many models compile at once; 0 (default): one per core.
+	Compiles int `yaml:"compiles"`
 }
 
 // TLS, when both files are set, makes the HTTP and gRPC endpoints serve TLS.
@@ -153,7 +165,7 @@ func DefaultFile() File {
 		ModelControlMode: "none",
 		LoadMode:         "lazy",
 		Cache:            Cache{Policy: "on"},
-		Limits:           Limits{MaxRequestBytes: 64 * MiB, MaxInflightBytes: GiB},
+		Limits:           Limits{MaxRequestBytes: 64 * MiB, MaxInflightBytes: GiB, CompileTimeout: Duration(10 * time.Minute)},
 		Log:              Log{Format: "json", Level: "info"},
 		ShutdownGrace:    Duration(30 * time.Second),
 	}
@@ -332,6 +344,18 @@ func (f File) Validate() error {
 	}
 	if f.Limits.MemoryLimit < 0 {
 		bad("limits.memory_limit", "%s: must not be negative (0 leaves the runtime's)", f.Limits.MemoryLimit)
+	}
+	if f.Limits.RequestMemory < 0 {
+		bad("limits.request_memory", "%s: must not be negative (0: half the memory the process may use)", f.Limits.RequestMemory)
+	}
+	if f.Limits.TensorMemory < 0 {
+		bad("limits.tensor_memory", "%s: must not be negative (0: a quarter of the memory the process may use)", f.Limits.TensorMemory)
+	}
+	if f.Limits.CompileTimeout < 0 {
+		bad("limits.compile_timeout", "%v: must not be negative (0: no bound)", time.Duration(f.Limits.CompileTimeout))
+	}
+	if f.Limits.Compiles < 0 {
+		bad("limits.compiles", "%d: must not be negative (0: one per core)", f.Limits.Compiles)
 	} else if f.Limits.MemoryLimit > 0 && f.Limits.MemoryLimit <= f.Limits.MaxInflightBytes {
 		bad("limits.memory_limit", "%s: must be above limits.max_inflight_bytes (%s), which requests may hold on their own", f.Limits.MemoryLimit, f.Limits.MaxInflightBytes)
 	}

@@ -258,7 +258,7 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 	if generic {
 		inputs = map[string][]int64{} // no shapes: the symbolic dims stay free
 	}
-	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: ctx, Limits: svc.opts.Limits,
+	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: ctx, Limits: svc.opts.Limits, Timeout: svc.opts.CompileTimeout,
 		Progress: func(p compiler.Progress) {
 			m.mu.Lock()
 			if p.Total > 0 {

@@ -49,6 +49,9 @@ type Options struct {
 	// Compiles is how many models compile at once (0: one per core), so that one slow
 	// model does not hold back every other model's first request.
 	Compiles int
+	// CompileTimeout bounds one compile (0: none): a model that takes longer is
+	// UNAVAILABLE with the reason, and its slot goes to the next.
+	CompileTimeout time.Duration
 	// Limits bound one request's memory (zero fields: vm.DefaultLimits, from the
 	// cgroup's memory limit): a model whose static plan exceeds them does not load, and
 	// a request that would exceed them is refused (ErrInvalid) before it runs.

@@ -26,6 +26,7 @@ import (
 	"github.com/kilnrt/kiln/serve"
 	"github.com/kilnrt/kiln/serve/grpcapi"
 	"github.com/kilnrt/kiln/serve/httpapi"
+	"github.com/kilnrt/kiln/vm"
 )
 
 // defaultRepository is the bundled example repository, relative to the repository root.
@@ -117,7 +118,10 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 	buildInCache(dev, j)
 	explicit := cfg.ModelControlMode == "explicit"
 	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, CPU: dev, Journal: j, Log: log, Eager: cfg.LoadMode == "eager",
-		RepositoryControl: explicit, Load: load, Instances: instances, SpecializeAfter: specializeAfter})
+		RepositoryControl: explicit, Load: load, Instances: instances, SpecializeAfter: specializeAfter,
+		Compiles: cfg.Limits.Compiles, CompileTimeout: time.Duration(cfg.Limits.CompileTimeout),
+		Limits: vm.Limits{RequestBytes: int64(cfg.Limits.RequestMemory), TensorBytes: int64(cfg.Limits.TensorMemory),
+			Hint: "raise limits.request_memory / limits.tensor_memory (--max-request-memory, --max-tensor-memory)"}})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,9 @@ type serveFlags struct {
 	config                                string
 	repo, httpAddr, grpcAddr, metricsAddr string
 	maxBody, grpcMaxMsg, maxInflight      string
-	memoryLimit                           string
+	memoryLimit, requestMem, tensorMem    string
+	compileTimeout                        time.Duration
+	compiles                              int
 	requestTimeout, grace                 time.Duration
 	httpTimeouts                          [4]time.Duration // read header, read, write, idle
 	httpMaxConns, grpcMaxConns            int
@@ -49,6 +51,10 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.grpcMaxMsg, "grpc-max-message-bytes", "256MiB", "largest gRPC message, either way [grpc.max_message_bytes]")
 	f.StringVar(&fl.maxInflight, "max-inflight-bytes", "1GiB", "request bodies and messages held in memory at once, REST and gRPC together [limits.max_inflight_bytes]")
 	f.StringVar(&fl.memoryLimit, "memory-limit", "0", "the Go runtime's soft memory limit, e.g. 3500MiB (0: GOMEMLIMIT, else none) [limits.memory_limit]")
+	f.StringVar(&fl.requestMem, "max-request-memory", "0", "the tensors one inference may plan to hold; larger requests are refused before they run (0: half the memory the process may use) [limits.request_memory]")
+	f.StringVar(&fl.tensorMem, "max-tensor-memory", "0", "one tensor of an inference (0: a quarter of the memory the process may use) [limits.tensor_memory]")
+	f.DurationVar(&fl.compileTimeout, "compile-timeout", 10*time.Minute, "bound on one model's compile (0: none) [limits.compile_timeout]")
+	f.IntVar(&fl.compiles, "compiles", 0, "models compiling at once (0: one per core) [limits.compiles]")
 	f.DurationVar(&fl.httpTimeouts[0], "http-read-header-timeout", 10*time.Second, "a REST request's headers must arrive within this [http.read_header_timeout]")
 	f.DurationVar(&fl.httpTimeouts[1], "http-read-timeout", time.Minute, "a REST request's body must arrive within this, else 408 (0: no bound) [http.read_timeout]")
 	f.DurationVar(&fl.httpTimeouts[2], "http-write-timeout", time.Minute, "a REST response must be written within this, counted from the end of the inference (0: no bound) [http.write_timeout]")
@@ -128,6 +134,18 @@ func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (
 	}
 	if set("memory-limit") {
 		size("memory-limit", fl.memoryLimit, &cfg.Limits.MemoryLimit)
+	}
+	if set("max-request-memory") {
+		size("max-request-memory", fl.requestMem, &cfg.Limits.RequestMemory)
+	}
+	if set("max-tensor-memory") {
+		size("max-tensor-memory", fl.tensorMem, &cfg.Limits.TensorMemory)
+	}
+	if set("compile-timeout") {
+		cfg.Limits.CompileTimeout = configs.Duration(fl.compileTimeout)
+	}
+	if set("compiles") {
+		cfg.Limits.Compiles = fl.compiles
 	}
 	if set("grpc-address") {
 		cfg.GRPC.Address, cfg.GRPC.Enabled = fl.grpcAddr, fl.grpcAddr != ""

@@ -87,7 +87,7 @@ metrics: {enabled: false}
 model_control_mode: explicit
 load_mode: eager
 cache: {dir: /var/cache/kiln, policy: readonly, budget: 2GiB}
-limits: {max_request_bytes: 1MiB, request_timeout: 45s, max_inflight_bytes: 512MiB, memory_limit: 2GiB}
+limits: {max_request_bytes: 1MiB, request_timeout: 45s, max_inflight_bytes: 512MiB, memory_limit: 2GiB, request_memory: 1GiB, tensor_memory: 256MiB, compile_timeout: 2m, compiles: 3}
 tls: {cert_file: /tls/crt, key_file: /tls/key}
 auth: {bearer_token_file: /secret/token}
 log: {format: console, level: warn}
@@ -108,12 +108,13 @@ shutdown_grace: 10s
 		ModelControlMode: "explicit",
 		LoadMode:         "eager",
 		Cache:            configs.Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * configs.GiB},
-		Limits:           configs.Limits{MaxRequestBytes: configs.MiB, RequestTimeout: configs.Duration(45 * time.Second), MaxInflightBytes: 512 * configs.MiB, MemoryLimit: 2 * configs.GiB},
-		TLS:              configs.TLS{CertFile: "/tls/crt", KeyFile: "/tls/key"},
-		Auth:             configs.Auth{BearerTokenFile: "/secret/token"},
-		Log:              configs.Log{Format: "console", Level: "warn"}, // the file wins over $KILN_LOG_FORMAT
-		Threads:          3,
-		ShutdownGrace:    configs.Duration(10 * time.Second),
+		Limits: configs.Limits{MaxRequestBytes: configs.MiB, RequestTimeout: configs.Duration(45 * time.Second), MaxInflightBytes: 512 * configs.MiB, MemoryLimit: 2 * configs.GiB,
+			RequestMemory: configs.GiB, TensorMemory: 256 * configs.MiB, CompileTimeout: configs.Duration(2 * time.Minute), Compiles: 3},
+		TLS:           configs.TLS{CertFile: "/tls/crt", KeyFile: "/tls/key"},
+		Auth:          configs.Auth{BearerTokenFile: "/secret/token"},
+		Log:           configs.Log{Format: "console", Level: "warn"}, // the file wins over $KILN_LOG_FORMAT
+		Threads:       3,
+		ShutdownGrace: configs.Duration(10 * time.Second),
 	}
 	if cfg != want {
 		t.Errorf("file only:\n got %+v\nwant %+v", cfg, want)
@@ -124,7 +125,8 @@ shutdown_grace: 10s
 		"--max-request-bytes", "2MiB", "--request-timeout", "5s", "--tls-cert-file", "/c", "--tls-key-file", "/k",
 		"--bearer-token-file", "/t", "--log-format", "json", "--log-level", "debug", "--threads", "1", "--grace", "1m",
 		"--http-read-header-timeout", "3s", "--http-read-timeout", "2s", "--http-write-timeout", "0s", "--http-idle-timeout", "30s", "--http-max-connections", "100",
-		"--grpc-max-concurrent-streams", "8", "--grpc-idle-timeout", "0s", "--grpc-max-connections", "20", "--max-inflight-bytes", "2GiB", "--memory-limit", "3GiB")
+		"--grpc-max-concurrent-streams", "8", "--grpc-idle-timeout", "0s", "--grpc-max-connections", "20", "--max-inflight-bytes", "2GiB", "--memory-limit", "3GiB",
+		"--max-request-memory", "2GiB", "--max-tensor-memory", "1GiB", "--compile-timeout", "0s", "--compiles", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +139,13 @@ shutdown_grace: 10s
 		ModelControlMode: "none",
 		LoadMode:         "lazy",
 		Cache:            configs.Cache{Dir: "/tmp/j", Policy: "redo", Budget: configs.GiB},
-		Limits:           configs.Limits{MaxRequestBytes: 2 * configs.MiB, RequestTimeout: configs.Duration(5 * time.Second), MaxInflightBytes: 2 * configs.GiB, MemoryLimit: 3 * configs.GiB},
-		TLS:              configs.TLS{CertFile: "/c", KeyFile: "/k"},
-		Auth:             configs.Auth{BearerTokenFile: "/t"},
-		Log:              configs.Log{Format: "json", Level: "debug"},
-		Threads:          1,
-		ShutdownGrace:    configs.Duration(time.Minute),
+		Limits: configs.Limits{MaxRequestBytes: 2 * configs.MiB, RequestTimeout: configs.Duration(5 * time.Second), MaxInflightBytes: 2 * configs.GiB, MemoryLimit: 3 * configs.GiB,
+			RequestMemory: 2 * configs.GiB, TensorMemory: configs.GiB, Compiles: 1},
+		TLS:           configs.TLS{CertFile: "/c", KeyFile: "/k"},
+		Auth:          configs.Auth{BearerTokenFile: "/t"},
+		Log:           configs.Log{Format: "json", Level: "debug"},
+		Threads:       1,
+		ShutdownGrace: configs.Duration(time.Minute),
 	}
 	if cfg != want {
 		t.Errorf("flags over the file:\n got %+v\nwant %+v", cfg, want)

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -84,7 +86,11 @@ func bodyDeadline(r *http.Request) time.Time {
 func (s *Server) declaredTooLarge(c *gin.Context) {
 	if n := c.Request.ContentLength; n > s.opts.MaxRequestBytes {
 		c.Header("Connection", "close")
-		fail(c, fmt.Errorf("%w: Content-Length %d exceeds the limit of %d bytes", errTooLarge, n, s.opts.MaxRequestBytes))
+		msg, _ := json.Marshal(gin.H{"error": fmt.Errorf("%w: Content-Length %d exceeds the limit of %d bytes", errTooLarge, n, s.opts.MaxRequestBytes).Error()})
+		c.Header("Content-Type", "application/json; charset=utf-8")
+		c.Header("Content-Length", strconv.Itoa(len(msg))) // complete before the linger
+		c.AbortWithStatus(http.StatusRequestEntityTooLarge)
+		c.Writer.Write(msg)
 		c.Writer.Flush()
 		if http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(lingerTime)) == nil {
 			io.CopyN(io.Discard, c.Request.Body, lingerBytes)

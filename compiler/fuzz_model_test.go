@@ -118,7 +118,9 @@ func input(shape []int64, data []byte) *tensor.Tensor {
 	x := tensor.New(tensor.Float32, s)
 	v := x.Data.([]float32)
 	for i := range v {
-		v[i] = float32(int(data[(i*7+3)%max(len(data), 1)]%17) - 8)
+		if len(data) > 0 {
+			v[i] = float32(int(data[(i*7+3)%len(data)]%17) - 8)
+		}
 	}
 	return x
 }

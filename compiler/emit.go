@@ -227,7 +227,7 @@ func (e *emitter) node(n *graph.Node) error {
 func staticShape(n *graph.Node, v *graph.Value) ([]int64, error) {
 	s, ok := v.Type.ConstShape()
 	if !ok || v.Type.Kind != graph.KindTensor {
-		return nil, fmt.Errorf("%v: %q has type %v; the compiled engine needs static shapes here (symbolic dims are bound from the input shapes; dynamic shapes come with issue #6)", n, v.Name, v.Type)
+		return nil, fmt.Errorf("%v: %q has type %v; the compiled engine needs static shapes here (bind its symbolic dims from the input shapes)", n, v.Name, v.Type)
 	}
 	out := make([]int64, len(s))
 	for i, d := range s {

@@ -15,7 +15,7 @@ import (
 	"github.com/kilnrt/kiln/vm"
 )
 
-// Symbolic dims (issue #6): a symbol left unbound by Options.Dims stays in the types; the
+// Symbolic dims: a symbol left unbound by Options.Dims stays in the types; the
 // entry function reads its value from the first input whose shape names it (ShapeOf,
 // shape.dim), checks that later inputs naming it agree (shape.expect), and keeps it in a
 // host register. Extents, byte counts and ShapeExpr values are polynomials over those

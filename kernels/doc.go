@@ -25,7 +25,7 @@
 // not listed returns ErrNoKernel with the reason; data-dependent output shapes (NonZero,
 // Unique, Compress) have no kernel, and the compiled engine reports them.
 //
-// Symbolic extents (issue #6): placeholders may have extents over Vars named like the
+// Symbolic extents: placeholders may have extents over Vars named like the
 // graph's symbols (te.Dim), which become the kernel's runtime dims, passed by name. Syms
 // and SymExpr turn a graph.Dim into such an expression, reusing the inputs' Vars, so a
 // definition can take a shape from the node's output type (a Reshape or Expand whose

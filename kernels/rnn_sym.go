@@ -6,7 +6,7 @@ import (
 	"github.com/kilnrt/kiln/loopir"
 )
 
-// Symbolic sequence length and batch of the recurrent kernels (issue #6). X's first two
+// Symbolic sequence length and batch of the recurrent kernels. X's first two
 // extents may be expressions over the kernel's dims; input and hidden sizes come from
 // the weights and stay static. With both extents constant every helper here returns
 // what the static kernel always used, so its code is unchanged. Where an extent is

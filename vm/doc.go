@@ -50,7 +50,7 @@
 // builtins (builtins_shape.go) read symbols from input shapes (shape.dim), check that
 // inputs agree on them (shape.expect, ErrInput) and evaluate polynomial extents and byte
 // counts (shape.eval); AllocStorage takes a run-time byte count from a register and
-// AllocTensorReg a run-time shape. Not present yet: background specialization (#6).
+// AllocTensorReg a run-time shape.
 //
 // Binary format (FormatVersion 4, see HeaderSize): a fixed header (magic, version, the
 // CRC-32C and length of the metadata payload, the offset and length of the data section

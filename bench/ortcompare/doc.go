@@ -20,7 +20,7 @@
 // kiln_compiles, kiln_levels (p50 and ratio to ORT per level) and
 // ratio_high_over_low_level hold the rest.
 //
-// --engines kiln,kiln-generic,ort adds kiln's generic executable (issue #6: compiled once
+// --engines kiln,kiln-generic,ort adds kiln's generic executable (compiled once
 // with the model's symbolic dims free, `kiln compile` without --input-dir, serving every
 // shape) run on the same inputs: the table gains its p50, its ratio to ORT, the
 // specialized executable's p50 over it (kiln/generic) and its compile time.

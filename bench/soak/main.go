@@ -1,5 +1,5 @@
 // Command soak runs one generic executable (compiled once, symbolic dims free) on many
-// inferences of random shapes and watches the process's resident memory: issue #6's
+// inferences of random shapes and watches the process's resident memory: a
 // check that serving changing shapes does not grow memory without bound (apache/tvm#7763
 // is the failure it guards against).
 //

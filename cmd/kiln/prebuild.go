@@ -98,7 +98,7 @@ model, --dims bert:seq=128 for one. Models already in the journal are not rebuil
 				return usageError{fmt.Errorf("--model-repository is required")}
 			}
 			if tgt != "host" && tgt != "cpu" {
-				return usageError{fmt.Errorf("--target %q: only the host CPU is a target today (CUDA and OpenCL come with the GPU issues)", tgt)}
+				return usageError{fmt.Errorf("--target %q: only the host CPU is a target (CUDA and OpenCL devices are not built)", tgt)}
 			}
 			models, err := scanRepository(repo)
 			if err != nil {

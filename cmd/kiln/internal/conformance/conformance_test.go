@@ -182,7 +182,7 @@ func compiledOptsAt(t *testing.T, level int) Options {
 	return o
 }
 
-// TestZooCompiled is issue #4's acceptance check: every zoo model, every data set, on
+// TestZooCompiled: every zoo model, every data set, on
 // kernels kiln generated itself, against ONNX Runtime's outputs.
 func TestZooCompiled(t *testing.T) {
 	zoo := testdata.Zoo(t)

@@ -18,7 +18,7 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// dynamicCase is one zoo model for issue #6's acceptance: compiled once, run on every
+// dynamicCase is one zoo model of the one-executable check: compiled once, run on every
 // data set and on random shapes. notYet, when set, is why the generic executable cannot
 // be built yet: the test then checks that it fails for that reason (and fails itself
 // once the model compiles, so that the entry gets updated).
@@ -38,7 +38,7 @@ var dynamicCases = []dynamicCase{
 // randomShapes is how many random shape bindings each model runs besides its data sets.
 const randomShapes = 20
 
-// TestZooOneExecutable is issue #6's first acceptance check: each model compiles once,
+// TestZooOneExecutable: each model compiles once,
 // with its symbolic dims free, and that one executable matches ONNX Runtime's outputs on
 // every data set and the reference evaluator on 20 random shapes (batch 1..8, sequence
 // 1..512 with at most 512 tokens so the reference stays quick, control_flow 0..100

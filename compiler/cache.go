@@ -33,7 +33,8 @@ type Cached struct {
 	Took     time.Duration
 }
 
-// tuningDigest names the tuning records a compile used: kiln has no tuner, and the component is in every key so records will invalidate entries.
+// tuningDigest names the tuning records a compile used: kiln has no tuner, and the
+// component is in every key so records will invalidate entries.
 const tuningDigest = "none"
 
 // ExecutableMaterial is the key material of src compiled for t with opts; opts.Inputs

@@ -61,7 +61,12 @@ type compiled struct {
 // executable for every shape) and runs every input on it. compiles reports how many
 // compiles a model took.
 func GenericEngine(dev *devcpu.Device) (run Engine, compiles func(*graph.Module) int, closeAll func()) {
-	e := &compiled{dev: dev, level: 3, generic: true, cache: map[compiledKey]*vm.VM{}, compiles: map[*graph.Module]int{}}
+	return GenericEngineWith(dev, CompiledOptions{Level: 3})
+}
+
+// GenericEngineWith is GenericEngine with more options.
+func GenericEngineWith(dev *devcpu.Device, o CompiledOptions) (run Engine, compiles func(*graph.Module) int, closeAll func()) {
+	e := &compiled{dev: dev, level: o.Level, boundsCheck: o.BoundsCheck, generic: true, cache: map[compiledKey]*vm.VM{}, compiles: map[*graph.Module]int{}}
 	return e.run, func(m *graph.Module) int {
 		e.mu.Lock()
 		defer e.mu.Unlock()

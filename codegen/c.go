@@ -115,7 +115,7 @@ type cEmitter struct {
 	// bounds checks (COptions.BoundsCheck)
 	bc         string                 // where a failed check is recorded here ("&kiln_bounds" in the kernel)
 	localIDs   map[*loopir.Buffer]int // the numbers checks report for local allocations
-	prechecked map[any]bool           // loads and stores whose range was checked before their vector loop
+	prechecked map[any]bool           // loads and stores whose range was checked before their loop
 }
 
 // intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
@@ -247,8 +247,8 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		if e.checks && s.Kind != loopir.Parallel {
 			defer e.hoistIndexChecks(s, pad)()
 		}
-		if e.opts.BoundsCheck && s.Kind == loopir.Vectorized {
-			if cond, forget := e.vectorBounds(s); cond != "" {
+		if e.opts.BoundsCheck && s.Kind != loopir.Parallel {
+			if cond, forget := e.loopBounds(s); cond != "" {
 				fmt.Fprintf(e.b, "%sif (%s) {\n", pad, cond)
 				e.loop(s, depth+1)
 				fmt.Fprintf(e.b, "%s}\n", pad)

@@ -82,14 +82,15 @@ func (e *cEmitter) rangeCheck(b *loopir.Buffer, lo, hi loopir.Expr) string {
 	return fmt.Sprintf("kiln_bc_range(%s, %s, %s, %d, %s)", e.expr(lo), e.expr(hi), e.extent(b), e.bufferID(b), e.bc)
 }
 
-// vectorBounds checks the accesses of a vectorized loop's body as whole vectors: each
-// load and store run on every iteration (not under a nested loop or a condition) whose
-// offset is the loop variable times a constant plus a part invariant in the loop is
-// checked once before the loop, at its first and last iteration, and then printed
-// unchecked inside it, so the loop stays a vector loop. It returns the condition (""
-// when no access qualifies; the others keep their per-element checks) and a function
-// that forgets the accesses it covered once the loop is printed.
-func (e *cEmitter) vectorBounds(s *loopir.For) (string, func()) {
+// loopBounds checks the accesses of a (serial, vectorized or unrolled) loop's body as
+// whole ranges: each load and store run on every iteration (not under a nested loop or
+// a condition) whose offset is the loop variable times a constant plus a part invariant
+// in the loop is checked once before the loop, at its first and last iteration, and
+// then printed unchecked inside it, so a vector loop checks whole vectors and stays a
+// vector loop, and an unrolled micro-kernel stays straight-line code. It returns the
+// condition ("" when no access qualifies; the others keep their per-element checks)
+// and a function that forgets the accesses it covered once the loop is printed.
+func (e *cEmitter) loopBounds(s *loopir.For) (string, func()) {
 	written, allocated := map[*loopir.Buffer]bool{}, map[*loopir.Buffer]bool{}
 	loopir.MapStmt(s.Body, func(x loopir.Expr) loopir.Expr { return x }, func(x loopir.Stmt) loopir.Stmt {
 		switch x := x.(type) {

@@ -3,6 +3,7 @@ package codegen_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -122,40 +123,47 @@ func buildChecked(t *testing.T, f *loopir.PrimFunc) (*cpu.Device, devices.Kernel
 	return dev, k
 }
 
-// overrun is Y[i] = X[i] + 1 for i in [0, n + extra): with extra = 1 its last load and
-// store are one past the end of X and Y (n elements each).
-func overrun(kind loopir.ForKind, extra int64) *loopir.PrimFunc {
+// overrun is Y[i] = X[min(i, n-1)] + 1 for i in [0, n + extra): with extra = 1 its last
+// store is one past the end of Y (n elements). The store is checked before the loop as a
+// range, or, with guarded, under an always-true condition, one element at a time.
+func overrun(kind loopir.ForKind, extra int64, guarded bool) *loopir.PrimFunc {
 	n, i := loopir.NewVar("n"), loopir.NewVar("i")
 	x := &loopir.Buffer{Name: "X", DT: tensor.Float32, Shape: []loopir.Expr{n}, Scope: "global"}
 	y := &loopir.Buffer{Name: "Y", DT: tensor.Float32, Shape: []loopir.Expr{n}, Scope: "global"}
 	store := &loopir.Store{Buf: y, Index: []loopir.Expr{i}, Value: loopir.Bin(loopir.Add,
 		&loopir.Load{Buf: x, Index: []loopir.Expr{loopir.Bin(loopir.Min, i, loopir.Bin(loopir.Sub, n, loopir.Int(1)))}},
 		loopir.Float(1, tensor.Float32))}
+	var body loopir.Stmt = store
+	if guarded {
+		body = &loopir.IfThenElse{Cond: loopir.Bin(loopir.GE, i, loopir.Int(0)), Then: store}
+	}
 	return &loopir.PrimFunc{Name: "overrun", Params: []*loopir.Buffer{x, y}, Dims: []*loopir.Var{n},
-		Body: &loopir.For{Var: i, Min: loopir.Int(0), Extent: loopir.Bin(loopir.Add, n, loopir.Int(extra)), Kind: kind, Body: store}}
+		Body: &loopir.For{Var: i, Min: loopir.Int(0), Extent: loopir.Bin(loopir.Add, n, loopir.Int(extra)), Kind: kind, Body: body}}
 }
 
 // TestStoreOnePastTheEndIsReported: a loop whose store runs one past the end of its
-// output, serial, vectorized (checked as a whole vector before the loop) or parallel,
-// makes the kernel return StatusOutOfBounds with the output's number and the offset,
-// instead of writing past the buffer; the same loop that stays in bounds passes.
+// output, serial, vectorized or parallel, checked as a range before the loop or element
+// by element, makes the kernel return StatusOutOfBounds with the output's number and
+// the offset, instead of writing past the buffer; the same loop in bounds passes.
 func TestStoreOnePastTheEndIsReported(t *testing.T) {
 	const n = 37
 	x := make([]float32, n)
-	for _, kind := range []loopir.ForKind{loopir.Serial, loopir.Vectorized, loopir.Parallel} {
-		t.Run(kind.String(), func(t *testing.T) {
-			dev, k := buildChecked(t, overrun(kind, 1))
-			_, err := kerneltest.Launch(dev, k, []int64{n}, n, x)
-			var ke *devices.KernelError
-			if !errors.As(err, &ke) || ke.Code != codegen.StatusOutOfBounds || ke.Detail != [2]int64{1, n} {
-				t.Fatalf("got %v (%+v), want status %d for buffer 1 at element %d", err, ke, codegen.StatusOutOfBounds, n)
-			}
-			dev, k = buildChecked(t, overrun(kind, 0))
-			got, err := kerneltest.Launch(dev, k, []int64{n}, n, x)
-			if err != nil || got[n-1] != 1 {
-				t.Fatalf("in bounds: %v, %v", got, err)
-			}
-		})
+	for _, kind := range []loopir.ForKind{loopir.Serial, loopir.Vectorized, loopir.Unrolled, loopir.Parallel} {
+		for _, guarded := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/guarded=%v", kind, guarded), func(t *testing.T) {
+				dev, k := buildChecked(t, overrun(kind, 1, guarded))
+				_, err := kerneltest.Launch(dev, k, []int64{n}, n, x)
+				var ke *devices.KernelError
+				if !errors.As(err, &ke) || ke.Code != codegen.StatusOutOfBounds || ke.Detail != [2]int64{1, n} {
+					t.Fatalf("got %v (%+v), want status %d for buffer 1 at element %d", err, ke, codegen.StatusOutOfBounds, n)
+				}
+				dev, k = buildChecked(t, overrun(kind, 0, guarded))
+				got, err := kerneltest.Launch(dev, k, []int64{n}, n, x)
+				if err != nil || got[n-1] != 1 {
+					t.Fatalf("in bounds: %v, %v", got, err)
+				}
+			})
+		}
 	}
 }
 

@@ -73,8 +73,10 @@
 // loop variable (a constant coefficient, the rest invariant in the loop) are checked as
 // whole ranges before the loop, at its first and last iteration, and print unchecked
 // inside it: a vector loop checks whole vectors and stays a vector loop, an unrolled
-// micro-kernel stays straight-line code (resnet18's checked build runs about as fast as
-// the default one); the loop is skipped when a range fails. A tensor intrinsic call checks each tile it is passed: from the tile's address,
+// micro-kernel stays straight-line code (resnet18's checked build measured 1.2-1.4×
+// the default build's latency on 2 threads, against 1.5× with checks on every element
+// outside vector loops; bert_tiny's the same as default); the loop is skipped when a
+// range fails. A tensor intrinsic call checks each tile it is passed: from the tile's address,
 // each loop's stride times its extent - 1, for the extents of the call. The kernel then
 // returns StatusOutOfBounds with the buffer's number (parameters in order, then local
 // allocations in order of appearance) and the offset in the words 1 and 2 of its context.

@@ -43,10 +43,11 @@ func EmitC(funcs ...*loopir.PrimFunc) (Source, error) { return EmitCWith(COption
 func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	var b strings.Builder
 	src := Source{Lang: "c"}
-	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}, math: map[string]bool{}}
+	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}, math: map[string]bool{}, bounds: map[string]bool{}}
 	usesThreads := false
 	for _, f := range funcs {
-		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}, hoisted: map[string]string{}}
+		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}, hoisted: map[string]string{},
+			localIDs: map[*loopir.Buffer]int{}, prechecked: map[any]bool{}}
 		if err := e.function(f); err != nil {
 			return Source{}, err
 		}
@@ -57,6 +58,10 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	unit.WriteString(cPrelude)
 	if intrins.index {
 		unit.WriteString(cIndexCheck)
+	}
+	if opts.BoundsCheck {
+		unit.WriteString(cBoundsCheck)
+		writeBoundsHelpers(&unit, intrins.bounds)
 	}
 	writeMathHelpers(&unit, intrins.math)
 	if usesThreads {
@@ -107,6 +112,10 @@ type cEmitter struct {
 	checks     bool                 // the function has loopir.IndexCheck calls
 	oob        string               // where an IndexCheck records a bad index here ("&kiln_oob" in the kernel)
 	hoisted    map[string]string    // IndexChecks printed before an enclosing loop, by text: their constant
+	// bounds checks (COptions.BoundsCheck)
+	bc         string                 // where a failed check is recorded here ("&kiln_bounds" in the kernel)
+	localIDs   map[*loopir.Buffer]int // the numbers checks report for local allocations
+	prechecked map[any]bool           // loads and stores whose range was checked before their loop
 }
 
 // intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
@@ -116,6 +125,7 @@ type intrinSet struct {
 	minmax map[string]bool // C types whose min/max/select helpers the unit needs
 	math   map[string]bool // math helpers (c_math.go) the unit calls
 	index  bool            // the unit calls kiln_index (an IndexCheck)
+	bounds map[string]bool // C types whose checked load/store helpers the unit needs
 }
 
 func (e *cEmitter) fail(format string, args ...any) {
@@ -187,8 +197,17 @@ func (e *cEmitter) function(f *loopir.PrimFunc) error {
 		e.oob = "&kiln_oob"
 		e.b.WriteString("  kiln_oob_t kiln_oob = {0, 0, 0};\n")
 	}
+	if e.opts.BoundsCheck {
+		e.bc = "&kiln_bounds"
+		e.b.WriteString("  kiln_bc_t kiln_bounds = {0, 0, 0};\n")
+	}
 	e.prologue(1)
 	e.stmt(f.Body, 1)
+	if e.opts.BoundsCheck {
+		// the buffer and the element offset of the first bad access go to the context's
+		// words 1 and 2
+		fmt.Fprintf(e.b, "  if (kiln_bounds.hit) {\n    if (ctx) { ((i64 *)ctx)[1] = kiln_bounds.buf; ((i64 *)ctx)[2] = kiln_bounds.off; }\n    return %d;\n  }\n", StatusOutOfBounds)
+	}
 	if e.checks {
 		// the first bad index and its extent go to the context's words 1 and 2
 		fmt.Fprintf(e.b, "  if (kiln_oob.hit) {\n    if (ctx) { ((i64 *)ctx)[1] = kiln_oob.v; ((i64 *)ctx)[2] = kiln_oob.n; }\n    return %d;\n  }\n", StatusIndexOutOfRange)
@@ -228,36 +247,21 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		if e.checks && s.Kind != loopir.Parallel {
 			defer e.hoistIndexChecks(s, pad)()
 		}
-		switch s.Kind {
-		case loopir.Parallel:
-			e.parallel(s, depth)
-			return
-		case loopir.Serial:
-		case loopir.Vectorized:
-			if acc, ok := loopir.MatchAccumulate(s.Body); ok && !slices.ContainsFunc(acc.Store.Index, func(x loopir.Expr) bool { return loopir.Uses(x, s.Var) }) {
-				e.vectorReduction(s, acc, depth)
+		if e.opts.BoundsCheck && s.Kind != loopir.Parallel {
+			if cond, forget := e.loopBounds(s); cond != "" {
+				fmt.Fprintf(e.b, "%sif (%s) {\n", pad, cond)
+				e.loop(s, depth+1)
+				fmt.Fprintf(e.b, "%s}\n", pad)
+				forget()
 				return
 			}
-			fmt.Fprintf(e.b, "%s#pragma GCC ivdep\n", pad)
-		case loopir.Unrolled:
-			fmt.Fprintf(e.b, "%s#pragma GCC unroll 16\n", pad)
-		default:
-			e.fail("%v loops", s.Kind)
 		}
-		if p, ok := s.Annotations["c.pragma"]; ok {
-			if strings.ContainsAny(p, "\n\r") {
-				e.fail("annotation c.pragma on loop %s spans lines", s.Var.Name)
-			}
-			fmt.Fprintf(e.b, "%s#pragma %s\n", pad, p)
-		}
-		v := e.ident(s.Var, s.Var.Name)
-		end := loopir.Bin(loopir.Add, s.Min, s.Extent)
-		fmt.Fprintf(e.b, "%sfor (i64 %s = %s; %s < %s; ++%s) {\n", pad, v, e.expr(s.Min), v, e.expr(end), v)
-		forget := e.inside(s)
-		e.stmt(s.Body, depth+1)
-		forget()
-		fmt.Fprintf(e.b, "%s}\n", pad)
+		e.loop(s, depth)
 	case *loopir.Store:
+		if e.opts.BoundsCheck && !e.prechecked[s] {
+			e.checkedStore(s, pad)
+			return
+		}
 		fmt.Fprintf(e.b, "%s%s[%s] = %s;\n", pad, e.ident(s.Buf, s.Buf.Name), e.index(s.Buf, s.Index), e.expr(s.Value))
 	case *loopir.IfThenElse:
 		fmt.Fprintf(e.b, "%sif (%s) {\n", pad, e.expr(s.Cond))
@@ -273,6 +277,9 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		id := e.ident(s.Buf, s.Buf.Name)
 		fmt.Fprintf(e.b, "%s{\n%s  %s *restrict %s = (%s *)__builtin_malloc(sizeof(%s) * (%s));\n", pad, pad, t, id, t, t, e.expr(n))
 		fmt.Fprintf(e.b, "%s  if (!%s) { %s }\n", pad, id, e.retErr)
+		if e.opts.BoundsCheck {
+			e.bufferID(s.Buf) // numbered in order of appearance
+		}
 		e.stmt(s.Body, depth+1)
 		fmt.Fprintf(e.b, "%s  __builtin_free(%s);\n%s}\n", pad, id, pad)
 	case *loopir.IntrinCall:
@@ -291,12 +298,50 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		for i, a := range s.Args {
 			args[i] = e.expr(a)
 		}
+		if e.opts.BoundsCheck {
+			fmt.Fprintf(e.b, "%sif (%s) %s(%s);\n", pad, e.intrinBounds(s), in.Name, strings.Join(args, ", "))
+			return
+		}
 		fmt.Fprintf(e.b, "%s%s(%s);\n", pad, in.Name, strings.Join(args, ", "))
 	case *loopir.Block:
 		e.fail("block %s was not lowered (run loopir/passes first)", s.Name)
 	default:
 		e.fail("statement %T", s)
 	}
+}
+
+// loop prints a serial, vectorized or unrolled loop (a parallel one is outlined).
+func (e *cEmitter) loop(s *loopir.For, depth int) {
+	pad := strings.Repeat("  ", depth)
+	switch s.Kind {
+	case loopir.Parallel:
+		e.parallel(s, depth)
+		return
+	case loopir.Serial:
+	case loopir.Vectorized:
+		if acc, ok := loopir.MatchAccumulate(s.Body); ok && !slices.ContainsFunc(acc.Store.Index, func(x loopir.Expr) bool { return loopir.Uses(x, s.Var) }) {
+			e.vectorReduction(s, acc, depth)
+			return
+		}
+		fmt.Fprintf(e.b, "%s#pragma GCC ivdep\n", pad)
+	case loopir.Unrolled:
+		fmt.Fprintf(e.b, "%s#pragma GCC unroll 16\n", pad)
+	default:
+		e.fail("%v loops", s.Kind)
+	}
+	if p, ok := s.Annotations["c.pragma"]; ok {
+		if strings.ContainsAny(p, "\n\r") {
+			e.fail("annotation c.pragma on loop %s spans lines", s.Var.Name)
+		}
+		fmt.Fprintf(e.b, "%s#pragma %s\n", pad, p)
+	}
+	v := e.ident(s.Var, s.Var.Name)
+	end := loopir.Bin(loopir.Add, s.Min, s.Extent)
+	fmt.Fprintf(e.b, "%sfor (i64 %s = %s; %s < %s; ++%s) {\n", pad, v, e.expr(s.Min), v, e.expr(end), v)
+	forget := e.inside(s)
+	e.stmt(s.Body, depth+1)
+	forget()
+	fmt.Fprintf(e.b, "%s}\n", pad)
 }
 
 func (e *cEmitter) index(b *loopir.Buffer, idx []loopir.Expr) string {
@@ -420,6 +465,9 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		}
 		return "__builtin_" + cMath[x.Fn] + suffix + "(" + strings.Join(args, ", ") + ")"
 	case *loopir.Load:
+		if e.opts.BoundsCheck && !e.prechecked[x] {
+			return e.checkedLoad(x)
+		}
 		return e.ident(x.Buf, x.Buf.Name) + "[" + e.index(x.Buf, x.Index) + "]"
 	case *loopir.Address:
 		return "(" + e.ident(x.Buf, x.Buf.Name) + " + " + e.index(x.Buf, x.Index) + ")"
@@ -446,13 +494,17 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	e.nPar++
 	env := fn + "_env"
 	// the outlined function
-	saved, savedRet, savedOOB := e.b, e.retErr, e.oob
+	saved, savedRet, savedOOB, savedBC := e.b, e.retErr, e.oob, e.bc
 	var ob strings.Builder
 	e.b, e.retErr, e.inPar = &ob, "{ env->rc = 2; return 0; }", true
 	checks := e.checks && usesIndexCheck(s.Body)
 	oobField := ""
 	if checks {
 		e.oob, oobField = "&env->oob", " kiln_oob_t oob;"
+	}
+	if e.opts.BoundsCheck {
+		e.bc = "&env->bc"
+		oobField += " kiln_bc_t bc;"
 	}
 	fmt.Fprintf(e.b, "\nstruct %s { void *const *bufs; const i64 *dims; i64 lo, hi; int rc;%s i64 vars[%d]; void *locals[%d]; };\n", env, oobField, max(len(vars), 1), max(len(bufs), 1))
 	fmt.Fprintf(e.b, "static void *%s(void *envp) {\n  struct %s *env = (struct %s *)envp;\n  void *const *bufs = env->bufs; const i64 *dims = env->dims;\n  (void)bufs; (void)dims;\n", fn, env, env)
@@ -471,7 +523,7 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	forget()
 	e.b.WriteString("  }\n  return 0;\n}\n")
 	e.pre.WriteString(ob.String())
-	e.b, e.retErr, e.inPar, e.oob = saved, savedRet, false, savedOOB
+	e.b, e.retErr, e.inPar, e.oob, e.bc = saved, savedRet, false, savedOOB, savedBC
 	// the fork-join at the loop site
 	fmt.Fprintf(e.b, "%s{\n", pad)
 	fmt.Fprintf(e.b, "%s  i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;\n%s  if (nt < 1) nt = 1;\n%s  if (nt > 64) nt = 64;\n", pad, pad, pad)
@@ -494,6 +546,9 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	if checks {
 		fmt.Fprintf(e.b, "%s    envs[t].oob.hit = 0;\n", pad)
 	}
+	if e.opts.BoundsCheck {
+		fmt.Fprintf(e.b, "%s    envs[t].bc.hit = 0;\n", pad)
+	}
 	fmt.Fprintf(e.b, "%s    envs[t].lo = lo + t * chunk; envs[t].hi = lo + (t + 1) * chunk < lo + ext ? lo + (t + 1) * chunk : lo + ext;\n", pad)
 	for i, cv := range vars {
 		fmt.Fprintf(e.b, "%s    envs[t].vars[%d] = %s;\n", pad, i, e.names[cv])
@@ -515,6 +570,9 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	}
 	if checks {
 		fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) if (envs[t].oob.hit && !kiln_oob.hit) kiln_oob = envs[t].oob;\n", pad)
+	}
+	if e.opts.BoundsCheck {
+		fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) if (envs[t].bc.hit && !kiln_bounds.hit) kiln_bounds = envs[t].bc;\n", pad)
 	}
 	fmt.Fprintf(e.b, "%s  for (i64 t = 0; t < nc; ++t) if (envs[t].rc) return envs[t].rc;\n", pad)
 	fmt.Fprintf(e.b, "%s}\n", pad)

@@ -23,7 +23,12 @@ func (e *cEmitter) vectorReduction(s *loopir.For, acc loopir.Accumulate, depth i
 	accVar := &loopir.Var{Name: "acc", DT: dt}
 	a := e.ident(accVar, "acc")
 	elem := fmt.Sprintf("%s[%s]", e.ident(acc.Store.Buf, acc.Store.Buf.Name), e.index(acc.Store.Buf, acc.Store.Index))
-	fmt.Fprintf(e.b, "%s{\n%s  %s %s = %s;\n", pad, pad, t, a, elem)
+	open := "{"
+	if e.opts.BoundsCheck && !e.prechecked[acc.Store] {
+		// the accumulated element, read before the loop and written after it
+		open = fmt.Sprintf("if (kiln_bc(%s, %s, %d, %s)) {", e.index(acc.Store.Buf, acc.Store.Index), e.extent(acc.Store.Buf), e.bufferID(acc.Store.Buf), e.bc)
+	}
+	fmt.Fprintf(e.b, "%s%s\n%s  %s %s = %s;\n", pad, open, pad, t, a, elem)
 	fmt.Fprintf(e.b, "%s  #pragma omp simd reduction(%s:%s)\n", pad, ompReduction[acc.Op], a)
 	v := e.ident(s.Var, s.Var.Name)
 	end := loopir.Bin(loopir.Add, s.Min, s.Extent)

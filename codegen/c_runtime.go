@@ -25,6 +25,9 @@ type COptions struct {
 	// ExternRuntime: the pool is not emitted into the unit but declared, to be linked
 	// from CRuntime's object (per-kernel objects linked into one shared object).
 	ExternRuntime bool
+	// BoundsCheck checks every buffer access against the buffer's extent (a debug build:
+	// a failed check makes the kernel return StatusOutOfBounds; see the package doc).
+	BoundsCheck bool
 }
 
 // CRuntime is the C runtime translation unit that kernels compiled with ExternRuntime

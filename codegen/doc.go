@@ -62,6 +62,25 @@
 // it has finished, with the index and n in the words 1 and 2 of its context
 // (devices.KernelError's Detail).
 //
+// Bounds checks (COptions.BoundsCheck, a debug build; the default build has none and
+// prints exactly as without the option): every load and store checks its flat element
+// offset against the extent of its buffer (a parameter's declared shape, symbolic
+// extents from the run-time dims; a local allocation's size). A load goes through
+// kiln_ld_<type> (an offset outside reads 0) and a store through kiln_st_<type> (one
+// outside is dropped), both recording the first failure (per kernel, or per parallel
+// chunk, merged at the join), so a failing kernel touches no memory it does not own. A
+// loop's loads and stores that run on every iteration with an offset affine in the
+// loop variable (a constant coefficient, the rest invariant in the loop) are checked as
+// whole ranges before the loop, at its first and last iteration, and print unchecked
+// inside it: a vector loop checks whole vectors and stays a vector loop, an unrolled
+// micro-kernel stays straight-line code (resnet18's checked build measured 1.2-1.4×
+// the default build's latency on 2 threads, against 1.5× with checks on every element
+// outside vector loops; bert_tiny's the same as default); the loop is skipped when a
+// range fails. A tensor intrinsic call checks each tile it is passed: from the tile's address,
+// each loop's stride times its extent - 1, for the extents of the call. The kernel then
+// returns StatusOutOfBounds with the buffer's number (parameters in order, then local
+// allocations in order of appearance) and the offset in the words 1 and 2 of its context.
+//
 // Invariants: identifiers are sanitized and unique within a kernel; output is
 // deterministic (golden-file tests compare it byte for byte); a construct the dialect
 // cannot express is an error naming the kernel, never silently dropped code.

@@ -97,7 +97,8 @@ func canonicalShapes(shapes map[string][]int64) string {
 }
 
 // canonicalOptions prints what in opts changes the generated code: the pass pipeline
-// (after NoFusion) and the layout choice. Dims, Progress, Jobs, Check and dumps do not.
+// (after NoFusion), the layout choice and bounds checks (named only when on, so the
+// keys of default builds are unchanged). Dims, Progress, Jobs, Check and dumps do not.
 func canonicalOptions(opts Options) string {
 	p := opts.Passes
 	if p == nil {
@@ -115,7 +116,11 @@ func canonicalOptions(opts Options) string {
 		layout = "plain"
 	}
 	// Dims are not part of it: they follow from the model and the input shapes
-	return fmt.Sprintf("passes=%s layout=%s", strings.Join(names, ","), layout)
+	s := fmt.Sprintf("passes=%s layout=%s", strings.Join(names, ","), layout)
+	if opts.BoundsCheck {
+		s += " bounds-check"
+	}
+	return s
 }
 
 // BuildCached returns src's executable for t from the journal j, or compiles it (once

@@ -58,6 +58,11 @@ type Options struct {
 	// PlainLayout keeps every tensor in plain NCHW order (no alter-layout): for
 	// comparisons.
 	PlainLayout bool
+	// BoundsCheck builds every kernel with each buffer access checked against the
+	// buffer's extent (codegen.COptions.BoundsCheck): a debug build, slower, in which an
+	// access outside a buffer fails the call with vm.ErrOutOfBounds naming the kernel,
+	// the node, the buffer and the offset. Part of the cache key.
+	BoundsCheck bool
 	// Context cancels a long compile (nil: Background). Every stage honors it: between
 	// graph passes and inside fold-constants, between the nodes lowered, and while C
 	// compilers run (they are killed); the error names the stage and wraps the

@@ -80,6 +80,14 @@
 // parameter (the lowered buffer's extent, as a vm.Extent over its runtime dims), which
 // the VM checks at every launch.
 //
+// Bounds-checked builds: Options.BoundsCheck emits every kernel with each buffer access
+// checked against the buffer's extent (codegen.COptions.BoundsCheck), a debug build for
+// finding compiler bugs (`kiln compile|run|bench|conformance --bounds-check`, and the
+// zoo tests of cmd/kiln/internal/conformance). An access outside a buffer fails the call
+// with vm.ErrOutOfBounds naming the kernel, the node, the buffer and the offset. The
+// option is part of the executable's key (named only when on), and the checked kernels'
+// sources differ, so a checked build shares no journal entry with a default one.
+//
 // Invariants: the input module is never modified; an executable that compiles has a
 // signature (input/output names, dtypes, shapes; -1 for a symbolic extent) that the VM
 // checks requests against, so a kernel compiled for static extents never sees other

@@ -3,6 +3,7 @@ package compiler_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -62,8 +63,9 @@ func within(t *testing.T, stage string, model []byte, f func() error) error {
 // checkGenerated drives the loader, the compiler and the VM with the model data
 // describes: any stage may refuse it with an error, none may crash, hang, report a
 // BUG, or answer where the reference evaluator finds the model or input invalid, and an
-// answer must match the reference evaluator's.
-func checkGenerated(t *testing.T, dev *devcpu.Device, data []byte) {
+// answer must match the reference evaluator's. With boundsCheck the kernels are built
+// bounds-checked, and an access outside a buffer (vm.ErrOutOfBounds) fails the test.
+func checkGenerated(t *testing.T, dev *devcpu.Device, data []byte, boundsCheck bool) {
 	model, shape := (&genModel{b: data}).build()
 	var m *graph.Module
 	if err := within(t, "load", model, func() (err error) { m, err = onnx.LoadBytes(model, "", onnx.Options{}); return err }); err != nil {
@@ -81,7 +83,7 @@ func checkGenerated(t *testing.T, dev *devcpu.Device, data []byte) {
 	defer cancel()
 	var res *compiler.Result
 	if err := within(t, "compile", model, func() (err error) {
-		res, err = compiler.Build(m, target.Host(), compiler.Options{Dims: dims, CPU: dev, Context: ctx, Jobs: 2})
+		res, err = compiler.Build(m, target.Host(), compiler.Options{Dims: dims, CPU: dev, Context: ctx, Jobs: 2, BoundsCheck: boundsCheck})
 		return err
 	}); err != nil {
 		t.Logf("compile: %v", err)
@@ -96,6 +98,8 @@ func checkGenerated(t *testing.T, dev *devcpu.Device, data []byte) {
 	runErr := within(t, "run", model, func() (err error) { got, err = machine.Run(ctx, []*tensor.Tensor{x}); return err })
 	want, refErr := ref.Eval(m, map[string]ref.Value{"x": x}, ref.Options{})
 	switch {
+	case errors.Is(runErr, vm.ErrOutOfBounds):
+		t.Fatalf("a kernel accessed memory outside a buffer: %v\nmodel: %x", runErr, model)
 	case runErr != nil:
 		t.Logf("run: %v", runErr)
 		return // refused by the compiled engine: fine whatever the reference says
@@ -161,8 +165,19 @@ func differ(got, want *tensor.Tensor) string {
 // TestGeneratedModels runs a fixed sample of generated models (FuzzCompileModel
 // explores more): each is refused cleanly or answers as the reference does.
 func TestGeneratedModels(t *testing.T) {
+	runGenerated(t, rand.New(rand.NewPCG(1, 2)), false)
+}
+
+// TestGeneratedModelsBoundsChecked runs the same sample with bounds-checked kernels: no
+// access of any kernel falls outside its buffers (FuzzCompileModel -fuzz-bounds-check
+// explores more).
+func TestGeneratedModelsBoundsChecked(t *testing.T) {
+	runGenerated(t, rand.New(rand.NewPCG(1, 2)), true)
+}
+
+// runGenerated checks 40 generated models drawn from r (8 with -short).
+func runGenerated(t *testing.T, r *rand.Rand, boundsCheck bool) {
 	dev := openDevice(t)
-	r := rand.New(rand.NewPCG(1, 2))
 	n := 40
 	if testing.Short() {
 		n = 8
@@ -172,15 +187,19 @@ func TestGeneratedModels(t *testing.T) {
 		for k := range data {
 			data[k] = byte(r.Uint32())
 		}
-		t.Run(fmt.Sprint(i), func(t *testing.T) { checkGenerated(t, dev, data) })
+		t.Run(fmt.Sprint(i), func(t *testing.T) { checkGenerated(t, dev, data, boundsCheck) })
 	}
 }
 
+// fuzzBoundsCheck makes FuzzCompileModel build bounds-checked kernels.
+var fuzzBoundsCheck = flag.Bool("fuzz-bounds-check", false, "FuzzCompileModel: build bounds-checked kernels and fail on an access outside a buffer")
+
 // FuzzCompileModel: go test ./compiler -run '^$' -fuzz FuzzCompileModel -fuzztime 10m
+// [-fuzz-bounds-check]
 func FuzzCompileModel(f *testing.F) {
 	for _, s := range []string{"", "\x00\x01\x02", "\x03\x13\x1a\x05\xff", "\x04\x02\x02\x02\x02\x13\x80\x81", "\x02\x01\x01\x21\x05\x00\x00"} {
 		f.Add([]byte(s))
 	}
 	dev := openDevice(f)
-	f.Fuzz(func(t *testing.T, data []byte) { checkGenerated(t, dev, data) })
+	f.Fuzz(func(t *testing.T, data []byte) { checkGenerated(t, dev, data, *fuzzBoundsCheck) })
 }

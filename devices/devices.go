@@ -25,6 +25,11 @@ const (
 	// KernelIndexOutOfRange: an index read from data was outside [-n, n); Detail holds
 	// the first such index and n.
 	KernelIndexOutOfRange = 3
+	// KernelOutOfBounds: a bounds-checked kernel (a debug build) accessed an element
+	// outside one of its buffers, a compiler bug; Detail holds the buffer's number (its
+	// argument position, or past the arguments one of the kernel's own allocations) and
+	// the element offset of the first such access.
+	KernelOutOfBounds = 4
 )
 
 // KernelError is a kernel's nonzero return code with the detail it wrote to its

@@ -9,7 +9,8 @@
 // context pointer. On the CPU: int32_t kernel(void *const *bufs, const int64_t *dims,
 // void *ctx), returning 0 or an error code; the context is three int64 words: the
 // threads parallel loops may use, then two words of detail a failing kernel may write
-// (KernelIndexOutOfRange: the index and the extent). A nonzero code is a *KernelError.
+// (KernelIndexOutOfRange: the index and the extent; KernelOutOfBounds: the buffer and
+// the element offset). A nonzero code is a *KernelError.
 //
 // Host memory: a device implementing HostMapper can use caller-owned host memory as a
 // buffer without a copy (the VM binds constants mapped from an executable file this

@@ -45,7 +45,9 @@
 // and every launch compares it with the tensor passed (per launch, not per element);
 // runtime dims must not be negative. A kernel that reports an index out of range
 // (devices.KernelError, KernelIndexOutOfRange) fails the call with an ErrInput naming
-// the node and the index.
+// the node and the index; a bounds-checked kernel that accessed an element outside a
+// buffer (KernelOutOfBounds) fails it with an ErrOutOfBounds naming the kernel, the
+// node, the buffer (input, output or the kernel's own allocation) and the offset.
 // RunProfiled times each kernel (kiln bench --profile). Symbolic shapes: the shape
 // builtins (builtins_shape.go) read symbols from input shapes (shape.dim), check that
 // inputs agree on them (shape.expect, ErrInput) and evaluate polynomial extents and byte

@@ -309,25 +309,53 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		}
 	}
 	if c.prof == nil {
-		return kernelError(in, c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims))
+		return kernelError(in, k, dims, c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims))
 	}
 	start := time.Now()
 	err := c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
 	kt := &c.prof.Kernels[in.Imm]
 	kt.Launches++
 	kt.Total += time.Since(start)
-	return kernelError(in, err)
+	return kernelError(in, k, dims, err)
 }
 
 // kernelError turns a kernel's report of bad data (an index out of range) into an
-// ErrInput error naming the node (the instruction's Str); other errors pass through.
-func kernelError(in *Instr, err error) error {
+// ErrInput error naming the node (the instruction's Str), and a bounds-checked kernel's
+// report of an access outside a buffer into an ErrOutOfBounds error naming the kernel,
+// the node, the buffer and the offset; other errors pass through.
+func kernelError(in *Instr, k KernelInfo, dims []int64, err error) error {
 	var ke *devices.KernelError
-	if err == nil || !errors.As(err, &ke) || ke.Code != devices.KernelIndexOutOfRange {
+	if err == nil || !errors.As(err, &ke) {
 		return err
 	}
-	n := ke.Detail[1]
-	return fmt.Errorf("%w: %s: index %d is out of range [%d, %d)", ErrInput, what(in), ke.Detail[0], -n, n)
+	switch ke.Code {
+	case devices.KernelIndexOutOfRange:
+		n := ke.Detail[1]
+		return fmt.Errorf("%w: %s: index %d is out of range [%d, %d)", ErrInput, what(in), ke.Detail[0], -n, n)
+	case devices.KernelOutOfBounds:
+		return fmt.Errorf("%w: %s: kernel %s accessed element %d of %s: %w", ErrOutOfBounds, what(in), k.Name, ke.Detail[1], bufferName(in, k, dims, ke.Detail[0]), err)
+	}
+	return err
+}
+
+// bufferName describes the buffer a bounds-checked kernel reported: an input or an
+// output with its extent, or one of the kernel's own allocations.
+func bufferName(in *Instr, k KernelInfo, dims []int64, id int64) string {
+	switch {
+	case id < 0:
+		return fmt.Sprintf("buffer %d", id)
+	case id >= int64(len(in.Args)) || id >= int64(len(k.Args)):
+		return fmt.Sprintf("its local buffer %d", id-int64(len(k.Args)))
+	}
+	kind, pos := "input", id
+	if id >= int64(in.In) {
+		kind, pos = "output", id-int64(in.In)
+	}
+	n, err := k.Args[id].Elements.Eval(dims)
+	if err != nil {
+		return fmt.Sprintf("%s %d (argument %d)", kind, pos, id)
+	}
+	return fmt.Sprintf("%s %d (argument %d, %d elements)", kind, pos, id, n)
 }
 
 // shapeValue reads a shape from a 1-D integer host value.

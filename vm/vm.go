@@ -17,6 +17,10 @@ var ErrRun = errors.New("vm run failed")
 // static extent); the request is at fault, not the executable.
 var ErrInput = errors.New("input does not match the executable")
 
+// ErrOutOfBounds: a bounds-checked kernel (a debug build) accessed an element outside
+// one of its buffers. The executable is at fault, not the request: it is a compiler bug.
+var ErrOutOfBounds = errors.New("kernel access out of bounds (a compiler bug)")
+
 // Builtin is a host function called by CallBuiltin on host copies of its arguments.
 type Builtin func(args []*tensor.Tensor) (*tensor.Tensor, error)
 

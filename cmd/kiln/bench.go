@@ -40,6 +40,7 @@ func benchCmd() *cobra.Command {
 		threads, iters, warmup int
 		maxTime, gap           time.Duration
 		asJSON, quiet, profile bool
+		boundsCheck            bool
 		shapeInputs            shapeFlags
 		cf                     cacheFlags
 	)
@@ -63,6 +64,9 @@ integers 0) with the shapes given by --dims.`,
 			}
 			defer dev.Close()
 			if isKiln {
+				if boundsCheck {
+					return usageError{fmt.Errorf("%s is a compiled executable: --bounds-check applies when kiln compiles a model (kiln compile --bounds-check)", args[0])}
+				}
 				if exe, err = readKilnFile(args[0]); err != nil {
 					return err
 				}
@@ -82,7 +86,7 @@ integers 0) with the shapes given by --dims.`,
 					return err
 				}
 				defer j.Close()
-				c, err := compileCached(j, args[0], inputs, dev, compileOptions{quiet: quiet || asJSON, level: defaultLevel})
+				c, err := compileCached(j, args[0], inputs, dev, compileOptions{quiet: quiet || asJSON, level: defaultLevel, boundsCheck: boundsCheck})
 				if err != nil {
 					return err
 				}
@@ -100,7 +104,7 @@ integers 0) with the shapes given by --dims.`,
 				if inputs, err = shapeInputs.shapes(m); err != nil {
 					return err
 				}
-				res, took, err := compileModel(m, inputs, dev, compileOptions{quiet: quiet || asJSON, level: defaultLevel})
+				res, took, err := compileModel(m, inputs, dev, compileOptions{quiet: quiet || asJSON, level: defaultLevel, boundsCheck: boundsCheck})
 				if err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
 				}
@@ -170,6 +174,7 @@ integers 0) with the shapes given by --dims.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON line")
 	f.BoolVar(&profile, "profile", false, "then time every kernel over as many runs and print the table")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
+	f.BoolVar(&boundsCheck, "bounds-check", false, boundsCheckHelp)
 	shapeInputs.register(cmd)
 	cf.register(f, "on")
 	return cmd

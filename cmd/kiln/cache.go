@@ -124,7 +124,7 @@ func compileCached(j *compilecache.Journal, path string, inputs map[string]*tens
 		return nil, err
 	}
 	buildInCache(dev, j)
-	opts := compiler.Options{CPU: dev, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level), Inputs: compiler.ShapesOf(inputs)}
+	opts := compiler.Options{CPU: dev, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level), Inputs: compiler.ShapesOf(inputs), BoundsCheck: co.boundsCheck}
 	var bar *progressBar
 	if !co.quiet {
 		bar = newProgressBar(os.Stderr)

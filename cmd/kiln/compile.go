@@ -106,6 +106,7 @@ func compileCmd() *cobra.Command {
 		out, dump   string
 		quiet       bool
 		noFusion    bool
+		boundsCheck bool
 		level       int
 		layout      string
 		threads     int
@@ -145,7 +146,7 @@ kernels as a shared object, so it runs where no C compiler is installed.`,
 			if layout != "blocked" && layout != "plain" {
 				return usageError{fmt.Errorf("--layout %q: want blocked or plain", layout)}
 			}
-			res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: quiet, plain: layout == "plain", noFusion: noFusion, level: level, dumpPass: dump, dump: cmd.OutOrStdout()})
+			res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: quiet, plain: layout == "plain", noFusion: noFusion, level: level, dumpPass: dump, dump: cmd.OutOrStdout(), boundsCheck: boundsCheck})
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -170,6 +171,7 @@ kernels as a shared object, so it runs where no C compiler is installed.`,
 	f.BoolVar(&noFusion, "no-fusion", false, "lower every node to a kernel of its own (the pipeline without fuse-ops)")
 	f.StringVar(&layout, "layout", "blocked", "blocked: convolutions exchange channel-blocked tensors (alter-layout); plain: every tensor NCHW")
 	f.IntVar(&threads, "threads", 0, "threads of the CPU device (0: every core)")
+	f.BoolVar(&boundsCheck, "bounds-check", false, boundsCheckHelp)
 	shapeInputs.register(cmd)
 	return cmd
 }

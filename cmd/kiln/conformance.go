@@ -15,6 +15,7 @@ func conformanceCmd() *cobra.Command {
 	var (
 		engine, filter string
 		asJSON, strict bool
+		boundsCheck    bool
 		atol, rtol     float64
 		timeout        time.Duration
 		threads, level int
@@ -36,13 +37,16 @@ func conformanceCmd() *cobra.Command {
 				Tolerance: conformance.Tolerance{Atol: atol, Rtol: rtol},
 				Timeout:   timeout,
 			}
+			if boundsCheck && engine != "compiled" {
+				return usageError{fmt.Errorf("--bounds-check needs --engine compiled")}
+			}
 			if engine == "compiled" {
 				dev, err := openCPU(threads, true)
 				if err != nil {
 					return err
 				}
 				defer dev.Close()
-				run, closeEngine := conformance.CompiledEngine(dev, level)
+				run, closeEngine := conformance.CompiledEngineWith(dev, conformance.CompiledOptions{Level: level, BoundsCheck: boundsCheck})
 				defer closeEngine()
 				opts.Engine = run
 			}
@@ -97,6 +101,7 @@ func conformanceCmd() *cobra.Command {
 	f.StringVar(&engine, "engine", "ref", "engine to run: ref (the reference evaluator) or compiled (generated kernels on the VM)")
 	f.IntVar(&threads, "threads", 0, "threads for parallel kernels with --engine compiled (0: every core)")
 	f.IntVarP(&level, "opt", "O", defaultLevel, "with --engine compiled: "+levelHelp())
+	f.BoolVar(&boundsCheck, "bounds-check", false, "with --engine compiled: "+boundsCheckHelp)
 	f.StringVar(&filter, "filter", "", "only run cases whose path matches this regular expression")
 	f.BoolVar(&asJSON, "json", false, "print results as JSON")
 	f.BoolVar(&strict, "strict", false, "exit with status 1 if any case fails")

@@ -86,14 +86,19 @@ func levelHelp() string {
 	return fmt.Sprintf("graph optimization level: 0 (%s), 1 (%s), 2 and 3 (%s)", names(0), names(1), names(3))
 }
 
+// boundsCheckHelp describes --bounds-check (compile, run, bench, conformance).
+const boundsCheckHelp = "debug build: every kernel checks each buffer access against the buffer's extent; an access outside one fails the inference with an error naming the kernel, node, buffer and offset (a compiler bug). Slower; cached apart from default builds"
+
 // compileOptions are the CLI's compile settings.
 type compileOptions struct {
 	quiet    bool
 	plain    bool // no alter-layout
 	noFusion bool // every node its own kernel
 	level    int  // graph optimization level (-O); callers without the flag pass defaultLevel
-	dumpPass string
-	dump     io.Writer
+	// boundsCheck builds kernels that check every buffer access (--bounds-check)
+	boundsCheck bool
+	dumpPass    string
+	dump        io.Writer
 }
 
 // compileModel compiles m for the shapes of inputs (keyed by name), showing progress on
@@ -103,7 +108,7 @@ func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, dev *devcpu
 	if err != nil {
 		return nil, 0, usageError{err}
 	}
-	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level)}
+	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level), BoundsCheck: co.boundsCheck}
 	if co.dumpPass != "" {
 		opts.Dump = func(pass, before, after string) {
 			fmt.Fprintf(co.dump, "=== before %s ===\n%s\n=== after %s ===\n%s\n", pass, before, pass, after)
@@ -290,7 +295,7 @@ func runExecutable(exe *vm.Executable, dev *devcpu.Device, inputs map[string]*te
 }
 
 // compileAndRun compiles m for the inputs' shapes and runs it once.
-func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, quiet bool) ([]ref.Value, error) {
+func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, co compileOptions) ([]ref.Value, error) {
 	ts := map[string]*tensor.Tensor{}
 	for k, v := range inputs {
 		t, ok := v.(*tensor.Tensor)
@@ -304,7 +309,7 @@ func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, qu
 		return nil, err
 	}
 	defer dev.Close()
-	res, _, err := compileModel(m, ts, dev, compileOptions{quiet: quiet, level: defaultLevel})
+	res, _, err := compileModel(m, ts, dev, co)
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ func runCmd() *cobra.Command {
 		threads        int
 		shapeInputs    shapeFlags
 		quiet          bool
+		boundsCheck    bool
 		cf             cacheFlags
 	)
 	cmd := &cobra.Command{
@@ -44,6 +45,9 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 			if err := checkEngine(engine); err != nil {
 				return err
 			}
+			if boundsCheck && engine != "compiled" {
+				return usageError{fmt.Errorf("--bounds-check needs --engine compiled")}
+			}
 			var (
 				names []string
 				outs  []ref.Value
@@ -52,6 +56,9 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 			if isKilnFile(args[0]) {
 				if engine == "ref" {
 					return usageError{fmt.Errorf("%s is a compiled executable; it runs on --engine compiled only", args[0])}
+				}
+				if boundsCheck {
+					return usageError{fmt.Errorf("%s is a compiled executable: --bounds-check applies when kiln compiles a model (kiln compile --bounds-check)", args[0])}
 				}
 				exe, err := readKilnFile(args[0])
 				if err != nil {
@@ -99,7 +106,7 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 				}
 				defer dev.Close()
 				start := time.Now()
-				c, err := compileCached(j, args[0], inputs, dev, compileOptions{quiet: quiet, level: defaultLevel})
+				c, err := compileCached(j, args[0], inputs, dev, compileOptions{quiet: quiet, level: defaultLevel, boundsCheck: boundsCheck})
 				if err != nil {
 					return err
 				}
@@ -136,7 +143,7 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 				if engine == "ref" {
 					outs, err = ref.Eval(m, inputs, ref.Options{Context: context.Background()})
 				} else {
-					outs, err = compileAndRun(m, inputs, threads, quiet)
+					outs, err = compileAndRun(m, inputs, threads, compileOptions{quiet: quiet, level: defaultLevel, boundsCheck: boundsCheck})
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
@@ -165,6 +172,7 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 	f.StringVar(&outDir, "output-dir", "", "write each output as NAME.npy into this folder instead of printing a summary")
 	f.IntVar(&threads, "threads", 0, "threads for parallel kernels (0: every core)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
+	f.BoolVar(&boundsCheck, "bounds-check", false, boundsCheckHelp)
 	f.StringArrayVar(&shapeInputs.inputs, "input", nil, "NAME=FILE, a .npy or TensorProto .pb file (repeatable)")
 	f.StringVar(&shapeInputs.inputDir, "input-dir", "", "a folder of input_K.pb files in input order (an ONNX test_data_set_N)")
 	cf.register(f, "on")

@@ -23,7 +23,21 @@ import (
 // shape binding) and runs it on the VM with dev. The executables it keeps are freed by
 // the returned close function. level is the graph optimization level (0..3).
 func CompiledEngine(dev *devcpu.Device, level int) (Engine, func()) {
-	e := &compiled{dev: dev, level: level, cache: map[compiledKey]*vm.VM{}}
+	return CompiledEngineWith(dev, CompiledOptions{Level: level})
+}
+
+// CompiledOptions configure CompiledEngineWith.
+type CompiledOptions struct {
+	Level int // the graph optimization level (0..3)
+	// BoundsCheck builds bounds-checked kernels (compiler.Options.BoundsCheck): a
+	// kernel that accesses an element outside a buffer fails its case with
+	// vm.ErrOutOfBounds.
+	BoundsCheck bool
+}
+
+// CompiledEngineWith is CompiledEngine with more options.
+func CompiledEngineWith(dev *devcpu.Device, o CompiledOptions) (Engine, func()) {
+	e := &compiled{dev: dev, level: o.Level, boundsCheck: o.BoundsCheck, cache: map[compiledKey]*vm.VM{}}
 	return e.run, e.close
 }
 
@@ -33,19 +47,26 @@ type compiledKey struct {
 }
 
 type compiled struct {
-	dev      *devcpu.Device
-	level    int
-	generic  bool // one executable per model, its symbolic dims left free
-	mu       sync.Mutex
-	cache    map[compiledKey]*vm.VM
-	compiles map[*graph.Module]int
+	dev     *devcpu.Device
+	level   int
+	generic bool // one executable per model, its symbolic dims left free
+	// boundsCheck builds bounds-checked kernels
+	boundsCheck bool
+	mu          sync.Mutex
+	cache       map[compiledKey]*vm.VM
+	compiles    map[*graph.Module]int
 }
 
 // GenericEngine compiles each model once with its symbolic dims left free (one
 // executable for every shape) and runs every input on it. compiles reports how many
 // compiles a model took.
 func GenericEngine(dev *devcpu.Device) (run Engine, compiles func(*graph.Module) int, closeAll func()) {
-	e := &compiled{dev: dev, level: 3, generic: true, cache: map[compiledKey]*vm.VM{}, compiles: map[*graph.Module]int{}}
+	return GenericEngineWith(dev, CompiledOptions{Level: 3})
+}
+
+// GenericEngineWith is GenericEngine with more options.
+func GenericEngineWith(dev *devcpu.Device, o CompiledOptions) (run Engine, compiles func(*graph.Module) int, closeAll func()) {
+	e := &compiled{dev: dev, level: o.Level, boundsCheck: o.BoundsCheck, generic: true, cache: map[compiledKey]*vm.VM{}, compiles: map[*graph.Module]int{}}
 	return e.run, func(m *graph.Module) int {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -110,7 +131,7 @@ func (c *compiled) load(ctx context.Context, m *graph.Module, dims map[string]in
 	if c.compiles != nil {
 		c.compiles[m]++
 	}
-	exe, err := compiler.Compile(m, target.Host(), compiler.Options{Dims: dims, CPU: c.dev, Context: ctx, Jobs: runtime.NumCPU(), Passes: passes.Level(c.level)})
+	exe, err := compiler.Compile(m, target.Host(), compiler.Options{Dims: dims, CPU: c.dev, Context: ctx, Jobs: runtime.NumCPU(), Passes: passes.Level(c.level), BoundsCheck: c.boundsCheck})
 	if err != nil {
 		return nil, err
 	}

@@ -168,6 +168,11 @@ func compiledOpts(t *testing.T) Options {
 
 func compiledOptsAt(t *testing.T, level int) Options {
 	t.Helper()
+	return compiledOptsWith(t, CompiledOptions{Level: level})
+}
+
+func compiledOptsWith(t *testing.T, co CompiledOptions) Options {
+	t.Helper()
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if errors.Is(err, devices.ErrUnavailable) {
 		testdata.NoCompiler(t, err)
@@ -175,7 +180,7 @@ func compiledOptsAt(t *testing.T, level int) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, closeEngine := CompiledEngine(dev, level)
+	run, closeEngine := CompiledEngineWith(dev, co)
 	t.Cleanup(func() { closeEngine(); dev.Close() })
 	o := opts()
 	o.Engine, o.Timeout = run, 5*time.Minute
@@ -205,6 +210,19 @@ func TestZooCompiledO0(t *testing.T) {
 		t.Fatal(err)
 	}
 	runAllPass(t, cases, compiledOptsAt(t, 0))
+}
+
+// TestZooBoundsChecked: every zoo model, every data set, compiled with bounds-checked
+// kernels (every load and store checked against its buffer's extent) matches ONNX
+// Runtime's outputs; a check that fires fails the case with vm.ErrOutOfBounds naming
+// the kernel, the node, the buffer and the offset: a compiler bug.
+func TestZooBoundsChecked(t *testing.T) {
+	zoo := testdata.Zoo(t)
+	cases, err := FindCases([]string{zoo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAllPass(t, cases, compiledOptsWith(t, CompiledOptions{Level: 3, BoundsCheck: true}))
 }
 
 // TestNodeSuiteCompiled runs the node suite on the compiled engine: no bar yet, but no

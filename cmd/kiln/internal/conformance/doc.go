@@ -3,6 +3,11 @@
 // compares the results with a tolerance. It serves `kiln conformance` for both the ONNX
 // node suite and the model zoo.
 //
+// Engines: RefEngine (the reference evaluator), CompiledEngine (kernels kiln generates,
+// compiled per model and shape binding; CompiledEngineWith also builds them
+// bounds-checked, compiler.Options.BoundsCheck, as TestZooBoundsChecked does for the
+// zoo) and GenericEngine (one executable per model, its symbolic dims left free).
+//
 // Invariants: one case can never stop the run (errors, panics and timeouts become that
 // case's result); a model the loader reports as unsupported is "unsupported", never a
 // failure, and every non-passing case carries a reason.

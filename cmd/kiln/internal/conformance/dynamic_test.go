@@ -44,6 +44,23 @@ const randomShapes = 20
 // 1..512 with at most 512 tokens so the reference stays quick, control_flow 0..100
 // steps); the engine counts the compiles.
 func TestZooOneExecutable(t *testing.T) {
+	runOneExecutable(t, CompiledOptions{Level: 3}, randomShapes)
+}
+
+// TestZooOneExecutableBoundsChecked runs the generic executables (symbolic kernels,
+// their extents from run-time dims) with bounds-checked kernels on every data set and
+// on a few random shapes (tails of every size): no access falls outside a buffer.
+func TestZooOneExecutableBoundsChecked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the dynamic zoo models a second time; skipped with -short")
+	}
+	runOneExecutable(t, CompiledOptions{Level: 3, BoundsCheck: true}, 5)
+}
+
+// runOneExecutable compiles each dynamic zoo model once with its symbolic dims free and
+// compares that executable with ONNX Runtime's outputs on every data set and with the
+// reference evaluator on as many random shapes as shapes says.
+func runOneExecutable(t *testing.T, co CompiledOptions, shapes int) {
 	zoo := testdata.Zoo(t)
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if errors.Is(err, devices.ErrUnavailable) {
@@ -52,7 +69,7 @@ func TestZooOneExecutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, compiles, closeEngine := GenericEngine(dev)
+	run, compiles, closeEngine := GenericEngineWith(dev, co)
 	t.Cleanup(func() { closeEngine(); dev.Close() })
 	o := opts()
 	o.Engine = run
@@ -86,7 +103,7 @@ func TestZooOneExecutable(t *testing.T) {
 				}
 			}
 			rng := rand.New(rand.NewPCG(6, uint64(len(c.model))))
-			for i := range randomShapes {
+			for i := range shapes {
 				in, env := randomInputs(rng, m)
 				got, err := run(ctx, m, in)
 				if err != nil {
@@ -103,7 +120,7 @@ func TestZooOneExecutable(t *testing.T) {
 				}
 			}
 			if n := compiles(m); n != 1 {
-				t.Fatalf("%d compiles for %d data sets and %d random shapes, want 1", n, len(sets), randomShapes)
+				t.Fatalf("%d compiles for %d data sets and %d random shapes, want 1", n, len(sets), shapes)
 			}
 		})
 	}

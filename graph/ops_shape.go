@@ -231,9 +231,18 @@ func inferReshape(ic *InferCtx, n *Node) ([]Type, error) {
 					rest = rest.Mul(d)
 				}
 			}
+			in, inOK := product(x.Shape).Value()
+			if r, ok := rest.Value(); ok && inOK && (r == 0 || in%r != 0) {
+				return nil, Inferf(n, "cannot reshape %v (%d elements) to %v: the other extents' product %d does not divide it", x.Shape, in, target, r)
+			}
 			if q, ok := product(x.Shape).Div(rest); ok {
 				out[infer] = q
 			}
+		}
+	} else if !x.UnknownRank {
+		in, inOK := product(x.Shape).Value()
+		if o, ok := product(out).Value(); ok && inOK && o != in {
+			return nil, Inferf(n, "cannot reshape %v (%d elements) to %v (%d elements)", x.Shape, in, out, o)
 		}
 	}
 	t := TensorType(x.DType, out...)

@@ -97,3 +97,38 @@ func TestSliceWithHugeStepOfKnownValues(t *testing.T) {
 		t.Errorf("Slice type %s, want i64[1]{s}", got)
 	}
 }
+
+// TestReshapeToAnotherElementCountIsRefused: a Reshape whose static target holds more
+// or fewer elements than its input is an inference error naming the node (a chain of
+// two such reshapes was simplified into one valid one and answered, where ONNX and the
+// reference evaluator refuse the model).
+func TestReshapeToAnotherElementCountIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		in     tensor.Shape
+		target []int64
+		ok     bool
+	}{
+		{tensor.Shape{}, []int64{1, 4}, false},
+		{tensor.Shape{2, 3}, []int64{-1, 4}, false},
+		{tensor.Shape{2, 3}, []int64{7}, false},
+		{tensor.Shape{2, 3}, []int64{3, -1}, true},
+		{tensor.Shape{2, 3}, []int64{0, 3}, true},
+		{tensor.Shape{}, []int64{1, 1}, true},
+		{tensor.Shape{0, 3}, []int64{-1, 3}, true},
+	} {
+		b := NewBuilder("main")
+		dims := make([]Dim, len(c.in))
+		for i, d := range c.in {
+			dims[i] = Const(int64(d))
+		}
+		x := b.Param("x", TensorType(tensor.Float32, dims...))
+		shape := b.Const("shape", i64s(c.target...))
+		_, err := b.NodeNamed(OpReshape, "r0", &ReshapeAttrs{}, []string{"y"}, x, shape)
+		if c.ok && err != nil {
+			t.Errorf("%v to %v: %v", c.in, c.target, err)
+		}
+		if !c.ok && (!errors.Is(err, ErrInfer) || !strings.Contains(err.Error(), `"r0"`)) {
+			t.Errorf("%v to %v: %v, want an inference error naming r0", c.in, c.target, err)
+		}
+	}
+}

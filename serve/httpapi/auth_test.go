@@ -1,11 +1,8 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,10 +12,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/devices"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/serve"
 )
 
@@ -31,32 +24,10 @@ func startWith(t *testing.T, opts Options) string {
 
 func startService(t *testing.T, opts Options) (string, *serve.Service) {
 	t.Helper()
-	repo := t.TempDir()
-	src, err := os.ReadFile("../../examples/mlp/model.onnx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(repo, "mlp", "1"), 0o755)
-	os.WriteFile(filepath.Join(repo, "mlp", "1", "model.onnx"), src, 0o644)
-	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
-	if errors.Is(err, devices.ErrUnavailable) {
-		testdata.NoCompiler(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	j, err := compilecache.Open(compilecache.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := serve.New(serve.Options{Repository: repo, CPU: dev, Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := openService(t, serve.Options{Repository: mlpRepo(t)})
 	opts.Version = "test"
 	srv := httptest.NewServer(New(svc, opts))
-	t.Cleanup(func() { srv.Close(); svc.Close(); j.Close() })
+	t.Cleanup(srv.Close)
 	return srv.URL, svc
 }
 

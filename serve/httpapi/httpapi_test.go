@@ -51,13 +51,38 @@ func startServerWith(t *testing.T, configure func(*http.Server)) string {
 // the test server (its Config and Listener) before it starts.
 func startServerOpts(t *testing.T, opts Options, configure func(*httptest.Server)) *httptest.Server {
 	t.Helper()
+	svc := openService(t, serve.Options{Repository: mlpRepo(t)})
+	opts.Version = "test"
+	srv := httptest.NewUnstartedServer(New(svc, opts))
+	if configure != nil {
+		configure(srv)
+	}
+	srv.Start()
+	t.Cleanup(srv.Close) // before the service's cleanup
+	return srv
+}
+
+// mlpRepo is a repository holding the example MLP as <repo>/mlp/1/model.onnx.
+func mlpRepo(t *testing.T) string {
+	t.Helper()
 	repo := t.TempDir()
 	src, err := os.ReadFile("../../examples/mlp/model.onnx")
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(filepath.Join(repo, "mlp", "1"), 0o755)
-	os.WriteFile(filepath.Join(repo, "mlp", "1", "model.onnx"), src, 0o644)
+	if err := os.MkdirAll(filepath.Join(repo, "mlp", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "mlp", "1", "model.onnx"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// openService opens a Service with sopts on a CPU device and a journal of its own,
+// closed when the test ends.
+func openService(t *testing.T, sopts serve.Options) *serve.Service {
+	t.Helper()
 	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
 	if errors.Is(err, devices.ErrUnavailable) {
 		testdata.NoCompiler(t, err)
@@ -70,18 +95,14 @@ func startServerOpts(t *testing.T, opts Options, configure func(*httptest.Server
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := serve.New(serve.Options{Repository: repo, CPU: dev, Journal: j})
+	t.Cleanup(func() { j.Close() })
+	sopts.CPU, sopts.Journal = dev, j
+	svc, err := serve.New(sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Version = "test"
-	srv := httptest.NewUnstartedServer(New(svc, opts))
-	if configure != nil {
-		configure(srv)
-	}
-	srv.Start()
-	t.Cleanup(func() { srv.Close(); svc.Close(); j.Close() })
-	return srv
+	t.Cleanup(func() { svc.Close() })
+	return svc
 }
 
 func do(t *testing.T, method, url string, body []byte, hdr map[string]string) (int, http.Header, []byte) {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,9 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/devices"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/serve"
 )
@@ -45,24 +41,9 @@ func hostileRepo(t *testing.T) string {
 // repository is never loaded.
 func TestHostileModelNamesGetOneRefusal(t *testing.T) {
 	repo := hostileRepo(t)
-	dev, err := devcpu.Open(devcpu.Options{Threads: 1})
-	if errors.Is(err, devices.ErrUnavailable) {
-		testdata.NoCompiler(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	j, err := compilecache.Open(compilecache.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := serve.New(serve.Options{Repository: repo, CPU: dev, Journal: j, RepositoryControl: true, Load: []string{"mlp"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := openService(t, serve.Options{Repository: repo, RepositoryControl: true, Load: []string{"mlp"}})
 	srv := httptest.NewServer(New(svc, Options{MaxRequestBytes: 1 << 20}))
-	t.Cleanup(func() { srv.Close(); svc.Close(); j.Close() })
+	t.Cleanup(srv.Close)
 
 	var want string
 	for _, name := range testdata.HostileModelNames {

@@ -64,12 +64,14 @@ type batcher struct {
 	spec   BatchSpec
 	in     chan *pending
 	warmMu sync.Mutex
-	warmed map[string]bool // shape keys whose other batch sizes are compiling or compiled
+	warmed map[string]bool    // shape keys whose other batch sizes are compiling or compiled
+	stop   context.CancelFunc // ends the loop: the model version is retired and idle
 }
 
 func newBatcher(m *model, spec BatchSpec) *batcher {
-	b := &batcher{m: m, spec: spec, in: make(chan *pending, 4*spec.MaxBatchSize), warmed: map[string]bool{}}
-	go b.loop(m.svc.ctx)
+	ctx, stop := context.WithCancel(m.svc.ctx)
+	b := &batcher{m: m, spec: spec, in: make(chan *pending, 4*spec.MaxBatchSize), warmed: map[string]bool{}, stop: stop}
+	go b.loop(ctx)
 	return b
 }
 

@@ -46,6 +46,9 @@ func (m *model) retire() {
 }
 
 func (m *model) closeVariants() {
+	if m.batcher != nil {
+		m.batcher.stop()
+	}
 	m.mu.Lock()
 	vs := m.variants
 	m.variants = map[string]*variant{}

@@ -3,8 +3,10 @@ package serve
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kilnrt/kiln/compilecache"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
@@ -70,5 +72,36 @@ func TestRepositoryControl(t *testing.T) {
 	}
 	if _, err := s.Infer(context.Background(), request(x)); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("after unload: %v", err)
+	}
+}
+
+// TestReloadingABatchingModelLeavesNoBatcherRunning: every reload retires the old
+// version, and its batcher's loop ends with it.
+func TestReloadingABatchingModelLeavesNoBatcherRunning(t *testing.T) {
+	repo, _, _ := testRepo(t)
+	writeConfig(t, repo, "mlp", `
+max_batch_size: 4
+dynamic_batching { max_queue_delay_microseconds: 1000 }
+`)
+	s := openServiceWith(t, repo, t.TempDir(), Options{RepositoryControl: true, Load: []string{"mlp"}})
+	if err := s.LoadModel("mlp"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	for range 30 {
+		if err := s.LoadModel("mlp"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var after int
+	for range 100 { // retired loops end asynchronously
+		if after = runtime.NumGoroutine(); after < before+5 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after >= before+5 {
+		t.Fatalf("%d goroutines before 30 reloads, %d after", before, after)
 	}
 }

@@ -13,13 +13,8 @@ import (
 	"github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/internal/testdata"
-	"github.com/kilnrt/kiln/intrin"
-	"github.com/kilnrt/kiln/kernels"
-	kcpu "github.com/kilnrt/kiln/kernels/cpu"
 	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
-	"github.com/kilnrt/kiln/loopir/passes"
-	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -196,22 +191,7 @@ func TestBoundsCheckedKernelsMatchRef(t *testing.T) {
 		kerneltest.Close(t, "softmax", got, want)
 	})
 	t.Run("matmul_packed", func(t *testing.T) {
-		g := intrin.GemmF32("generic", 4, 4, 2)
-		a := te.Placeholder("A", tensor.Float32, te.Dim("m"), loopir.Int(64))
-		b := te.Placeholder("B", tensor.Float32, loopir.Int(64), loopir.Int(40))
-		c := kernels.MatMulPacked(a, b, 0, g.NR)
-		f, err := te.Lower("matmul_packed", []*te.Tensor{a, b}, []*te.Tensor{c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := schedule.New(f)
-		if err := kcpu.ScheduleMatMulPacked(s, g, kcpu.GemmConfig{KC: 32, MC: 2, Parallel: true}); err != nil {
-			t.Fatal(err)
-		}
-		low, err := passes.CPUPipeline().Run(s.Func())
-		if err != nil {
-			t.Fatal(err)
-		}
+		low := lowerPackedMatMul(t)
 		const m = 7
 		av, bv := randN(r, m*64), randN(r, 64*40)
 		got := run(low, []int64{m}, m*40, av, bv)

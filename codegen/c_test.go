@@ -55,22 +55,7 @@ func TestGoldenMatmul(t *testing.T) {
 // TestGoldenTensorizedParallel covers the tensor intrinsic's definition, its call, the
 // outlined parallel loops and the thread pool runtime.
 func TestGoldenTensorizedParallel(t *testing.T) {
-	g := intrin.GemmF32("generic", 4, 4, 2)
-	a := te.Placeholder("A", tensor.Float32, te.Dim("m"), loopir.Int(64))
-	b := te.Placeholder("B", tensor.Float32, loopir.Int(64), loopir.Int(40))
-	c := kernels.MatMulPacked(a, b, 0, g.NR)
-	f, err := te.Lower("matmul_packed", []*te.Tensor{a, b}, []*te.Tensor{c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := schedule.New(f)
-	if err := kcpu.ScheduleMatMulPacked(s, g, kcpu.GemmConfig{KC: 32, MC: 2, Parallel: true}); err != nil {
-		t.Fatal(err)
-	}
-	low, err := passes.CPUPipeline().Run(s.Func())
-	if err != nil {
-		t.Fatal(err)
-	}
+	low := lowerPackedMatMul(t)
 	src, err := codegen.EmitC(low)
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +188,29 @@ func TestGoldenSymbolicFused(t *testing.T) {
 // lowerSoftmaxRows schedules a softmax over the rows of a [rows, cols] matrix (both
 // symbolic) with the generic rule: the row max and the row sum are reductions over
 // the contiguous axis, emitted as vector reductions.
+// lowerPackedMatMul is A[m,64]·B[64,40] with B packed, tensorized on the generic 4×4
+// micro-kernel, its row blocks in parallel.
+func lowerPackedMatMul(t *testing.T) *loopir.PrimFunc {
+	t.Helper()
+	g := intrin.GemmF32("generic", 4, 4, 2)
+	a := te.Placeholder("A", tensor.Float32, te.Dim("m"), loopir.Int(64))
+	b := te.Placeholder("B", tensor.Float32, loopir.Int(64), loopir.Int(40))
+	c := kernels.MatMulPacked(a, b, 0, g.NR)
+	f, err := te.Lower("matmul_packed", []*te.Tensor{a, b}, []*te.Tensor{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := schedule.New(f)
+	if err := kcpu.ScheduleMatMulPacked(s, g, kcpu.GemmConfig{KC: 32, MC: 2, Parallel: true}); err != nil {
+		t.Fatal(err)
+	}
+	low, err := passes.CPUPipeline().Run(s.Func())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return low
+}
+
 func lowerSoftmaxRows(t *testing.T) *loopir.PrimFunc {
 	t.Helper()
 	x := te.Placeholder("X", tensor.Float32, te.Dim("rows"), te.Dim("cols"))

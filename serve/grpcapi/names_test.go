@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -29,20 +28,11 @@ import (
 // repository is never loaded. Names that are not UTF-8 cannot be sent in a protobuf
 // string and are left to the REST test.
 func TestHostileModelNamesGetOneRefusal(t *testing.T) {
-	root := t.TempDir()
-	repo := filepath.Join(root, "repo")
 	src, err := os.ReadFile("../../examples/mlp/model.onnx")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{filepath.Join(repo, "mlp", "1"), filepath.Join(root, "evil", "1")} {
-		os.MkdirAll(dir, 0o755)
-		if err := os.WriteFile(filepath.Join(dir, "model.onnx"), src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.Symlink(filepath.Join(root, "evil"), filepath.Join(repo, "evil-link"))
-	os.Symlink(filepath.Join(root, "evil", "1", "model.onnx"), filepath.Join(repo, "file-link"))
+	repo, _ := testdata.HostileRepository(t, src)
 	dev, err := devcpu.Open(devcpu.Options{Threads: 1})
 	if errors.Is(err, devices.ErrUnavailable) {
 		testdata.NoCompiler(t, err)

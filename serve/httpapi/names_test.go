@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,34 +12,15 @@ import (
 	"github.com/kilnrt/kiln/serve"
 )
 
-// hostileRepo is a repository with the example MLP, and a decoy model beside it that
-// symlinks inside the repository ("evil-link", "file-link") and traversals lead to.
-func hostileRepo(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	repo := filepath.Join(root, "repo")
-	src, err := os.ReadFile("../../examples/mlp/model.onnx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{filepath.Join(repo, "mlp", "1"), filepath.Join(root, "evil", "1")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "model.onnx"), src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.Symlink(filepath.Join(root, "evil"), filepath.Join(repo, "evil-link"))
-	os.Symlink(filepath.Join(root, "evil", "1", "model.onnx"), filepath.Join(repo, "file-link"))
-	return repo
-}
-
 // TestHostileModelNamesGetOneRefusal: every hostile name, escaped into the path of every
 // endpoint that takes a model name, gets the same 404 and body; the decoy beside the
 // repository is never loaded.
 func TestHostileModelNamesGetOneRefusal(t *testing.T) {
-	repo := hostileRepo(t)
+	src, err := os.ReadFile("../../examples/mlp/model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := testdata.HostileRepository(t, src)
 	svc := openService(t, serve.Options{Repository: repo, RepositoryControl: true, Load: []string{"mlp"}})
 	srv := httptest.NewServer(New(svc, Options{MaxRequestBytes: 1 << 20}))
 	t.Cleanup(srv.Close)

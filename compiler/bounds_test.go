@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/target"
@@ -152,7 +152,7 @@ func TestCancelStopsCompileInEachStage(t *testing.T) {
 	for _, stage := range []string{"passes", "lower", "build"} {
 		ctx, cancel := context.WithCancel(context.Background())
 		var cancelled time.Time
-		opts := Options{Name: "ops", CPU: dev, NoFusion: true, Jobs: 1, Context: ctx, Progress: func(p Progress) {
+		opts := Options{Name: "ops", CPU: dev, Recipe: engine.Recipe{NoFusion: true}, Jobs: 1, Context: ctx, Progress: func(p Progress) {
 			if p.Stage == stage && cancelled.IsZero() && (stage == "passes" || p.Done >= 2) {
 				cancelled = time.Now()
 				cancel()
@@ -276,22 +276,4 @@ func TestChainOf300kNodesCompiles(t *testing.T) {
 	if res.Stats.Kernels != 2 || res.Stats.Launches != (n+255)/256 {
 		t.Fatalf("%d kernels and %d launches, want 2 and %d", res.Stats.Kernels, res.Stats.Launches, (n+255)/256)
 	}
-}
-
-// TestCachedCompileTimeoutNamesTheModel: through the journal the timeout covers the
-// whole compile and the error names the source.
-func TestCachedCompileTimeoutNamesTheModel(t *testing.T) {
-	dev := openCPU(t)
-	j, err := compilecache.Open(compilecache.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	m := reluChain(t, 50_000)
-	src := Source{Name: "chain/1", Digest: "chain-digest", Load: func() (*graph.Module, error) { return m, nil }}
-	_, err = BuildCached(j, src, target.Host(), Options{CPU: dev, Inputs: map[string][]int64{}, Timeout: 50 * time.Millisecond})
-	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `model "chain/1": stage `) {
-		t.Fatalf("got %v, want ErrTimeout naming model chain/1 and the stage", err)
-	}
-	t.Log(err)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilnrt/kiln/compilecache"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/kernels"
@@ -17,7 +18,6 @@ import (
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
-	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )
 
@@ -25,13 +25,14 @@ import (
 // node or kernel.
 var ErrCompile = errors.New("compile failed")
 
-// Progress reports where a compile is: a stage and, for stages with parts, how many
-// of them are done.
-type Progress struct {
-	Stage       string // "passes", "lower", "build", "plan"
-	Done, Total int
-	Detail      string // the node or kernel at hand
-}
+// Progress, Stats, Group and StageTiming are the engine's types: the compiler reports
+// through them.
+type (
+	Progress    = engine.Progress
+	Stats       = engine.Stats
+	Group       = engine.Group
+	StageTiming = engine.StageTiming
+)
 
 // Options configure a compile.
 type Options struct {
@@ -50,19 +51,13 @@ type Options struct {
 	// DumpPass names a graph pass whose before/after text goes to Dump.
 	DumpPass string
 	Dump     func(pass, before, after string)
-	// Passes is the graph pipeline (nil: passes.Compile(), which is O3).
+	// Recipe is every option that changes the generated code (the zero value: the
+	// default build): the graph pipeline (its Level, without fuse-ops when NoFusion),
+	// the layout choice and bounds checks. engine keys the journal with the same value.
+	Recipe engine.Recipe
+	// Passes replaces the recipe's graph pipeline (nil: the recipe's). Only for tests
+	// of the passes: an executable built with it is never cached.
 	Passes passes.Pipeline
-	// NoFusion lowers every node to a kernel of its own (the pipeline without
-	// fuse-ops): for comparisons.
-	NoFusion bool
-	// PlainLayout keeps every tensor in plain NCHW order (no alter-layout): for
-	// comparisons.
-	PlainLayout bool
-	// BoundsCheck builds every kernel with each buffer access checked against the
-	// buffer's extent (codegen.COptions.BoundsCheck): a debug build, slower, in which an
-	// access outside a buffer fails the call with vm.ErrOutOfBounds naming the kernel,
-	// the node, the buffer and the offset. Part of the cache key.
-	BoundsCheck bool
 	// Context cancels a long compile (nil: Background). Every stage honors it: between
 	// graph passes and inside fold-constants, between the nodes lowered, and while C
 	// compilers run (they are killed); the error names the stage and wraps the
@@ -75,11 +70,8 @@ type Options struct {
 	// Graph bounds the graph accepted, checked before any work (zero fields: the
 	// defaults); an excess is an error wrapping ErrTooLarge.
 	Graph GraphLimits
-	// Name names the model in errors (BuildCached uses its Source's name).
+	// Name names the model in errors.
 	Name string
-	// Inputs are the concrete input shapes the executable serves, by name: the shape
-	// part of its cache key (BuildCached derives Dims from them).
-	Inputs map[string][]int64
 	// Cache, when set, keeps single kernels' object code in the journal, so kernels
 	// shared between models (or compiles) are built once.
 	Cache *compilecache.Journal
@@ -89,36 +81,6 @@ type Options struct {
 	// the executable, so they are no part of its cache key; the VM checks them again
 	// when it loads one.
 	Limits vm.Limits
-}
-
-// Stats describe a compiled executable, for reports and `kiln inspect`.
-type Stats struct {
-	Nodes         int           // graph nodes after the passes (subgraphs included)
-	Launches      int           // kernel launches in the entry function's code
-	Kernels       int           // unique kernels (after deduplication)
-	Fused         int           // nodes run inside another node's kernel (epilogues)
-	ArenaBytes    int64         // the static plan's arena (the peak of planned tensors)
-	UnplannedSum  int64         // the planned tensors' bytes without reuse
-	ConstantBytes int64         // constants carried by the executable
-	KernelsCached int           // kernel objects taken from the journal instead of the C compiler
-	Stages        []StageTiming // wall time per stage
-	Strategies    map[string]int
-	Groups        []Group // kernel launches of the entry function, in program order
-}
-
-// Group is one kernel launch: the node it was built for (the anchor) and the nodes
-// fused into it, with the kernel and the strategy that built it.
-type Group struct {
-	Kernel   string
-	Strategy string
-	Anchor   string   // e.g. `Conv "/layer1/conv1"`
-	Fused    []string // the epilogue nodes run inside it
-}
-
-// StageTiming is how long one stage took.
-type StageTiming struct {
-	Stage   string
-	Seconds float64
 }
 
 // Result is a compiled executable with its statistics.
@@ -151,7 +113,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 	if opts.Context == nil {
 		opts.Context = context.Background()
 	}
-	ctx, cancel := withTimeout(opts.Context, opts.Timeout)
+	ctx, cancel := engine.WithTimeout(opts.Context, opts.Timeout)
 	defer cancel()
 	opts.Context = ctx
 	if opts.Jobs <= 0 {
@@ -176,7 +138,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 		if err := c.stage(st.name, st.run); err != nil {
 			return nil, err
 		}
-		c.res.Stats.Stages = append(c.res.Stats.Stages, StageTiming{st.name, time.Since(start).Seconds()})
+		c.res.Stats.Stages = append(c.res.Stats.Stages, StageTiming{Stage: st.name, Seconds: time.Since(start).Seconds()})
 	}
 	return c.res, nil
 }
@@ -248,15 +210,12 @@ func (c *compile) stage(name string, run func() error) (err error) {
 
 func (c *compile) passes(m *graph.Module) error {
 	ctx := &passes.Context{Dims: c.opts.Dims, Eval: ref.EvalNode, Check: c.opts.Check, DumpPass: c.opts.DumpPass, Dump: c.opts.Dump, Ctx: c.opts.Context}
-	if !c.opts.PlainLayout {
+	if !c.opts.Recipe.PlainLayout {
 		ctx.Layout = kcpu.LayoutPolicy(c.t, c.registry)
 	}
 	p := c.opts.Passes
 	if p == nil {
-		p = passes.Compile()
-	}
-	if c.opts.NoFusion {
-		p = p.Without("fuse-ops")
+		p = Pipeline(c.opts.Recipe)
 	}
 	if err := p.Check(); err != nil {
 		return err
@@ -275,80 +234,4 @@ func (c *compile) passes(m *graph.Module) error {
 		}
 	})
 	return bad
-}
-
-// DimsFromInputs binds the symbols of m's input shapes to the extents of concrete
-// inputs (keyed by input name). A symbol that gets two different values, or an input
-// whose rank or static extents disagree with the model, is an error.
-func DimsFromInputs(m *graph.Module, inputs map[string]*tensor.Tensor) (map[string]int64, error) {
-	return DimsFromShapes(m, ShapesOf(inputs))
-}
-
-// ShapesOf returns the shapes of tensors, by name.
-func ShapesOf(inputs map[string]*tensor.Tensor) map[string][]int64 {
-	out := make(map[string][]int64, len(inputs))
-	for k, t := range inputs {
-		s := make([]int64, len(t.Shape))
-		for i, d := range t.Shape {
-			s[i] = int64(d)
-		}
-		out[k] = s
-	}
-	return out
-}
-
-// DimsFromShapes is DimsFromInputs on shapes alone.
-func DimsFromShapes(m *graph.Module, shapes map[string][]int64) (map[string]int64, error) {
-	dims := map[string]int64{}
-	for _, p := range m.Main.Params {
-		shape, ok := shapes[p.Name]
-		if !ok || p.Type.Kind != graph.KindTensor || p.Type.UnknownRank {
-			continue
-		}
-		if len(shape) != len(p.Type.Shape) {
-			return nil, fmt.Errorf("input %q: got shape %v, the model declares %v", p.Name, shape, p.Type)
-		}
-		for i, d := range p.Type.Shape {
-			got := shape[i]
-			if v, ok := d.Value(); ok {
-				if v != got {
-					return nil, fmt.Errorf("input %q: got shape %v, the model declares %v", p.Name, shape, p.Type)
-				}
-				continue
-			}
-			if sym, ok := d.IsSym(); ok {
-				if prev, seen := dims[sym]; seen && prev != got {
-					return nil, fmt.Errorf("input %q: dim %s is %d here and %d in another input", p.Name, sym, got, prev)
-				}
-				dims[sym] = got
-			}
-		}
-	}
-	return dims, nil
-}
-
-// InputShapes is the inverse: the concrete shape of every tensor input of m with its
-// symbols bound by dims; an unbound symbol is an error naming it.
-func InputShapes(m *graph.Module, dims map[string]int64) (map[string][]int64, error) {
-	out := map[string][]int64{}
-	for _, p := range m.Main.Params {
-		if p.Type.Kind != graph.KindTensor || p.Type.UnknownRank {
-			continue
-		}
-		shape := make([]int64, len(p.Type.Shape))
-		for i, d := range p.Type.Shape {
-			if v, ok := d.Value(); ok {
-				shape[i] = v
-				continue
-			}
-			sym, _ := d.IsSym()
-			v, ok := dims[sym]
-			if !ok {
-				return nil, fmt.Errorf("input %q (%v): dim %q is not bound (give it a value, e.g. --dims %s=N)", p.Name, p.Type, sym, sym)
-			}
-			shape[i] = v
-		}
-		out[p.Name] = shape
-	}
-	return out, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kilnrt/kiln/internal/testdata"
-	"github.com/kilnrt/kiln/kernels/nodetest"
 	"strings"
 	"testing"
+
+	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/internal/testdata"
+	"github.com/kilnrt/kiln/kernels/nodetest"
 
 	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
@@ -37,7 +39,7 @@ func openCPU(t *testing.T) *devcpu.Device {
 func checkCompiled(t *testing.T, m *graph.Module, inputs map[string]*tensor.Tensor) *Result {
 	t.Helper()
 	dev := openCPU(t)
-	dims, err := DimsFromInputs(m, inputs)
+	dims, err := engine.DimsFromInputs(m, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,14 +250,14 @@ func TestBlockedLayout(t *testing.T) {
 		t.Fatalf("first group %+v: want the first Conv with its Relu", g)
 	}
 	dev := openCPU(t)
-	dims, _ := DimsFromInputs(m, in)
-	for _, o := range []Options{{PlainLayout: true}, {NoFusion: true}} {
+	dims, _ := engine.DimsFromInputs(m, in)
+	for _, o := range []Options{{Recipe: engine.Recipe{PlainLayout: true}}, {Recipe: engine.Recipe{NoFusion: true}}} {
 		o.Dims, o.CPU, o.Check = dims, dev, true
 		r, err := Build(m, target.Host(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[bool]int{true: 5, false: 9}[!o.NoFusion]
+		want := map[bool]int{true: 5, false: 9}[!o.Recipe.NoFusion]
 		if r.Stats.Launches != want {
 			t.Fatalf("%+v: %d launches, want %d", o, r.Stats.Launches, want)
 		}

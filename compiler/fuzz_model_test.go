@@ -14,6 +14,7 @@ import (
 	"github.com/kilnrt/kiln/compiler"
 	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels/ref"
@@ -74,7 +75,7 @@ func checkGenerated(t *testing.T, dev *devcpu.Device, data []byte, boundsCheck b
 	}
 	x := input(shape, data)
 	inputs := map[string]*tensor.Tensor{"x": x}
-	dims, err := compiler.DimsFromInputs(m, inputs)
+	dims, err := engine.DimsFromInputs(m, inputs)
 	if err != nil {
 		t.Logf("dims: %v", err)
 		return
@@ -83,7 +84,7 @@ func checkGenerated(t *testing.T, dev *devcpu.Device, data []byte, boundsCheck b
 	defer cancel()
 	var res *compiler.Result
 	if err := within(t, "compile", model, func() (err error) {
-		res, err = compiler.Build(m, target.Host(), compiler.Options{Dims: dims, CPU: dev, Context: ctx, Jobs: 2, BoundsCheck: boundsCheck})
+		res, err = compiler.Build(m, target.Host(), compiler.Options{Dims: dims, CPU: dev, Context: ctx, Jobs: 2, Recipe: engine.Recipe{BoundsCheck: boundsCheck}})
 		return err
 	}); err != nil {
 		t.Logf("compile: %v", err)

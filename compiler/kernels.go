@@ -148,7 +148,7 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 	}
 	cp := *low
 	cp.Name = canonicalName
-	src, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true, BoundsCheck: c.opts.BoundsCheck}, &cp)
+	src, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true, BoundsCheck: c.opts.Recipe.BoundsCheck}, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
@@ -164,7 +164,7 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 		cp.Name += "_" + strings.ToLower(e.Op.String())
 	}
 	cp.Name += "_" + digestString(src.Code)[:10]
-	named, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true, BoundsCheck: c.opts.BoundsCheck}, &cp)
+	named, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true, BoundsCheck: c.opts.Recipe.BoundsCheck}, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}

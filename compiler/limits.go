@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 )
 
@@ -13,8 +13,8 @@ import (
 var ErrTooLarge = errors.New("graph exceeds a compile limit")
 
 // ErrTimeout is wrapped (with context.DeadlineExceeded) when Options.Timeout passes
-// before the compile ends.
-var ErrTimeout = errors.New("compile timeout")
+// before the compile ends: the engine's sentinel.
+var ErrTimeout = engine.ErrTimeout
 
 // The default GraphLimits: ten times the largest real ONNX graphs in nodes (about 100k) and
 // in nesting (control flow a few levels deep), and a few times the widest nodes (a
@@ -80,14 +80,6 @@ func checkLimits(m *graph.Module, lim GraphLimits) error {
 		return nil
 	}
 	return walk(m.Main, 0)
-}
-
-// withTimeout bounds ctx by d (0: unbounded); the cause of its end says which bound.
-func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if d <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w of %v passed (%w)", ErrTimeout, d, context.DeadlineExceeded))
 }
 
 // stopped returns why the compile's context is done (its cause), or nil.

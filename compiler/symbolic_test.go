@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels/nodetest"
 	"github.com/kilnrt/kiln/kernels/ref"
@@ -51,7 +52,7 @@ func TestSymbolicOneExecutable(t *testing.T) {
 func symbolicOnce(t *testing.T, noFusion bool) {
 	dev := openCPU(t)
 	m := symbolicModule(t)
-	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true, NoFusion: noFusion})
+	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true, Recipe: engine.Recipe{NoFusion: noFusion}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func @main(%x: f32[n,1024]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true, NoFusion: true})
+	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true, Recipe: engine.Recipe{NoFusion: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-package compiler
+package engine_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +12,14 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/compiler"
 	"github.com/kilnrt/kiln/devices"
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
-	"github.com/kilnrt/kiln/vm"
 )
 
 // cacheModel is a small model with a constant large enough to be stored as a raw,
@@ -43,7 +47,7 @@ func cacheModel(t *testing.T) *graph.Module {
 
 // journalRun compiles through a fresh Journal on dir (as a new process would) and runs
 // the executable once; it returns the outcome, the output, and the journal's logs.
-func journalRun(t *testing.T, dir string, src Source, opts Options) (*Cached, *tensor.Tensor, *observer.ObservedLogs) {
+func journalRun(t *testing.T, dir string, m *engine.Model, cfg engine.Config, shapes map[string][]int64) (*engine.Built, *tensor.Tensor, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	j, err := compilecache.Open(compilecache.Options{Dir: dir, Log: zap.New(core)})
@@ -51,14 +55,13 @@ func journalRun(t *testing.T, dir string, src Source, opts Options) (*Cached, *t
 		t.Fatal(err)
 	}
 	defer j.Close()
-	c, err := BuildCached(j, src, target.Host(), opts)
+	cfg.Journal = j
+	e := newEngine(t, cfg)
+	c, err := e.Load(context.Background(), m, shapes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	machine, err := vm.Load(c.Exe, []devices.Device{opts.CPU}, vm.StdBuiltins())
-	if err != nil {
-		t.Fatal(err)
-	}
+	machine := c.VM
 	defer machine.Close()
 	x := tensor.New(tensor.Float32, tensor.Shape{2, 512})
 	for i, v := range x.Data.([]float32) {
@@ -69,7 +72,7 @@ func journalRun(t *testing.T, dir string, src Source, opts Options) (*Cached, *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, out[0], logs
+	return c.Built, out[0], logs
 }
 
 func loggedCause(logs *observer.ObservedLogs, want string) bool {
@@ -88,18 +91,20 @@ func loggedCause(logs *observer.ObservedLogs, want string) bool {
 // and another compiler identity each lead to a recompile whose log names the cause, and
 // the result is always the same.
 func TestJournalRecompilesOnDamage(t *testing.T) {
-	dev := openCPU(t)
-	m := cacheModel(t)
+	cfg := cpuConfig(t)
+	src := engine.InMemory("mlp", cacheModel(t))
+	src.Digest = "sha256:test-model"
+	shapes := map[string][]int64{"x": {2, 512}}
 	loads := 0
-	src := Source{Name: "mlp", Digest: "sha256:test-model", Load: func() (*graph.Module, error) { loads++; return m, nil }}
-	opts := Options{CPU: dev, Inputs: map[string][]int64{"x": {2, 512}}}
 	dir := t.TempDir()
 
-	cold, want, _ := journalRun(t, dir, src, opts)
-	if cold.Outcome != compilecache.Built || loads != 1 || cold.Result == nil {
+	cold, want, _ := journalRun(t, dir, src, cfg, shapes)
+	loads += compiled(cold)
+	if cold.Outcome != compilecache.Built || loads != 1 {
 		t.Fatalf("cold: %v, %d loads", cold.Outcome, loads)
 	}
-	warm, got, _ := journalRun(t, dir, src, opts)
+	warm, got, _ := journalRun(t, dir, src, cfg, shapes)
+	loads += compiled(warm)
 	if warm.Outcome != compilecache.Hit || loads != 1 || !warm.Exe.Mapped() {
 		t.Fatalf("warm: %v, %d loads, mapped %v", warm.Outcome, loads, warm.Exe.Mapped())
 	}
@@ -117,7 +122,8 @@ func TestJournalRecompilesOnDamage(t *testing.T) {
 	raw, _ := os.ReadFile(blob)
 	raw[len(raw)-1000] ^= 0x10
 	os.WriteFile(blob, raw, 0o644)
-	c, got, logs := journalRun(t, dir, src, opts)
+	c, got, logs := journalRun(t, dir, src, cfg, shapes)
+	loads += compiled(c)
 	if c.Outcome != compilecache.Built || loads != 2 || !loggedCause(logs, "checksum mismatch") {
 		t.Fatalf("flipped byte: %v, %d loads, logs %v", c.Outcome, loads, logs.All())
 	}
@@ -127,18 +133,19 @@ func TestJournalRecompilesOnDamage(t *testing.T) {
 	jpath := filepath.Join(dir, "journal")
 	st, _ := os.Stat(jpath)
 	os.Truncate(jpath, st.Size()-7)
-	c, got, logs = journalRun(t, dir, src, opts)
+	c, got, logs = journalRun(t, dir, src, cfg, shapes)
+	loads += compiled(c)
 	if c.Outcome != compilecache.Built || loads != 3 || !loggedCause(logs, "journal-truncated") {
 		t.Fatalf("truncated journal: %v, %d loads, logs %v", c.Outcome, loads, logs.All())
 	}
 	same("after truncation", got)
 
 	// 3. another compiler identity: a miss naming the component, kernels rebuilt too
-	c, _, _ = journalRun(t, dir, src, opts)
+	c, _, _ = journalRun(t, dir, src, cfg, shapes)
 	if c.Outcome != compilecache.Hit {
 		t.Fatalf("before the identity change: %v", c.Outcome)
 	}
-	mat := ExecutableMaterial(src, target.Host(), opts)
+	mat := newEngine(t, cfg).Material(src, shapes)
 	other := compilecache.Material{Kind: mat.Kind}
 	for _, p := range mat.Parts {
 		if p.Name == "compiler" {
@@ -178,41 +185,71 @@ func blobFile(t *testing.T, dir string, es []compilecache.Entry, k compilecache.
 // TestKernelsSharedAcrossModels: a second model with the same layers builds no kernel
 // of its own: every object comes from the journal.
 func TestKernelsSharedAcrossModels(t *testing.T) {
-	dev := openCPU(t)
+	cfg := cpuConfig(t)
 	m := cacheModel(t)
 	dir := t.TempDir()
-	opts := Options{CPU: dev, Inputs: map[string][]int64{"x": {2, 512}}}
-	a := Source{Name: "a", Digest: "sha256:a", Load: func() (*graph.Module, error) { return m, nil }}
-	b := Source{Name: "b", Digest: "sha256:b", Load: func() (*graph.Module, error) { return m, nil }}
-	ca, _, _ := journalRun(t, dir, a, opts)
-	cb, _, _ := journalRun(t, dir, b, opts)
-	if cb.Outcome != compilecache.Built || ca.Result.Stats.KernelsCached != 0 || cb.Result.Stats.KernelsCached != cb.Result.Stats.Kernels {
-		t.Fatalf("model b: %v, kernels cached %d of %d (model a: %d)", cb.Outcome, cb.Result.Stats.KernelsCached, cb.Result.Stats.Kernels, ca.Result.Stats.KernelsCached)
+	shapes := map[string][]int64{"x": {2, 512}}
+	a, b := engine.InMemory("a", m), engine.InMemory("b", m)
+	a.Digest, b.Digest = "sha256:a", "sha256:b"
+	ca, _, _ := journalRun(t, dir, a, cfg, shapes)
+	cb, _, _ := journalRun(t, dir, b, cfg, shapes)
+	if cb.Outcome != compilecache.Built || ca.Stats.KernelsCached != 0 || cb.Stats.KernelsCached != cb.Stats.Kernels {
+		t.Fatalf("model b: %v, kernels cached %d of %d (model a: %d)", cb.Outcome, cb.Stats.KernelsCached, cb.Stats.Kernels, ca.Stats.KernelsCached)
 	}
 }
 
 // TestJournalEntryThatDoesNotDecode: an entry whose bytes pass the journal's checksums
 // but are no executable (written by a buggy or foreign build) is invalidated and rebuilt.
 func TestJournalEntryThatDoesNotDecode(t *testing.T) {
-	dev := openCPU(t)
-	m := cacheModel(t)
-	src := Source{Name: "mlp", Digest: "sha256:garbage-test", Load: func() (*graph.Module, error) { return m, nil }}
-	opts := Options{CPU: dev, Inputs: map[string][]int64{"x": {2, 512}}}
+	cfg := cpuConfig(t)
+	src := engine.InMemory("mlp", cacheModel(t))
+	src.Digest = "sha256:garbage-test"
+	shapes := map[string][]int64{"x": {2, 512}}
 	dir := t.TempDir()
 	j, err := compilecache.Open(compilecache.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.CPU = dev
-	if err := j.Put(ExecutableMaterial(src, target.Host(), opts), "mlp", []byte("not an executable"), 0); err != nil {
+	if err := j.Put(newEngine(t, cfg).Material(src, shapes), "mlp", []byte("not an executable"), 0); err != nil {
 		t.Fatal(err)
 	}
 	j.Close()
-	c, _, _ := journalRun(t, dir, src, opts)
+	c, _, _ := journalRun(t, dir, src, cfg, shapes)
 	if c.Outcome != compilecache.Built || !strings.Contains(c.Miss, "does not decode") {
 		t.Fatalf("outcome %v, miss %q", c.Outcome, c.Miss)
 	}
-	if c2, _, _ := journalRun(t, dir, src, opts); c2.Outcome != compilecache.Hit {
+	if c2, _, _ := journalRun(t, dir, src, cfg, shapes); c2.Outcome != compilecache.Hit {
 		t.Fatalf("after the rebuild: %v", c2.Outcome)
 	}
+}
+
+// cpuConfig is an engine configuration for this machine's CPU with the C compiler.
+func cpuConfig(t *testing.T) engine.Config {
+	t.Helper()
+	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
+	if errors.Is(err, devices.ErrUnavailable) {
+		testdata.NoCompiler(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return engine.Config{Target: target.Host(), Device: dev, Compiler: compiler.JIT{}}
+}
+
+func newEngine(t *testing.T, cfg engine.Config) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// compiled counts a compile (1) or a journal hit (0).
+func compiled(b *engine.Built) int {
+	if b.Compiled() {
+		return 1
+	}
+	return 0
 }

@@ -1,4 +1,4 @@
-package compiler
+package engine
 
 import (
 	"runtime/debug"
@@ -11,7 +11,7 @@ import (
 // and the digest of every source file that shapes generated code (sourceDigest, in
 // identity_gen.go: the non-test Go files of the kiln packages the compiler depends on,
 // compilecache excepted, and go.mod). TestCompilerIdentity fails when the digest is
-// stale; `go generate ./compiler` refreshes it.
+// stale; `go generate ./engine` refreshes it.
 func Identity() string {
 	v := "(devel)"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {

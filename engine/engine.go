@@ -1,0 +1,258 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/vm"
+)
+
+var (
+	// ErrNotPrebuilt: the engine has no compiler (a serve-only build) and the journal
+	// holds no executable for the request; the message names the missing entry.
+	ErrNotPrebuilt = errors.New("no prebuilt executable")
+	// ErrTimeout is wrapped (with context.DeadlineExceeded) when Config.Timeout passes
+	// before an executable is ready.
+	ErrTimeout = errors.New("compile timeout")
+)
+
+// Compiler builds one executable: the compiler half (package compiler implements it).
+// An engine without one runs prebuilt executables only.
+type Compiler interface {
+	Compile(ctx context.Context, job *Job) (*Compiled, error)
+}
+
+// Job is one compile the engine asks of its Compiler.
+type Job struct {
+	Name   string        // the model, for errors
+	Module *graph.Module // the model as loaded (never modified)
+	// Inputs are the concrete input shapes the executable serves (empty: none, the
+	// symbolic dims stay free and it serves every shape); Dims binds the symbols they
+	// fix.
+	Inputs   map[string][]int64
+	Dims     map[string]int64
+	Recipe   Recipe
+	Target   target.Target
+	Device   devices.Device        // the device the kernels are built for and run on
+	Journal  *compilecache.Journal // keeps single kernels' object code (nil: none)
+	Limits   vm.Limits
+	Progress func(Progress) // nil: no reports
+}
+
+// Compiled is a Compiler's result.
+type Compiled struct {
+	Exe   *vm.Executable
+	Stats Stats
+}
+
+// Config configures an Engine.
+type Config struct {
+	// Target is what executables are compiled for (part of every key); Device is
+	// where they run (its fingerprint is part of the key too).
+	Target target.Target
+	Device devices.Device
+	// Journal keeps executables (nil: every executable is compiled, nothing kept).
+	Journal *compilecache.Journal
+	// Compiler builds executables the journal lacks (nil: serve-only, a miss is
+	// ErrNotPrebuilt).
+	Compiler Compiler
+	// Recipe is every option that changes the code (the zero value: the default build).
+	Recipe Recipe
+	// Limits bound one inference's memory (zero fields: vm.DefaultLimits).
+	Limits vm.Limits
+	// Timeout bounds one executable: the wait for another process's compile, the
+	// compile, the load (0: none).
+	Timeout time.Duration
+	// Builtins are the VM's builtin functions (nil: vm.StdBuiltins).
+	Builtins map[string]vm.Builtin
+}
+
+// Engine owns "model → executable through the journal → loaded VM" for one target and
+// recipe. It is safe for concurrent use; the journal serializes compiles of one key
+// across processes.
+type Engine struct{ cfg Config }
+
+// New returns an engine; Target and Device are required.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Device == nil {
+		return nil, errors.New("engine: no device to run executables on")
+	}
+	if cfg.Builtins == nil {
+		cfg.Builtins = vm.StdBuiltins()
+	}
+	return &Engine{cfg: cfg}, nil
+}
+
+// Target is the engine's target; Recipe its recipe; Compiles whether it can compile.
+func (e *Engine) Target() target.Target { return e.cfg.Target }
+func (e *Engine) Recipe() Recipe        { return e.cfg.Recipe }
+func (e *Engine) Compiles() bool        { return e.cfg.Compiler != nil }
+
+// Built is an executable the engine obtained.
+type Built struct {
+	Exe      *vm.Executable
+	Stats    *Stats // the compile's statistics; nil when it came from the journal
+	Outcome  compilecache.Outcome
+	Key      compilecache.Key
+	Miss     string // why the journal had no usable entry ("" on a hit)
+	Material compilecache.Material
+	Took     time.Duration
+}
+
+// Compiled reports whether the executable was compiled (not taken from the journal).
+func (b *Built) Compiled() bool { return b.Stats != nil }
+
+// Executable returns m's executable for the input shapes (nil or empty: the generic
+// one, every shape), from the journal or compiled (once per key across the processes
+// sharing the journal) and published. progress, when set, follows the compile.
+func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]int64, progress func(Progress)) (*Built, error) {
+	if shapes == nil {
+		shapes = map[string][]int64{}
+	}
+	ctx, cancel := WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	out := &Built{}
+	compile := func(ctx context.Context) (*Compiled, error) {
+		if e.cfg.Compiler == nil {
+			return nil, fmt.Errorf("%w: model %q: this kiln runs prebuilt executables only", ErrNotPrebuilt, m.Name)
+		}
+		mod, err := m.load()
+		if err != nil {
+			return nil, err
+		}
+		dims, err := DimsFromShapes(mod, shapes)
+		if err != nil {
+			return nil, fmt.Errorf("model %q: %w", m.Name, err)
+		}
+		c, err := e.cfg.Compiler.Compile(ctx, &Job{Name: m.Name, Module: mod, Inputs: shapes, Dims: dims, Recipe: e.cfg.Recipe,
+			Target: e.cfg.Target, Device: e.cfg.Device, Journal: e.cfg.Journal, Limits: e.cfg.Limits, Progress: progress})
+		if err != nil {
+			return nil, err
+		}
+		out.Stats = &c.Stats
+		return c, nil
+	}
+	if e.cfg.Journal == nil || !m.cacheable() {
+		c, err := compile(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out.Exe, out.Outcome, out.Miss = c.Exe, compilecache.Uncached, "not cached"
+		out.Took = time.Since(start)
+		return out, nil
+	}
+	out.Material = e.material(m, shapes)
+	var err error
+	if e.cfg.Compiler == nil {
+		err = e.prebuilt(m, shapes, out)
+	} else {
+		err = e.cached(ctx, m, out, compile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Took = time.Since(start)
+	return out, nil
+}
+
+// cached looks the executable up in the journal, compiling it on a miss. An entry that
+// passes the journal's checksums but does not decode is invalidated and built again
+// (once).
+func (e *Engine) cached(ctx context.Context, m *Model, out *Built, compile func(context.Context) (*Compiled, error)) error {
+	j := e.cfg.Journal
+	build := func(ctx context.Context) ([]byte, int, error) {
+		c, err := compile(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		out.Exe = c.Exe
+		blob, err := c.Exe.MarshalBinary()
+		if err != nil {
+			return nil, 0, err
+		}
+		return blob, dataOffset(blob), nil
+	}
+	cause := ""
+	for attempt := 0; ; attempt++ {
+		r, err := j.Do(ctx, out.Material, m.Name, build)
+		if err != nil {
+			return err
+		}
+		out.Outcome, out.Key, out.Miss = r.Outcome, r.Key, r.Miss
+		if cause != "" {
+			out.Miss = cause
+		}
+		if out.Exe != nil {
+			return nil
+		}
+		if out.Exe, err = decodeBlob(r.Blob); err == nil {
+			return nil
+		}
+		cause = "the entry does not decode: " + err.Error()
+		if attempt > 0 {
+			return fmt.Errorf("model %q: %s", m.Name, cause)
+		}
+		j.Invalidate(out.Material, cause)
+	}
+}
+
+// prebuilt takes the executable from the journal only: a miss is ErrNotPrebuilt naming
+// the entry and why the journal has none.
+func (e *Engine) prebuilt(m *Model, shapes map[string][]int64, out *Built) error {
+	out.Key = out.Material.Key()
+	b, err := e.cfg.Journal.Get(out.Material)
+	if err != nil {
+		what := "the generic executable"
+		if len(shapes) > 0 {
+			what = "inputs " + canonicalShapes(shapes)
+		}
+		return fmt.Errorf("%w: model %q (%s): journal entry %s: %v; this kiln does not compile: fill the journal with `kiln prebuild`",
+			ErrNotPrebuilt, m.Name, what, out.Key.Short(), err)
+	}
+	exe, err := decodeBlob(b)
+	if err != nil {
+		return fmt.Errorf("%w: model %q: journal entry %s does not decode: %v", ErrNotPrebuilt, m.Name, out.Key.Short(), err)
+	}
+	out.Exe, out.Outcome = exe, compilecache.Hit
+	return nil
+}
+
+// Loaded is an executable loaded on the engine's device, ready to run.
+type Loaded struct {
+	*Built
+	VM *vm.VM
+}
+
+// Load returns m's executable for the shapes (nil: generic) loaded into a VM.
+func (e *Engine) Load(ctx context.Context, m *Model, shapes map[string][]int64, progress func(Progress)) (*Loaded, error) {
+	b, err := e.Executable(ctx, m, shapes, progress)
+	if err != nil {
+		return nil, err
+	}
+	machine, err := e.LoadExecutable(b.Exe)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: loading its executable: %w", m.Name, err)
+	}
+	return &Loaded{Built: b, VM: machine}, nil
+}
+
+// LoadExecutable loads an executable (e.g. a .kiln file) on the engine's device.
+func (e *Engine) LoadExecutable(exe *vm.Executable) (*vm.VM, error) {
+	return vm.LoadWith(exe, []devices.Device{e.cfg.Device}, e.cfg.Builtins, vm.Options{Limits: e.cfg.Limits})
+}
+
+// WithTimeout bounds ctx by d (0: no bound) with a cause wrapping ErrTimeout and
+// context.DeadlineExceeded.
+func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w of %v passed (%w)", ErrTimeout, d, context.DeadlineExceeded))
+}

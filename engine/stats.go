@@ -1,0 +1,39 @@
+package engine
+
+// Progress reports where a compile is: a stage and, for stages with parts, how many
+// of them are done.
+type Progress struct {
+	Stage       string // "passes", "lower", "build", "plan"
+	Done, Total int
+	Detail      string // the node or kernel at hand
+}
+
+// Stats describe a compiled executable, for reports and `kiln inspect`.
+type Stats struct {
+	Nodes         int           // graph nodes after the passes (subgraphs included)
+	Launches      int           // kernel launches in the entry function's code
+	Kernels       int           // unique kernels (after deduplication)
+	Fused         int           // nodes run inside another node's kernel (epilogues)
+	ArenaBytes    int64         // the static plan's arena (the peak of planned tensors)
+	UnplannedSum  int64         // the planned tensors' bytes without reuse
+	ConstantBytes int64         // constants carried by the executable
+	KernelsCached int           // kernel objects taken from the journal instead of the C compiler
+	Stages        []StageTiming // wall time per stage
+	Strategies    map[string]int
+	Groups        []Group // kernel launches of the entry function, in program order
+}
+
+// Group is one kernel launch: the node it was built for (the anchor) and the nodes
+// fused into it, with the kernel and the strategy that built it.
+type Group struct {
+	Kernel   string
+	Strategy string
+	Anchor   string   // e.g. `Conv "/layer1/conv1"`
+	Fused    []string // the epilogue nodes run inside it
+}
+
+// StageTiming is how long one stage took.
+type StageTiming struct {
+	Stage   string
+	Seconds float64
+}

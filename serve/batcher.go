@@ -237,7 +237,7 @@ func (b *batcher) run(batch []*pending, rows int) {
 	for i, o := range outs {
 		if len(o.Shape) == 0 || o.Shape[0] != size {
 			fail(fmt.Errorf("%w: model %q: output %q has shape %v, no batch dimension of %d: it cannot be batched (set max_batch_size: 0)",
-				ErrInternal, b.m.name, v.exe.Outputs[i].Name, o.Shape, size))
+				ErrInternal, b.m.name, v.outputs[i], o.Shape, size))
 			return
 		}
 	}

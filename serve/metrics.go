@@ -67,7 +67,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		counter("queue", float64(x.Queue.Ns)/1e3, x.Name, x.Version)
 		counter("compute", float64(x.Compute.Ns)/1e3, x.Name, x.Version)
 	}
-	js := s.journal.Stats()
+	js := s.engine.JournalStats()
 	counter("hits", float64(js.Hits))
 	counter("misses", float64(js.Misses))
 	counter("corrupt", float64(js.Corrupt))

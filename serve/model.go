@@ -9,13 +9,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/kilnrt/kiln/compiler"
 	"github.com/kilnrt/kiln/configs/modelpb"
-	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/loader/onnx"
-	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )
@@ -36,10 +33,9 @@ type model struct {
 	name    string
 	version int64
 	path    string
+	src     *engine.Model // the files as read once: digest (the journal key's model part), stamp
 	iface   *onnx.Interface
 	sig     *graph.Module
-	digest  string     // content digest of the files as scanned: the journal key's model part
-	stamp   onnx.Stamp // the files' size/mtime/inode at the scan: a change means reload
 	spec    *Spec
 	config  *modelpb.ModelConfig // nil when the model could not be read
 	stats   *modelStats
@@ -63,8 +59,8 @@ type model struct {
 
 // variant is the executable for one input shape signature, loaded on the device.
 type variant struct {
-	exe     *vm.Executable
-	machine *vm.VM
+	machine engine.Runner
+	outputs []string // the results' names, in order
 	outIdx  map[string]int
 }
 
@@ -149,7 +145,7 @@ func (m *model) checkInputs(req *InferRequest) ([]*tensor.Tensor, map[string][]i
 	for name := range byName {
 		return nil, nil, fmt.Errorf("%w: model %q has no input %q", ErrInvalid, m.name, name)
 	}
-	if _, err := compiler.DimsFromShapes(m.sig, shapes); err != nil {
+	if _, err := engine.DimsFromShapes(m.sig, shapes); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return args, shapes, nil
@@ -221,7 +217,7 @@ var errChanged = fmt.Errorf("%w: the model's files changed on disk", ErrUnavaila
 func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key string) (*variant, error) {
 	svc := m.svc
 	generic := shapes == nil
-	if m.stamp.Changed() {
+	if m.src.Stamp.Changed() {
 		return nil, fmt.Errorf("%w: model %q version %d", errChanged, m.name, m.version)
 	}
 	first := false
@@ -252,23 +248,19 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 	}
 	defer func() { <-svc.compiles }()
 	start := time.Now()
-	src := compiler.Source{Name: m.name + "/" + m.versionString(), Digest: m.digest,
-		Load: func() (*graph.Module, error) { return onnx.LoadVerified(m.path, m.digest, onnx.Options{}) }}
-	inputs := shapes
-	if generic {
-		inputs = map[string][]int64{} // no shapes: the symbolic dims stay free
+	var shapesOrGeneric map[string][]int64 // nil: the generic executable
+	if !generic {
+		shapesOrGeneric = shapes
 	}
-	opts := compiler.Options{CPU: svc.opts.CPU, Passes: passes.Compile(), Inputs: inputs, Context: ctx, Limits: svc.opts.Limits, Timeout: svc.opts.CompileTimeout,
-		Progress: func(p compiler.Progress) {
-			m.mu.Lock()
-			if p.Total > 0 {
-				m.progress = fmt.Sprintf("compiling: %s %d/%d", p.Stage, p.Done, p.Total)
-			} else {
-				m.progress = "compiling: " + p.Stage
-			}
-			m.mu.Unlock()
-		}}
-	c, err := compiler.BuildCached(svc.journal, src, target.Host(), opts)
+	c, err := svc.engine.Load(ctx, m.src, shapesOrGeneric, func(p engine.Progress) {
+		m.mu.Lock()
+		if p.Total > 0 {
+			m.progress = fmt.Sprintf("compiling: %s %d/%d", p.Stage, p.Done, p.Total)
+		} else {
+			m.progress = "compiling: " + p.Stage
+		}
+		m.mu.Unlock()
+	})
 	if err != nil {
 		switch {
 		case errors.Is(err, onnx.ErrChanged):
@@ -287,18 +279,11 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 		}
 		return nil, fmt.Errorf("%w: model %q: %v", ErrUnavailable, m.name, err)
 	}
-	machine, err := vm.LoadWith(c.Exe, []devices.Device{svc.opts.CPU}, vm.StdBuiltins(), vm.Options{Limits: svc.opts.Limits})
-	if err != nil {
-		if first {
-			m.setState(StateUnavailable, err.Error())
-		}
-		return nil, fmt.Errorf("%w: model %q: loading its executable: %v", ErrUnavailable, m.name, err)
+	v := &variant{machine: c.Runner, outputs: c.Outputs, outIdx: map[string]int{}}
+	for i, o := range c.Outputs {
+		v.outIdx[o] = i
 	}
-	v := &variant{exe: c.Exe, machine: machine, outIdx: map[string]int{}}
-	for i, o := range c.Exe.Outputs {
-		v.outIdx[o.Name] = i
-	}
-	svc.stats.compile(m.name, c, time.Since(start))
+	svc.stats.compile(m.name, c.Built, time.Since(start))
 	svc.compileHist.WithLabelValues(m.name, c.Outcome.String()).Observe(time.Since(start).Seconds())
 	svc.log.Info("model compiled", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes),
 		zap.String("journal", c.Outcome.String()), zap.Duration("took", time.Since(start)))

@@ -7,9 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/kilnrt/kiln/compilecache"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
 )
 
 func TestRepositoryControl(t *testing.T) {
@@ -17,15 +14,7 @@ func TestRepositoryControl(t *testing.T) {
 	if err := openService(t, repo, t.TempDir()).LoadModel("mlp"); !errors.Is(err, ErrDisabled) {
 		t.Fatalf("load without repository control: %v", err)
 	}
-	dev, _ := devcpu.Open(devcpu.Options{Threads: 2})
-	defer dev.Close()
-	j, _ := compilecache.Open(compilecache.Options{Dir: t.TempDir()})
-	defer j.Close()
-	s, err := New(Options{Repository: repo, CPU: dev, Journal: j, RepositoryControl: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openServiceWith(t, repo, t.TempDir(), Options{RepositoryControl: true})
 	if _, err := s.Infer(context.Background(), request(x)); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("before load: %v", err)
 	}

@@ -12,21 +12,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-
-	"github.com/kilnrt/kiln/compilecache"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/loader/onnx"
-	"github.com/kilnrt/kiln/vm"
 )
 
 // Options configure a Service.
 type Options struct {
 	Repository string // Triton-style model repository
-	// CPU builds and runs the kernels (required).
-	CPU *devcpu.Device
-	// Journal keeps compiled executables (nil: a journal with policy off).
-	Journal *compilecache.Journal
-	Log     *zap.Logger
+	// Engine compiles (or takes from the journal) and loads the executables
+	// (required).
+	Engine Engine
+	Log    *zap.Logger
 	// Eager compiles every model at start for the shapes its interface fixes (models
 	// with free dims compile on their first request); the server is ready when all
 	// are compiled.
@@ -49,13 +43,6 @@ type Options struct {
 	// Compiles is how many models compile at once (0: one per core), so that one slow
 	// model does not hold back every other model's first request.
 	Compiles int
-	// CompileTimeout bounds one compile (0: none): a model that takes longer is
-	// UNAVAILABLE with the reason, and its slot goes to the next.
-	CompileTimeout time.Duration
-	// Limits bound one request's memory (zero fields: vm.DefaultLimits, from the
-	// cgroup's memory limit): a model whose static plan exceeds them does not load, and
-	// a request that would exceed them is refused (ErrInvalid) before it runs.
-	Limits vm.Limits
 }
 
 // Spec is what the server does with a model, derived from its configuration.
@@ -74,7 +61,7 @@ type Service struct {
 	opts        Options
 	repo        repoRoot
 	log         *zap.Logger
-	journal     *compilecache.Journal
+	engine      Engine
 	ctx         context.Context // cancelled by Close: compiles stop
 	cancel      context.CancelFunc
 	compiles    chan struct{}  // Options.Compiles compiles at a time
@@ -98,8 +85,8 @@ type Service struct {
 // read is listed as UNAVAILABLE with the reason, never fatal). With Eager it compiles
 // them in the background; Ready turns true when that is done.
 func New(opts Options) (*Service, error) {
-	if opts.CPU == nil {
-		return nil, errors.New("serve: no CPU device")
+	if opts.Engine == nil {
+		return nil, errors.New("serve: no engine")
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
@@ -110,16 +97,9 @@ func New(opts Options) (*Service, error) {
 	if opts.Compiles <= 0 {
 		opts.Compiles = runtime.NumCPU()
 	}
-	j := opts.Journal
-	if j == nil {
-		var err error
-		if j, err = compilecache.Open(compilecache.Options{Policy: compilecache.PolicyOff}); err != nil {
-			return nil, err
-		}
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var err error
-	s := &Service{opts: opts, log: opts.Log, journal: j, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, opts.Compiles), models: map[string][]*model{}, idle: make(chan struct{}), compileHist: newCompileHistogram()}
+	s := &Service{opts: opts, log: opts.Log, engine: opts.Engine, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, opts.Compiles), models: map[string][]*model{}, idle: make(chan struct{}), compileHist: newCompileHistogram()}
 	if s.repo, err = openRepo(opts.Repository); err != nil {
 		cancel()
 		return nil, err
@@ -160,7 +140,8 @@ func (s *Service) register(d modelDir) []*model {
 		s.log.Error("model unavailable", zap.String("model", d.name), zap.Error(err))
 		return out
 	}
-	newest, err := onnx.Scan(d.versions[0].path)
+	label := func(v version) string { return fmt.Sprintf("%s/%d", d.name, v.number) }
+	newest, err := s.engine.Open(label(d.versions[0]), d.versions[0].path)
 	if err != nil {
 		return unavailable(d.versions, err)
 	}
@@ -176,10 +157,10 @@ func (s *Service) register(d modelDir) []*model {
 		m.slots = make(chan struct{}, spec.Instances)
 		sc := newest
 		if v.number != d.versions[0].number {
-			sc, err = onnx.Scan(v.path)
+			sc, err = s.engine.Open(label(v), v.path)
 		}
 		if err == nil {
-			m.iface, m.sig, m.digest, m.stamp = sc.Interface, sc.Signature, sc.Digest, sc.Stamp
+			m.src, m.iface, m.sig = sc, sc.Interface, sc.Signature
 		}
 		if err == nil && v.number != d.versions[0].number {
 			err = checkAgainstModel(cfg, m.iface)

@@ -10,11 +10,14 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/compiler"
 	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -63,7 +66,11 @@ func openServiceWith(t *testing.T, repo, journal string, opts Options) *Service 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	opts.Repository, opts.CPU, opts.Journal = repo, dev, j
+	e, err := engine.New(engine.Config{Target: target.Host(), Device: dev, Journal: j, Compiler: compiler.JIT{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Repository, opts.Engine = repo, e
 	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/engine"
 )
 
 // Counter is a count and the nanoseconds spent, as Triton's statistics extension
@@ -101,10 +101,10 @@ type serviceStats struct {
 	CompileStats
 }
 
-func (s *serviceStats) compile(_ string, c *compiler.Cached, took time.Duration) {
+func (s *serviceStats) compile(_ string, c *engine.Built, took time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.Result != nil {
+	if c.Compiled() {
 		s.Compiles++
 	} else {
 		s.JournalHits++

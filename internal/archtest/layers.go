@@ -21,7 +21,7 @@ var layers = map[string]int{
 	"serve":         7,
 	"serve/httpapi": 8, "serve/grpcapi": 8,
 	// generated gRPC code (imports configs/modelpb only) sits below the API that uses it
-	"serve/grpcapi/inferencepb": 7,
+	"serve/grpcapi/inferencepb": 7, "serve/servetest": 7,
 	"cmd/kiln/...":              9, "cmd/kiln": 9, "bench/...": 9,
 	// CLI-only helpers sit just below the command that imports them
 	"cmd/kiln/internal/...": 8,

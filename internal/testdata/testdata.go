@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -62,4 +63,31 @@ func ONNXData(t testing.TB) string {
 func NoCompiler(t testing.TB, err error) {
 	t.Helper()
 	missing(t, "a C compiler ("+err.Error()+")", "apt-get install gcc, or set $CC")
+}
+
+// cCompilers are the names devices/cpu looks for (and common others).
+var cCompilers = []string{"cc", "gcc", "clang", "tcc", "c99"}
+
+// HideCCompilers takes every folder holding a C compiler off $PATH and clears $CC, for
+// the rest of the process: a test binary whose TestMain calls it shows that its tests
+// need no C compiler (a compile attempt fails instead of finding one). It returns the
+// folders it removed.
+func HideCCompilers() []string {
+	var keep, removed []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		has := false
+		for _, cc := range cCompilers {
+			if st, err := os.Stat(filepath.Join(dir, cc)); err == nil && !st.IsDir() {
+				has = true
+			}
+		}
+		if has {
+			removed = append(removed, dir)
+		} else {
+			keep = append(keep, dir)
+		}
+	}
+	os.Setenv("PATH", strings.Join(keep, string(filepath.ListSeparator)))
+	os.Setenv("CC", "")
+	return removed
 }

@@ -24,13 +24,10 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/devices"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/serve"
 	pb "github.com/kilnrt/kiln/serve/grpcapi/inferencepb"
 	"github.com/kilnrt/kiln/serve/httpapi"
+	"github.com/kilnrt/kiln/serve/servetest"
 )
 
 // x is the example model's input (3×8); probs (3×4) is a softmax, so rows sum to 1.
@@ -41,21 +38,6 @@ var x = func() []float32 {
 	}
 	return v
 }()
-
-// journalDir is one journal for the whole test binary: the example model compiles
-// once per input shape, the other tests load it.
-var journalDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kiln-grpcapi-journal-")
-	if err != nil {
-		panic(err)
-	}
-	journalDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 type fixture struct {
 	svc    *serve.Service
@@ -77,19 +59,7 @@ func start(t *testing.T, opts Options) *fixture {
 	}
 	os.MkdirAll(filepath.Join(repo, "mlp", "1"), 0o755)
 	os.WriteFile(filepath.Join(repo, "mlp", "1", "model.onnx"), src, 0o644)
-	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
-	if errors.Is(err, devices.ErrUnavailable) {
-		testdata.NoCompiler(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	j, err := compilecache.Open(compilecache.Options{Dir: journalDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := serve.New(serve.Options{Repository: repo, CPU: dev, Journal: j})
+	svc, err := serve.New(serve.Options{Repository: repo, Engine: &servetest.Engine{Delay: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +78,7 @@ func start(t *testing.T, opts Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close(); g.Stop(); rest.Close(); svc.Close(); j.Close() })
+	t.Cleanup(func() { conn.Close(); g.Stop(); rest.Close(); svc.Close() })
 	return &fixture{svc: svc, g: g, addr: ln.Addr().String(), client: pb.NewGRPCInferenceServiceClient(conn), conn: conn, rest: rest.URL}
 }
 

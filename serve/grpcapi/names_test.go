@@ -2,7 +2,6 @@ package grpcapi
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
 	"strings"
@@ -14,12 +13,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/devices"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/serve"
 	pb "github.com/kilnrt/kiln/serve/grpcapi/inferencepb"
+	"github.com/kilnrt/kiln/serve/servetest"
 )
 
 // TestHostileModelNamesGetOneRefusal: every hostile name through every RPC that takes a
@@ -33,20 +30,7 @@ func TestHostileModelNamesGetOneRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo, _ := testdata.HostileRepository(t, src)
-	dev, err := devcpu.Open(devcpu.Options{Threads: 1})
-	if errors.Is(err, devices.ErrUnavailable) {
-		testdata.NoCompiler(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	j, err := compilecache.Open(compilecache.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	svc, err := serve.New(serve.Options{Repository: repo, CPU: dev, Journal: j, RepositoryControl: true, Load: []string{"mlp"}})
+	svc, err := serve.New(serve.Options{Repository: repo, Engine: &servetest.Engine{}, RepositoryControl: true, Load: []string{"mlp"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -15,12 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/devices"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/serve"
+	"github.com/kilnrt/kiln/serve/servetest"
 )
 
 // x is the example model's input (3×8), and probs row sums are 1 (softmax).
@@ -79,24 +76,13 @@ func mlpRepo(t *testing.T) string {
 	return repo
 }
 
-// openService opens a Service with sopts on a CPU device and a journal of its own,
-// closed when the test ends.
+// openService opens a Service with sopts on the test engine (the reference
+// interpreter: no C compiler), closed when the test ends.
 func openService(t *testing.T, sopts serve.Options) *serve.Service {
 	t.Helper()
-	dev, err := devcpu.Open(devcpu.Options{Threads: 2})
-	if errors.Is(err, devices.ErrUnavailable) {
-		testdata.NoCompiler(t, err)
+	if sopts.Engine == nil {
+		sopts.Engine = &servetest.Engine{Delay: 150 * time.Millisecond} // a compile's stand-in: longer than the write timeouts tested
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	j, err := compilecache.Open(compilecache.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	sopts.CPU, sopts.Journal = dev, j
 	svc, err := serve.New(sopts)
 	if err != nil {
 		t.Fatal(err)

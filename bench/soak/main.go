@@ -24,14 +24,12 @@ import (
 	"time"
 
 	"github.com/kilnrt/kiln/compiler"
-	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
-	"github.com/kilnrt/kiln/vm"
 )
 
 func main() {
@@ -60,14 +58,15 @@ func run(path string, n int, maxSeq, maxBatch int64, threads int, seed uint64, m
 	}
 	defer dev.Close()
 	start := time.Now()
-	exe, err := compiler.Compile(m, target.Host(), compiler.Options{CPU: dev, Passes: passes.Compile()})
-	if err != nil {
-		return fmt.Errorf("compiling %s with its dims free: %w", path, err)
-	}
-	machine, err := vm.Load(exe, []devices.Device{dev}, vm.StdBuiltins())
+	e, err := engine.New(engine.Config{Target: target.Host(), Device: dev, Compiler: compiler.JIT{}})
 	if err != nil {
 		return err
 	}
+	l, err := e.Load(context.Background(), engine.InMemory(path, m), nil, nil)
+	if err != nil {
+		return fmt.Errorf("compiling %s with its dims free: %w", path, err)
+	}
+	exe, machine := l.Exe, l.Runner
 	defer machine.Close()
 	fmt.Printf("%s: compiled once in %.2fs (generic, %d kernels); %d inferences, symbols up to %d (batch up to %d), %d threads, %s, %d cores\n",
 		path, time.Since(start).Seconds(), len(exe.Kernels), n, maxSeq, maxBatch, threads, runtime.GOARCH, runtime.NumCPU())

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -91,7 +90,7 @@ integers 0) with the shapes given by --dims.`,
 					return err
 				}
 				exe, r.Journal = c.Exe, c.Outcome.String()
-				if c.Result != nil {
+				if c.Compiled() {
 					r.CompileS = c.Took.Seconds()
 				} else {
 					r.LoadS = c.Took.Seconds()
@@ -117,7 +116,7 @@ integers 0) with the shapes given by --dims.`,
 			if err != nil {
 				return err
 			}
-			machine, err := vm.Load(exe, []devices.Device{dev}, vm.StdBuiltins())
+			machine, err := loadOn(dev, exe)
 			if err != nil {
 				return err
 			}

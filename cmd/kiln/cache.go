@@ -12,13 +12,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/compiler"
 	"github.com/kilnrt/kiln/configs"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/graph/passes"
-	"github.com/kilnrt/kiln/loader/onnx"
-	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -98,47 +94,39 @@ func newLogger(quiet bool) *zap.Logger {
 	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(cfg), zapcore.Lock(os.Stderr), level))
 }
 
-// modelSource is a model file as the journal sees it: digest now, load on a miss, and
-// only the bytes that digest names (a file replaced in between is an error, never
-// compiled under the old file's key).
-func modelSource(path string) (compiler.Source, error) {
-	d, err := onnx.Digest(path)
-	if err != nil {
-		return compiler.Source{}, err
-	}
+// modelName labels a model file in the journal and logs: its file name, or for
+// <repo>/<model>/<version>/model.onnx "model/version".
+func modelName(path string) string {
 	name := filepath.Base(path)
 	if name == "model.onnx" {
 		name = filepath.Base(filepath.Dir(path))
-		if _, err := strconv.Atoi(name); err == nil { // <repo>/<model>/<version>/model.onnx
+		if _, err := strconv.Atoi(name); err == nil {
 			name = filepath.Base(filepath.Dir(filepath.Dir(path))) + "/" + name
 		}
 	}
-	return compiler.Source{Name: name, Digest: d, Load: func() (*graph.Module, error) { return onnx.LoadVerified(path, d, onnx.Options{}) }}, nil
+	return name
 }
 
 // compileCached returns the executable of the model at path for the shapes of inputs,
-// from the journal or compiled into it, with a line on stderr saying which.
-func compileCached(j *compilecache.Journal, path string, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*compiler.Cached, error) {
-	src, err := modelSource(path)
+// from the journal or compiled into it, with a line on stderr saying which. The model
+// is compiled only from the bytes its digest names (a file replaced in between is an
+// error, never compiled under the old file's key).
+func compileCached(j *compilecache.Journal, path string, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*engine.Built, error) {
+	buildInCache(dev, j)
+	e, err := newEngine(dev, j, co)
 	if err != nil {
 		return nil, err
 	}
-	buildInCache(dev, j)
-	opts := compiler.Options{CPU: dev, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level), Inputs: compiler.ShapesOf(inputs), BoundsCheck: co.boundsCheck}
-	var bar *progressBar
-	if !co.quiet {
-		bar = newProgressBar(os.Stderr)
-		opts.Progress = bar.update
+	m, err := e.Open(modelName(path), path)
+	if err != nil {
+		return nil, err
 	}
-	c, err := compiler.BuildCached(j, src, target.Host(), opts)
-	if bar != nil {
-		bar.finish()
-	}
+	c, err := buildWith(e, m, engine.ShapesOf(inputs), co)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !co.quiet {
-		fmt.Fprintf(os.Stderr, "journal: %s %s (key %s) in %v\n", src.Name, c.Outcome, c.Key.Short(), c.Took.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "journal: %s %s (key %s) in %v\n", m.Name, c.Outcome, c.Key.Short(), c.Took.Round(time.Millisecond))
 	}
 	return c, nil
 }

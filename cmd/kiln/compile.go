@@ -158,7 +158,7 @@ kernels as a shared object, so it runs where no C compiler is installed.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			printStats(w, filepath.Base(args[0]), res, took)
+			printStats(w, filepath.Base(args[0]), res.Stats, took)
 			fmt.Fprintf(w, "wrote %s (%s)\n", out, byteSize(int64(len(blob))))
 			return nil
 		},

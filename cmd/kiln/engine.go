@@ -14,9 +14,11 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/compiler"
 	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/kernels/ref"
@@ -101,30 +103,60 @@ type compileOptions struct {
 	dump        io.Writer
 }
 
-// compileModel compiles m for the shapes of inputs (keyed by name), showing progress on
-// stderr.
-func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*compiler.Result, time.Duration, error) {
-	dims, err := compiler.DimsFromInputs(m, inputs)
+// recipe is the engine recipe the options describe.
+func (co compileOptions) recipe() (engine.Recipe, error) {
+	level, err := engine.LevelOf(co.level)
 	if err != nil {
-		return nil, 0, usageError{err}
+		return engine.Recipe{}, usageError{err}
 	}
-	opts := compiler.Options{Dims: dims, CPU: dev, DumpPass: co.dumpPass, PlainLayout: co.plain, NoFusion: co.noFusion, Passes: passes.Level(co.level), BoundsCheck: co.boundsCheck}
+	return engine.Recipe{Level: level, NoFusion: co.noFusion, PlainLayout: co.plain, BoundsCheck: co.boundsCheck}, nil
+}
+
+// newEngine is kiln's engine on the CPU device dev with the journal j (nil: none, every
+// executable is compiled) and the recipe of co.
+func newEngine(dev *devcpu.Device, j *compilecache.Journal, co compileOptions) (*engine.Engine, error) {
+	r, err := co.recipe()
+	if err != nil {
+		return nil, err
+	}
+	jit := compiler.JIT{DumpPass: co.dumpPass}
 	if co.dumpPass != "" {
-		opts.Dump = func(pass, before, after string) {
+		jit.Dump = func(pass, before, after string) {
 			fmt.Fprintf(co.dump, "=== before %s ===\n%s\n=== after %s ===\n%s\n", pass, before, pass, after)
 		}
 	}
+	return engine.New(engine.Config{Target: target.Host(), Device: dev, Journal: j, Compiler: jit, Recipe: r})
+}
+
+// buildWith obtains m's executable for the shapes through e, showing progress on
+// stderr unless co.quiet.
+func buildWith(e *engine.Engine, m *engine.Model, shapes map[string][]int64, co compileOptions) (*engine.Built, error) {
 	var bar *progressBar
+	var progress func(engine.Progress)
 	if !co.quiet {
 		bar = newProgressBar(os.Stderr)
-		opts.Progress = bar.update
+		progress = bar.update
 	}
-	start := time.Now()
-	res, err := compiler.Build(m, target.Host(), opts)
+	b, err := e.Executable(context.Background(), m, shapes, progress)
 	if bar != nil {
 		bar.finish()
 	}
-	return res, time.Since(start), err
+	return b, err
+}
+
+// compileModel compiles m for the shapes of inputs (keyed by name), showing progress on
+// stderr.
+func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*engine.Built, time.Duration, error) {
+	if _, err := engine.DimsFromInputs(m, inputs); err != nil {
+		return nil, 0, usageError{err}
+	}
+	e, err := newEngine(dev, nil, co)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	b, err := buildWith(e, engine.InMemory("", m), engine.ShapesOf(inputs), co)
+	return b, time.Since(start), err
 }
 
 // progressBar shows compile progress: a bar for stages with parts (kernels lowered,
@@ -141,7 +173,7 @@ func newProgressBar(f *os.File) *progressBar {
 	return &progressBar{w: f, tty: term.IsTerminal(int(f.Fd()))}
 }
 
-func (p *progressBar) update(pr compiler.Progress) {
+func (p *progressBar) update(pr engine.Progress) {
 	if pr.Stage != p.stage {
 		p.finish()
 		p.stage = pr.Stage
@@ -177,8 +209,7 @@ func shorten(s string, n int) string {
 }
 
 // printStats summarizes a compile.
-func printStats(w io.Writer, name string, res *compiler.Result, took time.Duration) {
-	st := res.Stats
+func printStats(w io.Writer, name string, st *engine.Stats, took time.Duration) {
 	fmt.Fprintf(w, "compiled %s in %v: %d graph nodes, %d kernel launches per inference, %d unique kernels\n",
 		name, took.Round(time.Millisecond), st.Nodes, st.Launches, st.Kernels)
 	fmt.Fprintf(w, "memory: arena %s (the planned tensors without reuse: %s), constants %s\n",
@@ -286,7 +317,7 @@ func runExecutable(exe *vm.Executable, dev *devcpu.Device, inputs map[string]*te
 	if err != nil {
 		return nil, err
 	}
-	machine, err := vm.Load(exe, []devices.Device{dev}, vm.StdBuiltins())
+	machine, err := loadOn(dev, exe)
 	if err != nil {
 		return nil, err
 	}
@@ -322,4 +353,13 @@ func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, co
 		out[i] = t
 	}
 	return out, nil
+}
+
+// loadOn loads an executable (compiled now, from the journal or a .kiln file) on dev.
+func loadOn(dev *devcpu.Device, exe *vm.Executable) (*vm.VM, error) {
+	e, err := engine.New(engine.Config{Target: target.Host(), Device: dev})
+	if err != nil {
+		return nil, err
+	}
+	return e.LoadExecutable(exe)
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/tensor"
@@ -12,7 +12,7 @@ import (
 // the dims bound from the inputs: what an engine without a memory plan allocates. A
 // tensor whose shape stays unknown counts nothing.
 func modelTensors(m *graph.Module, inputs map[string]*tensor.Tensor) (int, int64, error) {
-	dims, err := compiler.DimsFromInputs(m, inputs)
+	dims, err := engine.DimsFromInputs(m, inputs)
 	if err != nil {
 		return 0, 0, usageError{err}
 	}

@@ -11,12 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/compiler"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/graph/passes"
-	"github.com/kilnrt/kiln/loader/onnx"
-	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/graph"
 )
 
 // repoModel is one model version found in a repository.
@@ -90,8 +86,11 @@ func prebuildCmd() *cobra.Command {
 		Short: "Compile every model of a repository into the journal (the Kubernetes warm-cache job); exit 1 if any fails",
 		Long: `Compile every <repo>/<model>/<version>/model.onnx (or <repo>/<model>/model.onnx) for
 this machine into the binary journal, so that servers and replicas sharing the journal
-start warm. Models with symbolic input dims need them bound: --dims seq=128 for every
-model, --dims bert:seq=128 for one. Models already in the journal are not rebuilt.`,
+start warm: what a server asks for first. A model with static inputs gets the executable
+for its shapes; a model with symbolic input dims gets the generic executable (one for
+every shape, what 'kiln serve' runs with --specialize-after > 0, the default), and with
+--dims seq=128 (every model) or --dims bert:seq=128 (one) the executable for those
+shapes too. Executables already in the journal are not rebuilt.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" {
@@ -118,6 +117,10 @@ model, --dims bert:seq=128 for one. Models already in the journal are not rebuil
 			}
 			defer dev.Close()
 			buildInCache(dev, j)
+			e, err := newEngine(dev, j, compileOptions{level: defaultLevel})
+			if err != nil {
+				return err
+			}
 			w := cmd.OutOrStdout()
 			failed := 0
 			start := time.Now()
@@ -127,13 +130,16 @@ model, --dims bert:seq=128 for one. Models already in the journal are not rebuil
 					label += "/" + m.version
 				}
 				fmt.Fprintf(w, "[%d/%d] %s: ", i+1, len(models), label)
-				c, err := prebuildOne(j, m, dims, dev, quiet)
+				built, err := prebuildOne(e, m, label, dims, quiet)
+				var parts []string
+				for _, c := range built {
+					parts = append(parts, fmt.Sprintf("%s in %v (key %s)", c.Outcome, c.Took.Round(time.Millisecond), c.Key.Short()))
+				}
 				if err != nil {
 					failed++
-					fmt.Fprintf(w, "FAILED: %v\n", err)
-					continue
+					parts = append(parts, "FAILED: "+err.Error())
 				}
-				fmt.Fprintf(w, "%s in %v (key %s)\n", c.Outcome, c.Took.Round(time.Millisecond), c.Key.Short())
+				fmt.Fprintln(w, strings.Join(parts, "; "))
 			}
 			st := j.Stats()
 			fmt.Fprintf(w, "prebuilt %d of %d models in %v into %s (journal, executables and kernels: %d hits, %d builds)\n",
@@ -154,34 +160,59 @@ model, --dims bert:seq=128 for one. Models already in the journal are not rebuil
 	return cmd
 }
 
-// prebuildOne compiles one model version into the journal for the shapes its
-// signature and the --dims bindings give.
-func prebuildOne(j *compilecache.Journal, m repoModel, specs []string, dev *devcpu.Device, quiet bool) (*compiler.Cached, error) {
+// prebuildOne builds into the journal what a server asks for first: for a model with
+// free input dims the generic executable (every shape, what `kiln serve` runs with
+// specialize-after > 0, the default) and, when --dims binds them, the executable for
+// those shapes too; for a model with static inputs the executable for its shapes.
+func prebuildOne(e *engine.Engine, m repoModel, label string, specs []string, quiet bool) ([]*engine.Built, error) {
 	env, err := dimsFor(specs, m.name)
 	if err != nil {
 		return nil, err
 	}
-	sig, err := onnx.LoadSignature(m.path)
+	model, err := e.Open(label, m.path)
 	if err != nil {
 		return nil, err
 	}
-	shapes, err := compiler.InputShapes(sig, env)
-	if err != nil {
-		return nil, fmt.Errorf("%w (one executable for every shape comes with dynamic-shape support)", err)
+	var want []map[string][]int64 // nil: the generic executable
+	if hasFreeDims(model.Signature) {
+		want = append(want, nil)
+		if len(env) > 0 {
+			shapes, err := engine.InputShapes(model.Signature, env)
+			if err != nil {
+				return nil, err
+			}
+			want = append(want, shapes)
+		}
+	} else {
+		shapes, err := engine.InputShapes(model.Signature, nil)
+		if err != nil {
+			return nil, err
+		}
+		want = append(want, shapes)
 	}
-	src, err := modelSource(m.path)
-	if err != nil {
-		return nil, err
+	var out []*engine.Built
+	for _, shapes := range want {
+		c, err := buildWith(e, model, shapes, compileOptions{quiet: quiet, level: defaultLevel})
+		if err != nil {
+			what := "generic executable"
+			if shapes != nil {
+				what = fmt.Sprint("shapes ", shapes)
+			}
+			return out, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, c)
 	}
-	opts := compiler.Options{CPU: dev, Passes: passes.Level(defaultLevel), Inputs: shapes}
-	var bar *progressBar
-	if !quiet {
-		bar = newProgressBar(os.Stderr)
-		opts.Progress = bar.update
+	return out, nil
+}
+
+// hasFreeDims reports whether some input of the signature has an extent left free.
+func hasFreeDims(sig *graph.Module) bool {
+	for _, p := range sig.Main.Params {
+		for _, d := range p.Type.Shape {
+			if !d.IsConst() {
+				return true
+			}
+		}
 	}
-	c, err := compiler.BuildCached(j, src, target.Host(), opts)
-	if bar != nil {
-		bar.finish()
-	}
-	return c, err
+	return false
 }

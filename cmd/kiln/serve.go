@@ -22,10 +22,12 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kilnrt/kiln/configs"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/internal/membudget"
 	"github.com/kilnrt/kiln/serve"
 	"github.com/kilnrt/kiln/serve/grpcapi"
 	"github.com/kilnrt/kiln/serve/httpapi"
+	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/vm"
 )
 
@@ -110,18 +112,26 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 		return err
 	}
 	defer j.Close()
-	dev, err := openCPU(cfg.Threads, true)
+	jit := jitCompiler()
+	dev, err := openCPU(cfg.Threads, jit != nil)
 	if err != nil {
 		return err
 	}
 	defer dev.Close()
 	buildInCache(dev, j)
-	explicit := cfg.ModelControlMode == "explicit"
-	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, CPU: dev, Journal: j, Log: log, Eager: cfg.LoadMode == "eager",
-		RepositoryControl: explicit, Load: load, Instances: instances, SpecializeAfter: specializeAfter,
-		Compiles: cfg.Limits.Compiles, CompileTimeout: time.Duration(cfg.Limits.CompileTimeout),
+	eng, err := engine.New(engine.Config{Target: target.Host(), Device: dev, Journal: j, Compiler: jit, Timeout: time.Duration(cfg.Limits.CompileTimeout),
 		Limits: vm.Limits{RequestBytes: int64(cfg.Limits.RequestMemory), TensorBytes: int64(cfg.Limits.TensorMemory),
 			Hint: "raise limits.request_memory / limits.tensor_memory (--max-request-memory, --max-tensor-memory)"}})
+	if err != nil {
+		return err
+	}
+	if jit == nil {
+		log.Info("serve-only build: models run from prebuilt journal entries; a model or shape not in the journal is an error (fill it with `kiln prebuild`)")
+	}
+	explicit := cfg.ModelControlMode == "explicit"
+	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, Log: log, Eager: cfg.LoadMode == "eager",
+		RepositoryControl: explicit, Load: load, Instances: instances, SpecializeAfter: specializeAfter,
+		Compiles: cfg.Limits.Compiles})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/loader/onnx"
 )
 
@@ -45,7 +45,7 @@ func journalVariants(path string, cf cacheFlags) ([]variant, string, error) {
 	if err != nil {
 		return nil, dir, err
 	}
-	identity := compiler.Identity()
+	identity := engine.Identity()
 	var out []variant
 	for _, e := range es {
 		if e.Material.Kind != compilecache.KindExecutable || part(e.Material, "model") != digest {

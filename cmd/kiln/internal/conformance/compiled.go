@@ -9,14 +9,12 @@ import (
 	"sync"
 
 	"github.com/kilnrt/kiln/compiler"
-	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
-	"github.com/kilnrt/kiln/vm"
 )
 
 // CompiledEngine compiles each model for the shapes of its inputs (once per model and
@@ -29,15 +27,29 @@ func CompiledEngine(dev *devcpu.Device, level int) (Engine, func()) {
 // CompiledOptions configure CompiledEngineWith.
 type CompiledOptions struct {
 	Level int // the graph optimization level (0..3)
-	// BoundsCheck builds bounds-checked kernels (compiler.Options.BoundsCheck): a
-	// kernel that accesses an element outside a buffer fails its case with
-	// vm.ErrOutOfBounds.
+	// BoundsCheck builds bounds-checked kernels (engine.Recipe.BoundsCheck): a kernel
+	// that accesses an element outside a buffer fails its case with vm.ErrOutOfBounds.
 	BoundsCheck bool
+}
+
+// newEngine is kiln's engine for dev with the options' recipe and no journal: every
+// model of a suite is compiled in memory.
+func newEngine(dev *devcpu.Device, o CompiledOptions) *engine.Engine {
+	level, err := engine.LevelOf(o.Level)
+	if err != nil {
+		panic("BUG: conformance: " + err.Error())
+	}
+	e, err := engine.New(engine.Config{Target: target.Host(), Device: dev, Compiler: compiler.JIT{Jobs: runtime.NumCPU()},
+		Recipe: engine.Recipe{Level: level, BoundsCheck: o.BoundsCheck}})
+	if err != nil {
+		panic("BUG: conformance: " + err.Error())
+	}
+	return e
 }
 
 // CompiledEngineWith is CompiledEngine with more options.
 func CompiledEngineWith(dev *devcpu.Device, o CompiledOptions) (Engine, func()) {
-	e := &compiled{dev: dev, level: o.Level, boundsCheck: o.BoundsCheck, cache: map[compiledKey]*vm.VM{}}
+	e := &compiled{engine: newEngine(dev, o), cache: map[compiledKey]engine.Runner{}}
 	return e.run, e.close
 }
 
@@ -47,14 +59,11 @@ type compiledKey struct {
 }
 
 type compiled struct {
-	dev     *devcpu.Device
-	level   int
-	generic bool // one executable per model, its symbolic dims left free
-	// boundsCheck builds bounds-checked kernels
-	boundsCheck bool
-	mu          sync.Mutex
-	cache       map[compiledKey]*vm.VM
-	compiles    map[*graph.Module]int
+	engine   *engine.Engine
+	generic  bool // one executable per model, its symbolic dims left free
+	mu       sync.Mutex
+	cache    map[compiledKey]engine.Runner
+	compiles map[*graph.Module]int
 }
 
 // GenericEngine compiles each model once with its symbolic dims left free (one
@@ -66,7 +75,7 @@ func GenericEngine(dev *devcpu.Device) (run Engine, compiles func(*graph.Module)
 
 // GenericEngineWith is GenericEngine with more options.
 func GenericEngineWith(dev *devcpu.Device, o CompiledOptions) (run Engine, compiles func(*graph.Module) int, closeAll func()) {
-	e := &compiled{dev: dev, level: o.Level, boundsCheck: o.BoundsCheck, generic: true, cache: map[compiledKey]*vm.VM{}, compiles: map[*graph.Module]int{}}
+	e := &compiled{engine: newEngine(dev, o), generic: true, cache: map[compiledKey]engine.Runner{}, compiles: map[*graph.Module]int{}}
 	return e.run, func(m *graph.Module) int {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -83,11 +92,7 @@ func (c *compiled) run(ctx context.Context, m *graph.Module, inputs map[string]r
 		}
 		ts[k] = t
 	}
-	dims, err := compiler.DimsFromInputs(m, ts)
-	if err != nil {
-		return nil, err
-	}
-	machine, err := c.load(ctx, m, dims)
+	machine, err := c.load(ctx, m, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +118,12 @@ func (c *compiled) run(ctx context.Context, m *graph.Module, inputs map[string]r
 	return out, nil
 }
 
-func (c *compiled) load(ctx context.Context, m *graph.Module, dims map[string]int64) (*vm.VM, error) {
+func (c *compiled) load(ctx context.Context, m *graph.Module, inputs map[string]*tensor.Tensor) (engine.Runner, error) {
+	dims, err := engine.DimsFromInputs(m, inputs)
+	if err != nil {
+		return nil, err
+	}
+	shapes := engine.ShapesOf(inputs)
 	var keys []string
 	for k, v := range dims {
 		keys = append(keys, fmt.Sprintf("%s=%d", k, v))
@@ -121,7 +131,7 @@ func (c *compiled) load(ctx context.Context, m *graph.Module, dims map[string]in
 	sort.Strings(keys)
 	key := compiledKey{m, strings.Join(keys, ",")}
 	if c.generic {
-		key, dims = compiledKey{m: m}, nil
+		key, shapes = compiledKey{m: m}, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -131,14 +141,11 @@ func (c *compiled) load(ctx context.Context, m *graph.Module, dims map[string]in
 	if c.compiles != nil {
 		c.compiles[m]++
 	}
-	exe, err := compiler.Compile(m, target.Host(), compiler.Options{Dims: dims, CPU: c.dev, Context: ctx, Jobs: runtime.NumCPU(), Passes: passes.Level(c.level), BoundsCheck: c.boundsCheck})
+	l, err := c.engine.Load(ctx, engine.InMemory("", m), shapes, nil)
 	if err != nil {
 		return nil, err
 	}
-	machine, err := vm.Load(exe, []devices.Device{c.dev}, vm.StdBuiltins())
-	if err != nil {
-		return nil, err
-	}
+	machine := l.Runner
 	c.cache[key] = machine
 	return machine, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )
 
@@ -87,6 +88,17 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Builtins = vm.StdBuiltins()
 	}
 	return &Engine{cfg: cfg}, nil
+}
+
+// Open reads a model version's file once (see the package function Open).
+func (e *Engine) Open(name, path string) (*Model, error) { return Open(name, path) }
+
+// JournalStats are the journal's counters (zero without a journal).
+func (e *Engine) JournalStats() compilecache.Stats {
+	if e.cfg.Journal == nil {
+		return compilecache.Stats{}
+	}
+	return e.cfg.Journal.Stats()
 }
 
 // Target is the engine's target; Recipe its recipe; Compiles whether it can compile.
@@ -224,10 +236,18 @@ func (e *Engine) prebuilt(m *Model, shapes map[string][]int64, out *Built) error
 	return nil
 }
 
+// Runner runs a loaded executable: a *vm.VM (a test engine may run models otherwise).
+type Runner interface {
+	Run(ctx context.Context, inputs []*tensor.Tensor) ([]*tensor.Tensor, error)
+	MemoryStats() vm.MemoryStats
+	Close() error
+}
+
 // Loaded is an executable loaded on the engine's device, ready to run.
 type Loaded struct {
 	*Built
-	VM *vm.VM
+	Runner  Runner
+	Outputs []string // the results' names, in order
 }
 
 // Load returns m's executable for the shapes (nil: generic) loaded into a VM.
@@ -240,7 +260,11 @@ func (e *Engine) Load(ctx context.Context, m *Model, shapes map[string][]int64, 
 	if err != nil {
 		return nil, fmt.Errorf("model %q: loading its executable: %w", m.Name, err)
 	}
-	return &Loaded{Built: b, VM: machine}, nil
+	outs := make([]string, len(b.Exe.Outputs))
+	for i, o := range b.Exe.Outputs {
+		outs[i] = o.Name
+	}
+	return &Loaded{Built: b, Runner: machine, Outputs: outs}, nil
 }
 
 // LoadExecutable loads an executable (e.g. a .kiln file) on the engine's device.

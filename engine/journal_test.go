@@ -61,7 +61,7 @@ func journalRun(t *testing.T, dir string, m *engine.Model, cfg engine.Config, sh
 	if err != nil {
 		t.Fatal(err)
 	}
-	machine := c.VM
+	machine := c.Runner
 	defer machine.Close()
 	x := tensor.New(tensor.Float32, tensor.Shape{2, 512})
 	for i, v := range x.Data.([]float32) {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -14,8 +13,6 @@ import (
 	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/configs"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/engine"
-	"github.com/kilnrt/kiln/tensor"
 )
 
 // cacheFlags select the binary journal: where it is, how it is used, how large it may
@@ -105,28 +102,4 @@ func modelName(path string) string {
 		}
 	}
 	return name
-}
-
-// compileCached returns the executable of the model at path for the shapes of inputs,
-// from the journal or compiled into it, with a line on stderr saying which. The model
-// is compiled only from the bytes its digest names (a file replaced in between is an
-// error, never compiled under the old file's key).
-func compileCached(j *compilecache.Journal, path string, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*engine.Built, error) {
-	buildInCache(dev, j)
-	e, err := newEngine(dev, j, co)
-	if err != nil {
-		return nil, err
-	}
-	m, err := e.Open(modelName(path), path)
-	if err != nil {
-		return nil, err
-	}
-	c, err := buildWith(e, m, engine.ShapesOf(inputs), co)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !co.quiet {
-		fmt.Fprintf(os.Stderr, "journal: %s %s (key %s) in %v\n", m.Name, c.Outcome, c.Key.Short(), c.Took.Round(time.Millisecond))
-	}
-	return c, nil
 }

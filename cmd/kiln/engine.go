@@ -1,9 +1,10 @@
+//go:build !serveonly
+
 package main
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,14 +15,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/kilnrt/kiln/compilecache"
-	"github.com/kilnrt/kiln/compiler"
-	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/graph/passes"
-	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
@@ -30,17 +26,6 @@ import (
 
 // maxKilnBytes bounds a .kiln file read from disk.
 const maxKilnBytes = 8 << 30
-
-// openCPU opens the CPU device with threads for parallel loops (0: every core). With
-// needCompiler false a missing C compiler is not an error: prebuilt executables run
-// without one.
-func openCPU(threads int, needCompiler bool) (*devcpu.Device, error) {
-	dev, err := devcpu.Open(devcpu.Options{Threads: threads})
-	if err == nil || needCompiler || !errors.Is(err, devices.ErrUnavailable) {
-		return dev, err
-	}
-	return devcpu.Open(devcpu.Options{Threads: threads, NoCompiler: true})
-}
 
 // isKilnFile reports a compiled executable (by its magic), as opposed to an ONNX model.
 func isKilnFile(path string) bool {
@@ -71,92 +56,6 @@ func readKilnFile(path string) (*vm.Executable, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &exe, nil
-}
-
-// defaultLevel is the graph optimization level when -O is not given.
-const defaultLevel = 3
-
-// levelHelp describes -O from the pipelines themselves.
-func levelHelp() string {
-	names := func(o int) string {
-		var s []string
-		for _, p := range passes.Level(o) {
-			s = append(s, p.Name)
-		}
-		return strings.Join(s, ", ")
-	}
-	return fmt.Sprintf("graph optimization level: 0 (%s), 1 (%s), 2 and 3 (%s)", names(0), names(1), names(3))
-}
-
-// boundsCheckHelp describes --bounds-check (compile, run, bench, conformance).
-const boundsCheckHelp = "debug build: every kernel checks each buffer access against the buffer's extent; an access outside one fails the inference with an error naming the kernel, node, buffer and offset (a compiler bug). Slower; cached apart from default builds"
-
-// compileOptions are the CLI's compile settings.
-type compileOptions struct {
-	quiet    bool
-	plain    bool // no alter-layout
-	noFusion bool // every node its own kernel
-	level    int  // graph optimization level (-O); callers without the flag pass defaultLevel
-	// boundsCheck builds kernels that check every buffer access (--bounds-check)
-	boundsCheck bool
-	dumpPass    string
-	dump        io.Writer
-}
-
-// recipe is the engine recipe the options describe.
-func (co compileOptions) recipe() (engine.Recipe, error) {
-	level, err := engine.LevelOf(co.level)
-	if err != nil {
-		return engine.Recipe{}, usageError{err}
-	}
-	return engine.Recipe{Level: level, NoFusion: co.noFusion, PlainLayout: co.plain, BoundsCheck: co.boundsCheck}, nil
-}
-
-// newEngine is kiln's engine on the CPU device dev with the journal j (nil: none, every
-// executable is compiled) and the recipe of co.
-func newEngine(dev *devcpu.Device, j *compilecache.Journal, co compileOptions) (*engine.Engine, error) {
-	r, err := co.recipe()
-	if err != nil {
-		return nil, err
-	}
-	jit := compiler.JIT{DumpPass: co.dumpPass}
-	if co.dumpPass != "" {
-		jit.Dump = func(pass, before, after string) {
-			fmt.Fprintf(co.dump, "=== before %s ===\n%s\n=== after %s ===\n%s\n", pass, before, pass, after)
-		}
-	}
-	return engine.New(engine.Config{Target: target.Host(), Device: dev, Journal: j, Compiler: jit, Recipe: r})
-}
-
-// buildWith obtains m's executable for the shapes through e, showing progress on
-// stderr unless co.quiet.
-func buildWith(e *engine.Engine, m *engine.Model, shapes map[string][]int64, co compileOptions) (*engine.Built, error) {
-	var bar *progressBar
-	var progress func(engine.Progress)
-	if !co.quiet {
-		bar = newProgressBar(os.Stderr)
-		progress = bar.update
-	}
-	b, err := e.Executable(context.Background(), m, shapes, progress)
-	if bar != nil {
-		bar.finish()
-	}
-	return b, err
-}
-
-// compileModel compiles m for the shapes of inputs (keyed by name), showing progress on
-// stderr.
-func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*engine.Built, time.Duration, error) {
-	if _, err := engine.DimsFromInputs(m, inputs); err != nil {
-		return nil, 0, usageError{err}
-	}
-	e, err := newEngine(dev, nil, co)
-	if err != nil {
-		return nil, 0, err
-	}
-	start := time.Now()
-	b, err := buildWith(e, engine.InMemory("", m), engine.ShapesOf(inputs), co)
-	return b, time.Since(start), err
 }
 
 // progressBar shows compile progress: a bar for stages with parts (kernels lowered,
@@ -206,29 +105,6 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
-}
-
-// printStats summarizes a compile.
-func printStats(w io.Writer, name string, st *engine.Stats, took time.Duration) {
-	fmt.Fprintf(w, "compiled %s in %v: %d graph nodes, %d kernel launches per inference, %d unique kernels\n",
-		name, took.Round(time.Millisecond), st.Nodes, st.Launches, st.Kernels)
-	fmt.Fprintf(w, "memory: arena %s (the planned tensors without reuse: %s), constants %s\n",
-		byteSize(st.ArenaBytes), byteSize(st.UnplannedSum), byteSize(st.ConstantBytes))
-	var parts []string
-	for _, s := range st.Stages {
-		parts = append(parts, fmt.Sprintf("%s %.2fs", s.Stage, s.Seconds))
-	}
-	fmt.Fprintf(w, "stages: %s\n", strings.Join(parts, ", "))
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // readInputDir reads input_K.pb files of an ONNX test data set, in the order of names.
@@ -323,36 +199,6 @@ func runExecutable(exe *vm.Executable, dev *devcpu.Device, inputs map[string]*te
 	}
 	defer machine.Close()
 	return machine.Run(context.Background(), args)
-}
-
-// compileAndRun compiles m for the inputs' shapes and runs it once.
-func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, co compileOptions) ([]ref.Value, error) {
-	ts := map[string]*tensor.Tensor{}
-	for k, v := range inputs {
-		t, ok := v.(*tensor.Tensor)
-		if !ok {
-			return nil, fmt.Errorf("input %q is %s; the compiled engine takes tensors", k, ref.Describe(v))
-		}
-		ts[k] = t
-	}
-	dev, err := openCPU(threads, true)
-	if err != nil {
-		return nil, err
-	}
-	defer dev.Close()
-	res, _, err := compileModel(m, ts, dev, co)
-	if err != nil {
-		return nil, err
-	}
-	got, err := runExecutable(res.Exe, dev, ts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ref.Value, len(got))
-	for i, t := range got {
-		out[i] = t
-	}
-	return out, nil
 }
 
 // loadOn loads an executable (compiled now, from the journal or a .kiln file) on dev.

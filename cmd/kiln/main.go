@@ -21,7 +21,9 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(versionCmd(), inspectCmd(), runCmd(), compileCmd(), benchCmd(), conformanceCmd(), prebuildCmd(), cacheCmd(), serveCmd())
+	root.AddCommand(versionCmd())
+	root.AddCommand(compilerCommands()...)
+	root.AddCommand(cacheCmd(), serveCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kiln:", err)
 		var ue usageError

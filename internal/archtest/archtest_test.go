@@ -119,3 +119,31 @@ func TestLayerOf(t *testing.T) {
 		t.Error("layerOf(nowhere) should be unknown")
 	}
 }
+
+// forbidden lists, per importer, the module packages it may not import directly, with
+// the reason: the seams the layering alone does not express.
+var forbidden = []struct {
+	from   []string // importers (patterns as in layers.go)
+	to     []string // packages they may not import
+	reason string
+}{
+	{[]string{"serve", "serve/httpapi", "serve/grpcapi"}, []string{"compiler", "graph/passes", "devices/cpu", "devices/cuda", "devices/opencl"},
+		"serving reaches the compiler and the devices only through its Engine interface (package engine)"},
+}
+
+func TestForbiddenImports(t *testing.T) {
+	mod, pkgs := listPackages(t)
+	for _, p := range pkgs {
+		from, _ := rel(mod, p.ImportPath)
+		for _, rule := range forbidden {
+			if !matches(from, rule.from) {
+				continue
+			}
+			for _, imp := range p.Imports {
+				if to, ok := rel(mod, imp); ok && matches(to, rule.to) {
+					t.Errorf("%s imports %s: %s", from, to, rule.reason)
+				}
+			}
+		}
+	}
+}

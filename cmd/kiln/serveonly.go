@@ -1,0 +1,20 @@
+//go:build serveonly
+
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kilnrt/kiln/engine"
+)
+
+// The serve-only build (go build -tags serveonly ./cmd/kiln) links the runtime half
+// only: it serves models from executables a full kiln put in the journal (`kiln
+// prebuild`) and refuses to compile, answering a model or shape the journal lacks with
+// an error naming the missing entry. It has no compile commands.
+
+// jitCompiler is nil: this build does not compile.
+func jitCompiler() engine.Compiler { return nil }
+
+// compilerCommands is empty: this build does not compile.
+func compilerCommands() []*cobra.Command { return nil }

@@ -1,0 +1,35 @@
+// Package engine owns "model → executable through the journal → loaded VM" for one
+// target: the seam between the runtime (serve, the CLI) and the compiler.
+//
+// Model: an Engine is configured once (Config) with the target, the device executables
+// run on, the journal, the Recipe and, in a full build, a Compiler (package compiler's
+// JIT). A Model is one model version read once (Open: interface, signature, digest and
+// stamp from the same bytes); Executable returns its executable for a set of input
+// shapes (or the generic one, every shape) from the journal or compiled into it; Load
+// also loads it into a VM. Every caller — `kiln serve` (through serve.Engine), prebuild,
+// run, compile, bench, inspect, the conformance runners, bench/soak — goes through it.
+//
+// Recipe is every option that changes the generated code (graph optimization level,
+// fusion, layout, bounds checks), resolved once: its String is the "options" part of the
+// journal key and the compiler derives its pipeline from the same value
+// (compiler.Pipeline), so the key and the compile cannot disagree.
+//
+// Keys (key.go): an executable's entry is keyed by the model's digest, the canonical
+// input shapes, the recipe, Identity (this build's compiler sources, identity_gen.go,
+// refreshed by `go generate ./engine`), the target's and the device's fingerprints, the
+// tuning records and the schema versions. The C toolchain is not part of it: an
+// executable runs the same whichever compiler built it, and leaving it out lets a build
+// without a compiler compute the key. Kernel objects, which the toolchain does shape,
+// are keyed by it (package compiler).
+//
+// Serve-only: an Engine without a Compiler takes executables from the journal only;
+// a miss is ErrNotPrebuilt naming the model, the shapes, the entry's key and why the
+// journal has none (the closest entry and the components that differ). `go build -tags
+// serveonly ./cmd/kiln` links this half only.
+//
+// Invariants: an executable is compiled only from the bytes its model digest names
+// (onnx.LoadVerified: replaced files are onnx.ErrChanged, never compiled under the old
+// key); an entry that passes the journal's checksums but does not decode is invalidated
+// and rebuilt once; Config.Timeout bounds the wait, the compile and the load together
+// (ErrTimeout with context.DeadlineExceeded).
+package engine

@@ -36,7 +36,7 @@ type (
 
 // Options configure a compile.
 type Options struct {
-	// Dims binds symbolic dims to values (see DimsFromInputs).
+	// Dims binds symbolic dims to values (see engine.DimsFromInputs).
 	Dims map[string]int64
 	// CPU builds the kernels with its C compiler; its fingerprint is recorded in the
 	// binary. Required.

@@ -4,7 +4,7 @@
 // and throughput, --profile for time per kernel), conformance (ONNX-backend-layout test
 // cases on either engine), version. compile, run, bench and conformance take
 // --bounds-check: a debug build whose kernels check every buffer access
-// (compiler.Options.BoundsCheck).
+// (engine.Recipe.BoundsCheck).
 //
 // This is the only package that reads flags, files and the environment; libraries take
 // typed options.

@@ -5,7 +5,7 @@
 //
 // Engines: RefEngine (the reference evaluator), CompiledEngine (kernels kiln generates,
 // compiled per model and shape binding; CompiledEngineWith also builds them
-// bounds-checked, compiler.Options.BoundsCheck, as TestZooBoundsChecked does for the
+// bounds-checked, engine.Recipe.BoundsCheck, as TestZooBoundsChecked does for the
 // zoo) and GenericEngine (one executable per model, its symbolic dims left free).
 //
 // Invariants: one case can never stop the run (errors, panics and timeouts become that

@@ -33,8 +33,10 @@ type Backend struct {
 	Layout func(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy
 	// Lowering is the loop-IR pipeline run on every scheduled kernel before emission.
 	Lowering func() lpasses.Pipeline
-	// Dialect prints the lowered kernels (codegen.Emit).
+	// Dialect prints the lowered kernels (codegen.Emit) with the options Emit
+	// (BoundsCheck is Options.BoundsCheck).
 	Dialect *codegen.Dialect
+	Emit    codegen.COptions
 	// Scopes are the memory scopes a tensor may be in after the graph passes, with the
 	// rule's reason for the error; a tensor in another scope fails the compile.
 	Scopes     []graph.MemScope

@@ -13,8 +13,10 @@ import (
 )
 
 // CPUBackend is the CPU's table entry: the kernels/cpu strategies and channel-blocked
-// layout policy, the CPU loop-IR pipeline, the C dialect, kernels built by the C
-// compiler of Options.CPU into one shared object, and every tensor in global memory.
+// layout policy, the CPU loop-IR pipeline, the C dialect with the thread pool linked
+// from the C runtime, each kernel compiled to an object by the C compiler of
+// Options.CPU (through the journal's per-kernel cache) and linked into one shared
+// object, and every tensor in global memory.
 func CPUBackend() *Backend {
 	return &Backend{
 		Name:       "cpu",
@@ -22,6 +24,7 @@ func CPUBackend() *Backend {
 		Layout:     kcpu.LayoutPolicy,
 		Lowering:   lpasses.CPUPipeline,
 		Dialect:    codegen.CDialect(),
+		Emit:       codegen.COptions{ExternRuntime: true}, // the pool comes from the C runtime's object
 		Scopes:     []graph.MemScope{graph.ScopeGlobal},
 		ScopesRule: "the CPU keeps every tensor in global memory",
 		Check:      checkCPU,

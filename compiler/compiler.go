@@ -102,7 +102,7 @@ type Stats struct {
 	ArenaBytes    int64         // the static plan's arena (the peak of planned tensors)
 	UnplannedSum  int64         // the planned tensors' bytes without reuse
 	ConstantBytes int64         // constants carried by the executable
-	KernelsCached int           // kernel objects taken from the journal instead of the C compiler
+	KernelsCached int           // kernel objects taken from the journal instead of being built
 	Stages        []StageTiming // wall time per stage
 	Strategies    map[string]int
 	Groups        []Group // kernel launches of the entry function, in program order

@@ -142,7 +142,9 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 	}
 	cp := *low
 	cp.Name = canonicalName
-	src, err := codegen.Emit(c.be.Dialect, codegen.COptions{ExternRuntime: true, BoundsCheck: c.opts.BoundsCheck}, &cp)
+	eopts := c.be.Emit
+	eopts.BoundsCheck = c.opts.BoundsCheck
+	src, err := codegen.Emit(c.be.Dialect, eopts, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
@@ -158,7 +160,7 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 		cp.Name += "_" + strings.ToLower(e.Op.String())
 	}
 	cp.Name += "_" + digestString(src.Code)[:10]
-	named, err := codegen.Emit(c.be.Dialect, codegen.COptions{ExternRuntime: true, BoundsCheck: c.opts.BoundsCheck}, &cp)
+	named, err := codegen.Emit(c.be.Dialect, eopts, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}

@@ -47,8 +47,12 @@ type Backend struct {
 	Build func(job *BuildJob) ([]byte, error)
 	// Device names the binary's device in the executable (vm.Binary.Device).
 	Device string
-	// Fingerprint identifies the device the binary is built for (vm.Binary.Fingerprint).
+	// Fingerprint identifies the device the binary is built for (vm.Binary.Fingerprint,
+	// and the device part of the journal keys; "" when opts name no device).
 	Fingerprint func(opts Options) string
+	// Toolchain identifies the compilers Build runs, for the journal keys ("none" when
+	// opts name none).
+	Toolchain func(opts Options) string
 }
 
 // Backends is the backend table, by target kind.
@@ -58,6 +62,15 @@ type Backends map[target.Kind]*Backend
 // CPU.
 func DefaultBackends() Backends {
 	return Backends{target.CPU: CPUBackend()}
+}
+
+// backendFor looks the target kind k up in opts.Backends (nil: DefaultBackends).
+func (opts Options) backendFor(k target.Kind) (*Backend, error) {
+	table := opts.Backends
+	if table == nil {
+		table = DefaultBackends()
+	}
+	return table.For(k)
 }
 
 // For returns the backend of kind k; a kind without one is an error wrapping

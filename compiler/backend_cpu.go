@@ -19,21 +19,34 @@ import (
 // object, and every tensor in global memory.
 func CPUBackend() *Backend {
 	return &Backend{
-		Name:       "cpu",
-		Strategies: kcpu.Strategies,
-		Layout:     kcpu.LayoutPolicy,
-		Lowering:   lpasses.CPUPipeline,
-		Dialect:    codegen.CDialect(),
-		Emit:       codegen.COptions{ExternRuntime: true}, // the pool comes from the C runtime's object
-		Scopes:     []graph.MemScope{graph.ScopeGlobal},
-		ScopesRule: "the CPU keeps every tensor in global memory",
-		Check:      checkCPU,
-		Build:      buildCPU,
-		Device:     "cpu",
-		Fingerprint: func(opts Options) string {
-			return opts.CPU.Info().Fingerprint
-		},
+		Name:        "cpu",
+		Strategies:  kcpu.Strategies,
+		Layout:      kcpu.LayoutPolicy,
+		Lowering:    lpasses.CPUPipeline,
+		Dialect:     codegen.CDialect(),
+		Emit:        codegen.COptions{ExternRuntime: true}, // the pool comes from the C runtime's object
+		Scopes:      []graph.MemScope{graph.ScopeGlobal},
+		ScopesRule:  "the CPU keeps every tensor in global memory",
+		Check:       checkCPU,
+		Build:       buildCPU,
+		Device:      "cpu",
+		Fingerprint: cpuFingerprint,
+		Toolchain:   cpuToolchain,
 	}
+}
+
+func cpuFingerprint(opts Options) string {
+	if opts.CPU == nil {
+		return ""
+	}
+	return opts.CPU.Info().Fingerprint
+}
+
+func cpuToolchain(opts Options) string {
+	if opts.CPU == nil || opts.CPU.Compiler() == nil {
+		return "none"
+	}
+	return opts.CPU.Compiler().Identity()
 }
 
 func checkCPU(opts Options) error {

@@ -94,3 +94,23 @@ func TestTargetKindWithoutBackendIsRefused(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoBackend naming cpu (a table without the CPU)", err)
 	}
 }
+
+// TestCPUBackendKeyPartsAreTheJournals: the CPU backend's fingerprint and toolchain are
+// the device and toolchain parts of the journal keys, so keys built from the backend
+// equal the keys already in journals.
+func TestCPUBackendKeyPartsAreTheJournals(t *testing.T) {
+	tg := target.Host()
+	be := CPUBackend()
+	for _, opts := range []Options{{}, {CPU: openCPU(t)}} {
+		want := tg.Fingerprint()
+		if f := be.Fingerprint(opts); f != "" {
+			want += " | device " + f
+		}
+		if got := targetFingerprint(tg, opts); got != want {
+			t.Errorf("CPU %v: journal target part %q, backend gives %q", opts.CPU != nil, got, want)
+		}
+		if got, want := toolchain(opts), be.Toolchain(opts); got != want {
+			t.Errorf("CPU %v: journal toolchain part %q, backend gives %q", opts.CPU != nil, got, want)
+		}
+	}
+}

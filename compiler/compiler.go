@@ -147,11 +147,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 	if err := checkLimits(m, opts.Graph); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
 	}
-	table := opts.Backends
-	if table == nil {
-		table = DefaultBackends()
-	}
-	be, err := table.For(t.Kind)
+	be, err := opts.backendFor(t.Kind)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
 	}

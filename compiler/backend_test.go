@@ -61,6 +61,9 @@ func TestSecondBackendIsOneTableEntry(t *testing.T) {
 	tg := target.Host()
 	tg.Kind = scalarKind
 	res := checkCompiledFor(t, m, in, tg, Options{Backends: table})
+	if res.Stats.Backend != "cpu-scalar" {
+		t.Errorf("compiled by backend %q, want cpu-scalar", res.Stats.Backend)
+	}
 	if len(res.Stats.Strategies) == 0 {
 		t.Fatal("no strategies recorded")
 	}
@@ -76,6 +79,9 @@ func TestSecondBackendIsOneTableEntry(t *testing.T) {
 	}
 
 	cpu := checkCompiledFor(t, m, in, target.Host(), Options{Backends: table})
+	if cpu.Stats.Backend != "cpu" {
+		t.Errorf("compiled by backend %q, want cpu", cpu.Stats.Backend)
+	}
 	if cpu.Stats.Strategies["conv2d-nchwc-tensorized+epilogue"]+cpu.Stats.Strategies["conv2d-winograd-tensorized+epilogue"] != 1 {
 		t.Errorf("strategies %v: want the CPU backend's tensorized convolution", cpu.Stats.Strategies)
 	}

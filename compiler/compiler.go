@@ -95,6 +95,7 @@ type Options struct {
 
 // Stats describe a compiled executable, for reports and `kiln inspect`.
 type Stats struct {
+	Backend       string        // the backend that compiled it (Backend.Name)
 	Nodes         int           // graph nodes after the passes (subgraphs included)
 	Launches      int           // kernel launches in the entry function's code
 	Kernels       int           // unique kernels (after deduplication)
@@ -166,7 +167,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 		opts.Jobs = runtime.NumCPU()
 	}
 	reg := kernels.Default()
-	c := &compile{t: t, be: be, opts: opts, model: model, registry: reg, strategies: be.Strategies(reg), res: &Result{Stats: Stats{Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
+	c := &compile{t: t, be: be, opts: opts, model: model, registry: reg, strategies: be.Strategies(reg), res: &Result{Stats: Stats{Backend: be.Name, Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
 	mod := graph.Clone(m)
 	c.mod = mod
 	steps := []struct {

@@ -55,7 +55,8 @@
 // runtime), so a row's sum or max runs across vector lanes instead of one serial chain
 // of additions (softmax 4-5× and LayerNorm 2-3× faster on bert_tiny).
 //
-// Tensor intrinsics are defined once per translation unit from their "c" implementation
+// Tensor intrinsics are defined once per translation unit from their implementation in
+// the dialect's language ("c" for CDialect)
 // and called with element addresses, strides and extents. Parallel loops are outlined
 // into functions over chunks of the iteration space and run by a small thread pool
 // emitted into the unit (persistent workers, futex sleep, chunks claimed dynamically, a

@@ -41,12 +41,17 @@ func EmitC(funcs ...*loopir.PrimFunc) (Source, error) { return EmitCWith(COption
 
 // EmitCWith prints the functions as one C translation unit.
 func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
+	return Emit(CDialect(), opts, funcs...)
+}
+
+// Emit prints the functions as one translation unit of dialect d.
+func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	var b strings.Builder
-	src := Source{Lang: "c"}
+	src := Source{Lang: d.Name}
 	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}, math: map[string]bool{}, bounds: map[string]bool{}}
 	usesThreads := false
 	for _, f := range funcs {
-		e := &cEmitter{b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}, hoisted: map[string]string{},
+		e := &cEmitter{d: d, b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}, hoisted: map[string]string{},
 			localIDs: map[*loopir.Buffer]int{}, prechecked: map[any]bool{}}
 		if err := e.function(f); err != nil {
 			return Source{}, err
@@ -55,7 +60,7 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 		usesThreads = usesThreads || e.nPar > 0
 	}
 	var unit strings.Builder
-	unit.WriteString(cPrelude)
+	unit.WriteString(d.Prelude)
 	if intrins.index {
 		unit.WriteString(cIndexCheck)
 	}
@@ -86,7 +91,7 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 		fmt.Fprintf(&unit, "static inline %[1]s kiln_sel_%[2]s(int c, %[1]s a, %[1]s b) { return c ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
 	}
 	for _, in := range intrins.order {
-		fmt.Fprintf(&unit, "\n/* tensor intrinsic %s */\n%s", in.Name, in.Impl["c"])
+		fmt.Fprintf(&unit, "\n/* tensor intrinsic %s */\n%s", in.Name, in.Impl[d.Name])
 	}
 	unit.WriteString(b.String())
 	src.Code = unit.String()
@@ -94,6 +99,7 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 }
 
 type cEmitter struct {
+	d          *Dialect
 	b          *strings.Builder
 	pre        strings.Builder // outlined parallel bodies, emitted before the kernel
 	f          *loopir.PrimFunc
@@ -157,27 +163,8 @@ func (e *cEmitter) ident(key any, name string) string {
 }
 
 func (e *cEmitter) ctype(dt tensor.DType) string {
-	switch dt {
-	case tensor.Float32:
-		return "float"
-	case tensor.Float64:
-		return "double"
-	case tensor.Int64:
-		return "i64"
-	case tensor.Int32:
-		return "i32"
-	case tensor.Int16:
-		return "i16"
-	case tensor.Int8:
-		return "i8"
-	case tensor.Uint64:
-		return "u64"
-	case tensor.Uint32:
-		return "u32"
-	case tensor.Uint16:
-		return "u16"
-	case tensor.Uint8, tensor.Bool:
-		return "u8"
+	if t, ok := e.d.Types[dt]; ok {
+		return t
 	}
 	e.fail("element type %v", dt)
 	return "void"
@@ -191,7 +178,7 @@ func (e *cEmitter) function(f *loopir.PrimFunc) error {
 	out := e.b
 	var body strings.Builder
 	e.b = &body
-	fmt.Fprintf(e.b, "\nint %s(void *const *bufs, const i64 *dims, void *ctx) {\n", e.kernelName)
+	fmt.Fprintf(e.b, "\n%sint %s(void *const *bufs, const i64 *dims, void *ctx) {\n", e.qualifier(), e.kernelName)
 	e.b.WriteString("  (void)dims; (void)ctx;\n")
 	if e.checks {
 		e.oob = "&kiln_oob"
@@ -219,12 +206,28 @@ func (e *cEmitter) function(f *loopir.PrimFunc) error {
 	return e.err
 }
 
+// qualifier is the dialect's kernel qualifier with its separating space ("" for none).
+func (e *cEmitter) qualifier() string {
+	if e.d.KernelQualifier == "" {
+		return ""
+	}
+	return e.d.KernelQualifier + " "
+}
+
+// restrict is the dialect's no-alias pointer qualifier with its separating space.
+func (e *cEmitter) restrict() string {
+	if e.d.Restrict == "" {
+		return ""
+	}
+	return e.d.Restrict + " "
+}
+
 // prologue binds parameter pointers and dims from bufs/dims.
 func (e *cEmitter) prologue(depth int) {
 	pad := strings.Repeat("  ", depth)
 	for i, p := range e.f.Params {
 		t := e.ctype(p.DT)
-		fmt.Fprintf(e.b, "%s%s *restrict %s = (%s *)bufs[%d];\n", pad, t, e.ident(p, p.Name), t, i)
+		fmt.Fprintf(e.b, "%s%s *%s%s = (%s *)bufs[%d];\n", pad, t, e.restrict(), e.ident(p, p.Name), t, i)
 	}
 	for i, d := range e.f.Dims {
 		fmt.Fprintf(e.b, "%sconst i64 %s = dims[%d];\n", pad, e.ident(d, d.Name), i)
@@ -275,7 +278,7 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		t := e.ctype(s.Buf.DT)
 		n := s.Buf.Elements()
 		id := e.ident(s.Buf, s.Buf.Name)
-		fmt.Fprintf(e.b, "%s{\n%s  %s *restrict %s = (%s *)__builtin_malloc(sizeof(%s) * (%s));\n", pad, pad, t, id, t, t, e.expr(n))
+		fmt.Fprintf(e.b, "%s{\n%s  %s *%s%s = (%s *)__builtin_malloc(sizeof(%s) * (%s));\n", pad, pad, t, e.restrict(), id, t, t, e.expr(n))
 		fmt.Fprintf(e.b, "%s  if (!%s) { %s }\n", pad, id, e.retErr)
 		if e.opts.BoundsCheck {
 			e.bufferID(s.Buf) // numbered in order of appearance
@@ -284,14 +287,14 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		fmt.Fprintf(e.b, "%s  __builtin_free(%s);\n%s}\n", pad, id, pad)
 	case *loopir.IntrinCall:
 		in := s.Intrin
-		if _, ok := in.Impl["c"]; !ok {
-			e.fail("tensor intrinsic %s has no C implementation", in.Name)
+		if _, ok := in.Impl[e.d.Name]; !ok {
+			e.fail("tensor intrinsic %s has no %s implementation", in.Name, e.d.Name)
 			return
 		}
 		if prev, ok := e.intrins.seen[in.Name]; !ok {
 			e.intrins.seen[in.Name] = in
 			e.intrins.order = append(e.intrins.order, in)
-		} else if prev.Impl["c"] != in.Impl["c"] {
+		} else if prev.Impl[e.d.Name] != in.Impl[e.d.Name] {
 			e.fail("two different tensor intrinsics are named %s", in.Name)
 		}
 		args := make([]string, len(s.Args))
@@ -315,17 +318,27 @@ func (e *cEmitter) loop(s *loopir.For, depth int) {
 	pad := strings.Repeat("  ", depth)
 	switch s.Kind {
 	case loopir.Parallel:
+		if e.d.Parallel != OutlinedChunks {
+			e.fail("parallel loops of form %v", e.d.Parallel)
+			return
+		}
 		e.parallel(s, depth)
 		return
 	case loopir.Serial:
 	case loopir.Vectorized:
+		if e.d.Vector != PragmaLoops {
+			e.fail("vectorized loops of form %v", e.d.Vector)
+			return
+		}
 		if acc, ok := loopir.MatchAccumulate(s.Body); ok && !slices.ContainsFunc(acc.Store.Index, func(x loopir.Expr) bool { return loopir.Uses(x, s.Var) }) {
 			e.vectorReduction(s, acc, depth)
 			return
 		}
 		fmt.Fprintf(e.b, "%s#pragma GCC ivdep\n", pad)
 	case loopir.Unrolled:
-		fmt.Fprintf(e.b, "%s#pragma GCC unroll 16\n", pad)
+		if e.d.UnrollPragma != "" {
+			fmt.Fprintf(e.b, "%s#pragma %s\n", pad, e.d.UnrollPragma)
+		}
 	default:
 		e.fail("%v loops", s.Kind)
 	}
@@ -359,23 +372,17 @@ func (e *cEmitter) floatLit(v float64, dt tensor.DType) string {
 	}
 	switch {
 	case math.IsInf(v, 1):
-		return "__builtin_inf" + suffix + "()"
+		return e.d.Math("inf", dt) + "()"
 	case math.IsInf(v, -1):
-		return "(-__builtin_inf" + suffix + "())"
+		return "(-" + e.d.Math("inf", dt) + "())"
 	case math.IsNaN(v):
-		return "__builtin_nan" + suffix + "(\"\")"
+		return e.d.Math("nan", dt) + "(\"\")"
 	}
 	s := strconv.FormatFloat(v, 'g', -1, bits)
 	if !strings.ContainsAny(s, ".eE") {
 		s += ".0"
 	}
 	return s + suffix
-}
-
-var cMath = map[loopir.Intrinsic]string{
-	loopir.Exp: "exp", loopir.Log: "log", loopir.Sqrt: "sqrt", loopir.Tanh: "tanh", loopir.Erf: "erf",
-	loopir.Pow: "pow", loopir.Abs: "fabs", loopir.Floor: "floor", loopir.Ceil: "ceil", loopir.Round: "rint",
-	loopir.Sin: "sin", loopir.Cos: "cos",
 }
 
 func (e *cEmitter) expr(x loopir.Expr) string {
@@ -452,7 +459,7 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		for i, a := range x.Args {
 			args[i] = e.expr(a)
 		}
-		if h, ok := cMathF32[x.Fn]; ok && dt == tensor.Float32 {
+		if h, ok := cMathF32[x.Fn]; ok && dt == tensor.Float32 && e.d.InlineMathF32 {
 			e.intrins.useMath(h)
 			return h + "(" + args[0] + ")"
 		}
@@ -461,9 +468,14 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 			e.intrins.useMath("kiln_sigmoid")
 			return "kiln_sigmoid(" + args[0] + ")"
 		case loopir.Rsqrt:
-			return "(1" + map[string]string{"f": ".0f", "": ".0"}[suffix] + " / __builtin_sqrt" + suffix + "(" + args[0] + "))"
+			return "(1" + map[string]string{"f": ".0f", "": ".0"}[suffix] + " / " + e.d.Math("sqrt", dt) + "(" + args[0] + "))"
 		}
-		return "__builtin_" + cMath[x.Fn] + suffix + "(" + strings.Join(args, ", ") + ")"
+		base, ok := mathBase[x.Fn]
+		if !ok {
+			e.fail("math function %v", x.Fn)
+			return "0"
+		}
+		return e.d.Math(base, dt) + "(" + strings.Join(args, ", ") + ")"
 	case *loopir.Load:
 		if e.opts.BoundsCheck && !e.prechecked[x] {
 			return e.checkedLoad(x)
@@ -514,7 +526,7 @@ func (e *cEmitter) parallel(s *loopir.For, depth int) {
 	}
 	for i, b := range bufs {
 		t := e.ctype(b.DT)
-		fmt.Fprintf(e.b, "  %s *restrict %s = (%s *)env->locals[%d];\n", t, e.names[b], t, i)
+		fmt.Fprintf(e.b, "  %s *%s%s = (%s *)env->locals[%d];\n", t, e.restrict(), e.names[b], t, i)
 	}
 	v := e.ident(s.Var, s.Var.Name)
 	fmt.Fprintf(e.b, "  for (i64 %s = env->lo; %s < env->hi; ++%s) {\n", v, v, v)

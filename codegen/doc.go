@@ -1,9 +1,21 @@
 // Package codegen prints lowered loopir as source code: one emitter, one Dialect per
-// language. The C dialect comes first: header-free C (compiler builtins instead of
-// <math.h>, typedefs instead of <stdint.h>), because parsing system headers costs more
-// than compiling a kernel. Every kernel follows the calling convention of package
-// devices: int kernel(void *const *bufs, const long long *dims, void *ctx), buffers in
-// parameter order and symbolic dims in PrimFunc.Dims order, returning 0 or an error code.
+// language (Emit). A Dialect is a value holding what the C-family languages print
+// differently: the unit's prelude (includes or typedefs), the kernel qualifier
+// (OpenCL's __kernel, CUDA's __global__), element types, the no-alias pointer
+// qualifier, the form of parallel loops (ParallelForm: outlined chunks on host threads
+// for C; a GPU dialect maps them to the launch grid), the form of vectorized loops
+// (VectorForm: pragma-annotated scalar loops for C; a dialect with vector types prints
+// them), the unroll pragma, the names of math functions, and whether float32
+// transcendentals use the unit's inline helpers. A tensor intrinsic's implementation is
+// looked up under the dialect's name. A dialect whose forms the emitter does not print
+// is refused with ErrUnsupported, never printed as C.
+//
+// CDialect is the first dialect: header-free C (compiler builtins instead of <math.h>,
+// typedefs instead of <stdint.h>), because parsing system headers costs more than
+// compiling a kernel; EmitC and EmitCWith print through it. Every kernel follows the
+// calling convention of package devices: int kernel(void *const *bufs, const long long
+// *dims, void *ctx), buffers in parameter order and symbolic dims in PrimFunc.Dims
+// order, returning 0 or an error code.
 //
 // Math: float32 exp, log, tanh, sigmoid and erf are not C library calls but static inline
 // (always_inline) functions defined in the unit's prelude, only those its kernels call
@@ -43,7 +55,8 @@
 // runtime), so a row's sum or max runs across vector lanes instead of one serial chain
 // of additions (softmax 4-5× and LayerNorm 2-3× faster on bert_tiny).
 //
-// Tensor intrinsics are defined once per translation unit from their "c" implementation
+// Tensor intrinsics are defined once per translation unit from their implementation in
+// the dialect's language ("c" for CDialect)
 // and called with element addresses, strides and extents. Parallel loops are outlined
 // into functions over chunks of the iteration space and run by a small thread pool
 // emitted into the unit (persistent workers, futex sleep, chunks claimed dynamically, a

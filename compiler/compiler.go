@@ -14,7 +14,6 @@ import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/kernels"
-	kcpu "github.com/kilnrt/kiln/kernels/cpu"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
@@ -39,7 +38,7 @@ type Options struct {
 	// Dims binds symbolic dims to values (see engine.DimsFromInputs).
 	Dims map[string]int64
 	// CPU builds the kernels with its C compiler; its fingerprint is recorded in the
-	// binary. Required.
+	// binary. Required by the CPU backend.
 	CPU *devcpu.Device
 	// Jobs is how many C compiles run at once (0: one per core).
 	Jobs int
@@ -75,6 +74,9 @@ type Options struct {
 	// Cache, when set, keeps single kernels' object code in the journal, so kernels
 	// shared between models (or compiles) are built once.
 	Cache *compilecache.Journal
+	// Backends is the backend table the target's kind is looked up in (nil:
+	// DefaultBackends).
+	Backends Backends
 	// Limits bound the memory of one inference (zero fields: vm.DefaultLimits): a
 	// tensor of a static shape above TensorBytes, or a static plan above RequestBytes,
 	// is a compile error naming it (wrapping vm.ErrMemoryLimit). They do not change
@@ -107,8 +109,14 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 	if err := checkLimits(m, opts.Graph); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
 	}
-	if opts.CPU == nil {
-		return nil, fmt.Errorf("%w: %s: no CPU device to build kernels with", ErrCompile, model)
+	be, err := opts.backendFor(t.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
+	}
+	if be.Check != nil {
+		if err := be.Check(opts); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
+		}
 	}
 	if opts.Context == nil {
 		opts.Context = context.Background()
@@ -120,7 +128,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 		opts.Jobs = runtime.NumCPU()
 	}
 	reg := kernels.Default()
-	c := &compile{t: t, opts: opts, model: model, registry: reg, strategies: kcpu.Strategies(reg), res: &Result{Stats: Stats{Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
+	c := &compile{t: t, be: be, opts: opts, model: model, registry: reg, strategies: be.Strategies(reg), res: &Result{Stats: Stats{Backend: be.Name, Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
 	mod := graph.Clone(m)
 	c.mod = mod
 	steps := []struct {
@@ -146,6 +154,7 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 // compile is the state of one compile.
 type compile struct {
 	t          target.Target
+	be         *Backend // the target kind's entry in the backend table
 	opts       Options
 	model      string // `model "name"`, for errors
 	registry   *kernels.Registry
@@ -210,8 +219,8 @@ func (c *compile) stage(name string, run func() error) (err error) {
 
 func (c *compile) passes(m *graph.Module) error {
 	ctx := &passes.Context{Dims: c.opts.Dims, Eval: ref.EvalNode, Check: c.opts.Check, DumpPass: c.opts.DumpPass, Dump: c.opts.Dump, Ctx: c.opts.Context}
-	if !c.opts.Recipe.PlainLayout {
-		ctx.Layout = kcpu.LayoutPolicy(c.t, c.registry)
+	if !c.opts.Recipe.PlainLayout && c.be.Layout != nil {
+		ctx.Layout = c.be.Layout(c.t, c.registry)
 	}
 	p := c.opts.Passes
 	if p == nil {
@@ -227,8 +236,8 @@ func (c *compile) passes(m *graph.Module) error {
 	m.Main.Funcs(func(f *graph.Func) {
 		for _, n := range f.Nodes {
 			for _, o := range n.Outputs {
-				if o.Type.Scope != graph.ScopeGlobal && bad == nil {
-					bad = fmt.Errorf("%v: output %q is in %v memory; the CPU keeps every tensor in global memory", n, o.Name, o.Type.Scope)
+				if !c.be.allows(o.Type.Scope) && bad == nil {
+					bad = fmt.Errorf("%v: output %q is in %v memory; %s", n, o.Name, o.Type.Scope, c.be.ScopesRule)
 				}
 			}
 		}

@@ -38,12 +38,20 @@ func openCPU(t *testing.T) *devcpu.Device {
 // a marshal round trip) and compares every output with the reference evaluator.
 func checkCompiled(t *testing.T, m *graph.Module, inputs map[string]*tensor.Tensor) *Result {
 	t.Helper()
+	return checkCompiledFor(t, m, inputs, target.Host(), Options{})
+}
+
+// checkCompiledFor is checkCompiled for target tg with opts (Dims, CPU and Check set
+// here).
+func checkCompiledFor(t *testing.T, m *graph.Module, inputs map[string]*tensor.Tensor, tg target.Target, opts Options) *Result {
+	t.Helper()
 	dev := openCPU(t)
 	dims, err := engine.DimsFromInputs(m, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Build(m, target.Host(), Options{Dims: dims, CPU: dev, Check: true})
+	opts.Dims, opts.CPU, opts.Check = dims, dev, true
+	res, err := Build(m, tg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

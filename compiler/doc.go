@@ -1,6 +1,20 @@
 // Package compiler drives a whole compile: graph.Module → vm.Executable
 // (ARCHITECTURE.md §1, layer 6).
 //
+// The backend table (backend.go): everything the compile does differently per kind of
+// target is one Backend value — the strategy table built from the op registry, the
+// alter-layout policy, the loop-IR pipeline, the codegen Dialect and its options, the
+// build that turns the unique kernels' sources into the binary the executable carries,
+// the binary's device name and fingerprint, and the memory scopes a tensor may be in.
+// Build looks the target's kind up once in Options.Backends (nil: DefaultBackends, the
+// CPU alone) and fails with ErrNoBackend ("no backend for target opencl") for a kind
+// without an entry; no other code tests the kind, so a new target is one new Backend
+// value with its strategies (TestSecondBackendIsOneTableEntry adds one). The CPU's
+// entry (CPUBackend, backend_cpu.go): kernels/cpu's strategies and channel-blocked
+// layout policy, loopir/passes.CPUPipeline, codegen.CDialect with the thread pool
+// linked from the C runtime, kernels built by the C compiler of Options.CPU, and
+// every tensor in global memory.
+//
 // Stages, each reported through Options.Progress and each recovering a panic into an
 // error that names the stage and the node or kernel:
 //
@@ -8,16 +22,18 @@
 //     the values given in Options.Dims (DimsFromInputs derives them from concrete
 //     inputs), constants folded on the host with the reference evaluator (shape
 //     arithmetic over the symbols left unbound becomes kiln.ShapeExpr), dead code
-//     removed, and (unless
-//     Options.PlainLayout) alter-layout with the CPU's policy: convolutions exchange
-//     channel-blocked tensors.
-//  2. lower — every node that computes becomes a kernel through the target's strategy
-//     table (kernels/cpu.Strategies): compute definition, schedule, loopir passes, C.
+//     removed, and (unless Options.PlainLayout) alter-layout with the backend's
+//     policy: on the CPU convolutions exchange channel-blocked tensors. A tensor left
+//     in a memory scope the backend does not allow is an error.
+//  2. lower — every node that computes becomes a kernel through the backend's strategy
+//     table: compute definition, schedule, the backend's loop-IR pipeline, its dialect.
 //     Kernels are deduplicated by their generated code, so repeated layers compile
 //     once, and before that by their structure (kernelkey.go: ops, attributes, types
-//     and constants of the group), so repeated layers are lowered once too. Unless Options.NoFusion, an anchor (conv, matmul, gemm or an elementwise
-//     op) and the elementwise nodes after it that only it feeds are lowered as one
-//     kernel (fuse.go: the epilogue half of #5's FuseOps). Constant inputs a strategy wants in another layout are repacked here, once.
+//     and constants of the group), so repeated layers are lowered once too. Unless
+//     Options.NoFusion, an anchor (conv, matmul, gemm or an elementwise op) and the
+//     elementwise nodes after it that only it feeds are lowered as one kernel
+//     (fused.go: the groups graph/passes' fuse-ops formed). Constant inputs a strategy
+//     wants in another layout are repacked here, once.
 //     View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) become zero-copy
 //     ReshapeTensor instructions; If and Loop are inlined into the entry function as
 //     If/Goto code (the subgraphs read enclosing values directly, so no closure is
@@ -25,13 +41,17 @@
 //     standard builtins; a Loop's scan outputs are stacked on the host one row per
 //     iteration (scan.append, scan.finish); Scan runs the same way over its inputs'
 //     slices (scan.slice, either direction; scan outputs along axis 0, forward).
-//  3. build — each unique kernel is compiled to its own object by the C compiler, as
-//     many at a time as Options.Jobs, then linked with the C runtime (thread pool) into
-//     one shared object, carried inside the executable.
+//  3. build — the backend's Build turns the unique kernels into one binary (a
+//     BuildJob gives it the journal's per-unit object cache and progress). On the CPU
+//     each kernel is compiled to its own object by the C compiler, as many at a time as
+//     Options.Jobs, then linked with the C runtime (thread pool) into one shared
+//     object, carried inside the executable.
 //  4. plan — the static memory plan: every tensor the straight-line part of the entry
 //     function allocates gets an offset in one arena (vm.PlanMemory over the tensors'
 //     lifetimes, views sharing their base's lifetime, values read inside a loop kept
 //     alive to its end). Tensors allocated inside control flow get their own storage.
+//     The executable carries the binary under the backend's device name and
+//     fingerprint.
 //
 // Bounds (limits.go): before any work the graph is checked against Options.Graph
 // (nodes, inputs per node, inputs in all, subgraph nesting; the defaults are well above

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/kilnrt/kiln/compilecache"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
@@ -37,10 +36,7 @@ type JIT struct {
 
 // Compile implements engine.Compiler.
 func (j JIT) Compile(ctx context.Context, job *engine.Job) (*engine.Compiled, error) {
-	cpu, err := cpuOf(job)
-	if err != nil {
-		return nil, err
-	}
+	cpu, _ := job.Device.(*devcpu.Device) // the CPU backend's device (its Check refuses nil)
 	res, err := Build(job.Module, job.Target, Options{Dims: job.Dims, CPU: cpu, Jobs: j.Jobs, Progress: job.Progress, Check: j.Check,
 		DumpPass: j.DumpPass, Dump: j.Dump, Recipe: job.Recipe, Context: ctx, Graph: j.Graph, Name: job.Name, Cache: job.Journal, Limits: job.Limits})
 	if err != nil {
@@ -55,35 +51,31 @@ func kernelMaterial(code string, t target.Target, opts Options) compilecache.Mat
 	return compilecache.Material{Kind: compilecache.KindKernel, Parts: []compilecache.Component{
 		{Name: "source", Value: digestString(code)},
 		{Name: "target", Value: targetFingerprint(t, opts)},
-		{Name: "toolchain", Value: toolchain(opts)},
+		{Name: "toolchain", Value: toolchain(t, opts)},
 		{Name: "schema", Value: engine.Schema()},
 	}}
 }
 
+// targetFingerprint is the target's fingerprint and the backend's device's.
 func targetFingerprint(t target.Target, opts Options) string {
 	s := t.Fingerprint()
-	if opts.CPU != nil {
-		s += " | device " + opts.CPU.Info().Fingerprint
+	if be, err := opts.backendFor(t.Kind); err == nil {
+		if d := be.Fingerprint(opts); d != "" {
+			s += " | device " + d
+		}
 	}
 	return s
 }
 
-func toolchain(opts Options) string {
-	if opts.CPU == nil || opts.CPU.Compiler() == nil {
+// toolchain names the compilers the backend runs.
+func toolchain(t target.Target, opts Options) string {
+	be, err := opts.backendFor(t.Kind)
+	if err != nil {
 		return "none"
 	}
-	return opts.CPU.Compiler().Identity()
+	return be.Toolchain(opts)
 }
 
 func digestString(s string) string {
 	return compilecache.DigestOf([]byte(s)).String()
-}
-
-// cpuOf is the job's device as the CPU device the C kernels are built with.
-func cpuOf(job *engine.Job) (*devcpu.Device, error) {
-	cpu, ok := job.Device.(*devcpu.Device)
-	if !ok || cpu == nil {
-		return nil, fmt.Errorf("%w: model %q: target %v needs a CPU device, got %T", ErrCompile, job.Name, job.Target.Kind, job.Device)
-	}
-	return cpu, nil
 }

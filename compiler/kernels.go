@@ -1,20 +1,14 @@
 package compiler
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kilnrt/kiln/codegen"
-	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
-	lpasses "github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -30,7 +24,7 @@ type kernelUse struct {
 	dims     []string  // the symbols the kernel takes as runtime dims, in order
 }
 
-// kernelUnit is one unique kernel: its C translation unit and entry point.
+// kernelUnit is one unique kernel: its translation unit and entry point.
 type kernelUnit struct {
 	name    string
 	code    string
@@ -54,7 +48,7 @@ type kernelTable struct {
 	byShape map[string]*kernelUse
 	units   []kernelUnit
 	packed  map[packKey]*tensor.Tensor
-	so      []byte
+	so      []byte // the binary the backend built
 }
 
 func newKernelTable() *kernelTable {
@@ -66,7 +60,7 @@ const canonicalName = "kiln_kernel"
 
 // lowerKernelFor lowers n (with the other members of its fused group as epilogues, in
 // topological order, when given) through the strategy table, the loopir pipeline and
-// the C dialect, and returns its entry in the kernel table. With epilogues that no
+// the backend's dialect, and returns its entry in the kernel table. With epilogues that no
 // strategy fuses it returns nil and no error.
 func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, error) {
 	c.vars = map[string]*loopir.Var{}
@@ -106,7 +100,7 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 		return nil, err
 	}
 	c.res.Stats.Strategies[impl.Strategy]++
-	low, err := lpasses.CPUPipeline().Run(impl.Func)
+	low, err := c.be.Lowering().Run(impl.Func)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
@@ -148,7 +142,9 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 	}
 	cp := *low
 	cp.Name = canonicalName
-	src, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true, BoundsCheck: c.opts.Recipe.BoundsCheck}, &cp)
+	eopts := c.be.Emit
+	eopts.BoundsCheck = c.opts.Recipe.BoundsCheck
+	src, err := codegen.Emit(c.be.Dialect, eopts, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
@@ -164,7 +160,7 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 		cp.Name += "_" + strings.ToLower(e.Op.String())
 	}
 	cp.Name += "_" + digestString(src.Code)[:10]
-	named, err := codegen.EmitCWith(codegen.COptions{ExternRuntime: true, BoundsCheck: c.opts.Recipe.BoundsCheck}, &cp)
+	named, err := codegen.Emit(c.be.Dialect, eopts, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
@@ -224,71 +220,20 @@ func (kt *kernelTable) prepack(v *graph.Value, p kernels.Param) (*tensor.Tensor,
 	return t, nil
 }
 
-// build compiles every unique kernel to an object, Jobs at a time (from the journal
-// when Options.Cache has it), and links them with the C runtime into one shared object.
+// build turns the unique kernels into the executable's binary through the backend.
 func (c *compile) build() error {
 	kt := c.kt
-	cc := c.opts.CPU.Compiler()
-	if cc == nil {
-		return fmt.Errorf("the CPU device was opened without a C compiler")
+	job := &BuildJob{Context: c.opts.Context, Target: c.t, Options: c.opts, c: c}
+	for _, u := range kt.units {
+		job.Kernels = append(job.Kernels, KernelSource{Name: u.name, Code: u.code, Node: u.node})
 	}
-	objs := make([][]byte, len(kt.units)+1)
-	g, ctx := errgroup.WithContext(c.opts.Context)
-	g.SetLimit(c.opts.Jobs)
-	var mu sync.Mutex
-	done, total := 0, len(kt.units)
-	g.Go(func() error {
-		o, err := c.object(ctx, "C runtime", codegen.CRuntime())
-		objs[0] = o
-		if err != nil {
-			return fmt.Errorf("C runtime: %w", err)
-		}
-		return nil
-	})
-	for i, u := range kt.units {
-		g.Go(func() error {
-			o, err := c.object(ctx, u.name, u.code)
-			if err != nil {
-				return fmt.Errorf("kernel %s (for %s): %w", u.name, u.node, err)
-			}
-			objs[i+1] = o
-			mu.Lock()
-			done++
-			c.report(Progress{Stage: "build", Done: done, Total: total, Detail: u.name})
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	bin, err := c.be.Build(job)
+	if err != nil {
 		return err
 	}
-	so, err := cc.Link(c.opts.Context, objs)
-	if err != nil {
-		return fmt.Errorf("linking %d kernels: %w", total, err)
-	}
-	kt.so = so
+	kt.so = bin
 	c.res.Stats.KernelsCached = int(c.kernelHits.Load())
 	return nil
-}
-
-// object compiles one translation unit, through the journal when there is one.
-func (c *compile) object(ctx context.Context, name, code string) ([]byte, error) {
-	cc := c.opts.CPU.Compiler()
-	j := c.opts.Cache
-	if j == nil || j.Policy() == compilecache.PolicyOff {
-		return cc.CompileObject(ctx, code)
-	}
-	r, err := j.Do(ctx, kernelMaterial(code, c.t, c.opts), name, func(ctx context.Context) ([]byte, int, error) {
-		o, err := cc.CompileObject(ctx, code)
-		return o, 0, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if (r.Outcome == compilecache.Hit || r.Outcome == compilecache.Waited) && code != codegen.CRuntime() {
-		c.kernelHits.Add(1)
-	}
-	return r.Blob.Bytes(), nil
 }
 
 // kernelInfos is the executable's kernel table.

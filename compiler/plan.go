@@ -36,7 +36,7 @@ func (c *compile) plan() error {
 		Constants: e.consts,
 		Kernels:   c.kt.kernelInfos(),
 		Builtins:  e.builtins,
-		Binaries:  []vm.Binary{{Device: "cpu", Fingerprint: c.opts.CPU.Info().Fingerprint, Data: c.kt.so}},
+		Binaries:  []vm.Binary{{Device: c.be.Device, Fingerprint: c.be.Fingerprint(c.opts), Data: c.kt.so}},
 	}
 	for _, v := range c.mod.Main.Params {
 		exe.Inputs = append(exe.Inputs, ioInfo(v))

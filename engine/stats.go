@@ -10,6 +10,7 @@ type Progress struct {
 
 // Stats describe a compiled executable, for reports and `kiln inspect`.
 type Stats struct {
+	Backend       string        // the backend that compiled it (compiler.Backend.Name)
 	Nodes         int           // graph nodes after the passes (subgraphs included)
 	Launches      int           // kernel launches in the entry function's code
 	Kernels       int           // unique kernels (after deduplication)

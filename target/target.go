@@ -1,6 +1,7 @@
 package target
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -41,6 +42,66 @@ type Target struct {
 	Cores    int       // cores available for parallel kernels
 	// VectorBits is the widest SIMD register the target's features allow (128/256/512).
 	VectorBits int
+	// GPU holds a GPU's limits (zero for a CPU).
+	GPU GPUFacts
+}
+
+// GPUFacts are the limits of a GPU that kernels are scheduled and printed for, as a
+// device probe reports them.
+type GPUFacts struct {
+	MaxWorkGroup  int   // threads in one work-group (OpenCL) or block (CUDA)
+	LocalMemBytes int64 // local (OpenCL) or shared (CUDA) memory of one work-group
+	ComputeUnits  int   // compute units (OpenCL) or streaming multiprocessors (CUDA)
+	// ImageMaxWidth and ImageMaxHeight bound an image2d in texels (0: no images).
+	ImageMaxWidth, ImageMaxHeight int
+	FP16                          bool // half-precision arithmetic
+}
+
+// ErrInvalid: a target described with values it cannot have.
+var ErrInvalid = errors.New("invalid target")
+
+// GPU describes a GPU of kind (CUDA or OpenCL) and architecture arch (e.g. "sm_86",
+// "gfx1030") with the limits a device probe read.
+func GPU(kind Kind, arch string, facts GPUFacts) (Target, error) {
+	if kind != CUDA && kind != OpenCL {
+		return Target{}, fmt.Errorf("%w: %v is not a GPU kind", ErrInvalid, kind)
+	}
+	if err := facts.check(); err != nil {
+		return Target{}, fmt.Errorf("%w: %v %s: %w", ErrInvalid, kind, arch, err)
+	}
+	if facts.zero() {
+		return Target{}, fmt.Errorf("%w: %v %s: no limits given", ErrInvalid, kind, arch)
+	}
+	return Target{Kind: kind, Arch: arch, GPU: facts}, nil
+}
+
+func (f GPUFacts) check() error {
+	switch {
+	case f.MaxWorkGroup < 0 || f.LocalMemBytes < 0 || f.ComputeUnits < 0 || f.ImageMaxWidth < 0 || f.ImageMaxHeight < 0:
+		return fmt.Errorf("negative limit in %s", f)
+	case (f.ImageMaxWidth == 0) != (f.ImageMaxHeight == 0):
+		return fmt.Errorf("image limits %dx%d: both or neither must be 0", f.ImageMaxWidth, f.ImageMaxHeight)
+	}
+	return nil
+}
+
+func (f GPUFacts) zero() bool { return f == GPUFacts{} }
+
+// String is the facts' stable text form: "wg=1024 local=49152 cu=80 image=16384x16384
+// +fp16" (image=none without images, -fp16 without half precision).
+func (f GPUFacts) String() string { return strings.Join(f.fields(), " ") }
+
+func (f GPUFacts) fields() []string {
+	img := "none"
+	if f.ImageMaxWidth != 0 || f.ImageMaxHeight != 0 {
+		img = fmt.Sprintf("%dx%d", f.ImageMaxWidth, f.ImageMaxHeight)
+	}
+	fp16 := "-fp16"
+	if f.FP16 {
+		fp16 = "+fp16"
+	}
+	return []string{fmt.Sprintf("wg=%d", f.MaxWorkGroup), fmt.Sprintf("local=%d", f.LocalMemBytes),
+		fmt.Sprintf("cu=%d", f.ComputeUnits), "image=" + img, fp16}
 }
 
 // Host describes the machine kiln runs on.
@@ -91,21 +152,35 @@ func (t *Target) normalize() {
 // Has reports whether the target has an ISA feature.
 func (t Target) Has(f Feature) bool { return slices.Contains(t.Features, f) }
 
-// String is the stable text form, e.g. "cpu amd64 cores=2 +avx2,+avx512f,+fma".
+// String is the stable text form, e.g. "cpu amd64 cores=2 +avx2,+avx512f,+fma"; a
+// target with GPU facts ends with them: "opencl gfx1030 cores=0 wg=256 local=65536
+// cu=40 image=16384x16384 +fp16".
 func (t Target) String() string {
 	fs := make([]string, len(t.Features))
 	for i, f := range t.Features {
 		fs[i] = "+" + string(f)
 	}
-	return fmt.Sprintf("%v %s cores=%d %s", t.Kind, t.Arch, t.Cores, strings.Join(fs, ","))
+	if t.GPU.zero() {
+		return fmt.Sprintf("%v %s cores=%d %s", t.Kind, t.Arch, t.Cores, strings.Join(fs, ","))
+	}
+	parts := []string{t.Kind.String(), t.Arch, fmt.Sprintf("cores=%d", t.Cores)}
+	if len(fs) > 0 {
+		parts = append(parts, strings.Join(fs, ","))
+	}
+	return strings.Join(append(parts, t.GPU.fields()...), " ")
 }
 
 // Fingerprint identifies the code-generation-relevant part of the target (cores excluded:
-// the same binary runs with any thread count).
+// the same binary runs with any thread count), e.g. "cpu/amd64/avx2,fma"; GPU facts
+// follow as a fourth part: "cuda/sm_86//wg=1024,local=49152,cu=80,image=none,+fp16".
 func (t Target) Fingerprint() string {
 	fs := make([]string, len(t.Features))
 	for i, f := range t.Features {
 		fs[i] = string(f)
 	}
-	return fmt.Sprintf("%v/%s/%s", t.Kind, t.Arch, strings.Join(fs, ","))
+	s := fmt.Sprintf("%v/%s/%s", t.Kind, t.Arch, strings.Join(fs, ","))
+	if !t.GPU.zero() {
+		s += "/" + strings.Join(t.GPU.fields(), ",")
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -38,5 +39,94 @@ func TestFingerprintIgnoresCores(t *testing.T) {
 	}
 	if a.VectorBits != 256 {
 		t.Errorf("VectorBits = %d, want 256", a.VectorBits)
+	}
+}
+
+// TestCPUTextFormsDoNotDependOnGPUFields: a CPU target prints as it always has (its
+// fingerprint is part of every journal key).
+func TestCPUTextFormsDoNotDependOnGPUFields(t *testing.T) {
+	a := Target{Kind: CPU, Arch: "amd64", Features: []Feature{"avx2", "fma"}, Cores: 2}
+	if got, want := a.String(), "cpu amd64 cores=2 +avx2,+fma"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got, want := a.Fingerprint(), "cpu/amd64/avx2,fma"; got != want {
+		t.Errorf("Fingerprint() = %q, want %q", got, want)
+	}
+	bare := Target{Kind: CPU, Arch: "arm64"}
+	if got, want := bare.String(), "cpu arm64 cores=0 "; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got, want := bare.Fingerprint(), "cpu/arm64/"; got != want {
+		t.Errorf("Fingerprint() = %q, want %q", got, want)
+	}
+}
+
+func TestGPUTextForms(t *testing.T) {
+	cuda, err := GPU(CUDA, "sm_86", GPUFacts{MaxWorkGroup: 1024, LocalMemBytes: 49152, ComputeUnits: 80, FP16: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cuda.String(), "cuda sm_86 cores=0 wg=1024 local=49152 cu=80 image=none +fp16"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got, want := cuda.Fingerprint(), "cuda/sm_86//wg=1024,local=49152,cu=80,image=none,+fp16"; got != want {
+		t.Errorf("Fingerprint() = %q, want %q", got, want)
+	}
+	cl, err := GPU(OpenCL, "gfx1030", GPUFacts{MaxWorkGroup: 256, LocalMemBytes: 65536, ComputeUnits: 40, ImageMaxWidth: 16384, ImageMaxHeight: 8192})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cl.String(), "opencl gfx1030 cores=0 wg=256 local=65536 cu=40 image=16384x8192 -fp16"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got, want := cl.Fingerprint(), "opencl/gfx1030//wg=256,local=65536,cu=40,image=16384x8192,-fp16"; got != want {
+		t.Errorf("Fingerprint() = %q, want %q", got, want)
+	}
+}
+
+// TestEveryGPUFactIsInTheFingerprint: two GPUs that differ in one fact get different
+// journal keys.
+func TestEveryGPUFactIsInTheFingerprint(t *testing.T) {
+	base := GPUFacts{MaxWorkGroup: 256, LocalMemBytes: 32768, ComputeUnits: 8, ImageMaxWidth: 4096, ImageMaxHeight: 4096}
+	edits := map[string]func(*GPUFacts){
+		"work-group":    func(f *GPUFacts) { f.MaxWorkGroup = 512 },
+		"local memory":  func(f *GPUFacts) { f.LocalMemBytes = 65536 },
+		"compute units": func(f *GPUFacts) { f.ComputeUnits = 16 },
+		"image width":   func(f *GPUFacts) { f.ImageMaxWidth = 8192 },
+		"image height":  func(f *GPUFacts) { f.ImageMaxHeight = 8192 },
+		"fp16":          func(f *GPUFacts) { f.FP16 = true },
+	}
+	a, err := GPU(OpenCL, "mali", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range edits {
+		f := base
+		edit(&f)
+		b, err := GPU(OpenCL, "mali", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Fingerprint() == b.Fingerprint() || a.String() == b.String() {
+			t.Errorf("%s: text forms do not change: %q", name, b.Fingerprint())
+		}
+	}
+}
+
+func TestGPURefusesImpossibleFacts(t *testing.T) {
+	ok := GPUFacts{MaxWorkGroup: 256, LocalMemBytes: 32768, ComputeUnits: 8}
+	cases := map[string]struct {
+		kind  Kind
+		facts GPUFacts
+	}{
+		"cpu kind":          {CPU, ok},
+		"no limits":         {CUDA, GPUFacts{}},
+		"negative":          {CUDA, GPUFacts{MaxWorkGroup: -1}},
+		"image width alone": {OpenCL, GPUFacts{MaxWorkGroup: 256, ImageMaxWidth: 4096}},
+	}
+	for name, c := range cases {
+		if _, err := GPU(c.kind, "x", c.facts); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
 	}
 }

@@ -24,7 +24,9 @@
 // run-time trip count, with a scalar tail); where the inputs stream along the innermost
 // reduction instead (a row's max, sum or sum of squares in softmax and LayerNorm), the
 // reduction stays innermost, its init is decomposed out and it runs as a vector
-// reduction.
+// reduction. ScalarStrategies(reg) is the generic rule alone (no packed, tensorized or
+// Winograd kernels, so no blocked operand): a second table for the same target, as a
+// backend other than the CPU's may use.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are

@@ -13,7 +13,25 @@ import (
 // arithmetic, and the generic rule (ScheduleGeneric on the compute definition) for
 // every other op with a definition in reg.
 func Strategies(reg *kernels.Registry) *kernels.Strategies {
-	generic := kernels.Strategy{Name: "generic",
+	table := map[graph.Op][]kernels.Strategy{}
+	for _, fam := range []map[graph.Op][]kernels.Strategy{tensorizedStrategies(reg), rnnStrategies()} {
+		for op, l := range fam {
+			table[op] = append(table[op], l...)
+		}
+	}
+	return kernels.NewStrategies(genericStrategy(reg), table)
+}
+
+// ScalarStrategies is the generic rule alone, for every op with a compute definition in
+// reg: no packed, tensorized or Winograd kernels, and so no operand in a blocked
+// layout (use it with no layout policy).
+func ScalarStrategies(reg *kernels.Registry) *kernels.Strategies {
+	return kernels.NewStrategies(genericStrategy(reg), nil)
+}
+
+// genericStrategy schedules a node's compute definition with ScheduleGeneric.
+func genericStrategy(reg *kernels.Registry) kernels.Strategy {
+	return kernels.Strategy{Name: "generic",
 		Build: func(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
 			return kernels.Generic(reg, KernelName(n), n, in, ScheduleGeneric)
 		},
@@ -21,13 +39,6 @@ func Strategies(reg *kernels.Registry) *kernels.Strategies {
 			return kernels.GenericFused(reg, KernelName(n), n, in, epi, ScheduleGeneric)
 		},
 	}
-	table := map[graph.Op][]kernels.Strategy{}
-	for _, fam := range []map[graph.Op][]kernels.Strategy{tensorizedStrategies(reg), rnnStrategies()} {
-		for op, l := range fam {
-			table[op] = append(table[op], l...)
-		}
-	}
-	return kernels.NewStrategies(generic, table)
 }
 
 // KernelName is a C-safe function name for a node's kernel (the compiler renames

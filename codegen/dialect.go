@@ -1,0 +1,118 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// Dialect is what one C-family language prints differently. The emitter walks the loop
+// IR once, the same for every language, and asks the dialect at each point where the
+// languages part: the unit's prelude, the kernel's qualifiers, element types, pointer
+// qualifiers, the form of parallel and vectorized loops, and the names of math
+// functions. A language is one Dialect value (CDialect is the first); a form of loop
+// the emitter does not print for a dialect is an error wrapping ErrUnsupported, never
+// silently different code.
+type Dialect struct {
+	// Name is Source.Lang and the key of a tensor intrinsic's implementation
+	// (loopir.TensorIntrin.Impl) in this language.
+	Name string
+	// Prelude opens every translation unit: includes or typedefs, and the helpers any
+	// kernel may call.
+	Prelude string
+	// KernelQualifier precedes a kernel's definition (C: none; OpenCL C would say
+	// "__kernel", CUDA C `extern "C" __global__`).
+	KernelQualifier string
+	// Restrict qualifies a pointer that no other pointer of the kernel aliases.
+	Restrict string
+	// Types are the element types by dtype; a dtype without one is ErrUnsupported.
+	Types map[tensor.DType]string
+	// Parallel is how a parallel loop runs.
+	Parallel ParallelForm
+	// Vector is how a vectorized loop prints.
+	Vector VectorForm
+	// UnrollPragma is the pragma before a loop the schedule unrolled (the C compiler
+	// unrolls it).
+	UnrollPragma string
+	// Math names the function computing the C99 math function base (exp, log, sqrt,
+	// fabs, floor, pow, inf, nan, ...) on dt (float32 or float64).
+	Math func(base string, dt tensor.DType) string
+	// InlineMathF32: float32 exp, log, tanh, sigmoid and erf call the branch-free
+	// helpers defined in the unit (c_math.go) instead of Math's functions.
+	InlineMathF32 bool
+}
+
+// ParallelForm is how a dialect runs a parallel loop.
+type ParallelForm uint8
+
+const (
+	// OutlinedChunks: the loop body becomes a function over a chunk of the iteration
+	// space, and the kernel runs the chunks on host threads (COptions.Parallel picks the
+	// thread runtime). A GPU dialect maps the loop to the launch grid instead: a form of
+	// its own.
+	OutlinedChunks ParallelForm = iota
+)
+
+func (p ParallelForm) String() string {
+	if p == OutlinedChunks {
+		return "outlined-chunks"
+	}
+	return fmt.Sprintf("parallel-form(%d)", uint8(p))
+}
+
+// VectorForm is how a dialect prints a vectorized loop.
+type VectorForm uint8
+
+const (
+	// PragmaLoops: a scalar loop the C compiler vectorizes, told so by a pragma
+	// (`#pragma GCC ivdep`; a reduction into one element `#pragma omp simd reduction`).
+	// A dialect with vector types (OpenCL's float4) prints them through a form of its
+	// own.
+	PragmaLoops VectorForm = iota
+)
+
+func (v VectorForm) String() string {
+	if v == PragmaLoops {
+		return "pragma-loops"
+	}
+	return fmt.Sprintf("vector-form(%d)", uint8(v))
+}
+
+// CDialect is header-free C for the CPU: the calling convention of package devices,
+// C compiler builtins for math, host threads for parallel loops and the C compiler's
+// vectorizer for vector loops.
+func CDialect() *Dialect {
+	return &Dialect{
+		Name:     "c",
+		Prelude:  cPrelude,
+		Restrict: "restrict",
+		Types: map[tensor.DType]string{
+			tensor.Float32: "float", tensor.Float64: "double",
+			tensor.Int64: "i64", tensor.Int32: "i32", tensor.Int16: "i16", tensor.Int8: "i8",
+			tensor.Uint64: "u64", tensor.Uint32: "u32", tensor.Uint16: "u16", tensor.Uint8: "u8",
+			tensor.Bool: "u8",
+		},
+		Parallel:      OutlinedChunks,
+		Vector:        PragmaLoops,
+		UnrollPragma:  "GCC unroll 16",
+		Math:          cBuiltinMath,
+		InlineMathF32: true,
+	}
+}
+
+// cBuiltinMath names the C compiler's builtin: __builtin_expf for float32,
+// __builtin_exp for float64.
+func cBuiltinMath(base string, dt tensor.DType) string {
+	if dt == tensor.Float64 {
+		return "__builtin_" + base
+	}
+	return "__builtin_" + base + "f"
+}
+
+// mathBase is the C99 base name of each loop-IR math intrinsic.
+var mathBase = map[loopir.Intrinsic]string{
+	loopir.Exp: "exp", loopir.Log: "log", loopir.Sqrt: "sqrt", loopir.Tanh: "tanh", loopir.Erf: "erf",
+	loopir.Pow: "pow", loopir.Abs: "fabs", loopir.Floor: "floor", loopir.Ceil: "ceil", loopir.Round: "rint",
+	loopir.Sin: "sin", loopir.Cos: "cos",
+}

@@ -10,11 +10,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kilnrt/kiln/compiler"
-	"github.com/kilnrt/kiln/configs/modelpb"
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"

@@ -3,19 +3,19 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/compiler"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/serve/modelrepo"
 	"github.com/kilnrt/kiln/target"
 )
 
@@ -24,39 +24,27 @@ type repoModel struct {
 	name, version, path string
 }
 
-// scanRepository finds <repo>/<model>/<version>/model.onnx (Triton's layout) and, for
-// folders without numeric versions, <repo>/<model>/model.onnx.
-func scanRepository(repo string) ([]repoModel, error) {
-	dirs, err := os.ReadDir(repo)
+// repositoryModels lists every version of every model of a repository as kiln serve
+// finds them (modelrepo.Root.Scan: valid model names, canonical version folders,
+// model.onnx a regular file), by name, then oldest version first; the warnings name
+// the folders passed over and why.
+func repositoryModels(dir string) ([]repoModel, []string, error) {
+	root, err := modelrepo.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	ms, warnings, err := root.Scan()
+	if err != nil {
+		return nil, nil, err
 	}
 	var out []repoModel
-	for _, d := range dirs {
-		if !d.IsDir() || strings.HasPrefix(d.Name(), ".") {
-			continue
-		}
-		mdir := filepath.Join(repo, d.Name())
-		subs, _ := os.ReadDir(mdir)
-		found := false
-		for _, s := range subs {
-			if _, err := strconv.Atoi(s.Name()); err != nil || !s.IsDir() {
-				continue
-			}
-			p := filepath.Join(mdir, s.Name(), "model.onnx")
-			if _, err := os.Stat(p); err == nil {
-				out = append(out, repoModel{d.Name(), s.Name(), p})
-				found = true
-			}
-		}
-		if p := filepath.Join(mdir, "model.onnx"); !found {
-			if _, err := os.Stat(p); err == nil {
-				out = append(out, repoModel{d.Name(), "", p})
-			}
+	for _, m := range ms {
+		for i := len(m.Versions) - 1; i >= 0; i-- {
+			v := m.Versions[i]
+			out = append(out, repoModel{m.Name, strconv.FormatInt(v.Number, 10), v.Path})
 		}
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].path < out[b].path })
-	return out, nil
+	return out, warnings, nil
 }
 
 // dimsFor reads --dims specs "[MODEL:]sym=N,sym=N" into the bindings for one model.
@@ -88,9 +76,10 @@ func prebuildCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prebuild --model-repository DIR",
 		Short: "Compile every model of a repository into the journal (the Kubernetes warm-cache job); exit 1 if any fails",
-		Long: `Compile every <repo>/<model>/<version>/model.onnx (or <repo>/<model>/model.onnx) for
-this machine into the binary journal, so that servers and replicas sharing the journal
-start warm. Models with symbolic input dims need them bound: --dims seq=128 for every
+		Long: `Compile every <repo>/<model>/<version>/model.onnx for this machine into the binary
+journal, so that servers and replicas sharing the journal start warm. The repository is
+read as kiln serve reads it: the same models and versions, and the same folders passed
+over (with a warning). Models with symbolic input dims need them bound: --dims seq=128 for every
 model, --dims bert:seq=128 for one. Models already in the journal are not rebuilt.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -100,14 +89,18 @@ model, --dims bert:seq=128 for one. Models already in the journal are not rebuil
 			if tgt != "host" && tgt != "cpu" {
 				return usageError{fmt.Errorf("--target %q: only the host CPU is a target (CUDA and OpenCL devices are not built)", tgt)}
 			}
-			models, err := scanRepository(repo)
+			models, warnings, err := repositoryModels(repo)
 			if err != nil {
 				return err
+			}
+			log := newLogger(true)
+			for _, w := range warnings {
+				log.Warn("model repository", zap.String("problem", w))
 			}
 			if len(models) == 0 {
 				return fmt.Errorf("%s: no <model>/<version>/model.onnx found", repo)
 			}
-			j, err := cf.open(newLogger(true))
+			j, err := cf.open(log)
 			if err != nil {
 				return err
 			}

@@ -7,5 +7,8 @@
 // (engine.Recipe.BoundsCheck).
 //
 // This is the only package that reads flags, files and the environment; libraries take
-// typed options.
+// typed options. kiln serve merges its settings into one configs.File (the config file
+// or the defaults, then every flag given on the command line: each flag has a key) and
+// fills serve's and the APIs' options from it; kiln prebuild reads the model repository
+// with serve/modelrepo, as the server does, so both see the same models.
 package main

@@ -10,10 +10,10 @@ import (
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
 	kcpu "github.com/kilnrt/kiln/kernels/cpu"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/schedule"

@@ -16,7 +16,7 @@ var layers = map[string]int{
 	"internal/workdir": -1,
 	"schedule":         3, "codegen": 3, "intrin": 3, "loader/onnx": 3, "kernels/ref": 3,
 	"kernels":     4,
-	"kernels/cpu": 5, "kernels/kerneltest": 5, "kernels/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
+	"kernels/cpu": 5, "internal/kerneltest": 5, "internal/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
 	"compiler":      6,
 	"serve":         7,
 	"serve/httpapi": 8, "serve/grpcapi": 8,

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/te"

@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"errors"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"math"
 	"testing"
 

@@ -1,11 +1,11 @@
 package cpu
 
 import (
-	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
 	kt "github.com/kilnrt/kiln/internal/kerneltest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/tensor"
 )

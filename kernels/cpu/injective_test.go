@@ -3,11 +3,11 @@ package cpu
 import (
 	"errors"
 	"fmt"
-	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
 	kt "github.com/kilnrt/kiln/internal/kerneltest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"

@@ -13,11 +13,15 @@ import (
 )
 
 type pkg struct {
-	ImportPath string
-	Dir        string
-	Imports    []string
-	GoFiles    []string
-	Module     *struct{ Path string }
+	ImportPath   string
+	Dir          string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	GoFiles      []string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	Module       *struct{ Path string }
 }
 
 func listPackages(t *testing.T) (string, []pkg) {

@@ -33,6 +33,15 @@ var runtimeHalf = []string{"tensor", "target", "devices/...", "devices", "vm", "
 var compilerHalf = []string{"graph/...", "graph", "loopir/...", "loopir", "te", "schedule",
 	"kernels/...", "kernels", "codegen", "intrin", "autotune", "compiler", "loader/...", "loader", "serve/...", "serve"}
 
+// targetNeutral packages hold compute definitions every target shares: they import no
+// ISA-specific package (isaSpecific) and query no ISA feature; what a target's schedule
+// needs to know about its vector unit comes from that target's strategies (isaAware).
+var (
+	targetNeutral = []string{"kernels", "kernels/..."}
+	isaAware      = []string{"kernels/cpu", "kernels/cpu/..."}
+	isaSpecific   = []string{"intrin", "intrin/..."}
+)
+
 // layerOf returns the layer of a module-relative package path.
 func layerOf(rel string) (int, bool) {
 	if l, ok := layers[rel]; ok {

@@ -113,7 +113,7 @@ func TestNoInitRegistration(t *testing.T) {
 }
 
 func TestLayerOf(t *testing.T) {
-	cases := map[string]int{"tensor": 0, "internal/archtest": 0, "loader/onnx": 3, "cmd/kiln/internal/conformance": 8, "cmd/kiln": 9, "kernels/cpu": 5}
+	cases := map[string]int{"tensor": 0, "internal/archtest": 0, "loader/onnx": 3, "cmd/kiln/internal/conformance": 8, "cmd/kiln": 9, "kernels/cpu": 5, "internal/kerneltest": 5, "internal/nodetest": 5}
 	for in, want := range cases {
 		if got, ok := layerOf(in); !ok || got != want {
 			t.Errorf("layerOf(%q) = %d, %v; want %d", in, got, ok, want)

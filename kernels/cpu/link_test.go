@@ -2,15 +2,14 @@ package cpu
 
 import (
 	"context"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"testing"
 
 	"github.com/kilnrt/kiln/codegen"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/intrin"
-	"github.com/kilnrt/kiln/kernels"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/schedule"
@@ -26,7 +25,7 @@ func TestPerKernelObjectsLinked(t *testing.T) {
 	g := intrin.GemmF32("generic", 4, 4, 2)
 	a := te.Placeholder("a", tensor.Float32, loopir.Int(m), loopir.Int(k))
 	b := te.Placeholder("b", tensor.Float32, loopir.Int(k), loopir.Int(n))
-	mm, err := te.Lower("linked_mm", []*te.Tensor{a, b}, []*te.Tensor{kernels.MatMulPacked(a, b, 0, g.NR)})
+	mm, err := te.Lower("linked_mm", []*te.Tensor{a, b}, []*te.Tensor{MatMulPacked(a, b, 0, g.NR)})
 	if err != nil {
 		t.Fatal(err)
 	}

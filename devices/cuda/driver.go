@@ -107,7 +107,11 @@ const (
 )
 
 // call makes one foreign call returning a CUresult (a 32-bit enum: the upper half of the
-// return register is not part of it).
+// return register is not part of it). Arguments converted from pointers must be
+// converted in call's own argument list: go:uintptrescapes then moves what they point to
+// to the heap, where it cannot move while the driver writes through it.
+//
+//go:uintptrescapes
 func (d *driver) call(fn uintptr, args ...uintptr) result {
 	r, _, _ := purego.SyscallN(fn, args...)
 	return result(int32(r))

@@ -20,7 +20,11 @@ func openLibrary(candidates []string) (uintptr, string, error) {
 		if err == nil {
 			return h, c, nil
 		}
-		tried = append(tried, fmt.Sprintf("%s (%v)", c, err))
+		if msg := err.Error(); strings.Contains(msg, c) {
+			tried = append(tried, msg) // the loader's message names the file
+		} else {
+			tried = append(tried, fmt.Sprintf("%s: %s", c, msg))
+		}
 	}
 	return 0, "", fmt.Errorf("tried %s", strings.Join(tried, "; "))
 }

@@ -108,6 +108,10 @@ func (n *NVRTC) Path() string { return n.path }
 // nvrtcCompilation is NVRTC_ERROR_COMPILATION: the source has errors (see the log).
 const nvrtcCompilation = 6
 
+// call makes one foreign call returning an nvrtcResult; see driver.call for why it
+// treats its arguments as escaping pointers.
+//
+//go:uintptrescapes
 func (n *NVRTC) call(fn uintptr, args ...uintptr) int32 {
 	r, _, _ := purego.SyscallN(fn, args...)
 	return int32(r)

@@ -1,7 +1,10 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -210,4 +213,70 @@ func TestAbsentDriverIsUnavailableNamingEveryPathTried(t *testing.T) {
 	if _, err := Open(Options{}); !errors.Is(err, devices.ErrUnavailable) {
 		t.Errorf("open: got %v, want ErrUnavailable", err)
 	}
+}
+
+// TestGoroutinesShareTheDevice: calls from many goroutines (so from many OS threads)
+// each find the device's context current, and each goroutine's results are its own.
+func TestGoroutinesShareTheDevice(t *testing.T) {
+	d := deviceOrSkip(t)
+	_, mod := loadFixture(t, d)
+	k, err := mod.Kernel(devicetest.FixtureKernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, n = 8, 4096
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() { errs <- axpyRoundTrip(d, k, n, float32(w)) }()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Launch(k, fixtureGeometry(n), nil, []int64{n, 0}); !errors.Is(err, devices.ErrLaunch) && !errors.Is(err, devices.ErrUnavailable) {
+		t.Errorf("launch on a closed device: %v", err)
+	}
+	if _, err := d.Alloc(8); !errors.Is(err, devices.ErrUnavailable) {
+		t.Errorf("alloc on a closed device: %v", err)
+	}
+}
+
+// axpyRoundTrip runs the fixture on n copies of x and checks every result.
+func axpyRoundTrip(d *Device, k devices.Kernel, n int, x float32) error {
+	in, err := d.Alloc(int64(4 * n))
+	if err != nil {
+		return err
+	}
+	defer d.Free(in)
+	out, err := d.Alloc(int64(4 * n))
+	if err != nil {
+		return err
+	}
+	defer d.Free(out)
+	raw := make([]byte, 4*n)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(x))
+	}
+	for round := 0; round < 20; round++ {
+		if err := d.CopyIn(in, raw); err != nil {
+			return err
+		}
+		if err := d.Launch(k, fixtureGeometry(n), []devices.Buffer{in, out}, []int64{int64(n), 0}); err != nil {
+			return err
+		}
+		got := make([]byte, 4*n)
+		if err := d.CopyOut(got, out); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			if v := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])); v != 2*x+1 {
+				return fmt.Errorf("worker %v round %d: out[%d] = %v, want %v", x, round, i, v, 2*x+1)
+			}
+		}
+	}
+	return nil
 }

@@ -122,7 +122,7 @@ func (d *Device) Launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 	if closed {
 		return fmt.Errorf("%w: kernel %q of a closed module", devices.ErrLaunch, kk.name)
 	}
-	for _, n := range append(g.Grid[:], g.Block[:]...) {
+	for _, n := range [6]int{g.Grid[0], g.Grid[1], g.Grid[2], g.Block[0], g.Block[1], g.Block[2]} {
 		if n <= 0 || n > 1<<31-1 {
 			return fmt.Errorf("%w: kernel %q: geometry grid %v block %v: every extent must be positive", devices.ErrLaunch, kk.name, g.Grid, g.Block)
 		}
@@ -189,7 +189,10 @@ func (d *Device) Sync() error {
 	d.statusMu.Lock()
 	defer d.statusMu.Unlock()
 	names := strings.Join(d.pending, ", ")
-	if len(d.pending) == maxPending {
+	switch len(d.pending) {
+	case 0: // a failure the previous Sync could not clear
+		names = "(none launched since the last Sync)"
+	case maxPending:
 		names += ", ..."
 	}
 	err := d.syncStream()

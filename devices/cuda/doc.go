@@ -25,7 +25,7 @@
 // Contexts are current per OS thread, and goroutines move between threads, so every
 // call that needs the context locks its goroutine to its thread, pushes the context,
 // calls, pops and unlocks. Measured on an H100 (driver 580): push and pop cost about
-// 250-300 ns a call, against about 4.5 us to queue a launch and 20 us to launch and
+// 250-300 ns a call, against about 4.5 us to queue a launch and 20-23 us to launch and
 // wait; cuCtxSetCurrent alone costs about 130-230 ns but leaves the context current on
 // a thread shared with other Go code; handing each call to one goroutine locked to a
 // thread where the context stays current costs 14-18 us a call in wake-ups, more than a

@@ -9,12 +9,20 @@
 // (intrinsic arguments). Buffers are row-major unless they carry explicit Strides; loops may carry
 // Annotations for passes and dialects.
 //
+// GPU launches: a loop may be bound to a ThreadAxis (blockIdx.x/y/z, threadIdx.x/y/z):
+// its kind is Bound(axis), printed "bind(threadIdx.x)", and its iterations run as that
+// index of a launch, one per block or thread, instead of in turn. The binding is a kind
+// rather than an annotation so that every pass that rebuilds a loop keeps it. Launch
+// is the geometry such a kernel runs with: grid and block extents per dimension as
+// expressions over the runtime dims (loopir/passes derives it).
+//
 // Symbolic extents are Vars listed in PrimFunc.Dims: at run time their values arrive in
 // the kernel's dims array, in that order, so one kernel serves many shapes.
 //
 // Invariants (Verify): every Var used is bound (a loop var, a block iterator, or a dim);
 // every buffer accessed is a parameter or allocated in scope; index counts match buffer
-// ranks. The package knows no devices and no languages: codegen prints it.
+// ranks; each thread axis is bound by at most one loop of a function, and a function
+// with bound loops has no parallel (host thread) loops. The package knows no devices and no languages: codegen prints it.
 //
 // References: TVM TensorIR (blocks, iterator bindings, schedules as transformations).
 package loopir

@@ -1,6 +1,10 @@
 package loopir
 
-import "github.com/kilnrt/kiln/tensor"
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/tensor"
+)
 
 // Buffer is a multi-dimensional array: a function parameter or a local allocation.
 type Buffer struct {
@@ -27,11 +31,23 @@ const (
 	Parallel
 	Vectorized
 	Unrolled
+	// boundFirst is the first of the kinds of loops bound to a GPU thread axis, one
+	// per ThreadAxis in order (Bound, ForKind.Thread).
+	boundFirst
 )
 
 var forKindNames = [...]string{"serial", "parallel", "vectorized", "unrolled"}
 
-func (k ForKind) String() string { return forKindNames[k] }
+// String is the kind's name; a bound loop's is "bind(threadIdx.x)".
+func (k ForKind) String() string {
+	if a, ok := k.Thread(); ok {
+		return "bind(" + a.String() + ")"
+	}
+	if k < boundFirst {
+		return forKindNames[k]
+	}
+	return fmt.Sprintf("for-kind(%d)", uint8(k))
+}
 
 // For iterates Var over [Min, Min+Extent).
 type For struct {

@@ -11,9 +11,14 @@ var ErrVerify = errors.New("loopir verification failed")
 // Verify checks that every Var used is bound (a dim, an enclosing loop variable, or an
 // iterator of the enclosing block), that loop variables are not rebound, that every
 // buffer accessed is a parameter or allocated in scope, that index counts match buffer
-// ranks (or are flat), and that blocks bind each iterator exactly once.
+// ranks (or are flat), that blocks bind each iterator exactly once, and that loops bound
+// to GPU thread axes form one launch: each axis bound by at most one loop, and no
+// parallel (host thread) loop in the same function.
 func Verify(f *PrimFunc) error {
 	v := &verifier{f: f, vars: map[*Var]bool{}, bufs: map[*Buffer]bool{}}
+	if err := v.launch(); err != nil {
+		return err
+	}
 	for _, d := range f.Dims {
 		v.vars[d] = true
 	}
@@ -172,4 +177,39 @@ func (v *verifier) stmt(s Stmt) error {
 		return v.stmt(s.Body)
 	}
 	return v.errf("unknown statement %T", s)
+}
+
+// launch checks the loops bound to thread axes: one loop per axis, no parallel loops
+// beside them.
+func (v *verifier) launch() error {
+	var bound [NumThreadAxes]*Var
+	var parallel *Var
+	var err error
+	MapStmt(v.f.Body, func(e Expr) Expr { return e }, func(s Stmt) Stmt {
+		l, ok := s.(*For)
+		if !ok || err != nil {
+			return nil
+		}
+		if l.Kind == Parallel {
+			parallel = l.Var
+		}
+		if a, ok := l.Kind.Thread(); ok {
+			if bound[a] != nil {
+				err = v.errf("loops %s and %s are both bound to %v", bound[a].Name, l.Var.Name, a)
+			}
+			bound[a] = l.Var
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if parallel != nil {
+		for a, b := range bound {
+			if b != nil {
+				return v.errf("parallel loop %s in a kernel whose loop %s is bound to %v", parallel.Name, b.Name, ThreadAxis(a))
+			}
+		}
+	}
+	return nil
 }

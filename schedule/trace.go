@@ -211,6 +211,17 @@ func (t *Trace) Replay(f *loopir.PrimFunc, intrins ...*loopir.TensorIntrin) (*Sc
 			if err := s.Annotate(LoopRV(in[0]), inst.Str[0], inst.Str[1]); err != nil {
 				return nil, err
 			}
+		case "bind":
+			if len(in) != 1 || len(inst.Str) != 1 {
+				return nil, fmt.Errorf("%w: bind takes a loop and a thread axis", ErrSchedule)
+			}
+			axis, ok := loopir.ParseThreadAxis(inst.Str[0])
+			if !ok {
+				return nil, fmt.Errorf("%w: replay: %q is not a thread axis", ErrSchedule, inst.Str[0])
+			}
+			if err := s.Bind(LoopRV(in[0]), axis); err != nil {
+				return nil, err
+			}
 		case "storage_align":
 			if len(in) != 1 || len(inst.Ints) != 4 {
 				return nil, fmt.Errorf("%w: storage_align takes a block and [write, axis, factor, offset]", ErrSchedule)

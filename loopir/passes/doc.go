@@ -21,9 +21,16 @@
 //     statements) share one allocation of the larger size.
 //
 // Vectorization and longer unrolled loops are loop kinds the C dialect turns into
-// compiler hints (ivdep, omp simd reduction, unroll pragmas) and tensor intrinsics carry their own vector code. The
-// host/device split for GPU dialects is not a pass yet: it comes with the first GPU
-// dialect.
+// compiler hints (ivdep, omp simd reduction, unroll pragmas) and tensor intrinsics carry their own vector code.
+//
+// GPU kernels (GPUPipeline, the same passes) are one launch each: after the pipeline,
+// DeriveLaunch reads the geometry off the loops bound to thread axes (loopir.Launch:
+// grid extents over the runtime dims, block extents constant) and guards a thread loop
+// whose extent is below its block extent (a tail); VerifyLaunch checks it against the
+// target's target.GPUFacts (threads per block at most MaxWorkGroup) and that the grid
+// is what a kernel table can evaluate at run time. Both refuse with ErrLaunch naming the
+// kernel. Every store runs under every bound loop, so each thread does its own part of
+// the work and no memory is written once per redundant thread.
 //
 // Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
 // and leaves its input untouched. A pass that meets a construct it cannot handle panics

@@ -59,7 +59,7 @@ type launchDeriver struct {
 	an     *loopir.Analyzer
 	launch loopir.Launch
 	nBound int
-	writes []int                      // per store or intrinsic call: the bound loops above it
+	writes []int                       // per store or intrinsic call: the bound loops above it
 	guard  map[*loopir.Var]loopir.Expr // thread loops that run to a larger constant extent
 	err    error
 }

@@ -53,7 +53,11 @@ func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) 
 	for _, f := range funcs {
 		e := &cEmitter{d: d, b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}, hoisted: map[string]string{},
 			localIDs: map[*loopir.Buffer]int{}, prechecked: map[any]bool{}}
-		if err := e.function(f); err != nil {
+		emitKernel := e.function
+		if d.Parallel == LaunchGrid {
+			emitKernel = e.gpuFunction
+		}
+		if err := emitKernel(f); err != nil {
 			return Source{}, err
 		}
 		src.Kernels = append(src.Kernels, e.kernelName)
@@ -86,9 +90,9 @@ func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) 
 	for _, t := range mm {
 		// operands are evaluated once (no duplicated text), and a comparison of values
 		// lets the compiler vectorize into min/max instructions
-		fmt.Fprintf(&unit, "static inline %[1]s kiln_min_%[2]s(%[1]s a, %[1]s b) { return a < b ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
-		fmt.Fprintf(&unit, "static inline %[1]s kiln_max_%[2]s(%[1]s a, %[1]s b) { return a > b ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
-		fmt.Fprintf(&unit, "static inline %[1]s kiln_sel_%[2]s(int c, %[1]s a, %[1]s b) { return c ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"))
+		fmt.Fprintf(&unit, "%[3]s %[1]s kiln_min_%[2]s(%[1]s a, %[1]s b) { return a < b ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"), d.HelperQualifier)
+		fmt.Fprintf(&unit, "%[3]s %[1]s kiln_max_%[2]s(%[1]s a, %[1]s b) { return a > b ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"), d.HelperQualifier)
+		fmt.Fprintf(&unit, "%[3]s %[1]s kiln_sel_%[2]s(int c, %[1]s a, %[1]s b) { return c ? a : b; }\n", t, strings.ReplaceAll(t, " ", "_"), d.HelperQualifier)
 	}
 	for _, in := range intrins.order {
 		fmt.Fprintf(&unit, "\n/* tensor intrinsic %s */\n%s", in.Name, in.Impl[d.Name])
@@ -275,6 +279,10 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		}
 		fmt.Fprintf(e.b, "%s}\n", pad)
 	case *loopir.Allocate:
+		if e.d.Parallel == LaunchGrid {
+			e.localArray(s, depth)
+			return
+		}
 		t := e.ctype(s.Buf.DT)
 		n := s.Buf.Elements()
 		id := e.ident(s.Buf, s.Buf.Name)
@@ -316,6 +324,10 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 // loop prints a serial, vectorized or unrolled loop (a parallel one is outlined).
 func (e *cEmitter) loop(s *loopir.For, depth int) {
 	pad := strings.Repeat("  ", depth)
+	if a, ok := s.Kind.Thread(); ok {
+		e.boundLoop(s, a, depth)
+		return
+	}
 	switch s.Kind {
 	case loopir.Parallel:
 		if e.d.Parallel != OutlinedChunks {
@@ -326,6 +338,9 @@ func (e *cEmitter) loop(s *loopir.For, depth int) {
 		return
 	case loopir.Serial:
 	case loopir.Vectorized:
+		if e.d.Vector == ScalarLoops {
+			break
+		}
 		if e.d.Vector != PragmaLoops {
 			e.fail("vectorized loops of form %v", e.d.Vector)
 			return
@@ -394,7 +409,7 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		return e.names[x]
 	case *loopir.IntImm:
 		if x.DT == tensor.Int64 || x.DT == tensor.Uint64 {
-			return strconv.FormatInt(x.V, 10) + "LL"
+			return strconv.FormatInt(x.V, 10) + e.d.Int64Suffix
 		}
 		return strconv.FormatInt(x.V, 10)
 	case *loopir.FloatImm:
@@ -465,6 +480,10 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		}
 		switch x.Fn {
 		case loopir.Sigmoid:
+			if e.d.Parallel == LaunchGrid {
+				one := "1" + map[string]string{"f": ".0f", "": ".0"}[suffix]
+				return "(" + one + " / (" + one + " + " + e.d.Math("exp", dt) + "(-" + args[0] + ")))"
+			}
 			e.intrins.useMath("kiln_sigmoid")
 			return "kiln_sigmoid(" + args[0] + ")"
 		case loopir.Rsqrt:

@@ -41,6 +41,16 @@ type Dialect struct {
 	// InlineMathF32: float32 exp, log, tanh, sigmoid and erf call the branch-free
 	// helpers defined in the unit (c_math.go) instead of Math's functions.
 	InlineMathF32 bool
+	// HelperQualifier precedes the definitions of the unit's small helper functions
+	// (min, max, select): "static inline", or CUDA's device-function form.
+	HelperQualifier string
+	// Int64Suffix ends an int64 literal ("LL" in C and CUDA C, "L" in OpenCL C).
+	Int64Suffix string
+	// ThreadIndex is the expression of a launch index (LaunchGrid dialects).
+	ThreadIndex func(loopir.ThreadAxis) string
+	// GlobalQualifier is the address space of a kernel's buffer parameters (OpenCL's
+	// "__global"; none elsewhere).
+	GlobalQualifier string
 }
 
 // ParallelForm is how a dialect runs a parallel loop.
@@ -52,11 +62,19 @@ const (
 	// thread runtime). A GPU dialect maps the loop to the launch grid instead: a form of
 	// its own.
 	OutlinedChunks ParallelForm = iota
+	// LaunchGrid: the kernel is one GPU launch. Loops bound to thread axes
+	// (loopir.Bound) print as the launch indices, the kernel follows the GPU calling
+	// convention (buffers, dims by value, the status block; gpu.go), and a parallel loop
+	// is refused: a GPU schedule binds its loops instead.
+	LaunchGrid
 )
 
 func (p ParallelForm) String() string {
-	if p == OutlinedChunks {
+	switch p {
+	case OutlinedChunks:
 		return "outlined-chunks"
+	case LaunchGrid:
+		return "launch-grid"
 	}
 	return fmt.Sprintf("parallel-form(%d)", uint8(p))
 }
@@ -70,11 +88,17 @@ const (
 	// A dialect with vector types (OpenCL's float4) prints them through a form of its
 	// own.
 	PragmaLoops VectorForm = iota
+	// ScalarLoops: a vectorized loop prints as a plain loop (a GPU thread is scalar;
+	// the lanes are the threads).
+	ScalarLoops
 )
 
 func (v VectorForm) String() string {
-	if v == PragmaLoops {
+	switch v {
+	case PragmaLoops:
 		return "pragma-loops"
+	case ScalarLoops:
+		return "scalar-loops"
 	}
 	return fmt.Sprintf("vector-form(%d)", uint8(v))
 }
@@ -93,11 +117,13 @@ func CDialect() *Dialect {
 			tensor.Uint64: "u64", tensor.Uint32: "u32", tensor.Uint16: "u16", tensor.Uint8: "u8",
 			tensor.Bool: "u8",
 		},
-		Parallel:      OutlinedChunks,
-		Vector:        PragmaLoops,
-		UnrollPragma:  "GCC unroll 16",
-		Math:          cBuiltinMath,
-		InlineMathF32: true,
+		Parallel:        OutlinedChunks,
+		Vector:          PragmaLoops,
+		UnrollPragma:    "GCC unroll 16",
+		Math:            cBuiltinMath,
+		InlineMathF32:   true,
+		HelperQualifier: "static inline",
+		Int64Suffix:     "LL",
 	}
 }
 

@@ -10,12 +10,30 @@
 // looked up under the dialect's name. A dialect whose forms the emitter does not print
 // is refused with ErrUnsupported, never printed as C.
 //
-// CDialect is the first dialect: header-free C (compiler builtins instead of <math.h>,
+// CDialect is header-free C (compiler builtins instead of <math.h>,
 // typedefs instead of <stdint.h>), because parsing system headers costs more than
 // compiling a kernel; EmitC and EmitCWith print through it. Every kernel follows the
 // calling convention of package devices: int kernel(void *const *bufs, const long long
 // *dims, void *ctx), buffers in parameter order and symbolic dims in PrimFunc.Dims
 // order, returning 0 or an error code.
+//
+// GPU dialects (gpu.go, dialect_gpu.go): CUDADialect (CUDA C++ for NVRTC) and
+// OpenCLDialect (OpenCL C 1.2) print through the same emitter; their ParallelForm is
+// LaunchGrid, which switches the kernel's frame to the GPU calling convention of the
+// devices (devices/cuda's doc): `extern "C" __global__ void name(T *b0, ..., long long
+// d0, ..., long long *status)`, in OpenCL `__kernel void name(__global T *b0, ..., long
+// d0, ..., __global long *status)`: buffers (inputs, then outputs), each runtime dim by
+// value, the status block last. A loop bound to a thread axis (loopir.Bound) prints as
+// its launch index (blockIdx.x / get_group_id(0), threadIdx.x / get_local_id(0)), so a
+// kernel is correct when launched with the geometry loopir/passes.DeriveLaunch gives,
+// which also guards tails. Everything else (expressions, floor division helpers,
+// min/max/select helpers, tensor intrinsics under the dialect's name) is the shared
+// printer with the dialect's types, helper qualifier, literal suffix and math names.
+// The GPU path does not print parallel loops, index checks or bounds checks (the status
+// block is passed but not written yet), shared memory, or local buffers of run-time
+// size (ErrUnsupported); a local buffer of constant size is a private array, and a
+// vectorized loop is a plain loop (ScalarLoops). CUDA math is the accurate library
+// (expf, not __expf); OpenCL math is the overloaded built-ins, float32 only.
 //
 // Math: float32 exp, log, tanh, sigmoid and erf are not C library calls but static inline
 // (always_inline) functions defined in the unit's prelude, only those its kernels call

@@ -1,0 +1,82 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// gpuFunction prints f as one GPU kernel in the calling convention of the GPU devices
+// (devices/cuda's doc): the buffers' pointers (inputs, then outputs), each runtime dim
+// by value in PrimFunc.Dims order, then the status block (three int64 words: code and
+// two details). Loops bound to thread axes print as the launch indices; the kernel is
+// correct when launched with the geometry loopir/passes.DeriveLaunch gives for f.
+func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
+	e.f = f
+	e.kernelName = e.ident(f, f.Name)
+	if usesIndexCheck(f.Body) {
+		e.fail("index checks of a GPU kernel")
+	}
+	if e.opts.BoundsCheck {
+		e.fail("bounds checks of a GPU kernel")
+	}
+	global := ""
+	if e.d.GlobalQualifier != "" {
+		global = e.d.GlobalQualifier + " "
+	}
+	var params []string
+	for _, p := range f.Params {
+		params = append(params, fmt.Sprintf("%s%s *%s%s", global, e.ctype(p.DT), e.restrict(), e.ident(p, p.Name)))
+	}
+	i64 := e.ctype(tensor.Int64)
+	for _, d := range f.Dims {
+		params = append(params, i64+" "+e.ident(d, d.Name))
+		e.nonNeg[d] = true // extents
+	}
+	params = append(params, fmt.Sprintf("%s%s *kiln_status", global, i64))
+	fmt.Fprintf(e.b, "\n%svoid %s(%s) {\n", e.qualifier(), e.kernelName, strings.Join(params, ", "))
+	e.b.WriteString("  (void)kiln_status;\n")
+	e.stmt(f.Body, 1)
+	e.b.WriteString("}\n")
+	return e.err
+}
+
+// boundLoop prints a loop bound to a thread axis: its variable is the launch index.
+func (e *cEmitter) boundLoop(s *loopir.For, a loopir.ThreadAxis, depth int) {
+	if e.d.Parallel != LaunchGrid || e.d.ThreadIndex == nil {
+		e.fail("%v loops", s.Kind)
+		return
+	}
+	pad := strings.Repeat("  ", depth)
+	v := e.ident(s.Var, s.Var.Name)
+	i64 := e.ctype(tensor.Int64)
+	idx := "(" + i64 + ")" + e.d.ThreadIndex(a)
+	if c, ok := s.Min.(*loopir.IntImm); !ok || c.V != 0 {
+		idx = e.expr(s.Min) + " + " + idx
+	}
+	fmt.Fprintf(e.b, "%s{\n%s  const %s %s = %s;\n", pad, pad, i64, v, idx)
+	forget := e.inside(s)
+	e.stmt(s.Body, depth+1)
+	forget()
+	fmt.Fprintf(e.b, "%s}\n", pad)
+}
+
+// localArray prints a local allocation of a GPU kernel as an array in the thread's
+// private memory; its size must be a constant.
+func (e *cEmitter) localArray(s *loopir.Allocate, depth int) {
+	pad := strings.Repeat("  ", depth)
+	n, ok := loopir.NewAnalyzer(e.f.Dims).Simplify(s.Buf.Elements()).(*loopir.IntImm)
+	if !ok || n.V < 1 {
+		e.fail("local buffer %s of a GPU kernel has no constant size", s.Buf.Name)
+		return
+	}
+	if s.Buf.Scope == "shared" {
+		e.fail("shared buffer %s", s.Buf.Name)
+		return
+	}
+	fmt.Fprintf(e.b, "%s{\n%s  %s %s[%d];\n", pad, pad, e.ctype(s.Buf.DT), e.ident(s.Buf, s.Buf.Name), n.V)
+	e.stmt(s.Body, depth+1)
+	fmt.Fprintf(e.b, "%s}\n", pad)
+}

@@ -1,0 +1,81 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/schedule"
+	"github.com/kilnrt/kiln/target"
+)
+
+// Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: the
+// injective rule (ScheduleInjective) for every op whose compute definition is
+// elementwise, broadcasting or injective, with elementwise epilogues fused into the
+// same kernel. An op it does not fit (a reduction, several outputs) is
+// kernels.ErrNotApplicable, so lowering reports that no strategy applies.
+func Strategies(reg *kernels.Registry) *kernels.Strategies {
+	return kernels.NewStrategies(injectiveStrategy(reg), nil)
+}
+
+func injectiveStrategy(reg *kernels.Registry) kernels.Strategy {
+	build := func(n *graph.Node, t target.Target, lower func(rule func(*schedule.Schedule) error) (*kernels.Impl, error)) (*kernels.Impl, error) {
+		block, err := BlockSize(t)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w: %v", n, kernels.ErrNotApplicable, err)
+		}
+		impl, err := lower(func(s *schedule.Schedule) error { return ScheduleInjective(s, block) })
+		if errors.Is(err, ErrNotInjective) {
+			return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
+		}
+		return impl, err
+	}
+	return kernels.Strategy{Name: "gpu-injective",
+		Build: func(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+			return build(n, t, func(rule func(*schedule.Schedule) error) (*kernels.Impl, error) {
+				return kernels.Generic(reg, KernelName(n), n, in, rule)
+			})
+		},
+		Fused: func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+			return build(n, t, func(rule func(*schedule.Schedule) error) (*kernels.Impl, error) {
+				return kernels.GenericFused(reg, KernelName(n), n, in, epi, rule)
+			})
+		},
+	}
+}
+
+// BlockSize is the injective rule's threads per block on t: DefaultBlock, capped by the
+// target's largest work-group. A target without GPU limits is an error.
+func BlockSize(t target.Target) (int64, error) {
+	if t.Kind != target.CUDA && t.Kind != target.OpenCL {
+		return 0, fmt.Errorf("%v is not a GPU target", t.Kind)
+	}
+	if t.GPU.MaxWorkGroup < 1 {
+		return 0, fmt.Errorf("%v target %s has no work-group limit", t.Kind, t.Arch)
+	}
+	return min(DefaultBlock, int64(t.GPU.MaxWorkGroup)), nil
+}
+
+// KernelName is a C-safe function name for a node's kernel on a GPU (the compiler
+// renames kernels once they are deduplicated; this name shows in traces and errors).
+func KernelName(n *graph.Node) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(n.Op.String()))
+	if n.Name != "" {
+		b.WriteByte('_')
+		for _, r := range n.Name {
+			if r < 128 && (r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				b.WriteRune(r)
+			} else {
+				b.WriteByte('_')
+			}
+		}
+	}
+	s := b.String()
+	if len(s) > 48 {
+		s = fmt.Sprintf("%s_%x", s[:40], len(n.Name))
+	}
+	return s
+}

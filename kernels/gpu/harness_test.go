@@ -220,6 +220,13 @@ func (l *lowered) inputs(t testing.TB, env map[string]int64, seed uint64) map[st
 	return out
 }
 
+// canaryBytes follow each output, filled with canary: more than the largest tail (255
+// elements of 8 bytes).
+const (
+	canaryBytes = 4096
+	canary      = 0xa5
+)
+
 // at evaluates a launch extent at the dims' values.
 func (l *lowered) at(e loopir.Expr, env map[string]int64) (int, error) {
 	m := map[*loopir.Var]loopir.Expr{}
@@ -237,9 +244,9 @@ func (l *lowered) at(e loopir.Expr, env map[string]int64) (int, error) {
 	return int(c.V), nil
 }
 
-// run launches the kernel (loaded from binary) at env on d and compares its output with
-// the reference evaluator's.
-func (l *lowered) run(t *testing.T, d *cuda.Device, k devices.Kernel, name string, env map[string]int64, seed uint64) {
+// run launches the kernel at env on d with the derived geometry and compares its output
+// with the reference evaluator's.
+func (l *lowered) run(t *testing.T, d devices.Device, k devices.Kernel, name string, env map[string]int64, seed uint64) {
 	t.Helper()
 	in := l.inputs(t, env, seed)
 	res, err := ref.Eval(l.m, in, ref.Options{})
@@ -276,7 +283,12 @@ func (l *lowered) run(t *testing.T, d *cuda.Device, k devices.Kernel, name strin
 	}
 	out := l.f.Params[len(l.f.Params)-1]
 	nbytes := out.DT.Size() * want.Shape.NumElements()
-	ob := alloc(nil, nbytes)
+	// the output is followed by a canary, which a thread past the tail would overwrite
+	fill := make([]byte, nbytes+canaryBytes)
+	for i := range fill {
+		fill[i] = canary
+	}
+	ob := alloc(fill, len(fill))
 	var g devices.Geometry
 	for i := range 3 {
 		if g.Grid[i], err = l.at(l.launch.Grid[i], env); err != nil {
@@ -296,11 +308,16 @@ func (l *lowered) run(t *testing.T, d *cuda.Device, k devices.Kernel, name strin
 	if err := d.Sync(); err != nil {
 		t.Fatalf("%s at %v: %v", name, env, err)
 	}
-	raw := make([]byte, nbytes)
+	raw := make([]byte, len(fill))
 	if err := d.CopyOut(raw, ob); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tensor.FromRaw(out.DT, want.Shape, raw)
+	for i, x := range raw[nbytes:] {
+		if x != canary {
+			t.Fatalf("%s at %v: byte %d past the output's end was written", name, env, i)
+		}
+	}
+	got, err := tensor.FromRaw(out.DT, want.Shape, raw[:nbytes])
 	if err != nil {
 		t.Fatal(err)
 	}

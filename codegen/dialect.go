@@ -11,7 +11,7 @@ import (
 // IR once, the same for every language, and asks the dialect at each point where the
 // languages part: the unit's prelude, the kernel's qualifiers, element types, pointer
 // qualifiers, the form of parallel and vectorized loops, and the names of math
-// functions. A language is one Dialect value (CDialect is the first); a form of loop
+// functions. A language is one Dialect value (CDialect, CUDADialect, OpenCLDialect); a form of loop
 // the emitter does not print for a dialect is an error wrapping ErrUnsupported, never
 // silently different code.
 type Dialect struct {
@@ -21,8 +21,8 @@ type Dialect struct {
 	// Prelude opens every translation unit: includes or typedefs, and the helpers any
 	// kernel may call.
 	Prelude string
-	// KernelQualifier precedes a kernel's definition (C: none; OpenCL C would say
-	// "__kernel", CUDA C `extern "C" __global__`).
+	// KernelQualifier precedes a kernel's definition (C: none; OpenCL C "__kernel",
+	// CUDA C `extern "C" __global__`).
 	KernelQualifier string
 	// Restrict qualifies a pointer that no other pointer of the kernel aliases.
 	Restrict string
@@ -59,8 +59,7 @@ type ParallelForm uint8
 const (
 	// OutlinedChunks: the loop body becomes a function over a chunk of the iteration
 	// space, and the kernel runs the chunks on host threads (COptions.Parallel picks the
-	// thread runtime). A GPU dialect maps the loop to the launch grid instead: a form of
-	// its own.
+	// thread runtime).
 	OutlinedChunks ParallelForm = iota
 	// LaunchGrid: the kernel is one GPU launch. Loops bound to thread axes
 	// (loopir.Bound) print as the launch indices, the kernel follows the GPU calling

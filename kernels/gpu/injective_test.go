@@ -32,6 +32,9 @@ func cases(t testing.TB) []gcase {
 		{name: "mul_add_chain", op: graph.OpMul, args: []graph.Type{ty(t, tensor.Float32, "n", "40"), ty(t, tensor.Float32, "40")},
 			stages: []stage{{op: graph.OpAdd, at: 0, args: []graph.Type{{}, ty(t, tensor.Float32, "n", "40")}}}, binds: syms},
 		{name: "cast_to_int32", op: graph.OpCast, attrs: cast, args: []graph.Type{ty(t, tensor.Float32, "n", "9")}, binds: syms},
+		{name: "where_broadcast", op: graph.OpWhere, args: []graph.Type{ty(t, tensor.Bool, "n", "1"), ty(t, tensor.Float32, "n", "13"), ty(t, tensor.Float32, "13")}, binds: syms},
+		{name: "transpose_symbolic", op: graph.OpTranspose, attrs: &graph.TransposeAttrs{Perm: []int64{2, 0, 1}}, args: []graph.Type{ty(t, tensor.Float32, "n", "6", "19")}, binds: syms},
+		{name: "concat_symbolic", op: graph.OpConcat, attrs: &graph.AxisAttrs{Axis: 1}, args: []graph.Type{ty(t, tensor.Float32, "n", "3", "7"), ty(t, tensor.Float32, "n", "5", "7")}, binds: syms},
 	}
 }
 

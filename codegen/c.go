@@ -66,7 +66,7 @@ func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) 
 	var unit strings.Builder
 	unit.WriteString(d.Prelude)
 	if intrins.index {
-		unit.WriteString(cIndexCheck)
+		unit.WriteString(d.IndexHelper)
 	}
 	if opts.BoundsCheck {
 		unit.WriteString(cBoundsCheck)
@@ -453,6 +453,10 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		if x.Fn == loopir.IndexCheck {
 			if name, ok := e.hoisted[loopir.ExprString(x)]; ok {
 				return name
+			}
+			if e.d.IndexHelper == "" {
+				e.fail("index checks")
+				return "0"
 			}
 			if len(x.Args) != 2 || x.Args[0].DType() != tensor.Int64 || x.Args[1].DType() != tensor.Int64 || e.oob == "" {
 				e.fail("index_check takes two int64 operands")

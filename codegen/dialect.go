@@ -48,6 +48,10 @@ type Dialect struct {
 	Int64Suffix string
 	// ThreadIndex is the expression of a launch index (LaunchGrid dialects).
 	ThreadIndex func(loopir.ThreadAxis) string
+	// IndexHelper defines kiln_index(v, n, where), the check of a loopir.IndexCheck,
+	// in this language; where is the kernel's record of a bad index (C: a local struct;
+	// GPU: the status block). Empty: index checks are ErrUnsupported.
+	IndexHelper string
 	// GlobalQualifier is the address space of a kernel's buffer parameters (OpenCL's
 	// "__global"; none elsewhere).
 	GlobalQualifier string
@@ -123,6 +127,7 @@ func CDialect() *Dialect {
 		InlineMathF32:   true,
 		HelperQualifier: "static inline",
 		Int64Suffix:     "LL",
+		IndexHelper:     cIndexCheck,
 	}
 }
 

@@ -71,7 +71,9 @@ typedef unsigned char u8;
 		Math:            gpuMath(true),
 		HelperQualifier: "static __device__ __forceinline__",
 		Int64Suffix:     "LL",
-		ThreadIndex:     func(a loopir.ThreadAxis) string { return a.String() },
+		IndexHelper: gpuIndexHelper("", "static __device__ __forceinline__", "",
+			"atomicCAS((unsigned long long *)status, 0ull, %dull) == 0ull"),
+		ThreadIndex: func(a loopir.ThreadAxis) string { return a.String() },
 	}
 }
 
@@ -109,6 +111,8 @@ typedef uchar u8;
 		HelperQualifier: "static inline",
 		Int64Suffix:     "L",
 		GlobalQualifier: "__global",
+		IndexHelper: gpuIndexHelper("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n", "static inline", "__global ",
+			"atom_cmpxchg((volatile __global long *)status, 0L, %dL) == 0L"),
 		ThreadIndex: func(a loopir.ThreadAxis) string {
 			if a.IsBlock() {
 				return fmt.Sprintf("get_group_id(%d)", a.Dim())

@@ -29,10 +29,14 @@
 // which also guards tails. Everything else (expressions, floor division helpers,
 // min/max/select helpers, tensor intrinsics under the dialect's name) is the shared
 // printer with the dialect's types, helper qualifier, literal suffix and math names.
-// The GPU path does not print parallel loops, index checks or bounds checks (the status
-// block is passed but not written yet), shared memory, or local buffers of run-time
-// size (ErrUnsupported); a local buffer of constant size is a private array, and a
-// vectorized loop is a plain loop (ScalarLoops). CUDA math is the accurate library
+// An index check prints as kiln_index(v, n, kiln_status): an index outside [-n, n)
+// claims the status block with a 64-bit compare-and-swap of its code from 0
+// (StatusIndexOutOfRange; CUDA's atomicCAS, OpenCL's atom_cmpxchg of
+// cl_khr_int64_base_atomics), so the first failing thread's index and n become the
+// details, and reads a clamped index. The GPU path does not print parallel loops,
+// bounds checks, shared memory, or local buffers of run-time size (ErrUnsupported); a
+// local buffer of constant size is a private array, and a vectorized loop is a plain
+// loop (ScalarLoops). CUDA math is the accurate library
 // (expf, not __expf); OpenCL math is the overloaded built-ins, float32 only.
 //
 // Math: float32 exp, log, tanh, sigmoid and erf are not C library calls but static inline

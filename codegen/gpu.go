@@ -17,7 +17,7 @@ func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
 	e.f = f
 	e.kernelName = e.ident(f, f.Name)
 	if usesIndexCheck(f.Body) {
-		e.fail("index checks of a GPU kernel")
+		e.oob = "kiln_status" // kiln_index claims the status block (gpuIndexHelper)
 	}
 	if e.opts.BoundsCheck {
 		e.fail("bounds checks of a GPU kernel")
@@ -79,4 +79,22 @@ func (e *cEmitter) localArray(s *loopir.Allocate, depth int) {
 	fmt.Fprintf(e.b, "%s{\n%s  %s %s[%d];\n", pad, pad, e.ctype(s.Buf.DT), e.ident(s.Buf, s.Buf.Name), n.V)
 	e.stmt(s.Body, depth+1)
 	fmt.Fprintf(e.b, "%s}\n", pad)
+}
+
+// gpuIndexHelper is kiln_index for a GPU language: ONNX's wrap of a negative index,
+// and for an index outside [-n, n) a clamped index, the failure claimed in the status
+// block once (compare-and-swap of the code from 0: the first failing thread wins) with
+// the index and n as its details. cas is the language's 64-bit compare-and-swap of
+// *status from 0 to the code, true when it swapped; pre opens the definition (an
+// extension pragma).
+func gpuIndexHelper(pre, helper, global, cas string) string {
+	return pre + fmt.Sprintf(`%[1]s i64 kiln_index(i64 v, i64 n, %[2]si64 *status) {
+  i64 w = v < 0 ? v + n : v;
+  if ((u64)w >= (u64)n) {
+    if (%[3]s) { status[1] = v; status[2] = n; }
+    return w < 0 || n <= 0 ? 0 : n - 1;
+  }
+  return w;
+}
+`, helper, global, fmt.Sprintf(cas, StatusIndexOutOfRange))
 }

@@ -84,15 +84,30 @@ func sigmoidCast(t *testing.T) *loopir.PrimFunc {
 	return f
 }
 
+// gatherRows is Y[i] = X[I[i]] over 37 indices into 10 elements, I checked.
+func gatherRows(t *testing.T) *loopir.PrimFunc {
+	t.Helper()
+	x := te.Placeholder("X", tensor.Float32, loopir.Int(10))
+	idx := te.Placeholder("I", tensor.Int64, loopir.Int(37))
+	y := te.Compute("Y", []loopir.Expr{loopir.Int(37)}, func(i []loopir.Expr) loopir.Expr {
+		return x.At(te.CheckedIndex(idx.At(i[0]), loopir.Int(10)))
+	})
+	f, err := te.Lower("gather_rows", []*te.Tensor{x, idx}, []*te.Tensor{y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // TestGoldenGPUKernels prints the same kernels in CUDA C and OpenCL C: the calling
-// convention (buffers, dims by value, status block last), the launch indices and the
-// tail guard.
+// convention (buffers, dims by value, status block last), the launch indices, the tail
+// guard, and an index check that claims the status block.
 func TestGoldenGPUKernels(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		f     func(*testing.T) *loopir.PrimFunc
 		block string
-	}{{"gpu_add_bcast", addBroadcastSym, "Y"}, {"gpu_sigmoid_cast", sigmoidCast, "Y"}} {
+	}{{"gpu_add_bcast", addBroadcastSym, "Y"}, {"gpu_sigmoid_cast", sigmoidCast, "Y"}, {"gpu_gather_checked", gatherRows, "Y"}} {
 		f, _ := bindFlat(t, c.f(t), c.block)
 		for _, d := range []struct {
 			dialect *codegen.Dialect

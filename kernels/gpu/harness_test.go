@@ -254,6 +254,18 @@ func (l *lowered) run(t *testing.T, d devices.Device, k devices.Kernel, name str
 		t.Fatal(err)
 	}
 	want := res[0].(*tensor.Tensor)
+	got, g, err := l.exec(t, d, k, env, in, want.Shape)
+	if err != nil {
+		t.Fatalf("%s at %v: launch %+v: %v", name, env, g, err)
+	}
+	nt.CloseTensor(t, fmt.Sprintf("%s at %v (grid %v, block %v)", name, env, g.Grid, g.Block), got, want)
+}
+
+// exec launches the kernel at env on d with the derived geometry over the inputs in
+// and returns its output of the given shape, the geometry, and the launch's error
+// (Sync's: a kernel's failure). A write past the output's end fails the test.
+func (l *lowered) exec(t *testing.T, d devices.Device, k devices.Kernel, env map[string]int64, in map[string]ref.Value, shape tensor.Shape) (*tensor.Tensor, devices.Geometry, error) {
+	t.Helper()
 	var bufs []devices.Buffer
 	defer func() {
 		for _, b := range bufs {
@@ -282,7 +294,7 @@ func (l *lowered) run(t *testing.T, d devices.Device, k devices.Kernel, name str
 		alloc(raw, len(raw))
 	}
 	out := l.f.Params[len(l.f.Params)-1]
-	nbytes := out.DT.Size() * want.Shape.NumElements()
+	nbytes := out.DT.Size() * shape.NumElements()
 	// the output is followed by a canary, which a thread past the tail would overwrite
 	fill := make([]byte, nbytes+canaryBytes)
 	for i := range fill {
@@ -290,6 +302,7 @@ func (l *lowered) run(t *testing.T, d devices.Device, k devices.Kernel, name str
 	}
 	ob := alloc(fill, len(fill))
 	var g devices.Geometry
+	var err error
 	for i := range 3 {
 		if g.Grid[i], err = l.at(l.launch.Grid[i], env); err != nil {
 			t.Fatal(err)
@@ -303,10 +316,10 @@ func (l *lowered) run(t *testing.T, d devices.Device, k devices.Kernel, name str
 		dims[i] = env[dv.Name]
 	}
 	if err := d.Launch(k, g, bufs, dims); err != nil {
-		t.Fatalf("%s at %v: launch %+v: %v", name, env, g, err)
+		return nil, g, err
 	}
 	if err := d.Sync(); err != nil {
-		t.Fatalf("%s at %v: %v", name, env, err)
+		return nil, g, err
 	}
 	raw := make([]byte, len(fill))
 	if err := d.CopyOut(raw, ob); err != nil {
@@ -314,14 +327,14 @@ func (l *lowered) run(t *testing.T, d devices.Device, k devices.Kernel, name str
 	}
 	for i, x := range raw[nbytes:] {
 		if x != canary {
-			t.Fatalf("%s at %v: byte %d past the output's end was written", name, env, i)
+			t.Fatalf("at %v: byte %d past the output's end was written", env, i)
 		}
 	}
-	got, err := tensor.FromRaw(out.DT, want.Shape, raw[:nbytes])
+	got, err := tensor.FromRaw(out.DT, shape, raw[:nbytes])
 	if err != nil {
 		t.Fatal(err)
 	}
-	nt.CloseTensor(t, fmt.Sprintf("%s at %v (grid %v, block %v)", name, env, g.Grid, g.Block), got, want)
+	return got, g, nil
 }
 
 // cudaSource prints the case's kernel in CUDA C.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/devices/cuda"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
@@ -35,6 +36,8 @@ func cases(t testing.TB) []gcase {
 		{name: "where_broadcast", op: graph.OpWhere, args: []graph.Type{ty(t, tensor.Bool, "n", "1"), ty(t, tensor.Float32, "n", "13"), ty(t, tensor.Float32, "13")}, binds: syms},
 		{name: "transpose_symbolic", op: graph.OpTranspose, attrs: &graph.TransposeAttrs{Perm: []int64{2, 0, 1}}, args: []graph.Type{ty(t, tensor.Float32, "n", "6", "19")}, binds: syms},
 		{name: "concat_symbolic", op: graph.OpConcat, attrs: &graph.AxisAttrs{Axis: 1}, args: []graph.Type{ty(t, tensor.Float32, "n", "3", "7"), ty(t, tensor.Float32, "n", "5", "7")}, binds: syms},
+		{name: "gather_symbolic", op: graph.OpGather, attrs: &graph.GatherAttrs{Axis: 1}, args: []graph.Type{ty(t, tensor.Float32, "n", "6"), ty(t, tensor.Int64, "2", "3")}, binds: syms},
+		{name: "gather_rows", op: graph.OpGather, attrs: &graph.GatherAttrs{Axis: 0}, args: []graph.Type{ty(t, tensor.Float32, "7", "n"), ty(t, tensor.Int64, "5")}, binds: syms},
 	}
 }
 
@@ -145,4 +148,40 @@ func TestInjectiveRuleRefusesReductionsAndCPUTargets(t *testing.T) {
 func placeholder(t testing.TB, v *graph.Value) *te.Tensor {
 	t.Helper()
 	return te.Placeholder("in0", v.Type.DType, kernels.Syms{}.Shape(v.Type.Shape)...)
+}
+
+// TestGatherIndexOutOfRangeFailsThroughTheStatusBlock launches a gather whose indices
+// hold 9 along an axis of 6 on a CUDA GPU: the kernel claims the status block, and the
+// launch fails with the index and the extent.
+func TestGatherIndexOutOfRangeFailsThroughTheStatusBlock(t *testing.T) {
+	nv := nvrtcOrSkip(t)
+	d := deviceOrSkip(t)
+	c := gcase{name: "gather_bad", op: graph.OpGather, attrs: &graph.GatherAttrs{Axis: 1},
+		args: []graph.Type{ty(t, tensor.Float32, "5", "6"), ty(t, tensor.Int64, "3")}}
+	l := lower(t, c, testGPU(t))
+	src := l.cudaSource(t)
+	ptx, err := nv.Compile(src.Code, c.name+".cu", cuda.CompileOptions{Arch: d.Arch()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := d.Load(ptx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close()
+	k, err := mod.Kernel(src.Kernels[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := l.inputs(t, nil, 1)
+	for v, name := range l.params {
+		if v.Type.DType == tensor.Int64 {
+			in[name] = tensor.MustFromSlice(tensor.Shape{3}, []int64{1, 9, -2})
+		}
+	}
+	_, _, err = l.exec(t, d, k, nil, in, tensor.Shape{5, 3})
+	var ke *devices.KernelError
+	if !errors.As(err, &ke) || ke.Code != devices.KernelIndexOutOfRange || ke.Detail != [2]int64{9, 6} {
+		t.Fatalf("err = %v (%+v), want a KernelError for index 9 of 6", err, ke)
+	}
 }

@@ -13,7 +13,9 @@
 // rule inlines the chain). A fused extent that the block does not divide leaves a
 // predicate on the block, so the tail's threads do nothing; a symbolic extent gives a
 // grid over the runtime dims (loopir/passes.DeriveLaunch reads it off the bound loops:
-// ((n·15 + 255) / 256) blocks of 256 for an n×3×5 output). A definition with a
+// ((n·15 + 255) / 256) blocks of 256 for an n×3×5 output). Indices read from data
+// (Gather) are checked in the kernel, which reports the first bad one in the device's
+// status block (codegen's doc). A definition with a
 // reduction or with a stage that cannot be inlined, and a target that is not a GPU, are
 // kernels.ErrNotApplicable; with no other strategy in the table, lowering such a node
 // fails with kernels.ErrNoKernel.
@@ -24,6 +26,9 @@
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions (bind's among them), so it cannot produce a wrong kernel, only fail;
 // the strategies are differential-tested against kernels/ref with tails and symbolic
-// extents: every case compiles with NVRTC here, and runs on a CUDA device where one is
-// present.
+// extents (elementwise, broadcasting, a fused chain, cast, where, transpose, concat,
+// gather): every case's launched kernel runs on the CPU with its blocks and threads in
+// turn (the launch's meaning, with a canary past each output for a tail written out of
+// bounds), compiles with NVRTC for sm_80, and runs on a CUDA device where one is
+// present, where an index out of range fails the launch through the status block.
 package gpu

@@ -486,7 +486,7 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		case loopir.Sigmoid:
 			if e.d.Parallel == LaunchGrid {
 				one := "1" + map[string]string{"f": ".0f", "": ".0"}[suffix]
-				return "(" + one + " / (" + one + " + " + e.d.Math("exp", dt) + "(-" + args[0] + ")))"
+				return "(" + one + " / (" + one + " + " + e.d.Math("exp", dt) + "(-(" + args[0] + "))))"
 			}
 			e.intrins.useMath("kiln_sigmoid")
 			return "kiln_sigmoid(" + args[0] + ")"

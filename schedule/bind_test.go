@@ -92,6 +92,20 @@ func TestBindRefusesWhatALaunchCannotRun(t *testing.T) {
 		{"symbolic thread extent", scaleSym, func(s *Schedule, ls []LoopRV) error {
 			return s.Bind(ls[0], loopir.ThreadIdxX)
 		}},
+		{"split after binding", scaleSym, func(s *Schedule, ls []LoopRV) error {
+			if err := s.Bind(ls[0], loopir.BlockIdxX); err != nil {
+				return nil
+			}
+			_, err := s.Split(ls[0], []int64{-1, 4})
+			return err
+		}},
+		{"fuse after binding", scaleSym, func(s *Schedule, ls []LoopRV) error {
+			if err := s.Bind(ls[1], loopir.ThreadIdxX); err != nil {
+				return nil
+			}
+			_, err := s.Fuse(ls...)
+			return err
+		}},
 		{"already vectorized", scaleSym, func(s *Schedule, ls []LoopRV) error {
 			if err := s.Vectorize(ls[1]); err != nil {
 				return nil

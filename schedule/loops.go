@@ -18,6 +18,9 @@ func (s *Schedule) Split(l LoopRV, factors []int64) ([]LoopRV, error) {
 	if len(factors) < 2 {
 		return nil, s.errf("split", "needs at least two factors, got %v", factors)
 	}
+	if a, ok := f.Kind.Thread(); ok {
+		return nil, s.errf("split", "loop %s is bound to %v (split before binding)", f.Var.Name, a)
+	}
 	if !isZero(f.Min) {
 		return nil, s.errf("split", "loop %s does not start at 0", f.Var.Name)
 	}
@@ -105,6 +108,9 @@ func (s *Schedule) Fuse(loops ...LoopRV) (LoopRV, error) {
 	}
 	var total loopir.Expr = loopir.Int(1)
 	for _, n := range nodes {
+		if a, ok := n.Kind.Thread(); ok {
+			return "", s.errf("fuse", "loop %s is bound to %v (fuse before binding)", n.Var.Name, a)
+		}
 		if !isZero(n.Min) {
 			return "", s.errf("fuse", "loop %s does not start at 0", n.Var.Name)
 		}

@@ -3,8 +3,12 @@
 // random variables (LoopRV, BlockRV) that stay valid across transformations.
 //
 // Primitives: get_block, get_loops; loop transformations split (inexact splits add a
-// block predicate), fuse, reorder, parallel, vectorize, unroll, annotate; block
-// placement compute_inline, reverse_compute_inline, compute_at and reverse_compute_at
+// block predicate), fuse, reorder, parallel, vectorize, unroll, annotate; bind (a loop
+// runs as a GPU thread axis, blockIdx.x/y/z or threadIdx.x/y/z: serial, starting at 0,
+// driving no reduction, one loop per axis, no host-parallel loop in the same function,
+// a grid extent over the runtime dims only, a block extent with a constant upper bound;
+// split and fuse refuse a bound loop, so bind comes last); block placement
+// compute_inline, reverse_compute_inline, compute_at and reverse_compute_at
 // (the moved block covers the region its consumers read, or its producer wrote, under
 // the target loop: per-axis bounds from affine indices with constant coefficients);
 // cache_read and cache_write (a copy in a buffer of a given scope); decompose_reduction;

@@ -64,7 +64,8 @@
 // before the object is unloaded) or, for comparison, OpenMP or a pthread fork-join
 // (COptions). With COptions.ExternRuntime a unit only declares the pool, and CRuntime is
 // compiled once into an object that the kernels' objects are linked with
-// (ARCHITECTURE.md §6: one object per kernel, one shared object per model).
+// (docs/ARCHITECTURE.md, "The pipeline", phase 7: one object per kernel, one shared
+// object per model).
 //
 // Index checks: a loopir.IndexCheck prints as kiln_index(v, n, &oob), a helper emitted
 // only into units that call it: it wraps a negative index and, when the index is outside

@@ -1,6 +1,7 @@
-// Package compilecache is the binary journal (ARCHITECTURE.md §5): a persistent,
-// crash-safe, content-addressed store of compiled artifacts shared by every process that
-// opens the same directory, so restarts and other replicas start warm.
+// Package compilecache is the binary journal (docs/ARCHITECTURE.md, "The binary
+// journal"): a persistent, crash-safe, content-addressed store of compiled artifacts
+// shared by every process that opens the same directory, so restarts and other replicas
+// start warm.
 //
 // Layout of a directory:
 //

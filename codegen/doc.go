@@ -10,7 +10,7 @@
 // looked up under the dialect's name. A dialect whose forms the emitter does not print
 // is refused with ErrUnsupported, never printed as C.
 //
-// CDialect is the first dialect: header-free C (compiler builtins instead of <math.h>,
+// CDialect is the one dialect built: header-free C (compiler builtins instead of <math.h>,
 // typedefs instead of <stdint.h>), because parsing system headers costs more than
 // compiling a kernel; EmitC and EmitCWith print through it. Every kernel follows the
 // calling convention of package devices: int kernel(void *const *bufs, const long long
@@ -45,8 +45,8 @@
 // dividend cannot be negative and the divisor is positive (a constant, or a dim that is a
 // factor of an enclosing loop's extent, so at least 1 wherever the body runs: the
 // indices of a fused or split symbolic loop), and through kiln_floordiv/kiln_floormod
-// otherwise (whose branches the C compiler neither hoists nor vectorizes around: a
-// symbolic kernel's indices once cost 100× in time).
+// otherwise (whose branches the C compiler neither hoists nor vectorizes around: through
+// them a symbolic kernel's indices cost up to 100× in time).
 //
 // Vectorized loops print with `#pragma GCC ivdep`, except a vectorized reduction (its
 // body one loopir.Accumulate into an element invariant in the loop, as schedule's

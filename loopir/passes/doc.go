@@ -21,9 +21,8 @@
 //     statements) share one allocation of the larger size.
 //
 // Vectorization and longer unrolled loops are loop kinds the C dialect turns into
-// compiler hints (ivdep, omp simd reduction, unroll pragmas) and tensor intrinsics carry their own vector code. The
-// host/device split for GPU dialects is not a pass yet: it comes with the first GPU
-// dialect.
+// compiler hints (ivdep, omp simd reduction, unroll pragmas), and tensor intrinsics carry
+// their own vector code. There is no host/device split pass: no GPU dialect is built.
 //
 // Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
 // and leaves its input untouched. A pass that meets a construct it cannot handle panics

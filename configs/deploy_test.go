@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -572,7 +573,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("model_repository %q, cache.dir %q", f.ModelRepository, f.Cache.Dir)
 	}
 	f.ModelRepository, f.Cache.Dir = "", ""
-	if f != configs.DefaultFile() {
+	if !reflect.DeepEqual(f, configs.DefaultFile()) {
 		t.Errorf("configs/kiln.yaml departs from the defaults:\n got %+v\nwant %+v", f, configs.DefaultFile())
 	}
 }

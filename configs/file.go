@@ -37,9 +37,20 @@ type File struct {
 	// ModelControlMode is "none" (serve what the repository holds at start) or
 	// "explicit" (models are loaded and unloaded through the repository API).
 	ModelControlMode string `yaml:"model_control_mode"`
+	// LoadModels are the models loaded at start with model_control_mode explicit
+	// (Triton's --load-model); "*" loads every model. Empty: none.
+	LoadModels []string `yaml:"load_models,omitempty"`
 	// LoadMode is "lazy" (compile a model on its first request) or "eager" (compile
 	// every model at start; the server is not ready until they are).
 	LoadMode string `yaml:"load_mode"`
+	// Instances is how many requests one model version runs at once when its
+	// config.pbtxt has no instance_group; the rest queue. Default 1; 0 means 1.
+	Instances int `yaml:"instances"`
+	// SpecializeAfter: a model with free input dims is served from one generic
+	// executable, and a shape requested this many times gets an executable specialized
+	// for it, built in the background (default 3). 0 compiles each new shape before
+	// answering it.
+	SpecializeAfter int `yaml:"specialize_after"`
 
 	Cache  Cache  `yaml:"cache"`
 	Limits Limits `yaml:"limits"`
@@ -164,6 +175,8 @@ func DefaultFile() File {
 		Metrics:          Listener{Address: ":8002", Enabled: true},
 		ModelControlMode: "none",
 		LoadMode:         "lazy",
+		Instances:        1,
+		SpecializeAfter:  3,
 		Cache:            Cache{Policy: "on"},
 		Limits:           Limits{MaxRequestBytes: 64 * MiB, MaxInflightBytes: GiB, CompileTimeout: Duration(10 * time.Minute)},
 		Log:              Log{Format: "json", Level: "info"},
@@ -192,6 +205,9 @@ func LoadFile(path string) (File, error) {
 	}
 	if err := decodeFile(data, &f); err != nil {
 		return DefaultFile(), fmt.Errorf("%w: %s: %v", ErrServerConfig, path, err)
+	}
+	if len(f.LoadModels) == 0 {
+		f.LoadModels = nil // "load_models: []" is the default, no list
 	}
 	return f, nil
 }
@@ -325,8 +341,22 @@ func (f File) Validate() error {
 	if f.ModelControlMode != "none" && f.ModelControlMode != "explicit" {
 		bad("model_control_mode", "%q: must be none or explicit", f.ModelControlMode)
 	}
+	if len(f.LoadModels) > 0 && f.ModelControlMode != "explicit" {
+		bad("load_models", "%q: needs model_control_mode: explicit; otherwise every model loads", f.LoadModels)
+	}
+	for i, m := range f.LoadModels {
+		if m == "" {
+			bad(fmt.Sprintf("load_models[%d]", i), "must be a model name or *")
+		}
+	}
 	if f.LoadMode != "lazy" && f.LoadMode != "eager" {
 		bad("load_mode", "%q: must be lazy or eager", f.LoadMode)
+	}
+	if f.Instances < 0 {
+		bad("instances", "%d: must not be negative (0 or 1: one request at a time)", f.Instances)
+	}
+	if f.SpecializeAfter < 0 {
+		bad("specialize_after", "%d: must not be negative (0: compile each new shape before answering it)", f.SpecializeAfter)
 	}
 	switch f.Cache.Policy {
 	case "on", "readonly", "redo", "off":
@@ -504,3 +534,11 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the duration as a Go duration string.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// joinPath joins a dotted key path and one more key.
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,9 @@ func TestDefaultFile(t *testing.T) {
 		{"metrics.enabled", f.Metrics.Enabled, true},
 		{"model_control_mode", f.ModelControlMode, "none"},
 		{"load_mode", f.LoadMode, "lazy"},
+		{"load_models", len(f.LoadModels), 0},
+		{"instances", f.Instances, 1},
+		{"specialize_after", f.SpecializeAfter, 3},
 		{"cache.policy", f.Cache.Policy, "on"},
 		{"cache.budget", f.Cache.Budget, Size(0)},
 		{"limits.max_request_bytes", f.Limits.MaxRequestBytes, Size(64 << 20)},
@@ -87,7 +91,10 @@ grpc:
   max_connections: 100
 metrics: {enabled: false}
 model_control_mode: explicit
+load_models: [mlp, "*"]
 load_mode: eager
+instances: 4
+specialize_after: 0
 cache:
   dir: /var/cache/kiln
   policy: readonly
@@ -119,7 +126,10 @@ shutdown_grace: 5s
 		GRPC:             GRPC{Address: ":8001", Enabled: false, MaxMessageBytes: GiB, MaxConcurrentStreams: 16, IdleTimeout: Duration(time.Minute), MaxConnections: 100},
 		Metrics:          Listener{Address: ":8002", Enabled: false},
 		ModelControlMode: "explicit",
+		LoadModels:       []string{"mlp", "*"},
 		LoadMode:         "eager",
+		Instances:        4,
+		SpecializeAfter:  0,
 		Cache:            Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * GiB},
 		Limits:           Limits{MaxRequestBytes: MiB, RequestTimeout: Duration(150 * time.Second), MaxInflightBytes: 512 * MiB, MemoryLimit: 3 * GiB, CompileTimeout: Duration(10 * time.Minute)},
 		TLS:              TLS{CertFile: "/etc/kiln/tls.crt", KeyFile: "/etc/kiln/tls.key"},
@@ -128,7 +138,7 @@ shutdown_grace: 5s
 		Threads:          8,
 		ShutdownGrace:    Duration(5 * time.Second),
 	}
-	if f != want {
+	if !reflect.DeepEqual(f, want) {
 		t.Errorf("loaded\n%+v\nwant\n%+v", f, want)
 	}
 	if err := f.Validate(); err != nil {
@@ -138,7 +148,7 @@ shutdown_grace: 5s
 	// An empty file (or one holding only comments) is all defaults.
 	for _, text := range []string{"", "# nothing\n", "~\n"} {
 		f, err := LoadFile(writeFile(t, text))
-		if err != nil || f != DefaultFile() {
+		if err != nil || !reflect.DeepEqual(f, DefaultFile()) {
 			t.Errorf("%q: %+v, %v", text, f, err)
 		}
 	}
@@ -200,6 +210,10 @@ func TestFileValidate(t *testing.T) {
 		{"huge grpc message", func(f *File) { f.GRPC.MaxMessageBytes = 4 * GiB }, "grpc.max_message_bytes"},
 		{"control mode", func(f *File) { f.ModelControlMode = "poll" }, "model_control_mode"},
 		{"load mode", func(f *File) { f.LoadMode = "later" }, "load_mode"},
+		{"models to load without explicit control", func(f *File) { f.LoadModels = []string{"mlp"} }, "load_models"},
+		{"empty model to load", func(f *File) { f.ModelControlMode, f.LoadModels = "explicit", []string{"mlp", ""} }, "load_models[1]"},
+		{"negative instances", func(f *File) { f.Instances = -1 }, "instances"},
+		{"negative specialize_after", func(f *File) { f.SpecializeAfter = -1 }, "specialize_after"},
 		{"cache policy", func(f *File) { f.Cache.Policy = "write-only" }, "cache.policy"},
 		{"negative budget", func(f *File) { f.Cache.Budget = -1 }, "cache.budget"},
 		{"zero request limit", func(f *File) { f.Limits.MaxRequestBytes = 0 }, "limits.max_request_bytes"},
@@ -288,7 +302,7 @@ func TestSize(t *testing.T) {
 		t.Errorf("marshalled:\n%s", out)
 	}
 	back, err := LoadFile(writeFile(t, string(out)))
-	if err != nil || back != f {
+	if err != nil || !reflect.DeepEqual(back, f) {
 		t.Errorf("round trip: %+v, %v", back, err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/kilnrt/kiln/configs/modelpb"
 	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	"github.com/kilnrt/kiln/tensor"
 )
 

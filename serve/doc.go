@@ -49,10 +49,16 @@
 // queue time is in its statistics); after Drain no inference is admitted and Drain
 // returns when those in flight are done.
 //
-// Configuration: <model>/config.pbtxt (Triton's fields, configs.ParseModelConfig)
-// completed from the model as Triton's auto-complete does (name, platform, inputs and
-// outputs without the batch dim when max_batch_size > 0, one CPU instance group,
-// version policy latest 1), validated, and checked against the model; a config that
+// Repository: serve/modelrepo owns the repository's layout (which folders are models
+// and versions, the names, the file checks), config.pbtxt (parse, auto-complete,
+// validation, the JSON rendering) and the one table of OIP datatypes; the service reads
+// the repository through it (repository.go), as kiln prebuild does.
+//
+// Configuration: <model>/config.pbtxt (Triton's fields, modelrepo.ReadModelConfig)
+// completed from the model as Triton's auto-complete does (modelrepo.AutoComplete:
+// name, platform, inputs and outputs without the batch dim when max_batch_size > 0, one
+// CPU instance group of Options.Instances, version policy latest 1), validated, and
+// checked against the model (modelrepo.CheckAgainstModel, then max_dims); a config that
 // does not parse or contradicts the model makes the model UNAVAILABLE with the reason.
 // The version policy selects the versions served. instance_group counts are the
 // requests run at once; dynamic_batching with max_batch_size enables the batcher
@@ -69,8 +75,8 @@
 //
 // Not built: queue policies, priorities, sequence batching.
 //
-// Names (names.go): a model name from a client, a flag or the repository is one
-// validated path element whose folder, symlinks resolved, is inside the repository;
+// Names (names.go, modelrepo.ValidModelName): a model name from a client, a flag or the
+// repository is one validated path element whose folder, symlinks resolved, is inside the repository;
 // below it the operator's symlinks are followed, but what a model or its configuration
 // names (external data, warm-up data) stays inside its own folder, and every file the
 // service opens is opened as a regular file only (internal/safefile). Any other name gets one fixed refusal, and only valid names reach

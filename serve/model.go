@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loader/onnx"

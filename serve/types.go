@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 
+	"github.com/kilnrt/kiln/serve/modelrepo"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -51,35 +51,17 @@ type InferResponse struct {
 	Outputs            []Tensor
 }
 
-// oipTypes maps Open Inference Protocol datatypes to element types.
-var oipTypes = map[string]tensor.DType{
-	"BOOL": tensor.Bool, "UINT8": tensor.Uint8, "UINT16": tensor.Uint16, "UINT32": tensor.Uint32, "UINT64": tensor.Uint64,
-	"INT8": tensor.Int8, "INT16": tensor.Int16, "INT32": tensor.Int32, "INT64": tensor.Int64,
-	"FP16": tensor.Float16, "FP32": tensor.Float32, "FP64": tensor.Float64, "BYTES": tensor.String, "BF16": tensor.BFloat16,
-}
-
-// DTypeOf returns the element type of an OIP datatype name.
+// DTypeOf returns the element type of an OIP datatype name (modelrepo's datatype
+// table).
 func DTypeOf(datatype string) (tensor.DType, error) {
-	if dt, ok := oipTypes[datatype]; ok {
+	if dt, ok := modelrepo.DTypeFromOIP(datatype); ok {
 		return dt, nil
 	}
-	names := make([]string, 0, len(oipTypes))
-	for k := range oipTypes {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return 0, fmt.Errorf("%w: datatype %q is not one of %v", ErrInvalid, datatype, names)
+	return 0, fmt.Errorf("%w: datatype %q is not one of %v", ErrInvalid, datatype, modelrepo.OIPDatatypes())
 }
 
 // Datatype returns the OIP name of an element type ("" when it has none: complex).
-func Datatype(dt tensor.DType) string {
-	for k, v := range oipTypes {
-		if v == dt {
-			return k
-		}
-	}
-	return ""
-}
+func Datatype(dt tensor.DType) string { return modelrepo.DTypeToOIP(dt) }
 
 // maxElements bounds a request tensor's element count (a shape cannot ask for more).
 const maxElements = 1 << 32

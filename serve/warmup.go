@@ -8,9 +8,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/kilnrt/kiln/configs"
-	"github.com/kilnrt/kiln/configs/modelpb"
 	"github.com/kilnrt/kiln/internal/safefile"
+	"github.com/kilnrt/kiln/serve/modelrepo"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -68,7 +68,7 @@ func (s *Service) warmup(m *model) error {
 const maxWarmupBytes = 1 << 30
 
 func warmupTensor(m *model, sample, name string, in *modelpb.ModelWarmup_Input, shape []int64) (*tensor.Tensor, error) {
-	oip, ok := configs.DataTypeToOIP(in.DataType)
+	oip, ok := modelrepo.DataTypeToOIP(in.DataType)
 	if !ok {
 		return nil, fmt.Errorf("warm-up sample %q: input %q has no data type", sample, name)
 	}

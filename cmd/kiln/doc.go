@@ -12,7 +12,10 @@
 // engine.Engine for the host (target.Host, the CPU device, the journal, the recipe from
 // -O, --no-fusion, --layout and --bounds-check) with compiler.JIT as its Compiler (jit.go),
 // and serve hands it to package serve as its serve.Engine (docs/ARCHITECTURE.md, "The
-// engine seam").
+// engine seam"). kiln serve merges its settings into one configs.File (the config file
+// or the defaults, then every flag given on the command line: each flag has a key) and
+// fills serve's and the APIs' options from it; kiln prebuild reads the model repository
+// with serve/modelrepo, as the server does, so both see the same models.
 //
 // Serve-only build: `go build -tags serveonly ./cmd/kiln` (serveonly.go) links the
 // runtime half only: its engine has no Compiler, it has serve, cache and version and no
@@ -20,6 +23,5 @@
 // naming the missing entry (engine.ErrNotPrebuilt).
 //
 // This is the only package that reads flags, files and the environment, and the only
-// importer of configs (the server config file, merged with flags); libraries take typed
-// options.
+// importer of configs (internal/archtest enforces it); libraries take typed options.
 package main

@@ -4,17 +4,16 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/serve/modelrepo"
 )
 
 // repoModel is one model version found in a repository.
@@ -22,39 +21,27 @@ type repoModel struct {
 	name, version, path string
 }
 
-// scanRepository finds <repo>/<model>/<version>/model.onnx (Triton's layout) and, for
-// folders without numeric versions, <repo>/<model>/model.onnx.
-func scanRepository(repo string) ([]repoModel, error) {
-	dirs, err := os.ReadDir(repo)
+// repositoryModels lists every version of every model of a repository as kiln serve
+// finds them (modelrepo.Root.Scan: valid model names, canonical version folders,
+// model.onnx a regular file), by name, then oldest version first; the warnings name
+// the folders passed over and why.
+func repositoryModels(dir string) ([]repoModel, []string, error) {
+	root, err := modelrepo.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	ms, warnings, err := root.Scan()
+	if err != nil {
+		return nil, nil, err
 	}
 	var out []repoModel
-	for _, d := range dirs {
-		if !d.IsDir() || strings.HasPrefix(d.Name(), ".") {
-			continue
-		}
-		mdir := filepath.Join(repo, d.Name())
-		subs, _ := os.ReadDir(mdir)
-		found := false
-		for _, s := range subs {
-			if _, err := strconv.Atoi(s.Name()); err != nil || !s.IsDir() {
-				continue
-			}
-			p := filepath.Join(mdir, s.Name(), "model.onnx")
-			if _, err := os.Stat(p); err == nil {
-				out = append(out, repoModel{d.Name(), s.Name(), p})
-				found = true
-			}
-		}
-		if p := filepath.Join(mdir, "model.onnx"); !found {
-			if _, err := os.Stat(p); err == nil {
-				out = append(out, repoModel{d.Name(), "", p})
-			}
+	for _, m := range ms {
+		for i := len(m.Versions) - 1; i >= 0; i-- {
+			v := m.Versions[i]
+			out = append(out, repoModel{m.Name, strconv.FormatInt(v.Number, 10), v.Path})
 		}
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].path < out[b].path })
-	return out, nil
+	return out, warnings, nil
 }
 
 // dimsFor reads --dims specs "[MODEL:]sym=N,sym=N" into the bindings for one model.
@@ -86,12 +73,13 @@ func prebuildCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prebuild --model-repository DIR",
 		Short: "Compile every model of a repository into the journal (the Kubernetes warm-cache job); exit 1 if any fails",
-		Long: `Compile every <repo>/<model>/<version>/model.onnx (or <repo>/<model>/model.onnx) for
-this machine into the binary journal, so that servers and replicas sharing the journal
-start warm: what a server asks for first. A model with static inputs gets the executable
-for its shapes; a model with symbolic input dims gets the generic executable (one for
-every shape, what 'kiln serve' runs with --specialize-after > 0, the default), and with
---dims seq=128 (every model) or --dims bert:seq=128 (one) the executable for those
+		Long: `Compile every <repo>/<model>/<version>/model.onnx for this machine into the binary
+journal, so that servers and replicas sharing the journal start warm: what a server asks
+for first. The repository is read as kiln serve reads it: the same models and versions,
+and the same folders passed over (with a warning). A model with static inputs gets the
+executable for its shapes; a model with symbolic input dims gets the generic executable
+(one for every shape, what 'kiln serve' runs with specialize_after > 0, the default), and
+with --dims seq=128 (every model) or --dims bert:seq=128 (one) the executable for those
 shapes too. Executables already in the journal are not rebuilt.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -101,14 +89,18 @@ shapes too. Executables already in the journal are not rebuilt.`,
 			if tgt != "host" && tgt != "cpu" {
 				return usageError{fmt.Errorf("--target %q: only the host CPU is a target (CUDA and OpenCL devices are not built)", tgt)}
 			}
-			models, err := scanRepository(repo)
+			models, warnings, err := repositoryModels(repo)
 			if err != nil {
 				return err
+			}
+			log := newLogger(true)
+			for _, w := range warnings {
+				log.Warn("model repository", zap.String("problem", w))
 			}
 			if len(models) == 0 {
 				return fmt.Errorf("%s: no <model>/<version>/model.onnx found", repo)
 			}
-			j, err := cf.open(newLogger(true))
+			j, err := cf.open(log)
 			if err != nil {
 				return err
 			}

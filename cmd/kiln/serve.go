@@ -75,16 +75,15 @@ a message is read.`,
 			if err != nil {
 				return err
 			}
-			return runServe(cmd.OutOrStdout(), cfg, fl.instances, fl.specializeAfter, fl.loadModels)
+			return runServe(cmd.OutOrStdout(), cfg)
 		},
 	}
 	fl.register(cmd.Flags())
 	return cmd
 }
 
-// runServe serves until SIGTERM or Ctrl-C, then drains. With explicit model control,
-// load names the models loaded at start ("*": all).
-func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int, load []string) error {
+// runServe serves until SIGTERM or Ctrl-C, then drains.
+func runServe(stdout io.Writer, cfg configs.File) error {
 	log, err := newServeLogger(cfg.Log)
 	if err != nil {
 		return err
@@ -130,7 +129,7 @@ func runServe(stdout io.Writer, cfg configs.File, instances, specializeAfter int
 	}
 	explicit := cfg.ModelControlMode == "explicit"
 	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, Log: log, Eager: cfg.LoadMode == "eager",
-		RepositoryControl: explicit, Load: load, Instances: instances, SpecializeAfter: specializeAfter,
+		RepositoryControl: explicit, Load: cfg.LoadModels, Instances: cfg.Instances, SpecializeAfter: cfg.SpecializeAfter,
 		Compiles: cfg.Limits.Compiles})
 	if err != nil {
 		return err

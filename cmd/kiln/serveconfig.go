@@ -17,9 +17,8 @@ import (
 	"github.com/kilnrt/kiln/configs"
 )
 
-// serveFlags are kiln serve's command-line flags. Those that have a key in the config
-// file override it when the user sets them (pflag's Changed); the others (instances,
-// load-model) exist only as flags.
+// serveFlags are kiln serve's command-line flags. Each but --config has a key in the
+// config file, which it overrides when the user sets it (pflag's Changed).
 type serveFlags struct {
 	config                                string
 	repo, httpAddr, grpcAddr, metricsAddr string
@@ -37,7 +36,7 @@ type serveFlags struct {
 	tlsCert, tlsKey, tokenFile            string
 	logFormat, logLevel                   string
 	controlMode                           string
-	loadModels                            []string // no config key: Triton's --load-model
+	loadModels                            []string // Triton's --load-model
 	cache                                 cacheFlags
 }
 
@@ -65,10 +64,10 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&fl.grpcMaxConns, "grpc-max-connections", 0, "gRPC connections open at once; beyond, new ones are closed (0: from the open-file limit) [grpc.max_connections]")
 	f.DurationVar(&fl.requestTimeout, "request-timeout", 0, "bound on a request's time in the server, e.g. 30s (0: none; a client's shorter gRPC deadline stays) [limits.request_timeout]")
 	f.IntVar(&fl.threads, "threads", 0, "threads of the CPU device (0: every core) [threads]")
-	f.IntVar(&fl.instances, "instances", 1, "requests one model version runs at once (the rest queue)")
-	f.IntVar(&fl.specializeAfter, "specialize-after", 3, "models with free input dims: serve every shape from one generic executable and build a specialized one in the background after this many requests of a shape (0: compile each new shape before answering it)")
+	f.IntVar(&fl.instances, "instances", 1, "requests one model version runs at once when its config.pbtxt sets no instance_group (the rest queue) [instances]")
+	f.IntVar(&fl.specializeAfter, "specialize-after", 3, "models with free input dims: serve every shape from one generic executable and build a specialized one in the background after this many requests of a shape (0: compile each new shape before answering it) [specialize_after]")
 	f.StringVar(&fl.controlMode, "model-control-mode", "none", "none (serve every model of the repository) or explicit (load/unload through the repository API) [model_control_mode]")
-	f.StringArrayVar(&fl.loadModels, "load-model", nil, "with --model-control-mode explicit: a model to load at start (repeatable; * for every model)")
+	f.StringArrayVar(&fl.loadModels, "load-model", nil, "with --model-control-mode explicit: a model to load at start (repeatable; * for every model) [load_models]")
 	f.BoolVar(&fl.eager, "eager", false, "compile every model with static input shapes at start (readiness waits for it) [load_mode: eager]")
 	f.DurationVar(&fl.grace, "grace", 30*time.Second, "how long SIGTERM waits for requests in flight [shutdown_grace]")
 	f.StringVar(&fl.tlsCert, "tls-cert-file", "", "PEM certificate (chain): serve HTTPS and gRPC over TLS, with --tls-key-file [tls.cert_file]")
@@ -168,6 +167,15 @@ func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (
 	if set("model-control-mode") {
 		cfg.ModelControlMode = fl.controlMode
 	}
+	if set("instances") {
+		cfg.Instances = fl.instances
+	}
+	if set("specialize-after") {
+		cfg.SpecializeAfter = fl.specializeAfter
+	}
+	if set("load-model") {
+		cfg.LoadModels = fl.loadModels
+	}
 	if set("eager") {
 		cfg.LoadMode = map[bool]string{true: "eager", false: "lazy"}[fl.eager]
 	}
@@ -204,11 +212,13 @@ func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (
 		}
 		cfg.ModelRepository = defaultRepository
 	}
-	if err := cfg.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(fl.loadModels) > 0 && cfg.ModelControlMode != "explicit" {
+	check := cfg
+	if set("load-model") && cfg.ModelControlMode != "explicit" {
 		errs = append(errs, fmt.Errorf("--load-model needs model_control_mode: explicit (--model-control-mode explicit); otherwise every model loads"))
+		check.LoadModels = nil // reported once, naming the flag
+	}
+	if err := check.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, usageError{err}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestServeConfigDefaults(t *testing.T) {
 	want := configs.DefaultFile()
 	want.ModelRepository = "/models"
 	want.Log.Format = "console"
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
 	cfg, err = parseServe(t, map[string]string{"KILN_LOG_FORMAT": "json"}, "--model-repository", "/models")
@@ -107,6 +108,8 @@ shutdown_grace: 10s
 		Metrics:          configs.Listener{Address: ":8002", Enabled: false},
 		ModelControlMode: "explicit",
 		LoadMode:         "eager",
+		Instances:        1,
+		SpecializeAfter:  3,
 		Cache:            configs.Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * configs.GiB},
 		Limits: configs.Limits{MaxRequestBytes: configs.MiB, RequestTimeout: configs.Duration(45 * time.Second), MaxInflightBytes: 512 * configs.MiB, MemoryLimit: 2 * configs.GiB,
 			RequestMemory: configs.GiB, TensorMemory: 256 * configs.MiB, CompileTimeout: configs.Duration(2 * time.Minute), Compiles: 3},
@@ -116,7 +119,7 @@ shutdown_grace: 10s
 		Threads:       3,
 		ShutdownGrace: configs.Duration(10 * time.Second),
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("file only:\n got %+v\nwant %+v", cfg, want)
 	}
 	cfg, err = parseServe(t, nil, "--config", file,
@@ -138,6 +141,8 @@ shutdown_grace: 10s
 		Metrics:          configs.Listener{Address: ":7002", Enabled: true},
 		ModelControlMode: "none",
 		LoadMode:         "lazy",
+		Instances:        1,
+		SpecializeAfter:  3,
 		Cache:            configs.Cache{Dir: "/tmp/j", Policy: "redo", Budget: configs.GiB},
 		Limits: configs.Limits{MaxRequestBytes: 2 * configs.MiB, RequestTimeout: configs.Duration(5 * time.Second), MaxInflightBytes: 2 * configs.GiB, MemoryLimit: 3 * configs.GiB,
 			RequestMemory: 2 * configs.GiB, TensorMemory: configs.GiB, Compiles: 1},
@@ -147,12 +152,43 @@ shutdown_grace: 10s
 		Threads:       1,
 		ShutdownGrace: configs.Duration(time.Minute),
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("flags over the file:\n got %+v\nwant %+v", cfg, want)
 	}
 	// the merged cache keys open the journal through cacheFlags
 	if cf := cacheFlagsOf(cfg.Cache); cf.dir != "/tmp/j" || cf.policy != "redo" || cf.budget != "1073741824" {
 		t.Errorf("cacheFlagsOf: %+v", cf)
+	}
+}
+
+// TestServeConfigModelKeys: instances, specialize_after and load_models come from the
+// file, and --instances, --specialize-after and --load-model override them.
+func TestServeConfigModelKeys(t *testing.T) {
+	file := writeTemp(t, "kiln.yaml", `
+model_repository: /m
+model_control_mode: explicit
+load_models: [mlp, resnet]
+instances: 4
+specialize_after: 0
+`)
+	cfg, err := parseServe(t, nil, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Instances != 4 || cfg.SpecializeAfter != 0 || !reflect.DeepEqual(cfg.LoadModels, []string{"mlp", "resnet"}) {
+		t.Errorf("from the file: instances %d, specialize_after %d, load_models %q", cfg.Instances, cfg.SpecializeAfter, cfg.LoadModels)
+	}
+	cfg, err = parseServe(t, nil, "--config", file, "--instances", "2", "--specialize-after", "5", "--load-model", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Instances != 2 || cfg.SpecializeAfter != 5 || !reflect.DeepEqual(cfg.LoadModels, []string{"*"}) {
+		t.Errorf("flags over the file: instances %d, specialize_after %d, load_models %q", cfg.Instances, cfg.SpecializeAfter, cfg.LoadModels)
+	}
+	// without --config, the flags' defaults
+	cfg, err = parseServe(t, nil, "--model-repository", "/m")
+	if err != nil || cfg.Instances != 1 || cfg.SpecializeAfter != 3 || cfg.LoadModels != nil {
+		t.Errorf("defaults: instances %d, specialize_after %d, load_models %q, %v", cfg.Instances, cfg.SpecializeAfter, cfg.LoadModels, err)
 	}
 }
 
@@ -166,6 +202,9 @@ func TestServeConfigErrors(t *testing.T) {
 	}{
 		{"models to load without explicit control", "model_repository: /m\n", []string{"--load-model", "mlp"},
 			[]string{"--load-model needs model_control_mode: explicit"}},
+		{"models to load in the file without explicit control", "model_repository: /m\nload_models: [mlp]\n", nil,
+			[]string{"load_models: [\"mlp\"]: needs model_control_mode: explicit"}},
+		{"negative instances", "model_repository: /m\n", []string{"--instances", "-1"}, []string{"instances: -1"}},
 		{"bad control mode flag", "model_repository: /m\n", []string{"--model-control-mode", "poll"}, []string{"model_control_mode: \"poll\""}},
 		{"no repository in the file", "threads: 2\n", nil, []string{"model_repository: must be set"}},
 		{"unknown key", "model_repository: /m\nthread: 2\n", nil, []string{"unknown key thread"}},

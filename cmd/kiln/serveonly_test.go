@@ -52,11 +52,21 @@ func TestServeOnlyBuildServesPrebuiltModels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	link("mlp", "../../examples/models/mlp/1/model.onnx")
+	link("mlp", "../../examples/models/mlp/1/model.onnx")                  // free batch dim: the generic executable
+	link("squeezenet", "../../examples/models/squeezenet1_1/1/model.onnx") // static: its shapes
 	if b, err := exec.Command(full, "prebuild", "--model-repository", repo, "--cache-dir", cache, "-q").CombinedOutput(); err != nil {
 		t.Fatalf("kiln prebuild: %v\n%s", err, b)
 	}
-	link("squeezenet", "../../examples/models/squeezenet1_1/1/model.onnx") // after the prebuild: not in the journal
+	// after the prebuild, a model with other bytes (an unknown protobuf field appended):
+	// not in the journal
+	mlp, err := os.ReadFile("../../examples/models/mlp/1/model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(repo, "late", "1"), 0o755)
+	if err := os.WriteFile(filepath.Join(repo, "late", "1", "model.onnx"), append(mlp, 0x98, 0x06, 0x01), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	_, url := startServe(t, serveOnly, repo, "--cache-dir", cache)
 	post := func(model string, body any) (int, string) {
@@ -73,13 +83,18 @@ func TestServeOnlyBuildServesPrebuiltModels(t *testing.T) {
 	for i := range x {
 		x[i] = float32(i%5) - 2
 	}
-	code, body := post("mlp", map[string]any{"inputs": []any{map[string]any{"name": "x", "datatype": "FP32", "shape": []int{3, 8}, "data": x}}})
+	mlpRequest := map[string]any{"inputs": []any{map[string]any{"name": "x", "datatype": "FP32", "shape": []int{3, 8}, "data": x}}}
+	code, body := post("mlp", mlpRequest)
 	if code != 200 || !strings.Contains(body, `"shape":[3,`) {
-		t.Fatalf("prebuilt model: %d %s", code, body)
+		t.Fatalf("prebuilt model with a free dim: %d %s", code, body)
 	}
 	code, body = post("squeezenet", map[string]any{"inputs": []any{map[string]any{"name": "input", "datatype": "FP32", "shape": []int{1, 3, 224, 224},
 		"data": make([]float32, 3*224*224)}}})
-	if code == 200 || !strings.Contains(body, "no prebuilt executable") || !strings.Contains(body, "journal entry") || !strings.Contains(body, "squeezenet/1") {
+	if code != 200 || !strings.Contains(body, `"shape":[1,1000`) {
+		t.Fatalf("prebuilt static model: %d %.300s", code, body)
+	}
+	code, body = post("late", mlpRequest)
+	if code == 200 || !strings.Contains(body, "no prebuilt executable") || !strings.Contains(body, "journal entry") || !strings.Contains(body, "late/1") {
 		t.Fatalf("model not in the journal: %d %s", code, body)
 	}
 	t.Logf("model not in the journal: %d %s", code, body)

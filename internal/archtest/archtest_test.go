@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,32 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// TestOnlyCommandsImportConfigs: the server's config file is read by the command, which
+// fills the libraries' typed options from it; no library imports configs.
+func TestOnlyCommandsImportConfigs(t *testing.T) {
+	mod, pkgs := listPackages(t)
+	for _, bad := range configImportViolations(mod, pkgs) {
+		t.Error(bad)
+	}
+}
+
+// TestConfigImportRuleFlagsALibrary: the rule itself flags a library that imports
+// configs (or a package below it), and passes the command's imports.
+func TestConfigImportRuleFlagsALibrary(t *testing.T) {
+	const mod = "github.com/kilnrt/kiln"
+	pkgs := []pkg{
+		{ImportPath: mod + "/serve", Imports: []string{mod + "/configs", mod + "/tensor"}},
+		{ImportPath: mod + "/serve/httpapi", Imports: []string{mod + "/configs/sub"}},
+		{ImportPath: mod + "/cmd/kiln", Imports: []string{mod + "/configs"}},
+		{ImportPath: mod + "/cmd/kiln/internal/conformance", Imports: []string{mod + "/configs"}},
+		{ImportPath: mod + "/configsx", Imports: []string{mod + "/tensor"}},
+	}
+	got := configImportViolations(mod, pkgs)
+	if len(got) != 2 || !strings.Contains(got[0], "serve imports configs") || !strings.Contains(got[1], "serve/httpapi imports configs/sub") {
+		t.Errorf("violations %q, want serve and serve/httpapi", got)
+	}
+}
+
 var (
 	initFunc  = regexp.MustCompile(`^func init\(\)`)
 	generated = regexp.MustCompile(`^// Code generated .* DO NOT EDIT\.$`)
@@ -106,6 +133,24 @@ func TestNoInitRegistration(t *testing.T) {
 			fh.Close()
 		}
 	}
+}
+
+// configImportViolations lists the imports of configOnly packages by packages outside
+// configImporters.
+func configImportViolations(mod string, pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		from, _ := rel(mod, p.ImportPath)
+		if matches(from, configImporters) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if to, ok := rel(mod, imp); ok && matches(to, configOnly) {
+				out = append(out, fmt.Sprintf("%s imports %s: only cmd/... reads the server config; pass what a library needs through its Options", from, to))
+			}
+		}
+	}
+	return out
 }
 
 func TestLayerOf(t *testing.T) {

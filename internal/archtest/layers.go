@@ -2,7 +2,8 @@ package archtest
 
 import "strings"
 
-// layers maps a package path (relative to the module) to its layer, as in ARCHITECTURE.md.
+// layers maps a package path (relative to the module) to its layer; docs/ARCHITECTURE.md
+// ("Layers") mirrors this table.
 // An entry ending in "/..." covers every package below that folder.
 var layers = map[string]int{
 	"tensor": 0, "target": 0, "compilecache": 0, "configs": 0, "internal/...": 0,
@@ -10,22 +11,31 @@ var layers = map[string]int{
 	"graph/passes": 2, "loopir/passes": 2, "te": 2, "loader": 2, "vm": 2,
 	"devices/cpu": 2, "devices/cuda": 2, "devices/opencl": 2, "devices/devicetest": 2,
 	// generated protobuf code sits below the importer that uses it
-	"loader/onnx/onnxpb": 2,
-	"configs/modelpb":    -1,
+	"loader/onnx/onnxpb":      2,
+	"serve/modelrepo/modelpb": -1,
 	// a leaf helper (standard library only) shared by compilecache and devices/cpu
 	"internal/workdir": -1,
 	"schedule":         3, "codegen": 3, "intrin": 3, "loader/onnx": 3, "kernels/ref": 3,
 	"kernels":     4,
 	"engine": 5, "kernels/cpu": 5, "kernels/kerneltest": 5, "kernels/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
-	"compiler":      6,
-	"serve":         7,
-	"serve/httpapi": 8, "serve/grpcapi": 8,
-	// generated gRPC code (imports configs/modelpb only) sits below the API that uses it
+	"compiler": 6,
+	// the model repository (layout, names, config.pbtxt), read by serve and kiln prebuild
+	"serve/modelrepo": 6,
+	"serve":           7,
+	"serve/httpapi":   8, "serve/grpcapi": 8,
+	// generated gRPC code (imports serve/modelrepo/modelpb only) sits below the API that uses it
 	"serve/grpcapi/inferencepb": 7, "serve/servetest": 7,
 	"cmd/kiln/...":              9, "cmd/kiln": 9, "bench/...": 9,
 	// CLI-only helpers sit just below the command that imports them
 	"cmd/kiln/internal/...": 8,
 }
+
+// configOnly packages may be imported only by the packages matching configImporters:
+// the libraries take typed options, which the command fills from the config file.
+var (
+	configOnly      = []string{"configs", "configs/..."}
+	configImporters = []string{"cmd/...", "cmd"}
+)
 
 // runtimeHalf may not import any package of compilerHalf.
 var runtimeHalf = []string{"tensor", "target", "devices/...", "devices", "vm", "compilecache"}

@@ -8,9 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
-	"github.com/kilnrt/kiln/configs"
 	"github.com/kilnrt/kiln/internal/membudget"
 	"github.com/kilnrt/kiln/serve"
+	"github.com/kilnrt/kiln/serve/modelrepo"
 )
 
 // Options configure the REST API.
@@ -182,7 +182,7 @@ func (s *Server) config(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	b, err := configs.ModelConfigJSON(cfg)
+	b, err := modelrepo.ModelConfigJSON(cfg)
 	if err != nil {
 		fail(c, fmt.Errorf("%w: %v", serve.ErrInternal, err))
 		return

@@ -14,7 +14,7 @@
 package inferencepb
 
 import (
-	modelpb "github.com/kilnrt/kiln/configs/modelpb"
+	modelpb "github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"

@@ -1,4 +1,4 @@
-package configs
+package modelrepo
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
 // ModelConfigJSON renders a model configuration the way Triton's REST endpoint
@@ -143,7 +143,7 @@ func writeValue(b *bytes.Buffer, fd protoreflect.FieldDescriptor, v protoreflect
 			b.WriteString(strconv.FormatFloat(f, 'g', -1, bits))
 		}
 	default:
-		return fmt.Errorf("configs: cannot render field %s of kind %s as JSON", fd.FullName(), fd.Kind())
+		return fmt.Errorf("modelrepo: cannot render field %s of kind %s as JSON", fd.FullName(), fd.Kind())
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package configs
+package modelrepo
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
 // FuzzParseModelConfig checks that parsing never panics, that what it accepts is

@@ -1,4 +1,4 @@
-package configs
+package modelrepo
 
 import (
 	"encoding/json"
@@ -11,7 +11,8 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // A config in the style Triton users write for an ONNX image classifier, including
@@ -469,5 +470,40 @@ func TestDataTypeOIP(t *testing.T) {
 	}
 	if _, ok := DataTypeToOIP(99); ok {
 		t.Error("unknown enum value mapped")
+	}
+}
+
+// TestOneDatatypeTable: the element type of every protocol datatype and the config
+// data type of every element type come from the same row, so a request, a response
+// and config.pbtxt agree on every type.
+func TestOneDatatypeTable(t *testing.T) {
+	want := map[string]tensor.DType{
+		"BOOL": tensor.Bool, "UINT8": tensor.Uint8, "UINT16": tensor.Uint16, "UINT32": tensor.Uint32, "UINT64": tensor.Uint64,
+		"INT8": tensor.Int8, "INT16": tensor.Int16, "INT32": tensor.Int32, "INT64": tensor.Int64,
+		"FP16": tensor.Float16, "FP32": tensor.Float32, "FP64": tensor.Float64, "BYTES": tensor.String, "BF16": tensor.BFloat16,
+	}
+	names := OIPDatatypes()
+	if len(names) != len(want) || !slices.IsSorted(names) {
+		t.Fatalf("OIPDatatypes() = %v", names)
+	}
+	for _, s := range names {
+		dt, ok := DTypeFromOIP(s)
+		if !ok || dt != want[s] {
+			t.Errorf("DTypeFromOIP(%q) = %v, %v; want %v", s, dt, ok, want[s])
+		}
+		if back := DTypeToOIP(dt); back != s {
+			t.Errorf("DTypeToOIP(%v) = %q, want %q", dt, back, s)
+		}
+		if _, ok := DataTypeFromOIP(s); !ok {
+			t.Errorf("%q has no config data type", s)
+		}
+	}
+	for _, dt := range []tensor.DType{tensor.Undefined, tensor.Complex64, tensor.Complex128} {
+		if s := DTypeToOIP(dt); s != "" {
+			t.Errorf("DTypeToOIP(%v) = %q, want none", dt, s)
+		}
+	}
+	if dt, ok := DTypeFromOIP("fp32"); ok || dt != tensor.Undefined {
+		t.Errorf("DTypeFromOIP(fp32) = %v, %v", dt, ok)
 	}
 }

@@ -1,4 +1,4 @@
-package configs
+package modelrepo
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/prototext"
 
-	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
 // ErrModelConfig is wrapped by every error about a model configuration: one that does

@@ -1,4 +1,4 @@
-package configs
+package modelrepo
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kilnrt/kiln/configs/modelpb"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
 // The platform and backend names under which Triton serves ONNX models; kiln serves no

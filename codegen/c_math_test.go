@@ -12,8 +12,8 @@ import (
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/internal/testdata"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/te"

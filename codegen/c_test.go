@@ -10,10 +10,10 @@ import (
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
 	kcpu "github.com/kilnrt/kiln/kernels/cpu"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/schedule"
@@ -195,7 +195,7 @@ func lowerPackedMatMul(t *testing.T) *loopir.PrimFunc {
 	g := intrin.GemmF32("generic", 4, 4, 2)
 	a := te.Placeholder("A", tensor.Float32, te.Dim("m"), loopir.Int(64))
 	b := te.Placeholder("B", tensor.Float32, loopir.Int(64), loopir.Int(40))
-	c := kernels.MatMulPacked(a, b, 0, g.NR)
+	c := kcpu.MatMulPacked(a, b, 0, g.NR)
 	f, err := te.Lower("matmul_packed", []*te.Tensor{a, b}, []*te.Tensor{c})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )

@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/internal/testdata"
-	"github.com/kilnrt/kiln/kernels/nodetest"
 
 	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"

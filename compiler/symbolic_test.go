@@ -8,7 +8,7 @@ import (
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/kernels/nodetest"
+	"github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"

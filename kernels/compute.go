@@ -19,6 +19,11 @@ func inside(x, n loopir.Expr) loopir.Expr {
 	return loopir.Bin(loopir.And, loopir.Bin(loopir.GE, x, i64(0)), loopir.Bin(loopir.LT, x, n))
 }
 
+// clampIndex clamps v into [0, n) (a read that a Select discards stays in bounds).
+func clampIndex(v loopir.Expr, n int64) loopir.Expr {
+	return loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, v, i64(n-1)), i64(0))
+}
+
 // MatMul: C[m, n] = sum_k A[m, k] * B[k, n].
 func MatMul(a, b *te.Tensor) *te.Tensor {
 	k := te.RAxis("k", a.Shape[1])

@@ -1,6 +1,11 @@
-// Package kernels is the operator inventory of the compiler: for each graph op, its
-// compute definition in te (and, later, its schedule strategies per target, indexed by
-// graph.Op). A fused group's anchor op will pick the schedule; the rest is inlined.
+// Package kernels is the target-neutral operator inventory of the compiler: for each
+// graph op, its compute definition in te; the registry of those definitions; the strategy
+// types a target fills in (Strategy, Strategies indexed by graph.Op, Impl, Param,
+// Epilogue); and the helpers every target's strategies can use (Generic and GenericFused
+// lower a definition under a schedule rule, ApplyEpilogues fuses an elementwise chain,
+// Syms and SymExpr give symbolic extents). A target's strategies, and the definitions in
+// layouts only its schedules use, live below it (kernels/cpu). A fused group's anchor op
+// picks the schedule; the rest is inlined.
 //
 // The Registry (Default) maps every op with a definition to its ComputeFunc:
 // elementwise and broadcasting ops (kiln.AttentionMask among them: (1 − Cast(m))·value
@@ -8,16 +13,13 @@
 // split, expand, pad, tile, reshape family, depth/space), reductions, softmax family,
 // normalizations, pooling in 1-3 spatial dims, matmul (numpy semantics), gemm,
 // convolution and transposed convolution. Recurrent layers (LSTM, GRU, RNN) have no te
-// definition: a recurrence cannot be written as index expressions, so RNN builds their
-// loop nest directly (input projection for all steps on the GEMM micro-kernels, then a
-// serial time loop). Strategies (per target, see kernels/cpu) turn a node into an Impl:
-// a scheduled loopir function plus where each parameter comes from, with an optional
-// host Prepack of a constant input (weights in a blocked layout). Blocked forms for the
-// tensorized CPU strategies: ConvNCHWBlocked (NCHW in and out, NCHWc inside one kernel)
-// and MatMulPrepacked (B in column panels packed at compile time); MatMulReduction (a
-// plain sum over k, for the micro-kernel to tensorize) and ConvWinograd (Winograd
-// F(2×2, 3×3): input transform, 16 products, output transform; weights transformed by
-// TransformWinogradWeights at compile time).
+// definition: a recurrence cannot be written as index expressions, so a target builds
+// their loop nest directly (kernels/cpu). Strategies (per target, see kernels/cpu) turn
+// a node into an Impl: a scheduled loopir function plus where each parameter comes from,
+// with an optional host Prepack of a constant input (weights in a blocked layout). Forms
+// for a strategy to schedule: MatMulReduction (a plain sum over k, for a micro-kernel to
+// tensorize) and ConvWinograd (Winograd F(2×2, 3×3): input transform, 16 products,
+// output transform; weights transformed by TransformWinogradWeights at compile time).
 //
 // Range and ConstantOfShape are generators sized by the node's output type: with
 // constant inputs fold-constants has replaced them, so what reaches a kernel is sized
@@ -39,16 +41,10 @@
 // Gather, Concat, Split, Transpose, Where, Cast and the elementwise family, softmax,
 // layer norm, matmul and gemm take symbolic extents as they are; Conv takes symbolic
 // spatial extents with explicit or VALID padding (ResolveConvSym: the output extent is
-// an expression, and every input read is guarded at both ends and clamped). LSTM, GRU and
-// RNN take a symbolic sequence length and batch (input and hidden sizes come from the
-// weights and stay static): loops run to the runtime extents, scratch buffers are
-// allocated at run time (at least one element), the weights are packed for the tiles
-// of one row and each product runs blocks of six rows, then pairs, then a last row on
-// the micro-kernel for that many rows, and a projection that may run in parallel tests
-// its size at run time (rnn_sym.go, rnn_gemm_sym.go). Every runtime value, 0 and 1 included, reads in
-// bounds (a read whose value a Select discards may touch
-// element 0 of an input that is empty at run time: devices give every buffer storage);
-// the static path is unchanged.
+// an expression, and every input read is guarded at both ends and clamped). Every
+// runtime value, 0 and 1 included, reads in bounds (a read whose value a Select discards
+// may touch element 0 of an input that is empty at run time: devices give every buffer
+// storage); the static path is unchanged.
 //
 // Indices read from data (Gather, GatherElements; a constant index along a symbolic
 // axis too) go through te.CheckedIndex: ONNX's range [-n, n), negative values counting
@@ -57,5 +53,8 @@
 //
 // Invariants: definitions are pure functions of their input tensors and attributes;
 // symbolic extents stay symbolic; padding reads go through guarded Selects, and indices
-// from data through te.CheckedIndex, never out of bounds.
+// from data through te.CheckedIndex, never out of bounds. The package is target-neutral:
+// it imports no ISA-specific package (intrin) and queries no target feature; a strategy
+// that needs the vector width passes it in as a parameter (internal/archtest enforces
+// this for kernels and every package below it but kernels/cpu).
 package kernels

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/te"

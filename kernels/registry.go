@@ -50,9 +50,11 @@ func NewRegistry(families ...map[graph.Op]ComputeFunc) *Registry {
 	return r
 }
 
-// Default is the registry of every definition in this package.
+// Default is the registry of every definition in this package. Recurrent layers (LSTM,
+// GRU, RNN) have none: a te compute cannot express a recurrence (step t reads the state
+// of step t-1), so a target builds their loop nests directly (kernels/cpu).
 func Default() *Registry {
-	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), rnnComputes(), layoutComputes(), generateComputes())
+	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), layoutComputes(), generateComputes())
 	blockedPools(r)
 	return r
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kilnrt/kiln/kernels/kerneltest"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"

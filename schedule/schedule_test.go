@@ -9,7 +9,7 @@ import (
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/te"

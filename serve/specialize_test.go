@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kilnrt/kiln/kernels/kerneltest"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/tensor"
 )
 

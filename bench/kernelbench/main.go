@@ -205,7 +205,7 @@ func benchKernels(gemm intrin.Gemm) []benchKernel {
 	conv := func() (*loopir.PrimFunc, error) {
 		x := te.Placeholder("x", tensor.Float32, loopir.Int(1), loopir.Int(c/cb), loopir.Int(hw), loopir.Int(hw), loopir.Int(cb))
 		w := te.Placeholder("w", tensor.Float32, loopir.Int(c/mb), loopir.Int(c/cb), loopir.Int(k), loopir.Int(k*cb), loopir.Int(mb))
-		_, y, err := kernels.Conv2DNCHWc(x, w, kernels.Conv2DAttrs{Strides: [2]int64{1, 1}, Pads: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Groups: 1})
+		_, y, err := kcpu.Conv2DNCHWc(x, w, kernels.Conv2DAttrs{Strides: [2]int64{1, 1}, Pads: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Groups: 1})
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +222,7 @@ func benchKernels(gemm intrin.Gemm) []benchKernel {
 		{"sgemm 1024³ tensorized", func() (*loopir.PrimFunc, error) {
 			a := te.Placeholder("A", tensor.Float32, loopir.Int(n), loopir.Int(n))
 			b := te.Placeholder("B", tensor.Float32, loopir.Int(n), loopir.Int(n))
-			out := kernels.MatMulPacked(a, b, 0, gemm.NR)
+			out := kcpu.MatMulPacked(a, b, 0, gemm.NR)
 			f, err := te.Lower("sgemm", []*te.Tensor{a, b}, []*te.Tensor{out})
 			if err != nil {
 				return nil, err

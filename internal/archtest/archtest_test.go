@@ -14,11 +14,15 @@ import (
 )
 
 type pkg struct {
-	ImportPath string
-	Dir        string
-	Imports    []string
-	GoFiles    []string
-	Module     *struct{ Path string }
+	ImportPath   string
+	Dir          string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	GoFiles      []string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	Module       *struct{ Path string }
 }
 
 func listPackages(t *testing.T) (string, []pkg) {
@@ -154,7 +158,7 @@ func configImportViolations(mod string, pkgs []pkg) []string {
 }
 
 func TestLayerOf(t *testing.T) {
-	cases := map[string]int{"tensor": 0, "internal/archtest": 0, "loader/onnx": 3, "cmd/kiln/internal/conformance": 8, "cmd/kiln": 9, "kernels/cpu": 5}
+	cases := map[string]int{"tensor": 0, "internal/archtest": 0, "loader/onnx": 3, "cmd/kiln/internal/conformance": 8, "cmd/kiln": 9, "kernels/cpu": 5, "internal/kerneltest": 5, "internal/nodetest": 5}
 	for in, want := range cases {
 		if got, ok := layerOf(in); !ok || got != want {
 			t.Errorf("layerOf(%q) = %d, %v; want %d", in, got, ok, want)

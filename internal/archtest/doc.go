@@ -5,6 +5,12 @@
 // from the compiler half; only cmd/... imports configs (the server's config file: the
 // libraries take typed options); and no package registers anything from init().
 //
+// Target-neutral packages (kernels and everything below it but kernels/cpu) know no ISA:
+// they import no ISA-specific package (intrin), and their sources, tests included, name no
+// ISA extension in a string literal ("avx2", "fma", "neon", ...), query no target feature
+// (t.Has("…")) and read no target feature list or vector width. A target's strategies
+// pass such knowledge in as parameters.
+//
 // A package that is not in the layer table fails the test: adding a package means
 // deciding its layer here.
 package archtest

@@ -17,7 +17,7 @@ var layers = map[string]int{
 	"internal/workdir": -1,
 	"schedule":         3, "codegen": 3, "intrin": 3, "loader/onnx": 3, "kernels/ref": 3,
 	"kernels":     4,
-	"engine": 5, "kernels/cpu": 5, "kernels/kerneltest": 5, "kernels/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
+	"engine": 5, "kernels/cpu": 5, "internal/kerneltest": 5, "internal/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
 	"compiler": 6,
 	// the model repository (layout, names, config.pbtxt), read by serve and kiln prebuild
 	"serve/modelrepo": 6,
@@ -42,6 +42,15 @@ var runtimeHalf = []string{"tensor", "target", "devices/...", "devices", "vm", "
 
 var compilerHalf = []string{"graph/...", "graph", "loopir/...", "loopir", "te", "schedule",
 	"kernels/...", "kernels", "codegen", "intrin", "autotune", "compiler", "loader/...", "loader", "serve/...", "serve"}
+
+// targetNeutral packages hold compute definitions every target shares: they import no
+// ISA-specific package (isaSpecific) and query no ISA feature; what a target's schedule
+// needs to know about its vector unit comes from that target's strategies (isaAware).
+var (
+	targetNeutral = []string{"kernels", "kernels/..."}
+	isaAware      = []string{"kernels/cpu", "kernels/cpu/..."}
+	isaSpecific   = []string{"intrin", "intrin/..."}
+)
 
 // layerOf returns the layer of a module-relative package path.
 func layerOf(rel string) (int, bool) {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/tensor"
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/kilnrt/kiln/schedule"
 )
 
-// ScheduleConv2DNCHWc schedules kernels.Conv2DNCHWc (blocks "pad" and "conv") whose output
+// ScheduleConv2DNCHWc schedules Conv2DNCHWc (blocks "pad" and "conv") whose output
 // channel block equals the intrinsic's tile width: the padded copy runs first (rows in
 // parallel); each output row (batch, channel block, row: fused, parallel) accumulates,
 // per input channel block and kernel row, one micro-kernel call per tile of mr columns

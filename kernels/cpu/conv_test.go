@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/te"
@@ -42,7 +42,7 @@ func TestConv2DNCHWcTensorized(t *testing.T) {
 				x := te.Placeholder("x", tensor.Float32, batch, loopir.Int(int64(c/cb)), loopir.Int(int64(tc.h)), loopir.Int(int64(tc.w)), loopir.Int(int64(cb)))
 				w := te.Placeholder("w", tensor.Float32, loopir.Int(int64(m/mb)), loopir.Int(int64(c/cb)), loopir.Int(int64(tc.k)), loopir.Int(int64(tc.k*cb)), loopir.Int(int64(mb)))
 				attrs := kernels.Conv2DAttrs{Strides: [2]int64{int64(tc.s), int64(tc.s)}, Pads: [2]int64{int64(tc.p), int64(tc.p)}, Dilations: [2]int64{1, 1}, Groups: 1}
-				_, y, err := kernels.Conv2DNCHWc(x, w, attrs)
+				_, y, err := Conv2DNCHWc(x, w, attrs)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -57,14 +57,14 @@ func TestConv2DNCHWcTensorized(t *testing.T) {
 				xv, wv := kerneltest.Random(3, n*c*tc.h*tc.w), kerneltest.Random(4, m*c*tc.k*tc.k)
 				oh, ow := (tc.h+2*tc.p-tc.k)/tc.s+1, (tc.w+2*tc.p-tc.k)/tc.s+1
 				got := kerneltest.Run(t, s.Func(), dims, n*m*oh*ow,
-					kernels.PackNCHWc(xv, n, c, tc.h, tc.w, cb), kernels.PackWeightsNCHWc(wv, m, c, tc.k, tc.k, cb, mb))
+					PackNCHWc(xv, n, c, tc.h, tc.w, cb), PackWeightsNCHWc(wv, m, c, tc.k, tc.k, cb, mb))
 				want := kerneltest.Ref(t, graph.OpConv, &graph.ConvAttrs{
 					Strides: []int64{int64(tc.s), int64(tc.s)}, Pads: []int64{int64(tc.p), int64(tc.p), int64(tc.p), int64(tc.p)},
 					Dilations: []int64{1, 1}, Group: 1, KernelShape: []int64{int64(tc.k), int64(tc.k)},
 				}, []*tensor.Tensor{
 					tensor.MustFromSlice(tensor.Shape{n, c, tc.h, tc.w}, xv),
 					tensor.MustFromSlice(tensor.Shape{m, c, tc.k, tc.k}, wv)})
-				kerneltest.Close(t, "tensorized conv2d", kernels.UnpackNCHWc(got, n, m, oh, ow, mb), want)
+				kerneltest.Close(t, "tensorized conv2d", UnpackNCHWc(got, n, m, oh, ow, mb), want)
 			})
 		}
 	}

@@ -28,6 +28,28 @@
 // Winograd kernels, so no blocked operand): a second table for the same target, as a
 // backend other than the CPU's may use.
 //
+// The definitions only the CPU's tensorized strategies use live here too, beside their
+// host packing: ConvNCHWBlocked (NCHW in and out, NCHWc inside one kernel; weights
+// packed by PackConvWeights) and Conv2DNCHWc (blocked in and out), MatMulPacked (B, and
+// optionally A, repacked into panels inside the kernel) and MatMulPrepacked (B in column
+// panels packed at compile time by PackMatMulB). This package is where the target's ISA
+// is read (intrin.GemmFor, DefaultRNN): it picks the micro-kernels and passes vector
+// widths to the target-neutral definitions of package kernels as parameters.
+//
+// Recurrent layers (RNN, rnn_build.go) have no compute definition: their loop nest is
+// built directly, per direction an input projection for all time steps on the GEMM
+// micro-kernels, then a serial time loop of recurrent products and gate math.
+// RNNOptions are its knobs and RNNVector the vector unit the float32 products are
+// declared for (DefaultRNN reads it from the target; Lanes 0 keeps plain loops): weights
+// are packed in column panels (on the host when constant, else by the kernel) and each
+// product calls intrin.GemmF32 micro-kernels. The sequence length and batch may be
+// symbolic (input and hidden sizes come from the weights and stay static): loops run to
+// the runtime extents, scratch buffers are allocated at run time (at least one
+// element), the weights are packed for the tiles of one row and each product runs blocks
+// of six rows, then pairs, then a last row on the micro-kernel for that many rows, and a
+// projection that may run in parallel tests its size at run time (rnn_sym.go,
+// rnn_gemm_sym.go).
+//
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are
 // differential-tested against kernels/ref with tails (extents not divisible by tiles)

@@ -35,7 +35,7 @@ type GemmConfig struct {
 // separate init pass.
 var DefaultGemm = GemmConfig{KC: 256, MC: 8, Parallel: true, FewRowBlocks: 8, SymbolicMC: 4}
 
-// ScheduleMatMulPacked schedules kernels.MatMulPacked (blocks "packed_a" if A is packed,
+// ScheduleMatMulPacked schedules MatMulPacked (blocks "packed_a" if A is packed,
 // "packed_b" and "matmul")
 // in the GotoBLAS order: row block (parallel), reduction block ko, column panel jo, row
 // tile, then the mr × nr × KC micro-kernel call. A block of A stays in L2 while every

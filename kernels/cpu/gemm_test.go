@@ -5,9 +5,8 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/intrin"
-	"github.com/kilnrt/kiln/kernels"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/te"
@@ -55,7 +54,7 @@ func TestMatMulPackedTensorized(t *testing.T) {
 				if v.packA {
 					mr = g.MR
 				}
-				c := kernels.MatMulPacked(a, b, mr, nr)
+				c := MatMulPacked(a, b, mr, nr)
 				f, err := te.Lower("mm", []*te.Tensor{a, b}, []*te.Tensor{c})
 				if err != nil {
 					t.Fatal(err)

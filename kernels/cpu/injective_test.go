@@ -3,12 +3,12 @@ package cpu
 import (
 	"errors"
 	"fmt"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	kt "github.com/kilnrt/kiln/internal/kerneltest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
-	kt "github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"

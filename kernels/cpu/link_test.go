@@ -2,15 +2,14 @@ package cpu
 
 import (
 	"context"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"testing"
 
 	"github.com/kilnrt/kiln/codegen"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/intrin"
-	"github.com/kilnrt/kiln/kernels"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/schedule"
@@ -19,14 +18,15 @@ import (
 )
 
 // TestPerKernelObjectsLinked builds two parallel kernels as separate objects against the
-// shared C runtime (ARCHITECTURE.md §6: one object per kernel, linked into one shared
-// object with the runtime), loads the result once and runs both kernels.
+// shared C runtime (docs/ARCHITECTURE.md, "The pipeline", phase 7: one object per
+// kernel, linked into one shared object with the runtime), loads the result once and
+// runs both kernels.
 func TestPerKernelObjectsLinked(t *testing.T) {
 	const m, n, k = 20, 40, 30
 	g := intrin.GemmF32("generic", 4, 4, 2)
 	a := te.Placeholder("a", tensor.Float32, loopir.Int(m), loopir.Int(k))
 	b := te.Placeholder("b", tensor.Float32, loopir.Int(k), loopir.Int(n))
-	mm, err := te.Lower("linked_mm", []*te.Tensor{a, b}, []*te.Tensor{kernels.MatMulPacked(a, b, 0, g.NR)})
+	mm, err := te.Lower("linked_mm", []*te.Tensor{a, b}, []*te.Tensor{MatMulPacked(a, b, 0, g.NR)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	kt "github.com/kilnrt/kiln/internal/kerneltest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
-	kt "github.com/kilnrt/kiln/kernels/kerneltest"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/te"

@@ -2,16 +2,16 @@ package cpu
 
 import (
 	"context"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"sync"
 	"testing"
+
+	"github.com/kilnrt/kiln/internal/testdata"
 
 	"github.com/kilnrt/kiln/codegen"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/intrin"
-	"github.com/kilnrt/kiln/kernels"
-	"github.com/kilnrt/kiln/kernels/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/schedule"
@@ -27,7 +27,7 @@ func TestThreadPoolConcurrentLaunches(t *testing.T) {
 	g := intrin.GemmF32("generic", 4, 4, 2)
 	a := te.Placeholder("a", tensor.Float32, loopir.Int(m), loopir.Int(k))
 	b := te.Placeholder("b", tensor.Float32, loopir.Int(k), loopir.Int(n))
-	c := kernels.MatMulPacked(a, b, g.MR, g.NR)
+	c := MatMulPacked(a, b, g.MR, g.NR)
 	f, err := te.Lower("mm", []*te.Tensor{a, b}, []*te.Tensor{c})
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,11 @@ package cpu
 
 import (
 	"errors"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"math"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/tensor"
 )

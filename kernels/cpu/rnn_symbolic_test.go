@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/te"
@@ -139,11 +139,11 @@ func TestSymbolicRNN(t *testing.T) {
 // micro-kernels.
 func TestSymbolicRNNOptions(t *testing.T) {
 	for _, o := range []struct {
-		opts  kernels.RNNOptions
+		opts  RNNOptions
 		cases []int // indices into rnnSymCases
 	}{
-		{kernels.RNNOptions{Unroll: 3, Parallel: true, ExactActivations: true}, []int{0, 3, 4, 6, 8}},
-		{kernels.RNNOptions{Unroll: 4, Parallel: true, Vector: kernels.RNNVector{ISA: "generic", Lanes: 4, Registers: 16}}, []int{1, 4, 5}},
+		{RNNOptions{Unroll: 3, Parallel: true, ExactActivations: true}, []int{0, 3, 4, 6, 8}},
+		{RNNOptions{Unroll: 4, Parallel: true, Vector: RNNVector{ISA: "generic", Lanes: 4, Registers: 16}}, []int{1, 4, 5}},
 	} {
 		for _, i := range o.cases {
 			c := rnnSymCases[i]

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -213,7 +213,7 @@ func TestRNNUnsupported(t *testing.T) {
 }
 
 // rnnLowerer lowers recurrent nodes with fixed options (the other knobs of the strategy).
-type rnnLowerer struct{ opts kernels.RNNOptions }
+type rnnLowerer struct{ opts RNNOptions }
 
 func (l rnnLowerer) Lower(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
 	impl, err := buildRNN(n, in, l.opts)
@@ -228,10 +228,10 @@ func (l rnnLowerer) Lower(n *graph.Node, in []kernels.Input, _ target.Target) (*
 // library's sigmoid and tanh, no parallel directions, and float64 data.
 func TestRNNOptions(t *testing.T) {
 	host := DefaultRNN(target.Host())
-	for _, o := range []kernels.RNNOptions{
+	for _, o := range []RNNOptions{
 		{Unroll: 3, ExactActivations: true},
 		{Unroll: 1, Parallel: true},
-		{Unroll: 4, Parallel: true, Vector: kernels.RNNVector{ISA: "generic", Lanes: 4, Registers: 16}},
+		{Unroll: 4, Parallel: true, Vector: RNNVector{ISA: "generic", Lanes: 4, Registers: 16}},
 		{Vector: host.Vector, ExactActivations: true},
 	} {
 		l := rnnLowerer{o}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/tensor"
 )
 

@@ -123,8 +123,8 @@ func inputBlock(c int64) int64 {
 // convBlocked returns the attributes of the blocked convolution for n, or an error
 // wrapping ErrNotApplicable: float32 2-D convolutions with one group, constant
 // weights, explicit or VALID padding and no horizontal dilation.
-func convBlocked(n *graph.Node, g intrin.Gemm) (kernels.ConvBlockedAttrs, error) {
-	var attrs kernels.ConvBlockedAttrs
+func convBlocked(n *graph.Node, g intrin.Gemm) (ConvBlockedAttrs, error) {
+	var attrs ConvBlockedAttrs
 	a, _ := n.Attrs.(*graph.ConvAttrs)
 	if a == nil || len(n.Inputs) < 2 || n.Inputs[1] == nil {
 		return attrs, notApplicable("convolution without weights")
@@ -136,7 +136,7 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (kernels.ConvBlockedAttrs, error)
 	if a.Group != 1 || (a.AutoPad != "NOTSET" && a.AutoPad != "VALID" && a.AutoPad != "") {
 		return attrs, notApplicable("group %d, auto_pad %s", a.Group, a.AutoPad)
 	}
-	attrs = kernels.ConvBlockedAttrs{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, XBlock: x.Block}
+	attrs = ConvBlockedAttrs{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, XBlock: x.Block}
 	copy(attrs.Strides[:], a.Strides)
 	copy(attrs.Dilations[:], a.Dilations)
 	if a.AutoPad != "VALID" && len(a.Pads) == 4 {
@@ -157,7 +157,7 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (kernels.ConvBlockedAttrs, error)
 	return attrs, nil
 }
 
-// buildConvBlocked lowers a convolution through kernels.ConvNCHWBlocked, reading its
+// buildConvBlocked lowers a convolution through ConvNCHWBlocked, reading its
 // input as it is stored and leaving its output blocked when the graph says so.
 func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 	g := intrin.GemmFor(t)
@@ -182,9 +182,9 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	wp := te.Placeholder("w", tensor.Float32, kernels.Static(packed...)...)
 	layout := fmt.Sprintf("OIHW→[O/%d,I/%d,H,W·%d,%d]", g.NR, attrs.CB, attrs.CB, g.NR)
 	bias, params, feeds := convBias(in, []*te.Tensor{x.T, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
-		return kernels.PackConvWeights(v, attrs.CB, attrs.MB)
+		return PackConvWeights(v, attrs.CB, attrs.MB)
 	}}})
-	out, err := kernels.ConvNCHWBlocked(x.T, wp, bias, m, attrs)
+	out, err := ConvNCHWBlocked(x.T, wp, bias, m, attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	bp := te.Placeholder("bp", tensor.Float32, kernels.Static((cols+g.NR-1)/g.NR, k, g.NR)...)
 	params := []*te.Tensor{a2, bp}
 	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: fmt.Sprintf("B%s→[N/%d,K,%d]·%g", map[bool]string{true: "ᵀ"}[transB], g.NR, g.NR, alpha),
-		Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) { return kernels.PackMatMulB(v, transB, g.NR, alpha) }}}
+		Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) { return PackMatMulB(v, transB, g.NR, alpha) }}}
 	var bias *te.Tensor
 	if c != nil {
 		bias = c
@@ -264,7 +264,7 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 		}
 		params, feeds = append(params, c), append(feeds, kernels.Param{Input: 2})
 	}
-	out := kernels.MatMulPrepacked(a2, bp, bias, cols)
+	out := MatMulPrepacked(a2, bp, bias, cols)
 	flat := false
 	if len(epi) > 0 {
 		if ot := n.Outputs[0].Type; ot.Kind != graph.KindTensor || ot.UnknownRank || ot.Block != 0 || len(ot.Shape) != len(a.T.Shape) {

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
-	nt "github.com/kilnrt/kiln/kernels/nodetest"
 )
 
 // TestWinogradConv compares the Winograd F(2×2, 3×3) convolution with the reference:

@@ -1,4 +1,4 @@
-package kernels
+package cpu
 
 import "github.com/kilnrt/kiln/loopir"
 

@@ -1,8 +1,9 @@
-package kernels
+package cpu
 
 import (
 	"fmt"
 
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
@@ -33,7 +34,7 @@ type ConvBlockedAttrs struct {
 // C must be a multiple of cb; M need not be a multiple of mb (the weights' padding
 // channels are zero and never unpacked). Horizontal dilation must be 1.
 func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Tensor, error) {
-	ext, err := Extents(x)
+	ext, err := kernels.Extents(x)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +42,7 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
 	}
 	if len(ext) != 4 {
-		return nil, Unsupported("blocked conv2d: data of rank %d", len(ext))
+		return nil, kernels.Unsupported("blocked conv2d: data of rank %d", len(ext))
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	read := func(nn, ch, y, xx loopir.Expr) loopir.Expr {
@@ -52,9 +53,9 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 	}
 	cb, mb := a.CB, a.MB
 	if cb <= 0 || mb <= 0 || c%cb != 0 || a.Dilations[1] != 1 {
-		return nil, Unsupported("blocked conv2d: %d channels in blocks of %d, horizontal dilation %d", c, cb, a.Dilations[1])
+		return nil, kernels.Unsupported("blocked conv2d: %d channels in blocks of %d, horizontal dilation %d", c, cb, a.Dilations[1])
 	}
-	wext, err := Extents(w)
+	wext, err := kernels.Extents(w)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +67,10 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 	oh := (h+pt+pb-a.Dilations[0]*(kh-1)-1)/a.Strides[0] + 1
 	ow := (wd+pl+pr-(kw-1)-1)/a.Strides[1] + 1
 	if oh <= 0 || ow <= 0 {
-		return nil, Unsupported("blocked conv2d: empty output %dx%d", oh, ow)
+		return nil, kernels.Unsupported("blocked conv2d: empty output %dx%d", oh, ow)
 	}
 	dt := x.DT
-	pad := te.Compute("pad", Static(n, c/cb, h+pt+pb, (wd+pl+pr)*cb), func(i []loopir.Expr) loopir.Expr {
+	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, (wd+pl+pr)*cb), func(i []loopir.Expr) loopir.Expr {
 		yy := sub(i[2], i64(pt))
 		xx := sub(div(i[3], i64(cb)), i64(pl))
 		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
@@ -77,7 +78,7 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		return te.Select(cond, read(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)), loopir.Float(0, dt))
 	})
 	icb, ry, rr := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh)), te.RAxis("rr", i64(kw*cb))
-	conv := te.Compute("conv", Static(n, wext[0], oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
+	conv := te.Compute("conv", kernels.Static(n, wext[0], oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
 		row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
 		col := add(mul(i[3], i64(a.Strides[1]*cb)), rr.Var)
 		return te.Sum(te.Mul(pad.At(i[0], icb.Var, row, col), w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
@@ -93,17 +94,13 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 			return te.Add(conv.At(i...), bias.At(add(mul(i[1], i64(mb)), i[4])))
 		}), nil
 	}
-	return te.Compute("unpack", Static(n, m, oh, ow), func(i []loopir.Expr) loopir.Expr {
+	return te.Compute("unpack", kernels.Static(n, m, oh, ow), func(i []loopir.Expr) loopir.Expr {
 		v := conv.At(i[0], div(i[1], i64(mb)), i[2], i[3], loopir.Bin(loopir.Mod, i[1], i64(mb)))
 		if bias != nil {
 			v = te.Add(v, bias.At(i[1]))
 		}
 		return v
 	}), nil
-}
-
-func clampIndex(v loopir.Expr, n int64) loopir.Expr {
-	return loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, v, i64(n-1)), i64(0))
 }
 
 // PackConvWeights reorders float32 OIHW weights [M, C, KH, KW] into the blocked layout
@@ -144,7 +141,7 @@ func MatMulPrepacked(a, bp, bias *te.Tensor, n int64) *te.Tensor {
 		return mm
 	}
 	return te.Compute("epilogue", mm.Shape, func(i []loopir.Expr) loopir.Expr {
-		return te.Add(mm.At(i...), BroadcastAt(bias, i))
+		return te.Add(mm.At(i...), kernels.BroadcastAt(bias, i))
 	})
 }
 

@@ -1,19 +1,13 @@
-package kernels
+package cpu
 
 import (
 	"fmt"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/tensor"
 )
-
-// rnnComputes: recurrent layers. A te compute cannot express a recurrence (step t reads
-// the state of step t-1), so LSTM, GRU and RNN have no compute definition: their loop
-// nests are built directly by RNN.
-func rnnComputes() map[graph.Op]ComputeFunc {
-	return map[graph.Op]ComputeFunc{}
-}
 
 // RNNOptions are the knobs of the recurrent loop nests.
 type RNNOptions struct {
@@ -51,7 +45,7 @@ const rnnParallelWork = 1 << 16
 // layout 1 are supported; what is not is an Unsupported error. The sequence length and
 // the batch may be symbolic (X's extents over the kernel's dims, see rnn_sym.go); the
 // input size, the hidden size and the directions must be constants.
-func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimFunc, []Param, error) {
+func RNN(name string, n *graph.Node, in []kernels.Input, opts RNNOptions) (*loopir.PrimFunc, []kernels.Param, error) {
 	if opts.Unroll <= 0 {
 		opts.Unroll = 4
 	}
@@ -60,13 +54,13 @@ func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimF
 		return nil, nil, err
 	}
 	var params []*loopir.Buffer
-	var feeds []Param
+	var feeds []kernels.Param
 	buf := func(name string, dt tensor.DType, shape ...loopir.Expr) *loopir.Buffer {
 		return &loopir.Buffer{Name: name, DT: dt, Shape: shape, Scope: "global"}
 	}
 	add := func(i int, b *loopir.Buffer, pack func(*tensor.Tensor) (*tensor.Tensor, error), layout string) *loopir.Buffer {
 		params = append(params, b)
-		feeds = append(feeds, Param{Input: i, Prepack: pack, Layout: layout})
+		feeds = append(feeds, kernels.Param{Input: i, Prepack: pack, Layout: layout})
 		return b
 	}
 	shapeOf := func(i int) []loopir.Expr { return append([]loopir.Expr{}, in[i].T.Shape...) }
@@ -115,7 +109,7 @@ func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimF
 	outs := []**loopir.Buffer{&p.y, &p.yh, &p.yc}
 	names := []string{"Y", "Y_h", "Y_c"}
 	if len(n.Outputs) > len(outs) || (p.op != graph.OpLSTM && len(n.Outputs) > 2) {
-		return nil, nil, Unsupported("%v: %d outputs", n.Op, len(n.Outputs))
+		return nil, nil, kernels.Unsupported("%v: %d outputs", n.Op, len(n.Outputs))
 	}
 	for i := range n.Outputs {
 		shape := hShape
@@ -126,7 +120,7 @@ func RNN(name string, n *graph.Node, in []Input, opts RNNOptions) (*loopir.PrimF
 		params = append(params, *outs[i])
 	}
 	if len(n.Outputs) == 0 {
-		return nil, nil, Unsupported("%v without outputs", n.Op)
+		return nil, nil, kernels.Unsupported("%v without outputs", n.Op)
 	}
 	f := &loopir.PrimFunc{Name: name, Params: params, Dims: rnnDims(params), Body: p.body()}
 	rnnRenameLoops(f.Body, f.Dims)

@@ -1,8 +1,9 @@
-package kernels
+package cpu
 
 import (
 	"fmt"
 
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
 )
@@ -44,7 +45,7 @@ func MatMulPacked(a, b *te.Tensor, mr, nr int64) *te.Tensor {
 // with its last two axes merged, [N, C/cb, H+2p, (W+2p)·cb], makes the merged reduction
 // axis contiguous: output column ow reads columns ow·s·cb + r for r < KW·cb. Horizontal
 // dilation must be 1 (it would break that contiguity); groups are not supported here.
-func Conv2DNCHWc(x, w *te.Tensor, a Conv2DAttrs) (pad, y *te.Tensor, err error) {
+func Conv2DNCHWc(x, w *te.Tensor, a kernels.Conv2DAttrs) (pad, y *te.Tensor, err error) {
 	if len(x.Shape) != 5 || len(w.Shape) != 5 {
 		return nil, nil, fmt.Errorf("conv2d NCHWc: want 5-D data and weights, got %d-D and %d-D", len(x.Shape), len(w.Shape))
 	}

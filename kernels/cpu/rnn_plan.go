@@ -1,9 +1,10 @@
-package kernels
+package cpu
 
 import (
 	"strings"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
@@ -67,10 +68,10 @@ func (p *rnnPlan) gh() int64 { return p.gates * p.hid }
 
 // newRNNPlan validates a node and sizes its kernel; unsupported uses are Unsupported
 // errors naming what is not supported.
-func newRNNPlan(n *graph.Node, in []Input, opts RNNOptions) (*rnnPlan, error) {
+func newRNNPlan(n *graph.Node, in []kernels.Input, opts RNNOptions) (*rnnPlan, error) {
 	a, ok := n.Attrs.(*graph.RNNAttrs)
 	if !ok {
-		return nil, Unsupported("%v: attributes %T are not RNNAttrs", n.Op, n.Attrs)
+		return nil, kernels.Unsupported("%v: attributes %T are not RNNAttrs", n.Op, n.Attrs)
 	}
 	p := &rnnPlan{op: n.Op, opts: opts, layout1: a.Layout != 0, lbr: a.LinearBeforeReset != 0, inputForget: a.InputForget != 0, clip: float64(a.Clip)}
 	nAct, defaults := 1, []string{"Tanh"}
@@ -82,13 +83,13 @@ func newRNNPlan(n *graph.Node, in []Input, opts RNNOptions) (*rnnPlan, error) {
 	case graph.OpRNN:
 		p.gates = 1
 	default:
-		return nil, Unsupported("op %v is not a recurrent layer", n.Op)
+		return nil, kernels.Unsupported("op %v is not a recurrent layer", n.Op)
 	}
 	if p.op != graph.OpGRU && p.lbr {
-		return nil, Unsupported("%v: linear_before_reset", n.Op)
+		return nil, kernels.Unsupported("%v: linear_before_reset", n.Op)
 	}
 	if p.op != graph.OpLSTM && p.inputForget {
-		return nil, Unsupported("%v: input_forget", n.Op)
+		return nil, kernels.Unsupported("%v: input_forget", n.Op)
 	}
 	p.dirs = 1
 	switch a.Direction {
@@ -98,36 +99,36 @@ func newRNNPlan(n *graph.Node, in []Input, opts RNNOptions) (*rnnPlan, error) {
 	case "bidirectional":
 		p.dirs = 2
 	default:
-		return nil, Unsupported("%v: direction %q", n.Op, a.Direction)
+		return nil, kernels.Unsupported("%v: direction %q", n.Op, a.Direction)
 	}
 	if p.clip < 0 {
-		return nil, Unsupported("%v: negative clip %v", n.Op, p.clip)
+		return nil, kernels.Unsupported("%v: negative clip %v", n.Op, p.clip)
 	}
-	get := func(i int) Input {
+	get := func(i int) kernels.Input {
 		if i < len(in) {
 			return in[i]
 		}
-		return Input{}
+		return kernels.Input{}
 	}
 	x, w, r := get(rnnInX), get(rnnInW), get(rnnInR)
 	if !x.Present() || !w.Present() || !r.Present() {
-		return nil, Unsupported("%v: X, W and R are required", n.Op)
+		return nil, kernels.Unsupported("%v: X, W and R are required", n.Op)
 	}
 	p.dt = x.T.DT
 	if p.dt != tensor.Float32 && p.dt != tensor.Float64 {
-		return nil, Unsupported("%v: element type %v (float32 and float64 only)", n.Op, p.dt)
+		return nil, kernels.Unsupported("%v: element type %v (float32 and float64 only)", n.Op, p.dt)
 	}
 	xs := x.T.Shape
-	ws, err := Extents(w.T)
+	ws, err := kernels.Extents(w.T)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := Extents(r.T)
+	rs, err := kernels.Extents(r.T)
 	if err != nil {
 		return nil, err
 	}
 	if len(xs) != 3 || len(ws) != 3 || len(rs) != 3 {
-		return nil, Unsupported("%v: X, W and R must be rank 3", n.Op)
+		return nil, kernels.Unsupported("%v: X, W and R must be rank 3", n.Op)
 	}
 	p.seq, p.batch = xs[0], xs[1]
 	if p.layout1 {
@@ -136,22 +137,22 @@ func newRNNPlan(n *graph.Node, in []Input, opts RNNOptions) (*rnnPlan, error) {
 	p.sseq, p.sbatch = rnnAtLeast1(p.seq), rnnAtLeast1(p.batch)
 	isz, ok := xs[2].(*loopir.IntImm)
 	if !ok {
-		return nil, Unsupported("%v: input size %s is symbolic (it must match W)", n.Op, loopir.ExprString(xs[2]))
+		return nil, kernels.Unsupported("%v: input size %s is symbolic (it must match W)", n.Op, loopir.ExprString(xs[2]))
 	}
 	p.isz, p.hid = isz.V, rs[2]
 	if ws[0] != p.dirs || rs[0] != p.dirs || ws[1] != p.gh() || rs[1] != p.gh() || ws[2] != p.isz {
-		return nil, Unsupported("%v: W %v / R %v do not fit %d directions, %d gates, hidden %d, input %d", n.Op, ws, rs, p.dirs, p.gates, p.hid, p.isz)
+		return nil, kernels.Unsupported("%v: W %v / R %v do not fit %d directions, %d gates, hidden %d, input %d", n.Op, ws, rs, p.dirs, p.gates, p.hid, p.isz)
 	}
 	if a.HiddenSize != 0 && a.HiddenSize != p.hid {
-		return nil, Unsupported("%v: hidden_size %d but R has %d columns", n.Op, a.HiddenSize, p.hid)
+		return nil, kernels.Unsupported("%v: hidden_size %d but R has %d columns", n.Op, a.HiddenSize, p.hid)
 	}
 	if rnnIsZero(p.seq) || rnnIsZero(p.batch) || p.hid == 0 || p.isz == 0 {
-		return nil, Unsupported("%v: an empty extent (seq %s, batch %s, input %d, hidden %d)", n.Op,
+		return nil, kernels.Unsupported("%v: an empty extent (seq %s, batch %s, input %d, hidden %d)", n.Op,
 			loopir.ExprString(p.seq), loopir.ExprString(p.batch), p.isz, p.hid)
 	}
-	for _, in := range []Input{w, r, get(rnnInB), get(rnnInH0), get(rnnInC0), get(rnnInP)} {
+	for _, in := range []kernels.Input{w, r, get(rnnInB), get(rnnInH0), get(rnnInC0), get(rnnInP)} {
 		if in.Present() && in.T.DT != p.dt {
-			return nil, Unsupported("%v: %s is %v, X is %v", n.Op, in.T.Name, in.T.DT, p.dt)
+			return nil, kernels.Unsupported("%v: %s is %v, X is %v", n.Op, in.T.Name, in.T.DT, p.dt)
 		}
 	}
 	if p.acts, err = rnnActivations(n.Op, a, defaults, nAct, p.dirs, p.dt, opts.ExactActivations); err != nil {
@@ -164,7 +165,7 @@ func newRNNPlan(n *graph.Node, in []Input, opts RNNOptions) (*rnnPlan, error) {
 }
 
 // optionalShapes checks B, sequence_lens, initial_h, initial_c and P.
-func (p *rnnPlan) optionalShapes(op graph.Op, get func(int) Input) error {
+func (p *rnnPlan) optionalShapes(op graph.Op, get func(int) kernels.Input) error {
 	// extents are compared as expressions: a symbolic batch must be X's symbol
 	want := func(i int, what string, shape ...loopir.Expr) error {
 		in := get(i)
@@ -177,7 +178,7 @@ func (p *rnnPlan) optionalShapes(op graph.Op, get func(int) Input) error {
 			same = loopir.ExprString(s[k]) == loopir.ExprString(shape[k])
 		}
 		if !same {
-			return Unsupported("%v: %s has shape %s, want %s", op, what, rnnShapeString(s), rnnShapeString(shape))
+			return kernels.Unsupported("%v: %s has shape %s, want %s", op, what, rnnShapeString(s), rnnShapeString(shape))
 		}
 		return nil
 	}
@@ -194,7 +195,7 @@ func (p *rnnPlan) optionalShapes(op graph.Op, get func(int) Input) error {
 	if op == graph.OpLSTM {
 		checks = append(checks, want(rnnInC0, "initial_c", state...), want(rnnInP, "P", c(p.dirs), c(3*p.hid)))
 	} else if get(rnnInC0).Present() || get(rnnInP).Present() {
-		return Unsupported("%v: inputs beyond initial_h", op)
+		return kernels.Unsupported("%v: inputs beyond initial_h", op)
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -202,7 +203,7 @@ func (p *rnnPlan) optionalShapes(op graph.Op, get func(int) Input) error {
 		}
 	}
 	if l := get(rnnInLens); l.Present() && !l.T.DT.IsInt() {
-		return Unsupported("%v: sequence_lens of type %v", op, l.T.DT)
+		return kernels.Unsupported("%v: sequence_lens of type %v", op, l.T.DT)
 	}
 	return nil
 }
@@ -220,7 +221,7 @@ func rnnActivations(op graph.Op, a *graph.RNNAttrs, defaults []string, nAct int,
 		}
 	}
 	if int64(len(names)) != int64(nAct)*dirs {
-		return nil, Unsupported("%v: %d activations for %d directions of %d", op, len(names), dirs, nAct)
+		return nil, kernels.Unsupported("%v: %d activations for %d directions of %d", op, len(names), dirs, nAct)
 	}
 	params := len(a.ActivationAlpha) > 0 || len(a.ActivationBeta) > 0
 	lit := func(v float64) loopir.Expr { return loopir.Float(v, dt) }
@@ -265,10 +266,10 @@ func rnnActivations(op graph.Op, a *graph.RNNAttrs, defaults []string, nAct int,
 				return te.Select(loopir.Bin(loopir.LT, x, zero), te.Sub(te.Exp(x), one), x)
 			}
 		default:
-			return nil, Unsupported("%v: activation %q", op, name)
+			return nil, kernels.Unsupported("%v: activation %q", op, name)
 		}
 		if parameterized && params {
-			return nil, Unsupported("%v: activation %s with activation_alpha/activation_beta", op, name)
+			return nil, kernels.Unsupported("%v: activation %s with activation_alpha/activation_beta", op, name)
 		}
 		d := i / nAct
 		out[d] = append(out[d], rnnPlain(f))

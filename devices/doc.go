@@ -1,7 +1,7 @@
 // Package devices is the runtime contract between the VM and hardware: memory, copies,
-// loading device binaries, and launching kernels. Concrete devices (devices/cpu, later
-// cuda and opencl) bind their native libraries at run time with purego; none is linked at
-// build time, so one binary runs everywhere and an absent library is ErrUnavailable.
+// loading device binaries, and launching kernels. Concrete devices (devices/cpu is the one
+// built) bind their native libraries at run time with purego; none is linked at build
+// time, so one binary runs everywhere and an absent library is ErrUnavailable.
 //
 // Kernel calling convention, the same for every target: a kernel receives an array of
 // buffer pointers (inputs, then preallocated outputs), an array of int64 runtime dims (the

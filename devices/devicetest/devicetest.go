@@ -3,13 +3,20 @@
 // lookup, launch with buffers and runtime dims, and error codes from kernels.
 //
 // A device's own test supplies a Fixture: a binary for that device holding the kernel
-// described below, built by the device's toolchain.
+// described below, built by the device's toolchain, and for a GPU the launch geometry
+// that covers n elements.
+//
+// A kernel's nonzero status may surface at its Launch (the CPU runs kernels
+// synchronously) or at the next Sync (a GPU queues launches and reads the status block
+// when it waits); the suite accepts either and requires a *devices.KernelError with the
+// code and the kernel's name, and a device that works again after the error is read.
 package devicetest
 
 import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/kilnrt/kiln/devices"
@@ -23,6 +30,9 @@ const FixtureKernel = "kiln_test_axpy"
 // Fixture is a device binary holding FixtureKernel.
 type Fixture struct {
 	Binary []byte
+	// Geometry gives the launch grid covering n elements (one thread each, or fewer
+	// threads looping); nil for devices that ignore geometry (the CPU).
+	Geometry func(n int) devices.Geometry
 }
 
 // RunAll runs the whole suite on dev.
@@ -129,7 +139,11 @@ func loadLaunch(t *testing.T, dev devices.Device, fx Fixture) {
 	if err := dev.CopyIn(in, raw); err != nil {
 		t.Fatal(err)
 	}
-	if err := dev.Launch(k, devices.Geometry{}, []devices.Buffer{in, out}, []int64{n, 0}); err != nil {
+	var geom devices.Geometry
+	if fx.Geometry != nil {
+		geom = fx.Geometry(n)
+	}
+	if err := dev.Launch(k, geom, []devices.Buffer{in, out}, []int64{n, 0}); err != nil {
 		t.Fatal(err)
 	}
 	if err := dev.Sync(); err != nil {
@@ -143,13 +157,25 @@ func loadLaunch(t *testing.T, dev devices.Device, fx Fixture) {
 			t.Fatalf("out[%d] = %v, want %v", i, got, want)
 		}
 	}
-	if err := dev.Launch(k, devices.Geometry{}, []devices.Buffer{in, out}, []int64{n, 7}); !errors.Is(err, devices.ErrLaunch) {
-		t.Errorf("kernel status 7: %v", err)
+	err = dev.Launch(k, geom, []devices.Buffer{in, out}, []int64{n, 7})
+	if err == nil {
+		err = dev.Sync()
+	}
+	var ke *devices.KernelError
+	if !errors.Is(err, devices.ErrLaunch) || !errors.As(err, &ke) || ke.Code != 7 || !strings.Contains(ke.Kernel, FixtureKernel) {
+		t.Errorf("kernel status 7: got %v, want a KernelError with code 7 naming %s", err, FixtureKernel)
+	}
+	// the error was reported once: the next launch and wait succeed
+	if err := dev.Launch(k, geom, []devices.Buffer{in, out}, []int64{n, 0}); err != nil {
+		t.Errorf("launch after a kernel error: %v", err)
+	}
+	if err := dev.Sync(); err != nil {
+		t.Errorf("sync after a kernel error was read: %v", err)
 	}
 	if err := mod.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := dev.Launch(k, devices.Geometry{}, []devices.Buffer{in, out}, []int64{n, 0}); !errors.Is(err, devices.ErrLaunch) {
+	if err := dev.Launch(k, geom, []devices.Buffer{in, out}, []int64{n, 0}); !errors.Is(err, devices.ErrLaunch) {
 		t.Errorf("launch after close: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ type Cached struct {
 	Result   *Result // the compile's statistics; nil when the executable came from the journal
 	Outcome  compilecache.Outcome
 	Key      compilecache.Key
-	Miss     string // why the journal had no usable entry
+	Miss     compilecache.MissCause // why the journal had no usable entry
 	Material compilecache.Material
 	Took     time.Duration
 }
@@ -155,15 +155,15 @@ func BuildCached(j *compilecache.Journal, src Source, t target.Target, opts Opti
 		}
 		return blob, dataOffset(blob), nil
 	}
-	cause := ""
+	var dropped compilecache.MissCause
 	for attempt := 0; ; attempt++ {
 		r, err := j.Do(opts.Context, mat, src.Name, build)
 		if err != nil {
 			return nil, err
 		}
 		out.Outcome, out.Key, out.Miss = r.Outcome, r.Key, r.Miss
-		if cause != "" {
-			out.Miss = cause
+		if dropped.Kind != compilecache.MissNone {
+			out.Miss = dropped
 		}
 		if out.Result != nil {
 			out.Exe = out.Result.Exe
@@ -174,11 +174,12 @@ func BuildCached(j *compilecache.Journal, src Source, t target.Target, opts Opti
 		}
 		// the bytes passed the journal's checksums but are not an executable this kiln
 		// reads: drop the entry and build again (once)
-		cause = "the entry does not decode: " + err.Error()
+		cause := "the entry does not decode: " + err.Error()
 		if attempt > 0 {
 			return nil, fmt.Errorf("%w: %s: %s", ErrCompile, src.Name, cause)
 		}
 		j.Invalidate(mat, cause)
+		dropped = compilecache.MissCause{Kind: compilecache.MissInvalidated, Detail: cause}
 	}
 	out.Took = time.Since(start)
 	return out, nil

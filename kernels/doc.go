@@ -39,7 +39,9 @@
 // Gather, Concat, Split, Transpose, Where, Cast and the elementwise family, softmax,
 // layer norm, matmul and gemm take symbolic extents as they are; Conv takes symbolic
 // spatial extents with explicit or VALID padding (ResolveConvSym: the output extent is
-// an expression, and every input read is guarded at both ends and clamped). LSTM, GRU and
+// an expression, and every input read is guarded at both ends and clamped). Conv,
+// ConvTranspose and pooling windows take their geometry from graph.Window (ResolveConv,
+// ResolveConvTranspose, NewPoolWindow), the resolution shape inference uses. LSTM, GRU and
 // RNN take a symbolic sequence length and batch (input and hidden sizes come from the
 // weights and stay static): loops run to the runtime extents, scratch buffers are
 // allocated at run time (at least one element), the weights are packed for the tiles

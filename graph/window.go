@@ -207,27 +207,28 @@ func (w Window) OutDim(ic *InferCtx, d int, in Dim) Dim {
 type TransposedWindow struct {
 	Window
 	OutputPadding []int64 // per axis, 0 where absent
-	OutputShape   []int64 // the requested spatial output extents; nil when absent
+	// OutputShape is the requested spatial output extents: output_shape when it has one
+	// entry per spatial axis, else nil (one naming N and C too is ignored, as the
+	// reference does; the kernel definitions refuse it).
+	OutputShape []int64
 }
 
 // ConvTransposeWindow is the window of a ConvTranspose with kernel extents kernel (the
-// weight's spatial extents; -1 where unknown). output_padding and output_shape hold one
-// entry per spatial axis when present.
+// weight's spatial extents; -1 where unknown). output_padding holds one entry per
+// spatial axis when present.
 func ConvTransposeWindow(a *ConvTransposeAttrs, kernel []int64) (TransposedWindow, error) {
 	w, err := NewWindow(kernel, a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
 	if err != nil {
 		return TransposedWindow{}, err
 	}
 	sp := len(kernel)
-	for _, l := range []struct {
-		name string
-		v    []int64
-	}{{"output_padding", a.OutputPadding}, {"output_shape", a.OutputShape}} {
-		if len(l.v) != 0 && len(l.v) != sp {
-			return TransposedWindow{}, fmt.Errorf("%s %v: want %d entries for %d spatial axes", l.name, l.v, sp, sp)
-		}
+	if len(a.OutputPadding) != 0 && len(a.OutputPadding) != sp {
+		return TransposedWindow{}, fmt.Errorf("output_padding %v: want %d entries for %d spatial axes", a.OutputPadding, sp, sp)
 	}
-	t := TransposedWindow{Window: w, OutputShape: a.OutputShape}
+	t := TransposedWindow{Window: w}
+	if len(a.OutputShape) == sp {
+		t.OutputShape = a.OutputShape
+	}
 	for d := range sp {
 		t.OutputPadding = append(t.OutputPadding, AttrOr(a.OutputPadding, d, 0))
 	}

@@ -128,6 +128,7 @@ func TestTransposedWindowAxis(t *testing.T) {
 		{"same upper", ConvTransposeAttrs{AutoPad: "SAME_UPPER", Strides: []int64{2}}, WindowAxis{10, 0, 1}},
 		{"same lower", ConvTransposeAttrs{AutoPad: "SAME_LOWER", Strides: []int64{2}}, WindowAxis{10, 1, 0}},
 		{"output_shape even", ConvTransposeAttrs{Strides: []int64{2}, OutputShape: []int64{9}}, WindowAxis{9, 1, 1}},
+		{"output_shape naming N and C is ignored", ConvTransposeAttrs{Strides: []int64{2}, OutputShape: []int64{1, 1, 9}}, WindowAxis{11, 0, 0}},
 	}
 	for _, c := range cases {
 		got, err := full(&c.a).Axis(0, 5)
@@ -148,15 +149,14 @@ func TestMalformedWindowAttributesAreAnInvalidModel(t *testing.T) {
 		op    Op
 		attrs any
 	}{
-		"conv auto_pad":               {OpConv, &ConvAttrs{Group: 1, AutoPad: "SAME"}},
-		"conv pads per axis":          {OpConv, &ConvAttrs{Group: 1, Pads: []int64{1, 1}}},
-		"conv strides":                {OpConv, &ConvAttrs{Group: 1, Strides: []int64{1}}},
-		"conv dilations":              {OpConv, &ConvAttrs{Group: 1, Dilations: []int64{1, 1, 1}}},
-		"pool auto_pad":               {OpMaxPool, &PoolAttrs{KernelShape: []int64{2, 2}, AutoPad: "same_upper"}},
-		"pool pads":                   {OpAveragePool, &PoolAttrs{KernelShape: []int64{2, 2}, Pads: []int64{0, 0, 1}}},
-		"transpose auto_pad":          {OpConvTranspose, &ConvTransposeAttrs{Group: 1, AutoPad: "FULL"}},
-		"transpose output_padding":    {OpConvTranspose, &ConvTransposeAttrs{Group: 1, OutputPadding: []int64{1}}},
-		"transpose full output_shape": {OpConvTranspose, &ConvTransposeAttrs{Group: 1, OutputShape: []int64{1, 1, 4, 4}}},
+		"conv auto_pad":            {OpConv, &ConvAttrs{Group: 1, AutoPad: "SAME"}},
+		"conv pads per axis":       {OpConv, &ConvAttrs{Group: 1, Pads: []int64{1, 1}}},
+		"conv strides":             {OpConv, &ConvAttrs{Group: 1, Strides: []int64{1}}},
+		"conv dilations":           {OpConv, &ConvAttrs{Group: 1, Dilations: []int64{1, 1, 1}}},
+		"pool auto_pad":            {OpMaxPool, &PoolAttrs{KernelShape: []int64{2, 2}, AutoPad: "same_upper"}},
+		"pool pads":                {OpAveragePool, &PoolAttrs{KernelShape: []int64{2, 2}, Pads: []int64{0, 0, 1}}},
+		"transpose auto_pad":       {OpConvTranspose, &ConvTransposeAttrs{Group: 1, AutoPad: "FULL"}},
+		"transpose output_padding": {OpConvTranspose, &ConvTransposeAttrs{Group: 1, OutputPadding: []int64{1}}},
 	}
 	for name, c := range nodes {
 		b := NewBuilder("main")

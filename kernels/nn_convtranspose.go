@@ -43,6 +43,9 @@ func computeConvTranspose(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sp := len(we) - 2; len(a.OutputShape) != 0 && len(a.OutputShape) != sp {
+		return nil, Unsupported("ConvTranspose output_shape %v for %d spatial axes", a.OutputShape, sp)
+	}
 	win, err := graph.ConvTransposeWindow(a, we[2:])
 	if err != nil {
 		return nil, Unsupported("%v", err)

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 239 files; see Identity.
-const sourceDigest = "525f079cdfe7d59e5e8271867e1a25fe"
+const sourceDigest = "5be2e9475ed30976bb910eab1236de52"

@@ -1,6 +1,6 @@
 // Package cpu holds the CPU strategies of the operator inventory: for a compute
 // definition from package kernels, a schedule (split, reorder, parallel, tensorize...)
-// with its knobs (tile sizes and the like, fixed today: no tuner is built), expressed as
+// with its knobs (tile sizes and the like, fixed: no tuner is built), expressed as
 // schedule primitives so that every decision lands in the trace.
 //
 // Strategies(reg) is the CPU table: conv2d-winograd-tensorized (3×3, stride 1, at least

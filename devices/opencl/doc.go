@@ -43,9 +43,9 @@
 // Programs: Build compiles OpenCL C with clBuildProgram and returns the program binary
 // (CL_PROGRAM_BINARIES) for a journal to keep; a compile error is devices.ErrBuild with
 // the driver's build log, which names the line. Load takes such a binary
-// (clCreateProgramWithBinary, then clBuildProgram, which for a binary only links it), or
-// OpenCL C source after SourceMarker, a prefix no binary has, for tests and tools. A
-// binary the driver refuses is devices.ErrLoad. Stats counts builds from source apart
+// (clCreateProgramWithBinary, then clBuildProgram, which finishes a binary without
+// compiling source), or OpenCL C source after SourceMarker, a prefix no binary has, for
+// tests and tools. A binary the driver refuses is devices.ErrLoad. Stats counts builds from source apart
 // from loads of binaries, so a warm start can be checked to build nothing.
 //
 // Concurrency: OpenCL's calls are thread-safe, except that a kernel's arguments live on

@@ -185,6 +185,9 @@ func (d *Device) Close() error {
 	err := check("clFinish", a.call(a.finish, d.queue))
 	d.mu.Lock()
 	for b := range d.alive {
+		for _, s := range b.subs {
+			a.call(a.releaseMemObject, s)
+		}
 		a.call(a.releaseMemObject, b.mem)
 		delete(d.alive, b)
 	}

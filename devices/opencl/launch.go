@@ -67,7 +67,7 @@ func (d *Device) launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 		return 0, fmt.Errorf("%w: kernel %q takes %d parameters, given %d buffers, %d dims and the status block", devices.ErrLaunch, kk.name, kk.nargs, len(bufs), len(dims))
 	}
 	mems := make([]uintptr, len(bufs))
-	var subs []uintptr // sub-buffers made for this launch, released after it is queued
+	var subs []uintptr // sub-buffers owned by this launch, released after it is queued
 	a := d.api
 	defer func() {
 		for _, s := range subs {
@@ -118,22 +118,13 @@ func (d *Device) launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 }
 
 // argMem is the cl_mem a kernel receives for b: the buffer itself for a whole buffer,
-// a view at offset 0 or an empty view (nothing may be accessed through it), and else a
-// sub-buffer, which OpenCL allows only at multiples of the device's base alignment.
-func (d *Device) argMem(b *buffer) (mem uintptr, sub bool, err error) {
+// a view at offset 0 or an empty view (nothing may be accessed through it), else the
+// view's sub-buffer (owned: the caller releases it once the launch is queued).
+func (d *Device) argMem(b *buffer) (mem uintptr, owned bool, err error) {
 	if b.offset == 0 || b.size == 0 {
 		return b.mem, false, nil
 	}
-	if b.offset%d.dinfo.BaseAlign != 0 {
-		return 0, false, fmt.Errorf("%w: a view at byte %d cannot be passed to a kernel: %s places views at multiples of %d bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN)", devices.ErrBadBuffer, b.offset, d.where, d.dinfo.BaseAlign)
-	}
-	a := d.api
-	region := []uintptr{uintptr(b.offset), uintptr(b.size)}
-	mem, s := a.create(a.createSubBuffer, b.mem, memReadWrite, bufferCreateTypeRegion, uintptr(unsafe.Pointer(&region[0])))
-	if s != success {
-		return 0, false, fmt.Errorf("%w: view [%d, %d): %v", devices.ErrBadBuffer, b.offset, b.offset+b.size, check("clCreateSubBuffer", s))
-	}
-	return mem, true, nil
+	return d.subBuffer(b)
 }
 
 // setArgs sets the convention's arguments; the caller holds the kernel's lock.

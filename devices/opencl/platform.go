@@ -30,6 +30,7 @@ type DeviceInfo struct {
 	OpenCLC       string // CL_DEVICE_OPENCL_C_VERSION, e.g. "OpenCL C 1.2 PoCL"
 	Extensions    []string
 	MemoryBytes   int64 // CL_DEVICE_GLOBAL_MEM_SIZE
+	MaxAllocBytes int64 // CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest one buffer may be
 	// BaseAlign is CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: a sub-buffer (a view passed
 	// to a kernel) must start at a multiple of it.
 	BaseAlign int64
@@ -198,6 +199,7 @@ func (a *api) deviceInfo(d uintptr) (DeviceInfo, error) {
 		info.Type = "other"
 	}
 	info.MemoryBytes = int64(num(deviceGlobalMemSize))
+	info.MaxAllocBytes = int64(num(deviceMaxMemAllocSize))
 	info.BaseAlign = int64(num(deviceMemBaseAddrAlign) / 8)
 	info.Facts = target.GPUFacts{
 		MaxWorkGroup:  int(num(deviceMaxWorkGroupSize)),

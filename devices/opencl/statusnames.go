@@ -56,6 +56,7 @@ const (
 	deviceType             = 0x1000
 	deviceMaxComputeUnits  = 0x1002
 	deviceMaxWorkGroupSize = 0x1004
+	deviceMaxMemAllocSize  = 0x1010
 	deviceImage2DMaxWidth  = 0x1011
 	deviceImage2DMaxHeight = 0x1012
 	deviceImageSupport     = 0x1016

@@ -9,6 +9,17 @@ import (
 	"github.com/kilnrt/kiln/devices"
 )
 
+func TestAllocBeyondTheDevicesLimitIsRefused(t *testing.T) {
+	d := deviceOrSkip(t)
+	limit := d.Describe().MaxAllocBytes
+	if limit <= 0 || limit > d.Describe().MemoryBytes {
+		t.Fatalf("max allocation %d of %d bytes", limit, d.Describe().MemoryBytes)
+	}
+	if _, err := d.Alloc(limit + 1); !errors.Is(err, devices.ErrBadBuffer) || !strings.Contains(err.Error(), "CL_DEVICE_MAX_MEM_ALLOC_SIZE") {
+		t.Errorf("allocating past the limit: got %v, want ErrBadBuffer naming it", err)
+	}
+}
+
 func TestSliceViews(t *testing.T) {
 	d := deviceOrSkip(t)
 	b, err := d.Alloc(64)
@@ -124,5 +135,48 @@ func TestKernelsWriteThroughAlignedViewsAndRefuseUnalignedOnes(t *testing.T) {
 	}
 	if err := d.Sync(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestViewSubBuffersAreKeptWithTheirBuffer: a view's sub-buffer is made at its first
+// launch, found again for the same region (from another view value too), and released
+// with the buffer.
+func TestViewSubBuffersAreKeptWithTheirBuffer(t *testing.T) {
+	d := deviceOrSkip(t)
+	_, mod := buildFixture(t, d)
+	fill, err := mod.Kernel("kiln_test_fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	align := d.BaseAlign()
+	b, err := d.Alloc(4 * align)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		v, _ := d.Slice(b, align, align)
+		if err := d.Launch(fill, fixtureGeometry(int(align/4)), []devices.Buffer{v}, []int64{align / 4, int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, _ := d.Slice(b, 2*align, 4)
+	if err := d.Launch(fill, fixtureGeometry(1), []devices.Buffer{w}, []int64{1, 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	root := b.(*buffer)
+	d.mu.Lock()
+	kept := len(root.subs)
+	d.mu.Unlock()
+	if kept != 2 {
+		t.Errorf("the buffer keeps %d sub-buffers after launches on 2 regions, want 2", kept)
+	}
+	if err := d.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	if root.subs != nil {
+		t.Errorf("the freed buffer still holds %d sub-buffers", len(root.subs))
 	}
 }

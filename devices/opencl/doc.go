@@ -35,13 +35,12 @@
 // kept with its buffer until Free (at most 1024 a buffer; past that a launch makes its
 // own and releases it once queued: on PoCL making and releasing one costs about 1 us,
 // finding a kept one 35 ns). OpenCL allows sub-buffers only at a multiple of the
-// device's base alignment
-// (CL_DEVICE_MEM_BASE_ADDR_ALIGN, BaseAlign: 128 bytes on PoCL, up to 4096 on GPUs). A
-// view elsewhere passed to a kernel is devices.ErrBadBuffer naming the alignment:
-// passing the offset as an extra argument would change the calling convention, and
-// staging the view through a temporary buffer would copy it twice per launch and break
-// kernels whose views overlap; whoever places views for kernels (the VM's memory plan)
-// aligns them to BaseAlign instead.
+// device's base alignment (CL_DEVICE_MEM_BASE_ADDR_ALIGN, BaseAlign: 128 bytes on
+// PoCL). A view elsewhere passed to a kernel is devices.ErrBadBuffer naming the
+// alignment: passing the offset as an extra argument would change the calling
+// convention, and staging the view through a temporary buffer would copy it twice per
+// launch and break kernels whose views overlap; whoever places views for kernels (the
+// VM's memory plan) aligns them to BaseAlign instead.
 //
 // Programs: Build compiles OpenCL C with clBuildProgram and returns the program binary
 // (CL_PROGRAM_BINARIES) for a journal to keep; a compile error is devices.ErrBuild with

@@ -130,25 +130,26 @@ func (d *Device) argMem(b *buffer) (mem uintptr, owned bool, err error) {
 // setArgs sets the convention's arguments; the caller holds the kernel's lock.
 func (d *Device) setArgs(k *kernel, mems []uintptr, dims []int64) error {
 	a := d.api
-	arg := new(uint64)
-	set := func(i int, v uint64) error {
+	arg := new(uint64) // a cl_mem (pointer-sized) or a long, read before the call returns
+	set := func(i int, v uint64, size uintptr) error {
 		*arg = v
-		if err := check("clSetKernelArg", a.call(a.setKernelArg, k.obj, uintptr(i), 8, uintptr(unsafe.Pointer(arg)))); err != nil {
+		if err := check("clSetKernelArg", a.call(a.setKernelArg, k.obj, uintptr(i), size, uintptr(unsafe.Pointer(arg)))); err != nil {
 			return fmt.Errorf("%w: kernel %q argument %d: %v", devices.ErrLaunch, k.name, i, err)
 		}
 		return nil
 	}
+	const memSize, longSize = unsafe.Sizeof(uintptr(0)), 8
 	for i, m := range mems {
-		if err := set(i, uint64(m)); err != nil {
+		if err := set(i, uint64(m), memSize); err != nil {
 			return err
 		}
 	}
 	for i, v := range dims {
-		if err := set(len(mems)+i, uint64(v)); err != nil {
+		if err := set(len(mems)+i, uint64(v), longSize); err != nil {
 			return err
 		}
 	}
-	return set(len(mems)+len(dims), uint64(d.status))
+	return set(len(mems)+len(dims), uint64(d.status), memSize)
 }
 
 func contains(names []string, name string) bool {

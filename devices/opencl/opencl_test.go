@@ -236,29 +236,62 @@ func TestFactsDescribeTheDevice(t *testing.T) {
 // no candidate library exists, so that the process-wide binding fails there.
 func TestAbsentLibraryIsUnavailableNamingEveryPathTried(t *testing.T) {
 	const missing = "/nonexistent/libOpenCL.so.1"
-	if os.Getenv("KILN_OPENCL_ABSENT_CHILD") == "1" {
+	if os.Getenv("KILN_OPENCL_TEST_CHILD") == "absent" {
 		libraryName = "libkiln-absent-OpenCL.so.1"
-		_, err := Open(Options{})
-		if !errors.Is(err, devices.ErrUnavailable) {
-			t.Fatalf("open: got %v, want ErrUnavailable", err)
-		}
-		if _, lerr := List(); !errors.Is(lerr, devices.ErrUnavailable) {
-			t.Fatalf("list: got %v, want ErrUnavailable", lerr)
-		}
-		fmt.Println("ERROR:", err)
+		childOpenIsUnavailable(t)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAbsentLibraryIsUnavailableNamingEveryPathTried$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "KILN_OPENCL_ABSENT_CHILD=1", "KILN_LIBOPENCL="+missing)
+	out := runChild(t, "absent", "KILN_LIBOPENCL="+missing)
+	for _, want := range append([]string{missing, "; libkiln-absent-OpenCL.so.1: "}, inDirs(libraryDirs, "libkiln-absent-OpenCL.so.1")...) {
+		if !strings.Contains(out, want) {
+			t.Errorf("the reason does not name %q: %s", want, out)
+		}
+	}
+}
+
+// TestNoPlatformIsUnavailableNamingTheLoader runs itself again with the ICD loader
+// pointed at an empty vendor folder (OCL_ICD_VENDORS), where it finds no driver.
+func TestNoPlatformIsUnavailableNamingTheLoader(t *testing.T) {
+	if os.Getenv("KILN_OPENCL_TEST_CHILD") == "noplatform" {
+		childOpenIsUnavailable(t)
+		return
+	}
+	if _, err := loadAPI(); err != nil {
+		t.Skipf("no OpenCL ICD loader (%v); skipping", err)
+	}
+	out := runChild(t, "noplatform", "OCL_ICD_VENDORS="+t.TempDir())
+	if !strings.Contains(out, "no OpenCL platform") || !strings.Contains(out, "libOpenCL.so.1") {
+		t.Errorf("the reason does not say there is no platform and name the loader: %s", out)
+	}
+}
+
+// runChild runs the calling test again in a child process with KILN_OPENCL_TEST_CHILD
+// set to mode and the extra environment, and returns its output.
+func runChild(t *testing.T, mode string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(append(os.Environ(), "KILN_OPENCL_TEST_CHILD="+mode), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the child failed: %v\n%s", err, out)
 	}
-	for _, want := range append([]string{missing, "; libkiln-absent-OpenCL.so.1: "}, inDirs(libraryDirs, "libkiln-absent-OpenCL.so.1")...) {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the reason does not name %q: %s", want, out)
-		}
+	return string(out)
+}
+
+// childOpenIsUnavailable checks, in a child, that Open, List and Default are
+// ErrUnavailable, and prints the reason for the parent.
+func childOpenIsUnavailable(t *testing.T) {
+	_, err := Open(Options{})
+	if !errors.Is(err, devices.ErrUnavailable) {
+		t.Fatalf("open: got %v, want ErrUnavailable", err)
 	}
+	if _, lerr := List(); !errors.Is(lerr, devices.ErrUnavailable) {
+		t.Fatalf("list: got %v, want ErrUnavailable", lerr)
+	}
+	if _, derr := Default(); !errors.Is(derr, devices.ErrUnavailable) {
+		t.Fatalf("default: got %v, want ErrUnavailable", derr)
+	}
+	fmt.Println("REASON:", err)
 }
 
 // axpyRoundTrip runs the fixture on n copies of x and checks every result.

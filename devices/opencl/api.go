@@ -2,7 +2,6 @@ package opencl
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -93,18 +92,25 @@ func (a *api) call(fn uintptr, args ...uintptr) status {
 }
 
 // create makes one foreign call returning a handle; the function's last parameter is the
-// cl_int error out-parameter, which create appends.
+// cl_int error out-parameter, which create supplies. Pointer arguments follow call's rule.
 //
 //go:uintptrescapes
 func (a *api) create(fn uintptr, args ...uintptr) (uintptr, status) {
-	code := new(int32) // on the heap, which does not move; kept alive past the call
-	args = append(args, uintptr(unsafe.Pointer(code)))
-	h, _, _ := purego.SyscallN(fn, args...)
-	runtime.KeepAlive(code)
-	if *code == 0 && h == 0 {
+	var code int32
+	h := a.createCall(fn, args, uintptr(unsafe.Pointer(&code)))
+	if code == 0 && h == 0 {
 		return 0, outOfHostMemory // a null handle reported as success
 	}
-	return h, status(*code)
+	return h, status(code)
+}
+
+// createCall calls fn with args and then errcode (converted here, in the argument list,
+// so that go:uintptrescapes moves the error code to the heap).
+//
+//go:uintptrescapes
+func (a *api) createCall(fn uintptr, args []uintptr, errcode uintptr) uintptr {
+	h, _, _ := purego.SyscallN(fn, append(args, errcode)...)
+	return h
 }
 
 // check turns a failed cl_int into an error naming the call and the code.

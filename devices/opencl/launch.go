@@ -99,13 +99,15 @@ func (d *Device) launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 	if err := d.setArgs(kk, mems, dims); err != nil {
 		return 0, err
 	}
-	ev := new(uintptr)
-	evArg := uintptr(0)
+	var ev uintptr // cl_event, when withEvent
+	var s status
 	if withEvent {
-		evArg = uintptr(unsafe.Pointer(ev))
+		s = a.call(a.enqueueNDRangeKernel, d.queue, kk.obj, 3, 0,
+			uintptr(unsafe.Pointer(&global[0])), uintptr(unsafe.Pointer(&local[0])), 0, 0, uintptr(unsafe.Pointer(&ev)))
+	} else {
+		s = a.call(a.enqueueNDRangeKernel, d.queue, kk.obj, 3, 0,
+			uintptr(unsafe.Pointer(&global[0])), uintptr(unsafe.Pointer(&local[0])), 0, 0, 0)
 	}
-	s := a.call(a.enqueueNDRangeKernel, d.queue, kk.obj, 3, 0,
-		uintptr(unsafe.Pointer(&global[0])), uintptr(unsafe.Pointer(&local[0])), 0, 0, evArg)
 	if err := check("clEnqueueNDRangeKernel", s); err != nil {
 		return 0, fmt.Errorf("%w: kernel %q on %s: %v", devices.ErrLaunch, kk.name, d.where, err)
 	}
@@ -114,7 +116,7 @@ func (d *Device) launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 		d.pending = append(d.pending, kk.name)
 	}
 	d.statusMu.Unlock()
-	return *ev, nil
+	return ev, nil
 }
 
 // argMem is the cl_mem a kernel receives for b: the buffer itself for a whole buffer,

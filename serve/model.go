@@ -9,10 +9,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )

@@ -67,8 +67,8 @@
 // dividend cannot be negative and the divisor is positive (a constant, or a dim that is a
 // factor of an enclosing loop's extent, so at least 1 wherever the body runs: the
 // indices of a fused or split symbolic loop), and through kiln_floordiv/kiln_floormod
-// otherwise (whose branches the C compiler neither hoists nor vectorizes around: a
-// symbolic kernel's indices once cost 100× in time).
+// otherwise (whose branches the C compiler neither hoists nor vectorizes around: through
+// them a symbolic kernel's indices cost up to 100× in time).
 //
 // Vectorized loops print with `#pragma GCC ivdep`, except a vectorized reduction (its
 // body one loopir.Accumulate into an element invariant in the loop, as schedule's
@@ -86,7 +86,8 @@
 // before the object is unloaded) or, for comparison, OpenMP or a pthread fork-join
 // (COptions). With COptions.ExternRuntime a unit only declares the pool, and CRuntime is
 // compiled once into an object that the kernels' objects are linked with
-// (ARCHITECTURE.md §6: one object per kernel, one shared object per model).
+// (docs/ARCHITECTURE.md, "The pipeline", phase 7: one object per kernel, one shared
+// object per model).
 //
 // Index checks: a loopir.IndexCheck prints as kiln_index(v, n, &oob), a helper emitted
 // only into units that call it: it wraps a negative index and, when the index is outside

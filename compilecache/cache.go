@@ -34,7 +34,8 @@ func ParsePolicy(s string) (Policy, error) {
 	return "", fmt.Errorf("cache policy %q: want on, readonly, redo or off", s)
 }
 
-// ErrMiss is wrapped by Get when there is no usable entry; the message says why.
+// ErrMiss is matched (errors.Is) by the *MissError Get returns when there is no usable
+// entry; its Cause says why.
 var ErrMiss = errors.New("no cache entry")
 
 // Options configure a journal.
@@ -89,7 +90,7 @@ type Result struct {
 	Blob    *Blob
 	Key     Key
 	Outcome Outcome
-	Miss    string // why the journal had no usable entry (empty on a hit)
+	Miss    MissCause // why the journal had no usable entry (Kind MissNone on a hit)
 }
 
 // Journal is one cache directory: journal file, blobs, locks, quarantine.

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,8 +104,9 @@ func TestMissNamesDifferingComponent(t *testing.T) {
 	if err != nil || res.Outcome != Built || builds != 1 {
 		t.Fatalf("outcome %v builds %d err %v", res.Outcome, builds, err)
 	}
-	if !strings.Contains(res.Miss, "differs in compiler") || !logged(logs, "cause=no entry for this key; the closest") {
-		t.Fatalf("miss %q; logs %v", res.Miss, logs.All())
+	if res.Miss.Kind != MissAbsent || !slices.Equal(res.Miss.Differs, []string{"compiler"}) ||
+		!strings.Contains(res.Miss.String(), "differs in compiler") || !logged(logs, "cause=no entry for this key; the closest") {
+		t.Fatalf("miss %+v; logs %v", res.Miss, logs.All())
 	}
 }
 
@@ -132,8 +134,8 @@ func TestCorruptBlobIsQuarantinedAndRebuilt(t *testing.T) {
 		if err != nil || res.Outcome != Built || !bytes.Equal(res.Blob.Bytes(), data) {
 			t.Fatalf("tail %d: outcome %v err %v", tail, res.Outcome, err)
 		}
-		if j.Stats().Corrupt != 1 || !logged(logs, "quarantined") || !strings.Contains(res.Miss, "checksum") {
-			t.Fatalf("tail %d: corrupt %d, miss %q", tail, j.Stats().Corrupt, res.Miss)
+		if j.Stats().Corrupt != 1 || !logged(logs, "quarantined") || res.Miss.Kind != MissCorrupt || !strings.Contains(res.Miss.String(), "checksum") {
+			t.Fatalf("tail %d: corrupt %d, miss %+v", tail, j.Stats().Corrupt, res.Miss)
 		}
 		if b, err := j.Get(m); err != nil || !bytes.Equal(b.Bytes(), data) {
 			t.Fatalf("after rebuild: %v", err)
@@ -240,24 +242,24 @@ func TestPolicies(t *testing.T) {
 	n := 0
 	build := func(context.Context) ([]byte, int, error) { n++; return []byte("v"), 0, nil }
 	ro, _ := openTest(t, dir, Options{Policy: PolicyReadOnly})
-	if res, _ := ro.Do(context.Background(), m, "p", build); res.Outcome != Uncached {
-		t.Fatalf("readonly: %v", res.Outcome)
+	if res, _ := ro.Do(context.Background(), m, "p", build); res.Outcome != Uncached || res.Miss.Kind != MissAbsent {
+		t.Fatalf("readonly: %v, miss %+v", res.Outcome, res.Miss)
 	}
 	if es, _ := ro.Entries(); len(es) != 0 {
 		t.Fatal("readonly wrote an entry")
 	}
 	on, _ := openTest(t, dir, Options{})
 	on.Do(context.Background(), m, "p", build)
-	if res, _ := ro.Do(context.Background(), m, "p", build); res.Outcome != Hit {
-		t.Fatalf("readonly after publish: %v", res.Outcome)
+	if res, _ := ro.Do(context.Background(), m, "p", build); res.Outcome != Hit || res.Miss.Kind != MissNone {
+		t.Fatalf("readonly after publish: %v, miss %+v", res.Outcome, res.Miss)
 	}
 	redo, _ := openTest(t, dir, Options{Policy: PolicyRedo})
-	if res, _ := redo.Do(context.Background(), m, "p", build); res.Outcome != Built {
-		t.Fatalf("redo: %v", res.Outcome)
+	if res, _ := redo.Do(context.Background(), m, "p", build); res.Outcome != Built || res.Miss.Kind != MissRedo {
+		t.Fatalf("redo: %v, miss %+v", res.Outcome, res.Miss)
 	}
 	off, _ := openTest(t, "", Options{Policy: PolicyOff})
-	if res, _ := off.Do(context.Background(), m, "p", build); res.Outcome != Uncached {
-		t.Fatalf("off: %v", res.Outcome)
+	if res, _ := off.Do(context.Background(), m, "p", build); res.Outcome != Uncached || res.Miss.Kind != MissOff {
+		t.Fatalf("off: %v, miss %+v", res.Outcome, res.Miss)
 	}
 	if n != 4 {
 		t.Fatalf("%d builds, want 4 (readonly, on, redo, off)", n)

@@ -3,7 +3,6 @@ package compilecache
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,7 +17,7 @@ func (j *Journal) Do(ctx context.Context, m Material, label string, build func(c
 	res := Result{Key: k}
 	if j.jf == nil {
 		content, _, err := build(ctx)
-		res.Blob, res.Outcome, res.Miss = &Blob{head: content}, Uncached, "the cache is off"
+		res.Blob, res.Outcome, res.Miss = &Blob{head: content}, Uncached, MissCause{Kind: MissOff}
 		return res, err
 	}
 	if j.opts.Policy != PolicyRedo {
@@ -28,19 +27,20 @@ func (j *Journal) Do(ctx context.Context, m Material, label string, build func(c
 			res.Blob, res.Outcome = b, Hit
 			return res, nil
 		}
-		if !errors.Is(err, ErrMiss) {
+		var miss *MissError
+		if !errors.As(err, &miss) {
 			return res, err
 		}
-		res.Miss = strings.TrimPrefix(err.Error(), ErrMiss.Error()+": ")
+		res.Miss = miss.Cause
 	} else {
-		res.Miss = "policy redo"
+		res.Miss = MissCause{Kind: MissRedo}
 	}
 	j.stats.misses.Add(1)
 	logMiss := j.log.Info
 	if m.Kind == KindKernel { // one line per kernel would drown the executable's
 		logMiss = j.log.Debug
 	}
-	logMiss("cache miss", zap.String("key", k.Short()), zap.String("label", label), zap.String("kind", string(m.Kind)), zap.String("cause", res.Miss))
+	logMiss("cache miss", zap.String("key", k.Short()), zap.String("label", label), zap.String("kind", string(m.Kind)), zap.String("miss", res.Miss.Kind.String()), zap.String("cause", res.Miss.String()))
 	if j.opts.Policy == PolicyReadOnly {
 		content, _, err := build(ctx)
 		j.stats.builds.Add(1)

@@ -1,6 +1,7 @@
-// Package compilecache is the binary journal (ARCHITECTURE.md §5): a persistent,
-// crash-safe, content-addressed store of compiled artifacts shared by every process that
-// opens the same directory, so restarts and other replicas start warm.
+// Package compilecache is the binary journal (docs/ARCHITECTURE.md, "The binary
+// journal"): a persistent, crash-safe, content-addressed store of compiled artifacts
+// shared by every process that opens the same directory, so restarts and other replicas
+// start warm.
 //
 // Layout of a directory:
 //
@@ -37,7 +38,11 @@
 // (whole executable or single kernel) and named components chosen by the caller, all of
 // them content (model digest, canonical options, compiler identity, target, toolchain,
 // tuning digest, schema), never paths. The material is stored with the entry, so a miss
-// names the components that differ from the closest entry. Blob contents are
+// names the components that differ from the closest entry. Why a lookup missed is a
+// value, MissCause (Get returns it in a *MissError that matches ErrMiss; Do puts it in
+// Result.Miss): a MissKind to act on (off, redo, absent, evicted, blob-missing,
+// corrupt, unreadable, invalidated), the differing components of an absent key, and a
+// detail sentence for logs and the CLI. Blob contents are
 // zstd-compressed; a large tail that does not compress (model weights) is stored raw and
 // page-aligned, and Get maps it read-only from the page cache instead of copying it.
 //

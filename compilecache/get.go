@@ -11,12 +11,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// Get returns the verified content of m's entry, or an error wrapping ErrMiss that says
-// why there is none (no entry and which components differ from the closest, or the
-// entry was damaged and is now quarantined).
+// Get returns the verified content of m's entry, or a *MissError (wrapping ErrMiss) whose
+// cause says why there is none (no entry and which components differ from the closest,
+// or the entry was damaged and is now quarantined).
 func (j *Journal) Get(m Material) (*Blob, error) {
 	if j.jf == nil {
-		return nil, fmt.Errorf("%w: the cache is off", ErrMiss)
+		return nil, missErr(MissOff, "")
 	}
 	k := m.Key()
 	e, ok := j.jf.lookup(k)
@@ -27,21 +27,22 @@ func (j *Journal) Get(m Material) (*Blob, error) {
 		e, ok = j.jf.lookup(k)
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrMiss, j.closest(m))
+		return nil, &MissError{Cause: j.closest(m)}
 	}
 	e, b, live, err := j.readEntry(e, false)
 	if err == nil && !live {
-		return nil, fmt.Errorf("%w: entry %s was evicted meanwhile", ErrMiss, k.Short())
+		return nil, missErr(MissEvicted, fmt.Sprintf("entry %s was evicted meanwhile", k.Short()))
 	}
 	if err != nil {
-		cause := err.Error()
+		kind, cause := MissUnreadable, err.Error()
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			cause = "blob missing" // and the entry is dropped
+			kind, cause = MissBlobMissing, "blob missing" // and the entry is dropped
 		case errors.Is(err, ErrCorrupt):
+			kind = MissCorrupt
 			j.quarantine(e, cause)
 		}
-		return nil, fmt.Errorf("%w: entry %s was unusable (%s)", ErrMiss, k.Short(), cause)
+		return nil, missErr(kind, fmt.Sprintf("entry %s was unusable (%s)", k.Short(), cause))
 	}
 	if time.Since(e.LastUse) > useGranularity && j.opts.Policy != PolicyReadOnly {
 		_ = j.jf.append(false, &record{typ: recUse, key: k, time: time.Now().UnixNano()})
@@ -113,9 +114,9 @@ func (j *Journal) missingBlob(e Entry) (cur Entry, live, missing bool, err error
 	return cur, live, missing, err
 }
 
-// closest explains a miss: the entry of the same kind (and label, when one has it)
-// sharing the most components, and the components that differ.
-func (j *Journal) closest(m Material) string {
+// closest explains an absent entry: the entry of the same kind (and label, when one has
+// it) sharing the most components, and the components that differ.
+func (j *Journal) closest(m Material) MissCause {
 	var best *Entry
 	bestScore := -1
 	es := j.jf.snapshot()
@@ -135,9 +136,11 @@ func (j *Journal) closest(m Material) string {
 		}
 	}
 	if best == nil {
-		return fmt.Sprintf("no %s entry in the journal", m.Kind)
+		return MissCause{Kind: MissAbsent, Detail: fmt.Sprintf("no %s entry in the journal", m.Kind)}
 	}
-	return fmt.Sprintf("no entry for this key; the closest, %s (%s), differs in %s", best.Key.Short(), best.Label, strings.Join(m.Diff(best.Material), ", "))
+	diff := m.Diff(best.Material)
+	return MissCause{Kind: MissAbsent, Differs: diff,
+		Detail: fmt.Sprintf("no entry for this key; the closest, %s (%s), differs in %s", best.Key.Short(), best.Label, strings.Join(diff, ", "))}
 }
 
 // quarantine moves a damaged entry's blob aside and drops every entry that names it

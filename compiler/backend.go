@@ -29,12 +29,12 @@ type Backend struct {
 	// rules the lower stage picks from, per op.
 	Strategies func(reg *kernels.Registry) *kernels.Strategies
 	// Layout is alter-layout's policy for t, consistent with Strategies (nil: every
-	// tensor keeps its plain layout). Options.PlainLayout turns it off.
+	// tensor keeps its plain layout). Options.Recipe.PlainLayout turns it off.
 	Layout func(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy
 	// Lowering is the loop-IR pipeline run on every scheduled kernel before emission.
 	Lowering func() lpasses.Pipeline
 	// Dialect prints the lowered kernels (codegen.Emit) with the options Emit
-	// (BoundsCheck is Options.BoundsCheck).
+	// (BoundsCheck is Options.Recipe.BoundsCheck).
 	Dialect *codegen.Dialect
 	Emit    codegen.COptions
 	// Scopes are the memory scopes a tensor may be in after the graph passes, with the

@@ -1,5 +1,14 @@
 // Package compiler drives a whole compile: graph.Module → vm.Executable
-// (ARCHITECTURE.md §1, layer 6).
+// (docs/ARCHITECTURE.md, "The pipeline", phases 2 to 8; layer 6). JIT is the compiler as
+// package engine's Compiler: engine owns the journal lookup of whole executables and
+// calls it on a miss.
+//
+// Options: Recipe (engine.Recipe) is every option that changes the generated code — the
+// graph optimization level, fusion, layout and bounds checks — resolved once: Pipeline
+// derives the graph pipeline from it, and engine keys the journal with the same value's
+// String, so the key and the compile cannot disagree. The other Options (Dims, Jobs,
+// Progress, Check, dumps, Context, Timeout, Graph, Limits, Backends, Cache) do not change
+// the code.
 //
 // The backend table (backend.go): everything the compile does differently per kind of
 // target is one Backend value — the strategy table built from the op registry, the
@@ -18,22 +27,23 @@
 // Stages, each reported through Options.Progress and each recovering a panic into an
 // error that names the stage and the node or kernel:
 //
-//  1. passes — graph/passes.Compile on a clone of the module: symbolic dims bound to
-//     the values given in Options.Dims (DimsFromInputs derives them from concrete
-//     inputs), constants folded on the host with the reference evaluator (shape
-//     arithmetic over the symbols left unbound becomes kiln.ShapeExpr), dead code
-//     removed, and (unless Options.PlainLayout) alter-layout with the backend's
-//     policy: on the CPU convolutions exchange channel-blocked tensors. A tensor left
-//     in a memory scope the backend does not allow is an error.
+//  1. passes — Pipeline(Options.Recipe) (or Options.Passes, for tests of the passes) on
+//     a clone of the module: symbolic dims bound to the values given in Options.Dims
+//     (engine.DimsFromInputs derives them from concrete inputs), constants folded on the
+//     host with the reference evaluator (shape arithmetic over the symbols left unbound
+//     becomes kiln.ShapeExpr), dead code removed, fuse-ops, and (unless
+//     Recipe.PlainLayout) alter-layout with the backend's policy: on the CPU
+//     convolutions exchange channel-blocked tensors. A tensor left in a memory scope the
+//     backend does not allow is an error.
 //  2. lower — every node that computes becomes a kernel through the backend's strategy
 //     table: compute definition, schedule, the backend's loop-IR pipeline, its dialect.
 //     Kernels are deduplicated by their generated code, so repeated layers compile
 //     once, and before that by their structure (kernelkey.go: ops, attributes, types
-//     and constants of the group), so repeated layers are lowered once too. Unless
-//     Options.NoFusion, an anchor (conv, matmul, gemm or an elementwise op) and the
-//     elementwise nodes after it that only it feeds are lowered as one kernel
-//     (fused.go: the groups graph/passes' fuse-ops formed). Constant inputs a strategy
-//     wants in another layout are repacked here, once.
+//     and constants of the group), so repeated layers are lowered once too. Each group
+//     fuse-ops formed (a kiln.Fused node; none when Recipe.NoFusion drops the pass) is
+//     lowered as one kernel by its anchor's strategy, the other members as epilogues
+//     (fused.go). Constant inputs a strategy wants in another layout are repacked here,
+//     once.
 //     View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) become zero-copy
 //     ReshapeTensor instructions; If and Loop are inlined into the entry function as
 //     If/Goto code (the subgraphs read enclosing values directly, so no closure is
@@ -64,15 +74,13 @@
 // context's cause (ErrTimeout with context.DeadlineExceeded, or context.Canceled) and
 // names the model (Options.Name), the stage and, while lowering, the node.
 //
-// Through the journal (BuildCached, cache.go): the executable is looked up under a key of
-// content (the model's digest with its external data, the input shapes, the canonical
-// options, Identity(), the target and device fingerprints, the C compiler and flags, the
-// tuning digest, the schema versions) before the model is even loaded; on a miss the
-// compile runs once per key across processes (compilecache's locks), each kernel object
-// is itself looked up by its source, target and toolchain, and the executable is
-// published with its constant data as a raw tail, which a later hit maps and uses in
-// place (vm.Decode). An entry that passes the journal's checksums but does not decode is
-// invalidated and rebuilt.
+// Kernel objects in the journal (jit.go): with Options.Cache, each kernel's object is
+// looked up before the C compiler runs, under a key of its source digest, the target and
+// device fingerprints, the backend's Toolchain (the C compiler's version, flags and what
+// -march=native resolves to) and the schema versions, so a kernel shared by models, or
+// by compiles of one model, is built once. The toolchain is in these keys only: whole
+// executables are keyed by package engine, without it (an executable runs the same
+// whichever compiler built its kernels).
 //
 // Symbolic dims (symbolic.go): symbols left unbound are compiled generically — one
 // executable for every value. The entry function reads each symbol from the first input
@@ -100,12 +108,12 @@
 // parameter (the lowered buffer's extent, as a vm.Extent over its runtime dims), which
 // the VM checks at every launch.
 //
-// Bounds-checked builds: Options.BoundsCheck emits every kernel with each buffer access
+// Bounds-checked builds: Recipe.BoundsCheck emits every kernel with each buffer access
 // checked against the buffer's extent (codegen.COptions.BoundsCheck), a debug build for
 // finding compiler bugs (`kiln compile|run|bench|conformance --bounds-check`, and the
 // zoo tests of cmd/kiln/internal/conformance). An access outside a buffer fails the call
 // with vm.ErrOutOfBounds naming the kernel, the node, the buffer and the offset. The
-// option is part of the executable's key (named only when on), and the checked kernels'
+// recipe names it in the executable's key (only when on), and the checked kernels'
 // sources differ, so a checked build shares no journal entry with a default one.
 //
 // Invariants: the input module is never modified; an executable that compiles has a

@@ -1,5 +1,5 @@
 // Package configs reads, defaults and validates the server's configuration file
-// (ARCHITECTURE.md §2, layer 0). Only cmd/... imports it (internal/archtest checks
+// (docs/ARCHITECTURE.md, "Layers"; layer 0). Only cmd/... imports it (internal/archtest checks
 // this): the libraries take typed options that the command fills from the File it
 // returns. Model configurations (config.pbtxt) are the model repository's, in
 // serve/modelrepo.

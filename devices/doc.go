@@ -1,14 +1,15 @@
 // Package devices is the runtime contract between the VM and hardware: memory, copies,
 // loading device binaries, and launching kernels. Concrete devices (devices/cpu,
-// devices/cuda) bind their native libraries at run time with purego; none is linked at
-// build time, so one binary runs everywhere and an absent library is ErrUnavailable.
+// devices/cuda, devices/opencl) bind their native libraries at run time with purego;
+// none is linked at build time, so one binary runs everywhere and an absent library is
+// ErrUnavailable.
 //
 // Kernel calling convention: a kernel receives its buffer pointers (inputs, then
 // preallocated outputs), its int64 runtime dims (the values of the symbols its shapes
 // use, in the order recorded in the kernel table), and a place to report failure. GPU
 // kernels take them as separate parameters and report through the device's status block
-// (see devices/cuda); a GPU launch does not wait, so a kernel's code surfaces at the next
-// Sync. CPU kernels take an array of buffer pointers, an array of dims and a context
+// (see devices/cuda; devices/opencl follows it in OpenCL C); a GPU launch does not wait,
+// so a kernel's code surfaces at the next Sync. CPU kernels take an array of buffer pointers, an array of dims and a context
 // pointer, and their code surfaces at Launch: int32_t kernel(void *const *bufs,
 // const int64_t *dims, void *ctx), returning 0 or an error code; the context is three
 // int64 words: the threads parallel loops may use, then two words of detail a failing

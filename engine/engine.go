@@ -112,7 +112,7 @@ type Built struct {
 	Stats    *Stats // the compile's statistics; nil when it came from the journal
 	Outcome  compilecache.Outcome
 	Key      compilecache.Key
-	Miss     string // why the journal had no usable entry ("" on a hit)
+	Miss     compilecache.MissCause // why the journal had no usable entry (MissNone on a hit)
 	Material compilecache.Material
 	Took     time.Duration
 }
@@ -156,7 +156,8 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 		if err != nil {
 			return nil, err
 		}
-		out.Exe, out.Outcome, out.Miss = c.Exe, compilecache.Uncached, "not cached"
+		out.Exe, out.Outcome = c.Exe, compilecache.Uncached
+		out.Miss = compilecache.MissCause{Kind: compilecache.MissOff, Detail: "not cached (no journal, or an in-memory model)"}
 		out.Took = time.Since(start)
 		return out, nil
 	}
@@ -191,15 +192,15 @@ func (e *Engine) cached(ctx context.Context, m *Model, out *Built, compile func(
 		}
 		return blob, dataOffset(blob), nil
 	}
-	cause := ""
+	var dropped compilecache.MissCause
 	for attempt := 0; ; attempt++ {
 		r, err := j.Do(ctx, out.Material, m.Name, build)
 		if err != nil {
 			return err
 		}
 		out.Outcome, out.Key, out.Miss = r.Outcome, r.Key, r.Miss
-		if cause != "" {
-			out.Miss = cause
+		if dropped.Kind != compilecache.MissNone {
+			out.Miss = dropped
 		}
 		if out.Exe != nil {
 			return nil
@@ -207,11 +208,12 @@ func (e *Engine) cached(ctx context.Context, m *Model, out *Built, compile func(
 		if out.Exe, err = decodeBlob(r.Blob); err == nil {
 			return nil
 		}
-		cause = "the entry does not decode: " + err.Error()
+		cause := "the entry does not decode: " + err.Error()
 		if attempt > 0 {
 			return fmt.Errorf("model %q: %s", m.Name, cause)
 		}
 		j.Invalidate(out.Material, cause)
+		dropped = compilecache.MissCause{Kind: compilecache.MissInvalidated, Detail: cause}
 	}
 }
 
@@ -225,8 +227,12 @@ func (e *Engine) prebuilt(m *Model, shapes map[string][]int64, out *Built) error
 		if len(shapes) > 0 {
 			what = "inputs " + canonicalShapes(shapes)
 		}
-		return fmt.Errorf("%w: model %q (%s): journal entry %s: %v; this kiln does not compile: fill the journal with `kiln prebuild`",
-			ErrNotPrebuilt, m.Name, what, out.Key.Short(), err)
+		why := err.Error()
+		if miss, ok := errors.AsType[*compilecache.MissError](err); ok {
+			out.Miss, why = miss.Cause, miss.Cause.String()
+		}
+		return fmt.Errorf("%w: model %q (%s): journal entry %s: %s; this kiln does not compile: fill the journal with `kiln prebuild`",
+			ErrNotPrebuilt, m.Name, what, out.Key.Short(), why)
 	}
 	exe, err := decodeBlob(b)
 	if err != nil {

@@ -215,8 +215,8 @@ func TestJournalEntryThatDoesNotDecode(t *testing.T) {
 	}
 	j.Close()
 	c, _, _ := journalRun(t, dir, src, cfg, shapes)
-	if c.Outcome != compilecache.Built || !strings.Contains(c.Miss, "does not decode") {
-		t.Fatalf("outcome %v, miss %q", c.Outcome, c.Miss)
+	if c.Outcome != compilecache.Built || c.Miss.Kind != compilecache.MissInvalidated || !strings.Contains(c.Miss.String(), "does not decode") {
+		t.Fatalf("outcome %v, miss %v: %s", c.Outcome, c.Miss.Kind, c.Miss)
 	}
 	if c2, _, _ := journalRun(t, dir, src, cfg, shapes); c2.Outcome != compilecache.Hit {
 		t.Fatalf("after the rebuild: %v", c2.Outcome)

@@ -30,6 +30,18 @@
 // multiply to a byte count within an int64 (CheckTypeSize, tensor.CheckedSize), so every
 // size later computed from a static type fits.
 //
+// Sliding windows (Conv, ConvInteger, QLinearConv, ConvTranspose, MaxPool, AveragePool,
+// LpPool) are resolved once: Window holds the per-axis kernel, strides, dilations and
+// pads with ONNX's defaults, the padding mode (PadMode, auto_pad) and ceil_mode;
+// Window.Axis gives an axis's output extent and the padding its windows see over a
+// static input extent, Window.OutDim the output extent over a symbolic one (an
+// expression where the stride divides evenly, else a fresh symbol), and
+// TransposedWindow adds ConvTranspose's output_padding and output_shape. Shape
+// inference, the kernel definitions and the strategies all read the geometry from
+// there, so a node's type and its kernel never disagree; an unknown auto_pad or a
+// per-axis list of the wrong length is an inference error. kernels/ref keeps an
+// independent implementation as the oracle.
+//
 // Invariants (checked by Verify): values are defined before use in their Func or an
 // enclosing one; node outputs point back to their node; input/output counts and attribute
 // struct types match the op table, attribute values their minimums; every tensor type

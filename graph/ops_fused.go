@@ -7,8 +7,8 @@ import (
 
 // FusedAttrs: Body is the group's primitive function. Its parameters stand for the
 // node's inputs, in order; its results are the node's outputs. Anchor names the op whose
-// schedule rule lowers the whole body (ARCHITECTURE.md §3): the first OutEWiseFusable
-// member, else the first member.
+// schedule rule lowers the whole body (docs/ARCHITECTURE.md, "Fusion"): the first
+// OutEWiseFusable member, else the first member.
 type FusedAttrs struct {
 	Anchor string `attr:"anchor"`
 	Body   *Func  `attr:"body"`

@@ -8,8 +8,8 @@ type LayoutTransformAttrs struct {
 	Block int64 `attr:"block"`
 }
 
-// layoutOps are kiln's own ops for storage layouts (ARCHITECTURE.md §3, textures and
-// blocked layouts): the value passes through unchanged, only its storage order changes.
+// layoutOps are kiln's own ops for storage layouts (docs/ARCHITECTURE.md, "Memory
+// scopes and layouts"): the value passes through unchanged, only its storage order changes.
 func layoutOps() []OpInfo {
 	return []OpInfo{
 		{Op: OpLayoutTransform, Domain: KilnDomain, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,

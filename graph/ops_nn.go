@@ -73,40 +73,6 @@ func nnOps() []OpInfo {
 	}
 }
 
-// convOut computes one spatial output extent of a convolution or pooling window.
-func convOut(ic *InferCtx, in Dim, k, stride, dil, padSum int64, ceil bool, autoPad string) Dim {
-	switch autoPad {
-	case "SAME_UPPER", "SAME_LOWER":
-		if stride == 1 {
-			return in
-		}
-		if v, ok := in.Value(); ok {
-			return Const((v + stride - 1) / stride)
-		}
-		return ic.Fresh()
-	case "VALID":
-		padSum = 0
-	}
-	span := dil*(k-1) + 1
-	num := in.Add(Const(padSum - span))
-	if v, ok := num.Value(); ok {
-		if ceil {
-			return Const(max((v+stride-1)/stride+1, 0))
-		}
-		if v < 0 {
-			return Const(0)
-		}
-		return Const(v/stride + 1)
-	}
-	if stride == 1 {
-		return num.Add(Const(1))
-	}
-	if q, ok := num.Div(Const(stride)); ok {
-		return q.Add(Const(1))
-	}
-	return ic.Fresh()
-}
-
 // checkGroups checks a grouped convolution's channels where they are static: the
 // input has group times the weight's input channels, and the output channels divide
 // into the groups.
@@ -128,6 +94,27 @@ func AttrOr(v []int64, i int, def int64) int64 {
 		return v[i]
 	}
 	return def
+}
+
+// windowKernel is a convolution's kernel extents: the weight's spatial extents, -1
+// where symbolic, or kernel_shape's, which must match the weight's where they are known.
+func windowKernel(n *Node, kernelShape []int64, w Type) ([]int64, error) {
+	sp := len(w.Shape) - 2
+	kernel := make([]int64, sp)
+	for i := range sp {
+		k, ok := w.Shape[2+i].Value()
+		if len(kernelShape) > i {
+			if ok && k != kernelShape[i] {
+				return nil, Inferf(n, "kernel_shape %v does not match the weight %v", kernelShape, w)
+			}
+			k, ok = kernelShape[i], true
+		}
+		if !ok {
+			k = -1
+		}
+		kernel[i] = k
+	}
+	return kernel, nil
 }
 
 func inferConv(outDT tensor.DType) InferFunc {
@@ -155,21 +142,17 @@ func inferConv(outDT tensor.DType) InferFunc {
 		if err := checkGroups(n, x.Shape[1], w.Shape[1], w.Shape[0], a.Group); err != nil {
 			return nil, err
 		}
+		kernel, err := windowKernel(n, a.KernelShape, w)
+		if err != nil {
+			return nil, err
+		}
+		win, err := ConvWindow(a, kernel)
+		if err != nil {
+			return nil, Inferf(n, "%v", err)
+		}
 		out := []Dim{x.Shape[0], w.Shape[0]}
-		for i := 0; i < sp; i++ {
-			k, ok := w.Shape[2+i].Value()
-			if len(a.KernelShape) > i {
-				if ok && k != a.KernelShape[i] {
-					return nil, Inferf(n, "kernel_shape %v does not match the weight %v", a.KernelShape, w)
-				}
-				k, ok = a.KernelShape[i], true
-			}
-			if !ok {
-				out = append(out, ic.Fresh())
-				continue
-			}
-			pads := AttrOr(a.Pads, i, 0) + AttrOr(a.Pads, i+sp, 0)
-			out = append(out, convOut(ic, x.Shape[2+i], k, AttrOr(a.Strides, i, 1), AttrOr(a.Dilations, i, 1), pads, false, a.AutoPad))
+		for i := range sp {
+			out = append(out, win.OutDim(ic, i, x.Shape[2+i]))
 		}
 		return []Type{TensorType(dt, out...)}, nil
 	}
@@ -197,31 +180,17 @@ func inferConvTranspose(ic *InferCtx, n *Node) ([]Type, error) {
 	if (ok1 && ok2 && c != wc) || (ok2 && wc%a.Group != 0) {
 		return nil, Inferf(n, "input %v and weight %v do not fit %d groups", x, w, a.Group)
 	}
+	kernel, err := windowKernel(n, a.KernelShape, w)
+	if err != nil {
+		return nil, err
+	}
+	win, err := ConvTransposeWindow(a, kernel)
+	if err != nil {
+		return nil, Inferf(n, "%v", err)
+	}
 	out := []Dim{x.Shape[0], w.Shape[1].Scale(max(a.Group, 1))}
-	for i := 0; i < sp; i++ {
-		if len(a.OutputShape) == sp {
-			out = append(out, Const(a.OutputShape[i]))
-			continue
-		}
-		k, ok := w.Shape[2+i].Value()
-		if len(a.KernelShape) > i {
-			if ok && k != a.KernelShape[i] {
-				return nil, Inferf(n, "kernel_shape %v does not match the weight %v", a.KernelShape, w)
-			}
-			k, ok = a.KernelShape[i], true
-		}
-		in, okIn := x.Shape[2+i].Value()
-		if !ok || !okIn {
-			out = append(out, ic.Fresh())
-			continue
-		}
-		s, d := AttrOr(a.Strides, i, 1), AttrOr(a.Dilations, i, 1)
-		if a.AutoPad == "SAME_UPPER" || a.AutoPad == "SAME_LOWER" {
-			out = append(out, Const(in*s))
-			continue
-		}
-		pads := AttrOr(a.Pads, i, 0) + AttrOr(a.Pads, i+sp, 0)
-		out = append(out, Const(s*(in-1)+AttrOr(a.OutputPadding, i, 0)+(k-1)*d+1-pads))
+	for i := range sp {
+		out = append(out, win.OutDim(ic, i, x.Shape[2+i]))
 	}
 	return []Type{TensorType(x.DType, out...)}, nil
 }
@@ -240,10 +209,13 @@ func inferPool(ic *InferCtx, n *Node) ([]Type, error) {
 	if sp < 1 || len(a.KernelShape) != sp {
 		return nil, Inferf(n, "kernel_shape %v for input %v", a.KernelShape, x)
 	}
+	win, err := PoolWindow(a)
+	if err != nil {
+		return nil, Inferf(n, "%v", err)
+	}
 	out := []Dim{x.Shape[0], x.Shape[1]}
-	for i := 0; i < sp; i++ {
-		pads := AttrOr(a.Pads, i, 0) + AttrOr(a.Pads, i+sp, 0)
-		out = append(out, convOut(ic, x.Shape[2+i], a.KernelShape[i], AttrOr(a.Strides, i, 1), AttrOr(a.Dilations, i, 1), pads, a.CeilMode != 0, a.AutoPad))
+	for i := range sp {
+		out = append(out, win.OutDim(ic, i, x.Shape[2+i]))
 	}
 	return []Type{TensorType(x.DType, out...), TensorType(tensor.Int64, out...)}, nil
 }

@@ -40,9 +40,9 @@ type Type struct {
 	Scope MemScope
 }
 
-// MemScope is where a tensor is stored on its device (ARCHITECTURE.md §3, textures).
-// With a texture, the layout is the type's Block: NCHW4c maps to an RGBA image2d whose
-// texel is one block of 4 channels.
+// MemScope is where a tensor is stored on its device (docs/ARCHITECTURE.md, "Memory
+// scopes and layouts"). With a texture, the layout is the type's Block: NCHW4c maps to an
+// RGBA image2d whose texel is one block of 4 channels.
 type MemScope uint8
 
 const (

@@ -41,7 +41,9 @@
 // Gather, Concat, Split, Transpose, Where, Cast and the elementwise family, softmax,
 // layer norm, matmul and gemm take symbolic extents as they are; Conv takes symbolic
 // spatial extents with explicit or VALID padding (ResolveConvSym: the output extent is
-// an expression, and every input read is guarded at both ends and clamped). Every
+// an expression, and every input read is guarded at both ends and clamped). Conv,
+// ConvTranspose and pooling windows take their geometry from graph.Window (ResolveConv,
+// ResolveConvTranspose, NewPoolWindow), the resolution shape inference uses. Every
 // runtime value, 0 and 1 included, reads in bounds (a read whose value a Select discards
 // may touch element 0 of an input that is empty at run time: devices give every buffer
 // storage); the static path is unchanged.

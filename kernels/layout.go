@@ -90,13 +90,12 @@ func BlockedPoolSupported(n *graph.Node) bool {
 		return true
 	case graph.OpMaxPool, graph.OpAveragePool:
 		a, ok := n.Attrs.(*graph.PoolAttrs)
-		if !ok || len(n.Outputs) != 1 || len(a.KernelShape) != 2 || a.CeilMode != 0 || (a.AutoPad != "NOTSET" && a.AutoPad != "" && a.AutoPad != "VALID") {
+		if !ok || len(n.Outputs) != 1 || len(a.KernelShape) != 2 {
 			return false
 		}
-		for _, d := range a.Dilations {
-			if d != 1 {
-				return false
-			}
+		w, err := graph.PoolWindow(a)
+		if err != nil || w.Ceil || w.Mode.Same() || w.Dilations[0] != 1 || w.Dilations[1] != 1 {
+			return false
 		}
 		return n.Op == graph.OpMaxPool || a.CountIncludePad == 0
 	}
@@ -133,16 +132,15 @@ func computeBlockedPool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		})
 		return []*te.Tensor{out}, nil
 	}
-	a := n.Attrs.(*graph.PoolAttrs)
-	k := a.KernelShape
-	s := []int64{1, 1}
-	copy(s, a.Strides)
-	var p [4]int64
-	if a.AutoPad != "VALID" {
-		copy(p[:], a.Pads)
+	pw, err := graph.PoolWindow(n.Attrs.(*graph.PoolAttrs))
+	if err != nil {
+		return nil, Unsupported("%v", err)
 	}
-	oh := (h+p[0]+p[2]-k[0])/s[0] + 1
-	ow := (w+p[1]+p[3]-k[1])/s[1] + 1
+	k, s := pw.Kernel, pw.Strides
+	var p [4]int64 // top, left, bottom, right
+	p[0], p[2], _ = pw.StaticPads(0)
+	p[1], p[3], _ = pw.StaticPads(1)
+	oh, ow := pw.Axis(0, h).Out, pw.Axis(1, w).Out
 	if oh <= 0 || ow <= 0 {
 		return nil, Unsupported("empty pooling output")
 	}

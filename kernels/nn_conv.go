@@ -20,47 +20,41 @@ type ConvGeometry struct {
 	OutExpr []loopir.Expr
 }
 
-// ResolveConv computes the geometry of an ONNX Conv (or pooling window) over input
-// spatial extents in and kernel extents k, exactly as the reference does: SAME_UPPER
-// and SAME_LOWER give ceil(in / stride) outputs with the odd padding element at the end
-// (upper) or the beginning (lower); VALID pads nothing; NOTSET reads pads as
-// [begin..., end...] with missing entries 0.
-func ResolveConv(in, k []int64, strides, dilations, pads []int64, autoPad string, group int64) (ConvGeometry, error) {
-	sp := len(in)
+// ResolveConv is the geometry of a Conv (or pooling) window w over the input spatial
+// extents in; graph.Window.Axis defines it.
+func ResolveConv(in []int64, w graph.Window, group int64) (ConvGeometry, error) {
 	g := ConvGeometry{Group: group}
-	for d := range sp {
-		s, dl := graph.AttrOr(strides, d, 1), graph.AttrOr(dilations, d, 1)
-		if s <= 0 || dl <= 0 || k[d] <= 0 {
-			return ConvGeometry{}, Unsupported("stride %d, dilation %d, kernel %d", s, dl, k[d])
+	for d := range in {
+		if err := checkWindowAxis(w, d); err != nil {
+			return ConvGeometry{}, err
 		}
-		span := dl*(k[d]-1) + 1
-		var o, pb int64
-		switch autoPad {
-		case "SAME_UPPER", "SAME_LOWER":
-			o = (in[d] + s - 1) / s
-			total := max(0, (o-1)*s+span-in[d])
-			pb = total / 2
-			if autoPad == "SAME_LOWER" {
-				pb = total - total/2
-			}
-		case "VALID":
-			o = max(0, (in[d]-span)/s+1)
-		case "NOTSET", "":
-			pb = graph.AttrOr(pads, d, 0)
-			num := in[d] + pb + graph.AttrOr(pads, d+sp, 0) - span
-			o = 0
-			if num >= 0 {
-				o = num/s + 1
-			}
-		default:
-			return ConvGeometry{}, Unsupported("auto_pad %q", autoPad)
-		}
-		g.Strides = append(g.Strides, s)
-		g.Dilations = append(g.Dilations, dl)
-		g.PadBegin = append(g.PadBegin, pb)
-		g.Out = append(g.Out, o)
+		a := w.Axis(d, in[d])
+		g.Strides = append(g.Strides, w.Strides[d])
+		g.Dilations = append(g.Dilations, w.Dilations[d])
+		g.PadBegin = append(g.PadBegin, a.PadBegin)
+		g.Out = append(g.Out, a.Out)
 	}
 	return g, nil
+}
+
+// checkWindowAxis refuses an axis of w whose stride, dilation or kernel extent is not
+// positive (graph.CheckAttrs refuses such attributes; a weight may still have an empty
+// spatial extent).
+func checkWindowAxis(w graph.Window, d int) error {
+	if s, dl, k := w.Strides[d], w.Dilations[d], w.Kernel[d]; s <= 0 || dl <= 0 || k <= 0 {
+		return Unsupported("stride %d, dilation %d, kernel %d", s, dl, k)
+	}
+	return nil
+}
+
+// convWindow is the window of a Conv node over weight extents we, its attribute errors
+// as ErrNoKernel (inference refuses them first).
+func convWindow(a *graph.ConvAttrs, we []int64) (graph.Window, error) {
+	w, err := graph.ConvWindow(a, we[2:])
+	if err != nil {
+		return graph.Window{}, Unsupported("%v", err)
+	}
+	return w, nil
 }
 
 // convOperands checks the operands of a Conv or ConvTranspose node: float data, data
@@ -109,11 +103,15 @@ func computeConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	win, err := convWindow(a, we)
+	if err != nil {
+		return nil, err
+	}
 	var geo ConvGeometry
 	if isStatic(x.Shape[2:]) {
-		geo, err = ResolveConv(xe[1:], we[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, a.Group)
+		geo, err = ResolveConv(xe[1:], win, a.Group)
 	} else {
-		geo, err = ResolveConvSym(x.Shape[2:], we[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, a.Group)
+		geo, err = ResolveConvSym(x.Shape[2:], win, a.Group)
 	}
 	if err != nil {
 		return nil, err

@@ -15,9 +15,9 @@ import (
 // ResolveConvSym is ResolveConv over input extents that may be symbolic, with explicit
 // (NOTSET) or VALID padding: a symbolic axis gets Out -1 and its output extent
 // max(0, floor((in + pads - span) / stride) + 1) in OutExpr.
-func ResolveConvSym(in []loopir.Expr, k, strides, dilations, pads []int64, autoPad string, group int64) (ConvGeometry, error) {
-	if autoPad != "NOTSET" && autoPad != "" && autoPad != "VALID" {
-		return ConvGeometry{}, Unsupported("Conv with auto_pad %s over symbolic extents", autoPad)
+func ResolveConvSym(in []loopir.Expr, w graph.Window, group int64) (ConvGeometry, error) {
+	if w.Mode.Same() {
+		return ConvGeometry{}, Unsupported("Conv with auto_pad %s over symbolic extents", w.Mode)
 	}
 	sp := len(in)
 	static := make([]int64, sp)
@@ -25,10 +25,10 @@ func ResolveConvSym(in []loopir.Expr, k, strides, dilations, pads []int64, autoP
 		if c, ok := e.(*loopir.IntImm); ok {
 			static[d] = c.V
 		} else { // any extent: the geometry of this axis does not depend on it
-			static[d] = graph.AttrOr(dilations, d, 1)*(k[d]-1) + 1
+			static[d] = w.Span(d)
 		}
 	}
-	g, err := ResolveConv(static, k, strides, dilations, pads, autoPad, group)
+	g, err := ResolveConv(static, w, group)
 	if err != nil {
 		return ConvGeometry{}, err
 	}
@@ -37,12 +37,8 @@ func ResolveConvSym(in []loopir.Expr, k, strides, dilations, pads []int64, autoP
 		if _, ok := e.(*loopir.IntImm); ok {
 			continue
 		}
-		span := g.Dilations[d]*(k[d]-1) + 1
-		var pe int64
-		if autoPad != "VALID" {
-			pe = graph.AttrOr(pads, d+sp, 0)
-		}
-		num := add(e, i64(g.PadBegin[d]+pe-span))
+		pb, pe, _ := w.StaticPads(d)
+		num := add(e, i64(pb+pe-w.Span(d)))
 		g.Out[d] = -1
 		g.OutExpr[d] = loopir.Bin(loopir.Max, add(div(num, i64(g.Strides[d])), i64(1)), i64(0))
 	}

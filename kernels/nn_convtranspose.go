@@ -12,59 +12,27 @@ import (
 // enumerated by phase (k = (o + pad) mod s + j·s) and no work is spent on taps that
 // cannot contribute; with a dilation the taps are tested for divisibility instead.
 
-// ResolveConvTranspose computes the geometry of an ONNX ConvTranspose over input
-// spatial extents in and kernel extents k, as the reference does: the full extent is
-// stride·(in-1) + output_padding + (k-1)·dilation + 1; with output_shape or a SAME
-// auto_pad the output has the requested extent (in·stride for SAME) and the difference
-// is padding, its larger half at the end for SAME_UPPER and at the beginning for
-// SAME_LOWER (an output_shape with auto_pad NOTSET and an odd total padding is refused:
-// ONNX puts the odd element at the beginning, the reference at the end); otherwise
-// pads [begin..., end...] are cut from the full extent.
-func ResolveConvTranspose(in, k []int64, a *graph.ConvTransposeAttrs) (ConvGeometry, error) {
-	sp := len(in)
-	if len(a.OutputShape) != 0 && len(a.OutputShape) != sp {
-		return ConvGeometry{}, Unsupported("ConvTranspose output_shape %v for %d spatial axes", a.OutputShape, sp)
-	}
-	switch a.AutoPad {
-	case "", "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER":
-	default:
-		return ConvGeometry{}, Unsupported("auto_pad %q", a.AutoPad)
-	}
-	g := ConvGeometry{Group: a.Group}
-	for d := range sp {
-		s, dl := graph.AttrOr(a.Strides, d, 1), graph.AttrOr(a.Dilations, d, 1)
-		if s <= 0 || dl <= 0 || k[d] <= 0 {
-			return ConvGeometry{}, Unsupported("stride %d, dilation %d, kernel %d", s, dl, k[d])
+// ResolveConvTranspose is the geometry of a ConvTranspose window w over the input
+// spatial extents in; graph.TransposedWindow.Axis defines it. An output_shape with
+// auto_pad NOTSET and an odd total padding is refused (graph.ErrOddPadding: ONNX puts
+// the odd element at the beginning, the reference at the end).
+func ResolveConvTranspose(in []int64, w graph.TransposedWindow, group int64) (ConvGeometry, error) {
+	g := ConvGeometry{Group: group}
+	for d := range in {
+		if err := checkWindowAxis(w.Window, d); err != nil {
+			return ConvGeometry{}, err
 		}
-		full := s*(in[d]-1) + graph.AttrOr(a.OutputPadding, d, 0) + (k[d]-1)*dl + 1
-		var o, pb int64
-		if len(a.OutputShape) == sp || a.AutoPad == "SAME_UPPER" || a.AutoPad == "SAME_LOWER" {
-			o = in[d] * s
-			if len(a.OutputShape) == sp {
-				o = a.OutputShape[d]
-			}
-			total := max(0, full-o)
-			pb = total / 2
-			switch {
-			case a.AutoPad == "SAME_LOWER":
-				pb = total - total/2
-			case a.AutoPad != "SAME_UPPER" && total%2 == 1:
-				// ONNX (and ONNX Runtime since 1.14) put the odd element at the
-				// beginning here, the reference evaluator at the end: refuse rather
-				// than pick one
-				return ConvGeometry{}, Unsupported("ConvTranspose output_shape %v with odd total padding %d on axis %d", a.OutputShape, total, d)
-			}
-		} else {
-			pb = graph.AttrOr(a.Pads, d, 0)
-			o = full - pb - graph.AttrOr(a.Pads, d+sp, 0)
+		a, err := w.Axis(d, in[d])
+		if err != nil {
+			return ConvGeometry{}, Unsupported("ConvTranspose %v", err)
 		}
-		if o <= 0 {
+		if a.Out <= 0 {
 			return ConvGeometry{}, Unsupported("ConvTranspose with an empty output (spatial axis %d)", d)
 		}
-		g.Strides = append(g.Strides, s)
-		g.Dilations = append(g.Dilations, dl)
-		g.PadBegin = append(g.PadBegin, pb)
-		g.Out = append(g.Out, o)
+		g.Strides = append(g.Strides, w.Strides[d])
+		g.Dilations = append(g.Dilations, w.Dilations[d])
+		g.PadBegin = append(g.PadBegin, a.PadBegin)
+		g.Out = append(g.Out, a.Out)
 	}
 	return g, nil
 }
@@ -75,7 +43,14 @@ func computeConvTranspose(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	geo, err := ResolveConvTranspose(xe[1:], we[2:], a)
+	if sp := len(we) - 2; len(a.OutputShape) != 0 && len(a.OutputShape) != sp {
+		return nil, Unsupported("ConvTranspose output_shape %v for %d spatial axes", a.OutputShape, sp)
+	}
+	win, err := graph.ConvTransposeWindow(a, we[2:])
+	if err != nil {
+		return nil, Unsupported("%v", err)
+	}
+	geo, err := ResolveConvTranspose(xe[1:], win, a.Group)
 	if err != nil {
 		return nil, err
 	}

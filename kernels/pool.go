@@ -27,55 +27,23 @@ type PoolWindow struct {
 	CountEnd         []int64 // the end padding that count_include_pad counts
 }
 
-// NewPoolWindow computes the window geometry for spatial extents in.
-func NewPoolWindow(in []int64, a *graph.PoolAttrs) (PoolWindow, error) {
-	sp := len(in)
-	w := PoolWindow{In: in, Kernel: a.KernelShape}
-	for d := 0; d < sp; d++ {
-		s, dil, k := graph.AttrOr(a.Strides, d, 1), graph.AttrOr(a.Dilations, d, 1), a.KernelShape[d]
-		if s <= 0 || dil <= 0 || k <= 0 {
+// NewPoolWindow is the geometry of the pooling window w over spatial extents in;
+// graph.Window.Axis defines it.
+func NewPoolWindow(in []int64, w graph.Window) (PoolWindow, error) {
+	p := PoolWindow{In: in, Kernel: w.Kernel}
+	for d := range in {
+		if s, dil, k := w.Strides[d], w.Dilations[d], w.Kernel[d]; s <= 0 || dil <= 0 || k <= 0 {
 			return PoolWindow{}, Unsupported("pooling with stride %d, dilation %d, kernel %d", s, dil, k)
 		}
-		span := dil*(k-1) + 1
-		var o, pb, pe int64
-		switch a.AutoPad {
-		case "SAME_UPPER", "SAME_LOWER":
-			o = (in[d] + s - 1) / s
-			total := max(0, (o-1)*s+span-in[d])
-			pb = total / 2
-			if a.AutoPad == "SAME_LOWER" {
-				pb = total - total/2
-			}
-			pe = total - pb
-		case "VALID":
-			if in[d] >= span {
-				o = (in[d]-span)/s + 1
-			}
-		case "NOTSET", "":
-			pb, pe = graph.AttrOr(a.Pads, d, 0), graph.AttrOr(a.Pads, d+sp, 0)
-			num := in[d] + pb + pe - span
-			switch {
-			case num < 0:
-				o = 0
-			case a.CeilMode != 0:
-				o = (num+s-1)/s + 1
-				if (o-1)*s >= in[d]+pb { // the last window must start inside the input or its begin pad
-					o--
-				}
-			default:
-				o = num/s + 1
-			}
-		default:
-			return PoolWindow{}, Unsupported("auto_pad %q", a.AutoPad)
-		}
-		w.Out = append(w.Out, o)
-		w.Stride = append(w.Stride, s)
-		w.Dilation = append(w.Dilation, dil)
-		w.PadBegin = append(w.PadBegin, pb)
-		w.PadEnd = append(w.PadEnd, pe)
-		w.CountEnd = append(w.CountEnd, graph.AttrOr(a.Pads, d+sp, 0))
+		a := w.Axis(d, in[d])
+		p.Out = append(p.Out, a.Out)
+		p.Stride = append(p.Stride, w.Strides[d])
+		p.Dilation = append(p.Dilation, w.Dilations[d])
+		p.PadBegin = append(p.PadBegin, a.PadBegin)
+		p.PadEnd = append(p.PadEnd, a.PadEnd)
+		p.CountEnd = append(p.CountEnd, w.PadEnd[d])
 	}
-	return w, nil
+	return p, nil
 }
 
 // Guarded reports whether some window along spatial axis d reaches outside the input.
@@ -136,7 +104,11 @@ func computePool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := NewPoolWindow(ext[2:], a)
+	gw, err := graph.PoolWindow(a)
+	if err != nil {
+		return nil, Unsupported("%v", err)
+	}
+	w, err := NewPoolWindow(ext[2:], gw)
 	if err != nil {
 		return nil, err
 	}
@@ -200,10 +172,10 @@ func computePool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		})}, nil
 	}
 	include := a.CountIncludePad != 0
-	if include && (a.AutoPad == "SAME_UPPER" || a.AutoPad == "SAME_LOWER") {
+	if include && gw.Mode.Same() {
 		for d := range w.In {
 			if w.PadBegin[d] != 0 || w.PadEnd[d] != 0 {
-				return nil, Unsupported("AveragePool with count_include_pad=1 and auto_pad %s that pads", a.AutoPad)
+				return nil, Unsupported("AveragePool with count_include_pad=1 and auto_pad %s that pads", gw.Mode)
 			}
 		}
 	}

@@ -22,8 +22,8 @@
 //
 // Every applied primitive is appended to a Trace (instruction, inputs, integer
 // decisions, outputs). A trace prints as text, parses back, and replays on a fresh copy of
-// the same PrimFunc to the identical result: it is both the description of a default
-// schedule and, later, the tuning record.
+// the same PrimFunc to the identical result: it is the description of a default
+// schedule and the form a tuning record would take (no tuner is built).
 //
 // compute_inline and reverse_compute_inline refuse to copy an expression read more than
 // once when the copies would pass maxInlineCopy (1024) nodes: each such inline doubles

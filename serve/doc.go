@@ -1,27 +1,38 @@
-// Package serve is the protocol-neutral inference service (ARCHITECTURE.md §7, layer
-// 7): the model repository, each model version's lifecycle, inference, metadata,
-// statistics and health. serve/httpapi and serve/grpcapi translate the Open Inference
-// Protocol to and from it and do nothing else.
+// Package serve is the protocol-neutral inference service (docs/ARCHITECTURE.md,
+// "Serving"; layer 7): the model repository, each model version's lifecycle, inference,
+// metadata, statistics and health. serve/httpapi and serve/grpcapi translate the Open
+// Inference Protocol to and from it and do nothing else.
+//
+// Engine. The service turns a model version into something that runs only through the
+// Engine interface (engine.go, Options.Engine): Open reads a version's file once, Load
+// returns its executable for a set of input shapes (nil: the generic one) loaded and
+// ready to run, JournalStats feeds the metrics. kiln serve passes package engine's
+// *Engine (with the compiler, or serve-only with prebuilt executables); the protocol
+// tests pass serve/servetest's, which runs the reference evaluator and needs no C
+// compiler. So serve imports neither the compiler, the graph passes nor a concrete
+// device (internal/archtest enforces it).
 //
 // Model. A repository in Triton's layout (<repo>/<model>/<version>/model.onnx) is
 // scanned at start; every version becomes a model whose interface (inputs, outputs),
 // content digest (the journal key's model part) and file stamp (size, mtime, inode) come
-// from one read of its file (onnx.Scan), without loading the model. A compile imports the
-// files only through onnx.LoadVerified, which refuses bytes other than the digest's, and
-// a stamp that no longer matches before a compile means the files were replaced: the
-// model is read again (reloadChanged) and the request runs on the new content. So an
-// executable is never stored under the key of other content. A model compiles on its first
-// request (or at start with Options.Eager, for models whose input shapes are static),
-// through the binary journal: once per input-shape signature, once per process
-// (singleflight) and once across processes sharing the journal. With
-// Options.SpecializeAfter > 0 (kiln serve's default, 3) a model with free input dims is
-// served from one generic executable (specialize.go: compiled with the symbolic dims
-// left free, so a new shape compiles nothing); a shape signature requested that many
-// times gets an executable of its own, built in the background (static shapes, full
-// memory plan) and used from then on, while the requests before it run generically. A
-// model whose generic executable cannot be built yet (a kernel without run-time
-// extents, a dim that depends on data) compiles per signature, as it always does with
-// SpecializeAfter 0: each new signature compiles before its first answer. Lifecycle: UNAVAILABLE (unreadable model, failed compile: the
+// from one read of its file (Engine.Open), without loading the model. A compile imports
+// the files only through onnx.LoadVerified (inside the engine), which refuses bytes other
+// than the digest's, and a stamp that no longer matches before a compile means the files
+// were replaced: the model is read again (reloadChanged) and the request runs on the new
+// content. So an executable is never stored under the key of other content.
+//
+// A model compiles on its first request (or at start with Options.Eager, for models
+// whose input shapes are static), through the engine and its binary journal: once per
+// input-shape signature, once per process (singleflight) and once across processes
+// sharing the journal. With Options.SpecializeAfter > 0 (kiln serve's default, 3) a
+// model with free input dims is served from one generic executable (specialize.go:
+// compiled with the symbolic dims left free, so a new shape compiles nothing); a shape
+// signature requested that many times gets an executable of its own, built in the
+// background (static shapes, full memory plan) and used from then on, while the
+// requests before it run generically. A model whose generic executable cannot be built
+// (a kernel without run-time extents, a dim that depends on data) compiles per
+// signature, as it always does with SpecializeAfter 0: each new signature compiles
+// before its first answer. Lifecycle: UNAVAILABLE (unreadable model, failed compile: the
 // reason is kept) / LOADING (compiling, with progress) / READY. A lazy model is READY
 // before its first compile, so readiness probes and clients do not wait for traffic
 // that would trigger it; an eager model is LOADING until compiled, and Ready (the
@@ -62,7 +73,7 @@
 // model_warmup samples compile and run before the model turns READY (warmup.go);
 // explicit model control loads and unloads models by API (repocontrol.go).
 //
-// Not yet: queue policies, priorities, sequence batching.
+// Not built: queue policies, priorities, sequence batching.
 //
 // Names (names.go, modelrepo.ValidModelName): a model name from a client, a flag or the
 // repository is one validated path element whose folder, symlinks resolved, is inside the repository;

@@ -9,10 +9,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )
@@ -286,7 +286,7 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 	svc.stats.compile(m.name, c.Built, time.Since(start))
 	svc.compileHist.WithLabelValues(m.name, c.Outcome.String()).Observe(time.Since(start).Seconds())
 	svc.log.Info("model compiled", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes),
-		zap.String("journal", c.Outcome.String()), zap.Duration("took", time.Since(start)))
+		zap.String("journal", c.Outcome.String()), zap.Stringer("miss", c.Miss.Kind), zap.Duration("took", time.Since(start)))
 	m.mu.Lock()
 	m.reason, m.progress = "", ""
 	if !m.warming { // warm-up turns the model READY when its samples have run

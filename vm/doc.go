@@ -1,10 +1,10 @@
-// Package vm is kiln's register machine (ARCHITECTURE.md §4), modeled on TVM's Relay VM:
-// functions of instructions over numbered registers, kernels called in
+// Package vm is kiln's register machine (docs/ARCHITECTURE.md, "The VM"), modeled on
+// TVM's Relay VM: functions of instructions over numbered registers, kernels called in
 // destination-passing style, host builtins from a typed table, and an Executable that
 // serializes to a checksummed binary.
 //
-// Present: the instruction set; the Executable with its entry signature (input and
-// output names, element types, shapes; Run refuses inputs that do not match, ErrInput)
+// The package holds the instruction set; the Executable with its entry signature (input
+// and output names, element types, shapes; Run refuses inputs that do not match, ErrInput)
 // and binary format; Verify (every register, jump, function, constant, kernel and binary
 // reference is checked, so an executable that decodes cleanly cannot make the
 // interpreter index out of range); the interpreter: Load binds binaries to devices (by
@@ -74,7 +74,7 @@
 // uploaded.
 //
 // Invariants: decoding untrusted bytes returns an error wrapping ErrFormat or ErrVersion
-// (any other format version, 2 and 3 included, is ErrVersion: a cache miss), never panics, and
+// (any other format version is ErrVersion: a cache miss), never panics, and
 // never allocates more than the input can describe; both checksums are verified; the
 // constants' byte ranges follow the canonical layout (in order, aligned, zero padding,
 // no overlap, inside the data section), so a decoded executable re-encodes to the same

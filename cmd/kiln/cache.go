@@ -27,8 +27,9 @@ func (c *cacheFlags) register(f *pflag.FlagSet, defaultPolicy string) {
 	f.StringVar(&c.budget, "cache-budget", "", "evict least recently used entries beyond this size, e.g. 2GiB (default: none)")
 }
 
-// defaultCacheDir follows ARCHITECTURE.md §5 ($XDG_CACHE_HOME/kiln), with $KILN_CACHE_DIR
-// first so containers and tests can point elsewhere.
+// defaultCacheDir follows docs/ARCHITECTURE.md, "The binary journal"
+// ($XDG_CACHE_HOME/kiln), with $KILN_CACHE_DIR first so containers and tests can point
+// elsewhere.
 func defaultCacheDir() string {
 	if d := os.Getenv("KILN_CACHE_DIR"); d != "" {
 		return d

@@ -169,7 +169,11 @@ func compileCached(j *compilecache.Journal, path string, inputs map[string]*tens
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !co.quiet {
-		fmt.Fprintf(os.Stderr, "journal: %s %s (key %s) in %v\n", m.Name, c.Outcome, c.Key.Short(), c.Took.Round(time.Millisecond))
+		miss := ""
+		if c.Outcome != compilecache.Hit {
+			miss = fmt.Sprintf(" (%s: %s)", c.Miss.Kind, c.Miss)
+		}
+		fmt.Fprintf(os.Stderr, "journal: %s %s (key %s) in %v%s\n", m.Name, c.Outcome, c.Key.Short(), c.Took.Round(time.Millisecond), miss)
 	}
 	return c, nil
 }

@@ -1,14 +1,27 @@
-// Command kiln is the single binary of the project. Subcommands today: inspect (describe
-// a model), compile (ONNX model → .kiln executable for the input shapes given), run
-// (once, on the compiled engine or the reference evaluator), bench (latency percentiles
-// and throughput, --profile for time per kernel), conformance (ONNX-backend-layout test
-// cases on either engine), version. compile, run, bench and conformance take
-// --bounds-check: a debug build whose kernels check every buffer access
-// (engine.Recipe.BoundsCheck).
+// Command kiln is the single binary of the project. Commands: serve (the Open Inference
+// Protocol server over a Triton-style model repository), prebuild (fill the journal with
+// the executables serve asks for first), cache ls|verify|gc|export|import (the binary
+// journal), inspect (describe a model, its plan and its executables in the journal),
+// compile (ONNX model → .kiln executable), run (once, on the compiled engine or the
+// reference evaluator), bench (latency percentiles and throughput, --profile for time
+// per kernel), conformance (ONNX-backend-layout test cases on either engine), version.
+// compile, run, bench and conformance take --bounds-check: a debug build whose kernels
+// check every buffer access (engine.Recipe.BoundsCheck).
 //
-// This is the only package that reads flags, files and the environment; libraries take
-// typed options. kiln serve merges its settings into one configs.File (the config file
+// Wiring: every command that turns a model into something that runs builds one
+// engine.Engine for the host (target.Host, the CPU device, the journal, the recipe from
+// -O, --no-fusion, --layout and --bounds-check) with compiler.JIT as its Compiler (jit.go),
+// and serve hands it to package serve as its serve.Engine (docs/ARCHITECTURE.md, "The
+// engine seam"). kiln serve merges its settings into one configs.File (the config file
 // or the defaults, then every flag given on the command line: each flag has a key) and
 // fills serve's and the APIs' options from it; kiln prebuild reads the model repository
 // with serve/modelrepo, as the server does, so both see the same models.
+//
+// Serve-only build: `go build -tags serveonly ./cmd/kiln` (serveonly.go) links the
+// runtime half only: its engine has no Compiler, it has serve, cache and version and no
+// compile commands, and a model or shape the journal lacks is refused with an error
+// naming the missing entry (engine.ErrNotPrebuilt).
+//
+// This is the only package that reads flags, files and the environment, and the only
+// importer of configs (internal/archtest enforces it); libraries take typed options.
 package main

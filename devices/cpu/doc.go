@@ -4,8 +4,10 @@
 // at run time ($CC, then gcc, then clang) into a shared object, loaded with purego
 // (dlopen, no cgo), and called with one foreign call per launch.
 //
-// The compiler's path and version are part of the device fingerprint, so binaries built by
-// another toolchain are not reused. A missing compiler is ErrUnavailable with a hint on
+// The device's fingerprint is the host's instruction-set features (target.Host); the C
+// compiler's Identity (its version and flags) is the device's Toolchain, part of the
+// journal keys of kernel objects, so object code built by another toolchain is not
+// reused. A missing compiler is ErrUnavailable with a hint on
 // how to install one; a compile error is ErrBuild carrying the compiler's output.
 //
 // Kernels are built with -march=native, which names no instruction set by itself: the

@@ -1,6 +1,6 @@
 // Package passes holds the graph-level optimizations and the named pipelines that order
-// them (ARCHITECTURE.md §1). A Pass rewrites a graph.Module in place; a Pipeline is an
-// ordered table of passes run with one Context. When Context.Check is set (always in
+// them (docs/ARCHITECTURE.md, "The pipeline", phase 2). A Pass rewrites a graph.Module in
+// place; a Pipeline is an ordered table of passes run with one Context. When Context.Check is set (always in
 // tests), graph.Verify runs after every pass and a failure names the pass; a panic inside
 // a pass is recovered into an error naming it.
 //

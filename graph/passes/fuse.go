@@ -6,7 +6,7 @@ import (
 	"github.com/kilnrt/kiln/graph"
 )
 
-// Default limits of fuse-ops (ARCHITECTURE.md §3).
+// Default limits of fuse-ops (docs/ARCHITECTURE.md, "Fusion").
 const (
 	defaultFuseOps = 256
 )

@@ -14,8 +14,8 @@ type ScopePolicy struct {
 	Fits func(t graph.Type) bool
 }
 
-// AnnotateScopes sets every tensor's memory scope (ARCHITECTURE.md §3, textures). Global
-// is the default; with a Context.Scopes policy, a node output goes to a texture when its
+// AnnotateScopes sets every tensor's memory scope (docs/ARCHITECTURE.md, "Memory
+// scopes and layouts"). Global is the default; with a Context.Scopes policy, a node output goes to a texture when its
 // value is stored in blocks of 4 channels (one RGBA texel), fits the device's image
 // limits, its producer writes textures, and every reader takes a texture at that input;
 // a Func result, a value read by a subgraph or by a fused body's caller that cannot take

@@ -1,8 +1,12 @@
-// Package archtest enforces the import rules of ARCHITECTURE.md §2: every package of the
-// module belongs to a layer and may import module packages only from strictly lower
-// layers; the runtime half (tensor, target, devices*, vm, compilecache) imports nothing
-// from the compiler half; only cmd/... imports configs (the server's config file: the
-// libraries take typed options); and no package registers anything from init().
+// Package archtest enforces the import rules and is their source of truth
+// (docs/ARCHITECTURE.md, "Layers", mirrors it): every package of the module belongs to a
+// layer (layers.go) and may import module packages only from strictly lower layers; the
+// runtime half (tensor, target, devices*, vm, compilecache) imports nothing from the
+// compiler half; serving (serve, serve/httpapi, serve/grpcapi) imports neither the
+// compiler, the graph passes nor a concrete device, reaching them through its Engine
+// interface (forbidden, in archtest_test.go); only cmd/... imports configs (the server's
+// config file: the libraries take typed options); and no package registers anything
+// from init().
 //
 // Target-neutral packages (kernels and everything below it but kernels/cpu) know no ISA:
 // they import no ISA-specific package (intrin), and their sources, tests included, name no

@@ -2,7 +2,8 @@ package archtest
 
 import "strings"
 
-// layers maps a package path (relative to the module) to its layer, as in ARCHITECTURE.md.
+// layers maps a package path (relative to the module) to its layer; docs/ARCHITECTURE.md
+// ("Layers") mirrors this table.
 // An entry ending in "/..." covers every package below that folder.
 var layers = map[string]int{
 	"tensor": 0, "target": 0, "compilecache": 0, "configs": 0, "internal/...": 0,
@@ -15,8 +16,8 @@ var layers = map[string]int{
 	// a leaf helper (standard library only) shared by compilecache and devices/cpu
 	"internal/workdir": -1,
 	"schedule":         3, "codegen": 3, "intrin": 3, "loader/onnx": 3, "kernels/ref": 3,
-	"kernels":     4,
-	"engine": 5, "kernels/cpu": 5, "internal/kerneltest": 5, "internal/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
+	"kernels": 4,
+	"engine":  5, "kernels/cpu": 5, "internal/kerneltest": 5, "internal/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
 	"compiler": 6,
 	// the model repository (layout, names, config.pbtxt), read by serve and kiln prebuild
 	"serve/modelrepo": 6,
@@ -24,7 +25,7 @@ var layers = map[string]int{
 	"serve/httpapi":   8, "serve/grpcapi": 8,
 	// generated gRPC code (imports serve/modelrepo/modelpb only) sits below the API that uses it
 	"serve/grpcapi/inferencepb": 7, "serve/servetest": 7,
-	"cmd/kiln/...":              9, "cmd/kiln": 9, "bench/...": 9,
+	"cmd/kiln/...": 9, "cmd/kiln": 9, "bench/...": 9,
 	// CLI-only helpers sit just below the command that imports them
 	"cmd/kiln/internal/...": 8,
 }

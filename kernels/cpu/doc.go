@@ -1,7 +1,7 @@
 // Package cpu holds the CPU strategies of the operator inventory: for a compute
 // definition from package kernels, a schedule (split, reorder, parallel, tensorize...)
-// with the knobs a tuner will search, expressed as schedule primitives so that every
-// decision lands in the trace.
+// with its knobs (tile sizes and the like, fixed: no tuner is built), expressed as
+// schedule primitives so that every decision lands in the trace.
 //
 // Strategies(reg) is the CPU table: conv2d-winograd-tensorized (3×3, stride 1, at least
 // 128 input channels and 7 output tiles a side: Winograd F(2×2, 3×3), weights transformed

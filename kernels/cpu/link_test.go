@@ -18,8 +18,9 @@ import (
 )
 
 // TestPerKernelObjectsLinked builds two parallel kernels as separate objects against the
-// shared C runtime (ARCHITECTURE.md §6: one object per kernel, linked into one shared
-// object with the runtime), loads the result once and runs both kernels.
+// shared C runtime (docs/ARCHITECTURE.md, "The pipeline", phase 7: one object per
+// kernel, linked into one shared object with the runtime), loads the result once and
+// runs both kernels.
 func TestPerKernelObjectsLinked(t *testing.T) {
 	const m, n, k = 20, 40, 30
 	g := intrin.GemmF32("generic", 4, 4, 2)

@@ -343,14 +343,22 @@ func TestNNSymbolicBatch(t *testing.T) {
 			return kernels.Gemm(x, w, b, false, false, 1, 1)
 		}},
 		{"conv", graph.OpConv, conv, [][]int{{2, 5, 11, 13}, {4, 5, 3, 3}, {4}}, func(x, w, b *te.Tensor) (*te.Tensor, error) {
-			g, err := kernels.ResolveConv([]int64{11, 13}, []int64{3, 3}, conv.Strides, nil, conv.Pads, "NOTSET", 1)
+			win, err := graph.ConvWindow(conv, []int64{3, 3})
+			if err != nil {
+				return nil, err
+			}
+			g, err := kernels.ResolveConv([]int64{11, 13}, win, 1)
 			if err != nil {
 				return nil, err
 			}
 			return kernels.Conv(x, w, b, g)
 		}},
 		{"conv transpose", graph.OpConvTranspose, ct, [][]int{{2, 4, 5, 6}, {4, 3, 3, 3}, {3}}, func(x, w, b *te.Tensor) (*te.Tensor, error) {
-			g, err := kernels.ResolveConvTranspose([]int64{5, 6}, []int64{3, 3}, ct)
+			win, err := graph.ConvTransposeWindow(ct, []int64{3, 3})
+			if err != nil {
+				return nil, err
+			}
+			g, err := kernels.ResolveConvTranspose([]int64{5, 6}, win, ct.Group)
 			if err != nil {
 				return nil, err
 			}

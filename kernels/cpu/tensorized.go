@@ -133,15 +133,15 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (ConvBlockedAttrs, error) {
 	if w.Const == nil || x.DType != tensor.Float32 || w.Const.DType != tensor.Float32 || len(x.Shape) != 4 || len(w.Const.Shape) != 4 {
 		return attrs, notApplicable("float32 2-D convolution with constant weights")
 	}
-	if a.Group != 1 || (a.AutoPad != "NOTSET" && a.AutoPad != "VALID" && a.AutoPad != "") {
+	win, err := staticPadWindow(a, w.Const.Shape)
+	if err != nil || a.Group != 1 {
 		return attrs, notApplicable("group %d, auto_pad %s", a.Group, a.AutoPad)
 	}
-	attrs = ConvBlockedAttrs{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, XBlock: x.Block}
-	copy(attrs.Strides[:], a.Strides)
-	copy(attrs.Dilations[:], a.Dilations)
-	if a.AutoPad != "VALID" && len(a.Pads) == 4 {
-		copy(attrs.Pads[:], a.Pads)
-	}
+	attrs = ConvBlockedAttrs{XBlock: x.Block}
+	copy(attrs.Strides[:], win.Strides)
+	copy(attrs.Dilations[:], win.Dilations)
+	attrs.Pads[0], attrs.Pads[2], _ = win.StaticPads(0)
+	attrs.Pads[1], attrs.Pads[3], _ = win.StaticPads(1)
 	if attrs.Dilations[1] != 1 {
 		return attrs, notApplicable("horizontal dilation %d", attrs.Dilations[1])
 	}
@@ -155,6 +155,20 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (ConvBlockedAttrs, error) {
 		attrs.CB = x.Block
 	}
 	return attrs, nil
+}
+
+// staticPadWindow is the window of a 2-D convolution with a weight of shape weight when
+// its padding does not depend on the input extent (explicit or VALID): the strategies
+// that pad a copy of the input by fixed amounts take only those.
+func staticPadWindow(a *graph.ConvAttrs, weight tensor.Shape) (graph.Window, error) {
+	w, err := graph.ConvWindow(a, []int64{int64(weight[2]), int64(weight[3])})
+	if err != nil {
+		return graph.Window{}, err
+	}
+	if w.Mode.Same() {
+		return graph.Window{}, fmt.Errorf("auto_pad %s", w.Mode)
+	}
+	return w, nil
 }
 
 // buildConvBlocked lowers a convolution through ConvNCHWBlocked, reading its

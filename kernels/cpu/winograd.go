@@ -43,10 +43,11 @@ func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	if x.DType != tensor.Float32 || w.DType != tensor.Float32 || len(x.Shape) != 4 || len(w.Shape) != 4 || w.Shape[2] != 3 || w.Shape[3] != 3 {
 		return nil, notApplicable("float32 2-D 3×3 convolution")
 	}
-	if a.Group != 1 || (a.AutoPad != "NOTSET" && a.AutoPad != "VALID" && a.AutoPad != "") {
+	win, err := staticPadWindow(a, w.Shape)
+	if err != nil || a.Group != 1 {
 		return nil, notApplicable("group %d, auto_pad %s", a.Group, a.AutoPad)
 	}
-	for _, v := range append(append([]int64{}, a.Strides...), a.Dilations...) {
+	for _, v := range append(append([]int64{}, win.Strides...), win.Dilations...) {
 		if v != 1 {
 			return nil, notApplicable("strides %v, dilations %v", a.Strides, a.Dilations)
 		}
@@ -66,9 +67,8 @@ func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 		return nil, notApplicable("output %dx%d: fewer than %d tiles a side", oh, ow, winogradMinTiles)
 	}
 	attrs := kernels.WinogradAttrs{XBlock: x.Block, OutBlock: ot.Block}
-	if a.AutoPad != "VALID" && len(a.Pads) == 4 {
-		copy(attrs.Pads[:], a.Pads)
-	}
+	attrs.Pads[0], attrs.Pads[2], _ = win.StaticPads(0)
+	attrs.Pads[1], attrs.Pads[3], _ = win.StaticPads(1)
 	k, c := int64(w.Shape[0]), int64(w.Shape[1])
 	if c < winogradMinChannels {
 		return nil, notApplicable("%d input channels, fewer than %d", c, winogradMinChannels)

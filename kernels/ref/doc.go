@@ -6,6 +6,12 @@
 // row-blocked product on float32 so that real models (resnet18) still run in about a
 // second.
 //
+// Independence: ref shares no op semantics with the compiled path. It resolves, for
+// instance, convolution and pooling windows (auto_pad, ceil_mode, ConvTranspose's
+// output_shape) with its own code rather than graph.Window, which shape inference and
+// the kernel definitions share: a mistake there shows up as a disagreement with ref
+// instead of being copied into the oracle.
+//
 // Model: runtime values are *tensor.Tensor, *Sequence or *Optional. Kernels are looked up
 // in a table indexed by graph.Op, assembled explicitly from per-family maps.
 //

@@ -21,7 +21,8 @@
 //     statements) share one allocation of the larger size.
 //
 // Vectorization and longer unrolled loops are loop kinds the C dialect turns into
-// compiler hints (ivdep, omp simd reduction, unroll pragmas) and tensor intrinsics carry their own vector code.
+// compiler hints (ivdep, omp simd reduction, unroll pragmas), and tensor intrinsics carry
+// their own vector code.
 //
 // GPU kernels (GPUPipeline, the same passes) are one launch each: after the pipeline,
 // DeriveLaunch reads the geometry off the loops bound to thread axes (loopir.Launch:

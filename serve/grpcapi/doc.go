@@ -1,5 +1,5 @@
-// Package grpcapi is the gRPC face of serve.Service (ARCHITECTURE.md §7, layer 8): the
-// Open Inference Protocol v2 as Triton's inference.GRPCInferenceService
+// Package grpcapi is the gRPC face of serve.Service (docs/ARCHITECTURE.md, "Serving";
+// layer 8): the Open Inference Protocol v2 as Triton's inference.GRPCInferenceService
 // (inferencepb/grpc_service.proto: Triton's package, names and field numbers, so
 // Triton's clients and perf_analyzer work unchanged), the standard health service
 // grpc.health.v1 and server reflection. Protocol translation only.

@@ -1,6 +1,6 @@
-// Package httpapi is the REST face of serve.Service (ARCHITECTURE.md §7, layer 8): the
-// Open Inference Protocol v2 over HTTP with gin, one route table (routes.go), and
-// protocol translation only.
+// Package httpapi is the REST face of serve.Service (docs/ARCHITECTURE.md, "Serving";
+// layer 8): the Open Inference Protocol v2 over HTTP with gin, one route table
+// (routes.go), and protocol translation only.
 //
 // Model: requests are decoded into serve.InferRequest (JSON "data" flat or nested; the
 // binary tensor data extension: Inference-Header-Content-Length, per-input

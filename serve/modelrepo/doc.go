@@ -1,5 +1,5 @@
 // Package modelrepo is the serving side's model repository in Triton's layout
-// (ARCHITECTURE.md §7): which folders are models and versions, model names, each
+// (docs/ARCHITECTURE.md, "Serving"): which folders are models and versions, model names, each
 // model's config.pbtxt (parse, auto-complete, validation, Triton's JSON rendering), and
 // the one table of tensor datatypes the Open Inference Protocol carries. serve and kiln
 // prebuild read a repository only through it, so both see the same models. Its

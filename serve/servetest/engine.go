@@ -70,7 +70,7 @@ func (e *Engine) Load(ctx context.Context, m *engine.Model, shapes map[string][]
 		outs[i] = r.Name
 	}
 	e.loads.Add(1)
-	built := &engine.Built{Stats: &engine.Stats{}, Outcome: compilecache.Uncached, Miss: "test engine", Took: time.Since(start)}
+	built := &engine.Built{Stats: &engine.Stats{}, Outcome: compilecache.Uncached, Miss: compilecache.MissCause{Kind: compilecache.MissOff, Detail: "test engine"}, Took: time.Since(start)}
 	return &engine.Loaded{Built: built, Runner: &runner{mod: mod, inputs: names}, Outputs: outs}, nil
 }
 

@@ -111,8 +111,8 @@ typedef uchar u8;
 		HelperQualifier: "static inline",
 		Int64Suffix:     "L",
 		GlobalQualifier: "__global",
-		IndexHelper: gpuIndexHelper("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n", "static inline", "__global ",
-			"atom_cmpxchg((volatile __global long *)status, 0L, %dL) == 0L"),
+		IndexHelper: gpuIndexHelper("", "static inline", "__global ",
+			"atomic_cmpxchg((volatile __global int *)status, 0, %d) == 0"),
 		ThreadIndex: func(a loopir.ThreadAxis) string {
 			if a.IsBlock() {
 				return fmt.Sprintf("get_group_id(%d)", a.Dim())

@@ -30,10 +30,10 @@
 // min/max/select helpers, tensor intrinsics under the dialect's name) is the shared
 // printer with the dialect's types, helper qualifier, literal suffix and math names.
 // An index check prints as kiln_index(v, n, kiln_status): an index outside [-n, n)
-// claims the status block with a 64-bit compare-and-swap of its code from 0
-// (StatusIndexOutOfRange; CUDA's atomicCAS, OpenCL's atom_cmpxchg of
-// cl_khr_int64_base_atomics), so the first failing thread's index and n become the
-// details, and reads a clamped index. The GPU path does not print parallel loops,
+// claims the status block with a compare-and-swap of its code from 0
+// (StatusIndexOutOfRange; CUDA's 64-bit atomicCAS, OpenCL C 1.1's 32-bit
+// atomic_cmpxchg on the code's first half, as devices/opencl documents), so the first
+// failing thread's index and n become the details, and reads a clamped index. The GPU path does not print parallel loops,
 // bounds checks, shared memory, or local buffers of run-time size (ErrUnsupported); a
 // local buffer of constant size is a private array, and a vectorized loop is a plain
 // loop (ScalarLoops). CUDA math is the accurate library

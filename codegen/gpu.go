@@ -84,9 +84,9 @@ func (e *cEmitter) localArray(s *loopir.Allocate, depth int) {
 // gpuIndexHelper is kiln_index for a GPU language: ONNX's wrap of a negative index,
 // and for an index outside [-n, n) a clamped index, the failure claimed in the status
 // block once (compare-and-swap of the code from 0: the first failing thread wins) with
-// the index and n as its details. cas is the language's 64-bit compare-and-swap of
-// *status from 0 to the code, true when it swapped; pre opens the definition (an
-// extension pragma).
+// the index and n as its details. cas is the device's compare-and-swap of the code
+// from 0 (CUDA: 64-bit atomicCAS; OpenCL: 32-bit atomic_cmpxchg on the code's first
+// half, see devices/opencl), true when it swapped; pre opens the definition.
 func gpuIndexHelper(pre, helper, global, cas string) string {
 	return pre + fmt.Sprintf(`%[1]s i64 kiln_index(i64 v, i64 n, %[2]si64 *status) {
   i64 w = v < 0 ? v + n : v;

@@ -11,11 +11,10 @@ typedef uchar u8;
 #define kiln_nanf(s) NAN
 static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 static inline i64 kiln_index(i64 v, i64 n, __global i64 *status) {
   i64 w = v < 0 ? v + n : v;
   if ((u64)w >= (u64)n) {
-    if (atom_cmpxchg((volatile __global long *)status, 0L, 3L) == 0L) { status[1] = v; status[2] = n; }
+    if (atomic_cmpxchg((volatile __global int *)status, 0, 3) == 0) { status[1] = v; status[2] = n; }
     return w < 0 || n <= 0 ? 0 : n - 1;
   }
   return w;

@@ -29,6 +29,7 @@
 // extents (elementwise, broadcasting, a fused chain, cast, where, transpose, concat,
 // gather): every case's launched kernel runs on the CPU with its blocks and threads in
 // turn (the launch's meaning, with a canary past each output for a tail written out of
-// bounds), compiles with NVRTC for sm_80, and runs on a CUDA device where one is
-// present, where an index out of range fails the launch through the status block.
+// bounds), compiles with NVRTC for sm_80, and runs printed in OpenCL C on the OpenCL
+// device (PoCL in CI) and in CUDA C on a CUDA device where one is present; on both an
+// index out of range fails the launch through the status block.
 package gpu

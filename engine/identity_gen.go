@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 239 files; see Identity.
-const sourceDigest = "74778d7d703f34f05c545a958f5c2e6f"
+// sourceDigest covers 244 files; see Identity.
+const sourceDigest = "f7bbd1c7e304e21c47a773c72199ad5a"

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/kilnrt/kiln/internal/dynlib"
 )
 
 // driverDirs are the folders searched for libcuda.so.1 after the loader's own path: the
@@ -44,13 +46,13 @@ func loadDriver() (*driver, error) {
 }
 
 func bindDriver() (*driver, error) {
-	candidates := envFirst("KILN_LIBCUDA", append([]string{"libcuda.so.1"}, inDirs(driverDirs, "libcuda.so.1")...))
-	h, path, err := openLibrary(candidates)
+	candidates := dynlib.EnvFirst("KILN_LIBCUDA", append([]string{"libcuda.so.1"}, dynlib.InDirs(driverDirs, "libcuda.so.1")...))
+	h, path, err := dynlib.Open(candidates)
 	if err != nil {
 		return nil, fmt.Errorf("no CUDA driver library: %v", err)
 	}
 	d := &driver{path: path}
-	err = symbols(h, map[string]*uintptr{
+	err = dynlib.Symbols(h, map[string]*uintptr{
 		"cuInit": &d.init, "cuDriverGetVersion": &d.driverGetVersion,
 		"cuGetErrorName": &d.getErrorName, "cuGetErrorString": &d.getErrorString,
 		"cuDeviceGetCount": &d.deviceGetCount, "cuDeviceGet": &d.deviceGet,

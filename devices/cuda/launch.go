@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/internal/dynlib"
 )
 
 // module is a loaded PTX or cubin image.
@@ -66,7 +67,7 @@ func (m *module) Kernel(name string) (devices.Kernel, error) {
 	}
 	defer d.leave()
 	k := &kernel{name: name, mod: m, params: -1}
-	cname := cstring(name)
+	cname := dynlib.CString(name)
 	if err := d.drv.check("cuModuleGetFunction", d.drv.call(d.drv.moduleGetFunction, uintptr(unsafe.Pointer(&k.fn)), m.handle, uintptr(unsafe.Pointer(&cname[0])))); err != nil {
 		return nil, fmt.Errorf("%w: no kernel %q: %v", devices.ErrLoad, name, err)
 	}

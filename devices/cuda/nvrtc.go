@@ -14,6 +14,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/internal/dynlib"
 )
 
 // nvrtcSonames are the NVRTC libraries kiln knows, newest first: each major release has
@@ -71,14 +72,14 @@ func FindNVRTC() (*NVRTC, error) {
 }
 
 func bindNVRTC() (*NVRTC, error) {
-	candidates := envFirst("KILN_NVRTC", append(append([]string{}, nvrtcSonames...),
-		inDirs(nvrtcDirs(), append(append([]string{}, nvrtcSonames...), "libnvrtc.so")...)...))
-	h, path, err := openLibrary(candidates)
+	candidates := dynlib.EnvFirst("KILN_NVRTC", append(append([]string{}, nvrtcSonames...),
+		dynlib.InDirs(nvrtcDirs(), append(append([]string{}, nvrtcSonames...), "libnvrtc.so")...)...))
+	h, path, err := dynlib.Open(candidates)
 	if err != nil {
 		return nil, devices.Unavailablef("no NVRTC library: %v", err)
 	}
 	n := &NVRTC{path: path}
-	err = symbols(h, map[string]*uintptr{
+	err = dynlib.Symbols(h, map[string]*uintptr{
 		"nvrtcVersion": &n.version, "nvrtcGetErrorString": &n.getErrorString,
 		"nvrtcCreateProgram": &n.createProgram, "nvrtcCompileProgram": &n.compileProgram,
 		"nvrtcDestroyProgram": &n.destroyProgram,
@@ -152,7 +153,7 @@ func (n *NVRTC) Compile(source, name string, o CompileOptions) ([]byte, error) {
 	if o.Cubin {
 		arch = o.Arch
 	}
-	src, cname := cstring(source), cstring(name)
+	src, cname := dynlib.CString(source), dynlib.CString(name)
 	var prog uintptr
 	if err := n.check("nvrtcCreateProgram", n.call(n.createProgram, uintptr(unsafe.Pointer(&prog)),
 		uintptr(unsafe.Pointer(&src[0])), uintptr(unsafe.Pointer(&cname[0])), 0, 0, 0)); err != nil {
@@ -163,7 +164,7 @@ func (n *NVRTC) Compile(source, name string, o CompileOptions) ([]byte, error) {
 	copts := make([][]byte, len(opts))
 	ptrs := make([]unsafe.Pointer, len(opts))
 	for i, s := range opts {
-		copts[i] = cstring(s)
+		copts[i] = dynlib.CString(s)
 		ptrs[i] = unsafe.Pointer(&copts[i][0])
 	}
 	r := n.call(n.compileProgram, prog, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0])))

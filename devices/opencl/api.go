@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/kilnrt/kiln/internal/dynlib"
 )
 
 // libraryName is the ICD loader's soname.
@@ -45,13 +47,13 @@ func loadAPI() (*api, error) {
 }
 
 func bindAPI() (*api, error) {
-	candidates := envFirst("KILN_LIBOPENCL", append([]string{libraryName}, inDirs(libraryDirs, libraryName)...))
-	h, path, err := openLibrary(candidates)
+	candidates := dynlib.EnvFirst("KILN_LIBOPENCL", append([]string{libraryName}, dynlib.InDirs(libraryDirs, libraryName)...))
+	h, path, err := dynlib.Open(candidates)
 	if err != nil {
 		return nil, fmt.Errorf("no OpenCL ICD loader: %v", err)
 	}
 	a := &api{path: path}
-	err = symbols(h, map[string]*uintptr{
+	err = dynlib.Symbols(h, map[string]*uintptr{
 		"clGetPlatformIDs": &a.getPlatformIDs, "clGetPlatformInfo": &a.getPlatformInfo,
 		"clGetDeviceIDs": &a.getDeviceIDs, "clGetDeviceInfo": &a.getDeviceInfo,
 		"clCreateContext": &a.createContext, "clReleaseContext": &a.releaseContext,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/devices/devicetest"
+	"github.com/kilnrt/kiln/internal/dynlib"
 )
 
 func TestConformance(t *testing.T) {
@@ -242,7 +243,7 @@ func TestAbsentLibraryIsUnavailableNamingEveryPathTried(t *testing.T) {
 		return
 	}
 	out := runChild(t, "absent", "KILN_LIBOPENCL="+missing)
-	for _, want := range append([]string{missing, "; libkiln-absent-OpenCL.so.1: "}, inDirs(libraryDirs, "libkiln-absent-OpenCL.so.1")...) {
+	for _, want := range append([]string{missing, "; libkiln-absent-OpenCL.so.1: "}, dynlib.InDirs(libraryDirs, "libkiln-absent-OpenCL.so.1")...) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the reason does not name %q: %s", want, out)
 		}

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/internal/dynlib"
 )
 
 // SourceMarker begins a Load argument that is OpenCL C source rather than a program
@@ -65,7 +66,7 @@ func (d *Device) buildSource(source, options string) (uintptr, error) {
 		return 0, fmt.Errorf("%w: empty OpenCL C source", devices.ErrBuild)
 	}
 	a := d.api
-	src := cstring(source)
+	src := dynlib.CString(source)
 	strs := []unsafe.Pointer{unsafe.Pointer(&src[0])}
 	lens := []uintptr{uintptr(len(source))}
 	p, s := a.create(a.createProgramWithSource, d.ctx, 1, uintptr(unsafe.Pointer(&strs[0])), uintptr(unsafe.Pointer(&lens[0])))
@@ -84,7 +85,7 @@ func (d *Device) buildSource(source, options string) (uintptr, error) {
 // build runs clBuildProgram for the device; a failure carries the build log.
 func (d *Device) build(p uintptr, options string) error {
 	a := d.api
-	opts := cstring(options)
+	opts := dynlib.CString(options)
 	dev := []uintptr{d.dev}
 	s := a.call(a.buildProgram, p, 1, uintptr(unsafe.Pointer(&dev[0])), uintptr(unsafe.Pointer(&opts[0])), 0, 0)
 	if s == success {
@@ -177,7 +178,7 @@ func (m *module) Kernel(name string) (devices.Kernel, error) {
 		return nil, err
 	}
 	a := d.api
-	cname := cstring(name)
+	cname := dynlib.CString(name)
 	obj, s := a.create(a.createKernel, m.program, uintptr(unsafe.Pointer(&cname[0])))
 	if s != success {
 		return nil, fmt.Errorf("%w: no kernel %q: %v", devices.ErrLoad, name, check("clCreateKernel", s))

@@ -31,7 +31,7 @@ type Device struct {
 	alive map[*buffer]bool
 
 	statusMu sync.Mutex
-	pending  []string // kernels launched since the status block was last read, distinct
+	launched devices.Launched // kernels launched since the status block was last read
 }
 
 // Options configure the device.

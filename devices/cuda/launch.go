@@ -3,7 +3,6 @@ package cuda
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -106,9 +105,6 @@ type launchArgs struct {
 
 var launchPool = sync.Pool{New: func() any { return new(launchArgs) }}
 
-// maxPending bounds the kernel names kept for a KernelError between two Syncs.
-const maxPending = 16
-
 // Launch implements devices.Device: the kernel is queued on the stream with the
 // convention's parameters (buffer pointers, dims, the status block) and Launch returns;
 // a code the kernel writes to the status block surfaces at the next Sync.
@@ -163,20 +159,9 @@ func (d *Device) Launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 		return fmt.Errorf("%w: kernel %q: %v", devices.ErrLaunch, kk.name, err)
 	}
 	d.statusMu.Lock()
-	if len(d.pending) < maxPending && !contains(d.pending, kk.name) {
-		d.pending = append(d.pending, kk.name)
-	}
+	d.launched.Add(kk.name)
 	d.statusMu.Unlock()
 	return nil
-}
-
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Sync implements devices.Device: it waits for the stream, then reads the status block.
@@ -189,26 +174,18 @@ func (d *Device) Sync() error {
 	defer d.leave()
 	d.statusMu.Lock()
 	defer d.statusMu.Unlock()
-	names := strings.Join(d.pending, ", ")
-	switch len(d.pending) {
-	case 0: // a failure the previous Sync could not clear
-		names = "(none launched since the last Sync)"
-	case maxPending:
-		names += ", ..."
-	}
+	names := d.launched.Take()
 	err := d.syncStream()
 	if err == nil {
 		st := new([3]int64)
 		err = d.copyOut(unsafe.Pointer(&st[0]), d.status, statusBytes)
 		if err == nil && st[0] != 0 {
-			d.pending = d.pending[:0]
 			if zerr := d.zeroStatus(); zerr != nil {
 				return fmt.Errorf("%w: clearing the status block: %v", devices.ErrLaunch, zerr)
 			}
-			return &devices.KernelError{Kernel: names, Code: int32(st[0]), Detail: [2]int64{st[1], st[2]}}
+			return devices.StatusError(names, *st)
 		}
 	}
-	d.pending = d.pending[:0]
 	if err != nil {
 		return fmt.Errorf("%w: kernels %s: %v", devices.ErrLaunch, names, err)
 	}

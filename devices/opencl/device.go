@@ -30,7 +30,7 @@ type Device struct {
 	modules map[*module]bool // loaded and not closed
 
 	statusMu sync.Mutex
-	pending  []string // kernels launched since the status block was last read, distinct
+	launched devices.Launched // kernels launched since the status block was last read
 }
 
 // Options choose the device: the platform's and the device's index as List reports them.

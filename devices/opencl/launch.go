@@ -2,15 +2,11 @@ package opencl
 
 import (
 	"fmt"
-	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/kilnrt/kiln/devices"
 )
-
-// maxPending bounds the kernel names kept for a KernelError between two Syncs.
-const maxPending = 16
 
 // Launch implements devices.Device: the kernel is queued with the convention's arguments
 // (buffers, dims as long, the status block) on a grid of Geometry.Grid work-groups of
@@ -112,9 +108,7 @@ func (d *Device) launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 		return 0, fmt.Errorf("%w: kernel %q on %s: %v", devices.ErrLaunch, kk.name, d.where, err)
 	}
 	d.statusMu.Lock()
-	if len(d.pending) < maxPending && !contains(d.pending, kk.name) {
-		d.pending = append(d.pending, kk.name)
-	}
+	d.launched.Add(kk.name)
 	d.statusMu.Unlock()
 	return ev, nil
 }
@@ -154,15 +148,6 @@ func (d *Device) setArgs(k *kernel, mems []uintptr, dims []int64) error {
 	return set(len(mems)+len(dims), uint64(d.status), memSize)
 }
 
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
 // Sync implements devices.Device: it waits for the queue, then reads the status block.
 // A failure the driver reports, or a nonzero code a kernel wrote, is an error naming the
 // kernels launched since the last Sync; the block is zeroed again after a code is read.
@@ -172,28 +157,20 @@ func (d *Device) Sync() error {
 	}
 	d.statusMu.Lock()
 	defer d.statusMu.Unlock()
-	names := strings.Join(d.pending, ", ")
-	switch len(d.pending) {
-	case 0: // a failure the previous Sync could not clear
-		names = "(none launched since the last Sync)"
-	case maxPending:
-		names += ", ..."
-	}
+	names := d.launched.Take()
 	a := d.api
 	err := check("clFinish", a.call(a.finish, d.queue))
 	if err == nil {
 		st := new([3]int64)
 		err = check("clEnqueueReadBuffer", a.call(a.enqueueReadBuffer, d.queue, d.status, clTrue, 0, statusBytes, uintptr(unsafe.Pointer(&st[0])), 0, 0, 0))
 		if err == nil && st[0] != 0 {
-			d.pending = d.pending[:0]
 			if zerr := d.zeroStatus(); zerr != nil {
 				return fmt.Errorf("%w: clearing the status block: %v", devices.ErrLaunch, zerr)
 			}
 			// kernels claim the code with a 32-bit compare-and-swap on its first half
-			return &devices.KernelError{Kernel: names, Code: int32(st[0]), Detail: [2]int64{st[1], st[2]}}
+			return devices.StatusError(names, *st)
 		}
 	}
-	d.pending = d.pending[:0]
 	if err != nil {
 		return fmt.Errorf("%w: kernels %s on %s: %v", devices.ErrLaunch, names, d.where, err)
 	}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 244 files; see Identity.
-const sourceDigest = "f7bbd1c7e304e21c47a773c72199ad5a"
+// sourceDigest covers 246 files; see Identity.
+const sourceDigest = "13f7acf3f79476d3b689ed2ed3fee5b2"

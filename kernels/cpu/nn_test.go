@@ -103,7 +103,7 @@ func TestNNGemm(t *testing.T) {
 func nnGeneric() *kernels.Strategies {
 	reg := kernels.Default()
 	return kernels.NewStrategies(kernels.Strategy{Name: "generic", Build: func(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
-		return kernels.Generic(reg, KernelName(n), n, in, ScheduleGeneric)
+		return kernels.Generic(reg, kernels.KernelName(n), n, in, ScheduleGeneric)
 	}}, nil)
 }
 

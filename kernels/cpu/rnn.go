@@ -37,7 +37,7 @@ func DefaultRNN(t target.Target) RNNOptions {
 
 // buildRNN lowers one recurrent node with the given knobs.
 func buildRNN(n *graph.Node, in []kernels.Input, opts RNNOptions) (*kernels.Impl, error) {
-	f, params, err := RNN(KernelName(n), n, in, opts)
+	f, params, err := RNN(kernels.KernelName(n), n, in, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,6 @@
 package cpu
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/target"
@@ -33,32 +30,10 @@ func ScalarStrategies(reg *kernels.Registry) *kernels.Strategies {
 func genericStrategy(reg *kernels.Registry) kernels.Strategy {
 	return kernels.Strategy{Name: "generic",
 		Build: func(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
-			return kernels.Generic(reg, KernelName(n), n, in, ScheduleGeneric)
+			return kernels.Generic(reg, kernels.KernelName(n), n, in, ScheduleGeneric)
 		},
 		Fused: func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, _ target.Target) (*kernels.Impl, error) {
-			return kernels.GenericFused(reg, KernelName(n), n, in, epi, ScheduleGeneric)
+			return kernels.GenericFused(reg, kernels.KernelName(n), n, in, epi, ScheduleGeneric)
 		},
 	}
-}
-
-// KernelName is a C-safe function name for a node's kernel (the compiler renames
-// kernels once they are deduplicated; this name shows in traces and errors).
-func KernelName(n *graph.Node) string {
-	var b strings.Builder
-	b.WriteString(strings.ToLower(n.Op.String()))
-	if n.Name != "" {
-		b.WriteByte('_')
-		for _, r := range n.Name {
-			if r < 128 && (r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-				b.WriteRune(r)
-			} else {
-				b.WriteByte('_')
-			}
-		}
-	}
-	s := b.String()
-	if len(s) > 48 {
-		s = fmt.Sprintf("%s_%x", s[:40], len(n.Name))
-	}
-	return s
 }

@@ -86,7 +86,7 @@ func withEpilogues(reg *kernels.Registry, n *graph.Node, out *te.Tensor, params 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := te.Lower(KernelName(n), append(params, eparams...), []*te.Tensor{out})
+	f, err := te.Lower(kernels.KernelName(n), append(params, eparams...), []*te.Tensor{out})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -317,7 +317,7 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 		}
 		params, feeds = append(params, eparams...), append(feeds, efeeds...)
 	}
-	f, err := te.Lower(KernelName(n), params, []*te.Tensor{out})
+	f, err := te.Lower(kernels.KernelName(n), params, []*te.Tensor{out})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
@@ -35,12 +34,12 @@ func injectiveStrategy(reg *kernels.Registry) kernels.Strategy {
 	return kernels.Strategy{Name: "gpu-injective",
 		Build: func(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
 			return build(n, t, func(rule func(*schedule.Schedule) error) (*kernels.Impl, error) {
-				return kernels.Generic(reg, KernelName(n), n, in, rule)
+				return kernels.Generic(reg, kernels.KernelName(n), n, in, rule)
 			})
 		},
 		Fused: func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 			return build(n, t, func(rule func(*schedule.Schedule) error) (*kernels.Impl, error) {
-				return kernels.GenericFused(reg, KernelName(n), n, in, epi, rule)
+				return kernels.GenericFused(reg, kernels.KernelName(n), n, in, epi, rule)
 			})
 		},
 	}
@@ -56,26 +55,4 @@ func BlockSize(t target.Target) (int64, error) {
 		return 0, fmt.Errorf("%v target %s has no work-group limit", t.Kind, t.Arch)
 	}
 	return min(DefaultBlock, int64(t.GPU.MaxWorkGroup)), nil
-}
-
-// KernelName is a C-safe function name for a node's kernel on a GPU (the compiler
-// renames kernels once they are deduplicated; this name shows in traces and errors).
-func KernelName(n *graph.Node) string {
-	var b strings.Builder
-	b.WriteString(strings.ToLower(n.Op.String()))
-	if n.Name != "" {
-		b.WriteByte('_')
-		for _, r := range n.Name {
-			if r < 128 && (r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-				b.WriteRune(r)
-			} else {
-				b.WriteByte('_')
-			}
-		}
-	}
-	s := b.String()
-	if len(s) > 48 {
-		s = fmt.Sprintf("%s_%x", s[:40], len(n.Name))
-	}
-	return s
 }

@@ -181,8 +181,8 @@ type call struct {
 	ctx      context.Context
 	storages []*Storage
 	steps    int
-	prof     *Profile // nil unless profiling
-	held     int64    // bytes of the call's storages (checked against Limits.RequestBytes)
+	prof     *Profile  // nil unless profiling
+	held     int64     // bytes of the call's storages (checked against Limits.RequestBytes)
 	pending  []pending // GPU kernels launched and not yet synchronized
 }
 

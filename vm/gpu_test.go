@@ -127,6 +127,45 @@ func checkStaticAddSigmoid(t *testing.T, r *gpuRig) {
 	}
 }
 
+// checkConstantPlacedAtFirstUse: a constant that reaches a GPU kernel through a call
+// (which the load-time scan does not follow) is copied to the GPU at its first use, once.
+func checkConstantPlacedAtFirstUse(t *testing.T, r *gpuRig) {
+	y := randomF32(tensor.Shape{37}, 4)
+	m, exe := staticAddSigmoid(t, r, y)
+	body := exe.Functions[0]
+	body.Name, body.Params = "body", 2
+	body.Code = append([]vm.Instr{}, body.Code...)
+	// y is the second parameter: moved out of register 1 before x's copy lands there
+	body.Code[0], body.Code[1] = vm.Instr{Op: vm.Move, Dst: 2, Args: []vm.Reg{1}}, body.Code[0]
+	exe.Functions = []vm.Function{{Name: "main", Params: 1, Regs: 3, Code: []vm.Instr{
+		{Op: vm.LoadConst, Dst: 1, Imm: 0},
+		{Op: vm.Invoke, Dst: 2, Args: []vm.Reg{0, 1}, Imm: 1},
+		{Op: vm.Ret, Args: []vm.Reg{2}},
+	}}, body}
+	v, err := vm.Load(roundTrip(t, exe), []devices.Device{openCPU(t), r.dev}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if st := v.MemoryStats(); st.Buffers != 1 {
+		t.Fatalf("after load the VM holds %d buffers, want the constant's only", st.Buffers)
+	}
+	held := 0
+	for i := range 3 {
+		x := randomF32(tensor.Shape{4, 37}, uint64(30+i))
+		out, err := v.Run(context.Background(), []*tensor.Tensor{x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt.CloseTensor(t, fmt.Sprintf("run %d", i), out[0], want(t, m, map[string]ref.Value{"x": x, "y": y}))
+		if st := v.MemoryStats(); i == 0 {
+			held = st.Buffers
+		} else if st.Buffers != held {
+			t.Fatalf("run %d holds %d buffers, the first %d: the constant was copied again", i, st.Buffers, held)
+		}
+	}
+}
+
 // symbolicAddSigmoid is sigmoid(x + y) for x: f32[m, n] and y: f32[n], both inputs: the
 // kernels' dims, grids and tensors' sizes come from x's shape at run time, and the GPU
 // result is returned as is (Run copies it to the host).
@@ -329,6 +368,10 @@ func TestGPUKernelStatusFailsTheCallNamingTheNodeOnOpenCL(t *testing.T) {
 
 func TestCPUKernelFeedsGPUKernelThroughDeviceCopyOnOpenCL(t *testing.T) {
 	checkCPUFeedsGPU(t, openclRig(t))
+}
+
+func TestConstantReachingAGPUKernelThroughACallIsPlacedOnceOnOpenCL(t *testing.T) {
+	checkConstantPlacedAtFirstUse(t, openclRig(t))
 }
 
 // The same on a CUDA GPU (skipped without one).

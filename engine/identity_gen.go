@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 246 files; see Identity.
-const sourceDigest = "13f7acf3f79476d3b689ed2ed3fee5b2"
+// sourceDigest covers 247 files; see Identity.
+const sourceDigest = "a6dbd127a4acf195ace4fd67458e6372"

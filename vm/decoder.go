@@ -104,3 +104,13 @@ func (d *dec) regs() []Reg {
 	}
 	return out
 }
+
+// extent reads a length-prefixed extent program (checked later by Verify).
+func (d *dec) extent() Extent {
+	n := d.count("extent words")
+	var out Extent
+	for i := 0; i < n && d.err == nil; i++ {
+		out = append(out, d.int())
+	}
+	return out
+}

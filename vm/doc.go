@@ -48,16 +48,40 @@
 // the node and the index; a bounds-checked kernel that accessed an element outside a
 // buffer (KernelOutOfBounds) fails it with an ErrOutOfBounds naming the kernel, the
 // node, the buffer (input, output or the kernel's own allocation) and the offset.
-// RunProfiled times each kernel (kiln bench --profile). Symbolic shapes: the shape
+// RunProfiled times each kernel (kiln bench --profile; a GPU kernel is waited for, so
+// its time includes its run).
+//
+// Devices and GPU kernels (accel.go): a tensor lives on one device (its storage's
+// Device). A kernel runs on the device its binary was loaded on, and every argument
+// must be there; a constant read by a kernel on another device is read from its copy
+// there, made once: at load for each LoadConst whose register reaches a kernel
+// argument (directly or through Move and ReshapeTensor), else at its first use.
+// DeviceCopy moves a value to a new storage of the call on its device: within a device
+// through Copy, else through host memory (CopyOut, CopyIn). A GPU kernel's entry has a
+// KernelLaunch: grid and block extents over its runtime dims, evaluated per launch
+// and passed to Launch; a grid extent of 0 skips the launch (no work), a negative one
+// or a non-positive block is an error naming the kernel and the node, and one that
+// overflows is an ErrInput. GPU launches do not wait: the call records them as pending
+// and calls Sync on their device before any host read of a tensor there (builtins'
+// arguments, If conditions, kernel dims, outputs, copies through the host) and on every
+// such device before Run returns, so a kernel's status is the call's error, typed as a
+// CPU kernel's (kernelError, naming the node of the pending launch the status names).
+// A failed call still synchronizes before its storages return to the pool. Outputs on
+// a GPU are copied to host tensors. Sync waits for a device's whole queue: calls
+// running at once on one GPU may see each other's kernel status (the status block is
+// the device's). Memory per device: the pool cuts blocks at DeviceAlign (PlanAlign,
+// or a device's BaseAlign (Aligner, e.g. OpenCL's) rounded up to a multiple of it),
+// and PlanArenas is the static plan with one arena per device (Interval.Device, the
+// AllocStorage's Device) at each device's alignment. Symbolic shapes: the shape
 // builtins (builtins_shape.go) read symbols from input shapes (shape.dim), check that
 // inputs agree on them (shape.expect, ErrInput) and evaluate polynomial extents and byte
 // counts (shape.eval); AllocStorage takes a run-time byte count from a register and
 // AllocTensorReg a run-time shape.
 //
-// Binary format (FormatVersion 4, see HeaderSize): a fixed header (magic, version, the
+// Binary format (FormatVersion 5, see HeaderSize): a fixed header (magic, version, the
 // CRC-32C and length of the metadata payload, the offset and length of the data section
 // and its CRC-32C), the metadata payload (functions, the constant table, kernel table
-// with each argument's element type and extent program,
+// with each argument's element type and extent program and the launch geometry,
 // binaries, builtins, signature; each constant is an element type, a shape and the
 // offset and length of its bytes in the data section), zero padding to a DataAlign
 // (64-byte) boundary, then the data section: every constant's raw little-endian bytes,

@@ -14,6 +14,8 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add(good[:HeaderSize+3])
 	f.Add([]byte("KILNEXE\x00"))
 	f.Add(v2File())
+	withLaunch, _ := sampleLaunch().MarshalBinary()
+	f.Add(withLaunch)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var x Executable
 		if err := x.UnmarshalBinary(data); err != nil {
@@ -67,6 +69,9 @@ func FuzzDecodePayload(f *testing.F) {
 	h, _ := parseHeader(good)
 	f.Add(good[HeaderSize:h.metaEnd], good[h.dataOff:])
 	f.Add(good[HeaderSize:h.metaEnd], good[h.dataOff:len(good)-1])
+	withLaunch, _ := sampleLaunch().MarshalBinary()
+	hl, _ := parseHeader(withLaunch)
+	f.Add(withLaunch[HeaderSize:hl.metaEnd], withLaunch[hl.dataOff:])
 	f.Fuzz(func(t *testing.T, payload, data []byte) {
 		meta := split(payload, data)
 		x, err := Decode(meta, data, nil)

@@ -84,6 +84,17 @@ type KernelInfo struct {
 	// Args describes each argument (inputs, then outputs): the elements the kernel may
 	// touch, over Dims. Every launch checks its tensors against them.
 	Args []KernelArg
+	// Launch is a GPU kernel's launch geometry over Dims; nil for a CPU kernel (which
+	// parallelizes inside and ignores the geometry).
+	Launch *KernelLaunch
+}
+
+// KernelLaunch is a GPU kernel's launch geometry: blocks (work-groups) per grid and
+// threads (work-items) per block in each of three dimensions, each an Extent over the
+// kernel's runtime dims. A grid extent that evaluates to 0 means there is no work and
+// the launch is skipped; every block extent must be positive.
+type KernelLaunch struct {
+	Grid, Block [3]Extent
 }
 
 // Binary is a device binary (a shared object for the CPU, PTX/cubin or an OpenCL program

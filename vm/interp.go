@@ -214,14 +214,10 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		if err != nil {
 			return 0, nil, err
 		}
-		h, err := c.host(v)
-		if err != nil {
-			return 0, nil, err
-		}
 		if in.Device < 0 || in.Device >= len(c.m.devs) {
 			return 0, nil, fmt.Errorf("device %d of %d", in.Device, len(c.m.devs))
 		}
-		t, err := c.upload(in.Device, h, "a copy to the device")
+		t, err := c.deviceCopy(v, in.Device)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -259,31 +255,31 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 }
 
 // launch runs a kernel on tensors in registers (inputs, then preallocated outputs) with
-// the runtime dims held in registers.
+// the runtime dims held in registers, on the device its binary was loaded on. A GPU
+// kernel (KernelInfo.Launch) gets its geometry evaluated at the dims, is skipped when
+// its grid is empty, and is recorded as pending until the call synchronizes its device.
 func (c *call) launch(regs []Value, in *Instr) error {
 	k := c.m.exe.Kernels[in.Imm]
+	dev := c.m.kdev[in.Imm]
 	bufs := make([]devices.Buffer, len(in.Args))
-	dev := -1
+	ts := make([]*Tensor, len(in.Args))
 	for i, r := range in.Args {
 		t, ok := regs[r].(*Tensor)
 		if !ok {
 			return fmt.Errorf("kernel %s argument %d: register %d holds %T, not a device tensor", k.Name, i, r, regs[r])
 		}
-		if dev >= 0 && t.Storage.Device != dev {
-			return fmt.Errorf("kernel %s: arguments on devices %d and %d", k.Name, dev, t.Storage.Device)
-		}
 		if i >= in.In && t.Storage.constant {
 			return fmt.Errorf("kernel %s output %d: register %d holds a constant, which kernels must not write", k.Name, i-in.In, r)
 		}
-		dev = t.Storage.Device
+		t, err := c.onDevice(t, dev)
+		if err != nil {
+			return fmt.Errorf("kernel %s argument %d: %w", k.Name, i, err)
+		}
 		b, err := c.view(t)
 		if err != nil {
 			return err
 		}
-		bufs[i] = b
-	}
-	if dev < 0 {
-		dev = 0
+		bufs[i], ts[i] = b, t
 	}
 	dims := make([]int64, len(in.Dims))
 	for i, r := range in.Dims {
@@ -296,7 +292,7 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		}
 	}
 	// every tensor must hold what the kernel may touch through it
-	for i, r := range in.Args {
+	for i, t := range ts {
 		need := c.m.argBytes[in.Imm][i]
 		if need < 0 {
 			var err error
@@ -304,19 +300,35 @@ func (c *call) launch(regs []Value, in *Instr) error {
 				return fmt.Errorf("%w: %s: kernel %s argument %d: %w", ErrInput, what(in), k.Name, i, err)
 			}
 		}
-		if have := regs[r].(*Tensor).Bytes(); need > have {
-			return fmt.Errorf("%s: kernel %s argument %d may touch %d bytes, its tensor (%v%v) holds %d", what(in), k.Name, i, need, regs[r].(*Tensor).DType, regs[r].(*Tensor).Shape, have)
+		if have := t.Bytes(); need > have {
+			return fmt.Errorf("%s: kernel %s argument %d may touch %d bytes, its tensor (%v%v) holds %d", what(in), k.Name, i, need, t.DType, t.Shape, have)
 		}
 	}
-	if c.prof == nil {
-		return kernelError(in, k, dims, c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims))
+	var g devices.Geometry
+	if k.Launch != nil {
+		var skip bool
+		var err error
+		if g, skip, err = geometry(in, k, dims); err != nil || skip {
+			return err
+		}
 	}
-	start := time.Now()
-	err := c.m.devs[dev].Launch(c.m.kernels[in.Imm], devices.Geometry{}, bufs, dims)
-	kt := &c.prof.Kernels[in.Imm]
-	kt.Launches++
-	kt.Total += time.Since(start)
-	return kernelError(in, k, dims, err)
+	var start time.Time
+	if c.prof != nil {
+		start = time.Now()
+	}
+	err := kernelError(in, k, dims, c.m.devs[dev].Launch(c.m.kernels[in.Imm], g, bufs, dims))
+	if err == nil && k.Launch != nil {
+		c.pending = append(c.pending, pending{dev: dev, in: in, k: k, dims: dims})
+		if c.prof != nil { // a GPU kernel's time includes its run only once it is waited for
+			err = c.sync(dev)
+		}
+	}
+	if c.prof != nil {
+		kt := &c.prof.Kernels[in.Imm]
+		kt.Launches++
+		kt.Total += time.Since(start)
+	}
+	return err
 }
 
 // kernelError turns a kernel's report of bad data (an index out of range) into an

@@ -17,8 +17,7 @@ var (
 )
 
 // FormatVersion is bumped whenever the encoding or the meaning of an opcode changes.
-// Version 3 moved the constants' bytes out of the metadata into an aligned data section.
-const FormatVersion = 4
+const FormatVersion = 5
 
 var magic = [8]byte{'K', 'I', 'L', 'N', 'E', 'X', 'E', 0}
 

@@ -96,12 +96,19 @@ func (x *Executable) decode(meta, data []byte, alias bool) error {
 		}
 		na := d.count("kernel arguments")
 		for j := 0; j < na && d.err == nil; j++ {
-			a := KernelArg{DType: tensor.DType(d.count("dtype"))}
-			nw := d.count("extent words")
-			for w := 0; w < nw && d.err == nil; w++ {
-				a.Elements = append(a.Elements, d.int())
+			k.Args = append(k.Args, KernelArg{DType: tensor.DType(d.count("dtype")), Elements: d.extent()})
+		}
+		switch flag := d.count("launch flag"); {
+		case flag == 1:
+			k.Launch = &KernelLaunch{}
+			for j := range 3 {
+				k.Launch.Grid[j] = d.extent()
 			}
-			k.Args = append(k.Args, a)
+			for j := range 3 {
+				k.Launch.Block[j] = d.extent()
+			}
+		case flag != 0:
+			d.fail("kernel %d: launch flag %d", i, flag)
 		}
 		y.Kernels = append(y.Kernels, k)
 	}

@@ -7,10 +7,11 @@ import (
 	"hash/crc32"
 )
 
-// MarshalBinary verifies the executable, then writes it in format 3: the header (see
+// MarshalBinary verifies the executable, then writes it in format FormatVersion: the header (see
 // HeaderSize), the metadata payload (entry, functions, constants as element type, shape
 // and the offset and length of their bytes in the data section, kernel table, binaries,
-// builtins, the entry's input and output signature), zero padding to a DataAlign
+// builtins, the entry's input and output signature; a kernel's launch
+// geometry is a flag, then its six extents when set), zero padding to a DataAlign
 // boundary, then the data section: each constant's raw little-endian bytes at the next
 // DataAlign-aligned offset, zero padding between them, nothing after the last.
 func (x *Executable) MarshalBinary() ([]byte, error) {
@@ -72,9 +73,14 @@ func (x *Executable) encode() ([]byte, error) {
 		p.uint(uint64(len(k.Args)))
 		for _, a := range k.Args {
 			p.uint(uint64(a.DType))
-			p.uint(uint64(len(a.Elements)))
-			for _, w := range a.Elements {
-				p.int(w)
+			p.extent(a.Elements)
+		}
+		if k.Launch == nil {
+			p.uint(0)
+		} else {
+			p.uint(1)
+			for _, e := range append(k.Launch.Grid[:], k.Launch.Block[:]...) {
+				p.extent(e)
 			}
 		}
 	}
@@ -149,6 +155,12 @@ func (e *enc) str(s string)  { e.uint(uint64(len(s))); e.b.WriteString(s) }
 func (e *enc) bytes(p []byte) {
 	e.uint(uint64(len(p)))
 	e.b.Write(p)
+}
+func (e *enc) extent(x Extent) {
+	e.uint(uint64(len(x)))
+	for _, w := range x {
+		e.int(w)
+	}
 }
 func (e *enc) regs(rs []Reg) {
 	e.uint(uint64(len(rs)))

@@ -58,6 +58,9 @@ func (c *call) host(v Value) (*tensor.Tensor, error) {
 	case *Host:
 		return x.T, nil
 	case *Tensor:
+		if err := c.sync(x.Storage.Device); err != nil {
+			return nil, err
+		}
 		buf, err := c.view(x)
 		if err != nil {
 			return nil, err
@@ -142,3 +145,28 @@ func (c *call) upload(d int, t *tensor.Tensor, what string) (*Tensor, error) {
 // allocStorage takes a storage of n bytes on device d from the pool (a free block, or a
 // new device buffer).
 func (m *VM) allocStorage(d int, n int64) (*Storage, error) { return m.pool.get(d, n) }
+
+// deviceCopy copies a tensor value to a new storage of the call on device d: within
+// a device through Copy (queued behind the kernels that write the source), else
+// through host memory (CopyOut after the source's device is synchronized, then CopyIn).
+func (c *call) deviceCopy(v Value, d int) (*Tensor, error) {
+	if t, ok := v.(*Tensor); ok && t.Storage.Device == d && t.Bytes() > 0 {
+		s, err := c.alloc(d, t.Bytes(), "a copy on the device")
+		if err != nil {
+			return nil, err
+		}
+		src, err := c.view(t)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.m.devs[d].Copy(s.Buf, src); err != nil {
+			return nil, err
+		}
+		return &Tensor{Storage: s, DType: t.DType, Shape: append([]int64{}, t.Shape...)}, nil
+	}
+	h, err := c.host(v)
+	if err != nil {
+		return nil, err
+	}
+	return c.upload(d, h, "a copy to the device")
+}

@@ -13,6 +13,9 @@ import (
 type Interval struct {
 	Size       int64
 	Start, End int
+	// Device is the index of the device whose arena holds the tensor (PlanArenas;
+	// PlanMemory ignores it).
+	Device int
 }
 
 // Plan places a region's tensors in one arena.
@@ -35,7 +38,54 @@ const PlanAlign = 64
 // before its Start counts as Start. Sizes are checked: a negative one, or a sum of the
 // aligned sizes that does not fit an int64, is an error wrapping tensor.ErrTooLarge or
 // tensor.ErrShape (every offset and the arena are below that sum).
-func PlanMemory(iv []Interval) (Plan, error) {
+func PlanMemory(iv []Interval) (Plan, error) { return planAligned(iv, PlanAlign) }
+
+// Arenas is a static memory plan with one arena per device.
+type Arenas struct {
+	Offsets []int64 // per interval, in input order, inside its device's arena
+	Sizes   []int64 // per device: arena bytes (the peak; 0 where no tensor lives)
+	Sum     int64   // bytes without reuse
+}
+
+// PlanArenas is PlanMemory with one arena per device: the intervals on device d
+// (Interval.Device) are planned together with their offsets and sizes rounded to
+// align[d] (DeviceAlign of the VM's device d; values below PlanAlign, or not a multiple
+// of it, are an error). An interval on a device outside align is an error.
+func PlanArenas(iv []Interval, align []int64) (Arenas, error) {
+	a := Arenas{Offsets: make([]int64, len(iv)), Sizes: make([]int64, len(align))}
+	for d, al := range align {
+		if al < PlanAlign || al%PlanAlign != 0 || al > 1<<30 {
+			return Arenas{}, fmt.Errorf("%w: device %d alignment %d is not a multiple of %d", tensor.ErrShape, d, al, PlanAlign)
+		}
+		var sub []Interval
+		var at []int
+		for i, t := range iv {
+			if t.Device == d {
+				sub, at = append(sub, t), append(at, i)
+			}
+		}
+		p, err := planAligned(sub, al)
+		if err != nil {
+			return Arenas{}, fmt.Errorf("device %d: %w", d, err)
+		}
+		for j, i := range at {
+			a.Offsets[i] = p.Offsets[j]
+		}
+		a.Sizes[d] = p.Size
+		if a.Sum, err = tensor.CheckedAdd(a.Sum, p.Sum); err != nil {
+			return Arenas{}, fmt.Errorf("the planned tensors' bytes: %w", err)
+		}
+	}
+	for i, t := range iv {
+		if t.Device < 0 || t.Device >= len(align) {
+			return Arenas{}, fmt.Errorf("%w: planned tensor %d is on device %d of %d", tensor.ErrShape, i, t.Device, len(align))
+		}
+	}
+	return a, nil
+}
+
+// planAligned is PlanMemory with offsets and sizes at multiples of align.
+func planAligned(iv []Interval, align int64) (Plan, error) {
 	p := Plan{Offsets: make([]int64, len(iv))}
 	if len(iv) == 0 {
 		return p, nil
@@ -55,11 +105,11 @@ func PlanMemory(iv []Interval) (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: planned tensor %d has %d bytes", tensor.ErrTooLarge, i, t.Size)
 		}
 		var err error
-		if total, err = tensor.CheckedAdd(total, (max(t.Size, 1)+PlanAlign-1)/PlanAlign*PlanAlign); err != nil {
+		if total, err = tensor.CheckedAdd(total, (max(t.Size, 1)+align-1)/align*align); err != nil {
 			return Plan{}, fmt.Errorf("the planned tensors' bytes: %w", err)
 		}
 	}
-	size := func(i int) int64 { return (max(iv[i].Size, 1) + PlanAlign - 1) / PlanAlign * PlanAlign }
+	size := func(i int) int64 { return (max(iv[i].Size, 1) + align - 1) / align * align }
 	slices.SortStableFunc(order, func(a, b int) int {
 		if c := cmp.Compare(size(b), size(a)); c != 0 {
 			return c

@@ -31,6 +31,7 @@ type pool struct {
 	mu      sync.Mutex
 	devs    []devices.Device
 	slicers []devices.Slicer // per device; nil where buffers cannot be viewed in part
+	align   []int64          // per device: DeviceAlign, the multiple blocks are cut at
 	free    []freeList       // per device
 	parents map[*parent]struct{}
 	budget  int64
@@ -42,9 +43,10 @@ type pool struct {
 
 func newPool(devs []devices.Device) *pool {
 	p := &pool{devs: devs, slicers: make([]devices.Slicer, len(devs)), free: make([]freeList, len(devs)),
-		parents: map[*parent]struct{}{}, budget: DefaultMemoryBudget}
+		align: make([]int64, len(devs)), parents: map[*parent]struct{}{}, budget: DefaultMemoryBudget}
 	for i, d := range devs {
 		p.slicers[i], _ = d.(devices.Slicer)
+		p.align[i] = DeviceAlign(d)
 	}
 	return p
 }
@@ -99,7 +101,7 @@ func (p *pool) takeLocked(d int, n int64, s *Storage) *block {
 		panic(fmt.Sprintf("BUG: free list holds a handed-out block at %d", b.off))
 	}
 	if p.slicers[d] != nil {
-		if want := roundUp(max(n, 1)); b.size > want && b.size-want >= max(splitFloor, want/4) {
+		if want := roundUp(max(n, 1), p.align[d]); b.size > want && b.size-want >= max(splitFloor, want/4) {
 			r := splitBlock(b, want)
 			r.free = true
 			p.seq++

@@ -86,7 +86,7 @@ func TestPoolSplitCoalesce(t *testing.T) {
 		if s.base != off {
 			t.Fatalf("a %d-byte request at %d, want %d", n, s.base, off)
 		}
-		off += roundUp(max(n, 1))
+		off += roundUp(max(n, 1), PlanAlign)
 		ss = append(ss, s)
 		checked(t, p, d)
 	}

@@ -25,7 +25,8 @@ type parent struct {
 
 // block is the byte range [off, off+size) of a parent, either free (in its device's
 // free list) or handed out to exactly one Storage (owner). Offsets are multiples of
-// PlanAlign: a parent starts at 0 and splits cut at aligned lengths.
+// the device's alignment (DeviceAlign): a parent starts at 0 and splits cut at aligned
+// lengths.
 type block struct {
 	par        *parent
 	off, size  int64
@@ -102,8 +103,8 @@ func mergeBlocks(a, b *block) {
 	}
 }
 
-// roundUp rounds n up to a multiple of PlanAlign.
-func roundUp(n int64) int64 { return (n + PlanAlign - 1) / PlanAlign * PlanAlign }
+// roundUp rounds n up to a multiple of align.
+func roundUp(n, align int64) int64 { return (n + align - 1) / align * align }
 
 // checkLocked verifies the pool's invariants (for tests): every parent is tiled by its
 // blocks without gap or overlap, no two free blocks are neighbours, the free lists hold
@@ -126,7 +127,7 @@ func (p *pool) checkLocked() error {
 			switch {
 			case b.par != par || b.prev != prev || b.off != off || b.size <= 0 && !b.whole():
 				return fmt.Errorf("parent of %d bytes: broken block chain at %d", par.size, off)
-			case b.off%PlanAlign != 0:
+			case b.off%p.align[par.dev] != 0:
 				return fmt.Errorf("block at unaligned offset %d", b.off)
 			case b.free && prev != nil && prev.free:
 				return fmt.Errorf("free neighbours at %d not coalesced", b.off)

@@ -35,6 +35,13 @@ func (x *Executable) Verify() error {
 				return fmt.Errorf("%w: kernel %d (%s) argument %d: %v", ErrFormat, i, k.Name, j, err)
 			}
 		}
+		if k.Launch != nil {
+			for j, e := range append(k.Launch.Grid[:], k.Launch.Block[:]...) {
+				if _, err := e.check(len(k.Dims)); err != nil {
+					return fmt.Errorf("%w: kernel %d (%s) launch %s %d: %v", ErrFormat, i, k.Name, [2]string{"grid", "block"}[j/3], j%3, err)
+				}
+			}
+		}
 	}
 	if len(x.Inputs) != 0 && len(x.Inputs) != x.Functions[x.Entry].Params {
 		return fmt.Errorf("%w: the signature lists %d inputs, the entry function takes %d", ErrFormat, len(x.Inputs), x.Functions[x.Entry].Params)

@@ -44,6 +44,10 @@ type VM struct {
 	// argBytes holds each kernel argument's bytes when they do not depend on the dims
 	// (-1 when they do), by kernel
 	argBytes [][]int64
+	// kdev is the device each kernel runs on (its binary's)
+	kdev []int
+	// placed holds the constants copied to other devices for their GPU kernels
+	placed placed
 }
 
 // Options configure LoadWith.
@@ -100,6 +104,7 @@ func LoadWith(exe *Executable, devs []devices.Device, table map[string]Builtin, 
 		m.modules = append(m.modules, mod)
 		binDev[i] = di
 	}
+	m.kdev = kernelDevices(exe, binDev)
 	for _, k := range exe.Kernels {
 		kern, err := m.modules[k.Binary].Kernel(k.Name)
 		if err != nil {
@@ -136,6 +141,16 @@ func LoadWith(exe *Executable, devs []devices.Device, table map[string]Builtin, 
 		t.Storage.constant = true
 		m.consts = append(m.consts, t)
 	}
+	m.placed.copies = map[constPlace]*Storage{}
+	m.placed.index = make(map[*Storage]int, len(m.consts))
+	for i, t := range m.consts {
+		m.placed.index[t.Storage] = i
+	}
+	for _, p := range m.constUses() {
+		if _, err := m.placeConst(p.idx, p.dev); err != nil {
+			return fail(err)
+		}
+	}
 	return m, nil
 }
 
@@ -166,8 +181,9 @@ type call struct {
 	ctx      context.Context
 	storages []*Storage
 	steps    int
-	prof     *Profile // nil unless profiling
-	held     int64    // bytes of the call's storages (checked against Limits.RequestBytes)
+	prof     *Profile  // nil unless profiling
+	held     int64     // bytes of the call's storages (checked against Limits.RequestBytes)
+	pending  []pending // GPU kernels launched and not yet synchronized
 }
 
 // Run invokes the entry function on host inputs and returns its result as host tensors
@@ -208,6 +224,9 @@ func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (o
 	if err != nil {
 		return nil, err
 	}
+	if err := c.sync(-1); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRun, err)
+	}
 	var flat []Value
 	if tup, ok := ret.(*Tuple); ok {
 		flat = tup.Fields
@@ -224,6 +243,9 @@ func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (o
 }
 
 func (c *call) free() {
+	// kernels still running must not write memory the pool hands out again; their
+	// failure is moot once the call has failed
+	_ = c.sync(-1)
 	for _, s := range c.storages {
 		c.m.pool.put(s)
 	}

@@ -270,6 +270,14 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 			undo()
 			return nil, fmt.Errorf("%w: model %q: compile cancelled: %v", ErrDeadline, m.name, ctx.Err())
 		}
+		if !generic && errors.Is(err, engine.ErrNotPrebuilt) {
+			m.mu.Lock()
+			noGen := m.noGen
+			m.mu.Unlock()
+			if noGen != "" { // the generic executable was looked for first: say so too
+				err = fmt.Errorf("%w (the generic executable for every shape is not there either)", err)
+			}
+		}
 		reason := fmt.Sprintf("compile failed: %v", err)
 		if !generic {
 			svc.log.Error("model compile failed", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Error(err))

@@ -94,7 +94,8 @@ func TestServeOnlyBuildServesPrebuiltModels(t *testing.T) {
 		t.Fatalf("prebuilt static model: %d %.300s", code, body)
 	}
 	code, body = post("late", mlpRequest)
-	if code == 200 || !strings.Contains(body, "no prebuilt executable") || !strings.Contains(body, "journal entry") || !strings.Contains(body, "late/1") {
+	if code == 200 || !strings.Contains(body, "no prebuilt executable") || !strings.Contains(body, "journal entry") || !strings.Contains(body, "late/1") ||
+		!strings.Contains(body, "the generic executable for every shape is not there either") {
 		t.Fatalf("model not in the journal: %d %s", code, body)
 	}
 	t.Logf("model not in the journal: %d %s", code, body)

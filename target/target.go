@@ -104,8 +104,19 @@ func (f GPUFacts) fields() []string {
 		fmt.Sprintf("cu=%d", f.ComputeUnits), "image=" + img, fp16}
 }
 
-// Host describes the machine kiln runs on.
+// Host describes the machine kiln runs on, capped at the level ISAEnv names. An unknown
+// value of ISAEnv caps nothing here: HostChecked reports it, and the CPU device refuses
+// to open with it, so no kernel is built or run under it.
 func Host() Target {
+	t, err := HostChecked()
+	if err != nil {
+		return detectHost()
+	}
+	return t
+}
+
+// detectHost describes the machine's CPU as it is, uncapped.
+func detectHost() Target {
 	t := Target{Kind: CPU, Arch: runtime.GOARCH, Cores: runtime.NumCPU()}
 	add := func(ok bool, f Feature) {
 		if ok {

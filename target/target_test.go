@@ -130,3 +130,54 @@ func TestGPURefusesImpossibleFacts(t *testing.T) {
 		}
 	}
 }
+
+func TestCapDropsFeaturesAboveTheLevel(t *testing.T) {
+	full := Target{Kind: CPU, Arch: "amd64", Features: []Feature{"avx", "avx2", "avx512bw", "avx512f", "avx512vnni", "fma", "sse4.1", "sse4.2"}}
+	full.normalize()
+	cases := []struct {
+		l    Level
+		want string
+		bits int
+	}{
+		{"", "cpu/amd64/avx,avx2,avx512bw,avx512f,avx512vnni,fma,sse4.1,sse4.2", 512},
+		{LevelAVX512, "cpu/amd64/avx,avx2,avx512bw,avx512f,avx512vnni,fma,sse4.1,sse4.2", 512},
+		{LevelAVX2, "cpu/amd64/avx,avx2,fma,sse4.1,sse4.2", 256},
+		{LevelSSE4, "cpu/amd64/sse4.1,sse4.2", 128},
+		{LevelGeneric, "cpu/amd64/", 128},
+	}
+	for _, c := range cases {
+		got := full.Capped(c.l)
+		if got.Fingerprint() != c.want || got.VectorBits != c.bits {
+			t.Errorf("cap %q: %s (%d bits), want %s (%d bits)", c.l, got.Fingerprint(), got.VectorBits, c.want, c.bits)
+		}
+	}
+	if len(full.Features) != 8 {
+		t.Errorf("Capped changed its receiver: %v", full.Features)
+	}
+}
+
+func TestHostHonoursTheISACap(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("%s caps x86 hosts; this host is %s", ISAEnv, runtime.GOARCH)
+	}
+	t.Setenv(ISAEnv, "generic")
+	h, err := HostChecked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Features) != 0 || h.VectorBits != 128 || Host().Fingerprint() != "cpu/amd64/" {
+		t.Errorf("generic cap: %s (%d bits)", h.Fingerprint(), h.VectorBits)
+	}
+	t.Setenv(ISAEnv, "avx2")
+	if h := Host(); h.Has("avx512f") {
+		t.Errorf("avx2 cap: host still has avx512f: %s", h.Fingerprint())
+	}
+}
+
+func TestUnknownISACapIsAnError(t *testing.T) {
+	t.Setenv(ISAEnv, "avx1024")
+	_, err := HostChecked()
+	if !errors.Is(err, ErrUnknownLevel) || !strings.Contains(err.Error(), "avx1024") || !strings.Contains(err.Error(), ISAEnv) {
+		t.Fatalf("HostChecked with %s=avx1024: %v, want ErrUnknownLevel naming the value", ISAEnv, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/target"
 )
 
 // Compiler is a C compiler found on this machine.
@@ -20,7 +21,8 @@ type Compiler struct {
 	// the C compiler vectorize selects and square roots (kernels never read errno nor
 	// floating-point exception flags; IEEE results are unchanged), and -fopenmp-simd,
 	// which honours the `omp simd reduction` pragmas of vectorized reduction loops
-	// without linking an OpenMP runtime.
+	// without linking an OpenMP runtime. Under an ISA cap (target.ISAEnv) the -mno-
+	// flags that take away what the cap removes follow -march=native (capFlags).
 	Flags []string
 	// Native is what -march=native means to this compiler on this machine: the CPU and
 	// every ISA extension it enables or disables, as the compiler itself reports them
@@ -30,8 +32,13 @@ type Compiler struct {
 	work *workState // where it writes its inputs and outputs; nil: the per-user default
 }
 
-// FindCompiler looks for $CC, then gcc, then clang (cc is the fallback name).
+// FindCompiler looks for $CC, then gcc, then clang (cc is the fallback name). An
+// unknown ISA cap is target.ErrUnknownLevel.
 func FindCompiler() (*Compiler, error) {
+	level, err := target.EnvLevel()
+	if err != nil {
+		return nil, err
+	}
 	var tried []string
 	candidates := []string{"gcc", "clang", "cc"}
 	if env := os.Getenv("CC"); env != "" {
@@ -49,14 +56,17 @@ func FindCompiler() (*Compiler, error) {
 			continue
 		}
 		version, _, _ := strings.Cut(string(out), "\n")
-		c := &Compiler{Path: path, Version: strings.TrimSpace(version), Flags: []string{"-O3", "-march=native", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"}, work: &workState{}}
+		flags := append([]string{"-O3", "-march=native"}, capFlags(level)...)
+		flags = append(flags, "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd")
+		c := &Compiler{Path: path, Version: strings.TrimSpace(version), Flags: flags, work: &workState{}}
 		c.Native = resolveNative(path)
 		return c, nil
 	}
 	return nil, devices.Unavailablef("no C compiler found (tried %s); install one, e.g. `apt-get install gcc`, or set $CC", strings.Join(tried, ", "))
 }
 
-// Identity names what the compiler produces, for cache keys: its version and flags, with
+// Identity names what the compiler produces, for cache keys: its version and flags (an
+// ISA cap's -mno- flags included), with
 // -march=native replaced by what it resolves to (Native), so that two machines share
 // object code only when the compiler targets exactly the same instruction set on both.
 // The resolution appears as its CPU name and a digest of all its options (it is stored

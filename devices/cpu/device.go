@@ -35,13 +35,18 @@ type Options struct {
 	Threads int
 }
 
-// Open opens the CPU device, finding a C compiler unless opts.NoCompiler.
+// Open opens the CPU device, finding a C compiler unless opts.NoCompiler. An unknown
+// ISA cap (target.ISAEnv) is target.ErrUnknownLevel.
 func Open(opts Options) (*Device, error) {
+	host, err := target.HostChecked()
+	if err != nil {
+		return nil, err
+	}
 	d := &Device{alive: map[*buffer]bool{}, threads: int64(opts.Threads)}
 	if d.threads <= 0 {
 		d.threads = int64(runtime.NumCPU())
 	}
-	d.info = devices.Info{Kind: "cpu", Name: cpuModel(), Fingerprint: target.Host().Fingerprint()}
+	d.info = devices.Info{Kind: "cpu", Name: cpuModel(), Fingerprint: host.Fingerprint()}
 	if !opts.NoCompiler {
 		cc, err := FindCompiler()
 		if err != nil {

@@ -18,6 +18,13 @@
 // the generated code exactly what the compiler's own tuning for this CPU gives, needs no
 // table of extensions per architecture in kiln, and works for gcc and clang alike.
 //
+// Under an ISA cap (KILN_CPU_ISA, target.ISAEnv), which drops the features above a level
+// from target.Host and so from the device's fingerprint, the compiler flags follow
+// -march=native with the -mno- flags that take away what the cap removes (isacap.go:
+// -mno-avx512f for avx2; no AVX, AVX2, FMA, F16C for sse4; and no SSE3 to SSE4.2 for
+// generic); they are part of the Identity, so kernel keys under one cap differ from those
+// under another. An unknown cap is target.ErrUnknownLevel from Open and FindCompiler.
+//
 // Builds write their files in a directory of their own inside a work directory claimed
 // through internal/workdir (workdir.go): the journal's tmp/ when SetWorkBase names it,
 // else kiln-<uid> in $TMPDIR. Claims of processes that died are removed when a compiler

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 249 files; see Identity.
-const sourceDigest = "d41fe5e96054a9b6a9510adc596e3119"
+// sourceDigest covers 254 files; see Identity.
+const sourceDigest = "3a59b65d56446ee5dc9f1f30448f9270"

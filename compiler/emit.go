@@ -188,7 +188,7 @@ func (e *emitter) readOn(v *graph.Value, dev int) (vm.Reg, error) {
 	return d, nil
 }
 
-// move copies src into a fresh register.
+// move copies src into a fresh register (a constant's copy counts as on the CPU).
 func (e *emitter) move(src vm.Reg) vm.Reg {
 	d := e.newReg()
 	e.moveTo(d, src)
@@ -199,6 +199,9 @@ func (e *emitter) moveTo(dst, src vm.Reg) {
 	e.use(src)
 	e.emit(vm.Instr{Op: vm.Move, Dst: dst, Args: []vm.Reg{src}})
 	e.alias(dst, src)
+	// control flow writes dst again (a loop's carried value, a branch's result): it
+	// holds a tensor on the CPU, not a constant every device may read
+	e.anyDev[dst] = false
 }
 
 // allocTensor allocates a tensor of a static shape: planned in the arena on the

@@ -160,29 +160,35 @@ func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
-	kt := c.kt
-	codeKey := fmt.Sprintf("%d\x00%s", p.dev, src.Code)
-	if idx, ok := kt.byCode[codeKey]; ok {
-		use.index = idx
-		return use, nil
-	}
-	// named by its ops and its code, so a kernel is the same object in every model and
-	// the journal builds it once
-	cp.Name = "k_" + strings.ToLower(anchor.Op.String())
-	for _, e := range chain {
-		cp.Name += "_" + strings.ToLower(e.Op.String())
-	}
-	cp.Name += "_" + digestString(src.Code)[:10]
-	named, err := codegen.Emit(p.be.Dialect, eopts, &cp)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", n, err)
-	}
 	args, err := kernelArgs(low)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
+	// a kernel is its code, what its launch checks and, on a GPU, its geometry: two
+	// grids over one body (a thread's work does not depend on how many there are)
+	// are two kernels
+	identity := fmt.Sprintf("%s\n// device %d, arguments %v", src.Code, p.dev, args)
+	if launch != nil {
+		identity += fmt.Sprintf(", launch %v", *launch)
+	}
+	kt := c.kt
+	if idx, ok := kt.byCode[identity]; ok {
+		use.index = idx
+		return use, nil
+	}
+	// named by its ops and its identity, so a kernel is the same object in every model
+	// and the journal builds it once
+	cp.Name = "k_" + strings.ToLower(anchor.Op.String())
+	for _, e := range chain {
+		cp.Name += "_" + strings.ToLower(e.Op.String())
+	}
+	cp.Name += "_" + digestString(identity)[:10]
+	named, err := codegen.Emit(p.be.Dialect, eopts, &cp)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
 	use.index = len(kt.units)
-	kt.byCode[codeKey] = use.index
+	kt.byCode[identity] = use.index
 	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), dims: use.dims, args: args, node: n.String(),
 		dev: p.dev, launch: launch, fn: &cp})
 	return use, nil

@@ -91,3 +91,28 @@ func TestOpenCLTargetSymbolicBatch(t *testing.T) {
 	}
 	symbolicOnceFor(t, tg, Options{GPU: gpu})
 }
+
+// TestOpenCLKernelsWithOneBodyAndTwoGridsStayTwo: Relu over 512 and over 1024
+// elements prints the same GPU body (a thread's index arithmetic does not depend on
+// the element count when the block divides it); they are two kernels with their own
+// grids, and each output is whole.
+func TestOpenCLKernelsWithOneBodyAndTwoGridsStayTwo(t *testing.T) {
+	gpu := gputest.OpenCL(t)
+	tg, err := gpu.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.StaticShape(2, 256)...))
+	y := b.Param("y", graph.TensorType(tensor.Float32, graph.StaticShape(4, 256)...))
+	rx, _ := b.Op1(graph.OpRelu, nil, x)
+	ry, _ := b.Op1(graph.OpRelu, nil, y)
+	m, err := b.Module(rx, ry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := checkCompiledFor(t, m, map[string]*tensor.Tensor{"x": f32(1, 2, 256), "y": f32(2, 4, 256)}, tg, Options{GPU: gpu})
+	if res.Stats.Kernels != 2 {
+		t.Fatalf("%d kernels, want 2: %+v", res.Stats.Kernels, res.Exe.Kernels)
+	}
+}

@@ -60,11 +60,11 @@ func ScheduleRows(s *schedule.Schedule, block int64) error {
 		return fmt.Errorf("%w: one stage", ErrNotRows)
 	}
 	out, stages := names[len(names)-1], names[:len(names)-1]
-	rows, inner, err := rowLoops(s, out, stages)
+	loops, rows, inner, err := rowLoops(s, out, stages)
 	if err != nil {
 		return err
 	}
-	if len(inner) > 0 {
+	if !slices.Equal(rows, loops[:len(rows)]) {
 		if err := s.Reorder(append(slices.Clone(rows), inner...)...); err != nil {
 			return rowsRefusal(out, err)
 		}
@@ -108,11 +108,12 @@ func rowsRefusal(stage string, err error) error {
 	return err
 }
 
-// rowLoops splits the loops of the output block out into its row loops (those whose
-// iterator indexes a read of another stage's buffer) and the rest, each in nest order.
+// rowLoops returns the loops of the output block, outermost first, split into its row
+// loops (those whose iterator indexes a read of another stage's buffer) and the rest,
+// each in nest order.
 // The output must be a perfect nest of spatial loops, one per iterator, storing into a
 // function output, and the other stages must write local buffers only.
-func rowLoops(s *schedule.Schedule, out string, stages []string) (rows, inner []schedule.LoopRV, err error) {
+func rowLoops(s *schedule.Schedule, out string, stages []string) (loops, rows, inner []schedule.LoopRV, err error) {
 	f := s.Func()
 	blocks := map[string]*loopir.Block{}
 	var path, nest []*loopir.Var // the loops enclosing the output block
@@ -153,26 +154,26 @@ func rowLoops(s *schedule.Schedule, out string, stages []string) (rows, inner []
 		})
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b, err := s.GetBlock(out)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	loops, err := s.GetLoops(b)
+	loops, err = s.GetLoops(b)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	blk := blocks[out]
 	if len(loops) != len(blk.Iters) || len(nest) != len(loops) {
-		return nil, nil, fmt.Errorf("%w: output %s has %d loops for %d iterators", ErrNotRows, out, len(loops), len(blk.Iters))
+		return nil, nil, nil, fmt.Errorf("%w: output %s has %d loops for %d iterators", ErrNotRows, out, len(loops), len(blk.Iters))
 	}
 	for i, it := range blk.Iters {
 		if it.Kind != loopir.Spatial {
-			return nil, nil, fmt.Errorf("%w: output %s reduces", ErrNotRows, out)
+			return nil, nil, nil, fmt.Errorf("%w: output %s reduces", ErrNotRows, out)
 		}
 		if blk.Bindings[i] != loopir.Expr(nest[i]) {
-			return nil, nil, fmt.Errorf("%w: output %s iterator %d is bound to %s, not to its loop", ErrNotRows, out, i, loopir.ExprString(blk.Bindings[i]))
+			return nil, nil, nil, fmt.Errorf("%w: output %s iterator %d is bound to %s, not to its loop", ErrNotRows, out, i, loopir.ExprString(blk.Bindings[i]))
 		}
 	}
 	used := map[*loopir.Var]bool{}
@@ -197,9 +198,9 @@ func rowLoops(s *schedule.Schedule, out string, stages []string) (rows, inner []
 		}
 	}
 	if len(rows) == 0 {
-		return nil, nil, fmt.Errorf("%w: output %s reads the other stages at no axis of its own (one group)", ErrNotRows, out)
+		return nil, nil, nil, fmt.Errorf("%w: output %s reads the other stages at no axis of its own (one group)", ErrNotRows, out)
 	}
-	return rows, inner, nil
+	return loops, rows, inner, nil
 }
 
 // perThread checks that every allocation sits under the loop bound to threadIdx.x with

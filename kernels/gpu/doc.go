@@ -36,7 +36,10 @@
 // output (LayerNormalization returning its mean), a stage compute_at cannot place under
 // the thread loop (stages that do not share the rows, regions that are not constant),
 // and more than MaxRowLocal (64) elements of per-thread storage. BatchNormalization at
-// inference has one stage: the injective rule takes it.
+// inference has one stage: the injective rule takes it. A definition whose output reads
+// a reduction at every one of its axes (a convolution or Gemm with its bias added in a
+// second stage, ReduceMean, GlobalAveragePool) is rows of one element: one thread per
+// output element, its reduction in a one-element buffer of its own.
 //
 // Not yet here: single-stage reductions, matmul and convolution (shared memory tiles),
 // a row reduced by several threads (a tree in shared memory: a long row is one thread's
@@ -48,10 +51,11 @@
 // the strategies are differential-tested against kernels/ref with tails and symbolic
 // extents (elementwise, broadcasting, a fused chain, cast, where, transpose, concat,
 // gather; the softmax family on the last and a middle axis, a symbolic row length,
-// layer, instance, Lp and batch normalization, a softmax with a fused epilogue): every
-// case's launched kernel runs on the CPU with its blocks and threads in turn (the
-// launch's meaning, with a canary past each output for a tail written out of bounds),
-// compiles with NVRTC for sm_80, and runs printed in OpenCL C on the OpenCL device
-// (PoCL in CI) and in CUDA C on a CUDA device where one is present; on both an index
-// out of range fails the launch through the status block.
+// layer, instance, Lp and batch normalization, a softmax with a fused epilogue, global
+// average pooling, Gemm and convolution with a bias): every case's launched kernel runs
+// on the CPU with its blocks and threads in turn (the launch's meaning, with a canary
+// past each output for a tail written out of bounds), compiles with NVRTC for sm_80,
+// and runs printed in OpenCL C on the OpenCL device (PoCL in CI) and in CUDA C on a
+// CUDA device where one is present; on both an index out of range fails the launch
+// through the status block.
 package gpu

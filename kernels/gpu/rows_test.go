@@ -24,8 +24,9 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// rcase is a row case: a gcase, the strategy expected to lower it, and a rewrite of
-// its drawn inputs (BatchNormalization's variance must not be negative).
+// rcase is a row case: a gcase, the strategy expected to lower it (any, when empty),
+// and a rewrite of its drawn inputs (BatchNormalization's variance must not be
+// negative).
 type rcase struct {
 	gcase
 	strategy string
@@ -48,6 +49,8 @@ func rowCases(t testing.TB) []rcase {
 	lp := func(p int64) *graph.LpNormAttrs { return &graph.LpNormAttrs{Axis: 1, P: p} }
 	inst := graph.OpInstanceNormalization.NewAttrs().(*graph.EpsilonAttrs)
 	bn := graph.OpBatchNormalization.NewAttrs().(*graph.BatchNormAttrs)
+	conv := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	conv.KernelShape, conv.Pads = []int64{3, 3}, []int64{1, 1, 1, 1}
 	rows := func(c gcase) rcase { return rcase{gcase: c, strategy: "gpu-rows"} }
 	return []rcase{
 		rows(gcase{name: "softmax_last_static", op: graph.OpSoftmax, attrs: softmax(-1), args: []graph.Type{f32("3", "70", "33")}, binds: static}),
@@ -72,6 +75,13 @@ func rowCases(t testing.TB) []rcase {
 			args: []graph.Type{f32("n", "5", "6", "7"), f32("5"), f32("5")}, binds: syms}),
 		rows(gcase{name: "lpnorm_p1_symbolic", op: graph.OpLpNormalization, attrs: lp(1), args: []graph.Type{f32("n", "8", "9")}, binds: syms}),
 		rows(gcase{name: "lpnorm_p2_symbolic", op: graph.OpLpNormalization, attrs: lp(2), args: []graph.Type{f32("n", "8", "9")}, binds: syms}),
+		// several stages whose output reads a reduction at every one of its axes: one
+		// thread per output element (whichever rule takes them)
+		{gcase: gcase{name: "global_average_pool_symbolic", op: graph.OpGlobalAveragePool, args: []graph.Type{f32("n", "5", "6", "7")}, binds: syms}},
+		{gcase: gcase{name: "gemm_bias_symbolic", op: graph.OpGemm, attrs: graph.OpGemm.NewAttrs(),
+			args: []graph.Type{f32("n", "40"), f32("40", "6"), f32("6")}, binds: syms}},
+		{gcase: gcase{name: "conv_bias_symbolic", op: graph.OpConv, attrs: conv,
+			args: []graph.Type{f32("n", "3", "9", "9"), f32("4", "3", "3", "3"), f32("4")}, binds: syms}},
 		{gcase: gcase{name: "batchnorm_symbolic", op: graph.OpBatchNormalization, attrs: bn,
 			args: []graph.Type{f32("n", "4", "5", "3"), f32("4"), f32("4"), f32("4"), f32("4")}, binds: syms},
 			strategy: "gpu-injective", fix: nonNegative("x4")},
@@ -114,7 +124,9 @@ func (c rcase) run(t *testing.T, l *lowered, d devices.Device, k devices.Kernel,
 func lowerRow(t *testing.T, c rcase, tg target.Target) *lowered {
 	t.Helper()
 	l := lower(t, c.gcase, tg)
-	if want := c.strategy; len(c.stages) > 0 {
+	if want := c.strategy; want == "" {
+		return l
+	} else if len(c.stages) > 0 {
 		want += "+epilogue"
 		if l.impl.Strategy != want {
 			t.Fatalf("%s: lowered by %q, want %q", c.name, l.impl.Strategy, want)

@@ -1,46 +1,60 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kilnrt/kiln/loopir"
 )
 
 // ComputeAt moves a producer block under loop l of its consumers: at every iteration of
-// l, the producer computes exactly the part of its buffer that the statements under l
+// l, the producer computes exactly the part of its buffers that the statements under l
 // read (bounded per axis from their affine indices; clipped to the buffer). The block
-// must store at its spatial iterators into a local buffer, sit alone in its own loop
-// nest, and every reader of the buffer must be under l.
+// must store at its spatial iterators (one store, or several buffers at the same index,
+// as an arg-reduction stores its index and value) into buffers the function allocates,
+// sit alone in its own loop nest, and every reader of its buffers other than itself must
+// be under l (a reduction reads its own accumulator). A local buffer whose every access is then under l is allocated under l over just that
+// region (compactAt): per-thread storage under a loop bound to a thread axis.
 func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 	const prim = "compute_at"
-	blk, st, at, root, err := s.moveTarget(prim, b, l)
+	blk, bufs, at, root, err := s.moveTarget(prim, b, l)
 	if err != nil {
 		return err
 	}
-	all, err := collectAccesses(s.f.Body, st.Buf, false)
-	if err != nil {
-		return s.errf(prim, "%v", err)
-	}
-	inside, err := collectAccesses(at.Body, st.Buf, false)
-	if err != nil {
-		return s.errf(prim, "%v", err)
+	allocated := s.allocations()
+	var inside []access
+	for _, buf := range bufs {
+		if !allocated[buf] {
+			return s.errf(prim, "block %s writes %s, which the function does not allocate", blk.Name, buf.Name)
+		}
+		all, err1 := collectAccesses(s.f.Body, buf, false)
+		own, err2 := collectAccesses(root, buf, false)
+		in, err3 := collectAccesses(at.Body, buf, false)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return s.errf(prim, "%v", err)
+		}
+		if len(in) != len(all)-len(own) {
+			return s.errf(prim, "%s is also read outside loop %s", buf.Name, at.Var.Name)
+		}
+		inside = append(inside, in...)
 	}
 	if len(inside) == 0 {
-		return s.errf(prim, "nothing under loop %s reads %s", at.Var.Name, st.Buf.Name)
-	}
-	if len(inside) != len(all) {
-		return s.errf(prim, "%s is also read outside loop %s", st.Buf.Name, at.Var.Name)
+		return s.errf(prim, "nothing under loop %s reads %s", at.Var.Name, bufs[0].Name)
 	}
 	an := s.analyzerAt(at)
-	region, err := coverRegion(an, inside, len(st.Index))
+	region, err := coverRegion(an, inside, len(bufs[0].Shape))
 	if err != nil {
-		return s.errf(prim, "region of %s under %s: %v", st.Buf.Name, at.Var.Name, err)
+		return s.errf(prim, "region of %s under %s: %v", bufs[0].Name, at.Var.Name, err)
 	}
 	nest := s.renest(an, blk, region)
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{nest, f.Body}, Annotations: f.Annotations}
 	})
+	for _, buf := range bufs {
+		s.compactAt(an, at.Var, buf, region)
+	}
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
 }
@@ -117,8 +131,8 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 
 // moveTarget resolves the block to move (see elementBlock), the loop to move it under
 // and the root of the block's own nest, which must not contain that loop.
-func (s *Schedule) moveTarget(prim string, b BlockRV, l LoopRV) (*loopir.Block, *loopir.Store, *loopir.For, *loopir.For, error) {
-	blk, st, err := s.elementBlock(prim, b)
+func (s *Schedule) moveTarget(prim string, b BlockRV, l LoopRV) (*loopir.Block, []*loopir.Buffer, *loopir.For, *loopir.For, error) {
+	blk, bufs, err := s.elementBlock(prim, b)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -133,36 +147,70 @@ func (s *Schedule) moveTarget(prim string, b BlockRV, l LoopRV) (*loopir.Block, 
 	if findLoop(root, at.Var) != nil {
 		return nil, nil, nil, nil, s.errf(prim, "loop %s belongs to block %s's own nest", at.Var.Name, blk.Name)
 	}
-	return blk, st, at, root, nil
+	return blk, bufs, at, root, nil
 }
 
-// elementBlock resolves a block that is one store at its spatial iterators, in order
-// (its reduction iterators, if any, after them).
-func (s *Schedule) elementBlock(prim string, b BlockRV) (*loopir.Block, *loopir.Store, error) {
+// elementBlock resolves a block whose every store (one, or a sequence of them, init
+// included) is at its spatial iterators, in order (its reduction iterators, if any,
+// after them), and returns the buffers it stores into.
+func (s *Schedule) elementBlock(prim string, b BlockRV) (*loopir.Block, []*loopir.Buffer, error) {
 	name, ok := s.blocks[b]
 	if !ok {
 		return nil, nil, s.errf(prim, "unknown block %s", b)
 	}
 	blk := findBlock(s.f.Body, name)
-	st, ok := blk.Body.(*loopir.Store)
-	if !ok {
-		return nil, nil, s.errf(prim, "block %s is not a single store", name)
-	}
 	var spatial []*loopir.Var
 	for _, it := range blk.Iters {
 		if it.Kind == loopir.Spatial {
 			spatial = append(spatial, it.Var)
 		}
 	}
-	if len(st.Index) != len(spatial) {
-		return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
-	}
-	for i, v := range spatial {
-		if st.Index[i] != loopir.Expr(v) {
-			return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
+	var bufs []*loopir.Buffer
+	for _, part := range []loopir.Stmt{blk.Init, blk.Body} {
+		stores, ok := storeList(part)
+		if !ok {
+			return nil, nil, s.errf(prim, "block %s is not a single store", name)
+		}
+		for _, st := range stores {
+			if len(st.Index) != len(spatial) {
+				return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
+			}
+			for i, v := range spatial {
+				if st.Index[i] != loopir.Expr(v) {
+					return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
+				}
+			}
+			if !slices.Contains(bufs, st.Buf) {
+				bufs = append(bufs, st.Buf)
+			}
 		}
 	}
-	return blk, st, nil
+	if len(bufs) == 0 {
+		return nil, nil, s.errf(prim, "block %s is not a single store", name)
+	}
+	return blk, bufs, nil
+}
+
+// storeList is the stores of a block's body or init: one store, a sequence of stores,
+// or nothing (nil); ok is false for any other statement.
+func storeList(st loopir.Stmt) ([]*loopir.Store, bool) {
+	switch x := st.(type) {
+	case nil:
+		return nil, true
+	case *loopir.Store:
+		return []*loopir.Store{x}, true
+	case loopir.Seq:
+		var out []*loopir.Store
+		for _, c := range x {
+			one, ok := c.(*loopir.Store)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, one)
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // readsAtIters reports whether every load of buf in the block is at its iterators.

@@ -10,7 +10,11 @@
 // split and fuse refuse a bound loop, so bind comes last); block placement
 // compute_inline, reverse_compute_inline, compute_at and reverse_compute_at
 // (the moved block covers the region its consumers read, or its producer wrote, under
-// the target loop: per-axis bounds from affine indices with constant coefficients);
+// the target loop: per-axis bounds from affine indices with constant coefficients;
+// compute_at moves a reduction, which reads its own accumulator, and an arg-reduction,
+// which stores an index and a value at the same point, and allocates a local buffer
+// whose every access is then under the loop there, shrunk to the region and indexed
+// relative to it: under a loop bound to threadIdx, each thread's own storage);
 // cache_read and cache_write (a copy in a buffer of a given scope); decompose_reduction;
 // storage_align (padded strides of a local buffer); tensorize (a perfect nest matched
 // structurally against a loopir.TensorIntrin description, strides taken from the actual

@@ -12,11 +12,28 @@ import (
 
 // Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: the
 // injective rule (ScheduleInjective) for every op whose compute definition is
-// elementwise, broadcasting or injective, with elementwise epilogues fused into the
-// same kernel. An op it does not fit (a reduction, several outputs) is
+// elementwise, broadcasting or injective, and the reduction rule (ScheduleReduce) for
+// definitions with one reduction stage, both with elementwise epilogues fused into the
+// same kernel. An op no rule fits (several reduction stages, several outputs) is
 // kernels.ErrNotApplicable, so lowering reports that no strategy applies.
 func Strategies(reg *kernels.Registry) *kernels.Strategies {
-	return kernels.NewStrategies(injectiveStrategy(reg), nil)
+	// per op: its own rules first, then the rules for every op, in this order
+	perOp := map[graph.Op][]kernels.Strategy{}
+	everyOp := []kernels.Strategy{
+		injectiveStrategy(reg),
+		reduceStrategy(reg),
+	}
+	return table(perOp, everyOp)
+}
+
+// table builds the strategy table: for each op its own rules, then everyOp's (the last
+// of which is the table's fallback).
+func table(perOp map[graph.Op][]kernels.Strategy, everyOp []kernels.Strategy) *kernels.Strategies {
+	lists := map[graph.Op][]kernels.Strategy{}
+	for op := range graph.NumOps {
+		lists[op] = append(append([]kernels.Strategy{}, perOp[op]...), everyOp[:len(everyOp)-1]...)
+	}
+	return kernels.NewStrategies(everyOp[len(everyOp)-1], lists)
 }
 
 func injectiveStrategy(reg *kernels.Registry) kernels.Strategy {

@@ -93,6 +93,8 @@ func reduceCases(t testing.TB) []gcase {
 		{name: "maxpool3x3_pad1_stride2", op: graph.OpMaxPool, attrs: poolAttrs(3, 1, 2, 0), args: []graph.Type{ty(t, f, "2", "3", "11", "11")}, binds: static},
 		{name: "averagepool_pad_exclude", op: graph.OpAveragePool, attrs: poolAttrs(3, 1, 2, 0), args: []graph.Type{ty(t, f, "3", "3", "10", "10")}, binds: static},
 		{name: "averagepool_pad_include", op: graph.OpAveragePool, attrs: poolAttrs(2, 1, 1, 1), args: []graph.Type{ty(t, f, "1", "2", "7", "7")}, binds: static},
+		{name: "lppool_p2", op: graph.OpLpPool, attrs: poolAttrs(2, 0, 2, 0), args: []graph.Type{ty(t, f, "2", "3", "9", "8")}, binds: static},
+		{name: "global_maxpool", op: graph.OpGlobalMaxPool, args: []graph.Type{ty(t, f, "n", "5", "3", "11")}, binds: syms},
 		{name: "global_averagepool", op: graph.OpGlobalAveragePool, args: []graph.Type{ty(t, f, "n", "19", "7", "7")}, binds: syms},
 	}
 }

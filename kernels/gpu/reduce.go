@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
@@ -43,40 +44,32 @@ func ScheduleReduce(s *schedule.Schedule, block int64) error {
 			return err
 		}
 	}
-	names = s.BlockNames()
-	reduces := make([]bool, len(names))
-	for i, name := range names {
-		var err error
-		if reduces[i], err = blockReduces(s, name); err != nil {
+	var stages []stage
+	for _, name := range s.BlockNames() {
+		st, err := classify(s, name)
+		if err != nil {
 			return err
 		}
+		stages = append(stages, st)
 	}
-	switch {
-	case len(names) == 1 && reduces[0]:
-	case len(names) == 2 && reduces[0] && !reduces[1]:
-	default:
-		return fmt.Errorf("%w: stages %v (reducing: %v)", ErrNotReduce, names, reduces)
+	if len(stages) == 0 || len(stages) > 2 || len(stages[0].reduction) == 0 || len(stages) == 2 && len(stages[1].reduction) > 0 {
+		return fmt.Errorf("%w: %s", ErrNotReduce, describe(stages))
 	}
-	red, err := s.GetBlock(names[0])
-	if err != nil {
-		return err
-	}
+	red := stages[0]
 	thread, err := bindSpatial(s, red, block)
 	if err != nil {
 		return err
 	}
-	if err := decompose(s, red); err != nil {
+	// the init runs once per thread before the reduction loops instead of under a test
+	// for their first iteration inside; a refusal keeps it there, which is as correct
+	if _, err := s.DecomposeReduction(red.b, red.reduction[0]); err != nil && !errors.Is(err, schedule.ErrSchedule) {
 		return err
 	}
-	if len(names) == 1 || thread == nil {
+	if len(stages) == 1 || thread == nil {
 		// without a thread loop, one thread runs the whole kernel
 		return nil
 	}
-	out, err := s.GetBlock(names[1])
-	if err != nil {
-		return err
-	}
-	if err := s.ReverseComputeAt(out, *thread); err != nil {
+	if err := s.ReverseComputeAt(stages[1].b, *thread); err != nil {
 		if errors.Is(err, schedule.ErrSchedule) {
 			return fmt.Errorf("%w: %v", ErrNotReduce, err)
 		}
@@ -85,52 +78,63 @@ func ScheduleReduce(s *schedule.Schedule, block int64) error {
 	return nil
 }
 
-// blockReduces reports whether some loop of the named block drives a reduction.
-func blockReduces(s *schedule.Schedule, name string) (bool, error) {
-	b, err := s.GetBlock(name)
-	if err != nil {
-		return false, err
-	}
-	loops, err := s.GetLoops(b)
-	if err != nil {
-		return false, err
-	}
-	for _, l := range loops {
-		red, err := s.DrivesReduction(l)
-		if err != nil || red {
-			return red, err
-		}
-	}
-	return false, nil
+// stage is a block with its loops, told apart by whether they drive a reduction.
+type stage struct {
+	name               string
+	b                  schedule.BlockRV
+	spatial, reduction []schedule.LoopRV
+	inverted           bool // a reduction loop encloses a spatial one
 }
 
-// bindSpatial moves b's reduction loops inside its spatial ones, fuses the spatial
-// loops, splits them by block and binds them to blockIdx.x and threadIdx.x. It returns
-// the thread loop, or nil for a block with no spatial loop (one thread does all).
-func bindSpatial(s *schedule.Schedule, b schedule.BlockRV, block int64) (*schedule.LoopRV, error) {
-	loops, err := s.GetLoops(b)
-	if err != nil {
-		return nil, err
+func classify(s *schedule.Schedule, name string) (stage, error) {
+	st := stage{name: name}
+	var err error
+	if st.b, err = s.GetBlock(name); err != nil {
+		return st, err
 	}
-	var spatial, reduction []schedule.LoopRV
-	inverted := false // a reduction loop encloses a spatial one
+	loops, err := s.GetLoops(st.b)
+	if err != nil {
+		return st, err
+	}
 	for _, l := range loops {
 		red, err := s.DrivesReduction(l)
 		if err != nil {
-			return nil, err
+			return st, err
 		}
 		if red {
-			reduction = append(reduction, l)
+			st.reduction = append(st.reduction, l)
 		} else {
-			spatial = append(spatial, l)
-			inverted = inverted || len(reduction) > 0
+			st.spatial = append(st.spatial, l)
+			st.inverted = st.inverted || len(st.reduction) > 0
 		}
 	}
+	return st, nil
+}
+
+// describe names the stages and which of them reduce, for a refusal.
+func describe(stages []stage) string {
+	var parts []string
+	for _, st := range stages {
+		kind := "spatial"
+		if len(st.reduction) > 0 {
+			kind = "reduction"
+		}
+		parts = append(parts, st.name+" ("+kind+")")
+	}
+	return "stages " + strings.Join(parts, ", ")
+}
+
+// bindSpatial moves the stage's reduction loops inside its spatial ones, fuses the
+// spatial loops, splits them by block and binds them to blockIdx.x and threadIdx.x. It
+// returns the thread loop, or nil for a stage with no spatial loop (one thread does
+// all).
+func bindSpatial(s *schedule.Schedule, st stage, block int64) (*schedule.LoopRV, error) {
+	spatial := st.spatial
 	if len(spatial) == 0 {
 		return nil, nil
 	}
-	if inverted {
-		if err := s.Reorder(append(append([]schedule.LoopRV{}, spatial...), reduction...)...); err != nil {
+	if st.inverted {
+		if err := s.Reorder(append(append([]schedule.LoopRV{}, spatial...), st.reduction...)...); err != nil {
 			if errors.Is(err, schedule.ErrSchedule) {
 				return nil, fmt.Errorf("%w: %v", ErrNotReduce, err)
 			}
@@ -138,6 +142,7 @@ func bindSpatial(s *schedule.Schedule, b schedule.BlockRV, block int64) (*schedu
 		}
 	}
 	fused := spatial[0]
+	var err error
 	if len(spatial) > 1 {
 		if fused, err = s.Fuse(spatial...); err != nil {
 			return nil, err
@@ -157,30 +162,6 @@ func bindSpatial(s *schedule.Schedule, b schedule.BlockRV, block int64) (*schedu
 		return nil, err
 	}
 	return &parts[1], nil
-}
-
-// decompose moves the reduction's init out of its reduction loops, so that each thread
-// initializes its accumulator once before them instead of testing for the first
-// iteration inside. A block the primitive refuses keeps its init, which lowers to the
-// same result under a test.
-func decompose(s *schedule.Schedule, b schedule.BlockRV) error {
-	loops, err := s.GetLoops(b)
-	if err != nil {
-		return err
-	}
-	for _, l := range loops {
-		red, err := s.DrivesReduction(l)
-		if err != nil {
-			return err
-		}
-		if red {
-			if _, err := s.DecomposeReduction(b, l); err != nil && !errors.Is(err, schedule.ErrSchedule) {
-				return err
-			}
-			return nil
-		}
-	}
-	return nil
 }
 
 // reduceStrategy schedules a node's compute definition (with its fused epilogues) with

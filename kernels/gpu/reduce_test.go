@@ -61,6 +61,9 @@ func reduceCases(t testing.TB) []gcase {
 		{name: "reduce_prod_inner", op: graph.OpReduceProd, attrs: keepDims(1), args: x3("n", "9", "5"), consts: axes(2), binds: syms},
 		{name: "reduce_l2_two_axes_keep", op: graph.OpReduceL2, attrs: keepDims(1), args: x3("n", "6", "9"), consts: axes(1, 2), binds: syms},
 		{name: "reduce_sum_all", op: graph.OpReduceSum, attrs: keepDims(0), args: []graph.Type{ty(t, f, "3", "50", "7")}, binds: static},
+		{name: "reduce_mean_all", op: graph.OpReduceMean, attrs: keepDims(0), args: []graph.Type{ty(t, f, "n", "4", "6")}, binds: syms},
+		{name: "reduce_max_int64", op: graph.OpReduceMax, attrs: keepDims(0), args: []graph.Type{ty(t, tensor.Int64, "n", "9"), {}}, consts: axes(1), binds: syms},
+		{name: "reduce_sum_int32", op: graph.OpReduceSum, attrs: keepDims(1), args: []graph.Type{ty(t, tensor.Int32, "4", "n"), {}}, consts: axes(0), binds: syms},
 		{name: "reduce_mean_all_keep", op: graph.OpReduceMean, attrs: keepDims(1), args: []graph.Type{ty(t, f, "n", "4", "6")}, binds: syms},
 		// ArgMax/ArgMin
 		{name: "argmax_middle", op: graph.OpArgMax, attrs: &graph.ArgAttrs{Axis: 1, KeepDims: 1}, args: []graph.Type{ty(t, f, "n", "5", "7")}, binds: syms},
@@ -152,8 +155,7 @@ func TestReduceCasesTakeTheReductionRule(t *testing.T) {
 }
 
 func TestReduceRuleRunsOneThreadPerOutputElement(t *testing.T) {
-	cs := reduceCases(t)
-	l := lower(t, cs[0], testGPU(t)) // reduce_sum_inner: n × 5 × 37 → n × 5
+	l := lower(t, reduceCase(t, "reduce_sum_inner"), testGPU(t)) // n × 5 × 37 → n × 5
 	if got, want := l.launch.String(), "grid((((n * 5) + 255) / 256), 1, 1) block(256, 1, 1)"; got != want {
 		t.Errorf("launch %s, want %s", got, want)
 	}
@@ -165,13 +167,23 @@ func TestReduceRuleRunsOneThreadPerOutputElement(t *testing.T) {
 	}
 	// a mean's division runs in the thread that has just summed its element, which
 	// keeps the sum in a private element
-	l = lower(t, cs[3], testGPU(t)) // reduce_mean_outer
+	l = lower(t, reduceCase(t, "reduce_mean_outer"), testGPU(t)) // n × 5 × 7 → 5 × 7
 	if trace := l.impl.Trace.String(); !strings.Contains(trace, "reverse_compute_at(") {
 		t.Errorf("the trace lacks reverse_compute_at:\n%s", trace)
 	}
 	if text := loopir.Print(l.f); !strings.Contains(text, "alloc reduce_sum: f32[1, 1] local") {
 		t.Errorf("the sum is not one private element:\n%s", text)
 	}
+}
+
+func reduceCase(t testing.TB, name string) gcase {
+	for _, c := range reduceCases(t) {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no case %s", name)
+	return gcase{}
 }
 
 func TestReduceRuleMovesReductionLoopsInsideSpatialLoops(t *testing.T) {

@@ -60,5 +60,7 @@
 // meaning, with a canary past each output for a tail written out of bounds), compiles
 // with NVRTC for sm_80, and runs printed in OpenCL C on the OpenCL device (PoCL in CI)
 // and in CUDA C on a CUDA device where one is present; on both an index out of range
-// fails the launch through the status block.
+// fails the launch through the status block. Every node of the model zoo lowers for
+// the OpenCL device or is refused, and the reductions among them run there at their
+// real shapes against the reference.
 package gpu

@@ -27,11 +27,15 @@ func CPUPipeline() Pipeline {
 	}
 }
 
-// GPUPipeline is the lowering pipeline for the GPU dialects (CUDA C, OpenCL C): the
-// same passes as the C dialect's, which know no target. The launch geometry is
-// derived from the result (DeriveLaunch): it is data for the kernel table as well as a
-// rewrite, so it is not a Pass.
-func GPUPipeline() Pipeline { return CPUPipeline() }
+// GPUPipeline is the lowering pipeline for the GPU dialects (CUDA C, OpenCL C): the C
+// dialect's passes, which know no target, with PrivatizeLocal after LowerBlocks (a
+// local buffer becomes per-thread storage). The launch geometry is derived from the
+// result (DeriveLaunch): it is data for the kernel table as well as a rewrite, so it is
+// not a Pass.
+func GPUPipeline() Pipeline {
+	cpu := CPUPipeline()
+	return append(Pipeline{cpu[0], {Name: "privatize-local", Run: PrivatizeLocal}}, cpu[1:]...)
+}
 
 // Run applies every pass in order; a panicking pass becomes an error naming it.
 func (p Pipeline) Run(f *loopir.PrimFunc) (out *loopir.PrimFunc, err error) {

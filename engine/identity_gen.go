@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 258 files; see Identity.
-const sourceDigest = "503739b8f7367048c473b9b7cb519cf5"
+const sourceDigest = "acf8871009fe33c44a2e8ad3b04bdf4f"

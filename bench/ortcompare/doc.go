@@ -25,6 +25,15 @@
 // shape) run on the same inputs: the table gains its p50, its ratio to ORT, the
 // specialized executable's p50 over it (kiln/generic) and its compile time.
 //
+// --engines kiln,kiln-opencl,ort adds kiln compiled for the OpenCL target (`kiln
+// compile --target opencl` at the highest level, for the data set's shapes: GPU kernels
+// where the GPU strategies build them, the rest on the host CPU with copies at the
+// boundaries), run with `kiln bench --target opencl` on the same inputs: the table
+// gains its p50, its ratio to kiln on the CPU (opencl/kiln) and to ORT (opencl/ORT)
+// and its compile time, the JSON engines["kiln-opencl"] and kiln_opencl_compile_s.
+// It needs an OpenCL driver; without one its compile fails and the rows say so. On
+// PoCL (OpenCL on the CPU) its p50 measures the GPU path's overheads, not a GPU.
+//
 //	cd bench/ort && npm install          # once: onnxruntime-node, CPU library included
 //	go run ./bench/ortcompare            # all zoo models, 1 and 2 threads, 5 rounds
 //	go run ./bench/ortcompare --engines ort --models resnet18,bert_tiny --json out.json
@@ -34,11 +43,11 @@
 // test_data_set_N used, default 0), --threads 1,2, --rounds R (default 5), --iters N
 // (default: chosen per model, engine (each kiln level apart) and thread count from a
 // short probe run so that one round takes about --target, 750ms), --warmup W (default:
-// iters/10, 3 to 100), --engines kiln,ort, --levels 3 (see above), --kiln PATH (default:
-// built once with go build ./cmd/kiln), --node PATH, --ort-dir DIR (default bench/ort),
-// --json FILE (all raw results), --workdir DIR (kept; default a temporary folder,
-// removed at the end), --run-timeout (5m per benchmark process), --compile-timeout (10m
-// per kiln compile).
+// iters/10, 3 to 100), --engines kiln,ort (also kiln-generic, kiln-opencl), --levels 3
+// (see above), --kiln PATH (default: built once with go build ./cmd/kiln), --node PATH,
+// --ort-dir DIR (default bench/ort), --json FILE (all raw results), --workdir DIR
+// (kept; default a temporary folder, removed at the end), --run-timeout (5m per
+// benchmark process), --compile-timeout (10m per kiln compile).
 //
 // Besides the medians, each row shows the spread of the round p50s and the share of the
 // machine's CPU that other processes took while the engines ran (from /proc/stat, less

@@ -40,6 +40,11 @@ type modelCase struct {
 // uses reports whether the run includes engine e.
 func (d *driver) uses(e string) bool { return slices.Contains(d.cfg.Engines, e) }
 
+// usesKiln reports whether the run includes any kiln engine.
+func (d *driver) usesKiln() bool {
+	return d.uses(engineKiln) || d.uses(engineGeneric) || d.uses(engineOpenCL)
+}
+
 // logf writes a progress line to the log.
 func (d *driver) logf(format string, args ...any) {
 	fmt.Fprintf(d.log, format+"\n", args...)
@@ -66,7 +71,7 @@ func (d *driver) run(ctx context.Context, stdout io.Writer) *Report {
 		}
 		rep.Machine.ORT = v
 	}
-	if d.uses(engineKiln) {
+	if d.usesKiln() {
 		d.prepareKiln(ctx)
 		if d.kilnErr == nil {
 			rep.Machine.Kiln = firstLine(ctx, d.root, d.kiln, "version")
@@ -148,7 +153,7 @@ func (d *driver) runModel(ctx context.Context, name string) *ModelReport {
 			d.logf("%s: ort: %v", name, err)
 		}
 	}
-	if d.uses(engineKiln) || d.uses(engineGeneric) {
+	if d.usesKiln() {
 		d.compileLevels(ctx, mc, work)
 	}
 
@@ -166,8 +171,11 @@ func (d *driver) compile(ctx context.Context, mr *ModelReport, out string, level
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.CompileTimeout)
 	defer cancel()
 	args := []string{"compile", mr.Model, "-o", out, "--input-dir", mr.DataSet, "-O", strconv.Itoa(level)}
-	if level == genericLevel { // symbolic dims free: no inputs to bind them
+	switch level {
+	case genericLevel: // symbolic dims free: no inputs to bind them
 		args = []string{"compile", mr.Model, "-o", out, "-O", strconv.Itoa(slices.Max(d.cfg.Levels))}
+	case openclLevel:
+		args = []string{"compile", mr.Model, "-o", out, "--input-dir", mr.DataSet, "-O", strconv.Itoa(slices.Max(d.cfg.Levels)), "--target", "opencl"}
 	}
 	cmd := exec.CommandContext(cctx, d.kiln, args...)
 	_, _, ps, err := execute(cctx, cmd, d.root)
@@ -187,7 +195,7 @@ func (d *driver) runRow(ctx context.Context, mc *modelCase, threads int) *Row {
 	vs := d.variants()
 	for _, v := range vs {
 		er := &EngineRuns{Runs: []*Run{}}
-		if v.engine == engineKiln {
+		if v.engine == engineKiln && v.level >= 0 {
 			er.Level = &v.level
 		}
 		row.Engines[v.key] = er
@@ -267,6 +275,9 @@ func (mc *modelCase) engineErr(v variant) error {
 		if mc.kilnFiles[v.level] == "" && v.level == genericLevel {
 			return fmt.Errorf("no generic executable")
 		}
+		if mc.kilnFiles[v.level] == "" && v.level == openclLevel {
+			return fmt.Errorf("no OpenCL executable")
+		}
 		if mc.kilnFiles[v.level] == "" {
 			return fmt.Errorf("not compiled at -O %d", v.level)
 		}
@@ -311,8 +322,12 @@ func (d *driver) benchCmd(ctx context.Context, v variant, mc *modelCase, threads
 	num := strconv.Itoa
 	switch v.engine {
 	case engineKiln:
-		return exec.CommandContext(ctx, d.kiln, "bench", mc.kilnFiles[v.level], "--input-dir", mc.rep.DataSet,
-			"--threads", num(threads), "--iters", num(iters), "--warmup", num(warmup), "--json")
+		args := []string{"bench", mc.kilnFiles[v.level], "--input-dir", mc.rep.DataSet,
+			"--threads", num(threads), "--iters", num(iters), "--warmup", num(warmup), "--json"}
+		if v.level == openclLevel {
+			args = append(args, "--target", "opencl")
+		}
+		return exec.CommandContext(ctx, d.kiln, args...)
 	case engineORT:
 		cmd := exec.CommandContext(ctx, d.cfg.Node, filepath.Join(d.cfg.ORTDir, "bench.js"),
 			"--model", mc.rep.Model, "--inputs", mc.ortInputs,

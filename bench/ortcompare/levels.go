@@ -25,6 +25,10 @@ func (d *driver) variants() []variant {
 			vs = append(vs, variant{key: e, label: e, engine: engineKiln, level: genericLevel})
 			continue
 		}
+		if e == engineOpenCL {
+			vs = append(vs, variant{key: e, label: e, engine: engineKiln, level: openclLevel})
+			continue
+		}
 		if e != engineKiln {
 			vs = append(vs, variant{key: e, label: e, engine: e})
 			continue
@@ -49,15 +53,40 @@ func kilnKey(l int, levels []int) string {
 	return "kiln-" + levelName(l)
 }
 
-// genericLevel stands for the generic executable in the per-level maps: the highest
-// level with the symbolic dims left free.
-const genericLevel = -1
+// Pseudo levels: keys of the per-level maps for kiln's executables that are not one
+// graph optimization level on the CPU.
+const (
+	// genericLevel is the generic executable: the highest level with the symbolic dims
+	// left free.
+	genericLevel = -1
+	// openclLevel is the OpenCL executable: the highest level, the data set's shapes,
+	// --target opencl.
+	openclLevel = -2
+)
 
 // compileLevels compiles the model once per level into work, recording each compile's
 // time or failure; the highest level's also goes to CompileS and CompileErr. With the
-// kiln-generic engine the generic executable is compiled too (its time in GenericS).
+// kiln-generic engine the generic executable is compiled too (its time in GenericS),
+// with kiln-opencl the OpenCL one (its time in OpenCLS).
 func (d *driver) compileLevels(ctx context.Context, mc *modelCase, work string) {
 	mr := mc.rep
+	if d.uses(engineOpenCL) {
+		switch {
+		case d.kilnErr != nil:
+			mc.kilnErrs[openclLevel] = d.kilnErr
+		default:
+			file := filepath.Join(work, "model-opencl.kiln")
+			secs, err := d.compile(ctx, mr, file, openclLevel)
+			if err != nil {
+				mc.kilnErrs[openclLevel] = err
+				mr.OpenCLErr = err.Error()
+				d.logf("%s: kiln compile --target opencl: %v", mr.Name, err)
+			} else {
+				mc.kilnFiles[openclLevel], mr.OpenCLS = file, secs
+				d.logf("%s: kiln compile --target opencl %.2f s", mr.Name, secs)
+			}
+		}
+	}
 	if d.uses(engineGeneric) {
 		switch {
 		case d.kilnErr != nil:

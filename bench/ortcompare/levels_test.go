@@ -25,24 +25,28 @@ done
 echo "{\"engine\":\"ort\",\"p50_ms\":2,\"p90_ms\":2.5,\"p99_ms\":3,\"min_ms\":1.5,\"mean_ms\":2.1,\"iters\":$n,\"threads\":$t}"
 `
 
-// TestDriverLevels runs the driver with --levels 0,3 on a fake kiln (5 ms at -O 0, 2.5
-// ms at -O 3) and a fake ORT runner (2 ms): every level gets its own compile and runs,
-// rounds interleave all variants, and the JSON and the table carry each level's p50, its
-// ratio to ORT and O3/O0, computed from those timings. A model that fails at -O 0 only
-// keeps its O3 figures; one that fails at both levels gets one note.
-func TestDriverLevels(t *testing.T) {
+// fakeBench is a folder with the fake kiln and node, an ORT folder that passes the
+// driver's version check and a zoo of models (empty model files, the example MLP's
+// input).
+type fakeBench struct {
+	dir, kiln, node, ortDir, zoo string
+}
+
+// newFakeBench sets up a fakeBench whose zoo holds the named models.
+func newFakeBench(t *testing.T, models ...string) fakeBench {
+	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("the fakes are shell scripts")
 	}
 	dir := t.TempDir()
-	kiln, node := filepath.Join(dir, "kiln"), filepath.Join(dir, "node")
-	for f, text := range map[string]string{kiln: fakeKiln, node: fakeNode} {
+	fb := fakeBench{dir: dir, kiln: filepath.Join(dir, "kiln"), node: filepath.Join(dir, "node"),
+		ortDir: filepath.Join(dir, "ort"), zoo: filepath.Join(dir, "zoo")}
+	for f, text := range map[string]string{fb.kiln: fakeKiln, fb.node: fakeNode} {
 		if err := os.WriteFile(f, []byte(text), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ortDir := filepath.Join(dir, "ort")
-	pkg := filepath.Join(ortDir, "node_modules", "onnxruntime-node")
+	pkg := filepath.Join(fb.ortDir, "node_modules", "onnxruntime-node")
 	if err := os.MkdirAll(pkg, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -53,19 +57,29 @@ func TestDriverLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zoo := filepath.Join(dir, "zoo")
-	for _, name := range []string{"good", "noO0", "broken"} {
-		ds := filepath.Join(zoo, name, "test_data_set_0")
+	for _, name := range models {
+		ds := filepath.Join(fb.zoo, name, "test_data_set_0")
 		if err := os.MkdirAll(ds, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(zoo, name, "model.onnx"), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(fb.zoo, name, "model.onnx"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(ds, "input_0.pb"), input, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return fb
+}
+
+// TestDriverLevels runs the driver with --levels 0,3 on a fake kiln (5 ms at -O 0, 2.5
+// ms at -O 3) and a fake ORT runner (2 ms): every level gets its own compile and runs,
+// rounds interleave all variants, and the JSON and the table carry each level's p50, its
+// ratio to ORT and O3/O0, computed from those timings. A model that fails at -O 0 only
+// keeps its O3 figures; one that fails at both levels gets one note.
+func TestDriverLevels(t *testing.T) {
+	fb := newFakeBench(t, "good", "noO0", "broken")
+	dir, kiln, node, ortDir, zoo := fb.dir, fb.kiln, fb.node, fb.ortDir, fb.zoo
 	logPath := filepath.Join(dir, "runs.log")
 	t.Setenv("FAKE_LOG", logPath)
 	jsonPath := filepath.Join(dir, "out.json")

@@ -29,6 +29,11 @@ const (
 	// for every shape, `kiln compile` without --input-dir) at the highest level, run on
 	// the same inputs: generic against specialized.
 	engineGeneric = "kiln-generic"
+	// engineOpenCL is kiln compiled for the OpenCL target (`kiln compile --target
+	// opencl`, GPU kernels where the GPU strategies build them, the rest on the host
+	// CPU) at the highest level for the data set's shapes, run with `kiln bench
+	// --target opencl` on the same inputs.
+	engineOpenCL = "kiln-opencl"
 )
 
 // Graph optimization levels: `kiln compile -O N` takes 0 to maxLevel, and compiles at
@@ -197,8 +202,8 @@ func parseFlags(args []string, root string, stderr io.Writer) (Config, error) {
 		return cfg, errors.New("--engines: none given")
 	}
 	for _, e := range cfg.Engines {
-		if e != engineKiln && e != engineORT && e != engineGeneric {
-			return cfg, fmt.Errorf("--engines: unknown engine %q (want kiln, kiln-generic, ort)", e)
+		if e != engineKiln && e != engineORT && e != engineGeneric && e != engineOpenCL {
+			return cfg, fmt.Errorf("--engines: unknown engine %q (want kiln, kiln-generic, kiln-opencl, ort)", e)
 		}
 	}
 	if len(dedup(cfg.Engines)) != len(cfg.Engines) {

@@ -201,11 +201,14 @@ func TestParseFlags(t *testing.T) {
 }
 
 // fakeKiln is a stand-in for the kiln CLI that honours the interface the driver codes
-// against: `compile MODEL -o FILE --input-dir DIR -O L` writes FILE, `bench FILE
-// --input-dir DIR --threads T --iters N --warmup W --json` prints a log line and the
-// JSON line, with a p50 of 2.5 ms at -O 3 and 5 ms at -O 0 (and appends "kiln-OL tT" to
-// $FAKE_LOG when set). A model folder whose name contains "broken" fails to compile;
-// one whose name contains "noO0" fails at -O 0 only.
+// against: `compile MODEL -o FILE --input-dir DIR -O L [--target opencl]` writes FILE,
+// `bench FILE --input-dir DIR --threads T --iters N --warmup W --json [--target opencl]`
+// prints a log line and the JSON line, with a p50 of 2.5 ms at -O 3, 5 ms at -O 0 and
+// 10 ms for the OpenCL executable compiled at -O 3 (and appends "kiln-O<L> tT" or
+// "kiln-opencl-O<L> tT" to $FAKE_LOG when set). An OpenCL executable benchmarked
+// without --target opencl, or compiled below -O 3, fails. A model folder whose name
+// contains "broken" fails to compile; one whose name contains "noO0" fails at -O 0
+// only, one whose name contains "nogpu" fails for the OpenCL target only.
 const fakeKiln = `#!/bin/sh
 cmd=$1; shift
 case $cmd in
@@ -213,24 +216,32 @@ version) echo "kiln fake"; exit 0;;
 compile)
   model=$1; shift
   while [ $# -gt 0 ]; do
-    case $1 in -o) out=$2; shift;; --input-dir) dir=$2; shift;; -O) level=$2; shift;; esac; shift
+    case $1 in -o) out=$2; shift;; --input-dir) dir=$2; shift;; -O) level=$2; shift;; --target) target=$2; shift;; esac; shift
   done
   case $model in *broken*) echo "kiln: unsupported op Foo in $model" >&2; exit 1;; esac
   case $model:$level in *noO0*:0) echo "kiln: O0 cannot lower Bar" >&2; exit 1;; esac
+  case $model:$target in *nogpu*:opencl) echo "kiln: no OpenCL device for Baz" >&2; exit 1;; esac
   [ -n "$level" ] || { echo "no -O" >&2; exit 1; }
   [ -f "$dir/input_0.pb" ] || { echo "no inputs in $dir" >&2; exit 1; }
-  echo "$level" > "$out";;
+  case $target in
+  "") echo "O$level" > "$out";;
+  opencl) echo "opencl-O$level" > "$out";;
+  *) echo "unknown target $target" >&2; exit 1;;
+  esac;;
 bench)
   file=$1; shift
   [ -f "$file" ] || { echo "no $file" >&2; exit 1; }
-  level=$(cat "$file")
+  tag=$(cat "$file")
   while [ $# -gt 0 ]; do
-    case $1 in --threads) t=$2; shift;; --iters) n=$2; shift;; --warmup) shift;; --input-dir) shift;; esac; shift
+    case $1 in --threads) t=$2; shift;; --iters) n=$2; shift;; --warmup) shift;; --input-dir) shift;; --target) target=$2; shift;; esac; shift
   done
-  [ -n "$FAKE_LOG" ] && echo "kiln-O$level t$t" >> "$FAKE_LOG"
+  case $tag:$target in opencl-*:opencl) ;; opencl-*:*) echo "an OpenCL executable needs --target opencl" >&2; exit 1;; esac
+  [ -n "$FAKE_LOG" ] && echo "kiln-$tag t$t" >> "$FAKE_LOG"
   echo "kiln: benchmarking $file"
-  case $level in
-  0) echo "{\"engine\":\"kiln\",\"p50_ms\":5,\"p90_ms\":6,\"p99_ms\":7,\"min_ms\":4,\"mean_ms\":5.2,\"iters\":$n,\"threads\":$t}";;
+  case $tag in
+  O0) echo "{\"engine\":\"kiln\",\"p50_ms\":5,\"p90_ms\":6,\"p99_ms\":7,\"min_ms\":4,\"mean_ms\":5.2,\"iters\":$n,\"threads\":$t}";;
+  opencl-O3) echo "{\"engine\":\"kiln\",\"device\":\"opencl (fake)\",\"p50_ms\":10,\"p90_ms\":11,\"p99_ms\":12,\"min_ms\":9,\"mean_ms\":10.2,\"iters\":$n,\"threads\":$t}";;
+  opencl-*) echo "OpenCL executable compiled at $tag" >&2; exit 1;;
   *) echo "{\"engine\":\"kiln\",\"p50_ms\":2.5,\"p90_ms\":3,\"p99_ms\":3.5,\"min_ms\":2,\"mean_ms\":2.6,\"iters\":$n,\"threads\":$t,\"compile_s\":0.5}";;
   esac;;
 *) echo "unknown command $cmd" >&2; exit 2;;

@@ -17,7 +17,8 @@ const maxNote = 160
 
 // printTable writes the per-model, per-thread-count table and the geometric means of
 // the ratios. With more than one level, kiln gets a p50, a ratio to ORT and a compile
-// time per level, and the highest level's ratio to the lowest.
+// time per level, and the highest level's ratio to the lowest. kiln-generic and
+// kiln-opencl add their p50, ratios and compile time.
 func printTable(w io.Writer, rep *Report) {
 	levels := rep.Config.Levels
 	if len(levels) == 0 {
@@ -49,6 +50,10 @@ func printTable(w io.Writer, rep *Report) {
 	if generic {
 		header = append(header, "generic p50 ms", "generic/ORT", "kiln/generic", "generic compile s")
 	}
+	opencl := slices.Contains(rep.Config.Engines, engineOpenCL)
+	if opencl {
+		header = append(header, "opencl p50 ms", "opencl/kiln", "opencl/ORT", "opencl compile s")
+	}
 	printRow(tw, append(header, "others", "notes"))
 	var geo geoMeans
 	for _, m := range rep.Models {
@@ -60,6 +65,9 @@ func printTable(w io.Writer, rep *Report) {
 				cells = append(append(cells, compile...), "-")
 			}
 			if generic {
+				cells = append(cells, dashes(4)...)
+			}
+			if opencl {
 				cells = append(cells, dashes(4)...)
 			}
 			printRow(tw, append(cells, "-", note(m.Err)))
@@ -102,11 +110,26 @@ func printTable(w io.Writer, rep *Report) {
 				}
 				cells = append(cells, cell(g), ratioCell(ratio(g, o)), ratioCell(ratio(k, g)), gc)
 			}
+			if opencl {
+				c := row.Engines[engineOpenCL]
+				geo.add("opencl/kiln", row.Threads, ratio(c, k))
+				geo.add("opencl/ORT", row.Threads, ratio(c, o))
+				cc := "-"
+				if m.OpenCLS > 0 {
+					cc = fmt.Sprintf("%.2f", m.OpenCLS)
+				}
+				cells = append(cells, cell(c), ratioCell(ratio(c, k)), ratioCell(ratio(c, o)), cc)
+			}
 			notes := kilnNotes(m, levels, kl)
 			if g := row.Engines[engineGeneric]; generic && g != nil && g.Err != "" {
 				notes = append(notes, "generic: "+g.Err)
 			} else if generic && m.GenericErr != "" {
 				notes = append(notes, "generic: "+m.GenericErr)
+			}
+			if c := row.Engines[engineOpenCL]; opencl && c != nil && c.Err != "" {
+				notes = append(notes, "opencl: "+c.Err)
+			} else if opencl && m.OpenCLErr != "" {
+				notes = append(notes, "opencl: "+m.OpenCLErr)
 			}
 			if o != nil && o.Err != "" {
 				notes = append(notes, "ort: "+o.Err)

@@ -75,6 +75,9 @@ type ModelReport struct {
 	// GenericS and GenericErr: the generic executable's compile (kiln-generic engine).
 	GenericS   float64 `json:"kiln_generic_compile_s,omitempty"`
 	GenericErr string  `json:"kiln_generic_compile_error,omitempty"`
+	// OpenCLS and OpenCLErr: the OpenCL executable's compile (kiln-opencl engine).
+	OpenCLS   float64 `json:"kiln_opencl_compile_s,omitempty"`
+	OpenCLErr string  `json:"kiln_opencl_compile_error,omitempty"`
 	// Compiles holds one entry per level, ascending (the highest repeats CompileS).
 	Compiles []*Compile `json:"kiln_compiles,omitempty"`
 	// Rows holds one entry per thread count.
@@ -86,7 +89,8 @@ type Row struct {
 	// Threads is the thread count.
 	Threads int `json:"threads"`
 	// Engines maps an engine name to its runs: "ort", "kiln" for kiln at the highest
-	// level and "kiln-O<n>" for kiln at each lower level n.
+	// level, "kiln-O<n>" for kiln at each lower level n, "kiln-generic" and
+	// "kiln-opencl".
 	Engines map[string]*EngineRuns `json:"engines"`
 	// Ratio is kiln's median p50 (at the highest level) over ORT's (0 when either is
 	// missing).
@@ -125,7 +129,8 @@ type LevelResult struct {
 
 // EngineRuns is one engine's rounds for one model and thread count.
 type EngineRuns struct {
-	// Level is kiln's graph optimization level (absent for ORT).
+	// Level is kiln's graph optimization level (absent for ORT, kiln-generic and
+	// kiln-opencl, which run at the highest level).
 	Level *int `json:"level,omitempty"`
 	// Iters is the number of timed iterations per run.
 	Iters int `json:"iters"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kilnrt/kiln/devices"
@@ -303,6 +304,48 @@ func checkKernelStatusError(t *testing.T, r *gpuRig) {
 	}
 }
 
+// checkConcurrentCallsKeepTheirStatus: calls on one GPU at once, from two VMs, half of
+// them with an index out of range: every bad call fails naming its index, every good
+// call answers (a kernel's status belongs to the call that launched it).
+func checkConcurrentCallsKeepTheirStatus(t *testing.T, r *gpuRig) {
+	cpu := openCPU(t)
+	var vms []*vm.VM
+	for range 2 {
+		v, err := vm.Load(roundTrip(t, gatherExe(t, r)), []devices.Device{cpu, r.dev}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		vms = append(vms, v)
+	}
+	x := randomF32(tensor.Shape{5, 6}, 3)
+	bad := tensor.MustFromSlice(tensor.Shape{3}, []int64{1, 9, -2})
+	good := tensor.MustFromSlice(tensor.Shape{3}, []int64{1, 5, -2})
+	const calls = 64
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idx := good
+			if i%2 == 1 {
+				idx = bad
+			}
+			_, errs[i] = vms[i%4/2].Run(context.Background(), []*tensor.Tensor{x, idx})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%2 == 0 && err != nil {
+			t.Errorf("good call %d: %v", i, err)
+		}
+		if i%2 == 1 && (!errors.Is(err, vm.ErrInput) || !strings.Contains(err.Error(), "index 9")) {
+			t.Errorf("bad call %d: err = %v, want ErrInput naming index 9", i, err)
+		}
+	}
+}
+
 // checkCPUFeedsGPU: a CPU kernel (a + b on device 0) feeds a GPU kernel (sigmoid on
 // device 1) through DeviceCopy.
 func checkCPUFeedsGPU(t *testing.T, r *gpuRig) {
@@ -366,6 +409,10 @@ func TestGPUKernelStatusFailsTheCallNamingTheNodeOnOpenCL(t *testing.T) {
 	checkKernelStatusError(t, openclRig(t))
 }
 
+func TestConcurrentCallsKeepTheirKernelStatusOnOpenCL(t *testing.T) {
+	checkConcurrentCallsKeepTheirStatus(t, openclRig(t))
+}
+
 func TestCPUKernelFeedsGPUKernelThroughDeviceCopyOnOpenCL(t *testing.T) {
 	checkCPUFeedsGPU(t, openclRig(t))
 }
@@ -386,6 +433,10 @@ func TestGPUKernelsTakeTheirGridFromDimsAndSkipEmptyLaunchesOnCUDA(t *testing.T)
 
 func TestGPUKernelStatusFailsTheCallNamingTheNodeOnCUDA(t *testing.T) {
 	checkKernelStatusError(t, cudaRig(t))
+}
+
+func TestConcurrentCallsKeepTheirKernelStatusOnCUDA(t *testing.T) {
+	checkConcurrentCallsKeepTheirStatus(t, cudaRig(t))
 }
 
 func TestCPUKernelFeedsGPUKernelThroughDeviceCopyOnCUDA(t *testing.T) {

@@ -316,6 +316,9 @@ func (c *call) launch(regs []Value, in *Instr) error {
 	if c.prof != nil {
 		start = time.Now()
 	}
+	if k.Launch != nil {
+		c.holdGPU(dev)
+	}
 	err := kernelError(in, k, dims, c.m.devs[dev].Launch(c.m.kernels[in.Imm], g, bufs, dims))
 	if err == nil && k.Launch != nil {
 		c.pending = append(c.pending, pending{dev: dev, in: in, k: k, dims: dims})

@@ -182,9 +182,9 @@ type call struct {
 	ctx      context.Context
 	storages []*Storage
 	steps    int
-	prof     *Profile  // nil unless profiling
-	held     int64     // bytes of the call's storages (checked against Limits.RequestBytes)
-	pending  []pending // GPU kernels launched and not yet synchronized
+	prof     *Profile      // nil unless profiling
+	held     int64         // bytes of the call's storages (checked against Limits.RequestBytes)
+	pending  []pending     // GPU kernels launched and not yet synchronized
 	gpus     []*sync.Mutex // the GPU devices this call holds (gpuLock), released at its end
 }
 

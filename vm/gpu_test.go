@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
@@ -441,4 +442,48 @@ func TestConcurrentCallsKeepTheirKernelStatusOnCUDA(t *testing.T) {
 
 func TestCPUKernelFeedsGPUKernelThroughDeviceCopyOnCUDA(t *testing.T) {
 	checkCPUFeedsGPU(t, cudaRig(t))
+}
+
+// fixedTimer is a GPU device that reports every kernel as running 7 ms (devices.Timer).
+type fixedTimer struct{ gpuDevice }
+
+// gpuDevice is what the VM uses of a GPU device: views for tensors in arenas and the
+// base alignment they need.
+type gpuDevice interface {
+	devices.Device
+	devices.Slicer
+	BaseAlign() int64
+}
+
+func (fixedTimer) Timing() bool { return true }
+
+func (d fixedTimer) Time(k devices.Kernel, g devices.Geometry, bufs []devices.Buffer, dims []int64) (time.Duration, error) {
+	return 7 * time.Millisecond, d.Launch(k, g, bufs, dims)
+}
+
+// TestProfileTakesAGPUKernelsTimeFromTheDevice: on a device that measures its kernels,
+// RunProfiled records the device's time of each launch, not the wall time around it.
+func TestProfileTakesAGPUKernelsTimeFromTheDevice(t *testing.T) {
+	r := openclRig(t)
+	y := randomF32(tensor.Shape{37}, 2)
+	m, exe := staticAddSigmoid(t, r, y)
+	v, err := vm.Load(roundTrip(t, exe), []devices.Device{openCPU(t), fixedTimer{r.dev.(gpuDevice)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var p vm.Profile
+	x := randomF32(tensor.Shape{4, 37}, 10)
+	for range 2 {
+		out, err := v.RunProfiled(context.Background(), []*tensor.Tensor{x}, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt.CloseTensor(t, "profiled", out[0], want(t, m, map[string]ref.Value{"x": x, "y": y}))
+	}
+	for _, k := range p.Kernels {
+		if k.Launches != 2 || k.Total != 14*time.Millisecond {
+			t.Errorf("kernel %s: %d launches, %v: want 2 launches of the device's 7 ms", k.Name, k.Launches, k.Total)
+		}
+	}
 }

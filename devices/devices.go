@@ -1,9 +1,9 @@
 package devices
 
 import (
-	"time"
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (

@@ -71,3 +71,22 @@ func TestZooOnOpenCL(t *testing.T) {
 		t.Logf("%s: %d of %d kernel launches on the OpenCL device", name, on, len(gs))
 	}
 }
+
+// TestNodeSuiteOnOpenCL runs the ONNX node suite compiled for the OpenCL device: no case
+// may crash or fail without a reason, and at least 510 pass (95% of the 540 the CPU's
+// compiled engine passes; they passed alike when last counted).
+func TestNodeSuiteOnOpenCL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the node suite takes a while; skipped with -short")
+	}
+	gpu := gputest.OpenCL(t)
+	tg, err := gpu.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, n := runNodeSuite(t, compiledOptsWith(t, CompiledOptions{Level: 3, GPU: gpu, Target: tg}), "panic", "BUG")
+	t.Logf("node suite, compiled for OpenCL: %v", s)
+	if s.Passed < 510 {
+		t.Errorf("only %d of %d node cases pass on OpenCL, want at least 510", s.Passed, n)
+	}
+}

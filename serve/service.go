@@ -24,7 +24,7 @@ type Options struct {
 	// GPUs are the GPUs instances may run on, by ordinal: a KIND_GPU instance group's
 	// gpus: [N] is GPUs[N] (instances.go). Empty: every instance runs on the CPU.
 	GPUs []GPU
-	Log    *zap.Logger
+	Log  *zap.Logger
 	// Eager compiles every model at start for the shapes its interface fixes (models
 	// with free dims compile on their first request); the server is ready when all
 	// are compiled.
@@ -66,9 +66,9 @@ type Service struct {
 	opts        Options
 	repo        repoRoot
 	log         *zap.Logger
-	engine      Engine    // reads models, reports the journal
-	cpu         *device   // the CPU's instances (Options.Engine)
-	gpus        []*device // by ordinal (Options.GPUs)
+	engine      Engine          // reads models, reports the journal
+	cpu         *device         // the CPU's instances (Options.Engine)
+	gpus        []*device       // by ordinal (Options.GPUs)
 	ctx         context.Context // cancelled by Close: compiles stop
 	cancel      context.CancelFunc
 	compiles    chan struct{}  // Options.Compiles compiles at a time

@@ -138,7 +138,7 @@ type failingEngine struct{ servetest.Engine }
 
 var errGPUCompile = errors.New("clBuildProgram: CL_BUILD_PROGRAM_FAILURE")
 
-func (failingEngine) Load(context.Context, *engine.Model, map[string][]int64, func(engine.Progress)) (*engine.Loaded, error) {
+func (*failingEngine) Load(context.Context, *engine.Model, map[string][]int64, func(engine.Progress)) (*engine.Loaded, error) {
 	return nil, errGPUCompile
 }
 

@@ -56,6 +56,7 @@ type batchResult struct {
 	err             error
 	queued, compute time.Duration
 	batch           int
+	device          string // where the batch ran
 }
 
 // batcher gathers a model's requests into executions.
@@ -251,7 +252,7 @@ func (b *batcher) run(p *placement, batch []*pending, rows int) {
 		for i, o := range outs {
 			mine[i] = sliceRows(o, row, r.rows)
 		}
-		r.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(r.enq), compute: compute, batch: size}
+		r.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(r.enq), compute: compute, batch: size, device: p.dev.name}
 		row += r.rows
 	}
 }

@@ -62,18 +62,20 @@ instance_group [ { kind: KIND_GPU gpus: [ 0 ] }, { kind: KIND_CPU } ]
 `)
 	cpu, gpu := &servetest.Engine{}, &servetest.Engine{}
 	s, _ := openOnDevices(t, repo, cpu, gpu)
+	answered := map[string]int64{} // by the device each response names
 	for i := range 6 {
 		resp, err := s.Infer(context.Background(), request(x))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !near(resp.Outputs[0].Data, want) {
-			t.Fatalf("request %d: %v, want %v", i, resp.Outputs[0].Data, want)
+			t.Fatalf("request %d on %s: %v, want %v", i, resp.Device, resp.Outputs[0].Data, want)
 		}
+		answered[resp.Device]++
 	}
 	runs := runsOn(t, s, "mlp")
-	if runs["cpu"] == 0 || runs["opencl:0"] == 0 || runs["cpu"]+runs["opencl:0"] != 6 {
-		t.Fatalf("executions per device %v: want both devices to serve the 6 requests", runs)
+	if runs["cpu"] == 0 || runs["opencl:0"] == 0 || runs["cpu"]+runs["opencl:0"] != 6 || fmt.Sprint(answered) != fmt.Sprint(runs) {
+		t.Fatalf("executions per device %v, responses per device %v: want both devices to serve the 6 requests", runs, answered)
 	}
 	if cpu.Loads() != 1 || gpu.Loads() != 1 {
 		t.Fatalf("loads: cpu %d, gpu %d; want one executable per device", cpu.Loads(), gpu.Loads())

@@ -371,6 +371,7 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	if err != nil {
 		return nil, err
 	}
+	resp.Device = p.dev.name
 	m.stats.ok(queued, compute, true)
 	return resp, nil
 }
@@ -389,6 +390,7 @@ func (m *model) inferBatched(ctx context.Context, req *InferRequest, args []*ten
 	if err != nil {
 		return nil, err
 	}
+	resp.Device = r.device
 	m.stats.ok(r.queued, r.compute, false)
 	return resp, nil
 }

@@ -11,6 +11,16 @@ import (
 // read (bounded per axis from their affine indices; clipped to the buffer). The block
 // must store at its spatial iterators into a local buffer, sit alone in its own loop
 // nest, and every reader of the buffer must be under l.
+//
+// Under a loop bound to a threadIdx axis (l or one enclosing it), an allocated buffer is
+// compacted to the region (constant extents; every access rebased by the region's
+// start). A local buffer is then allocated under l: each thread computes its own part.
+// A shared buffer stays one per block: its region is what every thread of the block
+// reads under l (the threadIdx loops vary too; the region must not depend on them), and
+// the producer becomes a cooperative copy (cooperativeNest): the block's threads each
+// compute a share of the region. A shared buffer outside every threadIdx loop is
+// refused; the barriers between the copy and its readers come from
+// loopir/passes.InsertBarriers.
 func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 	const prim = "compute_at"
 	blk, st, at, root, err := s.moveTarget(prim, b, l)
@@ -31,16 +41,49 @@ func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 	if len(inside) != len(all) {
 		return s.errf(prim, "%s is also read outside loop %s", st.Buf.Name, at.Var.Name)
 	}
+	threads := s.threadLoopsAt(at)
+	shared := st.Buf.Scope == loopir.ScopeShared
+	if shared {
+		if len(threads) == 0 {
+			return s.errf(prim, "shared buffer %s: loop %s is under no loop bound to a threadIdx axis, so no block's threads share the copy", st.Buf.Name, at.Var.Name)
+		}
+		for i := range inside { // the region every thread of the block reads
+			inside[i].loops = append(inside[i].loops, threads...)
+		}
+	}
 	an := s.analyzerAt(at)
 	region, err := coverRegion(an, inside, len(st.Index))
 	if err != nil {
 		return s.errf(prim, "region of %s under %s: %v", st.Buf.Name, at.Var.Name, err)
 	}
-	nest := s.renest(an, blk, region)
+	var nest loopir.Stmt
+	if shared {
+		if err := s.uniformRegion(prim, at, region); err != nil {
+			return err
+		}
+		if nest, err = s.cooperativeNest(prim, an, blk, region, threads); err != nil {
+			return err
+		}
+	} else {
+		nest = s.renest(an, blk, region)
+	}
+	compact := len(threads) > 0 && s.allocated(st.Buf)
+	if compact {
+		if w, _ := collectAccesses(s.f.Body, st.Buf, true); len(w) != len(storesIn(blk, st.Buf)) {
+			return s.errf(prim, "%s is also written outside block %s", st.Buf.Name, blk.Name)
+		}
+	}
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{nest, f.Body}, Annotations: f.Annotations}
 	})
+	if compact {
+		var per *loopir.Var
+		if !shared {
+			per = at.Var
+		}
+		s.compact(st.Buf, region, per)
+	}
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
 }
@@ -50,6 +93,12 @@ func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 // have just finished writing. The consumer must be elementwise in that input (it reads
 // it at exactly its own iterators) and the producer's writes must be complete within an
 // iteration of l (no reduction loop of the producer at or above l).
+//
+// Under a loop bound to a threadIdx axis, an allocated local input is compacted to the
+// region written under l and allocated under l: each thread keeps its part (a register
+// tile). Each write must then cover the region densely (denseCover: a thread's copy
+// reads nothing it did not write), and nothing outside l may read the input. A shared
+// input there is refused.
 func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	const prim = "reverse_compute_at"
 	blk, _, at, root, err := s.moveTarget(prim, b, l)
@@ -106,11 +155,28 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	if err != nil {
 		return s.errf(prim, "region of %s written under %s: %v", input.Name, at.Var.Name, err)
 	}
+	compact := len(s.threadLoopsAt(at)) > 0 && s.allocated(input)
+	if compact {
+		if input.Scope != loopir.ScopeLocal {
+			return s.errf(prim, "%s buffer %s under a thread loop: only a local one is kept per thread", input.Scope, input.Name)
+		}
+		if err := denseCover(an, writes, region); err != nil {
+			return s.errf(prim, "the writes of %s under %s leave holes in their region: %v", input.Name, at.Var.Name, err)
+		}
+		reads, _ := collectAccesses(s.f.Body, input, false)
+		under, _ := collectAccesses(at.Body, input, false)
+		if len(reads) != len(under)+countLoads(blk, input) {
+			return s.errf(prim, "%s is also read outside loop %s", input.Name, at.Var.Name)
+		}
+	}
 	nest := s.renest(an, blk, region)
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{f.Body, nest}, Annotations: f.Annotations}
 	})
+	if compact {
+		s.compact(input, region, at.Var)
+	}
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
 }

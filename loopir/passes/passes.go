@@ -28,10 +28,13 @@ func CPUPipeline() Pipeline {
 }
 
 // GPUPipeline is the lowering pipeline for the GPU dialects (CUDA C, OpenCL C): the
-// same passes as the C dialect's, which know no target. The launch geometry is
-// derived from the result (DeriveLaunch): it is data for the kernel table as well as a
-// rewrite, so it is not a Pass.
-func GPUPipeline() Pipeline { return CPUPipeline() }
+// same passes as the C dialect's, which know no target, then the barriers shared
+// buffers need (InsertBarriers, last: no later pass moves a statement across one). The
+// launch geometry is derived from the result (DeriveLaunch): it is data for the kernel
+// table as well as a rewrite, so it is not a Pass.
+func GPUPipeline() Pipeline {
+	return append(CPUPipeline(), Pass{Name: "insert-barriers", Run: InsertBarriers})
+}
 
 // Run applies every pass in order; a panicking pass becomes an error naming it.
 func (p Pipeline) Run(f *loopir.PrimFunc) (out *loopir.PrimFunc, err error) {

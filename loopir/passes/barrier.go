@@ -115,30 +115,65 @@ type barriers struct {
 	varying map[*loopir.Var]bool // threadIdx loops and loops whose bounds depend on them
 }
 
-// accesses collects the shared-buffer reads and writes of a statement.
+// accesses collects the shared-buffer reads and writes of a statement (the writes by
+// the statement's own Store nodes, which stay the same across the analysis).
 func (b *barriers) accesses(s loopir.Stmt) phase {
 	p := phase{reads: map[*loopir.Buffer]bool{}, writes: map[*loopir.Buffer]map[*loopir.Store]bool{}}
-	loopir.MapStmt(s, func(e loopir.Expr) loopir.Expr {
-		switch x := e.(type) {
-		case *loopir.Load:
-			if b.shared[x.Buf] {
-				p.reads[x.Buf] = true
-			}
-		case *loopir.Address:
-			if b.shared[x.Buf] {
-				panic(fmt.Sprintf("BUG: InsertBarriers: %s: shared buffer %s is passed to a tensor intrinsic", b.f.Name, x.Buf.Name))
-			}
+	loads := func(e loopir.Expr) {
+		if e == nil {
+			return
 		}
-		return e
-	}, nil)
-	walkStmts(s, func(x loopir.Stmt) {
-		if st, ok := x.(*loopir.Store); ok && b.shared[st.Buf] {
-			if p.writes[st.Buf] == nil {
-				p.writes[st.Buf] = map[*loopir.Store]bool{}
+		loopir.MapExpr(e, func(x loopir.Expr) loopir.Expr {
+			switch x := x.(type) {
+			case *loopir.Load:
+				if b.shared[x.Buf] {
+					p.reads[x.Buf] = true
+				}
+			case *loopir.Address:
+				if b.shared[x.Buf] {
+					panic(fmt.Sprintf("BUG: InsertBarriers: %s: shared buffer %s is passed to a tensor intrinsic", b.f.Name, x.Buf.Name))
+				}
 			}
-			p.writes[st.Buf][st] = true
+			return x
+		})
+	}
+	var rec func(loopir.Stmt)
+	rec = func(s loopir.Stmt) {
+		switch s := s.(type) {
+		case loopir.Seq:
+			for _, c := range s {
+				rec(c)
+			}
+		case *loopir.For:
+			loads(s.Min)
+			loads(s.Extent)
+			rec(s.Body)
+		case *loopir.IfThenElse:
+			loads(s.Cond)
+			rec(s.Then)
+			rec(s.Else)
+		case *loopir.Allocate:
+			rec(s.Body)
+		case *loopir.Store:
+			for _, i := range s.Index {
+				loads(i)
+			}
+			loads(s.Value)
+			if b.shared[s.Buf] {
+				if p.writes[s.Buf] == nil {
+					p.writes[s.Buf] = map[*loopir.Store]bool{}
+				}
+				p.writes[s.Buf][s] = true
+			}
+		case *loopir.IntrinCall:
+			for _, a := range s.Args {
+				loads(a)
+			}
+		case *loopir.Block:
+			panic(fmt.Sprintf("BUG: InsertBarriers: %s: block %s was not lowered", b.f.Name, s.Name))
 		}
-	})
+	}
+	rec(s)
 	return p
 }
 
@@ -169,18 +204,17 @@ func (b *barriers) stmt(s loopir.Stmt, pending phase) (loopir.Stmt, phase) {
 	return s, pending.union(b.accesses(s))
 }
 
-// seq runs the statements of s (one statement is a sequence of one) in order: a barrier
+// seq runs the statements of s (one statement is a sequence of one, nested sequences
+// are one sequence) in order: a barrier
 // goes before a statement whose accesses conflict with what is pending, as far out as
 // it can (before a loop or a branch rather than inside it); what a statement needs
 // inside it goes inside it.
 func (b *barriers) seq(s loopir.Stmt, pending phase) (loopir.Stmt, phase) {
-	list, isSeq := s.(loopir.Seq)
-	if !isSeq {
-		if s == nil {
-			return nil, pending
-		}
-		list = loopir.Seq{s}
+	if s == nil {
+		return nil, pending
 	}
+	_, isSeq := s.(loopir.Seq)
+	list := flatten(s, nil)
 	out := make(loopir.Seq, 0, len(list))
 	for _, c := range list {
 		if _, ok := c.(*loopir.Barrier); ok {
@@ -247,6 +281,17 @@ func (b *barriers) uses(e loopir.Expr) bool {
 		return x
 	})
 	return found
+}
+
+// flatten appends the statements of s to out, nested sequences spliced in.
+func flatten(s loopir.Stmt, out loopir.Seq) loopir.Seq {
+	if seq, ok := s.(loopir.Seq); ok {
+		for _, c := range seq {
+			out = flatten(c, out)
+		}
+		return out
+	}
+	return append(out, s)
 }
 
 func hasBarrier(s loopir.Stmt) bool {

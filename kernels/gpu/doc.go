@@ -3,7 +3,8 @@
 // to thread axes; codegen's CUDADialect and OpenCLDialect print the same scheduled
 // function), and it reads only the target's GPU limits (target.GPUFacts), never an ISA.
 //
-// Strategies(reg) is the table: gpu-injective, the rule ScheduleInjective, for every
+// Strategies(reg) is the table: gpu-matmul-tiled (ScheduleMatMulTiled) first for MatMul
+// and Gemm, then gpu-injective, the rule ScheduleInjective, for every
 // op whose compute definition is elementwise, broadcasting or injective (the definition
 // of package kernels, unchanged): intermediate stages inlined into the output, the
 // output's loops fused into one loop over its elements, split by the block size
@@ -20,16 +21,32 @@
 // kernels.ErrNotApplicable; with no other strategy in the table, lowering such a node
 // fails with kernels.ErrNoKernel.
 //
-// Not yet here: reductions (softmax, norms, pooling), matmul and convolution (shared
-// memory tiles), vectorized loads, and more than one output stage per kernel.
+// gpu-matmul-tiled takes float32 MatMul (operands of rank 2 or more, batch axes
+// broadcasting, symbolic rows, columns, K and batch) and Gemm (transposes, alpha,
+// beta·C), with fused elementwise epilogues: a block computes a BM×BN output tile
+// (MatMulTile; ChooseMatMulTile takes the largest of 64×64, 32×32, 16×16, 8×8 that the
+// target's threads per block and local memory allow, 32×32 at most for a product of
+// constant rows and columns ≤ 32) with TY×TX threads, each a register tile of
+// contiguous rows and columns; K runs in steps of BK, each step's A and B tiles copied
+// into shared memory by the block's threads (schedule's cooperative copy), with a
+// barrier after the copy and one before the next step overwrites the tiles
+// (loopir/passes.InsertBarriers). Tails (M, N, K not multiples of the tile) are
+// predicates. Anything else (other dtypes, a 1-D operand, a stage the register tile
+// cannot feed) is kernels.ErrNotApplicable.
+//
+// Not yet here: reductions (softmax, norms, pooling), convolution, vectorized loads,
+// and more than one output stage per kernel.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions (bind's among them), so it cannot produce a wrong kernel, only fail;
 // the strategies are differential-tested against kernels/ref with tails and symbolic
 // extents (elementwise, broadcasting, a fused chain, cast, where, transpose, concat,
-// gather): every case's launched kernel runs on the CPU with its blocks and threads in
-// turn (the launch's meaning, with a canary past each output for a tail written out of
-// bounds), compiles with NVRTC for sm_80, and runs printed in OpenCL C on the OpenCL
-// device (PoCL in CI) and in CUDA C on a CUDA device where one is present; on both an
-// index out of range fails the launch through the status block.
+// gather; matrix products with tails, symbolic rows and batches, Gemm, an epilogue):
+// every case's launched kernel runs on the CPU with its blocks and threads in turn (the
+// launch's meaning, with a canary past each output for a tail written out of bounds;
+// a kernel with barriers runs each block's threads in lock-step phases between them,
+// a loop's last phase continuing into its next iteration, so a missing barrier gives a
+// wrong result), compiles with NVRTC for sm_80, and runs printed in OpenCL C on the
+// OpenCL device (PoCL in CI) and in CUDA C on a CUDA device where one is present; on
+// both an index out of range fails the launch through the status block.
 package gpu

@@ -10,13 +10,22 @@ import (
 	"github.com/kilnrt/kiln/target"
 )
 
-// Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: the
-// injective rule (ScheduleInjective) for every op whose compute definition is
-// elementwise, broadcasting or injective, with elementwise epilogues fused into the
-// same kernel. An op it does not fit (a reduction, several outputs) is
-// kernels.ErrNotApplicable, so lowering reports that no strategy applies.
+// Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: per op, the
+// rules tried first (gpu-matmul-tiled for MatMul and Gemm), then the injective rule
+// (ScheduleInjective) for every op whose compute definition is elementwise,
+// broadcasting or injective, with elementwise epilogues fused into the same kernel. An
+// op no rule fits (a reduction, several outputs) is kernels.ErrNotApplicable, so
+// lowering reports that no strategy applies.
 func Strategies(reg *kernels.Registry) *kernels.Strategies {
-	return kernels.NewStrategies(injectiveStrategy(reg), nil)
+	table := map[graph.Op][]kernels.Strategy{}
+	for _, fam := range []map[graph.Op][]kernels.Strategy{
+		{graph.OpMatMul: {matmulStrategy(reg)}, graph.OpGemm: {matmulStrategy(reg)}},
+	} {
+		for op, l := range fam {
+			table[op] = append(table[op], l...)
+		}
+	}
+	return kernels.NewStrategies(injectiveStrategy(reg), table)
 }
 
 func injectiveStrategy(reg *kernels.Registry) kernels.Strategy {

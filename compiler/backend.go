@@ -11,6 +11,7 @@ import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
 	lpasses "github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/target"
 )
@@ -33,6 +34,10 @@ type Backend struct {
 	Layout func(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy
 	// Lowering is the loop-IR pipeline run on every scheduled kernel before emission.
 	Lowering func() lpasses.Pipeline
+	// Launches: kernels run on a grid of thread blocks, whose geometry is derived from
+	// their bound loops and verified against the target's GPU limits
+	// (loopir/passes.DeriveLaunch, VerifyLaunch) and carried in the kernel table.
+	Launches bool
 	// Dialect prints the lowered kernels (codegen.Emit) with the options Emit
 	// (BoundsCheck is Options.Recipe.BoundsCheck).
 	Dialect *codegen.Dialect
@@ -59,9 +64,9 @@ type Backend struct {
 type Backends map[target.Kind]*Backend
 
 // DefaultBackends is the table a compile uses unless Options.Backends replaces it: the
-// CPU.
+// CPU and OpenCL.
 func DefaultBackends() Backends {
-	return Backends{target.CPU: CPUBackend()}
+	return Backends{target.CPU: CPUBackend(), target.OpenCL: OpenCLBackend()}
 }
 
 // backendFor looks the target kind k up in opts.Backends (nil: DefaultBackends).
@@ -97,7 +102,8 @@ func (b *Backend) allows(s graph.MemScope) bool {
 type KernelSource struct {
 	Name string // its entry point
 	Code string
-	Node string // the first node that uses it, for errors
+	Node string           // the first node that uses it, for errors
+	Func *loopir.PrimFunc // the lowered function Code prints, named Name
 }
 
 // BuildJob is a compile's build stage as a backend's Build sees it: the unique kernels,
@@ -107,6 +113,7 @@ type BuildJob struct {
 	Target  target.Target
 	Options Options
 	Kernels []KernelSource
+	Emit    codegen.COptions // the printer's options the sources were emitted with
 
 	c    *compile
 	mu   sync.Mutex

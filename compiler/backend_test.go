@@ -90,10 +90,10 @@ func TestSecondBackendIsOneTableEntry(t *testing.T) {
 func TestTargetKindWithoutBackendIsRefused(t *testing.T) {
 	m := convReluMatMul(t)
 	tg := target.Host()
-	tg.Kind = target.OpenCL
+	tg.Kind = target.CUDA
 	_, err := Build(m, tg, Options{})
-	if !errors.Is(err, ErrNoBackend) || !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "no backend for target opencl") {
-		t.Fatalf("err = %v, want ErrCompile and ErrNoBackend naming opencl", err)
+	if !errors.Is(err, ErrNoBackend) || !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "no backend for target cuda") {
+		t.Fatalf("err = %v, want ErrCompile and ErrNoBackend naming cuda", err)
 	}
 	_, err = Build(m, target.Host(), Options{Backends: Backends{scalarKind: CPUBackend()}})
 	if !errors.Is(err, ErrNoBackend) || !strings.Contains(err.Error(), "no backend for target cpu") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
@@ -38,8 +39,12 @@ type Options struct {
 	// Dims binds symbolic dims to values (see engine.DimsFromInputs).
 	Dims map[string]int64
 	// CPU builds the kernels with its C compiler; its fingerprint is recorded in the
-	// binary. Required by the CPU backend.
+	// binary. Required by the CPU backend, and by a GPU backend for the nodes that run
+	// on the CPU.
 	CPU *devcpu.Device
+	// GPU is a GPU backend's device: it builds the GPU kernels (the OpenCL backend's
+	// ProgramBuilder) and its fingerprint keys them.
+	GPU devices.Device
 	// Jobs is how many C compiles run at once (0: one per core).
 	Jobs int
 	// Progress, when set, is called as the compile advances (from one goroutine at a
@@ -128,7 +133,10 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 		opts.Jobs = runtime.NumCPU()
 	}
 	reg := kernels.Default()
-	c := &compile{t: t, be: be, opts: opts, model: model, registry: reg, strategies: be.Strategies(reg), res: &Result{Stats: Stats{Backend: be.Name, Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
+	c := &compile{t: t, be: be, opts: opts, model: model, registry: reg, res: &Result{Stats: Stats{Backend: be.Name, Strategies: map[string]int{}}}, limits: opts.Limits.Resolved()}
+	if err := c.placeDevices(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
+	}
 	mod := graph.Clone(m)
 	c.mod = mod
 	steps := []struct {
@@ -153,12 +161,15 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 
 // compile is the state of one compile.
 type compile struct {
-	t          target.Target
-	be         *Backend // the target kind's entry in the backend table
-	opts       Options
-	model      string // `model "name"`, for errors
-	registry   *kernels.Registry
-	strategies *kernels.Strategies
+	t        target.Target
+	be       *Backend // the target kind's entry in the backend table
+	opts     Options
+	model    string // `model "name"`, for errors
+	registry *kernels.Registry
+	// places are the executable's devices, by index (0: the CPU); order is the order
+	// a node's kernel is tried on them (placement.go)
+	places     []*place
+	order      []*place
 	res        *Result
 	mod        *graph.Module // the clone being compiled
 	em         *emitter

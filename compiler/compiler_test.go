@@ -63,7 +63,11 @@ func checkCompiledFor(t *testing.T, m *graph.Module, inputs map[string]*tensor.T
 	if err := exe.UnmarshalBinary(blob); err != nil {
 		t.Fatal(err)
 	}
-	machine, err := vm.Load(&exe, []devices.Device{dev}, vm.StdBuiltins())
+	devs := []devices.Device{dev}
+	if opts.GPU != nil {
+		devs = append(devs, opts.GPU)
+	}
+	machine, err := vm.Load(&exe, devs, vm.StdBuiltins())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
@@ -17,28 +18,38 @@ type emitter struct {
 	reg   map[*graph.Value]vm.Reg
 	host  map[vm.Reg]bool   // the register holds a host value (builtin results, counters)
 	sym   map[string]vm.Reg // each symbolic dim's value (host int64 scalar), see symbolic.go
+	// dev is the device of each device tensor's register (absent: 0, the CPU); a
+	// constant's register (anyDev) is read on any device (the VM places a copy at load)
+	dev    map[vm.Reg]int
+	anyDev map[vm.Reg]bool
+	// copies are the straight-line part's device copies, by source register and device
+	copies map[copyKey]vm.Reg
 
 	consts     []*tensor.Tensor
 	constIdx   map[*tensor.Tensor]int
 	builtins   []string
 	builtinIdx map[string]int
 
-	// static plan bookkeeping
-	arena  vm.Reg
-	roots  []*root
-	dyn    []*root            // storages sized at run time on the straight-line part (symbolic.go)
-	rootOf map[vm.Reg][]*root // the allocations a register may hold (views included)
-	loops  []*loopRegion
-	depth  int // control-flow nesting: 0 is the straight-line part, planned statically
+	// static plan bookkeeping: one arena per device, allocated by the instruction at
+	// arenaPC (its size set by the plan)
+	arenas  []vm.Reg
+	arenaPC []int
+	roots   []*root
+	dyn     []*root            // storages sized at run time on the straight-line part (symbolic.go)
+	rootOf  map[vm.Reg][]*root // the allocations a register may hold (views included)
+	loops   []*loopRegion
+	depth   int // control-flow nesting: 0 is the straight-line part, planned statically
 	// memPlan is the prologue's check of the run-time sized storages (nil: none)
 	memPlan *memPlanSite
 
-	launches int
+	launches   int
+	copiesMade int // DeviceCopy instructions between devices
 }
 
 // root is one planned allocation: the AllocTensor at pc alloc, its size and last use.
 type root struct {
 	alloc   int
+	dev     int // the device whose arena (or storage) holds it
 	size    int64
 	lastUse int
 	storage vm.Reg    // a run-time sized storage (dyn), freed after lastUse
@@ -48,6 +59,11 @@ type root struct {
 
 // loopRegion collects the planned tensors read inside a loop that were allocated
 // before it: they must live until the loop's back edge.
+type copyKey struct {
+	src vm.Reg
+	dev int
+}
+
 type loopRegion struct {
 	start  int
 	extend map[*root]bool
@@ -55,7 +71,8 @@ type loopRegion struct {
 
 func newEmitter(c *compile) *emitter {
 	e := &emitter{c: c, reg: map[*graph.Value]vm.Reg{}, host: map[vm.Reg]bool{}, sym: map[string]vm.Reg{},
-		constIdx: map[*tensor.Tensor]int{}, builtinIdx: map[string]int{}, rootOf: map[vm.Reg][]*root{}}
+		constIdx: map[*tensor.Tensor]int{}, builtinIdx: map[string]int{}, rootOf: map[vm.Reg][]*root{},
+		dev: map[vm.Reg]int{}, anyDev: map[vm.Reg]bool{}, copies: map[copyKey]vm.Reg{}}
 	return e
 }
 
@@ -89,6 +106,8 @@ func (e *emitter) use(r vm.Reg) {
 func (e *emitter) alias(dst, src vm.Reg) {
 	e.rootOf[dst] = append(e.rootOf[dst], e.rootOf[src]...)
 	e.host[dst] = e.host[src]
+	e.dev[dst] = e.dev[src]
+	e.anyDev[dst] = e.anyDev[src]
 }
 
 func (e *emitter) constant(t *tensor.Tensor) int {
@@ -114,6 +133,7 @@ func (e *emitter) builtin(name string) int64 {
 func (e *emitter) loadConst(t *tensor.Tensor) vm.Reg {
 	r := e.newReg()
 	e.emit(vm.Instr{Op: vm.LoadConst, Dst: r, Imm: int64(e.constant(t))})
+	e.anyDev[r] = true
 	return r
 }
 
@@ -130,19 +150,45 @@ func (e *emitter) read(v *graph.Value) (vm.Reg, error) {
 	return r, nil
 }
 
-// readDevice returns a register holding v as a device tensor (copying a host value).
-func (e *emitter) readDevice(v *graph.Value) (vm.Reg, error) {
+// readDevice returns a register holding v as a tensor on the CPU (device 0): what
+// control flow carries and moves between its branches and iterations.
+func (e *emitter) readDevice(v *graph.Value) (vm.Reg, error) { return e.readOn(v, 0) }
+
+// readTensor returns a register holding v as a device tensor where it is (a host
+// value is copied to the CPU).
+func (e *emitter) readTensor(v *graph.Value) (vm.Reg, error) {
 	r, err := e.read(v)
 	if err != nil || !e.host[r] {
 		return r, err
 	}
+	return e.readOn(v, 0)
+}
+
+// readOn returns a register holding v as a tensor on device dev: v's own register
+// when it is there (or is a constant, which the VM places on every device that reads
+// it), else a DeviceCopy. A copy on the straight-line part is made once and reused by
+// later reads (its source register is never written again there).
+func (e *emitter) readOn(v *graph.Value, dev int) (vm.Reg, error) {
+	r, err := e.read(v)
+	if err != nil || e.anyDev[r] || (!e.host[r] && e.dev[r] == dev) {
+		return r, err
+	}
+	key := copyKey{r, dev}
+	if d, ok := e.copies[key]; ok {
+		return d, nil
+	}
 	d := e.newReg()
 	e.use(r)
-	e.emit(vm.Instr{Op: vm.DeviceCopy, Dst: d, Args: []vm.Reg{r}, Device: 0})
+	e.emit(vm.Instr{Op: vm.DeviceCopy, Dst: d, Args: []vm.Reg{r}, Device: dev, Str: "tensor " + strconv.Quote(v.Name)})
+	e.dev[d] = dev
+	e.copiesMade++
+	if e.depth == 0 {
+		e.copies[key] = d
+	}
 	return d, nil
 }
 
-// move copies src into a fresh register.
+// move copies src into a fresh register (a constant's copy counts as on the CPU).
 func (e *emitter) move(src vm.Reg) vm.Reg {
 	d := e.newReg()
 	e.moveTo(d, src)
@@ -153,13 +199,16 @@ func (e *emitter) moveTo(dst, src vm.Reg) {
 	e.use(src)
 	e.emit(vm.Instr{Op: vm.Move, Dst: dst, Args: []vm.Reg{src}})
 	e.alias(dst, src)
+	// control flow writes dst again (a loop's carried value, a branch's result): it
+	// holds a tensor on the CPU, not a constant every device may read
+	e.anyDev[dst] = false
 }
 
 // allocTensor allocates a tensor of a static shape: planned in the arena on the
 // straight-line part, its own storage inside control flow. what names it (the value and
 // its node) in errors and in the instructions. A byte count that overflows, or one
 // above the tensor limit, is an error.
-func (e *emitter) allocTensor(dt tensor.DType, shape []int64, what string) (vm.Reg, error) {
+func (e *emitter) allocTensor(dt tensor.DType, shape []int64, what string, dev int) (vm.Reg, error) {
 	bytes, err := tensor.CheckedBytes(dt, shape)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
@@ -168,16 +217,17 @@ func (e *emitter) allocTensor(dt tensor.DType, shape []int64, what string) (vm.R
 		return 0, e.c.limits.TensorError(what, bytes)
 	}
 	r := e.newReg()
+	e.dev[r] = dev
 	if e.depth == 0 {
-		rt := &root{alloc: e.pc(), size: bytes, what: what}
+		rt := &root{alloc: e.pc(), dev: dev, size: bytes, what: what}
 		rt.lastUse = rt.alloc
 		e.roots = append(e.roots, rt)
 		e.rootOf[r] = []*root{rt}
-		e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{e.arena}, DType: dt, Shape: shape, Str: what})
+		e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{e.arenas[dev]}, DType: dt, Shape: shape, Str: what})
 		return r, nil
 	}
 	s := e.newReg()
-	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Imm: max(bytes, vm.PlanAlign), Device: 0, Str: what})
+	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Imm: max(bytes, vm.PlanAlign), Device: dev, Str: what})
 	e.emit(vm.Instr{Op: vm.AllocTensor, Dst: r, Args: []vm.Reg{s}, DType: dt, Shape: shape, Str: what})
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kilnrt/kiln/compilecache"
+	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph/passes"
@@ -36,8 +37,15 @@ type JIT struct {
 
 // Compile implements engine.Compiler.
 func (j JIT) Compile(ctx context.Context, job *engine.Job) (*engine.Compiled, error) {
-	cpu, _ := job.Device.(*devcpu.Device) // the CPU backend's device (its Check refuses nil)
-	res, err := Build(job.Module, job.Target, Options{Dims: job.Dims, CPU: cpu, Jobs: j.Jobs, Progress: job.Progress, Check: j.Check,
+	var cpu *devcpu.Device // the CPU backend's device (its Check refuses nil)
+	var gpu devices.Device
+	if job.Host != nil {
+		cpu, _ = job.Host.(*devcpu.Device)
+		gpu = job.Device
+	} else {
+		cpu, _ = job.Device.(*devcpu.Device)
+	}
+	res, err := Build(job.Module, job.Target, Options{Dims: job.Dims, CPU: cpu, GPU: gpu, Jobs: j.Jobs, Progress: job.Progress, Check: j.Check,
 		DumpPass: j.DumpPass, Dump: j.Dump, Recipe: job.Recipe, Context: ctx, Graph: j.Graph, Name: job.Name, Cache: job.Journal, Limits: job.Limits})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,8 @@ import (
 // kernelUse is a node's kernel: its index in the table and how to call it.
 type kernelUse struct {
 	index    int
+	dev      int    // the device it runs on (the executable's device index)
+	why      string // why it is not on a device tried before (empty: the first)
 	strategy string
 	params   []kernels.Param
 	outDT    []tensor.DType
@@ -33,6 +35,10 @@ type kernelUnit struct {
 	dims    []string
 	args    []vm.KernelArg // what it may touch through each argument
 	node    string         // the first node that uses it, for errors
+	dev     int            // the device it runs on
+	launch  *vm.KernelLaunch
+	fn      *loopir.PrimFunc // the lowered function code prints
+	binary  int              // its binary in the executable
 }
 
 type packKey struct {
@@ -48,7 +54,7 @@ type kernelTable struct {
 	byShape map[string]*kernelUse
 	units   []kernelUnit
 	packed  map[packKey]*tensor.Tensor
-	so      []byte // the binary the backend built
+	bins    []vm.Binary // the binaries the backends built, one per device with kernels
 }
 
 func newKernelTable() *kernelTable {
@@ -58,11 +64,12 @@ func newKernelTable() *kernelTable {
 // canonicalName is the name every kernel is emitted under for deduplication.
 const canonicalName = "kiln_kernel"
 
-// lowerKernelFor lowers n (with the other members of its fused group as epilogues, in
-// topological order, when given) through the strategy table, the loopir pipeline and
-// the backend's dialect, and returns its entry in the kernel table. With epilogues that no
-// strategy fuses it returns nil and no error.
-func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, error) {
+// lowerKernelOn lowers n (with the other members of its fused group as epilogues, in
+// topological order, when given) for device p through its strategy table, the loopir
+// pipeline, the launch derivation (GPU backends) and the backend's dialect, and returns
+// its entry in the kernel table. With epilogues that no strategy fuses it returns nil
+// and no error.
+func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*kernelUse, error) {
 	c.vars = map[string]*loopir.Var{}
 	in, err := c.inputs(n)
 	if err != nil {
@@ -89,24 +96,30 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 	}
 	var impl *kernels.Impl
 	if len(epi) > 0 {
-		impl, err = c.strategies.LowerFused(n, in, epi, c.t)
+		impl, err = p.strategies.LowerFused(n, in, epi, p.t)
 		if errors.Is(err, kernels.ErrNotApplicable) {
 			return nil, nil
 		}
 	} else {
-		impl, err = c.strategies.Lower(n, in, c.t)
+		impl, err = p.strategies.Lower(n, in, p.t)
 	}
 	if err != nil {
 		return nil, err
 	}
-	c.res.Stats.Strategies[impl.Strategy]++
-	low, err := c.be.Lowering().Run(impl.Func)
+	low, err := p.be.Lowering().Run(impl.Func)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
+	var launch *vm.KernelLaunch
+	if p.be.Launches {
+		if low, launch, err = c.launch(p, low); err != nil {
+			return nil, fmt.Errorf("%v: %w", n, err)
+		}
+	}
+	c.res.Stats.Strategies[impl.Strategy]++
 	anchor := n
 	n = last // the kernel's outputs are the chain's last node's
-	use := &kernelUse{params: impl.Params, strategy: impl.Strategy}
+	use := &kernelUse{params: impl.Params, strategy: impl.Strategy, dev: p.dev}
 	for _, d := range low.Dims {
 		use.dims = append(use.dims, d.Name)
 	}
@@ -142,25 +155,8 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 	}
 	cp := *low
 	cp.Name = canonicalName
-	eopts := c.be.Emit
-	eopts.BoundsCheck = c.opts.Recipe.BoundsCheck
-	src, err := codegen.Emit(c.be.Dialect, eopts, &cp)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", n, err)
-	}
-	kt := c.kt
-	if idx, ok := kt.byCode[src.Code]; ok {
-		use.index = idx
-		return use, nil
-	}
-	// named by its ops and its code, so a kernel is the same object in every model and
-	// the journal builds it once
-	cp.Name = "k_" + strings.ToLower(anchor.Op.String())
-	for _, e := range chain {
-		cp.Name += "_" + strings.ToLower(e.Op.String())
-	}
-	cp.Name += "_" + digestString(src.Code)[:10]
-	named, err := codegen.Emit(c.be.Dialect, eopts, &cp)
+	eopts := c.emitOptions(p)
+	src, err := codegen.Emit(p.be.Dialect, eopts, &cp)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
@@ -168,9 +164,33 @@ func (c *compile) lowerKernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
+	// a kernel is its code, what its launch checks and, on a GPU, its geometry: two
+	// grids over one body (a thread's work does not depend on how many there are)
+	// are two kernels
+	identity := fmt.Sprintf("%s\n// device %d, arguments %v", src.Code, p.dev, args)
+	if launch != nil {
+		identity += fmt.Sprintf(", launch %v", *launch)
+	}
+	kt := c.kt
+	if idx, ok := kt.byCode[identity]; ok {
+		use.index = idx
+		return use, nil
+	}
+	// named by its ops and its identity, so a kernel is the same object in every model
+	// and the journal builds it once
+	cp.Name = "k_" + strings.ToLower(anchor.Op.String())
+	for _, e := range chain {
+		cp.Name += "_" + strings.ToLower(e.Op.String())
+	}
+	cp.Name += "_" + digestString(identity)[:10]
+	named, err := codegen.Emit(p.be.Dialect, eopts, &cp)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
 	use.index = len(kt.units)
-	kt.byCode[src.Code] = use.index
-	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), dims: use.dims, args: args, node: n.String()})
+	kt.byCode[identity] = use.index
+	kt.units = append(kt.units, kernelUnit{name: named.Kernels[0], code: named.Code, inputs: len(impl.Params), outputs: len(outs), dims: use.dims, args: args, node: n.String(),
+		dev: p.dev, launch: launch, fn: &cp})
 	return use, nil
 }
 
@@ -220,18 +240,42 @@ func (kt *kernelTable) prepack(v *graph.Value, p kernels.Param) (*tensor.Tensor,
 	return t, nil
 }
 
-// build turns the unique kernels into the executable's binary through the backend.
+// emitOptions are the printer's options for p's kernels.
+func (c *compile) emitOptions(p *place) codegen.COptions {
+	eopts := p.be.Emit
+	eopts.BoundsCheck = c.opts.Recipe.BoundsCheck
+	return eopts
+}
+
+// build turns the unique kernels into the executable's binaries through their
+// devices' backends: one binary per device that runs a kernel (a CPU compile always
+// has its one, empty of kernels or not).
 func (c *compile) build() error {
 	kt := c.kt
-	job := &BuildJob{Context: c.opts.Context, Target: c.t, Options: c.opts, c: c}
-	for _, u := range kt.units {
-		job.Kernels = append(job.Kernels, KernelSource{Name: u.name, Code: u.code, Node: u.node})
+	for _, p := range c.places {
+		job := &BuildJob{Context: c.opts.Context, Target: p.t, Options: c.opts, Emit: c.emitOptions(p), c: c}
+		var mine []int
+		for i, u := range kt.units {
+			if u.dev == p.dev {
+				mine = append(mine, i)
+				job.Kernels = append(job.Kernels, KernelSource{Name: u.name, Code: u.code, Node: u.node, Func: u.fn})
+			}
+		}
+		if len(mine) == 0 && len(c.places) > 1 {
+			continue
+		}
+		bin, err := p.be.Build(job)
+		if err != nil {
+			if len(c.places) > 1 {
+				return fmt.Errorf("%s kernels: %w", p.be.Name, err)
+			}
+			return err
+		}
+		for _, i := range mine {
+			kt.units[i].binary = len(kt.bins)
+		}
+		kt.bins = append(kt.bins, vm.Binary{Device: p.be.Device, Fingerprint: p.be.Fingerprint(c.opts), Data: bin})
 	}
-	bin, err := c.be.Build(job)
-	if err != nil {
-		return err
-	}
-	kt.so = bin
 	c.res.Stats.KernelsCached = int(c.kernelHits.Load())
 	return nil
 }
@@ -240,7 +284,7 @@ func (c *compile) build() error {
 func (kt *kernelTable) kernelInfos() []vm.KernelInfo {
 	out := make([]vm.KernelInfo, len(kt.units))
 	for i, u := range kt.units {
-		out[i] = vm.KernelInfo{Name: u.name, Binary: 0, Inputs: u.inputs, Outputs: u.outputs, Dims: u.dims, Args: u.args}
+		out[i] = vm.KernelInfo{Name: u.name, Binary: u.binary, Inputs: u.inputs, Outputs: u.outputs, Dims: u.dims, Args: u.args, Launch: u.launch}
 	}
 	return out
 }

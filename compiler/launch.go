@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kilnrt/kiln/loopir"
+	lpasses "github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/vm"
 )
 
@@ -57,4 +58,31 @@ func extentProgram(x loopir.Expr, dims map[*loopir.Var]int64) (vm.Extent, error)
 		return append(append(a, b...), op), nil
 	}
 	return nil, fmt.Errorf("expression %s", loopir.ExprString(x))
+}
+
+// launch derives a GPU kernel's geometry from its bound loops, verifies it against
+// p's target limits and encodes it over the kernel's runtime dims for the kernel table;
+// it returns the kernel to print (thread loops over a tail get their guard).
+func (c *compile) launch(p *place, f *loopir.PrimFunc) (*loopir.PrimFunc, *vm.KernelLaunch, error) {
+	g, l, err := lpasses.DeriveLaunch(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := lpasses.VerifyLaunch(g, l, p.t.GPU); err != nil {
+		return nil, nil, err
+	}
+	dims := map[*loopir.Var]int64{}
+	for i, d := range g.Dims {
+		dims[d] = int64(i)
+	}
+	out := &vm.KernelLaunch{}
+	for i := range 3 {
+		if out.Grid[i], err = extentProgram(l.Grid[i], dims); err != nil {
+			return nil, nil, fmt.Errorf("BUG: grid extent %s: %w", loopir.ExprString(l.Grid[i]), err)
+		}
+		if out.Block[i], err = extentProgram(l.Block[i], dims); err != nil {
+			return nil, nil, fmt.Errorf("BUG: block extent %s: %w", loopir.ExprString(l.Block[i]), err)
+		}
+	}
+	return g, out, nil
 }

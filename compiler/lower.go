@@ -23,8 +23,12 @@ func (c *compile) lower(m *graph.Module) error {
 		}
 		e.reg[p] = e.newReg()
 	}
-	e.arena = e.newReg()
-	e.emit(vm.Instr{Op: vm.AllocStorage, Dst: e.arena, Device: 0, Str: "the static memory plan"}) // size set by the plan
+	for _, p := range e.c.places {
+		r := e.newReg()
+		e.arenas = append(e.arenas, r)
+		e.arenaPC = append(e.arenaPC, e.emit(vm.Instr{Op: vm.AllocStorage, Dst: r, Device: p.dev, Str: "the static memory plan"})) // size set by the plan
+		e.dev[r] = p.dev
+	}
 	e.bindSymbols(f.Params)
 	e.reserveMemPlan()
 	n := 0
@@ -59,6 +63,7 @@ func (c *compile) lower(m *graph.Module) error {
 	e.use(ret)
 	e.emit(vm.Instr{Op: vm.Ret, Args: []vm.Reg{ret}})
 	c.res.Stats.Launches = e.launches
+	c.res.Stats.Copies = e.copiesMade
 	c.res.Stats.Kernels = len(c.kt.units)
 	e.killDynamic(outs)
 	c.report(Progress{Stage: "lower", Done: len(f.Nodes), Total: len(f.Nodes)})
@@ -76,7 +81,7 @@ func isView(n *graph.Node) bool {
 // lowerView reshapes without copying.
 func (e *emitter) lowerView(n *graph.Node) error {
 	out := n.Outputs[0]
-	src, err := e.readDevice(n.Inputs[0])
+	src, err := e.readTensor(n.Inputs[0])
 	if err != nil {
 		return err
 	}
@@ -147,7 +152,7 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 				return false, fmt.Errorf("%v: repacking input %d (%s): %w", src, p.Input, p.Layout, err)
 			}
 			r = e.loadConst(packed)
-		} else if r, err = e.readDevice(v); err != nil {
+		} else if r, err = e.readOn(v, k.dev); err != nil {
 			return false, err
 		}
 		args = append(args, r)
@@ -156,10 +161,10 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	for i, o := range last.Outputs {
 		var r vm.Reg
 		if k.outShape[i] == nil {
-			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape, describe(last, o)); err != nil {
+			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape, describe(last, o), k.dev); err != nil {
 				return false, fmt.Errorf("%v: output %q: %w", last, o.Name, err)
 			}
-		} else if r, err = e.allocTensor(k.outDT[i], k.outShape[i], describe(last, o)); err != nil {
+		} else if r, err = e.allocTensor(k.outDT[i], k.outShape[i], describe(last, o), k.dev); err != nil {
 			return false, err
 		}
 		e.reg[o] = r
@@ -179,7 +184,7 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index), Str: launchWhat(nodes)})
 	e.launches++
 	e.c.res.Stats.Fused += len(chain)
-	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String()}
+	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String(), Device: e.c.deviceName(k.dev), Why: k.why}
 	for _, c := range chain {
 		g.Fused = append(g.Fused, c.String())
 	}

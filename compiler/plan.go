@@ -13,21 +13,27 @@ func (c *compile) plan() error {
 	e := c.em
 	iv := make([]vm.Interval, len(e.roots))
 	for i, rt := range e.roots {
-		iv[i] = vm.Interval{Size: rt.size, Start: rt.alloc, End: max(rt.lastUse, rt.alloc)}
+		iv[i] = vm.Interval{Size: rt.size, Start: rt.alloc, End: max(rt.lastUse, rt.alloc), Device: rt.dev}
 	}
-	p, err := vm.PlanMemory(iv)
+	p, err := vm.PlanArenas(iv, c.aligns())
 	if err != nil {
 		return err
 	}
-	if p.Size > c.limits.RequestBytes {
-		return c.limits.RequestError(fmt.Sprintf("the static memory plan (its largest tensor: %s)", e.largestRoot()), p.Size)
+	var total int64
+	for _, sz := range p.Sizes {
+		total += sz
+	}
+	if total > c.limits.RequestBytes {
+		return c.limits.RequestError(fmt.Sprintf("the static memory plan (its largest tensor: %s)", e.largestRoot()), total)
 	}
 	for i, rt := range e.roots {
 		e.code[rt.alloc].Imm = p.Offsets[i]
 	}
-	e.code[0].Imm = max(p.Size, vm.PlanAlign)
+	for d, pc := range e.arenaPC {
+		e.code[pc].Imm = max(p.Sizes[d], vm.PlanAlign)
+	}
 	st := &c.res.Stats
-	st.ArenaBytes, st.UnplannedSum = p.Size, p.Sum
+	st.ArenaBytes, st.UnplannedSum = total, p.Sum
 	for _, k := range e.consts {
 		st.ConstantBytes += int64(k.Len() * k.DType.Size())
 	}
@@ -36,7 +42,7 @@ func (c *compile) plan() error {
 		Constants: e.consts,
 		Kernels:   c.kt.kernelInfos(),
 		Builtins:  e.builtins,
-		Binaries:  []vm.Binary{{Device: c.be.Device, Fingerprint: c.be.Fingerprint(c.opts), Data: c.kt.so}},
+		Binaries:  c.kt.bins,
 	}
 	for _, v := range c.mod.Main.Params {
 		exe.Inputs = append(exe.Inputs, ioInfo(v))

@@ -175,7 +175,7 @@ func (e *emitter) finishMemPlan(kept map[*root]bool) {
 }
 
 // allocDynamic allocates a tensor of a symbolic shape in a storage of its own.
-func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim, what string) (vm.Reg, error) {
+func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim, what string, dev int) (vm.Reg, error) {
 	shape, err := e.shapeEval(tensor.Int64, []int64{int64(len(dims))}, dims)
 	if err != nil {
 		return 0, err
@@ -190,11 +190,12 @@ func (e *emitter) allocDynamic(dt tensor.DType, dims []graph.Dim, what string) (
 	}
 	s, r := e.newReg(), e.newReg()
 	e.use(bytes)
-	pc := e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Args: []vm.Reg{bytes}, Device: 0, Str: what})
+	pc := e.emit(vm.Instr{Op: vm.AllocStorage, Dst: s, Args: []vm.Reg{bytes}, Device: dev, Str: what})
+	e.dev[r] = dev
 	e.use(shape)
 	e.emit(vm.Instr{Op: vm.AllocTensorReg, Dst: r, Args: []vm.Reg{s, shape}, DType: dt, Str: what})
 	if e.depth == 0 { // freed after its last use (killDynamic); inside control flow at the end
-		rt := &root{alloc: pc, lastUse: pc + 1, storage: s, bytes: size, what: what}
+		rt := &root{alloc: pc, dev: dev, lastUse: pc + 1, storage: s, bytes: size, what: what}
 		e.dyn = append(e.dyn, rt)
 		e.rootOf[r] = []*root{rt}
 	}

@@ -50,16 +50,44 @@ func TestSymbolicOneExecutable(t *testing.T) {
 }
 
 func symbolicOnce(t *testing.T, noFusion bool) {
-	dev := openCPU(t)
+	symbolicOnceFor(t, target.Host(), Options{Recipe: engine.Recipe{NoFusion: noFusion}})
+}
+
+// symbolicOnceFor compiles symbolicModule once for tg with opts (CPU and Check set
+// here) and runs it at several shapes.
+func symbolicOnceFor(t *testing.T, tg target.Target, opts Options) {
 	m := symbolicModule(t)
-	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true, Recipe: engine.Recipe{NoFusion: noFusion}})
-	if err != nil {
-		t.Fatal(err)
+	// b = 0 is left out: the reshape target [-1, b] would then hold a 0, which ONNX
+	// reads as "keep the input's extent" — shape inference, like ONNX Runtime's, takes
+	// a symbol to be at least 1 where 0 means something else
+	var runs [][]*tensor.Tensor
+	for i, shape := range [][2]int{{3, 5}, {1, 1}, {2, 0}, {7, 33}, {3, 5}} {
+		runs = append(runs, []*tensor.Tensor{f32(uint64(i+1), shape[0], shape[1]), f32(uint64(i+50), shape[0], shape[1])})
 	}
+	machine, res := checkSymbolic(t, m, tg, opts, runs)
 	for _, io := range res.Exe.Inputs {
 		if io.Shape[0] != -1 || io.Shape[1] != -1 {
 			t.Fatalf("input %s has shape %v; want dynamic extents", io.Name, io.Shape)
 		}
+	}
+	// y disagrees with x on b: a bad input, not a crash or a wrong answer
+	_, err := machine.Run(context.Background(), []*tensor.Tensor{f32(1, 3, 5), f32(2, 4, 5)})
+	if !errors.Is(err, vm.ErrInput) {
+		t.Fatalf("inputs disagreeing on b: got %v, want ErrInput", err)
+	}
+}
+
+// checkSymbolic compiles m once for tg with nothing bound (opts with CPU and Check set
+// here; with opts.GPU, the executable runs on the CPU and that device), loads it after
+// a marshal round trip and checks each run's inputs (in parameter order) against the
+// reference evaluator. The VM is closed when the test ends.
+func checkSymbolic(t *testing.T, m *graph.Module, tg target.Target, opts Options, runs [][]*tensor.Tensor) (*vm.VM, *Result) {
+	t.Helper()
+	dev := openCPU(t)
+	opts.CPU, opts.Check = dev, true
+	res, err := Build(m, tg, opts)
+	if err != nil {
+		t.Fatal(err)
 	}
 	blob, err := res.Exe.MarshalBinary()
 	if err != nil {
@@ -69,21 +97,25 @@ func symbolicOnce(t *testing.T, noFusion bool) {
 	if err := exe.UnmarshalBinary(blob); err != nil {
 		t.Fatal(err)
 	}
-	machine, err := vm.Load(&exe, []devices.Device{dev}, vm.StdBuiltins())
+	devs := []devices.Device{dev}
+	if opts.GPU != nil {
+		devs = append(devs, opts.GPU)
+	}
+	machine, err := vm.Load(&exe, devs, vm.StdBuiltins())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer machine.Close()
-	// b = 0 is left out: the reshape target [-1, b] would then hold a 0, which ONNX
-	// reads as "keep the input's extent" — shape inference, like ONNX Runtime's, takes
-	// a symbol to be at least 1 where 0 means something else
-	for i, shape := range [][2]int{{3, 5}, {1, 1}, {2, 0}, {7, 33}, {3, 5}} {
-		x, y := f32(uint64(i+1), shape[0], shape[1]), f32(uint64(i+50), shape[0], shape[1])
-		got, err := machine.Run(context.Background(), []*tensor.Tensor{x, y})
+	t.Cleanup(func() { machine.Close() })
+	for _, in := range runs {
+		got, err := machine.Run(context.Background(), in)
 		if err != nil {
-			t.Fatalf("%v: %v", shape, err)
+			t.Fatalf("%v: %v", in[0].Shape, err)
 		}
-		want, err := ref.Eval(m, map[string]ref.Value{"x": x, "y": y}, ref.Options{})
+		refIn := map[string]ref.Value{}
+		for i, p := range m.Main.Params {
+			refIn[p.Name] = in[i]
+		}
+		want, err := ref.Eval(m, refIn, ref.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,11 +123,7 @@ func symbolicOnce(t *testing.T, noFusion bool) {
 			nodetest.CloseTensor(t, m.Main.Results[k].Name, got[k], want[k].(*tensor.Tensor))
 		}
 	}
-	// y disagrees with x on b: a bad input, not a crash or a wrong answer
-	_, err = machine.Run(context.Background(), []*tensor.Tensor{f32(1, 3, 5), f32(2, 4, 5)})
-	if !errors.Is(err, vm.ErrInput) {
-		t.Fatalf("inputs disagreeing on b: got %v, want ErrInput", err)
-	}
+	return machine, res
 }
 
 // TestSymbolicSliceGuard: a constant table sliced to a symbolic length (gpt2's causal

@@ -36,11 +36,14 @@ type Job struct {
 	// Inputs are the concrete input shapes the executable serves (empty: none, the
 	// symbolic dims stay free and it serves every shape); Dims binds the symbols they
 	// fix.
-	Inputs   map[string][]int64
-	Dims     map[string]int64
-	Recipe   Recipe
-	Target   target.Target
-	Device   devices.Device        // the device the kernels are built for and run on
+	Inputs map[string][]int64
+	Dims   map[string]int64
+	Recipe Recipe
+	Target target.Target
+	Device devices.Device // the device the kernels are built for and run on
+	// Host is the CPU when Device is a GPU: it runs the nodes without a GPU kernel
+	// (nil when Device is the CPU)
+	Host     devices.Device
 	Journal  *compilecache.Journal // keeps single kernels' object code (nil: none)
 	Limits   vm.Limits
 	Progress func(Progress) // nil: no reports
@@ -58,6 +61,9 @@ type Config struct {
 	// where they run (its fingerprint is part of the key too).
 	Target target.Target
 	Device devices.Device
+	// Host is the CPU device when Target is a GPU (required then): the executable's
+	// device 0, which runs what the GPU does not (its fingerprint is part of the key).
+	Host devices.Device
 	// Journal keeps executables (nil: every executable is compiled, nothing kept).
 	Journal *compilecache.Journal
 	// Compiler builds executables the journal lacks (nil: serve-only, a miss is
@@ -83,6 +89,9 @@ type Engine struct{ cfg Config }
 func New(cfg Config) (*Engine, error) {
 	if cfg.Device == nil {
 		return nil, errors.New("engine: no device to run executables on")
+	}
+	if (cfg.Target.Kind != target.CPU) != (cfg.Host != nil) {
+		return nil, fmt.Errorf("engine: a %v target needs the CPU as host device exactly when it is a GPU", cfg.Target.Kind)
 	}
 	if cfg.Builtins == nil {
 		cfg.Builtins = vm.StdBuiltins()
@@ -144,7 +153,7 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 			return nil, fmt.Errorf("model %q: %w", m.Name, err)
 		}
 		c, err := e.cfg.Compiler.Compile(ctx, &Job{Name: m.Name, Module: mod, Inputs: shapes, Dims: dims, Recipe: e.cfg.Recipe,
-			Target: e.cfg.Target, Device: e.cfg.Device, Journal: e.cfg.Journal, Limits: e.cfg.Limits, Progress: progress})
+			Target: e.cfg.Target, Device: e.cfg.Device, Host: e.cfg.Host, Journal: e.cfg.Journal, Limits: e.cfg.Limits, Progress: progress})
 		if err != nil {
 			return nil, err
 		}
@@ -273,9 +282,19 @@ func (e *Engine) Load(ctx context.Context, m *Model, shapes map[string][]int64, 
 	return &Loaded{Built: b, Runner: machine, Outputs: outs}, nil
 }
 
-// LoadExecutable loads an executable (e.g. a .kiln file) on the engine's device.
+// LoadExecutable loads an executable (e.g. a .kiln file) on the engine's devices:
+// the device, or the host CPU and the GPU.
 func (e *Engine) LoadExecutable(exe *vm.Executable) (*vm.VM, error) {
-	return vm.LoadWith(exe, []devices.Device{e.cfg.Device}, e.cfg.Builtins, vm.Options{Limits: e.cfg.Limits})
+	return vm.LoadWith(exe, e.Devices(), e.cfg.Builtins, vm.Options{Limits: e.cfg.Limits})
+}
+
+// Devices are the executable's devices in order: the device alone, or the host CPU
+// (device 0) and the GPU (device 1).
+func (e *Engine) Devices() []devices.Device {
+	if e.cfg.Host != nil {
+		return []devices.Device{e.cfg.Host, e.cfg.Device}
+	}
+	return []devices.Device{e.cfg.Device}
 }
 
 // WithTimeout bounds ctx by d (0: no bound) with a cause wrapping ErrTimeout and

@@ -40,9 +40,14 @@ func (e *Engine) Material(m *Model, shapes map[string][]int64) compilecache.Mate
 	return e.material(m, shapes)
 }
 
-// TargetFingerprint is the target's fingerprint and the device's.
+// TargetFingerprint is the target's fingerprint and the device's (and the host
+// CPU's, for a GPU target: its kernels are in the executable too).
 func (e *Engine) TargetFingerprint() string {
-	return e.cfg.Target.Fingerprint() + " | device " + e.cfg.Device.Info().Fingerprint
+	s := e.cfg.Target.Fingerprint() + " | device " + e.cfg.Device.Info().Fingerprint
+	if e.cfg.Host != nil {
+		s += " | host " + e.cfg.Host.Info().Fingerprint
+	}
+	return s
 }
 
 // Schema names the journal's and the executable format's versions.

@@ -13,6 +13,7 @@ type Stats struct {
 	Backend       string        // the backend that compiled it (compiler.Backend.Name)
 	Nodes         int           // graph nodes after the passes (subgraphs included)
 	Launches      int           // kernel launches in the entry function's code
+	Copies        int           // copies between devices in the entry function's code
 	Kernels       int           // unique kernels (after deduplication)
 	Fused         int           // nodes run inside another node's kernel (epilogues)
 	ArenaBytes    int64         // the static plan's arena (the peak of planned tensors)
@@ -31,6 +32,8 @@ type Group struct {
 	Strategy string
 	Anchor   string   // e.g. `Conv "/layer1/conv1"`
 	Fused    []string // the epilogue nodes run inside it
+	Device   string   // the device it runs on ("cpu", "opencl")
+	Why      string   // why it does not run on the target's device (empty when it does)
 }
 
 // StageTiming is how long one stage took.

@@ -1,60 +1,73 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kilnrt/kiln/loopir"
 )
 
 // ComputeAt moves a producer block under loop l of its consumers: at every iteration of
-// l, the producer computes exactly the part of its buffer that the statements under l
+// l, the producer computes exactly the part of its buffers that the statements under l
 // read (bounded per axis from their affine indices; clipped to the buffer). The block
-// must store at its spatial iterators into a local buffer, sit alone in its own loop
-// nest, and every reader of the buffer must be under l.
+// must store at its spatial iterators (one store, or several buffers at the same index,
+// as an arg-reduction stores its index and value) into buffers the function allocates,
+// sit alone in its own loop nest, and every reader of its buffers other than itself must
+// be under l (a reduction reads its own accumulator). A local buffer whose every access
+// is then under l is allocated under l over just that region (compactAt): per-thread
+// storage under a loop bound to a thread axis.
 //
-// Under a loop bound to a threadIdx axis (l or one enclosing it), an allocated buffer is
-// compacted to the region (constant extents; every access rebased by the region's
-// start). A local buffer is then allocated under l: each thread computes its own part.
-// A shared buffer stays one per block: its region is what every thread of the block
-// reads under l (the threadIdx loops vary too; the region must not depend on them), and
-// the producer becomes a cooperative copy (cooperativeNest): the block's threads each
-// compute a share of the region. A shared buffer outside every threadIdx loop is
-// refused; the barriers between the copy and its readers come from
-// loopir/passes.InsertBarriers.
+// A shared buffer (an elementwise producer, one buffer) must be under a loop bound to a
+// threadIdx axis (l or one enclosing it), and stays one per block: its region is what
+// every thread of the block reads under l (the threadIdx loops vary too; the region
+// must not depend on them), the buffer is shrunk to it where it is allocated
+// (compactShared), and the producer becomes a cooperative copy (cooperativeNest): the
+// block's threads each compute a share of the region. The barriers between the copy
+// and its readers come from loopir/passes.InsertBarriers.
 func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 	const prim = "compute_at"
-	blk, st, at, root, err := s.moveTarget(prim, b, l)
+	blk, bufs, at, root, err := s.moveTarget(prim, b, l)
 	if err != nil {
 		return err
 	}
-	all, err := collectAccesses(s.f.Body, st.Buf, false)
-	if err != nil {
-		return s.errf(prim, "%v", err)
-	}
-	inside, err := collectAccesses(at.Body, st.Buf, false)
-	if err != nil {
-		return s.errf(prim, "%v", err)
+	allocated := s.allocations()
+	var inside []access
+	for _, buf := range bufs {
+		if !allocated[buf] {
+			return s.errf(prim, "block %s writes %s, which the function does not allocate", blk.Name, buf.Name)
+		}
+		all, err1 := collectAccesses(s.f.Body, buf, false)
+		own, err2 := collectAccesses(root, buf, false)
+		in, err3 := collectAccesses(at.Body, buf, false)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return s.errf(prim, "%v", err)
+		}
+		if len(in) != len(all)-len(own) {
+			return s.errf(prim, "%s is also read outside loop %s", buf.Name, at.Var.Name)
+		}
+		inside = append(inside, in...)
 	}
 	if len(inside) == 0 {
-		return s.errf(prim, "nothing under loop %s reads %s", at.Var.Name, st.Buf.Name)
-	}
-	if len(inside) != len(all) {
-		return s.errf(prim, "%s is also read outside loop %s", st.Buf.Name, at.Var.Name)
+		return s.errf(prim, "nothing under loop %s reads %s", at.Var.Name, bufs[0].Name)
 	}
 	threads := s.threadLoopsAt(at)
-	shared := st.Buf.Scope == loopir.ScopeShared
+	shared := bufs[0].Scope == loopir.ScopeShared
 	if shared {
+		if len(bufs) != 1 {
+			return s.errf(prim, "block %s writes %d buffers; a shared buffer is filled by a block of one store", blk.Name, len(bufs))
+		}
 		if len(threads) == 0 {
-			return s.errf(prim, "shared buffer %s: loop %s is under no loop bound to a threadIdx axis, so no block's threads share the copy", st.Buf.Name, at.Var.Name)
+			return s.errf(prim, "shared buffer %s: loop %s is under no loop bound to a threadIdx axis, so no block's threads share the copy", bufs[0].Name, at.Var.Name)
 		}
 		for i := range inside { // the region every thread of the block reads
 			inside[i].loops = append(inside[i].loops, threads...)
 		}
 	}
 	an := s.analyzerAt(at)
-	region, err := coverRegion(an, inside, len(st.Index))
+	region, err := coverRegion(an, inside, len(bufs[0].Shape))
 	if err != nil {
-		return s.errf(prim, "region of %s under %s: %v", st.Buf.Name, at.Var.Name, err)
+		return s.errf(prim, "region of %s under %s: %v", bufs[0].Name, at.Var.Name, err)
 	}
 	var nest loopir.Stmt
 	if shared {
@@ -64,25 +77,21 @@ func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 		if nest, err = s.cooperativeNest(prim, an, blk, region, threads); err != nil {
 			return err
 		}
+		if w, _ := collectAccesses(s.f.Body, bufs[0], true); len(w) != len(storesIn(blk, bufs[0])) {
+			return s.errf(prim, "%s is also written outside block %s", bufs[0].Name, blk.Name)
+		}
 	} else {
 		nest = s.renest(an, blk, region)
-	}
-	compact := len(threads) > 0 && s.allocated(st.Buf)
-	if compact {
-		if w, _ := collectAccesses(s.f.Body, st.Buf, true); len(w) != len(storesIn(blk, st.Buf)) {
-			return s.errf(prim, "%s is also written outside block %s", st.Buf.Name, blk.Name)
-		}
 	}
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{nest, f.Body}, Annotations: f.Annotations}
 	})
-	if compact {
-		var per *loopir.Var
-		if !shared {
-			per = at.Var
-		}
-		s.compact(st.Buf, region, per)
+	if shared {
+		s.compactShared(an, bufs[0], region)
+	}
+	for _, buf := range bufs {
+		s.compactAt(an, at.Var, buf, region)
 	}
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
@@ -155,7 +164,7 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	if err != nil {
 		return s.errf(prim, "region of %s written under %s: %v", input.Name, at.Var.Name, err)
 	}
-	compact := len(s.threadLoopsAt(at)) > 0 && s.allocated(input)
+	compact := len(s.threadLoopsAt(at)) > 0 && s.allocations()[input]
 	if compact {
 		if input.Scope != loopir.ScopeLocal {
 			return s.errf(prim, "%s buffer %s under a thread loop: only a local one is kept per thread", input.Scope, input.Name)
@@ -175,7 +184,7 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{f.Body, nest}, Annotations: f.Annotations}
 	})
 	if compact {
-		s.compact(input, region, at.Var)
+		s.compactAt(an, at.Var, input, region)
 	}
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
@@ -183,8 +192,8 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 
 // moveTarget resolves the block to move (see elementBlock), the loop to move it under
 // and the root of the block's own nest, which must not contain that loop.
-func (s *Schedule) moveTarget(prim string, b BlockRV, l LoopRV) (*loopir.Block, *loopir.Store, *loopir.For, *loopir.For, error) {
-	blk, st, err := s.elementBlock(prim, b)
+func (s *Schedule) moveTarget(prim string, b BlockRV, l LoopRV) (*loopir.Block, []*loopir.Buffer, *loopir.For, *loopir.For, error) {
+	blk, bufs, err := s.elementBlock(prim, b)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -199,36 +208,70 @@ func (s *Schedule) moveTarget(prim string, b BlockRV, l LoopRV) (*loopir.Block, 
 	if findLoop(root, at.Var) != nil {
 		return nil, nil, nil, nil, s.errf(prim, "loop %s belongs to block %s's own nest", at.Var.Name, blk.Name)
 	}
-	return blk, st, at, root, nil
+	return blk, bufs, at, root, nil
 }
 
-// elementBlock resolves a block that is one store at its spatial iterators, in order
-// (its reduction iterators, if any, after them).
-func (s *Schedule) elementBlock(prim string, b BlockRV) (*loopir.Block, *loopir.Store, error) {
+// elementBlock resolves a block whose every store (one, or a sequence of them, init
+// included) is at its spatial iterators, in order (its reduction iterators, if any,
+// after them), and returns the buffers it stores into.
+func (s *Schedule) elementBlock(prim string, b BlockRV) (*loopir.Block, []*loopir.Buffer, error) {
 	name, ok := s.blocks[b]
 	if !ok {
 		return nil, nil, s.errf(prim, "unknown block %s", b)
 	}
 	blk := findBlock(s.f.Body, name)
-	st, ok := blk.Body.(*loopir.Store)
-	if !ok {
-		return nil, nil, s.errf(prim, "block %s is not a single store", name)
-	}
 	var spatial []*loopir.Var
 	for _, it := range blk.Iters {
 		if it.Kind == loopir.Spatial {
 			spatial = append(spatial, it.Var)
 		}
 	}
-	if len(st.Index) != len(spatial) {
-		return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
-	}
-	for i, v := range spatial {
-		if st.Index[i] != loopir.Expr(v) {
-			return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
+	var bufs []*loopir.Buffer
+	for _, part := range []loopir.Stmt{blk.Init, blk.Body} {
+		stores, ok := storeList(part)
+		if !ok {
+			return nil, nil, s.errf(prim, "block %s is not a single store", name)
+		}
+		for _, st := range stores {
+			if len(st.Index) != len(spatial) {
+				return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
+			}
+			for i, v := range spatial {
+				if st.Index[i] != loopir.Expr(v) {
+					return nil, nil, s.errf(prim, "block %s does not store at its spatial iterators", name)
+				}
+			}
+			if !slices.Contains(bufs, st.Buf) {
+				bufs = append(bufs, st.Buf)
+			}
 		}
 	}
-	return blk, st, nil
+	if len(bufs) == 0 {
+		return nil, nil, s.errf(prim, "block %s is not a single store", name)
+	}
+	return blk, bufs, nil
+}
+
+// storeList is the stores of a block's body or init: one store, a sequence of stores,
+// or nothing (nil); ok is false for any other statement.
+func storeList(st loopir.Stmt) ([]*loopir.Store, bool) {
+	switch x := st.(type) {
+	case nil:
+		return nil, true
+	case *loopir.Store:
+		return []*loopir.Store{x}, true
+	case loopir.Seq:
+		var out []*loopir.Store
+		for _, c := range x {
+			one, ok := c.(*loopir.Store)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, one)
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // readsAtIters reports whether every load of buf in the block is at its iterators.

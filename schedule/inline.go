@@ -136,9 +136,13 @@ func mergeRegions(rs, more []loopir.Region) []loopir.Region {
 // iterators, disappears; the producer stores g(its value) into Out instead of P.
 func (s *Schedule) ReverseComputeInline(b BlockRV) error {
 	const prim = "reverse_compute_inline"
-	cons, cst, err := s.elementBlock(prim, b)
+	cons, _, err := s.elementBlock(prim, b)
 	if err != nil {
 		return err
+	}
+	cst, ok := cons.Body.(*loopir.Store)
+	if !ok {
+		return s.errf(prim, "block %s is not a single store", cons.Name)
 	}
 	if cons.Init != nil || cons.Predicate != nil {
 		return s.errf(prim, "block %s is a reduction or has a predicate", cons.Name)

@@ -23,6 +23,7 @@ import (
 type benchResult struct {
 	Engine     string  `json:"engine"`
 	Model      string  `json:"model"`
+	Device     string  `json:"device"` // cpu, or the GPU target and device
 	Threads    int     `json:"threads"`
 	Iters      int     `json:"iters"`
 	CompileS   float64 `json:"compile_s"`         // 0 when the journal had the executable
@@ -44,6 +45,7 @@ func benchCmd() *cobra.Command {
 		boundsCheck            bool
 		shapeInputs            shapeFlags
 		cf                     cacheFlags
+		tf                     targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench MODEL|FILE.kiln",
@@ -59,11 +61,19 @@ integers 0) with the shapes given by --dims.`,
 			var exe *vm.Executable
 			var inputs map[string]*tensor.Tensor
 			isKiln := isKilnFile(args[0])
-			dev, err := openCPU(threads, !isKiln)
-			if err != nil {
+			var err error
+			var ds *deviceSet
+			open := func(tf targetFlags) (err error) {
+				if ds, err = tf.open(threads, !isKiln); err == nil {
+					r.Device = ds.describe()
+				}
 				return err
 			}
-			defer dev.Close()
+			defer func() {
+				if ds != nil {
+					ds.Close()
+				}
+			}()
 			if isKiln {
 				if boundsCheck {
 					return usageError{fmt.Errorf("%s is a compiled executable: --bounds-check applies when kiln compiles a model (kiln compile --bounds-check)", args[0])}
@@ -72,6 +82,9 @@ integers 0) with the shapes given by --dims.`,
 					return err
 				}
 				if inputs, err = exeInputs(exe, shapeInputs); err != nil {
+					return err
+				}
+				if err := open(tf.forExecutable(exe)); err != nil {
 					return err
 				}
 			} else if cf.policy != "off" {
@@ -87,7 +100,10 @@ integers 0) with the shapes given by --dims.`,
 					return err
 				}
 				defer j.Close()
-				c, err := compileCached(j, args[0], inputs, dev, compileOptions{quiet: quiet || asJSON, level: defaultLevel, boundsCheck: boundsCheck})
+				if err := open(tf); err != nil {
+					return err
+				}
+				c, err := compileCached(j, args[0], inputs, ds, compileOptions{quiet: quiet || asJSON, level: defaultLevel, boundsCheck: boundsCheck})
 				if err != nil {
 					return err
 				}
@@ -105,7 +121,10 @@ integers 0) with the shapes given by --dims.`,
 				if inputs, err = shapeInputs.shapes(m); err != nil {
 					return err
 				}
-				res, took, err := compileModel(m, inputs, dev, compileOptions{quiet: quiet || asJSON, level: defaultLevel, boundsCheck: boundsCheck})
+				if err := open(tf); err != nil {
+					return err
+				}
+				res, took, err := compileModel(m, inputs, ds, compileOptions{quiet: quiet || asJSON, level: defaultLevel, boundsCheck: boundsCheck})
 				if err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
 				}
@@ -118,7 +137,7 @@ integers 0) with the shapes given by --dims.`,
 			if err != nil {
 				return err
 			}
-			machine, err := loadOn(dev, exe)
+			machine, err := loadOn(ds, exe)
 			if err != nil {
 				return err
 			}
@@ -161,8 +180,8 @@ integers 0) with the shapes given by --dims.`,
 			if r.LoadS > 0 {
 				fmt.Fprintf(w, "loaded from the journal in %.1f ms (no compile)\n", r.LoadS*1000)
 			}
-			fmt.Fprintf(w, "%s: %d inferences on %d threads: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, min %.3f ms, mean %.3f ms, %.1f inferences/s\n",
-				r.Model, r.Iters, threads, r.P50, r.P90, r.P99, r.Min, r.Mean, r.Throughput)
+			fmt.Fprintf(w, "%s on %s: %d inferences on %d threads: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, min %.3f ms, mean %.3f ms, %.1f inferences/s\n",
+				r.Model, r.Device, r.Iters, threads, r.P50, r.P90, r.P99, r.Min, r.Mean, r.Throughput)
 			return nil
 		},
 	}
@@ -178,6 +197,7 @@ integers 0) with the shapes given by --dims.`,
 	f.BoolVar(&boundsCheck, "bounds-check", false, boundsCheckHelp)
 	shapeInputs.register(cmd)
 	cf.register(f, "on")
+	tf.register(cmd)
 	return cmd
 }
 

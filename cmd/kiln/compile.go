@@ -113,16 +113,19 @@ func compileCmd() *cobra.Command {
 		layout      string
 		threads     int
 		shapeInputs shapeFlags
+		tf          targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o FILE.kiln",
 		Short: "Compile an ONNX model into a kiln executable (kernels, VM code, memory plan)",
-		Long: `Compile an ONNX model for this CPU. Symbolic dims (batch, seq) are bound from the
+		Long: `Compile an ONNX model for this CPU (or --target opencl: kernels on an OpenCL
+device where the GPU strategies build them, the rest on this CPU). Symbolic dims (batch, seq) are bound from the
 input shapes given by --input, --input-dir or --dims: the executable then serves those
 shapes. Without any of them the dims stay symbolic and the executable serves every
 shape (generic kernels; models whose kernels cannot take run-time extents yet, or with
 dims that depend on data, are refused with the reason). The executable carries its
-kernels as a shared object, so it runs where no C compiler is installed.`,
+kernels as a shared object (and an OpenCL program binary), so it runs where no C
+compiler is installed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -140,15 +143,15 @@ kernels as a shared object, so it runs where no C compiler is installed.`,
 					return err
 				}
 			}
-			dev, err := openCPU(threads, true)
+			ds, err := tf.open(threads, true)
 			if err != nil {
 				return err
 			}
-			defer dev.Close()
+			defer ds.Close()
 			if layout != "blocked" && layout != "plain" {
 				return usageError{fmt.Errorf("--layout %q: want blocked or plain", layout)}
 			}
-			res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: quiet, plain: layout == "plain", noFusion: noFusion, level: level, dumpPass: dump, dump: cmd.OutOrStdout(), boundsCheck: boundsCheck})
+			res, took, err := compileModel(m, shapes, ds, compileOptions{quiet: quiet, plain: layout == "plain", noFusion: noFusion, level: level, dumpPass: dump, dump: cmd.OutOrStdout(), boundsCheck: boundsCheck})
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -175,6 +178,7 @@ kernels as a shared object, so it runs where no C compiler is installed.`,
 	f.IntVar(&threads, "threads", 0, "threads of the CPU device (0: every core)")
 	f.BoolVar(&boundsCheck, "bounds-check", false, boundsCheckHelp)
 	shapeInputs.register(cmd)
+	tf.register(cmd)
 	return cmd
 }
 

@@ -12,12 +12,10 @@ import (
 
 	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/compiler"
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
 	"github.com/kilnrt/kiln/kernels/ref"
-	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -60,9 +58,9 @@ func (co compileOptions) recipe() (engine.Recipe, error) {
 	return engine.Recipe{Level: level, NoFusion: co.noFusion, PlainLayout: co.plain, BoundsCheck: co.boundsCheck}, nil
 }
 
-// newEngine is kiln's engine on the CPU device dev with the journal j (nil: none, every
+// newEngine is kiln's engine on the devices ds with the journal j (nil: none, every
 // executable is compiled) and the recipe of co.
-func newEngine(dev *devcpu.Device, j *compilecache.Journal, co compileOptions) (*engine.Engine, error) {
+func newEngine(ds *deviceSet, j *compilecache.Journal, co compileOptions) (*engine.Engine, error) {
 	r, err := co.recipe()
 	if err != nil {
 		return nil, err
@@ -73,7 +71,9 @@ func newEngine(dev *devcpu.Device, j *compilecache.Journal, co compileOptions) (
 			fmt.Fprintf(co.dump, "=== before %s ===\n%s\n=== after %s ===\n%s\n", pass, before, pass, after)
 		}
 	}
-	return engine.New(engine.Config{Target: target.Host(), Device: dev, Journal: j, Compiler: jit, Recipe: r})
+	cfg := ds.config()
+	cfg.Journal, cfg.Compiler, cfg.Recipe = j, jit, r
+	return engine.New(cfg)
 }
 
 // buildWith obtains m's executable for the shapes through e, showing progress on
@@ -94,11 +94,11 @@ func buildWith(e *engine.Engine, m *engine.Model, shapes map[string][]int64, co 
 
 // compileModel compiles m for the shapes of inputs (keyed by name), showing progress on
 // stderr.
-func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*engine.Built, time.Duration, error) {
+func compileModel(m *graph.Module, inputs map[string]*tensor.Tensor, ds *deviceSet, co compileOptions) (*engine.Built, time.Duration, error) {
 	if _, err := engine.DimsFromInputs(m, inputs); err != nil {
 		return nil, 0, usageError{err}
 	}
-	e, err := newEngine(dev, nil, co)
+	e, err := newEngine(ds, nil, co)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -121,7 +121,7 @@ func printStats(w io.Writer, name string, st *engine.Stats, took time.Duration) 
 }
 
 // compileAndRun compiles m for the inputs' shapes and runs it once.
-func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, co compileOptions) ([]ref.Value, error) {
+func compileAndRun(m *graph.Module, inputs map[string]ref.Value, tf targetFlags, threads int, co compileOptions) ([]ref.Value, error) {
 	ts := map[string]*tensor.Tensor{}
 	for k, v := range inputs {
 		t, ok := v.(*tensor.Tensor)
@@ -130,16 +130,16 @@ func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, co
 		}
 		ts[k] = t
 	}
-	dev, err := openCPU(threads, true)
+	ds, err := tf.open(threads, true)
 	if err != nil {
 		return nil, err
 	}
-	defer dev.Close()
-	res, _, err := compileModel(m, ts, dev, co)
+	defer ds.Close()
+	res, _, err := compileModel(m, ts, ds, co)
 	if err != nil {
 		return nil, err
 	}
-	got, err := runExecutable(res.Exe, dev, ts)
+	got, err := runExecutable(res.Exe, ds, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -154,9 +154,9 @@ func compileAndRun(m *graph.Module, inputs map[string]ref.Value, threads int, co
 // from the journal or compiled into it, with a line on stderr saying which. The model
 // is compiled only from the bytes its digest names (a file replaced in between is an
 // error, never compiled under the old file's key).
-func compileCached(j *compilecache.Journal, path string, inputs map[string]*tensor.Tensor, dev *devcpu.Device, co compileOptions) (*engine.Built, error) {
-	buildInCache(dev, j)
-	e, err := newEngine(dev, j, co)
+func compileCached(j *compilecache.Journal, path string, inputs map[string]*tensor.Tensor, ds *deviceSet, co compileOptions) (*engine.Built, error) {
+	buildInCache(ds.cpu, j)
+	e, err := newEngine(ds, j, co)
 	if err != nil {
 		return nil, err
 	}

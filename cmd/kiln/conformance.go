@@ -21,6 +21,7 @@ func conformanceCmd() *cobra.Command {
 		atol, rtol     float64
 		timeout        time.Duration
 		threads, level int
+		tf             targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "conformance [--engine ref|compiled] DIR...",
@@ -43,12 +44,12 @@ func conformanceCmd() *cobra.Command {
 				return usageError{fmt.Errorf("--bounds-check needs --engine compiled")}
 			}
 			if engine == "compiled" {
-				dev, err := openCPU(threads, true)
+				ds, err := tf.open(threads, true)
 				if err != nil {
 					return err
 				}
-				defer dev.Close()
-				run, closeEngine := conformance.CompiledEngineWith(dev, conformance.CompiledOptions{Level: level, BoundsCheck: boundsCheck})
+				defer ds.Close()
+				run, closeEngine := conformance.CompiledEngineWith(ds.cpu, conformance.CompiledOptions{Level: level, BoundsCheck: boundsCheck, GPU: ds.gpu, Target: ds.target})
 				defer closeEngine()
 				opts.Engine = run
 			}
@@ -110,5 +111,6 @@ func conformanceCmd() *cobra.Command {
 	f.Float64Var(&atol, "atol", 1e-4, "absolute tolerance for floating-point outputs")
 	f.Float64Var(&rtol, "rtol", 1e-3, "relative tolerance for floating-point outputs")
 	f.DurationVar(&timeout, "timeout", 60*time.Second, "time limit per case")
+	tf.register(cmd)
 	return cmd
 }

@@ -15,11 +15,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loader/onnx"
-	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )
@@ -187,13 +185,13 @@ func orderInputs(exe *vm.Executable, inputs map[string]*tensor.Tensor) ([]*tenso
 	return args, nil
 }
 
-// runExecutable loads exe on dev and runs it once.
-func runExecutable(exe *vm.Executable, dev *devcpu.Device, inputs map[string]*tensor.Tensor) ([]*tensor.Tensor, error) {
+// runExecutable loads exe on ds and runs it once.
+func runExecutable(exe *vm.Executable, ds *deviceSet, inputs map[string]*tensor.Tensor) ([]*tensor.Tensor, error) {
 	args, err := orderInputs(exe, inputs)
 	if err != nil {
 		return nil, err
 	}
-	machine, err := loadOn(dev, exe)
+	machine, err := loadOn(ds, exe)
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +199,9 @@ func runExecutable(exe *vm.Executable, dev *devcpu.Device, inputs map[string]*te
 	return machine.Run(context.Background(), args)
 }
 
-// loadOn loads an executable (compiled now, from the journal or a .kiln file) on dev.
-func loadOn(dev *devcpu.Device, exe *vm.Executable) (*vm.VM, error) {
-	e, err := engine.New(engine.Config{Target: target.Host(), Device: dev})
+// loadOn loads an executable (compiled now, from the journal or a .kiln file) on ds.
+func loadOn(ds *deviceSet, exe *vm.Executable) (*vm.VM, error) {
+	e, err := engine.New(ds.config())
 	if err != nil {
 		return nil, err
 	}

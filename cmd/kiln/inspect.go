@@ -21,6 +21,7 @@ func inspectCmd() *cobra.Command {
 		level        int
 		shapeInputs  shapeFlags
 		cf           cacheFlags
+		tf           targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect MODEL",
@@ -35,7 +36,7 @@ background for shapes it sees often).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if plan {
-				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, level, asJSON)
+				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, tf, level, asJSON)
 			}
 			info, err := onnx.Inspect(args[0], onnx.Options{})
 			if err != nil {
@@ -77,12 +78,13 @@ background for shapes it sees often).`,
 	cmd.Flags().BoolVar(&plan, "plan", false, "compile and print the execution plan (kernels, fused groups, memory)")
 	cmd.Flags().IntVarP(&level, "opt", "O", defaultLevel, "with --plan: "+levelHelp())
 	shapeInputs.register(cmd)
+	tf.register(cmd)
 	cmd.Flags().StringVar(&cf.dir, "cache-dir", "", "the journal whose executables of the model are listed (default $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)")
 	return cmd
 }
 
 // inspectPlan compiles a model and prints its execution plan.
-func inspectPlan(out io.Writer, path string, s shapeFlags, level int, asJSON bool) error {
+func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level int, asJSON bool) error {
 	m, err := onnx.Load(path, onnx.Options{})
 	if err != nil {
 		return err
@@ -91,16 +93,16 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, level int, asJSON boo
 	if err != nil {
 		return err
 	}
-	dev, err := openCPU(0, true)
+	ds, err := tf.open(0, true)
 	if err != nil {
 		return err
 	}
-	defer dev.Close()
+	defer ds.Close()
 	onnxNodes, modelBytes, err := modelTensors(m, shapes)
 	if err != nil {
 		return err
 	}
-	res, took, err := compileModel(m, shapes, dev, compileOptions{quiet: true, level: level})
+	res, took, err := compileModel(m, shapes, ds, compileOptions{quiet: true, level: level})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -108,10 +110,10 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, level int, asJSON boo
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"model": path, "level": level, "inputs": res.Exe.Inputs, "stats": st, "compile_s": took.Seconds(),
+		return enc.Encode(map[string]any{"model": path, "level": level, "target": ds.describe(), "inputs": res.Exe.Inputs, "stats": st, "compile_s": took.Seconds(),
 			"model_nodes": onnxNodes, "model_intermediate_bytes": modelBytes})
 	}
-	fmt.Fprintf(out, "plan for %s at O%d, compiled in %v for", path, level, took.Round(time.Millisecond))
+	fmt.Fprintf(out, "plan for %s at O%d on %s, compiled in %v for", path, level, ds.describe(), took.Round(time.Millisecond))
 	for _, in := range res.Exe.Inputs {
 		fmt.Fprintf(out, " %s %s", in.Name, in.TypeString())
 	}
@@ -127,13 +129,24 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, level int, asJSON boo
 		fmt.Fprintf(out, "the model as loaded: %d nodes, intermediate tensors %s (peak arena / that: %.2f; kernel launches / nodes: 1/%.1f)\n",
 			onnxNodes, byteSize(modelBytes), float64(st.ArenaBytes)/float64(modelBytes), float64(onnxNodes)/float64(max(st.Launches, 1)))
 	}
-	fmt.Fprintln(out, "kernel launches (anchor + fused nodes):")
+	if ds.gpu != nil {
+		on := map[string]int{}
+		for _, g := range st.Groups {
+			on[g.Device]++
+		}
+		fmt.Fprintf(out, "devices: %d kernel launches on %s, %d on the CPU; %d copies between them\n",
+			on[ds.target.Kind.String()], ds.target.Kind, on["cpu"], st.Copies)
+	}
+	fmt.Fprintln(out, "kernel launches (device, kernel, strategy, anchor + fused nodes):")
 	for i, g := range st.Groups {
 		fused := ""
 		if len(g.Fused) > 0 {
 			fused = " + " + strings.Join(g.Fused, " + ")
 		}
-		fmt.Fprintf(out, "  %3d  %-28s %-34s %s%s\n", i+1, g.Kernel, g.Strategy, g.Anchor, fused)
+		fmt.Fprintf(out, "  %3d  %-6s %-28s %-34s %s%s\n", i+1, g.Device, g.Kernel, g.Strategy, g.Anchor, fused)
+		if g.Why != "" {
+			fmt.Fprintf(out, "       %s\n", g.Why)
+		}
 	}
 	return nil
 }

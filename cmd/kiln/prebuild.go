@@ -64,11 +64,12 @@ func dimsFor(specs []string, model string) (map[string]int64, error) {
 
 func prebuildCmd() *cobra.Command {
 	var (
-		repo, tgt string
-		dims      []string
-		threads   int
-		quiet     bool
-		cf        cacheFlags
+		repo    string
+		dims    []string
+		threads int
+		quiet   bool
+		cf      cacheFlags
+		tf      targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "prebuild --model-repository DIR",
@@ -86,8 +87,8 @@ shapes too. Executables already in the journal are not rebuilt.`,
 			if repo == "" {
 				return usageError{fmt.Errorf("--model-repository is required")}
 			}
-			if tgt != "host" && tgt != "cpu" {
-				return usageError{fmt.Errorf("--target %q: only the host CPU is a target (CUDA and OpenCL devices are not built)", tgt)}
+			if tf.target == "host" { // the name kiln prebuild took first
+				tf.target = "cpu"
 			}
 			models, warnings, err := repositoryModels(repo)
 			if err != nil {
@@ -105,13 +106,13 @@ shapes too. Executables already in the journal are not rebuilt.`,
 				return err
 			}
 			defer j.Close()
-			dev, err := openCPU(threads, true)
+			ds, err := tf.open(threads, true)
 			if err != nil {
 				return err
 			}
-			defer dev.Close()
-			buildInCache(dev, j)
-			e, err := newEngine(dev, j, compileOptions{level: defaultLevel})
+			defer ds.Close()
+			buildInCache(ds.cpu, j)
+			e, err := newEngine(ds, j, compileOptions{level: defaultLevel})
 			if err != nil {
 				return err
 			}
@@ -146,11 +147,11 @@ shapes too. Executables already in the journal are not rebuilt.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&repo, "model-repository", "", "the model repository (Triton layout)")
-	f.StringVar(&tgt, "target", "host", "what to compile for (host: this machine's CPU)")
 	f.StringArrayVar(&dims, "dims", nil, "bind symbolic input dims: NAME=N,... for every model or MODEL:NAME=N,... for one (repeatable)")
 	f.IntVar(&threads, "threads", 0, "threads of the CPU device (0: every core)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
 	cf.register(f, "on")
+	tf.register(cmd)
 	return cmd
 }
 

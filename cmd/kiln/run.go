@@ -32,6 +32,7 @@ func runCmd() *cobra.Command {
 		quiet          bool
 		boundsCheck    bool
 		cf             cacheFlags
+		tf             targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run MODEL|FILE.kiln --input NAME=FILE...",
@@ -70,13 +71,13 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 				if err != nil {
 					return err
 				}
-				dev, err := openCPU(threads, false)
+				ds, err := tf.forExecutable(exe).open(threads, false)
 				if err != nil {
 					return err
 				}
-				defer dev.Close()
+				defer ds.Close()
 				start := time.Now()
-				got, err := runExecutable(exe, dev, inputs)
+				got, err := runExecutable(exe, ds, inputs)
 				if err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
 				}
@@ -102,17 +103,17 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 					return err
 				}
 				defer j.Close()
-				dev, err := openCPU(threads, true)
+				ds, err := tf.open(threads, true)
 				if err != nil {
 					return err
 				}
-				defer dev.Close()
+				defer ds.Close()
 				start := time.Now()
-				c, err := compileCached(j, args[0], inputs, dev, compileOptions{quiet: quiet, level: defaultLevel, boundsCheck: boundsCheck})
+				c, err := compileCached(j, args[0], inputs, ds, compileOptions{quiet: quiet, level: defaultLevel, boundsCheck: boundsCheck})
 				if err != nil {
 					return err
 				}
-				got, err := runExecutable(c.Exe, dev, inputs)
+				got, err := runExecutable(c.Exe, ds, inputs)
 				if err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
 				}
@@ -145,7 +146,7 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 				if engine == "ref" {
 					outs, err = ref.Eval(m, inputs, ref.Options{Context: context.Background()})
 				} else {
-					outs, err = compileAndRun(m, inputs, threads, compileOptions{quiet: quiet, level: defaultLevel, boundsCheck: boundsCheck})
+					outs, err = compileAndRun(m, inputs, tf, threads, compileOptions{quiet: quiet, level: defaultLevel, boundsCheck: boundsCheck})
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
@@ -178,6 +179,7 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 	f.StringArrayVar(&shapeInputs.inputs, "input", nil, "NAME=FILE, a .npy or TensorProto .pb file (repeatable)")
 	f.StringVar(&shapeInputs.inputDir, "input-dir", "", "a folder of input_K.pb files in input order (an ONNX test_data_set_N)")
 	cf.register(f, "on")
+	tf.register(cmd)
 	return cmd
 }
 

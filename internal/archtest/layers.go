@@ -10,6 +10,7 @@ var layers = map[string]int{
 	"graph": 1, "loopir": 1, "devices": 1,
 	"graph/passes": 2, "loopir/passes": 2, "te": 2, "loader": 2, "vm": 2,
 	"devices/cpu": 2, "devices/cuda": 2, "devices/opencl": 2, "devices/devicetest": 2,
+	"internal/gputest": 3, // opens the GPU devices for tests
 	// generated protobuf code sits below the importer that uses it
 	"loader/onnx/onnxpb":      2,
 	"serve/modelrepo/modelpb": -1,

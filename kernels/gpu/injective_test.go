@@ -9,6 +9,7 @@ import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/gpu"
+	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
@@ -98,8 +99,9 @@ func TestInjectiveRuleRefusesReductionsAndCPUTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := []kernels.Input{{T: placeholder(t, outs[0].Def.Inputs[0])}}
-	if _, err := st.Lower(outs[0].Def, in, testGPU(t)); !errors.Is(err, kernels.ErrNoKernel) {
-		t.Errorf("softmax: err = %v, want ErrNoKernel (no GPU strategy applies)", err)
+	injective := func(s *schedule.Schedule) error { return gpu.ScheduleInjective(s, gpu.DefaultBlock) }
+	if _, err := kernels.Generic(kernels.Default(), "softmax", outs[0].Def, in, injective); !errors.Is(err, gpu.ErrNotInjective) {
+		t.Errorf("softmax: err = %v, want ErrNotInjective", err)
 	}
 	relu, err := b.Node(graph.OpRelu, nil, 1, x)
 	if err != nil {

@@ -10,22 +10,35 @@ import (
 	"github.com/kilnrt/kiln/target"
 )
 
-// Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: per op, the
-// rules tried first (gpu-matmul-tiled for MatMul and Gemm), then the injective rule
+// Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: the tiled
+// matrix product (ScheduleMatMulTiled) first for MatMul and Gemm, then the injective rule
 // (ScheduleInjective) for every op whose compute definition is elementwise,
-// broadcasting or injective, with elementwise epilogues fused into the same kernel. An
-// op no rule fits (a reduction, several outputs) is kernels.ErrNotApplicable, so
-// lowering reports that no strategy applies.
+// broadcasting or injective, and the rows rule (ScheduleRows) for definitions of
+// several stages over shared rows (the softmax family, the normalizations), all with
+// elementwise epilogues fused into the same kernel. An op no rule fits (a single
+// reduction, several outputs) is kernels.ErrNotApplicable, so lowering reports that no
+// strategy applies.
 func Strategies(reg *kernels.Registry) *kernels.Strategies {
-	table := map[graph.Op][]kernels.Strategy{}
-	for _, fam := range []map[graph.Op][]kernels.Strategy{
-		{graph.OpMatMul: {matmulStrategy(reg)}, graph.OpGemm: {matmulStrategy(reg)}},
-	} {
-		for op, l := range fam {
-			table[op] = append(table[op], l...)
-		}
+	// per op: its own rules first, then the rules for every op, in this order
+	perOp := map[graph.Op][]kernels.Strategy{
+		graph.OpMatMul: {matmulStrategy(reg)},
+		graph.OpGemm:   {matmulStrategy(reg)},
 	}
-	return kernels.NewStrategies(injectiveStrategy(reg), table)
+	everyOp := []kernels.Strategy{
+		injectiveStrategy(reg),
+		rowsStrategy(reg),
+	}
+	return table(perOp, everyOp)
+}
+
+// table builds the strategy table: for each op its own rules, then everyOp's (the last
+// of which is the table's fallback).
+func table(perOp map[graph.Op][]kernels.Strategy, everyOp []kernels.Strategy) *kernels.Strategies {
+	lists := map[graph.Op][]kernels.Strategy{}
+	for op := range graph.NumOps {
+		lists[op] = append(append([]kernels.Strategy{}, perOp[op]...), everyOp[:len(everyOp)-1]...)
+	}
+	return kernels.NewStrategies(everyOp[len(everyOp)-1], lists)
 }
 
 func injectiveStrategy(reg *kernels.Registry) kernels.Strategy {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
@@ -30,6 +31,10 @@ type CompiledOptions struct {
 	// BoundsCheck builds bounds-checked kernels (engine.Recipe.BoundsCheck): a kernel
 	// that accesses an element outside a buffer fails its case with vm.ErrOutOfBounds.
 	BoundsCheck bool
+	// GPU, when set, is the device the models compile for (Target, a GPU target), with
+	// dev as the host CPU that runs what the GPU does not.
+	GPU    devices.Device
+	Target target.Target
 }
 
 // newEngine is kiln's engine for dev with the options' recipe and no journal: every
@@ -39,8 +44,12 @@ func newEngine(dev *devcpu.Device, o CompiledOptions) *engine.Engine {
 	if err != nil {
 		panic("BUG: conformance: " + err.Error())
 	}
-	e, err := engine.New(engine.Config{Target: target.Host(), Device: dev, Compiler: compiler.JIT{Jobs: runtime.NumCPU()},
-		Recipe: engine.Recipe{Level: level, BoundsCheck: o.BoundsCheck}})
+	cfg := engine.Config{Target: target.Host(), Device: dev, Compiler: compiler.JIT{Jobs: runtime.NumCPU()},
+		Recipe: engine.Recipe{Level: level, BoundsCheck: o.BoundsCheck}}
+	if o.GPU != nil {
+		cfg.Target, cfg.Device, cfg.Host = o.Target, o.GPU, dev
+	}
+	e, err := engine.New(cfg)
 	if err != nil {
 		panic("BUG: conformance: " + err.Error())
 	}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kilnrt/kiln/devices"
+	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/devices/opencl"
+	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// targetFlags are --target and --device (compile, run, bench, conformance, prebuild,
+// inspect).
+type targetFlags struct {
+	target string // cpu, opencl or cuda ("": from --device, else cpu)
+	device string // cpu, opencl:N ("": the target's default device)
+}
+
+func (tf *targetFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&tf.target, "target", "", "what to compile for: cpu, or opencl (GPU kernels where the GPU strategies build them, the rest on this CPU); cuda is not built yet (default: the --device's kind, else cpu)")
+	f.StringVar(&tf.device, "device", "", "the device to run on: cpu, or opencl:N (N as `kiln devices` numbers them; default: the first OpenCL GPU, else the first OpenCL device)")
+}
+
+// deviceSet is where a command compiles for and runs: the CPU alone, or a GPU with
+// the CPU as host (the executable's device 0).
+type deviceSet struct {
+	target target.Target
+	cpu    *devcpu.Device
+	gpu    devices.Device // nil for the CPU target
+}
+
+// Close closes the devices.
+func (ds *deviceSet) Close() {
+	if ds.gpu != nil {
+		ds.gpu.Close()
+	}
+	ds.cpu.Close()
+}
+
+// config is the engine configuration of the set's target and devices.
+func (ds *deviceSet) config() engine.Config {
+	if ds.gpu == nil {
+		return engine.Config{Target: ds.target, Device: ds.cpu}
+	}
+	return engine.Config{Target: ds.target, Device: ds.gpu, Host: ds.cpu}
+}
+
+// describe names the target and device for messages: "cpu", "opencl (pthread-haswell on
+// Portable Computing Language)".
+func (ds *deviceSet) describe() string {
+	if ds.gpu == nil {
+		return "cpu"
+	}
+	return fmt.Sprintf("%v (%s)", ds.target.Kind, ds.gpu.Info().Name)
+}
+
+// open opens the set the flags name, with the CPU's threads. With needCompiler false
+// a missing C compiler is not an error (prebuilt executables run without one).
+func (tf targetFlags) open(threads int, needCompiler bool) (*deviceSet, error) {
+	kind, index, err := tf.parse()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	cpu, err := openCPU(threads, needCompiler)
+	if err != nil {
+		return nil, err
+	}
+	ds := &deviceSet{target: target.Host(), cpu: cpu}
+	switch kind {
+	case target.CPU:
+		return ds, nil
+	case target.OpenCL:
+		gpu, err := openOpenCL(index)
+		if err != nil {
+			cpu.Close()
+			return nil, err
+		}
+		if ds.target, err = gpu.Target(); err != nil {
+			gpu.Close()
+			cpu.Close()
+			return nil, err
+		}
+		ds.gpu = gpu
+		return ds, nil
+	}
+	cpu.Close()
+	return nil, fmt.Errorf("--target %v: kiln cannot compile for CUDA yet (the CUDA device runs kernels, the compiler has no CUDA backend); use --target opencl or cpu", kind)
+}
+
+// parse reads the flags: the target kind and the device index (-1: the default).
+func (tf targetFlags) parse() (target.Kind, int, error) {
+	devKind, index := "", -1
+	if tf.device != "" {
+		k, n, found := strings.Cut(tf.device, ":")
+		devKind = k
+		if found {
+			i, err := strconv.Atoi(n)
+			if err != nil || i < 0 {
+				return 0, 0, fmt.Errorf("--device %q: want cpu or opencl:N with N a device number (kiln devices lists them)", tf.device)
+			}
+			index = i
+		}
+		if devKind != "cpu" && devKind != "opencl" && devKind != "cuda" {
+			return 0, 0, fmt.Errorf("--device %q: want cpu or opencl:N (kiln devices lists them)", tf.device)
+		}
+		if devKind == "cpu" && found {
+			return 0, 0, fmt.Errorf("--device %q: the CPU has no number", tf.device)
+		}
+	}
+	name := tf.target
+	if name == "" {
+		name = devKind
+	}
+	if name == "" {
+		name = "cpu"
+	}
+	kinds := map[string]target.Kind{"cpu": target.CPU, "opencl": target.OpenCL, "cuda": target.CUDA}
+	kind, ok := kinds[name]
+	if !ok {
+		return 0, 0, fmt.Errorf("--target %q: want cpu, opencl or cuda", name)
+	}
+	if devKind != "" && devKind != name {
+		return 0, 0, fmt.Errorf("--device %q is not a %s device (--target %s)", tf.device, name, name)
+	}
+	return kind, index, nil
+}
+
+// openCLDevice is one OpenCL device as kiln numbers them: every platform's devices in
+// the loader's order.
+type openCLDevice struct {
+	platform opencl.Platform
+	device   opencl.DeviceInfo
+}
+
+// openCLDevices lists the OpenCL devices in kiln's numbering.
+func openCLDevices() ([]openCLDevice, error) {
+	ps, err := opencl.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []openCLDevice
+	for _, p := range ps {
+		for _, d := range p.Devices {
+			out = append(out, openCLDevice{platform: p, device: d})
+		}
+	}
+	return out, nil
+}
+
+// openOpenCL opens OpenCL device index (-1: the default: the first GPU, else the
+// first device).
+func openOpenCL(index int) (*opencl.Device, error) {
+	if index < 0 {
+		d, err := opencl.OpenDefault()
+		if errors.Is(err, devices.ErrUnavailable) {
+			return nil, fmt.Errorf("--target opencl: %w (install an OpenCL driver, e.g. Debian's pocl-opencl-icd, and the ICD loader ocl-icd-libopencl1)", err)
+		}
+		return d, err
+	}
+	all, err := openCLDevices()
+	if err != nil {
+		return nil, fmt.Errorf("--device opencl:%d: %w", index, err)
+	}
+	if index >= len(all) {
+		return nil, usageError{fmt.Errorf("--device opencl:%d: there are %d OpenCL devices (kiln devices lists them)", index, len(all))}
+	}
+	d := all[index]
+	return opencl.Open(opencl.Options{Platform: d.platform.Index, Device: d.device.Index})
+}
+
+// forExecutable is tf with the target the executable was built for when tf names
+// none: an executable with an OpenCL binary runs on OpenCL.
+func (tf targetFlags) forExecutable(exe *vm.Executable) targetFlags {
+	if tf.target != "" || tf.device != "" {
+		return tf
+	}
+	for _, b := range exe.Binaries {
+		if b.Device == "opencl" {
+			tf.target = "opencl"
+		}
+	}
+	return tf
+}

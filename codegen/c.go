@@ -271,7 +271,7 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		}
 		fmt.Fprintf(e.b, "%s%s[%s] = %s;\n", pad, e.ident(s.Buf, s.Buf.Name), e.index(s.Buf, s.Index), e.expr(s.Value))
 	case *loopir.IfThenElse:
-		fmt.Fprintf(e.b, "%sif (%s) {\n", pad, e.expr(s.Cond))
+		fmt.Fprintf(e.b, "%sif (%s) {\n", pad, unwrap(e.expr(s.Cond)))
 		e.stmt(s.Then, depth+1)
 		if s.Else != nil {
 			fmt.Fprintf(e.b, "%s} else {\n", pad)
@@ -673,4 +673,25 @@ func (e *cEmitter) captures(s *loopir.For) ([]*loopir.Var, []*loopir.Buffer) {
 		return nil
 	})
 	return vars, bufs
+}
+
+// unwrap drops the parentheses around a whole expression ("(a == b)" → "a == b"), so
+// a condition prints as if (a == b): clang warns of if ((a == b)).
+func unwrap(x string) string {
+	if len(x) < 2 || x[0] != '(' || x[len(x)-1] != ')' {
+		return x
+	}
+	depth := 0
+	for i, c := range x {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 && i != len(x)-1 {
+				return x // "(a) + (b)": the first group closes early
+			}
+		}
+	}
+	return x[1 : len(x)-1]
 }

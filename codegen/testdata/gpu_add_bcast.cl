@@ -18,7 +18,7 @@ __kernel void v_add_bcast(__global float *restrict v_X, __global float *restrict
     const i64 v_Y_l0_fused_0 = (i64)get_group_id(0);
     {
       const i64 v_Y_l0_fused_1 = (i64)get_local_id(0);
-      if ((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) < (v_n * 3L))) {
+      if (((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) < (v_n * 3L)) {
         v_Y[((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) % 3L) + ((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) / 3L) * 3L))] = (v_X[((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) % 3L) + ((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) / 3L) * 3L))] + v_B[(((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) % 3L)]);
       }
     }

@@ -26,7 +26,7 @@ __kernel void v_gather_rows(__global float *restrict v_X, __global i64 *restrict
     const i64 v_Y_l0_0 = (i64)get_group_id(0);
     {
       const i64 v_Y_l0_1 = (i64)get_local_id(0);
-      if ((((v_Y_l0_0 * 64L) + v_Y_l0_1) < 37L)) {
+      if (((v_Y_l0_0 * 64L) + v_Y_l0_1) < 37L) {
         v_Y[((v_Y_l0_0 * 64L) + v_Y_l0_1)] = v_X[kiln_index(v_I[((v_Y_l0_0 * 64L) + v_Y_l0_1)], 10L, kiln_status)];
       }
     }

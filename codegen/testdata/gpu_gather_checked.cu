@@ -28,7 +28,7 @@ extern "C" __global__ void v_gather_rows(float *__restrict__ v_X, i64 *__restric
     const i64 v_Y_l0_0 = (i64)blockIdx.x;
     {
       const i64 v_Y_l0_1 = (i64)threadIdx.x;
-      if ((((v_Y_l0_0 * 64LL) + v_Y_l0_1) < 37LL)) {
+      if (((v_Y_l0_0 * 64LL) + v_Y_l0_1) < 37LL) {
         v_Y[((v_Y_l0_0 * 64LL) + v_Y_l0_1)] = v_X[kiln_index(v_I[((v_Y_l0_0 * 64LL) + v_Y_l0_1)], 10LL, kiln_status)];
       }
     }

@@ -27,7 +27,7 @@ __kernel void v_mm_shared(__global float *restrict v_A, __global float *restrict
           {
             float v_C_local[4];
             for (i64 v_C_l0_2_init = 0L; v_C_l0_2_init < 2L; ++v_C_l0_2_init) {
-              if (((((v_C_l0_0 * 8L) + (v_C_l0_1 * 2L)) + v_C_l0_2_init) < v_n)) {
+              if ((((v_C_l0_0 * 8L) + (v_C_l0_1 * 2L)) + v_C_l0_2_init) < v_n) {
                 for (i64 v_C_l1_2_init = 0L; v_C_l1_2_init < 2L; ++v_C_l1_2_init) {
                   v_C_local[((v_C_l0_2_init * 2L) + v_C_l1_2_init)] = 0.0f;
                 }
@@ -39,14 +39,14 @@ __kernel void v_mm_shared(__global float *restrict v_A, __global float *restrict
                 v_B_shared[(((((v_C_l0_1 * 4L) + v_C_l1_1) % 8L) + ((((v_C_l0_1 * 4L) + v_C_l1_1) / 8L) * 8L)) + (v_B_shared_round * 16L))] = v_B[(((((((v_C_l0_1 * 4L) + v_C_l1_1) % 8L) + ((((v_C_l0_1 * 4L) + v_C_l1_1) / 8L) * 16L)) + (v_B_shared_round * 32L)) + (v_C_l1_0 * 8L)) + (v_C_r0_0 * 64L))];
               }
               for (i64 v_A_shared_round = 0L; v_A_shared_round < 2L; ++v_A_shared_round) {
-                if (((((v_A_shared_round * 4L) + (v_C_l0_0 * 8L)) + v_C_l0_1) < v_n)) {
+                if ((((v_A_shared_round * 4L) + (v_C_l0_0 * 8L)) + v_C_l0_1) < v_n) {
                   v_A_shared[(((v_A_shared_round * 16L) + (v_C_l0_1 * 4L)) + v_C_l1_1)] = v_A[(((((v_A_shared_round * 48L) + (v_C_l0_0 * 96L)) + (v_C_l0_1 * 12L)) + v_C_l1_1) + (v_C_r0_0 * 4L))];
                 }
               }
               barrier(CLK_LOCAL_MEM_FENCE);
               for (i64 v_C_r0_1 = 0L; v_C_r0_1 < 4L; ++v_C_r0_1) {
                 for (i64 v_C_l0_2 = 0L; v_C_l0_2 < 2L; ++v_C_l0_2) {
-                  if (((((v_C_l0_0 * 8L) + (v_C_l0_1 * 2L)) + v_C_l0_2) < v_n)) {
+                  if ((((v_C_l0_0 * 8L) + (v_C_l0_1 * 2L)) + v_C_l0_2) < v_n) {
                     for (i64 v_C_l1_2 = 0L; v_C_l1_2 < 2L; ++v_C_l1_2) {
                       v_C_local[((v_C_l0_2 * 2L) + v_C_l1_2)] = (v_C_local[((v_C_l0_2 * 2L) + v_C_l1_2)] + (v_A_shared[(((v_C_l0_1 * 8L) + (v_C_l0_2 * 4L)) + v_C_r0_1)] * v_B_shared[(((v_C_l1_1 * 2L) + v_C_l1_2) + (v_C_r0_1 * 8L))]));
                     }
@@ -55,7 +55,7 @@ __kernel void v_mm_shared(__global float *restrict v_A, __global float *restrict
               }
             }
             for (i64 v_C_local_c0 = 0L; v_C_local_c0 < 2L; ++v_C_local_c0) {
-              if (((((v_C_l0_0 * 8L) + (v_C_l0_1 * 2L)) + v_C_local_c0) < v_n)) {
+              if ((((v_C_l0_0 * 8L) + (v_C_l0_1 * 2L)) + v_C_local_c0) < v_n) {
                 for (i64 v_C_local_c1 = 0L; v_C_local_c1 < 2L; ++v_C_local_c1) {
                   v_C[((((((v_C_l0_0 * 128L) + (v_C_l0_1 * 32L)) + (v_C_l1_0 * 8L)) + (v_C_l1_1 * 2L)) + (v_C_local_c0 * 16L)) + v_C_local_c1)] = v_C_local[((v_C_local_c0 * 2L) + v_C_local_c1)];
                 }

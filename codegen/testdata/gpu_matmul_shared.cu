@@ -29,7 +29,7 @@ extern "C" __global__ void v_mm_shared(float *__restrict__ v_A, float *__restric
           {
             float v_C_local[4];
             for (i64 v_C_l0_2_init = 0LL; v_C_l0_2_init < 2LL; ++v_C_l0_2_init) {
-              if (((((v_C_l0_0 * 8LL) + (v_C_l0_1 * 2LL)) + v_C_l0_2_init) < v_n)) {
+              if ((((v_C_l0_0 * 8LL) + (v_C_l0_1 * 2LL)) + v_C_l0_2_init) < v_n) {
                 for (i64 v_C_l1_2_init = 0LL; v_C_l1_2_init < 2LL; ++v_C_l1_2_init) {
                   v_C_local[((v_C_l0_2_init * 2LL) + v_C_l1_2_init)] = 0.0f;
                 }
@@ -41,14 +41,14 @@ extern "C" __global__ void v_mm_shared(float *__restrict__ v_A, float *__restric
                 v_B_shared[(((((v_C_l0_1 * 4LL) + v_C_l1_1) % 8LL) + ((((v_C_l0_1 * 4LL) + v_C_l1_1) / 8LL) * 8LL)) + (v_B_shared_round * 16LL))] = v_B[(((((((v_C_l0_1 * 4LL) + v_C_l1_1) % 8LL) + ((((v_C_l0_1 * 4LL) + v_C_l1_1) / 8LL) * 16LL)) + (v_B_shared_round * 32LL)) + (v_C_l1_0 * 8LL)) + (v_C_r0_0 * 64LL))];
               }
               for (i64 v_A_shared_round = 0LL; v_A_shared_round < 2LL; ++v_A_shared_round) {
-                if (((((v_A_shared_round * 4LL) + (v_C_l0_0 * 8LL)) + v_C_l0_1) < v_n)) {
+                if ((((v_A_shared_round * 4LL) + (v_C_l0_0 * 8LL)) + v_C_l0_1) < v_n) {
                   v_A_shared[(((v_A_shared_round * 16LL) + (v_C_l0_1 * 4LL)) + v_C_l1_1)] = v_A[(((((v_A_shared_round * 48LL) + (v_C_l0_0 * 96LL)) + (v_C_l0_1 * 12LL)) + v_C_l1_1) + (v_C_r0_0 * 4LL))];
                 }
               }
               __syncthreads();
               for (i64 v_C_r0_1 = 0LL; v_C_r0_1 < 4LL; ++v_C_r0_1) {
                 for (i64 v_C_l0_2 = 0LL; v_C_l0_2 < 2LL; ++v_C_l0_2) {
-                  if (((((v_C_l0_0 * 8LL) + (v_C_l0_1 * 2LL)) + v_C_l0_2) < v_n)) {
+                  if ((((v_C_l0_0 * 8LL) + (v_C_l0_1 * 2LL)) + v_C_l0_2) < v_n) {
                     for (i64 v_C_l1_2 = 0LL; v_C_l1_2 < 2LL; ++v_C_l1_2) {
                       v_C_local[((v_C_l0_2 * 2LL) + v_C_l1_2)] = (v_C_local[((v_C_l0_2 * 2LL) + v_C_l1_2)] + (v_A_shared[(((v_C_l0_1 * 8LL) + (v_C_l0_2 * 4LL)) + v_C_r0_1)] * v_B_shared[(((v_C_l1_1 * 2LL) + v_C_l1_2) + (v_C_r0_1 * 8LL))]));
                     }
@@ -57,7 +57,7 @@ extern "C" __global__ void v_mm_shared(float *__restrict__ v_A, float *__restric
               }
             }
             for (i64 v_C_local_c0 = 0LL; v_C_local_c0 < 2LL; ++v_C_local_c0) {
-              if (((((v_C_l0_0 * 8LL) + (v_C_l0_1 * 2LL)) + v_C_local_c0) < v_n)) {
+              if ((((v_C_l0_0 * 8LL) + (v_C_l0_1 * 2LL)) + v_C_local_c0) < v_n) {
                 for (i64 v_C_local_c1 = 0LL; v_C_local_c1 < 2LL; ++v_C_local_c1) {
                   v_C[((((((v_C_l0_0 * 128LL) + (v_C_l0_1 * 32LL)) + (v_C_l1_0 * 8LL)) + (v_C_l1_1 * 2LL)) + (v_C_local_c0 * 16LL)) + v_C_local_c1)] = v_C_local[((v_C_local_c0 * 2LL) + v_C_local_c1)];
                 }

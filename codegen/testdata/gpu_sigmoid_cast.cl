@@ -18,7 +18,7 @@ __kernel void v_sigmoid_cast(__global float *restrict v_X, __global i64 *restric
     const i64 v_Y_l0_0 = (i64)get_group_id(0);
     {
       const i64 v_Y_l0_1 = (i64)get_local_id(0);
-      if ((((v_Y_l0_0 * 64L) + v_Y_l0_1) < 100L)) {
+      if (((v_Y_l0_0 * 64L) + v_Y_l0_1) < 100L) {
         v_Y[((v_Y_l0_0 * 64L) + v_Y_l0_1)] = ((i64)(((1.0f / (1.0f + exp(-(v_X[((v_Y_l0_0 * 64L) + v_Y_l0_1)])))) * 100.0f)));
       }
     }

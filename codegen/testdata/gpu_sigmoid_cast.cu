@@ -20,7 +20,7 @@ extern "C" __global__ void v_sigmoid_cast(float *__restrict__ v_X, i64 *__restri
     const i64 v_Y_l0_0 = (i64)blockIdx.x;
     {
       const i64 v_Y_l0_1 = (i64)threadIdx.x;
-      if ((((v_Y_l0_0 * 64LL) + v_Y_l0_1) < 100LL)) {
+      if (((v_Y_l0_0 * 64LL) + v_Y_l0_1) < 100LL) {
         v_Y[((v_Y_l0_0 * 64LL) + v_Y_l0_1)] = ((i64)(((1.0f / (1.0f + expf(-(v_X[((v_Y_l0_0 * 64LL) + v_Y_l0_1)])))) * 100.0f)));
       }
     }

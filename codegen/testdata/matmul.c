@@ -20,7 +20,7 @@ int v_matmul(void *const *bufs, const i64 *dims, void *ctx) {
   for (i64 v_C_l0 = 0LL; v_C_l0 < v_m; ++v_C_l0) {
     for (i64 v_C_l1 = 0LL; v_C_l1 < v_n; ++v_C_l1) {
       for (i64 v_C_r0 = 0LL; v_C_r0 < 64LL; ++v_C_r0) {
-        if ((v_C_r0 == 0LL)) {
+        if (v_C_r0 == 0LL) {
           v_C[((v_C_l0 * v_n) + v_C_l1)] = 0.0f;
         }
         v_C[((v_C_l0 * v_n) + v_C_l1)] = (v_C[((v_C_l0 * v_n) + v_C_l1)] + (v_A[((v_C_l0 * 64LL) + v_C_r0)] * v_B[((v_C_r0 * v_n) + v_C_l1)]));

@@ -85,10 +85,10 @@ func openclOrSkip(t *testing.T) *opencl.Device {
 	return d
 }
 
-// checkCases launches every case on d at each binding of its symbols with the derived
+// checkCases launches every case of cs on d at each binding of its symbols with the derived
 // geometry and compares with the reference evaluator.
-func checkCases(t *testing.T, d devices.Device, tg target.Target, load loader) {
-	for _, c := range cases(t) {
+func checkCases(t *testing.T, cs []gcase, d devices.Device, tg target.Target, load loader) {
+	for _, c := range cs {
 		l := lower(t, c, tg)
 		mod, k := load(t, l, c.name)
 		for i, env := range c.binds {
@@ -143,14 +143,14 @@ func openclTarget(t *testing.T, d *opencl.Device) target.Target {
 func TestInjectiveKernelsMatchRefOnCUDA(t *testing.T) {
 	nv := nvrtcOrSkip(t)
 	d := deviceOrSkip(t)
-	checkCases(t, d, cudaTarget(t, d), cudaLoader(nv, d))
+	checkCases(t, cases(t), d, cudaTarget(t, d), cudaLoader(nv, d))
 }
 
 // TestInjectiveKernelsMatchRefOnOpenCL runs every case, printed in OpenCL C and built
 // by the driver, on the OpenCL device.
 func TestInjectiveKernelsMatchRefOnOpenCL(t *testing.T) {
 	d := openclOrSkip(t)
-	checkCases(t, d, openclTarget(t, d), openclLoader(d))
+	checkCases(t, cases(t), d, openclTarget(t, d), openclLoader(d))
 }
 
 func TestIndexOutOfRangeFailsThroughTheStatusBlockOnCUDA(t *testing.T) {

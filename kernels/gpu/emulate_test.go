@@ -250,13 +250,19 @@ func hasBarrier(s loopir.Stmt) bool {
 // compares with the reference evaluator: the schedule and the launch rule are checked
 // on a machine without a GPU.
 func TestInjectiveKernelsMatchRefAsASerialLaunch(t *testing.T) {
+	emulateCases(t, cases(t))
+}
+
+// emulateCases runs every case's launched kernel on the CPU as a serial launch and
+// compares with the reference evaluator.
+func emulateCases(t *testing.T, cs []gcase) {
 	d, err := cpu.Open(cpu.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	tg := testGPU(t)
-	for _, c := range cases(t) {
+	for _, c := range cs {
 		l := lower(t, c, tg)
 		src, err := codegen.EmitC(serialLaunch(l.f))
 		if err != nil {

@@ -46,12 +46,14 @@ type stage struct {
 }
 
 // gcase is a node (and its fused epilogues) over run-time inputs of the given types,
-// checked at every binding of its symbols.
+// checked at every binding of its symbols. consts, when set, makes the node's inputs
+// at those positions constants (ReduceSum's axes); their args entry is ignored.
 type gcase struct {
 	name   string
 	op     graph.Op
 	attrs  any
 	args   []graph.Type
+	consts map[int]*tensor.Tensor
 	stages []stage
 	binds  []map[string]int64
 }
@@ -85,7 +87,9 @@ func lower(t testing.TB, c gcase, tg target.Target) *lowered {
 	mk := func(prefix string, types []graph.Type, skip int) []*graph.Value {
 		vals := make([]*graph.Value, len(types))
 		for i, tp := range types {
-			if i != skip {
+			if k, ok := c.consts[i]; ok && prefix == "x" {
+				vals[i] = b.Const(fmt.Sprintf("c%d", i), k)
+			} else if i != skip {
 				name := fmt.Sprintf("%s%d", prefix, i)
 				vals[i] = b.Param(name, tp)
 				l.params[vals[i]] = name
@@ -113,7 +117,7 @@ func lower(t testing.TB, c gcase, tg target.Target) *lowered {
 	placeholders := func(vals []*graph.Value) []kernels.Input {
 		in := make([]kernels.Input, len(vals))
 		for i, v := range vals {
-			in[i] = kernels.Input{T: te.Placeholder(fmt.Sprintf("in%d", i), v.Type.DType, syms.Shape(v.Type.Shape)...)}
+			in[i] = kernels.Input{T: te.Placeholder(fmt.Sprintf("in%d", i), v.Type.DType, syms.Shape(v.Type.Shape)...), Const: v.Const}
 		}
 		return in
 	}
@@ -287,7 +291,11 @@ func (l *lowered) exec(t *testing.T, d devices.Device, k devices.Kernel, env map
 	}
 	for _, p := range l.impl.Params {
 		v := l.nodes[p.Node].Inputs[p.Input]
-		raw, err := in[l.params[v]].(*tensor.Tensor).Raw()
+		x := v.Const
+		if x == nil {
+			x = in[l.params[v]].(*tensor.Tensor)
+		}
+		raw, err := x.Raw()
 		if err != nil {
 			t.Fatal(err)
 		}

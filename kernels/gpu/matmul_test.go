@@ -1,17 +1,12 @@
 package gpu_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/kilnrt/kiln/codegen"
-	"github.com/kilnrt/kiln/devices"
-	"github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/devices/cuda"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/gpu"
 	"github.com/kilnrt/kiln/loopir"
@@ -47,48 +42,29 @@ func matmulCases(t testing.TB) []gcase {
 	}
 }
 
-// lowerTiled lowers a case and checks that the tiled rule took it.
+// lowerTiled lowers a case, checks that the tiled rule took it and that the launched
+// kernel verifies (every thread of a block reaches each barrier).
 func lowerTiled(t *testing.T, c gcase, tg target.Target) *lowered {
 	t.Helper()
 	l := lower(t, c, tg)
 	if !strings.HasPrefix(l.impl.Strategy, "gpu-matmul-tiled") {
 		t.Fatalf("%s: strategy %s, want gpu-matmul-tiled", c.name, l.impl.Strategy)
 	}
+	if err := loopir.Verify(l.f); err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
 	return l
 }
 
 // TestMatMulTiledKernelsMatchRefInLockStep runs every case's launched kernel on the CPU,
 // each block's threads in lock-step phases between the barriers (a missing barrier
-// reads a tile another thread has not copied yet), and compares with the reference
-// evaluator.
+// reads a tile another thread has not copied yet, or overwrites one another thread
+// still reads), and compares with the reference evaluator.
 func TestMatMulTiledKernelsMatchRefInLockStep(t *testing.T) {
-	d, err := cpu.Open(cpu.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	tg := testGPU(t)
 	for _, c := range matmulCases(t) {
-		l := lowerTiled(t, c, tg)
-		src, err := codegen.EmitC(serialLaunch(l.f))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		bin, err := d.Compiler().Build(context.Background(), src.Code)
-		if errors.Is(err, devices.ErrUnavailable) {
-			testdata.NoCompiler(t, err)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		mod, k := loadKernel(t, d, bin, src.Kernels[0])
-		for i, env := range c.binds {
-			l.run(t, d, k, c.name, env, uint64(i+1))
-		}
-		if err := mod.Close(); err != nil {
-			t.Fatal(err)
-		}
+		lowerTiled(t, c, testGPU(t))
 	}
+	emulateCases(t, matmulCases(t))
 }
 
 // TestMatMulTiledKernelsCompileToPTX prints every case in CUDA C and compiles it with
@@ -109,32 +85,18 @@ func TestMatMulTiledKernelsCompileToPTX(t *testing.T) {
 	}
 }
 
-// checkTiledCases launches every matmul case on d and compares with the reference.
-func checkTiledCases(t *testing.T, d devices.Device, tg target.Target, load loader) {
-	for _, c := range matmulCases(t) {
-		l := lowerTiled(t, c, tg)
-		mod, k := load(t, l, c.name)
-		for i, env := range c.binds {
-			l.run(t, d, k, c.name, env, uint64(i+1))
-		}
-		if err := mod.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestMatMulTiledKernelsMatchRefOnOpenCL runs every case, printed in OpenCL C, on the
 // OpenCL device (PoCL here).
 func TestMatMulTiledKernelsMatchRefOnOpenCL(t *testing.T) {
 	d := openclOrSkip(t)
-	checkTiledCases(t, d, openclTarget(t, d), openclLoader(d))
+	checkCases(t, matmulCases(t), d, openclTarget(t, d), openclLoader(d))
 }
 
 // TestMatMulTiledKernelsMatchRefOnCUDA runs every case on a CUDA GPU (skipped without one).
 func TestMatMulTiledKernelsMatchRefOnCUDA(t *testing.T) {
 	nv := nvrtcOrSkip(t)
 	d := deviceOrSkip(t)
-	checkTiledCases(t, d, cudaTarget(t, d), cudaLoader(nv, d))
+	checkCases(t, matmulCases(t), d, cudaTarget(t, d), cudaLoader(nv, d))
 }
 
 func TestMatMulTiledLaunchAndTrace(t *testing.T) {
@@ -178,8 +140,9 @@ func TestMatMulTileFitsTheTarget(t *testing.T) {
 	}
 }
 
-// TestMatMulTiledRefusesWhatItDoesNotHandle: integer operands, vector operands and a CPU
-// target are not the tiled rule's (and no other GPU rule takes a reduction).
+// TestMatMulTiledRefusesWhatItDoesNotHandle: integer operands, a vector operand and a
+// CPU target are not the tiled rule's (the one-thread-per-output reduction rule takes
+// the first two).
 func TestMatMulTiledRefusesWhatItDoesNotHandle(t *testing.T) {
 	st := gpu.Strategies(kernels.Default())
 	for _, c := range []struct {
@@ -200,8 +163,12 @@ func TestMatMulTiledRefusesWhatItDoesNotHandle(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := []kernels.Input{{T: placeholder(t, x)}, {T: placeholder(t, y)}}
-		if _, err := st.Lower(outs[0].Def, in, c.tg); !errors.Is(err, kernels.ErrNoKernel) {
+		impl, err := st.Lower(outs[0].Def, in, c.tg)
+		switch {
+		case c.tg.Kind == target.CPU && !errors.Is(err, kernels.ErrNoKernel):
 			t.Errorf("%s: err = %v, want ErrNoKernel", c.name, err)
+		case c.tg.Kind != target.CPU && (err != nil || impl.Strategy != "gpu-reduce"):
+			t.Errorf("%s: err = %v, strategy %v, want gpu-reduce", c.name, err, impl)
 		}
 	}
 }

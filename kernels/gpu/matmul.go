@@ -7,6 +7,7 @@ import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/te"
@@ -78,7 +79,8 @@ func notApplicable(n *graph.Node, format string, args ...any) error {
 }
 
 // buildMatMulTiled builds n's product as one reduction block, composes its stages and
-// epilogues, lowers the kernel and schedules it with ScheduleMatMulTiled.
+// epilogues, lowers the kernel and schedules it with ScheduleMatMulTiled; a kernel
+// whose launch the target refuses (launchable) is not applicable.
 func buildMatMulTiled(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 	if t.Kind != target.CUDA && t.Kind != target.OpenCL {
 		return nil, notApplicable(n, "%v is not a GPU target", t.Kind)
@@ -158,6 +160,11 @@ func buildMatMulTiled(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	s := schedule.New(f)
 	if err := ScheduleMatMulTiled(s, product, tile); err != nil {
 		return nil, fmt.Errorf("%v: schedule: %w", n, err)
+	}
+	if err := launchable(s.Func(), t); errors.Is(err, passes.ErrLaunch) {
+		return nil, notApplicable(n, "%v", err)
+	} else if err != nil {
+		return nil, err
 	}
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
 }

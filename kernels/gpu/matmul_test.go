@@ -1,14 +1,21 @@
 package gpu_test
 
 import (
+	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/kilnrt/kiln/codegen"
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/devices/cuda"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/gpu"
+	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
@@ -169,6 +176,67 @@ func TestMatMulTiledRefusesWhatItDoesNotHandle(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrNoKernel", c.name, err)
 		case c.tg.Kind != target.CPU && (err != nil || impl.Strategy != "gpu-reduce"):
 			t.Errorf("%s: err = %v, strategy %v, want gpu-reduce", c.name, err, impl)
+		}
+	}
+}
+
+// TestLockStepEmulationCatchesAMissingBarrier: the tiled kernel without the barrier
+// after the copy (threads read tiles not yet copied), or without the one before the
+// next copy (threads overwrite tiles others still read), gives wrong results in the
+// lock-step emulation, so the emulation checks the barriers' placement.
+func TestLockStepEmulationCatchesAMissingBarrier(t *testing.T) {
+	d, err := cpu.Open(cpu.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l := lowerTiled(t, matmulCases(t)[0], testGPU(t)) // 70×45 by 45×100: three k steps
+	in := l.inputs(t, nil, 1)
+	res, err := ref.Eval(l.m, in, ref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := res[0].(*tensor.Tensor)
+	for _, drop := range []int{0, 1} { // the k loop's first barrier (before the copy), its second (after)
+		seen := -1
+		body := loopir.MapStmt(l.f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+			if _, ok := s.(*loopir.Barrier); ok {
+				if seen++; seen == drop {
+					return loopir.Seq{}
+				}
+			}
+			return nil
+		})
+		broken := *l
+		broken.f = &loopir.PrimFunc{Name: l.f.Name, Params: l.f.Params, Dims: l.f.Dims, Body: body}
+		src, err := codegen.EmitC(serialLaunch(broken.f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, err := d.Compiler().Build(context.Background(), src.Code)
+		if errors.Is(err, devices.ErrUnavailable) {
+			testdata.NoCompiler(t, err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		mod, k := loadKernel(t, d, bin, src.Kernels[0])
+		got, _, err := broken.exec(t, d, k, nil, in, want.Shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrong := 0
+		g, w := got.Float64s(), want.Float64s()
+		for i := range w {
+			if math.Abs(g[i]-w[i]) > 1e-3*(1+math.Abs(w[i])) {
+				wrong++
+			}
+		}
+		if wrong == 0 {
+			t.Errorf("without barrier %d the emulated kernel still matches the reference", drop)
+		}
+		if err := mod.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 258 files; see Identity.
-const sourceDigest = "acf8871009fe33c44a2e8ad3b04bdf4f"
+// sourceDigest covers 265 files; see Identity.
+const sourceDigest = "fab887d9e6b36259c11bf71a7e4bef49"

@@ -3,6 +3,7 @@ package devices
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -103,6 +104,15 @@ type Device interface {
 // tensors at offsets inside one arena). A view is valid while its buffer is.
 type Slicer interface {
 	Slice(b Buffer, offset, size int64) (Buffer, error)
+}
+
+// Timer is implemented by GPU devices that measure a kernel's run on the device
+// (profiling events): Time launches like Launch, waits for the kernel and returns how
+// long it ran, when Timing reports that the device was opened to measure (a kernel's
+// failure still surfaces at Sync).
+type Timer interface {
+	Timing() bool
+	Time(k Kernel, g Geometry, bufs []Buffer, dims []int64) (time.Duration, error)
 }
 
 // HostMapper is implemented by devices that can use host memory as a buffer without

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 265 files; see Identity.
-const sourceDigest = "fab887d9e6b36259c11bf71a7e4bef49"
+// sourceDigest covers 266 files; see Identity.
+const sourceDigest = "ac7025149c9ae7ae20926359ef31831f"

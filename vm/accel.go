@@ -214,3 +214,24 @@ func (c *call) onDevice(t *Tensor, dev int) (*Tensor, error) {
 	}
 	return nil, fmt.Errorf("a tensor on device %d, the kernel runs on device %d", t.Storage.Device, dev)
 }
+
+// gpuLocks hold each GPU device for one call at a time, across every VM of the process:
+// a device reports a kernel's failure in one status block, read at its next Sync, and
+// Sync waits for the device's whole queue, so two calls launching at once could each
+// see the other's failure (or wait for its kernels).
+var gpuLocks sync.Map // devices.Device → *sync.Mutex
+
+// holdGPU makes the call the only one launching on device d until it ends (free): from
+// its first GPU launch there, so calls that only copy to a device do not wait.
+func (c *call) holdGPU(d int) {
+	dev := c.m.devs[d]
+	l, _ := gpuLocks.LoadOrStore(dev, &sync.Mutex{})
+	mu := l.(*sync.Mutex)
+	for _, held := range c.gpus {
+		if held == mu {
+			return
+		}
+	}
+	mu.Lock()
+	c.gpus = append(c.gpus, mu)
+}

@@ -67,9 +67,10 @@
 // such device before Run returns, so a kernel's status is the call's error, typed as a
 // CPU kernel's (kernelError, naming the node of the pending launch the status names).
 // A failed call still synchronizes before its storages return to the pool. Outputs on
-// a GPU are copied to host tensors. Sync waits for a device's whole queue: calls
-// running at once on one GPU may see each other's kernel status (the status block is
-// the device's). Memory per device: the pool cuts blocks at DeviceAlign (PlanAlign,
+// a GPU are copied to host tensors. A device reports kernel failures in one status
+// block and Sync waits for its whole queue, so a call holds a GPU from its first launch
+// there to its end (one lock per device across the process's VMs): calls launch on one
+// GPU one at a time, and each sees only its own kernels' status. Memory per device: the pool cuts blocks at DeviceAlign (PlanAlign,
 // or a device's BaseAlign (Aligner, e.g. OpenCL's) rounded up to a multiple of it),
 // and PlanArenas is the static plan with one arena per device (Interval.Device, the
 // AllocStorage's Device) at each device's alignment. Symbolic shapes: the shape

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
@@ -303,6 +305,48 @@ func checkKernelStatusError(t *testing.T, r *gpuRig) {
 	}
 }
 
+// checkConcurrentCallsKeepTheirStatus: calls on one GPU at once, from two VMs, half of
+// them with an index out of range: every bad call fails naming its index, every good
+// call answers (a kernel's status belongs to the call that launched it).
+func checkConcurrentCallsKeepTheirStatus(t *testing.T, r *gpuRig) {
+	cpu := openCPU(t)
+	var vms []*vm.VM
+	for range 2 {
+		v, err := vm.Load(roundTrip(t, gatherExe(t, r)), []devices.Device{cpu, r.dev}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		vms = append(vms, v)
+	}
+	x := randomF32(tensor.Shape{5, 6}, 3)
+	bad := tensor.MustFromSlice(tensor.Shape{3}, []int64{1, 9, -2})
+	good := tensor.MustFromSlice(tensor.Shape{3}, []int64{1, 5, -2})
+	const calls = 64
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idx := good
+			if i%2 == 1 {
+				idx = bad
+			}
+			_, errs[i] = vms[i%4/2].Run(context.Background(), []*tensor.Tensor{x, idx})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%2 == 0 && err != nil {
+			t.Errorf("good call %d: %v", i, err)
+		}
+		if i%2 == 1 && (!errors.Is(err, vm.ErrInput) || !strings.Contains(err.Error(), "index 9")) {
+			t.Errorf("bad call %d: err = %v, want ErrInput naming index 9", i, err)
+		}
+	}
+}
+
 // checkCPUFeedsGPU: a CPU kernel (a + b on device 0) feeds a GPU kernel (sigmoid on
 // device 1) through DeviceCopy.
 func checkCPUFeedsGPU(t *testing.T, r *gpuRig) {
@@ -366,6 +410,10 @@ func TestGPUKernelStatusFailsTheCallNamingTheNodeOnOpenCL(t *testing.T) {
 	checkKernelStatusError(t, openclRig(t))
 }
 
+func TestConcurrentCallsKeepTheirKernelStatusOnOpenCL(t *testing.T) {
+	checkConcurrentCallsKeepTheirStatus(t, openclRig(t))
+}
+
 func TestCPUKernelFeedsGPUKernelThroughDeviceCopyOnOpenCL(t *testing.T) {
 	checkCPUFeedsGPU(t, openclRig(t))
 }
@@ -388,6 +436,54 @@ func TestGPUKernelStatusFailsTheCallNamingTheNodeOnCUDA(t *testing.T) {
 	checkKernelStatusError(t, cudaRig(t))
 }
 
+func TestConcurrentCallsKeepTheirKernelStatusOnCUDA(t *testing.T) {
+	checkConcurrentCallsKeepTheirStatus(t, cudaRig(t))
+}
+
 func TestCPUKernelFeedsGPUKernelThroughDeviceCopyOnCUDA(t *testing.T) {
 	checkCPUFeedsGPU(t, cudaRig(t))
+}
+
+// fixedTimer is a GPU device that reports every kernel as running 7 ms (devices.Timer).
+type fixedTimer struct{ gpuDevice }
+
+// gpuDevice is what the VM uses of a GPU device: views for tensors in arenas and the
+// base alignment they need.
+type gpuDevice interface {
+	devices.Device
+	devices.Slicer
+	BaseAlign() int64
+}
+
+func (fixedTimer) Timing() bool { return true }
+
+func (d fixedTimer) Time(k devices.Kernel, g devices.Geometry, bufs []devices.Buffer, dims []int64) (time.Duration, error) {
+	return 7 * time.Millisecond, d.Launch(k, g, bufs, dims)
+}
+
+// TestProfileTakesAGPUKernelsTimeFromTheDevice: on a device that measures its kernels,
+// RunProfiled records the device's time of each launch, not the wall time around it.
+func TestProfileTakesAGPUKernelsTimeFromTheDevice(t *testing.T) {
+	r := openclRig(t)
+	y := randomF32(tensor.Shape{37}, 2)
+	m, exe := staticAddSigmoid(t, r, y)
+	v, err := vm.Load(roundTrip(t, exe), []devices.Device{openCPU(t), fixedTimer{r.dev.(gpuDevice)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var p vm.Profile
+	x := randomF32(tensor.Shape{4, 37}, 10)
+	for range 2 {
+		out, err := v.RunProfiled(context.Background(), []*tensor.Tensor{x}, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt.CloseTensor(t, "profiled", out[0], want(t, m, map[string]ref.Value{"x": x, "y": y}))
+	}
+	for _, k := range p.Kernels {
+		if k.Launches != 2 || k.Total != 14*time.Millisecond {
+			t.Errorf("kernel %s: %d launches, %v: want 2 launches of the device's 7 ms", k.Name, k.Launches, k.Total)
+		}
+	}
 }

@@ -316,7 +316,19 @@ func (c *call) launch(regs []Value, in *Instr) error {
 	if c.prof != nil {
 		start = time.Now()
 	}
-	err := kernelError(in, k, dims, c.m.devs[dev].Launch(c.m.kernels[in.Imm], g, bufs, dims))
+	if k.Launch != nil {
+		c.holdGPU(dev)
+	}
+	var measured time.Duration
+	timer, timed := c.m.devs[dev].(devices.Timer)
+	timed = timed && c.prof != nil && k.Launch != nil && timer.Timing()
+	var err error
+	if timed { // the device's own measure of the kernel's run
+		measured, err = timer.Time(c.m.kernels[in.Imm], g, bufs, dims)
+	} else {
+		err = c.m.devs[dev].Launch(c.m.kernels[in.Imm], g, bufs, dims)
+	}
+	err = kernelError(in, k, dims, err)
 	if err == nil && k.Launch != nil {
 		c.pending = append(c.pending, pending{dev: dev, in: in, k: k, dims: dims})
 		if c.prof != nil { // a GPU kernel's time includes its run only once it is waited for
@@ -326,7 +338,11 @@ func (c *call) launch(regs []Value, in *Instr) error {
 	if c.prof != nil {
 		kt := &c.prof.Kernels[in.Imm]
 		kt.Launches++
-		kt.Total += time.Since(start)
+		if timed {
+			kt.Total += measured
+		} else {
+			kt.Total += time.Since(start)
+		}
 	}
 	return err
 }

@@ -14,7 +14,8 @@ type Profile struct {
 	Runs    int
 }
 
-// KernelTime is one kernel's launches and their total wall time.
+// KernelTime is one kernel's launches and their total time: wall time, or for a GPU
+// kernel on a device that measures (devices.Timer) the device's time of its runs.
 type KernelTime struct {
 	Name     string
 	Launches int

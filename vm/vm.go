@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/tensor"
@@ -181,9 +182,10 @@ type call struct {
 	ctx      context.Context
 	storages []*Storage
 	steps    int
-	prof     *Profile  // nil unless profiling
-	held     int64     // bytes of the call's storages (checked against Limits.RequestBytes)
-	pending  []pending // GPU kernels launched and not yet synchronized
+	prof     *Profile      // nil unless profiling
+	held     int64         // bytes of the call's storages (checked against Limits.RequestBytes)
+	pending  []pending     // GPU kernels launched and not yet synchronized
+	gpus     []*sync.Mutex // the GPU devices this call holds (gpuLock), released at its end
 }
 
 // Run invokes the entry function on host inputs and returns its result as host tensors
@@ -246,6 +248,10 @@ func (c *call) free() {
 	// kernels still running must not write memory the pool hands out again; their
 	// failure is moot once the call has failed
 	_ = c.sync(-1)
+	for _, mu := range c.gpus {
+		mu.Unlock()
+	}
+	c.gpus = nil
 	for _, s := range c.storages {
 		c.m.pool.put(s)
 	}

@@ -64,6 +64,7 @@ integers 0) with the shapes given by --dims.`,
 			var err error
 			var ds *deviceSet
 			open := func(tf targetFlags) (err error) {
+				tf.profiling = profile
 				if ds, err = tf.open(threads, !isKiln); err == nil {
 					r.Device = ds.describe()
 				}

@@ -21,6 +21,8 @@ import (
 type targetFlags struct {
 	target string // cpu, opencl or cuda ("": from --device, else cpu)
 	device string // cpu, opencl:N ("": the target's default device)
+	// profiling opens a GPU to time kernels on the device (bench --profile)
+	profiling bool
 }
 
 func (tf *targetFlags) register(cmd *cobra.Command) {
@@ -78,7 +80,7 @@ func (tf targetFlags) open(threads int, needCompiler bool) (*deviceSet, error) {
 	case target.CPU:
 		return ds, nil
 	case target.OpenCL:
-		gpu, err := openOpenCL(index)
+		gpu, err := openOpenCL(index, tf.profiling)
 		if err != nil {
 			cpu.Close()
 			return nil, err
@@ -156,14 +158,18 @@ func openCLDevices() ([]openCLDevice, error) {
 }
 
 // openOpenCL opens OpenCL device index (-1: the default: the first GPU, else the
-// first device).
-func openOpenCL(index int) (*opencl.Device, error) {
+// first device), with profiling events when profiling.
+func openOpenCL(index int, profiling bool) (*opencl.Device, error) {
 	if index < 0 {
-		d, err := opencl.OpenDefault()
+		o, err := opencl.Default()
 		if errors.Is(err, devices.ErrUnavailable) {
 			return nil, fmt.Errorf("--target opencl: %w (install an OpenCL driver, e.g. Debian's pocl-opencl-icd, and the ICD loader ocl-icd-libopencl1)", err)
 		}
-		return d, err
+		if err != nil {
+			return nil, err
+		}
+		o.Profiling = profiling
+		return opencl.Open(o)
 	}
 	all, err := openCLDevices()
 	if err != nil {
@@ -173,7 +179,7 @@ func openOpenCL(index int) (*opencl.Device, error) {
 		return nil, usageError{fmt.Errorf("--device opencl:%d: there are %d OpenCL devices (kiln devices lists them)", index, len(all))}
 	}
 	d := all[index]
-	return opencl.Open(opencl.Options{Platform: d.platform.Index, Device: d.device.Index})
+	return opencl.Open(opencl.Options{Platform: d.platform.Index, Device: d.device.Index, Profiling: profiling})
 }
 
 // forExecutable is tf with the target the executable was built for when tf names

@@ -22,6 +22,7 @@ type Device struct {
 	info     devices.Info
 	dinfo    DeviceInfo
 	closed   atomic.Bool
+	timing   bool         // the queue records profiling events (Options.Profiling)
 	builds   atomic.Int64 // programs built from source
 	loads    atomic.Int64 // programs loaded from a binary
 
@@ -79,6 +80,7 @@ func Open(opts Options) (*Device, error) {
 		return nil, devices.Unavailablef("%s: %v", where, err)
 	}
 	d.dinfo.Index = opts.Device
+	d.timing = opts.Profiling
 	if err := d.start(opts.Profiling); err != nil {
 		return nil, devices.Unavailablef("%s: %v", where, err)
 	}

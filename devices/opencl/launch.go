@@ -17,6 +17,9 @@ func (d *Device) Launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 	return err
 }
 
+// Timing reports whether the device was opened with Options.Profiling, which Time needs.
+func (d *Device) Timing() bool { return d.timing }
+
 // Time launches like Launch, waits for the kernel, and returns its run time as the device
 // measured it (from the start to the end of its execution). The device must have been
 // opened with Options.Profiling. A code the kernel wrote still surfaces at Sync.

@@ -35,6 +35,9 @@ type CompiledOptions struct {
 	// dev as the host CPU that runs what the GPU does not.
 	GPU    devices.Device
 	Target target.Target
+	// Built, when set, sees every executable compiled for a model (its statistics:
+	// the kernels, their devices).
+	Built func(m *graph.Module, b *engine.Built)
 }
 
 // newEngine is kiln's engine for dev with the options' recipe and no journal: every
@@ -58,7 +61,7 @@ func newEngine(dev *devcpu.Device, o CompiledOptions) *engine.Engine {
 
 // CompiledEngineWith is CompiledEngine with more options.
 func CompiledEngineWith(dev *devcpu.Device, o CompiledOptions) (Engine, func()) {
-	e := &compiled{engine: newEngine(dev, o), cache: map[compiledKey]engine.Runner{}}
+	e := &compiled{engine: newEngine(dev, o), cache: map[compiledKey]engine.Runner{}, built: o.Built}
 	return e.run, e.close
 }
 
@@ -73,6 +76,7 @@ type compiled struct {
 	mu       sync.Mutex
 	cache    map[compiledKey]engine.Runner
 	compiles map[*graph.Module]int
+	built    func(*graph.Module, *engine.Built)
 }
 
 // GenericEngine compiles each model once with its symbolic dims left free (one
@@ -84,7 +88,7 @@ func GenericEngine(dev *devcpu.Device) (run Engine, compiles func(*graph.Module)
 
 // GenericEngineWith is GenericEngine with more options.
 func GenericEngineWith(dev *devcpu.Device, o CompiledOptions) (run Engine, compiles func(*graph.Module) int, closeAll func()) {
-	e := &compiled{engine: newEngine(dev, o), generic: true, cache: map[compiledKey]engine.Runner{}, compiles: map[*graph.Module]int{}}
+	e := &compiled{engine: newEngine(dev, o), generic: true, cache: map[compiledKey]engine.Runner{}, compiles: map[*graph.Module]int{}, built: o.Built}
 	return e.run, func(m *graph.Module) int {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -153,6 +157,9 @@ func (c *compiled) load(ctx context.Context, m *graph.Module, inputs map[string]
 	l, err := c.engine.Load(ctx, engine.InMemory("", m), shapes, nil)
 	if err != nil {
 		return nil, err
+	}
+	if c.built != nil {
+		c.built(m, l.Built)
 	}
 	machine := l.Runner
 	c.cache[key] = machine

@@ -1,0 +1,91 @@
+package conformance
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/gputest"
+	"github.com/kilnrt/kiln/internal/testdata"
+)
+
+// onCPUByDesign are the ops whose kernels stay on the CPU at an OpenCL target: the
+// recurrent cells (a sequential loop nest, CPU strategies only).
+var onCPUByDesign = map[string]bool{"LSTM": true, "GRU": true, "RNN": true}
+
+// TestZooOnOpenCL: every zoo model, every data set, compiled for the OpenCL device
+// (PoCL in CI) with the CPU as host, matches ONNX Runtime's outputs; and in resnet18,
+// mobilenet_v2, bert_tiny and gpt2_tiny every convolution, matmul, reduction,
+// normalization and elementwise kernel runs on the device.
+func TestZooOnOpenCL(t *testing.T) {
+	zoo := testdata.Zoo(t)
+	gpu := gputest.OpenCL(t)
+	tg, err := gpu.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := FindCases([]string{zoo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	groups := map[*graph.Module][]engine.Group{}
+	o := compiledOptsWith(t, CompiledOptions{Level: 3, GPU: gpu, Target: tg, Built: func(m *graph.Module, b *engine.Built) {
+		mu.Lock()
+		defer mu.Unlock()
+		groups[m] = b.Stats.Groups
+	}})
+	seen := map[string][]engine.Group{}
+	for _, c := range cases {
+		before := len(groups)
+		runAllPass(t, []string{c}, o)
+		if len(groups) == before {
+			t.Fatalf("%s: no executable reported", c)
+		}
+		for _, g := range groups {
+			seen[filepath.Base(c)] = g // the case's one model
+		}
+		clear(groups)
+	}
+	for _, name := range []string{"resnet18", "mobilenet_v2", "bert_tiny", "gpt2_tiny"} {
+		gs, ok := seen[name]
+		if !ok {
+			t.Errorf("%s: not in the zoo", name)
+			continue
+		}
+		on := 0
+		for _, g := range gs {
+			op, _, _ := strings.Cut(g.Anchor, " ")
+			switch {
+			case g.Device == "opencl":
+				on++
+			case onCPUByDesign[op]:
+			default:
+				t.Errorf("%s: %s runs on the %s: %s", name, g.Anchor, g.Device, g.Why)
+			}
+		}
+		t.Logf("%s: %d of %d kernel launches on the OpenCL device", name, on, len(gs))
+	}
+}
+
+// TestNodeSuiteOnOpenCL runs the ONNX node suite compiled for the OpenCL device: no case
+// may crash or fail without a reason, and at least 510 pass (95% of the 540 the CPU's
+// compiled engine passes; they passed alike when last counted).
+func TestNodeSuiteOnOpenCL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the node suite takes a while; skipped with -short")
+	}
+	gpu := gputest.OpenCL(t)
+	tg, err := gpu.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, n := runNodeSuite(t, compiledOptsWith(t, CompiledOptions{Level: 3, GPU: gpu, Target: tg}), "panic", "BUG")
+	t.Logf("node suite, compiled for OpenCL: %v", s)
+	if s.Passed < 510 {
+		t.Errorf("only %d of %d node cases pass on OpenCL, want at least 510", s.Passed, n)
+	}
+}

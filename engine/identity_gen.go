@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 266 files; see Identity.
-const sourceDigest = "ac7025149c9ae7ae20926359ef31831f"
+const sourceDigest = "d482d20488b4487b662a286e35e26f53"

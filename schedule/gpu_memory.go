@@ -43,7 +43,7 @@ func (s *Schedule) compactShared(an *loopir.Analyzer, buf *loopir.Buffer, region
 	nb := &loopir.Buffer{Name: buf.Name, DT: buf.DT, Shape: shape, Scope: buf.Scope, Producer: buf.Producer}
 	rebase := func(idx []loopir.Expr) []loopir.Expr {
 		if len(idx) != len(region) {
-			panic(fmt.Sprintf("BUG: compact: %s of rank %d accessed with %d indices", buf.Name, len(region), len(idx)))
+			panic(fmt.Sprintf("BUG: compactShared: %s of rank %d accessed with %d indices", buf.Name, len(region), len(idx)))
 		}
 		out := make([]loopir.Expr, len(idx))
 		for d, x := range idx {

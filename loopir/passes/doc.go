@@ -20,16 +20,16 @@
 //   - ReuseLocalStorage lets local buffers with disjoint lifetimes (over the top-level
 //     statements) share one allocation of the larger size.
 //
-// Vectorization and longer unrolled loops are loop kinds the C dialect turns into
-// compiler hints (ivdep, omp simd reduction, unroll pragmas), and tensor intrinsics carry
-// their own vector code.
-//
 //   - InsertBarriers (GPU only) puts a work-group barrier wherever a statement reads a
 //     shared buffer other threads wrote since the last barrier, or writes one they read
 //     (a cooperative copy is followed by a barrier, and a loop that rewrites a tile
 //     waits for the previous round's readers: the double-barrier pattern). Barriers go
 //     only where every thread of a block reaches them; one needed under a condition on
 //     the thread index is a BUG.
+//
+// Vectorization and longer unrolled loops are loop kinds the C dialect turns into
+// compiler hints (ivdep, omp simd reduction, unroll pragmas), and tensor intrinsics carry
+// their own vector code.
 //
 // GPU kernels (GPUPipeline, the same passes with PrivatizeLocal after LowerBlocks and
 // InsertBarriers last) are one launch each. PrivatizeLocal makes a local buffer
@@ -44,8 +44,8 @@
 // the grid is what a kernel table can evaluate at run time. Both refuse with ErrLaunch
 // naming the kernel; DeriveLaunch also refuses a tail guard around a barrier (the
 // guarded-off threads would never reach it). Every store runs under every bound loop,
-// so each thread does its own part of
-// the work and no memory is written once per redundant thread.
+// so each thread does its own part of the work and no memory is written once per
+// redundant thread.
 //
 // Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
 // and leaves its input untouched. A pass that meets a construct it cannot handle panics

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 259 files; see Identity.
-const sourceDigest = "a13f3e43167ce6b131e20d3ddb235647"
+// sourceDigest covers 266 files; see Identity.
+const sourceDigest = "d482d20488b4487b662a286e35e26f53"

@@ -314,6 +314,12 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 			return
 		}
 		fmt.Fprintf(e.b, "%s%s(%s);\n", pad, in.Name, strings.Join(args, ", "))
+	case *loopir.Barrier:
+		if e.d.Barrier == "" {
+			e.fail("barriers")
+			return
+		}
+		fmt.Fprintf(e.b, "%s%s\n", pad, e.d.Barrier)
 	case *loopir.Block:
 		e.fail("block %s was not lowered (run loopir/passes first)", s.Name)
 	default:

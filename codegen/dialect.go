@@ -55,6 +55,13 @@ type Dialect struct {
 	// GlobalQualifier is the address space of a kernel's buffer parameters (OpenCL's
 	// "__global"; none elsewhere).
 	GlobalQualifier string
+	// SharedQualifier declares a shared buffer (loopir.ScopeShared), one per block, at
+	// kernel scope (CUDA "__shared__", OpenCL "__local"). Empty: the dialect prints a
+	// shared buffer as any other allocation (C: the emulation of a launch on the CPU).
+	SharedQualifier string
+	// Barrier is the statement of a loopir.Barrier (CUDA "__syncthreads();", OpenCL
+	// "barrier(CLK_LOCAL_MEM_FENCE);"). Empty: barriers are ErrUnsupported.
+	Barrier string
 }
 
 // ParallelForm is how a dialect runs a parallel loop.

@@ -73,7 +73,9 @@ typedef unsigned char u8;
 		Int64Suffix:     "LL",
 		IndexHelper: gpuIndexHelper("", "static __device__ __forceinline__", "",
 			"atomicCAS((unsigned long long *)status, 0ull, %dull) == 0ull"),
-		ThreadIndex: func(a loopir.ThreadAxis) string { return a.String() },
+		ThreadIndex:     func(a loopir.ThreadAxis) string { return a.String() },
+		SharedQualifier: "__shared__",
+		Barrier:         "__syncthreads();",
 	}
 }
 
@@ -119,5 +121,7 @@ typedef uchar u8;
 			}
 			return fmt.Sprintf("get_local_id(%d)", a.Dim())
 		},
+		SharedQualifier: "__local",
+		Barrier:         "barrier(CLK_LOCAL_MEM_FENCE);",
 	}
 }

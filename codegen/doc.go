@@ -33,10 +33,14 @@
 // claims the status block with a compare-and-swap of its code from 0
 // (StatusIndexOutOfRange; CUDA's 64-bit atomicCAS, OpenCL C 1.1's 32-bit
 // atomic_cmpxchg on the code's first half, as devices/opencl documents), so the first
-// failing thread's index and n become the details, and reads a clamped index. The GPU path does not print parallel loops,
-// bounds checks, shared memory, or local buffers of run-time size (ErrUnsupported); a
-// local buffer of constant size is a private array, and a vectorized loop is a plain
-// loop (ScalarLoops). CUDA math is the accurate library
+// failing thread's index and n become the details, and reads a clamped index. The GPU
+// path does not print parallel loops, bounds checks, or local and shared buffers of
+// run-time size (ErrUnsupported); a local buffer of constant size is a private array, a
+// shared buffer (loopir.ScopeShared) an array of the block declared at kernel scope with
+// the dialect's SharedQualifier (__shared__, __local: OpenCL C allows __local variables
+// only there), a loopir.Barrier the dialect's Barrier statement (__syncthreads(),
+// barrier(CLK_LOCAL_MEM_FENCE)), and a vectorized loop a plain loop (ScalarLoops). The
+// C dialect prints a shared buffer as any allocation and refuses barriers. CUDA math is the accurate library
 // (expf, not __expf); OpenCL math is the overloaded built-ins, float32 only.
 //
 // Math: float32 exp, log, tanh, sigmoid and erf are not C library calls but static inline

@@ -38,6 +38,7 @@ func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
 	params = append(params, fmt.Sprintf("%s%s *kiln_status", global, i64))
 	fmt.Fprintf(e.b, "\n%svoid %s(%s) {\n", e.qualifier(), e.kernelName, strings.Join(params, ", "))
 	e.b.WriteString("  (void)kiln_status;\n")
+	e.sharedArrays(f.Body)
 	e.stmt(f.Body, 1)
 	e.b.WriteString("}\n")
 	return e.err
@@ -64,21 +65,54 @@ func (e *cEmitter) boundLoop(s *loopir.For, a loopir.ThreadAxis, depth int) {
 }
 
 // localArray prints a local allocation of a GPU kernel as an array in the thread's
-// private memory; its size must be a constant.
+// private memory; its size must be a constant. A shared allocation was declared at
+// kernel scope (sharedArrays): only its body prints here.
 func (e *cEmitter) localArray(s *loopir.Allocate, depth int) {
+	if s.Buf.Scope == loopir.ScopeShared {
+		e.stmt(s.Body, depth)
+		return
+	}
 	pad := strings.Repeat("  ", depth)
-	n, ok := loopir.NewAnalyzer(e.f.Dims).Simplify(s.Buf.Elements()).(*loopir.IntImm)
-	if !ok || n.V < 1 {
+	n, ok := e.constElements(s.Buf)
+	if !ok {
 		e.fail("local buffer %s of a GPU kernel has no constant size", s.Buf.Name)
 		return
 	}
-	if s.Buf.Scope == "shared" {
-		e.fail("shared buffer %s", s.Buf.Name)
-		return
-	}
-	fmt.Fprintf(e.b, "%s{\n%s  %s %s[%d];\n", pad, pad, e.ctype(s.Buf.DT), e.ident(s.Buf, s.Buf.Name), n.V)
+	fmt.Fprintf(e.b, "%s{\n%s  %s %s[%d];\n", pad, pad, e.ctype(s.Buf.DT), e.ident(s.Buf, s.Buf.Name), n)
 	e.stmt(s.Body, depth+1)
 	fmt.Fprintf(e.b, "%s}\n", pad)
+}
+
+// sharedArrays declares the kernel's shared buffers at kernel scope, where OpenCL C
+// requires __local variables (and CUDA accepts __shared__ ones): one array per block,
+// of constant size, in order of appearance.
+func (e *cEmitter) sharedArrays(body loopir.Stmt) {
+	loopir.MapStmt(body, func(x loopir.Expr) loopir.Expr { return x }, func(s loopir.Stmt) loopir.Stmt {
+		a, ok := s.(*loopir.Allocate)
+		if !ok || a.Buf.Scope != loopir.ScopeShared {
+			return nil
+		}
+		if e.d.SharedQualifier == "" {
+			e.fail("shared buffer %s", a.Buf.Name)
+			return nil
+		}
+		n, ok := e.constElements(a.Buf)
+		if !ok {
+			e.fail("shared buffer %s has no constant size", a.Buf.Name)
+			return nil
+		}
+		fmt.Fprintf(e.b, "  %s %s %s[%d];\n", e.d.SharedQualifier, e.ctype(a.Buf.DT), e.ident(a.Buf, a.Buf.Name), n)
+		return nil
+	})
+}
+
+// constElements is a buffer's element count when it is a positive constant.
+func (e *cEmitter) constElements(b *loopir.Buffer) (int64, bool) {
+	n, ok := loopir.NewAnalyzer(e.f.Dims).Simplify(b.Elements()).(*loopir.IntImm)
+	if !ok || n.V < 1 {
+		return 0, false
+	}
+	return n.V, true
 }
 
 // gpuIndexHelper is kiln_index for a GPU language: ONNX's wrap of a negative index,

@@ -60,6 +60,10 @@ type File struct {
 
 	// Threads is the number of threads kernels run on; 0 means one per core.
 	Threads int `yaml:"threads"`
+	// GPUs is "auto" (KIND_GPU instance groups run on the OpenCL devices kiln finds,
+	// numbered as `kiln devices` lists them, each opened when a model first needs it)
+	// or "none" (every instance runs on the CPU).
+	GPUs string `yaml:"gpus"`
 	// ShutdownGrace is how long requests in flight may finish after SIGTERM.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 }
@@ -177,6 +181,7 @@ func DefaultFile() File {
 		LoadMode:         "lazy",
 		Instances:        1,
 		SpecializeAfter:  3,
+		GPUs:             "auto",
 		Cache:            Cache{Policy: "on"},
 		Limits:           Limits{MaxRequestBytes: 64 * MiB, MaxInflightBytes: GiB, CompileTimeout: Duration(10 * time.Minute)},
 		Log:              Log{Format: "json", Level: "info"},
@@ -351,6 +356,9 @@ func (f File) Validate() error {
 	}
 	if f.LoadMode != "lazy" && f.LoadMode != "eager" {
 		bad("load_mode", "%q: must be lazy or eager", f.LoadMode)
+	}
+	if f.GPUs != "auto" && f.GPUs != "none" {
+		bad("gpus", "%q: must be auto or none", f.GPUs)
 	}
 	if f.Instances < 0 {
 		bad("instances", "%d: must not be negative (0 or 1: one request at a time)", f.Instances)

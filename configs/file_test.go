@@ -47,6 +47,7 @@ func TestDefaultFile(t *testing.T) {
 		{"load_models", len(f.LoadModels), 0},
 		{"instances", f.Instances, 1},
 		{"specialize_after", f.SpecializeAfter, 3},
+		{"gpus", f.GPUs, "auto"},
 		{"cache.policy", f.Cache.Policy, "on"},
 		{"cache.budget", f.Cache.Budget, Size(0)},
 		{"limits.max_request_bytes", f.Limits.MaxRequestBytes, Size(64 << 20)},
@@ -113,6 +114,7 @@ log:
   format: console
   level: debug
 threads: 8
+gpus: none
 shutdown_grace: 5s
 `)
 	f, err := LoadFile(p)
@@ -136,6 +138,7 @@ shutdown_grace: 5s
 		Auth:             Auth{BearerTokenFile: "/etc/kiln/token"},
 		Log:              Log{Format: "console", Level: "debug"},
 		Threads:          8,
+		GPUs:             "none",
 		ShutdownGrace:    Duration(5 * time.Second),
 	}
 	if !reflect.DeepEqual(f, want) {
@@ -213,6 +216,7 @@ func TestFileValidate(t *testing.T) {
 		{"models to load without explicit control", func(f *File) { f.LoadModels = []string{"mlp"} }, "load_models"},
 		{"empty model to load", func(f *File) { f.ModelControlMode, f.LoadModels = "explicit", []string{"mlp", ""} }, "load_models[1]"},
 		{"negative instances", func(f *File) { f.Instances = -1 }, "instances"},
+		{"gpus by number", func(f *File) { f.GPUs = "0,1" }, "gpus"},
 		{"negative specialize_after", func(f *File) { f.SpecializeAfter = -1 }, "specialize_after"},
 		{"cache policy", func(f *File) { f.Cache.Policy = "write-only" }, "cache.policy"},
 		{"negative budget", func(f *File) { f.Cache.Budget = -1 }, "cache.budget"},

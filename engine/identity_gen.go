@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 258 files; see Identity.
-const sourceDigest = "acf8871009fe33c44a2e8ad3b04bdf4f"
+// sourceDigest covers 266 files; see Identity.
+const sourceDigest = "d482d20488b4487b662a286e35e26f53"

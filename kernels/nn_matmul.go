@@ -152,6 +152,20 @@ func computeGemm(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 // ignored when beta is 0) broadcasts to [M, N]: [N], [1, N], [M, 1], [M, N] or a
 // scalar. On integer types alpha and beta must be integers.
 func Gemm(a, b, c *te.Tensor, transA, transB bool, alpha, beta float64) (*te.Tensor, error) {
+	return gemm(a, b, c, transA, transB, alpha, beta, contract)
+}
+
+// GemmReduction is Gemm with the product A'·B' as one plain sum over k (block "gemm",
+// reduction iterator k innermost), followed by a stage "gemm_out" when alpha or C
+// applies: the form a tiled GPU schedule splits.
+func GemmReduction(a, b, c *te.Tensor, transA, transB bool, alpha, beta float64) (*te.Tensor, error) {
+	return gemm(a, b, c, transA, transB, alpha, beta, func(name string, k loopir.Expr, term func(kk loopir.Expr) loopir.Expr) loopir.Expr {
+		r := te.RAxis(name, k)
+		return te.Sum(term(r.Var), r)
+	})
+}
+
+func gemm(a, b, c *te.Tensor, transA, transB bool, alpha, beta float64, contract func(string, loopir.Expr, func(loopir.Expr) loopir.Expr) loopir.Expr) (*te.Tensor, error) {
 	if len(a.Shape) != 2 || len(b.Shape) != 2 {
 		return nil, Unsupported("Gemm of rank-%d and rank-%d operands (want matrices)", len(a.Shape), len(b.Shape))
 	}

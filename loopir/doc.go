@@ -16,13 +16,23 @@
 // is the geometry such a kernel runs with: grid and block extents per dimension as
 // expressions over the runtime dims (loopir/passes derives it).
 //
+// Memory scopes (Buffer.Scope): parameters are global; an allocation is local (private
+// to the thread that runs it: registers on a GPU) or shared (one buffer per GPU block,
+// visible to its threads: CUDA __shared__, OpenCL __local). A Barrier statement is a
+// work-group barrier over shared memory: every thread of the block waits there for the
+// others, and the shared writes before it are visible after it. It prints as "barrier".
+//
 // Symbolic extents are Vars listed in PrimFunc.Dims: at run time their values arrive in
 // the kernel's dims array, in that order, so one kernel serves many shapes.
 //
 // Invariants (Verify): every Var used is bound (a loop var, a block iterator, or a dim);
 // every buffer accessed is a parameter or allocated in scope; index counts match buffer
 // ranks; each thread axis is bound by at most one loop of a function, and a function
-// with bound loops has no parallel (host thread) loops. The package knows no devices and no languages: codegen prints it.
+// with bound loops has no parallel (host thread) loops; allocations are local or shared,
+// a shared one never under a loop bound to a threadIdx axis; a barrier is outside blocks
+// and vector or parallel loops, and under no condition or loop bound that depends on a
+// threadIdx loop (every thread of a block reaches the same barriers). The package knows
+// no devices and no languages: codegen prints it.
 //
 // References: TVM TensorIR (blocks, iterator bindings, schedules as transformations).
 package loopir

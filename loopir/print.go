@@ -104,6 +104,8 @@ func printStmt(b *strings.Builder, s Stmt, depth int) {
 		fmt.Fprintf(b, "%salloc %s %s {\n", pad, bufDecl(s.Buf), s.Buf.Scope)
 		printStmt(b, s.Body, depth+1)
 		fmt.Fprintf(b, "%s}\n", pad)
+	case *Barrier:
+		fmt.Fprintf(b, "%sbarrier\n", pad)
 	case *IntrinCall:
 		args := exprList(s.Args)
 		fmt.Fprintf(b, "%scall %s(%s)\n", pad, s.Intrin.Name, args[1:len(args)-1])

@@ -83,6 +83,8 @@ func MapStmt(s Stmt, fe func(Expr) Expr, fs func(Stmt) Stmt) Stmt {
 		out = &Allocate{Buf: x.Buf, Body: MapStmt(x.Body, fe, fs)}
 	case *IntrinCall:
 		out = &IntrinCall{Intrin: x.Intrin, Args: mapExprs(x.Args, fe)}
+	case *Barrier:
+		out = &Barrier{}
 	default:
 		panic(fmt.Sprintf("BUG: MapStmt: unknown statement %T", s))
 	}

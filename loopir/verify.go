@@ -13,9 +13,12 @@ var ErrVerify = errors.New("loopir verification failed")
 // buffer accessed is a parameter or allocated in scope, that index counts match buffer
 // ranks (or are flat), that blocks bind each iterator exactly once, and that loops bound
 // to GPU thread axes form one launch: each axis bound by at most one loop, and no
-// parallel (host thread) loop in the same function.
+// parallel (host thread) loop in the same function. Allocations are local or shared, a
+// shared one outside every loop bound to a threadIdx axis; a Barrier is outside blocks
+// and vector or parallel loops, and every thread of a block reaches it (no enclosing
+// condition or loop bound depends on a threadIdx loop).
 func Verify(f *PrimFunc) error {
-	v := &verifier{f: f, vars: map[*Var]bool{}, bufs: map[*Buffer]bool{}}
+	v := &verifier{f: f, vars: map[*Var]bool{}, bufs: map[*Buffer]bool{}, varying: map[*Var]bool{}}
 	if err := v.launch(); err != nil {
 		return err
 	}
@@ -37,6 +40,10 @@ type verifier struct {
 	f    *PrimFunc
 	vars map[*Var]bool
 	bufs map[*Buffer]bool
+	sync syncScope
+	// varying holds the variables whose value differs between the threads of a block:
+	// loops bound to threadIdx axes and what is derived from them.
+	varying map[*Var]bool
 }
 
 func (v *verifier) errf(format string, args ...any) error {
@@ -111,6 +118,7 @@ func (v *verifier) stmt(s Stmt) error {
 			return err
 		}
 		defer delete(v.vars, s.Var)
+		defer v.enterLoop(s)()
 		return v.stmt(s.Body)
 	case *Block:
 		if len(s.Bindings) != len(s.Iters) {
@@ -131,6 +139,7 @@ func (v *verifier) stmt(s Stmt) error {
 				return err
 			}
 		}
+		defer v.enterBlock(s)()
 		defer func() {
 			for _, it := range s.Iters {
 				delete(v.vars, it.Var)
@@ -149,6 +158,7 @@ func (v *verifier) stmt(s Stmt) error {
 		if err := v.expr(s.Cond); err != nil {
 			return err
 		}
+		defer v.diverge(s.Cond, "condition "+ExprString(s.Cond))()
 		if err := v.stmt(s.Then); err != nil {
 			return err
 		}
@@ -172,9 +182,14 @@ func (v *verifier) stmt(s Stmt) error {
 				return err
 			}
 		}
+		if err := v.allocation(s.Buf); err != nil {
+			return err
+		}
 		v.bufs[s.Buf] = true
 		defer delete(v.bufs, s.Buf)
 		return v.stmt(s.Body)
+	case *Barrier:
+		return v.barrier()
 	}
 	return v.errf("unknown statement %T", s)
 }

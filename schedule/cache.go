@@ -7,14 +7,18 @@ import (
 )
 
 // CacheRead makes block b read its read-th input through a copy in a new buffer of the
-// given scope: a copy block "<buf>_<scope>" filling the whole copy runs just before the
-// top-level statement that holds b (compute_at then shrinks it to what a loop needs).
-// It returns the copy block.
+// given scope (loopir.ScopeLocal or ScopeShared): a copy block "<buf>_<scope>" filling
+// the whole copy runs just before the top-level statement that holds b (compute_at then
+// shrinks it to what a loop needs; under GPU thread loops it compacts the buffer, and a
+// shared one becomes a copy shared by a block's threads). It returns the copy block.
 func (s *Schedule) CacheRead(b BlockRV, read int, scope string) (BlockRV, error) {
 	const prim = "cache_read"
 	name, ok := s.blocks[b]
 	if !ok {
 		return "", s.errf(prim, "unknown block %s", b)
+	}
+	if scope != loopir.ScopeLocal && scope != loopir.ScopeShared {
+		return "", s.errf(prim, "scope %q: a cache is %q or %q", scope, loopir.ScopeLocal, loopir.ScopeShared)
 	}
 	blk := findBlock(s.f.Body, name)
 	if read < 0 || read >= len(blk.Reads) {
@@ -59,6 +63,9 @@ func (s *Schedule) CacheWrite(b BlockRV, write int, scope string) (BlockRV, erro
 	name, ok := s.blocks[b]
 	if !ok {
 		return "", s.errf(prim, "unknown block %s", b)
+	}
+	if scope != loopir.ScopeLocal && scope != loopir.ScopeShared {
+		return "", s.errf(prim, "scope %q: a cache is %q or %q", scope, loopir.ScopeLocal, loopir.ScopeShared)
 	}
 	blk := findBlock(s.f.Body, name)
 	if write < 0 || write >= len(blk.Writes) {

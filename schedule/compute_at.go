@@ -14,8 +14,17 @@ import (
 // must store at its spatial iterators (one store, or several buffers at the same index,
 // as an arg-reduction stores its index and value) into buffers the function allocates,
 // sit alone in its own loop nest, and every reader of its buffers other than itself must
-// be under l (a reduction reads its own accumulator). A local buffer whose every access is then under l is allocated under l over just that
-// region (compactAt): per-thread storage under a loop bound to a thread axis.
+// be under l (a reduction reads its own accumulator). A local buffer whose every access
+// is then under l is allocated under l over just that region (compactAt): per-thread
+// storage under a loop bound to a thread axis.
+//
+// A shared buffer (an elementwise producer, one buffer) must be under a loop bound to a
+// threadIdx axis (l or one enclosing it), and stays one per block: its region is what
+// every thread of the block reads under l (the threadIdx loops vary too; the region
+// must not depend on them), the buffer is shrunk to it where it is allocated
+// (compactShared), and the producer becomes a cooperative copy (cooperativeNest): the
+// block's threads each compute a share of the region. The barriers between the copy
+// and its readers come from loopir/passes.InsertBarriers.
 func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 	const prim = "compute_at"
 	blk, bufs, at, root, err := s.moveTarget(prim, b, l)
@@ -42,16 +51,45 @@ func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 	if len(inside) == 0 {
 		return s.errf(prim, "nothing under loop %s reads %s", at.Var.Name, bufs[0].Name)
 	}
+	threads := s.threadLoopsAt(at)
+	shared := bufs[0].Scope == loopir.ScopeShared
+	if shared {
+		if len(bufs) != 1 {
+			return s.errf(prim, "block %s writes %d buffers; a shared buffer is filled by a block of one store", blk.Name, len(bufs))
+		}
+		if len(threads) == 0 {
+			return s.errf(prim, "shared buffer %s: loop %s is under no loop bound to a threadIdx axis, so no block's threads share the copy", bufs[0].Name, at.Var.Name)
+		}
+		for i := range inside { // the region every thread of the block reads
+			inside[i].loops = append(inside[i].loops, threads...)
+		}
+	}
 	an := s.analyzerAt(at)
 	region, err := coverRegion(an, inside, len(bufs[0].Shape))
 	if err != nil {
 		return s.errf(prim, "region of %s under %s: %v", bufs[0].Name, at.Var.Name, err)
 	}
-	nest := s.renest(an, blk, region)
+	var nest loopir.Stmt
+	if shared {
+		if err := s.uniformRegion(prim, at, region); err != nil {
+			return err
+		}
+		if nest, err = s.cooperativeNest(prim, an, blk, region, threads); err != nil {
+			return err
+		}
+		if w, _ := collectAccesses(s.f.Body, bufs[0], true); len(w) != len(storesIn(blk, bufs[0])) {
+			return s.errf(prim, "%s is also written outside block %s", bufs[0].Name, blk.Name)
+		}
+	} else {
+		nest = s.renest(an, blk, region)
+	}
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{nest, f.Body}, Annotations: f.Annotations}
 	})
+	if shared {
+		s.compactShared(an, bufs[0], region)
+	}
 	for _, buf := range bufs {
 		s.compactAt(an, at.Var, buf, region)
 	}
@@ -64,6 +102,12 @@ func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 // have just finished writing. The consumer must be elementwise in that input (it reads
 // it at exactly its own iterators) and the producer's writes must be complete within an
 // iteration of l (no reduction loop of the producer at or above l).
+//
+// Under a loop bound to a threadIdx axis, an allocated local input is compacted to the
+// region written under l and allocated under l: each thread keeps its part (a register
+// tile). Each write must then cover the region densely (denseCover: a thread's copy
+// reads nothing it did not write), and nothing outside l may read the input. A shared
+// input there is refused.
 func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	const prim = "reverse_compute_at"
 	blk, _, at, root, err := s.moveTarget(prim, b, l)
@@ -120,11 +164,28 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	if err != nil {
 		return s.errf(prim, "region of %s written under %s: %v", input.Name, at.Var.Name, err)
 	}
+	compact := len(s.threadLoopsAt(at)) > 0 && s.allocations()[input]
+	if compact {
+		if input.Scope != loopir.ScopeLocal {
+			return s.errf(prim, "%s buffer %s under a thread loop: only a local one is kept per thread", input.Scope, input.Name)
+		}
+		if err := denseCover(an, writes, region); err != nil {
+			return s.errf(prim, "the writes of %s under %s leave holes in their region: %v", input.Name, at.Var.Name, err)
+		}
+		reads, _ := collectAccesses(s.f.Body, input, false)
+		under, _ := collectAccesses(at.Body, input, false)
+		if len(reads) != len(under)+countLoads(blk, input) {
+			return s.errf(prim, "%s is also read outside loop %s", input.Name, at.Var.Name)
+		}
+	}
 	nest := s.renest(an, blk, region)
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{f.Body, nest}, Annotations: f.Annotations}
 	})
+	if compact {
+		s.compactAt(an, at.Var, input, region)
+	}
 	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
 	return nil
 }

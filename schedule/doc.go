@@ -15,14 +15,29 @@
 // which stores an index and a value at the same point, and allocates a local buffer
 // whose every access is then under the loop there, shrunk to the region and indexed
 // relative to it: under a loop bound to threadIdx, each thread's own storage);
-// cache_read and cache_write (a copy in a buffer of a given scope); decompose_reduction;
-// storage_align (padded strides of a local buffer); tensorize (a perfect nest matched
-// structurally against a loopir.TensorIntrin description, strides taken from the actual
-// buffers, split tails turned into run-time extents). Queries (Extent, HasBlock) are not
-// recorded. vectorize takes a spatial innermost loop, or an innermost reduction loop
+// cache_read and cache_write (a copy in a buffer of scope local or shared);
+// decompose_reduction; storage_align (padded strides of a local buffer); tensorize (a
+// perfect nest matched structurally against a loopir.TensorIntrin description, strides
+// taken from the actual buffers, split tails turned into run-time extents). Queries
+// (Extent, HasBlock) are not recorded. vectorize takes a spatial innermost loop, or an innermost reduction loop
 // over one decomposed block that accumulates a sum, max or min into an element the loop
 // does not move (loopir.MatchAccumulate): that grants reassociation, which the code
 // generator uses for a vector reduction; any other reduction loop is refused.
+//
+// GPU memory: under a loop bound to a threadIdx axis (a kernel's per-thread part),
+// reverse_compute_at also allocates the local buffer it reads there, shrunk to the
+// region written under the loop: one register tile per thread (the writes a thread
+// copies back must cover their region densely, so it never copies an element another
+// thread owns). A shared buffer (cache_read(b, i, "shared") then compute_at under the
+// thread loops) stays one per block, shrunk where it is allocated to what all the
+// block's threads read under the loop (the thread loops vary too, and the region's
+// start must not depend on them), and its producer becomes a cooperative copy: the
+// region's elements in rounds of one element per thread of the block, thread t taking
+// element round·threads + t, t linear over the thread loops with x fastest
+// (consecutive threads read consecutive elements). The copy's inner split part is thus
+// the block's thread axes themselves, which bind it. The barriers between the copy and
+// its readers, and before the next round overwrites it, are inserted by
+// loopir/passes.InsertBarriers.
 //
 // Every applied primitive is appended to a Trace (instruction, inputs, integer
 // decisions, outputs). A trace prints as text, parses back, and replays on a fresh copy of

@@ -56,6 +56,7 @@ type batchResult struct {
 	err             error
 	queued, compute time.Duration
 	batch           int
+	device          string // where the batch ran
 }
 
 // batcher gathers a model's requests into executions.
@@ -64,13 +65,13 @@ type batcher struct {
 	spec   BatchSpec
 	in     chan *pending
 	warmMu sync.Mutex
-	warmed map[string]bool    // shape keys whose other batch sizes are compiling or compiled
+	warmed map[warmKey]bool   // shape keys whose other batch sizes are compiling or compiled, per device
 	stop   context.CancelFunc // ends the loop: the model version is retired and idle
 }
 
 func newBatcher(m *model, spec BatchSpec) *batcher {
 	ctx, stop := context.WithCancel(m.svc.ctx)
-	b := &batcher{m: m, spec: spec, in: make(chan *pending, 4*spec.MaxBatchSize), warmed: map[string]bool{}, stop: stop}
+	b := &batcher{m: m, spec: spec, in: make(chan *pending, 4*spec.MaxBatchSize), warmed: map[warmKey]bool{}, stop: stop}
 	go b.loop(ctx)
 	return b
 }
@@ -132,8 +133,9 @@ func (b *batcher) loop(ctx context.Context) {
 		}
 		// an instance first: while every instance is busy, requests pile up and the
 		// batch formed once one is free is as large as they allow
+		var inst *placement
 		select {
-		case b.m.slots <- struct{}{}: // released by run
+		case inst = <-b.m.slots: // given back by run
 		case <-ctx.Done():
 			return
 		}
@@ -178,18 +180,19 @@ func (b *batcher) loop(ctx context.Context) {
 				break collect
 			case <-ctx.Done():
 				timer.Stop()
+				b.m.slots <- inst
 				return
 			}
 		}
 		timer.Stop()
-		go b.run(batch, rows)
+		go b.run(inst, batch, rows)
 	}
 }
 
-// run executes one batch: inputs joined (padded to the compiled bucket size), one run,
-// outputs split back to the requests.
-func (b *batcher) run(batch []*pending, rows int) {
-	defer func() { <-b.m.slots }()
+// run executes one batch on an instance of p's device: inputs joined (padded to the
+// compiled bucket size), one run, outputs split back to the requests.
+func (b *batcher) run(p *placement, batch []*pending, rows int) {
+	defer func() { b.m.slots <- p }()
 	size := b.spec.MaxBatchSize
 	for _, s := range b.spec.buckets() {
 		if s >= rows {
@@ -198,16 +201,16 @@ func (b *batcher) run(batch []*pending, rows int) {
 		}
 	}
 	fail := func(err error) {
-		for _, p := range batch {
-			p.done <- batchResult{err: err}
+		for _, r := range batch {
+			r.done <- batchResult{err: err}
 		}
 	}
 	joined := make([]*tensor.Tensor, len(batch[0].args))
 	shapes := map[string][]int64{}
 	for i := range joined {
 		parts := make([]*tensor.Tensor, len(batch))
-		for k, p := range batch {
-			parts[k] = p.args[i]
+		for k, r := range batch {
+			parts[k] = r.args[i]
 		}
 		t, err := concatRows(parts, size)
 		if err != nil {
@@ -221,17 +224,18 @@ func (b *batcher) run(batch []*pending, rows int) {
 		}
 		shapes[b.m.iface.Inputs[i].Name] = shape
 	}
-	v, err := b.m.variantFor(b.m.svc.ctx, shapes)
+	v, err := b.m.variantFor(b.m.svc.ctx, p, shapes)
 	if err != nil {
 		fail(err)
 		return
 	}
-	b.warm(batch[0].key, shapes)
+	b.warm(p, batch[0].key, shapes)
 	start := time.Now()
 	outs, err := v.machine.Run(b.m.svc.ctx, joined)
 	compute := time.Since(start)
+	p.runs.Add(1)
 	if err != nil {
-		fail(fmt.Errorf("%w: model %q: %v", ErrInternal, b.m.name, err))
+		fail(fmt.Errorf("%w: model %q%s: %v", ErrInternal, b.m.name, p.dev.on, err))
 		return
 	}
 	for i, o := range outs {
@@ -243,22 +247,29 @@ func (b *batcher) run(batch []*pending, rows int) {
 	}
 	b.m.stats.execution(size, compute)
 	row := 0
-	for _, p := range batch {
+	for _, r := range batch {
 		mine := make([]*tensor.Tensor, len(outs))
 		for i, o := range outs {
-			mine[i] = sliceRows(o, row, p.rows)
+			mine[i] = sliceRows(o, row, r.rows)
 		}
-		p.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(p.enq), compute: compute, batch: size}
-		row += p.rows
+		r.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(r.enq), compute: compute, batch: size, device: p.dev.name}
+		row += r.rows
 	}
 }
 
-// warm compiles, in the background and one after another, the other batch sizes of a
-// shape key the first time it is seen, so that later batches do not wait for them.
-func (b *batcher) warm(key string, shapes map[string][]int64) {
+// warmKey is a shape key (the shapes without the batch dim) on a device.
+type warmKey struct {
+	p   *placement
+	key string
+}
+
+// warm compiles on p's device, in the background and one after another, the other
+// batch sizes of a shape key the first time it is seen there, so that later batches
+// do not wait for them.
+func (b *batcher) warm(p *placement, key string, shapes map[string][]int64) {
 	b.warmMu.Lock()
-	seen := b.warmed[key]
-	b.warmed[key] = true
+	seen := b.warmed[warmKey{p, key}]
+	b.warmed[warmKey{p, key}] = true
 	b.warmMu.Unlock()
 	if seen {
 		return
@@ -269,7 +280,7 @@ func (b *batcher) warm(key string, shapes map[string][]int64) {
 			for name, s := range shapes {
 				other[name] = append([]int64{int64(size)}, s[1:]...)
 			}
-			if _, err := b.m.variantFor(b.m.svc.ctx, other); err != nil {
+			if _, err := b.m.variantFor(b.m.svc.ctx, p, other); err != nil {
 				return // logged by build; requests of that size will report it
 			}
 		}

@@ -32,14 +32,15 @@ output [ { name: "probs" data_type: TYPE_FP32 dims: [ 4 ] } ]
 		}
 		infer(1)
 		m, _ := s.lookup("mlp", "")
-		if m.generic == nil {
-			t.Fatalf("no generic executable: %s", m.noGen)
+		cpu := m.places[0]
+		if cpu.generic == nil {
+			t.Fatalf("no generic executable: %s", cpu.noGen)
 		}
-		before := m.generic.machine.MemoryStats()
+		before := cpu.generic.machine.MemoryStats()
 		for _, rows := range []int{16, 3, 16, 9} {
 			infer(rows)
 		}
-		after := m.generic.machine.MemoryStats()
+		after := cpu.generic.machine.MemoryStats()
 		if grew := after.Allocs > before.Allocs; grew == bounded {
 			t.Errorf("bounded %v: device allocations %d after batch 1, %d after batches up to 16", bounded, before.Allocs, after.Allocs)
 		}

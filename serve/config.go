@@ -56,11 +56,9 @@ func (s *Service) specOf(c *modelpb.ModelConfig) *Spec {
 	if sp.Platform == "" {
 		sp.Platform = modelrepo.PlatformONNX
 	}
-	for _, g := range c.InstanceGroup {
-		if g.Kind == modelpb.ModelInstanceGroup_KIND_GPU {
-			s.log.Warn("instance_group asks for GPUs; kiln serves this model on the CPU (GPU devices are not built yet)", zap.String("model", c.Name))
-		}
-		sp.Instances += max(int(g.Count), 1)
+	sp.on = s.instancesOf(c)
+	for _, o := range sp.on {
+		sp.Instances += o.count
 	}
 	if db := c.GetDynamicBatching(); db != nil && c.MaxBatchSize > 0 {
 		b := &BatchSpec{MaxBatchSize: int(c.MaxBatchSize), MaxDelay: time.Duration(db.MaxQueueDelayMicroseconds) * time.Microsecond}

@@ -12,6 +12,24 @@
 // compiler. So serve imports neither the compiler, the graph passes nor a concrete
 // device (internal/archtest enforces it).
 //
+// Instances and devices (instances.go). Options.Engine is the CPU's engine and
+// Options.GPUs the GPUs' (by ordinal: kiln serve gives the OpenCL devices in kiln's
+// numbering, opencl:N for gpus: [N]; there is no CUDA backend to serve on). A model
+// version's instance groups become instances on devices, as Triton places them: a
+// KIND_CPU (or KIND_MODEL) group's count on the CPU; a KIND_GPU group's count on each
+// GPU it lists, or on every GPU when it lists none; KIND_AUTO is KIND_GPU when the
+// service has a GPU, else KIND_CPU. A group asking for a GPU the service does not have
+// (none at all, or an ordinal past the list) is served on the CPU with a warning naming
+// the model and the ordinal; it never fails the model. Each device of a version holds
+// its own executables (a placement: per shape signature, the generic one, the
+// specialization counts), loaded once from that device's engine whatever the number of
+// instances on it; the journal keys them apart by target. All instances of all devices
+// wait in one queue of free instances: a request (or a batch) takes the first free one
+// and runs on its device, compiling for that device first if it has to. A failed first
+// compile on any device is the model's load error (UNAVAILABLE, the reason naming the
+// device). Eager compiles and warm-up samples run on every device of the version.
+// kiln_device_exec_count counts executions per model version and device.
+//
 // Model. A repository in Triton's layout (<repo>/<model>/<version>/model.onnx) is
 // scanned at start; every version becomes a model whose interface (inputs, outputs),
 // content digest (the journal key's model part) and file stamp (size, mtime, inode) come
@@ -45,8 +63,8 @@
 // waiting for it has given up (flight.go: background compiles are never stopped that
 // way); Options.Compiles compiles run at once (default one per core), so one slow model
 // does not hold back the others;
-// a model version runs at most Options.Instances requests at once, the rest queue (the
-// queue time is in its statistics); after Drain no inference is admitted and Drain
+// a model version runs at most as many requests at once as it has instances, over all
+// its devices, the rest queue (the queue time is in its statistics); after Drain no inference is admitted and Drain
 // returns when those in flight are done.
 //
 // Repository: serve/modelrepo owns the repository's layout (which folders are models
@@ -61,7 +79,7 @@
 // checked against the model (modelrepo.CheckAgainstModel, then max_dims); a config that
 // does not parse or contradicts the model makes the model UNAVAILABLE with the reason.
 // The version policy selects the versions served. instance_group counts are the
-// requests run at once; dynamic_batching with max_batch_size enables the batcher
+// requests run at once, on the groups' devices; dynamic_batching with max_batch_size enables the batcher
 // (batcher.go): requests agreeing on all but the first dim join within the queue delay,
 // run padded to the smallest preferred size that holds them (so only preferred sizes
 // compile), and are split back. The parameter compile: "eager" compiles at start.

@@ -7,8 +7,10 @@ import (
 // Metrics exposes the service to Prometheus: Triton's nv_inference_* counters per model
 // and version (read from the statistics at scrape time, so there is one bookkeeping),
 // kiln_compile_seconds (a histogram of times to an executable, journal hits included,
-// labelled by outcome), kiln_journal_{hits,misses,corrupt}_total, and
-// kiln_model_state (1 for the state a model version is in).
+// labelled by outcome), kiln_journal_{hits,misses,corrupt}_total,
+// kiln_model_state (1 for the state a model version is in), and
+// kiln_device_exec_count (executions per device a version's instances run on:
+// device="cpu", "opencl:0").
 type Metrics struct {
 	svc *Service
 }
@@ -27,7 +29,8 @@ var (
 		"misses":   prometheus.NewDesc("kiln_journal_misses_total", "Journal lookups that found no usable entry.", nil, nil),
 		"corrupt":  prometheus.NewDesc("kiln_journal_corrupt_total", "Journal entries found damaged, quarantined and rebuilt.", nil, nil),
 		"state":    prometheus.NewDesc("kiln_model_state", "1 for the lifecycle state each model version is in.", []string{"model", "version", "state"}, nil),
-		"compiled": prometheus.NewDesc("kiln_model_executables", "Executables loaded per model version (one per input shape signature).", labels, nil),
+		"compiled": prometheus.NewDesc("kiln_model_executables", "Executables loaded per model version (per device, one per input shape signature).", labels, nil),
+		"device":   prometheus.NewDesc("kiln_device_exec_count", "Model executions per device the version's instances run on (a batch counts once).", []string{"model", "version", "device"}, nil),
 	}
 )
 
@@ -80,6 +83,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descs["state"], prometheus.GaugeValue, v, st.Name, st.Version, string(state))
 		}
 		ch <- prometheus.MustNewConstMetric(descs["compiled"], prometheus.GaugeValue, float64(st.Compiled), st.Name, st.Version)
+	}
+	for _, m := range s.allModels() {
+		for _, p := range m.places {
+			counter("device", float64(p.runs.Load()), m.name, m.versionString(), p.dev.name)
+		}
 	}
 	s.compileHist.Collect(ch)
 }

@@ -26,8 +26,9 @@ const (
 	StateReady       State = "READY"       // servable
 )
 
-// model is one version of a model: its interface, its compiled variants (one per input
-// shape signature until one executable serves every shape), its instances and stats.
+// model is one version of a model: its interface, its instances on their devices with
+// the executables loaded there (one per input shape signature, or one for every
+// shape), and its stats.
 type model struct {
 	svc     *Service
 	name    string
@@ -39,9 +40,9 @@ type model struct {
 	spec    *Spec
 	config  *modelpb.ModelConfig // nil when the model could not be read
 	stats   *modelStats
-	slots   chan struct{} // one per instance: requests beyond them queue
-	batcher *batcher      // nil: every request is its own execution
-	flights flights       // builds in progress, one per shape key
+	places  []*placement    // the devices its instances run on
+	slots   chan *placement // the free instances (each names its device): requests beyond them queue
+	batcher *batcher        // nil: every request is its own execution
 
 	mu       sync.Mutex
 	retired  bool // unloaded or replaced: no new requests
@@ -51,10 +52,6 @@ type model struct {
 	state    State
 	reason   string
 	progress string
-	variants map[string]*variant
-	generic  *variant       // one executable for every shape (SpecializeAfter > 0)
-	noGen    string         // why the generic executable cannot be built ("": not tried or built)
-	seen     map[string]int // requests per shape signature served by generic
 }
 
 // variant is the executable for one input shape signature, loaded on the device.
@@ -91,13 +88,16 @@ type Status struct {
 	Name, Version string
 	State         State
 	Reason        string // why unavailable, or the compile's progress while loading
-	Compiled      int    // executables loaded (one per input shape signature served)
+	Compiled      int    // executables loaded (per device, one per input shape signature served)
 }
 
 func (m *model) status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := Status{Name: m.name, Version: m.versionString(), State: m.state, Reason: m.reason, Compiled: len(m.variants)}
+	st := Status{Name: m.name, Version: m.versionString(), State: m.state, Reason: m.reason}
+	for _, p := range m.places {
+		st.Compiled += len(p.variants)
+	}
 	if m.state == StateLoading && m.progress != "" {
 		st.Reason = m.progress
 	}
@@ -168,21 +168,22 @@ func dimsOf(t graph.Type) []int64 {
 	return out
 }
 
-// variantFor returns the loaded executable for the shapes, compiling it (through the
-// journal: once per key across processes; here once per key per process) if needed.
-// The compile stops when every request waiting for it has given up.
-func (m *model) variantFor(ctx context.Context, shapes map[string][]int64) (*variant, error) {
+// variantFor returns the executable for the shapes loaded on p's device, compiling it
+// (through the journal: once per key across processes; here once per key and device
+// per process) if needed. The compile stops when every request waiting for it has
+// given up.
+func (m *model) variantFor(ctx context.Context, p *placement, shapes map[string][]int64) (*variant, error) {
 	key := fmt.Sprint(shapes) // fmt prints maps sorted by key
 	m.mu.Lock()
-	v := m.variants[key]
+	v := p.variants[key]
 	m.mu.Unlock()
 	if v != nil {
 		return v, nil
 	}
-	if g, err := m.genericFor(ctx, shapes, key); g != nil || err != nil {
+	if g, err := m.genericFor(ctx, p, shapes, key); g != nil || err != nil {
 		return g, err
 	}
-	v, err := m.flights.do(ctx, m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, shapes, key) })
+	v, err := p.flights.do(ctx, m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, p, shapes, key) })
 	if err == errGaveUp {
 		return nil, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
 	}
@@ -190,14 +191,14 @@ func (m *model) variantFor(ctx context.Context, shapes map[string][]int64) (*var
 }
 
 // build compiles (or loads from the journal), loads and registers the variant for one
-// shape signature, under the flight's context (see flights).
-func (m *model) build(ctx context.Context, shapes map[string][]int64, key string) (*variant, error) {
-	v, err := m.buildVariant(ctx, shapes, key)
+// shape signature on p's device, under the flight's context (see flights).
+func (m *model) build(ctx context.Context, p *placement, shapes map[string][]int64, key string) (*variant, error) {
+	v, err := m.buildVariant(ctx, p, shapes, key)
 	if err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
-	m.variants[key] = v
+	p.variants[key] = v
 	m.mu.Unlock()
 	return v, nil
 }
@@ -207,22 +208,24 @@ func (m *model) build(ctx context.Context, shapes map[string][]int64, key string
 // ErrUnavailable for a request that still sees it.
 var errChanged = fmt.Errorf("%w: the model's files changed on disk", ErrUnavailable)
 
-// buildVariant compiles (or loads from the journal) and loads an executable: for the
-// shapes, or with shapes nil the generic one (symbolic dims left free). The journal key
-// is the digest taken at registration, and the compile reads the files again only to
-// import exactly those bytes (onnx.LoadVerified): files replaced since then are
-// errChanged, never compiled under the old key. A failed first compile makes the model
-// UNAVAILABLE, unless it was the generic attempt (the model then compiles per shape), it
-// was cancelled, or the files changed.
-func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key string) (*variant, error) {
+// buildVariant compiles (or loads from the journal) and loads an executable on p's
+// device: for the shapes, or with shapes nil the generic one (symbolic dims left free).
+// The journal key is the digest taken at registration (and the device's target), and
+// the compile reads the files again only to import exactly those bytes
+// (onnx.LoadVerified): files replaced since then are errChanged, never compiled under
+// the old key. A failed first compile on a device makes the model UNAVAILABLE (the
+// reason names the device unless it is the CPU), unless it was the generic attempt (the
+// model then compiles per shape), it was cancelled, or the files changed.
+func (m *model) buildVariant(ctx context.Context, p *placement, shapes map[string][]int64, key string) (*variant, error) {
 	svc := m.svc
 	generic := shapes == nil
 	if m.src.Stamp.Changed() {
 		return nil, fmt.Errorf("%w: model %q version %d", errChanged, m.name, m.version)
 	}
-	first := false
+	first, firstHere := false, false
 	m.mu.Lock()
-	if len(m.variants) == 0 && m.generic == nil {
+	firstHere = p.empty() && !generic
+	if m.loadedNowhere() {
 		first = !generic
 		m.state, m.reason = StateLoading, ""
 	}
@@ -252,12 +255,13 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 	if !generic {
 		shapesOrGeneric = shapes
 	}
-	c, err := svc.engine.Load(ctx, m.src, shapesOrGeneric, func(p engine.Progress) {
+	on := p.dev.on
+	c, err := p.dev.engine.Load(ctx, m.src, shapesOrGeneric, func(pr engine.Progress) {
 		m.mu.Lock()
-		if p.Total > 0 {
-			m.progress = fmt.Sprintf("compiling: %s %d/%d", p.Stage, p.Done, p.Total)
+		if pr.Total > 0 {
+			m.progress = fmt.Sprintf("compiling%s: %s %d/%d", on, pr.Stage, pr.Done, pr.Total)
 		} else {
-			m.progress = "compiling: " + p.Stage
+			m.progress = fmt.Sprintf("compiling%s: %s", on, pr.Stage)
 		}
 		m.mu.Unlock()
 	})
@@ -272,20 +276,21 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 		}
 		if !generic && errors.Is(err, engine.ErrNotPrebuilt) {
 			m.mu.Lock()
-			noGen := m.noGen
+			noGen := p.noGen
 			m.mu.Unlock()
 			if noGen != "" { // the generic executable was looked for first: say so too
 				err = fmt.Errorf("%w (the generic executable for every shape is not there either)", err)
 			}
 		}
-		reason := fmt.Sprintf("compile failed: %v", err)
+		reason := fmt.Sprintf("compile failed%s: %v", on, err)
 		if !generic {
-			svc.log.Error("model compile failed", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Error(err))
+			svc.log.Error("model compile failed", zap.String("model", m.name), zap.Int64("version", m.version), zap.String("device", p.dev.name),
+				zap.Any("shapes", shapes), zap.Error(err))
 		}
-		if first {
+		if firstHere {
 			m.setState(StateUnavailable, reason)
 		}
-		return nil, fmt.Errorf("%w: model %q: %v", ErrUnavailable, m.name, err)
+		return nil, fmt.Errorf("%w: model %q%s: %v", ErrUnavailable, m.name, on, err)
 	}
 	v := &variant{machine: c.Runner, outputs: c.Outputs, outIdx: map[string]int{}}
 	for i, o := range c.Outputs {
@@ -293,15 +298,27 @@ func (m *model) buildVariant(ctx context.Context, shapes map[string][]int64, key
 	}
 	svc.stats.compile(m.name, c.Built, time.Since(start))
 	svc.compileHist.WithLabelValues(m.name, c.Outcome.String()).Observe(time.Since(start).Seconds())
-	svc.log.Info("model compiled", zap.String("model", m.name), zap.Int64("version", m.version), zap.Any("shapes", shapes),
+	svc.log.Info("model compiled", zap.String("model", m.name), zap.Int64("version", m.version), zap.String("device", p.dev.name), zap.Any("shapes", shapes),
 		zap.String("journal", c.Outcome.String()), zap.Stringer("miss", c.Miss.Kind), zap.Duration("took", time.Since(start)))
 	m.mu.Lock()
-	m.reason, m.progress = "", ""
-	if !m.warming { // warm-up turns the model READY when its samples have run
-		m.state = StateReady
+	// warm-up turns the model READY when its samples have run; a failed first compile
+	// on another device has made it UNAVAILABLE for good
+	if !m.warming && m.state != StateUnavailable {
+		m.state, m.reason = StateReady, ""
 	}
+	m.progress = ""
 	m.mu.Unlock()
 	return v, nil
+}
+
+// loadedNowhere reports whether no device has an executable of the model (m.mu held).
+func (m *model) loadedNowhere() bool {
+	for _, p := range m.places {
+		if !p.empty() {
+			return false
+		}
+	}
+	return true
 }
 
 // infer runs one request on the model.
@@ -312,7 +329,6 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	if state == StateUnavailable {
 		return nil, fmt.Errorf("%w: model %q version %d is not available: %s", ErrUnavailable, m.name, m.version, reason)
 	}
-	start := time.Now()
 	args, shapes, err := m.checkInputs(req)
 	if err != nil {
 		return nil, err
@@ -324,21 +340,24 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	if m.batcher != nil {
 		return m.inferBatched(ctx, req, args, outs)
 	}
-	v, err := m.variantFor(ctx, shapes)
-	if err != nil {
-		return nil, err
-	}
-	start = time.Now() // the queue is the wait for an instance, not the compile
+	start := time.Now()
+	var p *placement // the first free instance, of whichever device
 	select {
-	case m.slots <- struct{}{}:
+	case p = <-m.slots:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: queued for model %q: %v", ErrDeadline, m.name, ctx.Err())
 	}
 	queued := time.Since(start)
+	v, err := m.variantFor(ctx, p, shapes) // the compile is neither queue nor compute time
+	if err != nil {
+		m.slots <- p
+		return nil, err
+	}
 	t0 := time.Now()
 	res, err := v.machine.Run(ctx, args)
-	<-m.slots
+	m.slots <- p
 	compute := time.Since(t0)
+	p.runs.Add(1)
 	if err != nil {
 		if errors.Is(err, vm.ErrInput) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -346,12 +365,13 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %v", ErrDeadline, err)
 		}
-		return nil, fmt.Errorf("%w: model %q: %v", ErrInternal, m.name, err)
+		return nil, fmt.Errorf("%w: model %q%s: %v", ErrInternal, m.name, p.dev.on, err)
 	}
 	resp, err := m.response(req, outs, res, v.outIdx)
 	if err != nil {
 		return nil, err
 	}
+	resp.Device = p.dev.name
 	m.stats.ok(queued, compute, true)
 	return resp, nil
 }
@@ -370,6 +390,7 @@ func (m *model) inferBatched(ctx context.Context, req *InferRequest, args []*ten
 	if err != nil {
 		return nil, err
 	}
+	resp.Device = r.device
 	m.stats.ok(r.queued, r.compute, false)
 	return resp, nil
 }

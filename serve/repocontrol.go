@@ -50,8 +50,10 @@ func (m *model) closeVariants() {
 		m.batcher.stop()
 	}
 	m.mu.Lock()
-	vs := m.variants
-	m.variants = map[string]*variant{}
+	var vs []*variant
+	for _, p := range m.places {
+		vs = append(vs, p.take()...)
+	}
 	m.mu.Unlock()
 	for _, v := range vs {
 		v.machine.Close()
@@ -60,7 +62,7 @@ func (m *model) closeVariants() {
 
 // unloaded is the placeholder listed for a model that is not loaded.
 func (s *Service) unloaded(name string) []*model {
-	return []*model{{svc: s, name: name, version: -1, stats: &modelStats{}, variants: map[string]*variant{}, spec: &Spec{},
+	return []*model{{svc: s, name: name, version: -1, stats: &modelStats{}, spec: &Spec{},
 		state: StateUnavailable, reason: "unloaded"}}
 }
 

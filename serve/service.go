@@ -17,10 +17,14 @@ import (
 // Options configure a Service.
 type Options struct {
 	Repository string // Triton-style model repository
-	// Engine compiles (or takes from the journal) and loads the executables
-	// (required).
+	// Engine compiles (or takes from the journal) and loads the executables of the
+	// CPU's instances (required); it also reads the models (Engine.Open) and reports
+	// the journal's counters.
 	Engine Engine
-	Log    *zap.Logger
+	// GPUs are the GPUs instances may run on, by ordinal: a KIND_GPU instance group's
+	// gpus: [N] is GPUs[N] (instances.go). Empty: every instance runs on the CPU.
+	GPUs []GPU
+	Log  *zap.Logger
 	// Eager compiles every model at start for the shapes its interface fixes (models
 	// with free dims compile on their first request); the server is ready when all
 	// are compiled.
@@ -49,9 +53,10 @@ type Options struct {
 type Spec struct {
 	Platform     string
 	MaxBatchSize int
-	Instances    int        // requests run at once (the sum of the instance groups)
+	Instances    int        // requests run at once (the instances of every device)
 	Batching     *BatchSpec // nil: no dynamic batching
 	Eager        bool       // compile at start (parameter compile: "eager")
+	on           []instancesOn
 }
 
 // Service is the protocol-neutral inference service: the repository, the models'
@@ -61,7 +66,9 @@ type Service struct {
 	opts        Options
 	repo        repoRoot
 	log         *zap.Logger
-	engine      Engine
+	engine      Engine          // reads models, reports the journal
+	cpu         *device         // the CPU's instances (Options.Engine)
+	gpus        []*device       // by ordinal (Options.GPUs)
 	ctx         context.Context // cancelled by Close: compiles stop
 	cancel      context.CancelFunc
 	compiles    chan struct{}  // Options.Compiles compiles at a time
@@ -100,6 +107,14 @@ func New(opts Options) (*Service, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var err error
 	s := &Service{opts: opts, log: opts.Log, engine: opts.Engine, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, opts.Compiles), models: map[string][]*model{}, idle: make(chan struct{}), compileHist: newCompileHistogram()}
+	s.cpu = &device{name: cpuName, engine: opts.Engine}
+	for i, g := range opts.GPUs {
+		if g.Engine == nil || g.Name == "" {
+			cancel()
+			return nil, fmt.Errorf("serve: GPU %d has no engine or no name", i)
+		}
+		s.gpus = append(s.gpus, &device{name: g.Name, engine: g.Engine, on: " on " + g.Name})
+	}
 	if s.repo, err = openRepo(opts.Repository); err != nil {
 		cancel()
 		return nil, err
@@ -134,7 +149,7 @@ func (s *Service) register(d modelDir) []*model {
 	unavailable := func(vs []version, err error) []*model {
 		var out []*model
 		for _, v := range vs {
-			out = append(out, &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{}, variants: map[string]*variant{},
+			out = append(out, &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{},
 				spec: &Spec{}, state: StateUnavailable, reason: err.Error()})
 		}
 		s.log.Error("model unavailable", zap.String("model", d.name), zap.Error(err))
@@ -152,9 +167,9 @@ func (s *Service) register(d modelDir) []*model {
 	spec := s.specOf(cfg)
 	var out []*model
 	for _, v := range servedVersions(cfg, d.versions) {
-		m := &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{}, variants: map[string]*variant{},
+		m := &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{},
 			spec: spec, config: cfg, state: StateReady}
-		m.slots = make(chan struct{}, spec.Instances)
+		m.places, m.slots = newPlacements(spec.on)
 		sc := newest
 		if v.number != d.versions[0].number {
 			sc, err = s.engine.Open(label(v), v.path)
@@ -218,12 +233,32 @@ func (s *Service) compileEager() {
 			s.log.Info("model has free input dims: it compiles on its first request", zap.String("model", m.name))
 			continue
 		}
-		if _, err := m.variantFor(s.ctx, shapes); errors.Is(err, errChanged) {
+		if err := s.compileOnEvery(m, shapes); errors.Is(err, errChanged) {
 			s.reloadChanged(m) // the reload compiles the new content eagerly
-		} else if err != nil {
-			s.log.Error("eager compile failed", zap.String("model", m.name), zap.Error(err))
 		}
 	}
+}
+
+// compileOnEvery compiles a model version for the shapes on each of its devices at
+// once, and returns errChanged when one of them found its files replaced (the other
+// failures are logged, and the first on a device is the model's state).
+func (s *Service) compileOnEvery(m *model, shapes map[string][]int64) error {
+	errs := make([]error, len(m.places))
+	var wg sync.WaitGroup
+	for i, p := range m.places {
+		wg.Go(func() {
+			if _, errs[i] = m.variantFor(s.ctx, p, shapes); errs[i] != nil && !errors.Is(errs[i], errChanged) {
+				s.log.Error("eager compile failed", zap.String("model", m.name), zap.String("device", p.dev.name), zap.Error(errs[i]))
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if errors.Is(err, errChanged) {
+			return err
+		}
+	}
+	return nil
 }
 
 func staticShapes(m *model) (map[string][]int64, bool) {
@@ -368,12 +403,7 @@ func (s *Service) Close() error {
 	s.cancel()
 	s.building.Wait() // a cancelled compile returns soon; the journal and device outlive it
 	for _, m := range s.allModels() {
-		m.mu.Lock()
-		for _, v := range m.variants {
-			v.machine.Close()
-		}
-		m.variants = map[string]*variant{}
-		m.mu.Unlock()
+		m.closeVariants()
 	}
 	return nil
 }

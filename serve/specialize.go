@@ -27,25 +27,26 @@ func (m *model) hasSymbolicInputs() bool {
 	return false
 }
 
-// genericFor returns the generic executable when the service serves shapes from one
-// (Options.SpecializeAfter > 0) and the model has one or can build it: building it the
-// first time (the caller waits, as for any first compile), and counting the request's
-// shape signature, whose specialized executable is built in the background once it has
-// been seen SpecializeAfter times. nil and no error: compile per shape.
-func (m *model) genericFor(ctx context.Context, shapes map[string][]int64, key string) (*variant, error) {
+// genericFor returns p's device's generic executable when the service serves shapes
+// from one (Options.SpecializeAfter > 0) and the model has one there or can build it:
+// building it the first time (the caller waits, as for any first compile), and counting
+// the request's shape signature, whose specialized executable is built in the
+// background once it has been seen SpecializeAfter times on that device. nil and no
+// error: compile per shape.
+func (m *model) genericFor(ctx context.Context, p *placement, shapes map[string][]int64, key string) (*variant, error) {
 	after := m.svc.opts.SpecializeAfter
 	if after <= 0 || !m.hasSymbolicInputs() {
 		return nil, nil
 	}
 	m.mu.Lock()
-	g, no := m.generic, m.noGen
+	g, no := p.generic, p.noGen
 	m.mu.Unlock()
 	if no != "" {
 		return nil, nil
 	}
 	if g == nil {
 		var err error
-		g, err = m.flights.do(ctx, m.svc.ctx, genericKey, m.buildGeneric)
+		g, err = p.flights.do(ctx, m.svc.ctx, genericKey, func(bctx context.Context) (*variant, error) { return m.buildGeneric(bctx, p) })
 		switch {
 		case err == errGaveUp:
 			return nil, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
@@ -56,26 +57,26 @@ func (m *model) genericFor(ctx context.Context, shapes map[string][]int64, key s
 		}
 	}
 	m.mu.Lock()
-	if m.seen == nil {
-		m.seen = map[string]int{}
+	if p.seen == nil {
+		p.seen = map[string]int{}
 	}
-	m.seen[key]++
-	start := m.seen[key] == after && m.variants[key] == nil
+	p.seen[key]++
+	start := p.seen[key] == after && p.variants[key] == nil
 	m.mu.Unlock()
 	if start {
 		m.svc.log.Info("shape seen often: specializing in the background", zap.String("model", m.name),
-			zap.Int64("version", m.version), zap.Any("shapes", shapes), zap.Int("requests", after))
+			zap.Int64("version", m.version), zap.String("device", p.dev.name), zap.Any("shapes", shapes), zap.Int("requests", after))
 		// not awaited: requests go on generically
-		m.flights.start(m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, shapes, key) })
+		p.flights.start(m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, p, shapes, key) })
 	}
 	return g, nil
 }
 
-// buildGeneric builds the executable for every shape; a failure is recorded (the model
-// then compiles per shape) and logged with the reason, not made the model's state. A
-// cancelled build or changed files record nothing.
-func (m *model) buildGeneric(ctx context.Context) (*variant, error) {
-	v, err := m.buildVariant(ctx, nil, genericKey)
+// buildGeneric builds the executable for every shape on p's device; a failure is
+// recorded (the model then compiles per shape there) and logged with the reason, not
+// made the model's state. A cancelled build or changed files record nothing.
+func (m *model) buildGeneric(ctx context.Context, p *placement) (*variant, error) {
+	v, err := m.buildVariant(ctx, p, nil, genericKey)
 	if err == nil {
 		m.reserveBounds(v)
 	}
@@ -85,11 +86,11 @@ func (m *model) buildGeneric(ctx context.Context) (*variant, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.noGen = err.Error()
+		p.noGen = err.Error()
 		m.svc.log.Info("no generic executable: compiling per shape", zap.String("model", m.name),
-			zap.Int64("version", m.version), zap.Error(err))
+			zap.Int64("version", m.version), zap.String("device", p.dev.name), zap.Error(err))
 		return nil, err
 	}
-	m.generic = v
+	p.generic = v
 	return v, nil
 }

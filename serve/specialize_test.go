@@ -47,14 +47,14 @@ func TestGenericThenSpecialized(t *testing.T) {
 	}
 	if st := s.CompileStats(); st.Compiles != 1 {
 		m, _ := s.lookup("mlp", "")
-		t.Fatalf("after five requests of four batch sizes: %+v, want the one generic compile (no generic: %s)", st, m.noGen)
+		t.Fatalf("after five requests of four batch sizes: %+v, want the one generic compile (no generic: %s)", st, m.places[0].noGen)
 	}
 	infer(1) // the third request of batch 1: its specialization starts in the background
 	m, _ := s.lookup("mlp", "")
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		m.mu.Lock()
-		n := len(m.variants)
+		n := len(m.places[0].variants)
 		m.mu.Unlock()
 		if n == 1 {
 			break

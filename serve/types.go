@@ -45,10 +45,13 @@ type InferRequest struct {
 	Params             map[string]any
 }
 
-// InferResponse is the result of an inference.
+// InferResponse is the result of an inference. Device names the device of the
+// instance that ran it ("cpu", "opencl:0"), for the protocols' request logs; it is not
+// part of the protocol's response.
 type InferResponse struct {
 	Model, Version, ID string
 	Outputs            []Tensor
+	Device             string
 }
 
 // DTypeOf returns the element type of an OIP datatype name (modelrepo's datatype

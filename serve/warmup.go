@@ -15,9 +15,10 @@ import (
 )
 
 // Model warm-up (Triton's model_warmup): a model version with warm-up samples compiles
-// at start for the samples' shapes and runs each sample Count times before it turns
-// READY. Samples run directly on the executable, not through the statistics. Data is
-// zeros, random values, or a raw little-endian file under <model>/warmup/.
+// at start for the samples' shapes and runs each sample Count times on each device its
+// instances run on before it turns READY. Samples run directly on the executable, not
+// through the statistics. Data is zeros, random values, or a raw little-endian file
+// under <model>/warmup/.
 
 // warmup runs a model version's warm-up samples; an error makes it UNAVAILABLE.
 func (s *Service) warmup(m *model) error {
@@ -50,16 +51,18 @@ func (s *Service) warmup(m *model) error {
 			}
 			args[i], shapes[p.Name] = t, shape
 		}
-		v, err := m.variantFor(s.ctx, shapes)
-		if err != nil {
-			return fmt.Errorf("warm-up sample %q: %w", w.Name, err)
-		}
-		for range max(w.Count, 1) {
-			if _, err := v.machine.Run(context.Background(), args); err != nil {
-				return fmt.Errorf("warm-up sample %q: %w", w.Name, err)
+		for _, p := range m.places {
+			v, err := m.variantFor(s.ctx, p, shapes)
+			if err != nil {
+				return fmt.Errorf("warm-up sample %q%s: %w", w.Name, p.dev.on, err)
 			}
+			for range max(w.Count, 1) {
+				if _, err := v.machine.Run(context.Background(), args); err != nil {
+					return fmt.Errorf("warm-up sample %q%s: %w", w.Name, p.dev.on, err)
+				}
+			}
+			s.log.Info("model warmed up", zap.String("model", m.name), zap.String("device", p.dev.name), zap.String("sample", w.Name), zap.Uint32("runs", max(w.Count, 1)))
 		}
-		s.log.Info("model warmed up", zap.String("model", m.name), zap.String("sample", w.Name), zap.Uint32("runs", max(w.Count, 1)))
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func main() {
 	}
 	root.AddCommand(versionCmd())
 	root.AddCommand(compilerCommands()...)
-	root.AddCommand(cacheCmd(), serveCmd())
+	root.AddCommand(cacheCmd(), serveCmd(), devicesCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kiln:", err)
 		var ue usageError

@@ -48,7 +48,10 @@ request (--eager: at start) through the binary journal, so restarts and replicas
 (examples/models: a small MLP and SqueezeNet 1.1). SIGTERM or Ctrl-C: readiness turns
 false, requests in flight finish (up to --grace), then the server exits.
 Each model's config.pbtxt (Triton's format; optional) sets batching (max_batch_size,
-dynamic_batching), instance groups and the version policy. Prometheus metrics
+dynamic_batching), instance groups and the version policy. A KIND_GPU instance group
+runs on OpenCL devices (gpus: [N] is opencl:N as kiln devices lists them; --gpus none:
+everything on the CPU); a group asking for a GPU kiln lacks runs on the CPU, with a
+warning. Prometheus metrics
 (Triton's nv_inference_* names, kiln_compile_seconds, kiln_journal_*_total,
 kiln_model_state) are on --metrics-address at /metrics (plain HTTP, no auth).
 
@@ -118,17 +121,21 @@ func runServe(stdout io.Writer, cfg configs.File) error {
 	}
 	defer dev.Close()
 	buildInCache(dev, j)
-	eng, err := engine.New(engine.Config{Target: target.Host(), Device: dev, Journal: j, Compiler: jit, Timeout: time.Duration(cfg.Limits.CompileTimeout),
+	ecfg := engine.Config{Target: target.Host(), Device: dev, Journal: j, Compiler: jit, Timeout: time.Duration(cfg.Limits.CompileTimeout),
 		Limits: vm.Limits{RequestBytes: int64(cfg.Limits.RequestMemory), TensorBytes: int64(cfg.Limits.TensorMemory),
-			Hint: "raise limits.request_memory / limits.tensor_memory (--max-request-memory, --max-tensor-memory)"}})
+			Hint: "raise limits.request_memory / limits.tensor_memory (--max-request-memory, --max-tensor-memory)"}}
+	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err
 	}
+	gpus, closeGPUs := serveGPUs(cfg.GPUs, ecfg, dev, log)
+	defer closeGPUs() // after the service has closed its executables
+
 	if jit == nil {
 		log.Info("serve-only build: models run from prebuilt journal entries; a model or shape not in the journal is an error (fill it with `kiln prebuild`)")
 	}
 	explicit := cfg.ModelControlMode == "explicit"
-	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, Log: log, Eager: cfg.LoadMode == "eager",
+	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, GPUs: gpus, Log: log, Eager: cfg.LoadMode == "eager",
 		RepositoryControl: explicit, Load: cfg.LoadModels, Instances: cfg.Instances, SpecializeAfter: cfg.SpecializeAfter,
 		Compiles: cfg.Limits.Compiles})
 	if err != nil {

@@ -93,6 +93,7 @@ tls: {cert_file: /tls/crt, key_file: /tls/key}
 auth: {bearer_token_file: /secret/token}
 log: {format: console, level: warn}
 threads: 3
+gpus: none
 shutdown_grace: 10s
 `)
 	cfg, err := parseServe(t, map[string]string{"KILN_LOG_FORMAT": "json"}, "--config", file)
@@ -117,6 +118,7 @@ shutdown_grace: 10s
 		Auth:          configs.Auth{BearerTokenFile: "/secret/token"},
 		Log:           configs.Log{Format: "console", Level: "warn"}, // the file wins over $KILN_LOG_FORMAT
 		Threads:       3,
+		GPUs:          "none",
 		ShutdownGrace: configs.Duration(10 * time.Second),
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -129,7 +131,7 @@ shutdown_grace: 10s
 		"--bearer-token-file", "/t", "--log-format", "json", "--log-level", "debug", "--threads", "1", "--grace", "1m",
 		"--http-read-header-timeout", "3s", "--http-read-timeout", "2s", "--http-write-timeout", "0s", "--http-idle-timeout", "30s", "--http-max-connections", "100",
 		"--grpc-max-concurrent-streams", "8", "--grpc-idle-timeout", "0s", "--grpc-max-connections", "20", "--max-inflight-bytes", "2GiB", "--memory-limit", "3GiB",
-		"--max-request-memory", "2GiB", "--max-tensor-memory", "1GiB", "--compile-timeout", "0s", "--compiles", "1")
+		"--max-request-memory", "2GiB", "--max-tensor-memory", "1GiB", "--compile-timeout", "0s", "--compiles", "1", "--gpus", "auto")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +152,7 @@ shutdown_grace: 10s
 		Auth:          configs.Auth{BearerTokenFile: "/t"},
 		Log:           configs.Log{Format: "json", Level: "debug"},
 		Threads:       1,
+		GPUs:          "auto",
 		ShutdownGrace: configs.Duration(time.Minute),
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -205,6 +208,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{"models to load in the file without explicit control", "model_repository: /m\nload_models: [mlp]\n", nil,
 			[]string{"load_models: [\"mlp\"]: needs model_control_mode: explicit"}},
 		{"negative instances", "model_repository: /m\n", []string{"--instances", "-1"}, []string{"instances: -1"}},
+		{"gpus by number", "model_repository: /m\n", []string{"--gpus", "0"}, []string{"gpus: \"0\": must be auto or none"}},
 		{"bad control mode flag", "model_repository: /m\n", []string{"--model-control-mode", "poll"}, []string{"model_control_mode: \"poll\""}},
 		{"no repository in the file", "threads: 2\n", nil, []string{"model_repository: must be set"}},
 		{"unknown key", "model_repository: /m\nthread: 2\n", nil, []string{"unknown key thread"}},

@@ -17,6 +17,9 @@
 //     from materializing large tensors out of small ones, a work cap (FoldWork) leaves
 //     a large product of constants to a kernel, and a run stops folding past FoldBudget
 //     operations or four times the module's constant elements created;
+//   - split-to-slices (every level, with Context.SplitsAsSlices: GPU targets): a Split
+//     whose parts have static extents along its axis becomes one Slice per part (constant
+//     starts, ends, axis), keeping each output Value; otherwise nothing changes;
 //   - simplify (O1): Identity, inference Dropout, Cast to the same type, reshapes to the
 //     same shape, x+0, x-0, x·1, x/1 are bypassed (a node whose output is a result stays);
 //     chains are rewritten in place, keeping each output Value (simplify_chains.go): a

@@ -36,6 +36,9 @@ type Context struct {
 	// Scopes says which kernels take textures (annotate-scopes); nil: every tensor
 	// lives in global memory, as on the CPU.
 	Scopes *ScopePolicy
+	// SplitsAsSlices rewrites Splits into Slices (split-to-slices): for targets whose
+	// kernels write one output each.
+	SplitsAsSlices bool
 	// Check runs graph.Verify after every pass.
 	Check bool
 	// Ctx stops the pipeline when it is done (nil: never): it is checked before every
@@ -74,6 +77,7 @@ func Level(o int) Pipeline {
 	}{
 		{0, Pass{Name: "bind-dims", Run: BindDims, Required: true}},
 		{0, Pass{Name: "fold-constants", Run: FoldConstants, Required: true}},
+		{0, Pass{Name: "split-to-slices", Run: SplitToSlices, Required: true}},
 		{1, Pass{Name: "simplify", Run: Simplify}},
 		{1, Pass{Name: "recognize", Run: Recognize}},
 		{1, Pass{Name: "cse", Run: CSE}},

@@ -7,6 +7,20 @@
 // Strategies(reg) is the table; per op its own rules, then the rules for every op in
 // order:
 //
+//   - gpu-matmul-tiled, the rule ScheduleMatMulTiled, MatMul's and Gemm's own: float32
+//     MatMul (operands of rank 2 or more, batch axes broadcasting, symbolic rows,
+//     columns, K and batch) and Gemm (transposes, alpha, beta·C), with fused
+//     elementwise epilogues. A block computes a BM×BN output tile (MatMulTile;
+//     ChooseMatMulTile takes the largest of 64×64, 32×32, 16×16, 8×8 that the target's
+//     threads per block and local memory allow, 32×32 at most for a product of constant
+//     rows and columns ≤ 32) with TY×TX threads, each a register tile of contiguous rows
+//     and columns; K runs in steps of BK, each step's A and B tiles copied into shared
+//     memory by the block's threads (schedule's cooperative copy), with a barrier after
+//     the copy and one before the next step overwrites the tiles
+//     (loopir/passes.InsertBarriers). Tails (M, N, K not multiples of the tile) are
+//     predicates. Anything else (other dtypes, a 1-D operand, a stage the register tile
+//     cannot feed) is kernels.ErrNotApplicable and goes to the rules below.
+//
 //   - gpu-injective, the rule ScheduleInjective, for every op whose compute definition
 //     is elementwise, broadcasting or injective (the definition of package kernels,
 //     unchanged): intermediate stages inlined into the output, the output's loops fused
@@ -66,8 +80,8 @@
 //
 // Not yet here: reductions split across the threads of a block (a full reduction runs
 // in one thread, a row in one thread, read with a stride between threads along the
-// last axis), shared-memory tiles for matmul and convolution, vectorized loads,
-// and more than one output stage per kernel.
+// last axis), shared-memory tiles for convolution, vectorized loads, and more than one
+// output stage per kernel.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions (bind's among them), so it cannot produce a wrong kernel, only fail;
@@ -78,12 +92,16 @@
 // with pads, strides, 1×1, depthwise, groups, dilation and bias, Conv+Add+Relu fused,
 // Max/AveragePool with pads and count_include_pad, GlobalAveragePool; rows: the softmax
 // family on the last and a middle axis, a symbolic row length, layer, instance, Lp and
-// batch normalization, a softmax with a fused epilogue): every case's
-// launched kernel runs on the CPU with its blocks and threads in turn (the launch's
-// meaning, with a canary past each output for a tail written out of bounds), compiles
-// with NVRTC for sm_80, and runs printed in OpenCL C on the OpenCL device (PoCL in CI)
-// and in CUDA C on a CUDA device where one is present; on both an index out of range
-// fails the launch through the status block. Every node of the model zoo lowers for
-// the OpenCL device or is refused, and the reductions among them run there at their
-// real shapes against the reference.
+// batch normalization, a softmax with a fused epilogue; tiled: MatMul with tails on
+// every axis, symbolic rows and batches, broadcast batches, Gemm with transposes, alpha
+// and beta·C, an epilogue): every case's launched kernel runs on the CPU with its
+// blocks and threads in turn (the launch's meaning, with a canary past each output for
+// a tail written out of bounds; a kernel with barriers runs each block's threads in
+// lock-step phases between them, a loop's last phase continuing into its next
+// iteration, so a missing barrier gives a wrong result), compiles with NVRTC for
+// sm_80, and runs printed in OpenCL C on the OpenCL device (PoCL in CI) and in CUDA C
+// on a CUDA device where one is present; on both an index out of range fails the
+// launch through the status block. Every node of the model zoo lowers for the OpenCL
+// device or is refused, and the reductions among them run there at their real shapes
+// against the reference.
 package gpu

@@ -15,19 +15,52 @@ import (
 // serialLaunch is f with every bound loop run in turn: the launch of f where each block
 // and thread runs one iteration, one after the other. Every store of a launched kernel
 // runs under every bound loop (DeriveLaunch checks it) and a bound loop drives no
-// reduction (Bind checks it), so the order does not change the result.
+// reduction (Bind checks it), so the order does not change the result. A kernel with
+// barriers runs each block's threads in lock-step phases instead (lockStep).
 func serialLaunch(f *loopir.PrimFunc) *loopir.PrimFunc {
-	body := loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
-		l, ok := s.(*loopir.For)
-		if !ok {
-			return nil
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: inTurn(f.Body)}
+}
+
+// inTurn rewrites the bound loops of s from the outside in: a block loop becomes a
+// serial loop; the outermost thread loop, with the thread loops inside it, runs in
+// lock-step when its body has a barrier and in turn otherwise.
+func inTurn(s loopir.Stmt) loopir.Stmt {
+	switch s := s.(type) {
+	case loopir.Seq:
+		out := make(loopir.Seq, len(s))
+		for i, c := range s {
+			out[i] = inTurn(c)
 		}
-		if _, bound := l.Kind.Thread(); !bound {
-			return nil
+		return out
+	case *loopir.For:
+		a, bound := s.Kind.Thread()
+		switch {
+		case bound && !a.IsBlock() && hasBarrier(s.Body):
+			return lockStep(s)
+		case bound && !a.IsBlock():
+			return serialLoops(s)
+		case bound:
+			return &loopir.For{Var: s.Var, Min: s.Min, Extent: s.Extent, Body: inTurn(s.Body), Annotations: s.Annotations}
 		}
-		return &loopir.For{Var: l.Var, Min: l.Min, Extent: l.Extent, Body: l.Body, Annotations: l.Annotations}
+		return &loopir.For{Var: s.Var, Min: s.Min, Extent: s.Extent, Kind: s.Kind, Body: inTurn(s.Body), Annotations: s.Annotations}
+	case *loopir.IfThenElse:
+		return &loopir.IfThenElse{Cond: s.Cond, Then: inTurn(s.Then), Else: inTurn(s.Else)}
+	case *loopir.Allocate:
+		return &loopir.Allocate{Buf: s.Buf, Body: inTurn(s.Body)}
+	}
+	return s
+}
+
+// serialLoops is s with every bound loop in it a serial loop.
+func serialLoops(s loopir.Stmt) loopir.Stmt {
+	return loopir.MapStmt(s, func(e loopir.Expr) loopir.Expr { return e }, func(x loopir.Stmt) loopir.Stmt {
+		if l, ok := x.(*loopir.For); ok {
+			if _, bound := l.Kind.Thread(); bound {
+				return &loopir.For{Var: l.Var, Min: l.Min, Extent: l.Extent, Body: l.Body, Annotations: l.Annotations}
+			}
+		}
+		return nil
 	})
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
 }
 
 // TestInjectiveKernelsMatchRefAsASerialLaunch runs every case's launched kernel (tail

@@ -140,11 +140,15 @@ func TestReduceKernelsCompileToPTX(t *testing.T) {
 }
 
 // TestReduceCasesTakeTheReductionRule: every reduction case is lowered by gpu-reduce
-// (a case the injective rule took would test nothing here).
+// (a case the injective rule took would test nothing here), but float32 MatMul and
+// Gemm, whose own rule gpu-matmul-tiled comes first.
 func TestReduceCasesTakeTheReductionRule(t *testing.T) {
 	for _, c := range reduceCases(t) {
 		l := lower(t, c, testGPU(t))
 		want := "gpu-reduce"
+		if c.op == graph.OpMatMul || c.op == graph.OpGemm {
+			want = "gpu-matmul-tiled"
+		}
 		if len(c.stages) > 0 {
 			want += "+epilogue"
 		}

@@ -10,17 +10,21 @@ import (
 	"github.com/kilnrt/kiln/target"
 )
 
-// Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: the
-// injective rule (ScheduleInjective) for every op whose compute definition is
-// elementwise, broadcasting or injective, the reduction rule (ScheduleReduce) for
-// definitions with one reduction stage, and the rows rule (ScheduleRows) for
-// definitions of several stages over shared rows (the softmax family, the
-// normalizations), all with elementwise epilogues fused into the same kernel. An op no
-// rule fits (several outputs, stages that share no rows) is kernels.ErrNotApplicable,
-// so lowering reports that no strategy applies.
+// Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: the tiled
+// matrix product (ScheduleMatMulTiled) first for MatMul and Gemm, then the injective
+// rule (ScheduleInjective) for every op whose compute definition is elementwise,
+// broadcasting or injective, the reduction rule (ScheduleReduce) for definitions with
+// one reduction stage, and the rows rule (ScheduleRows) for definitions of several
+// stages over shared rows (the softmax family, the normalizations), all with
+// elementwise epilogues fused into the same kernel. An op no rule fits (several
+// outputs, stages that share no rows) is kernels.ErrNotApplicable, so lowering reports
+// that no strategy applies.
 func Strategies(reg *kernels.Registry) *kernels.Strategies {
 	// per op: its own rules first, then the rules for every op, in this order
-	perOp := map[graph.Op][]kernels.Strategy{}
+	perOp := map[graph.Op][]kernels.Strategy{
+		graph.OpMatMul: {matmulStrategy(reg)},
+		graph.OpGemm:   {matmulStrategy(reg)},
+	}
 	everyOp := []kernels.Strategy{
 		injectiveStrategy(reg),
 		reduceStrategy(reg),

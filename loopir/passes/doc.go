@@ -20,22 +20,32 @@
 //   - ReuseLocalStorage lets local buffers with disjoint lifetimes (over the top-level
 //     statements) share one allocation of the larger size.
 //
+//   - InsertBarriers (GPU only) puts a work-group barrier wherever a statement reads a
+//     shared buffer other threads wrote since the last barrier, or writes one they read
+//     (a cooperative copy is followed by a barrier, and a loop that rewrites a tile
+//     waits for the previous round's readers: the double-barrier pattern). Barriers go
+//     only where every thread of a block reaches them; one needed under a condition on
+//     the thread index is a BUG.
+//
 // Vectorization and longer unrolled loops are loop kinds the C dialect turns into
 // compiler hints (ivdep, omp simd reduction, unroll pragmas), and tensor intrinsics carry
 // their own vector code.
 //
-// GPU kernels (GPUPipeline, the same passes and PrivatizeLocal after LowerBlocks) are
-// one launch each. PrivatizeLocal makes a local buffer allocated around loops bound to
-// thread axes per-thread storage: allocated inside the innermost bound loop on the way
-// to its accesses, shrunk to the region one thread touches (affine indices with
-// constant coefficients, at most 1024 elements), indices rebased to it. After the
-// pipeline, DeriveLaunch reads the geometry off the loops bound to thread axes
-// (loopir.Launch: grid extents over the runtime dims, block extents constant) and
-// guards a thread loop whose extent is below its block extent (a tail); VerifyLaunch
-// checks it against the target's target.GPUFacts (threads per block at most
-// MaxWorkGroup) and that the grid is what a kernel table can evaluate at run time. Both
-// refuse with ErrLaunch naming the kernel. Every store runs under every bound loop, so each thread does its own part of
-// the work and no memory is written once per redundant thread.
+// GPU kernels (GPUPipeline, the same passes with PrivatizeLocal after LowerBlocks and
+// InsertBarriers last) are one launch each. PrivatizeLocal makes a local buffer
+// allocated around loops bound to thread axes per-thread storage: allocated inside the
+// innermost bound loop on the way to its accesses, shrunk to the region one thread
+// touches (affine indices with constant coefficients, at most 1024 elements), indices
+// rebased to it. After the pipeline, DeriveLaunch reads the geometry off the loops
+// bound to thread axes (loopir.Launch: grid extents over the runtime dims, block
+// extents constant) and guards a thread loop whose extent is below its block extent (a
+// tail); VerifyLaunch checks it against the target's target.GPUFacts (threads per
+// block at most MaxWorkGroup, shared buffers together at most LocalMemBytes) and that
+// the grid is what a kernel table can evaluate at run time. Both refuse with ErrLaunch
+// naming the kernel; DeriveLaunch also refuses a tail guard around a barrier (the
+// guarded-off threads would never reach it). Every store runs under every bound loop,
+// so each thread does its own part of the work and no memory is written once per
+// redundant thread.
 //
 // Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
 // and leaves its input untouched. A pass that meets a construct it cannot handle panics

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
@@ -24,7 +25,9 @@ var ErrLaunch = errors.New("GPU launch refused")
 // Refused (ErrLaunch, naming the kernel): a bound loop not starting at 0; a store or
 // tensor intrinsic call that does not run under every bound loop (it would run once per
 // thread of the axes it is outside of); a local allocation enclosing a bound loop (one
-// buffer would be shared by every thread).
+// buffer would be shared by every thread; a shared allocation does enclose them: one
+// per block); a thread loop that needs a guard around a barrier (the threads past its
+// extent would not reach the barrier).
 func DeriveLaunch(f *loopir.PrimFunc) (*loopir.PrimFunc, loopir.Launch, error) {
 	d := &launchDeriver{f: f, an: loopir.NewAnalyzer(f.Dims), guard: map[*loopir.Var]loopir.Expr{}}
 	for i := range 3 {
@@ -90,7 +93,7 @@ func (d *launchDeriver) walk(s loopir.Stmt, enclosing []*loopir.For, bound int) 
 		d.walk(s.Else, enclosing, bound)
 	case *loopir.Allocate:
 		loopir.MapStmt(s.Body, func(e loopir.Expr) loopir.Expr { return e }, func(x loopir.Stmt) loopir.Stmt {
-			if l, ok := x.(*loopir.For); ok && d.err == nil {
+			if l, ok := x.(*loopir.For); ok && d.err == nil && s.Buf.Scope != loopir.ScopeShared {
 				if a, ok := l.Kind.Thread(); ok {
 					d.err = d.errf("local buffer %s encloses loop %s bound to %v", s.Buf.Name, l.Var.Name, a)
 				}
@@ -133,6 +136,10 @@ func (d *launchDeriver) bind(l *loopir.For, a loopir.ThreadAxis) {
 		d.err = d.errf("the extent %s of loop %s bound to %v has no constant upper bound", loopir.ExprString(ext), l.Var.Name, a)
 		return
 	}
+	if hasBarrier(l.Body) {
+		d.err = d.errf("loop %s bound to %v runs %s of %d threads and its body has a barrier, which the threads past its extent would not reach", l.Var.Name, a, loopir.ExprString(ext), b.Max)
+		return
+	}
 	d.launch.Block[a.Dim()] = loopir.Int(b.Max)
 	d.guard[l.Var] = loopir.Int(b.Max)
 }
@@ -159,7 +166,8 @@ func varsOf(e loopir.Expr) []*loopir.Var {
 
 // VerifyLaunch checks a kernel's launch against the target's limits: every block extent
 // a positive constant, their product (threads per block) at most facts.MaxWorkGroup,
-// and every grid extent an expression a kernel table can evaluate at run time (integer
+// the shared buffers of constant size and together at most facts.LocalMemBytes, and
+// every grid extent an expression a kernel table can evaluate at run time (integer
 // constants, the kernel's dims, + - * / % min max). Failures wrap ErrLaunch and name
 // the kernel.
 func VerifyLaunch(f *loopir.PrimFunc, l loopir.Launch, facts target.GPUFacts) error {
@@ -178,6 +186,9 @@ func VerifyLaunch(f *loopir.PrimFunc, l loopir.Launch, facts target.GPUFacts) er
 		if threads *= c.V; threads > int64(facts.MaxWorkGroup) {
 			return errf("%s: %d threads per block, the target allows %d", l, threads, facts.MaxWorkGroup)
 		}
+	}
+	if err := sharedBytes(f, facts); err != nil {
+		return errf("%v", err)
 	}
 	dims := map[*loopir.Var]bool{}
 	for _, d := range f.Dims {
@@ -212,4 +223,31 @@ func launchExpr(e loopir.Expr, dims map[*loopir.Var]bool) error {
 		return launchExpr(x.B, dims)
 	}
 	return fmt.Errorf("%T is not a run-time extent", e)
+}
+
+// sharedBytes checks the kernel's shared buffers against the local memory of a block.
+func sharedBytes(f *loopir.PrimFunc, facts target.GPUFacts) error {
+	var total int64
+	var names []string
+	var err error
+	walkStmts(f.Body, func(s loopir.Stmt) {
+		a, ok := s.(*loopir.Allocate)
+		if !ok || a.Buf.Scope != loopir.ScopeShared || err != nil {
+			return
+		}
+		n, ok := loopir.NewAnalyzer(f.Dims).Simplify(a.Buf.Elements()).(*loopir.IntImm)
+		if !ok {
+			err = fmt.Errorf("shared buffer %s has no constant size", a.Buf.Name)
+			return
+		}
+		total += n.V * int64(a.Buf.DT.Size())
+		names = append(names, a.Buf.Name)
+	})
+	if err != nil || total == 0 {
+		return err
+	}
+	if total > facts.LocalMemBytes {
+		return fmt.Errorf("shared buffers %s take %d bytes of local memory, the target has %d per block", strings.Join(names, ", "), total, facts.LocalMemBytes)
+	}
+	return nil
 }

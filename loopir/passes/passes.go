@@ -29,12 +29,14 @@ func CPUPipeline() Pipeline {
 
 // GPUPipeline is the lowering pipeline for the GPU dialects (CUDA C, OpenCL C): the C
 // dialect's passes, which know no target, with PrivatizeLocal after LowerBlocks (a
-// local buffer becomes per-thread storage). The launch geometry is derived from the
-// result (DeriveLaunch): it is data for the kernel table as well as a rewrite, so it is
-// not a Pass.
+// local buffer becomes per-thread storage), then the barriers shared buffers need
+// (InsertBarriers, last: no later pass moves a statement across one). The launch
+// geometry is derived from the result (DeriveLaunch): it is data for the kernel table
+// as well as a rewrite, so it is not a Pass.
 func GPUPipeline() Pipeline {
 	cpu := CPUPipeline()
-	return append(Pipeline{cpu[0], {Name: "privatize-local", Run: PrivatizeLocal}}, cpu[1:]...)
+	gpu := append(Pipeline{cpu[0], {Name: "privatize-local", Run: PrivatizeLocal}}, cpu[1:]...)
+	return append(gpu, Pass{Name: "insert-barriers", Run: InsertBarriers})
 }
 
 // Run applies every pass in order; a panicking pass becomes an error naming it.

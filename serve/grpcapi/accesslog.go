@@ -46,6 +46,7 @@ type call struct {
 	method            string
 	mu                sync.Mutex
 	id, model, ver    string
+	device            string // the device an inference ran on (a stream's last)
 	bytesIn, bytesOut int64
 	msgsIn, msgsOut   int
 }
@@ -115,6 +116,9 @@ func (a *accessLog) end(ctx context.Context, c *call, s *stats.End) {
 		if c.ver != "" {
 			fields = append(fields, zap.String("version", c.ver))
 		}
+	}
+	if c.device != "" {
+		fields = append(fields, zap.String("device", c.device))
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		fields = append(fields, zap.String("remote", p.Addr.String()))

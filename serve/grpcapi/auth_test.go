@@ -148,7 +148,7 @@ func TestRequestIDAndAccessLog(t *testing.T) {
 		byID[l.ContextMap()["request_id"].(string)] = l
 	}
 	infer := byID["r1"].ContextMap()
-	if infer["method"] != "/inference.GRPCInferenceService/ModelInfer" || infer["code"] != "OK" || infer["model"] != "mlp" ||
+	if infer["method"] != "/inference.GRPCInferenceService/ModelInfer" || infer["code"] != "OK" || infer["model"] != "mlp" || infer["device"] != "cpu" ||
 		infer["bytes_in"].(int64) < 96 || infer["bytes_out"].(int64) < 48 || infer["duration"].(time.Duration) <= 0 || infer["remote"] == nil {
 		t.Errorf("ModelInfer line: %v", infer)
 	}

@@ -55,7 +55,8 @@
 // one stream carries many requests); panic recovery. The access log is a
 // stats.Handler, so that its one line per call, written when the call ends, has the
 // status code, the duration and the bytes on the wire both ways (and the message
-// counts of a stream) without copying or re-encoding a message. Options.TLS makes
+// counts of a stream) without copying or re-encoding a message; an inference's
+// handler adds the device it ran on. Options.TLS makes
 // the server TLS-only (grpc.Creds).
 //
 // Memory and connections (recv.go). gRPC reads a unary call's whole message before

@@ -99,6 +99,11 @@ func (s *server) infer(ctx context.Context, req *pb.ModelInferRequest) (*pb.Mode
 	if err != nil {
 		return nil, err
 	}
+	if c := callOf(ctx); c != nil { // the access log names the device
+		c.mu.Lock()
+		c.device = res.Device
+		c.mu.Unlock()
+	}
 	return encodeResponse(res)
 }
 

@@ -117,7 +117,7 @@ func TestRequestIDAndAccessLog(t *testing.T) {
 	}
 	infer := lines[0].ContextMap()
 	want := map[string]any{"request_id": "client-id-42", "method": "POST", "path": "/v2/models/mlp/versions/1/infer", "status": int64(200),
-		"model": "mlp", "version": "1", "bytes_in": int64(len(body)), "bytes_out": int64(len(b))}
+		"model": "mlp", "version": "1", "device": "cpu", "bytes_in": int64(len(body)), "bytes_out": int64(len(b))}
 	for k, v := range want {
 		if infer[k] != v {
 			t.Errorf("infer line: %s = %v (%T), want %v", k, infer[k], infer[k], v)

@@ -17,8 +17,8 @@
 // Middleware (routes.go installs it, in this order): accessLog gives each request an
 // id (X-Request-ID from the client when it is 1–128 printable characters, else 16
 // random hex digits), echoes it, and logs one line when the request is done (request
-// id, method, path, status, duration, model, version, bytes in as read and out as
-// written, client; health probes at debug level, the rest at info); gin's recovery;
+// id, method, path, status, duration, model, version, the device an inference ran on,
+// bytes in as read and out as written, client; health probes at debug level, the rest at info); gin's recovery;
 // ioDeadlines (limits.go: the request's read and write deadlines, below); reserveOnly
 // (conns.go: a probe-reserve connection answers only the health probes); with
 // Options.BearerToken, bearerAuth (auth.go): "Authorization: Bearer <token>" on

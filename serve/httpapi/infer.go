@@ -236,6 +236,7 @@ func (s *Server) infer(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	c.Set(deviceKey, resp.Device) // for the request's log line
 	binary := map[string]bool{}
 	for _, o := range req.Outputs {
 		if v, ok := o.Params["binary_data"].(bool); ok {

@@ -71,8 +71,15 @@ func (s *Server) accessLog(c *gin.Context) {
 			fields = append(fields, zap.String("version", v))
 		}
 	}
+	if d := c.GetString(deviceKey); d != "" {
+		fields = append(fields, zap.String("device", d))
+	}
 	ce.Write(fields...)
 }
+
+// deviceKey is the gin context key of the device an inference ran on (its log line
+// names it).
+const deviceKey = "kiln.device"
 
 // deadline bounds the request's time in the server: the handler's context (and so the
 // inference: queueing, waiting for a compile, running) ends after d. A shorter deadline

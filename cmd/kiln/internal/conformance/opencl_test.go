@@ -13,9 +13,8 @@ import (
 )
 
 // onCPUByDesign are the ops whose kernels stay on the CPU at an OpenCL target: the
-// recurrent cells (a sequential loop nest, CPU strategies only) and Split (several
-// outputs; the GPU rules take one).
-var onCPUByDesign = map[string]bool{"LSTM": true, "GRU": true, "RNN": true, "Split": true}
+// recurrent cells (a sequential loop nest, CPU strategies only).
+var onCPUByDesign = map[string]bool{"LSTM": true, "GRU": true, "RNN": true}
 
 // TestZooOnOpenCL: every zoo model, every data set, compiled for the OpenCL device
 // (PoCL in CI) with the CPU as host, matches ONNX Runtime's outputs; and in resnet18,

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 266 files; see Identity.
-const sourceDigest = "d482d20488b4487b662a286e35e26f53"
+const sourceDigest = "a692dd9d0fde563705ca342e718fe445"

@@ -35,6 +35,12 @@ func (m MatMulTile) String() string {
 // for small products and small targets.
 var MatMulTiles = []MatMulTile{{64, 64, 16, 16, 16}, {32, 32, 16, 16, 16}, {16, 16, 16, 8, 8}, {8, 8, 8, 4, 4}}
 
+// MinTiledRows is the fewest rows (static M) the tiled rule takes: a vector times a
+// matrix (a batch-1 classifier, a decoder step) in a tile of 8 or more rows leaves most
+// threads idle and stages the weights through shared memory for nothing; one thread per
+// output (gpu-reduce) ran resnet18's 1×512·512×1000 Gemm 7× faster on PoCL.
+const MinTiledRows = 2
+
 // ChooseMatMulTile picks the first of MatMulTiles that the target's limits allow
 // (threads per block, local memory per block), starting at 32×32 when the product's
 // rows and columns are constants of at most 32 (one 64×64 tile would leave most of its
@@ -122,6 +128,9 @@ func buildMatMulTiled(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 		return nil, err
 	}
 	rows, cols := out.Shape[len(out.Shape)-2], out.Shape[len(out.Shape)-1]
+	if m, ok := rows.(*loopir.IntImm); ok && m.V < MinTiledRows {
+		return nil, notApplicable(n, "%d rows: a thin product wastes a tile's threads (gpu-reduce takes it)", m.V)
+	}
 	tile, err := ChooseMatMulTile(t, rows, cols)
 	if err != nil {
 		return nil, notApplicable(n, "%v", err)

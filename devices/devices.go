@@ -125,6 +125,68 @@ type HostMapper interface {
 	MapHost(mem []byte) (Buffer, error)
 }
 
+// ImageFormat is the texel format of a 2-D image: four channels (RGBA) of one type.
+type ImageFormat uint8
+
+const (
+	// ImageRGBAF32 texels are four float32 (16 bytes).
+	ImageRGBAF32 ImageFormat = 1
+	// ImageRGBAF16 texels are four IEEE half floats (8 bytes); only devices with fp16.
+	ImageRGBAF16 ImageFormat = 2
+)
+
+// TexelBytes is the size of one texel of f; 0 for an unknown format.
+func (f ImageFormat) TexelBytes() int64 {
+	switch f {
+	case ImageRGBAF32:
+		return 16
+	case ImageRGBAF16:
+		return 8
+	}
+	return 0
+}
+
+func (f ImageFormat) String() string {
+	switch f {
+	case ImageRGBAF32:
+		return "rgba-f32"
+	case ImageRGBAF16:
+		return "rgba-f16"
+	}
+	return fmt.Sprintf("image-format(%d)", uint8(f))
+}
+
+// Imager is implemented by devices with 2-D images (OpenCL image2d_t). AllocImage
+// returns a zeroed image of width×height texels as a Buffer whose Size is
+// width·height·TexelBytes: Free releases it; CopyIn and CopyOut move its bytes, texels in
+// row-major order (texel (x, y) at byte (y·width+x)·TexelBytes), a prefix when shorter;
+// Copy moves bytes between an image and a buffer (or another image) in that same
+// order; Launch passes it to a kernel as an image argument. An image cannot be viewed
+// (Slicer refuses it with ErrBadBuffer). A size beyond ImageLimits, or a format the
+// device does not support, is ErrBadBuffer naming the limits or the format.
+type Imager interface {
+	AllocImage(width, height int, format ImageFormat) (Buffer, error)
+	// ImageLimits are the largest width and height in texels (0, 0: no images).
+	ImageLimits() (maxWidth, maxHeight int)
+}
+
+// Image is implemented by the Buffers an Imager allocates. A device's buffers may
+// implement it too: one that is not an image reports zeros (format 0).
+type Image interface {
+	Buffer
+	ImageShape() (width, height int, format ImageFormat)
+}
+
+// ImageOf reports b's image shape, ok false when b is not an image.
+func ImageOf(b Buffer) (width, height int, format ImageFormat, ok bool) {
+	im, isImage := b.(Image)
+	if !isImage {
+		return 0, 0, 0, false
+	}
+	width, height, format = im.ImageShape()
+	return width, height, format, format != 0
+}
+
 // Unavailablef builds an ErrUnavailable error with its reason.
 func Unavailablef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnavailable, fmt.Sprintf(format, args...))

@@ -22,6 +22,11 @@
 // are refused, and Free forgets it without releasing the memory, which the caller keeps
 // valid and unchanged until then.
 //
+// Images: a device implementing Imager allocates 2-D images of RGBA texels (OpenCL's
+// image2d_t) as Buffers whose bytes are the texels in row-major order; copies move them
+// in that order, kernels receive them as image arguments, and they cannot be viewed
+// (Slicer refuses them). ImageOf tells an image from a buffer.
+//
 // Invariants: a Buffer belongs to the device that allocated (or mapped) it; using a freed
 // buffer or one of another device is an error, never memory corruption; copies check
 // sizes.

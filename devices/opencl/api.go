@@ -32,6 +32,9 @@ type api struct {
 	createKernel, getKernelInfo, setKernelArg, releaseKernel               uintptr
 	enqueueNDRangeKernel, getEventProfilingInfo, waitForEvents             uintptr
 	releaseEvent                                                           uintptr
+	createImage, getSupportedImageFormats, enqueueWriteImage               uintptr
+	enqueueReadImage, enqueueCopyImage, enqueueCopyImageToBuffer           uintptr
+	enqueueCopyBufferToImage, enqueueFillImage                             uintptr
 }
 
 var (
@@ -70,6 +73,10 @@ func bindAPI() (*api, error) {
 		"clSetKernelArg": &a.setKernelArg, "clReleaseKernel": &a.releaseKernel,
 		"clEnqueueNDRangeKernel": &a.enqueueNDRangeKernel, "clGetEventProfilingInfo": &a.getEventProfilingInfo,
 		"clWaitForEvents": &a.waitForEvents, "clReleaseEvent": &a.releaseEvent,
+		"clCreateImage": &a.createImage, "clGetSupportedImageFormats": &a.getSupportedImageFormats,
+		"clEnqueueWriteImage": &a.enqueueWriteImage, "clEnqueueReadImage": &a.enqueueReadImage,
+		"clEnqueueCopyImage": &a.enqueueCopyImage, "clEnqueueCopyImageToBuffer": &a.enqueueCopyImageToBuffer,
+		"clEnqueueCopyBufferToImage": &a.enqueueCopyBufferToImage, "clEnqueueFillImage": &a.enqueueFillImage,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)

@@ -42,6 +42,19 @@
 // launch and break kernels whose views overlap; whoever places views for kernels (the
 // VM's memory plan) aligns them to BaseAlign instead.
 //
+// Images (devices.Imager): AllocImage makes a zeroed read-write image2d of width×height
+// texels, RGBA float32 (CL_FLOAT), or RGBA half (CL_HALF_FLOAT) where the device has
+// cl_khr_fp16; the size is checked against CL_DEVICE_IMAGE2D_MAX_WIDTH and _HEIGHT (an
+// error names both) and the format against clGetSupportedImageFormats. An image is a
+// Buffer of width·height·texel bytes whose bytes are its texels in row-major order
+// (texel (x, y) at (y·width+x)·texel bytes): CopyIn and CopyOut are blocking
+// clEnqueueWriteImage/ReadImage of a prefix of whole texels (its whole rows, then the
+// texels of one partial row); Copy is clEnqueueCopyBufferToImage, CopyImageToBuffer (a
+// view of a buffer at any offset), or CopyImage between images of one shape and format.
+// A kernel receives an image as its cl_mem argument, where the kernel declares an
+// image2d_t; a view of an image is refused (images cannot be sliced). Free, ownership
+// and ErrBadBuffer are as for buffers.
+//
 // Programs: Build compiles OpenCL C with clBuildProgram and returns the program binary
 // (CL_PROGRAM_BINARIES) for a journal to keep; a compile error is devices.ErrBuild with
 // the driver's build log, which names the line. Load takes such a binary

@@ -18,6 +18,8 @@ type buffer struct {
 	// subs are a root's sub-buffers by region {offset, size}, made for launches and
 	// released with the root; guarded by the device's mu.
 	subs map[[2]int64]uintptr
+	// img is an image's shape and format; nil for a buffer.
+	img *imageShape
 }
 
 // maxSubs bounds the sub-buffers a root keeps; past it a launch makes its own and
@@ -91,6 +93,9 @@ func (d *Device) Slice(b devices.Buffer, offset, size int64) (devices.Buffer, er
 	cb, err := d.own(b)
 	if err != nil {
 		return nil, err
+	}
+	if cb.img != nil {
+		return nil, fmt.Errorf("%w: a view of a %s: images cannot be sliced", devices.ErrBadBuffer, cb.img)
 	}
 	if offset < 0 || size < 0 || offset > cb.size || size > cb.size-offset {
 		return nil, fmt.Errorf("%w: view [%d, %d) of a %d-byte buffer", devices.ErrBadBuffer, offset, offset+size, cb.size)
@@ -174,6 +179,9 @@ func (d *Device) CopyIn(dst devices.Buffer, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
+	if b.img != nil {
+		return d.writeImage(b, src)
+	}
 	a := d.api
 	s := a.call(a.enqueueWriteBuffer, d.queue, b.mem, clTrue, uintptr(b.offset), uintptr(len(src)), uintptr(unsafe.Pointer(&src[0])), 0, 0, 0)
 	return check("clEnqueueWriteBuffer", s)
@@ -191,6 +199,9 @@ func (d *Device) CopyOut(dst []byte, src devices.Buffer) error {
 	}
 	if len(dst) == 0 {
 		return nil
+	}
+	if b.img != nil {
+		return d.readImage(dst, b)
 	}
 	a := d.api
 	s := a.call(a.enqueueReadBuffer, d.queue, b.mem, clTrue, uintptr(b.offset), uintptr(len(dst)), uintptr(unsafe.Pointer(&dst[0])), 0, 0, 0)
@@ -213,6 +224,9 @@ func (d *Device) Copy(dst, src devices.Buffer) error {
 	}
 	if s.size == 0 {
 		return nil
+	}
+	if s.img != nil || t.img != nil {
+		return d.copyImage(t, s)
 	}
 	a := d.api
 	r := a.call(a.enqueueCopyBuffer, d.queue, s.mem, t.mem, uintptr(s.offset), uintptr(t.offset), uintptr(s.size), 0, 0, 0)

@@ -80,4 +80,8 @@ const (
 	profilingCommandStart  = 0x1282
 	profilingCommandEnd    = 0x1283
 	clTrue                 = 1
+	memObjectImage2D       = 0x10F1
+	channelOrderRGBA       = 0x10B5
+	channelTypeHalfFloat   = 0x10DD
+	channelTypeFloat       = 0x10DE
 )

@@ -79,7 +79,23 @@
 // counts (shape.eval); AllocStorage takes a run-time byte count from a register and
 // AllocTensorReg a run-time shape.
 //
-// Binary format (FormatVersion 5, see HeaderSize): a fixed header (magic, version, the
+// Image storages (image.go): an AllocStorage with Shape [width, height] and DType f32
+// or f16 is a 2-D image of width×height texels of four lanes on a device with
+// devices.Imager (Imm is its width·height·texel bytes; no run-time size), and a
+// DeviceCopy with such a Shape and DType copies its tensor into a new image of the
+// call. A tensor in an image starts at offset 0 and its elements map row-major to the
+// texels (element ((y·width)+x)·4 + lane: NCHW4c order); it may hold fewer bytes than
+// the image, and a kernel may touch the image's width·height·4 elements (the launch
+// check's capacity). Images are never sliced: copies and launches pass the image
+// itself, copies reading or writing its first bytes; a copy of a tensor in an image to
+// a buffer on its device is Copy when the tensor fills the image, else goes through
+// host memory. The pool keeps free images per (device, width, height, format) and
+// reuses one only for an equal request (a hit); they count in MemoryStats, the budget
+// and TrimMemory like buffers. Verify refuses an image of other than two positive
+// sides, of another element type, or with an AllocStorage size other than its bytes;
+// a device without images fails the call naming the image.
+//
+// Binary format (FormatVersion 6, see HeaderSize): a fixed header (magic, version, the
 // CRC-32C and length of the metadata payload, the offset and length of the data section
 // and its CRC-32C), the metadata payload (functions, the constant table, kernel table
 // with each argument's element type and extent program and the launch geometry,

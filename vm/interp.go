@@ -101,6 +101,16 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		}
 		return set(&Host{T: out})
 	case AllocStorage:
+		if k, ok, err := imageOf(in); err != nil || ok {
+			if err != nil {
+				return 0, nil, fmt.Errorf("%s: %w", what(in), err)
+			}
+			s, err := c.allocImage(k, what(in))
+			if err != nil {
+				return 0, nil, err
+			}
+			return set(s)
+		}
 		n := in.Imm
 		if len(in.Args) == 1 { // a size computed at run time (symbolic shapes)
 			v, err := arg(0)
@@ -151,6 +161,9 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		}
 		if n > c.m.limits.TensorBytes {
 			return 0, nil, fmt.Errorf("%w: %w", ErrInput, c.m.limits.TensorError(what(in), n))
+		}
+		if s.img != nil && in.Imm != 0 {
+			return 0, nil, fmt.Errorf("%s: a tensor at offset %d of a %v: tensors in images start at 0", what(in), in.Imm, *s.img)
 		}
 		if end, err := tensor.CheckedAdd(in.Imm, n); err != nil || end > s.Size {
 			return 0, nil, fmt.Errorf("%s: a %v%v tensor at offset %d does not fit a %d-byte storage", what(in), in.DType, shape, in.Imm, s.Size)
@@ -217,7 +230,14 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		if in.Device < 0 || in.Device >= len(c.m.devs) {
 			return 0, nil, fmt.Errorf("device %d of %d", in.Device, len(c.m.devs))
 		}
-		t, err := c.deviceCopy(v, in.Device)
+		var t *Tensor
+		if k, ok, kerr := imageOf(in); kerr != nil {
+			return 0, nil, fmt.Errorf("%s: %w", what(in), kerr)
+		} else if ok {
+			t, err = c.imageCopy(v, k)
+		} else {
+			t, err = c.deviceCopy(v, in.Device)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -300,7 +320,7 @@ func (c *call) launch(regs []Value, in *Instr) error {
 				return fmt.Errorf("%w: %s: kernel %s argument %d: %w", ErrInput, what(in), k.Name, i, err)
 			}
 		}
-		if have := t.Bytes(); need > have {
+		if have := t.capacity(); need > have {
 			return fmt.Errorf("%s: kernel %s argument %d may touch %d bytes, its tensor (%v%v) holds %d", what(in), k.Name, i, need, t.DType, t.Shape, have)
 		}
 	}

@@ -89,11 +89,13 @@ func (c *call) host(v Value) (*tensor.Tensor, error) {
 }
 
 // view is the device buffer holding exactly a tensor's bytes: the storage's own buffer
-// when the tensor fills it, else a view of the device buffer the storage lies in.
+// when the tensor fills it, else a view of the device buffer the storage lies in. A
+// tensor in an image is the image itself (at offset 0; it may hold fewer bytes), which
+// copies read or write a prefix of.
 func (c *call) view(t *Tensor) (devices.Buffer, error) {
 	s := t.Storage
-	if t.Offset == 0 && t.Bytes() == s.Size {
-		return s.Buf, nil
+	if t.Offset == 0 && t.Bytes() == s.Size || s.img != nil {
+		return s.Buf, nil // an image, which cannot be viewed: its tensor is its first bytes
 	}
 	sl, ok := c.m.devs[s.Device].(devices.Slicer)
 	if !ok {
@@ -149,8 +151,10 @@ func (m *VM) allocStorage(d int, n int64) (*Storage, error) { return m.pool.get(
 // deviceCopy copies a tensor value to a new storage of the call on device d: within
 // a device through Copy (queued behind the kernels that write the source), else
 // through host memory (CopyOut after the source's device is synchronized, then CopyIn).
+// A tensor in an image copies within the device when it fills the image (Copy moves
+// the whole image), else through host memory.
 func (c *call) deviceCopy(v Value, d int) (*Tensor, error) {
-	if t, ok := v.(*Tensor); ok && t.Storage.Device == d && t.Bytes() > 0 {
+	if t, ok := v.(*Tensor); ok && t.Storage.Device == d && t.Bytes() > 0 && (t.Storage.img == nil || t.Bytes() == t.Storage.Size) {
 		s, err := c.alloc(d, t.Bytes(), "a copy on the device")
 		if err != nil {
 			return nil, err

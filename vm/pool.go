@@ -30,9 +30,10 @@ const poolSpares = 64
 type pool struct {
 	mu      sync.Mutex
 	devs    []devices.Device
-	slicers []devices.Slicer // per device; nil where buffers cannot be viewed in part
-	align   []int64          // per device: DeviceAlign, the multiple blocks are cut at
-	free    []freeList       // per device
+	slicers []devices.Slicer      // per device; nil where buffers cannot be viewed in part
+	align   []int64               // per device: DeviceAlign, the multiple blocks are cut at
+	free    []freeList            // per device
+	images  map[imageKey][]*block // free whole images by key, most recently freed last
 	parents map[*parent]struct{}
 	budget  int64
 	seq     uint64 // free events so far
@@ -43,7 +44,7 @@ type pool struct {
 
 func newPool(devs []devices.Device) *pool {
 	p := &pool{devs: devs, slicers: make([]devices.Slicer, len(devs)), free: make([]freeList, len(devs)),
-		align: make([]int64, len(devs)), parents: map[*parent]struct{}{}, budget: DefaultMemoryBudget}
+		align: make([]int64, len(devs)), parents: map[*parent]struct{}{}, images: map[imageKey][]*block{}, budget: DefaultMemoryBudget}
 	for i, d := range devs {
 		p.slicers[i], _ = d.(devices.Slicer)
 		p.align[i] = DeviceAlign(d)
@@ -165,6 +166,13 @@ func (p *pool) putLocked(s *Storage) []*parent {
 	b.free, b.owner = true, nil
 	p.st.InUse -= b.size
 	p.st.Free += b.size
+	if b.par.image != nil {
+		p.putImageLocked(b)
+		if p.closed {
+			return []*parent{p.dropLocked(b)}
+		}
+		return p.overBudgetLocked()
+	}
 	l := &p.free[b.par.dev]
 	if b.prev != nil && b.prev.free {
 		l.remove(b.prev)

@@ -21,6 +21,9 @@ type parent struct {
 	buf   devices.Buffer
 	size  int64
 	first *block
+	// image is the key of an image parent: one block, never split, listed in the
+	// pool's images instead of a free list; nil for a buffer.
+	image *imageKey
 }
 
 // block is the byte range [off, off+size) of a parent, either free (in its device's
@@ -137,6 +140,13 @@ func (p *pool) checkLocked() error {
 			if b.free {
 				free += b.size
 				nfree++
+				if par.image != nil {
+					if !slices.Contains(p.images[*par.image], b) {
+						return fmt.Errorf("free %v is not listed", *par.image)
+					}
+					listed++
+					continue
+				}
 				l := p.free[par.dev]
 				if i, ok := slices.BinarySearchFunc(l, b, blockOrder); !ok || l[i] != b {
 					return fmt.Errorf("free block at %d is not listed", b.off)

@@ -73,6 +73,11 @@ func (p *pool) overBudgetLocked() []*parent {
 				}
 			}
 		}
+		for _, b := range p.freeImagesLocked() {
+			if lru == nil || b.seq < lru.seq {
+				lru = b
+			}
+		}
 		if lru == nil {
 			break
 		}
@@ -86,7 +91,11 @@ func (p *pool) dropLocked(b *block) *parent {
 	if !b.free || !b.whole() {
 		panic(fmt.Sprintf("BUG: releasing a parent that is not whole and free (block at %d)", b.off))
 	}
-	p.free[b.par.dev].remove(b)
+	if b.par.image != nil {
+		p.removeImageLocked(b)
+	} else {
+		p.free[b.par.dev].remove(b)
+	}
 	delete(p.parents, b.par)
 	p.st.Free -= b.size
 	p.st.Held -= b.size
@@ -114,6 +123,10 @@ func (p *pool) trim() int64 {
 				rel = append(rel, p.dropLocked(b))
 			}
 		}
+	}
+	for _, b := range p.freeImagesLocked() {
+		n += b.size
+		rel = append(rel, p.dropLocked(b))
 	}
 	p.mu.Unlock()
 	p.release(rel)

@@ -22,6 +22,7 @@ type Storage struct {
 	root     devices.Buffer // the device buffer Buf lies in; nil when Buf is one itself
 	base     int64          // Buf's offset inside root
 	blk      *block         // the pool's block, while handed out; nil for mapped constants
+	img      *imageKey      // an image storage's key (Buf is the image); nil for a buffer
 }
 
 // Tensor is a tensor in device storage at a byte offset.

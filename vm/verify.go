@@ -91,8 +91,12 @@ func (x *Executable) verifyInstr(f Function, pc int, in Instr) error {
 	writes := true
 	var err error
 	switch in.Op {
-	case Move, ShapeOf, DeviceCopy:
+	case Move, ShapeOf:
 		err = args(1)
+	case DeviceCopy:
+		if err = args(1); err == nil {
+			err = verifyImage(&in)
+		}
 	case Ret, KillRegister:
 		err, writes = args(1), false
 	case Invoke:
@@ -118,6 +122,9 @@ func (x *Executable) verifyInstr(f Function, pc int, in Instr) error {
 		}
 		if err == nil && in.Imm < 0 {
 			err = fmt.Errorf("negative size %d", in.Imm)
+		}
+		if err == nil {
+			err = verifyImage(&in)
 		}
 	case AllocTensor, AllocTensorReg:
 		want := 1

@@ -111,7 +111,7 @@ func roundUp(n, align int64) int64 { return (n + align - 1) / align * align }
 
 // checkLocked verifies the pool's invariants (for tests): every parent is tiled by its
 // blocks without gap or overlap, no two free blocks are neighbours, the free lists hold
-// exactly the free blocks in order, each handed-out block has one owner that points back
+// exactly the free blocks in order (images: their key's list), each handed-out block has one owner that points back
 // at it, and the byte counters add up.
 func (p *pool) checkLocked() error {
 	var inUse, free int64
@@ -120,6 +120,9 @@ func (p *pool) checkLocked() error {
 		if !slices.IsSortedFunc(l, blockOrder) {
 			return fmt.Errorf("device %d: free list out of order", d)
 		}
+		listed += len(l)
+	}
+	for _, l := range p.images {
 		listed += len(l)
 	}
 	nfree := 0
@@ -144,12 +147,11 @@ func (p *pool) checkLocked() error {
 					if !slices.Contains(p.images[*par.image], b) {
 						return fmt.Errorf("free %v is not listed", *par.image)
 					}
-					listed++
-					continue
-				}
-				l := p.free[par.dev]
-				if i, ok := slices.BinarySearchFunc(l, b, blockOrder); !ok || l[i] != b {
-					return fmt.Errorf("free block at %d is not listed", b.off)
+				} else {
+					l := p.free[par.dev]
+					if i, ok := slices.BinarySearchFunc(l, b, blockOrder); !ok || l[i] != b {
+						return fmt.Errorf("free block at %d is not listed", b.off)
+					}
 				}
 			} else {
 				inUse += b.size

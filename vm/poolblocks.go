@@ -111,8 +111,8 @@ func roundUp(n, align int64) int64 { return (n + align - 1) / align * align }
 
 // checkLocked verifies the pool's invariants (for tests): every parent is tiled by its
 // blocks without gap or overlap, no two free blocks are neighbours, the free lists hold
-// exactly the free blocks in order (images: their key's list), each handed-out block has one owner that points back
-// at it, and the byte counters add up.
+// exactly the free blocks in order (a free image: its key's list), each handed-out
+// block has one owner that points back at it, and the byte counters add up.
 func (p *pool) checkLocked() error {
 	var inUse, free int64
 	listed := 0

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/kilnrt/kiln/devices"
@@ -74,4 +75,18 @@ func TestPoolReusesWholeImagesOfEqualKeyOnly(t *testing.T) {
 		t.Fatalf("an image returned after drain is kept: %d live bytes", d.liveBytes())
 	}
 	checked(t, p, d)
+}
+
+// TestTheFormatBeforeImageStoragesIsAVersionMiss: a file of format 5, where an
+// AllocStorage's shape meant nothing, is ErrVersion, a cache miss.
+func TestTheFormatBeforeImageStoragesIsAVersionMiss(t *testing.T) {
+	b, err := sampleConsts().MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[8] = 5
+	var x Executable
+	if err := x.UnmarshalBinary(b); !errors.Is(err, ErrVersion) {
+		t.Fatalf("format 5: %v", err)
+	}
 }

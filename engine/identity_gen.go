@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 267 files; see Identity.
-const sourceDigest = "4ab78da3191976c3138b09e73ae84691"
+const sourceDigest = "0e396affc839c15cfc8ddc6fd95bdf82"

@@ -119,6 +119,7 @@ func AnnotateScopes(ctx *Context, m *graph.Module) error {
 			}
 		}
 	})
+	defer mirrorBodies(m)
 	if pol == nil || pol.Writes == nil || pol.Reads == nil {
 		return nil
 	}
@@ -141,7 +142,12 @@ func AnnotateScopes(ctx *Context, m *graph.Module) error {
 			}
 		}
 	})
-	// a fused body sees its parameters and results where its caller keeps them
+	return nil
+}
+
+// mirrorBodies gives a fused body's parameters and results the storage of its
+// caller's inputs and outputs.
+func mirrorBodies(m *graph.Module) {
 	m.Main.Funcs(func(f *graph.Func) {
 		for _, n := range f.Nodes {
 			if n.Op != graph.OpFused {
@@ -160,7 +166,6 @@ func AnnotateScopes(ctx *Context, m *graph.Module) error {
 			}
 		}
 	})
-	return nil
 }
 
 type use struct {

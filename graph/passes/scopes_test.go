@@ -11,19 +11,19 @@ import (
 	"github.com/kilnrt/kiln/graph/passes"
 )
 
-// texturePolicy: Conv and Relu write activations in both packings; Relu reads them,
+// texturePolicy: Conv, Relu and fused groups write activations in both packings; Relu reads them,
 // Conv reads its data input as an activation and its weight as a texture-weight;
 // images up to w×h texels.
 func texturePolicy(w, h int64) *passes.ScopePolicy {
 	return &passes.ScopePolicy{
 		Writes: func(n *graph.Node, p graph.Packing) bool {
-			return (n.Op == graph.OpConv || n.Op == graph.OpRelu) && p != graph.PackOIHW4o
+			return (n.Op == graph.OpConv || n.Op == graph.OpRelu || n.Op == graph.OpFused) && p != graph.PackOIHW4o
 		},
 		Reads: func(n *graph.Node, i int, p graph.Packing) bool {
 			switch {
-			case n.Op == graph.OpRelu || n.Op == graph.OpConv && i == 0:
+			case n.Op == graph.OpRelu || (n.Op == graph.OpConv || n.Op == graph.OpFused) && i == 0:
 				return p != graph.PackOIHW4o
-			case n.Op == graph.OpConv && i == 1:
+			case (n.Op == graph.OpConv || n.Op == graph.OpFused) && i == 1:
 				return p == graph.PackOIHW4o
 			}
 			return false
@@ -135,6 +135,29 @@ func TestAnnotateScopesCases(t *testing.T) {
 			"b: global: not a 4-D tensor in blocks of 4 channels",
 			"c: global: a function result or read by a subgraph",
 		}},
+		{"a fused body sees its parameters and result where its caller keeps them", `func @main(%x: f32[1,4,8,8]@c4) {
+  const %w: f32[4,4,1,1] = <16 elements>
+  %s = Fused(%x, %w) {anchor="Conv"} : f32[1,4,8,8]@c4
+    body =
+      func @fused_conv_relu(%p0: f32[1,4,8,8]@c4, %p1: f32[4,4,1,1]) {
+        %c = Conv(%p0, %p1) : f32[1,4,8,8]@c4
+        %r = Relu(%c) : f32[1,4,8,8]@c4
+        return %r
+      }
+  %t = Relu(%s) : f32[1,4,8,8]@c4
+  return %t
+}`, `func @main(%x: f32[1,4,8,8]@c4) {
+  const %w: f32[4,4,1,1]@c4@texw = <16 elements>
+  %s = Fused(%x, %w) {anchor="Conv"} : f32[1,4,8,8]@c4@tex
+    body =
+      func @fused_conv_relu(%p0: f32[1,4,8,8]@c4, %p1: f32[4,4,1,1]@c4@texw) {
+        %c = Conv(%p0, %p1) : f32[1,4,8,8]@c4
+        %r = Relu(%c) : f32[1,4,8,8]@c4@tex
+        return %r
+      }
+  %t = Relu(%s) : f32[1,4,8,8]@c4
+  return %t
+}`, texturePolicy(16384, 16384), []string{"w: texture-weight 4x1", "s: texture 8x8", "t: global: a function result or read by a subgraph"}},
 		{"blocks of 16 stay global", `func @main(%x: f32[1,16,4,4]@c16) {
   %a = Relu(%x) : f32[1,16,4,4]@c16
   %b = Relu(%a) : f32[1,16,4,4]@c16

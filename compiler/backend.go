@@ -42,6 +42,10 @@ type Backend struct {
 	// (BoundsCheck is Options.Recipe.BoundsCheck).
 	Dialect *codegen.Dialect
 	Emit    codegen.COptions
+	// ScopePolicy is annotate-scopes' policy for t, consistent with Strategies and
+	// Scopes (nil: every tensor global); TextureScopes builds one from the device's
+	// image limits. Options.Recipe.TextureLimit lowers its limits.
+	ScopePolicy func(t target.Target, reg *kernels.Registry) *passes.ScopePolicy
 	// Scopes are the memory scopes a tensor may be in after the graph passes, with the
 	// rule's reason for the error; a tensor in another scope fails the compile.
 	Scopes     []graph.MemScope

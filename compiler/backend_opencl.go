@@ -20,7 +20,8 @@ type ProgramBuilder interface {
 }
 
 // OpenCLBackend is OpenCL's table entry: the GPU strategies of kernels/gpu (every
-// tensor in its plain layout), the GPU loop-IR pipeline, launch geometry derived from
+// tensor in its plain layout and in global memory: no scope policy, since no strategy
+// reads textures; TextureScopes builds the policy that texture strategies need), the GPU loop-IR pipeline, launch geometry derived from
 // the bound loops and verified against the device's limits, the OpenCL C dialect, and
 // every kernel of a compile in one program built by the device of Options.GPU (through
 // the journal's object cache), whose program binary the executable carries. Nodes

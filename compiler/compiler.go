@@ -59,6 +59,10 @@ type Options struct {
 	// default build): the graph pipeline (its Level, without fuse-ops when NoFusion),
 	// the layout choice and bounds checks. engine keys the journal with the same value.
 	Recipe engine.Recipe
+	// Scoped, when set, is told annotate-scopes' decision on every value the backend's
+	// scope policy could have put in a texture: its scope and packing, or why it stays
+	// global (kiln inspect --plan).
+	Scoped func(passes.ScopeDecision)
 	// Passes replaces the recipe's graph pipeline (nil: the recipe's). Only for tests
 	// of the passes: an executable built with it is never cached.
 	Passes passes.Pipeline
@@ -234,6 +238,11 @@ func (c *compile) passes(m *graph.Module) error {
 	if !c.opts.Recipe.PlainLayout && c.be.Layout != nil {
 		ctx.Layout = c.be.Layout(c.t, c.registry)
 	}
+	pol, err := c.scopePolicy()
+	if err != nil {
+		return err
+	}
+	ctx.Scopes, ctx.Scoped = pol, c.opts.Scoped
 	p := c.opts.Passes
 	if p == nil {
 		p = Pipeline(c.opts.Recipe)

@@ -12,7 +12,7 @@
 //
 // The backend table (backend.go): everything the compile does differently per kind of
 // target is one Backend value — the strategy table built from the op registry, the
-// alter-layout policy, the loop-IR pipeline, the codegen Dialect and its options, the
+// alter-layout and annotate-scopes policies, the loop-IR pipeline, the codegen Dialect and its options, the
 // build that turns the unique kernels' sources into the binary the executable carries,
 // the binary's device name and fingerprint, and the memory scopes a tensor may be in.
 // Build looks the target's kind up once in Options.Backends (nil: DefaultBackends, the
@@ -33,8 +33,11 @@
 //     host with the reference evaluator (shape arithmetic over the symbols left unbound
 //     becomes kiln.ShapeExpr), dead code removed, fuse-ops, and (unless
 //     Recipe.PlainLayout) alter-layout with the backend's policy: on the CPU
-//     convolutions exchange channel-blocked tensors. A tensor left in a memory scope the
-//     backend does not allow is an error.
+//     convolutions exchange channel-blocked tensors. annotate-scopes runs with the
+//     backend's ScopePolicy (nil on the CPU and OpenCL: every tensor global;
+//     TextureScopes builds one from the device's image2d limits, which
+//     Recipe.TextureLimit lowers), and Options.Scoped hears each texture decision. A
+//     tensor left in a memory scope the backend does not allow is an error.
 //  2. lower — every node that computes becomes a kernel through the backend's strategy
 //     table: compute definition, schedule, the backend's loop-IR pipeline, its dialect.
 //     Kernels are deduplicated by their generated code, so repeated layers compile

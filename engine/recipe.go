@@ -52,10 +52,14 @@ type Recipe struct {
 	// buffer's extent: a debug build, slower, in which an access outside a buffer fails
 	// the call with vm.ErrOutOfBounds.
 	BoundsCheck bool
+	// TextureLimit, when positive, lowers the device's image2d limits to TextureLimit
+	// texels a side for annotate-scopes, so that larger tensors stay in global memory:
+	// to test the fallback. Only a backend with a texture scope policy reads it.
+	TextureLimit int64
 }
 
 // String is the canonical text form used in journal keys, e.g. "O3 layout=blocked";
-// no-fusion and bounds-check are named only when on, so that the default build's key
+// no-fusion, bounds-check and texture-limit are named only when on, so that the default build's key
 // does not depend on options added later.
 func (r Recipe) String() string {
 	parts := []string{r.Level.String()}
@@ -69,6 +73,9 @@ func (r Recipe) String() string {
 	parts = append(parts, "layout="+layout)
 	if r.BoundsCheck {
 		parts = append(parts, "bounds-check")
+	}
+	if r.TextureLimit != 0 {
+		parts = append(parts, fmt.Sprintf("texture-limit=%d", r.TextureLimit))
 	}
 	return strings.Join(parts, " ")
 }

@@ -42,10 +42,19 @@
 // per-axis list of the wrong length is an inference error. kernels/ref keeps an
 // independent implementation as the oracle.
 //
+// Storage is part of a tensor's type: Block is a channel block (NCHW{Block}c), Scope a
+// memory scope; a texture (an RGBA image2d, one block of 4 per texel) has Block 4 and a
+// Packing that maps the 4-D tensor onto the image: NCHW4c ("@tex", height N·C/4·H,
+// width W), OIHW4o weights ("@texw", blocked by output channels, height O/4, width
+// I·KH·KW) or NHWC4c ("@texnhwc", height N·H, width W·C/4). ImageSize measures a static
+// one. The reference evaluator ignores storage.
+//
 // Invariants (checked by Verify): values are defined before use in their Func or an
 // enclosing one; node outputs point back to their node; input/output counts and attribute
 // struct types match the op table, attribute values their minimums; every tensor type
-// passes CheckTypeSize; subgraphs name their parent. Print writes a stable text
+// passes CheckTypeSize; a blocked tensor is 4-D with its blocked axis a known multiple
+// of the block; a texture has Block 4 and a known packing, a global value none;
+// subgraphs name their parent. Print writes a stable text
 // form; Parse reads it back (small constants included), which pass tests rely on.
 //
 // Errors: inference failures wrap ErrInfer and name the node; verifier findings wrap

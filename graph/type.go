@@ -36,13 +36,16 @@ type Type struct {
 	// the alter-layout pass, printed as "@c16".
 	Block int64
 	// Scope is the memory the value lives in (ScopeGlobal unless annotate-scopes puts it
-	// in a texture), printed as "@tex".
-	Scope MemScope
+	// in a texture), and Packing, for a texture, how its elements map to the image's
+	// texels (zero for a global value); printed as "@tex", "@texw" or "@texnhwc".
+	Scope   MemScope
+	Packing Packing
 }
 
 // MemScope is where a tensor is stored on its device (docs/ARCHITECTURE.md, "Memory
-// scopes and layouts"). With a texture, the layout is the type's Block: NCHW4c maps to an
-// RGBA image2d whose texel is one block of 4 channels.
+// scopes and layouts"). A texture is an RGBA image2d whose texel is one block of 4
+// channels (the type's Block is 4); the type's Packing says which axes run along the
+// image's rows and columns (ImageSize).
 type MemScope uint8
 
 const (
@@ -114,7 +117,7 @@ func (t Type) Equal(o Type) bool {
 			return false
 		}
 	}
-	if t.Block != o.Block || t.Scope != o.Scope {
+	if t.Block != o.Block || t.Scope != o.Scope || t.Packing != o.Packing {
 		return false
 	}
 	if (t.Elem == nil) != (o.Elem == nil) {
@@ -150,7 +153,7 @@ func (t Type) String() string {
 		fmt.Fprintf(&b, "@c%d", t.Block)
 	}
 	if t.Scope == ScopeTexture {
-		b.WriteString("@tex")
+		b.WriteString(t.Packing.suffix())
 	}
 	return b.String()
 }
@@ -212,8 +215,11 @@ func ParseType(s string) (Type, error) {
 		}
 	}
 	rest := s[rb+1:]
-	if r, ok := strings.CutSuffix(rest, "@tex"); ok {
-		t.Scope, rest = ScopeTexture, r
+	for _, p := range Packings() {
+		if r, ok := strings.CutSuffix(rest, p.suffix()); ok {
+			t.Scope, t.Packing, rest = ScopeTexture, p, r
+			break
+		}
 	}
 	if at := strings.LastIndex(rest, "@c"); at >= 0 {
 		blk, err := strconv.ParseInt(rest[at+2:], 10, 64)

@@ -140,11 +140,17 @@ func checkType(t Type) error {
 		if err := CheckTypeSize(t); err != nil {
 			return err
 		}
-		if err := CheckBlock(t, t.Block); err != nil {
-			return err
-		}
-		if t.Scope == ScopeTexture && t.Block != 4 {
-			return fmt.Errorf("a texture holds blocks of 4 channels (RGBA texels), not %v", t)
+		switch {
+		case t.Scope == ScopeTexture:
+			if err := checkTexture(t); err != nil {
+				return err
+			}
+		case t.Packing != 0:
+			return fmt.Errorf("a %v value has no texture packing, got %v", t.Scope, t.Packing)
+		default:
+			if err := CheckBlock(t, t.Block); err != nil {
+				return err
+			}
 		}
 	case KindSequence, KindOptional:
 		if t.Elem != nil {

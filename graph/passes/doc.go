@@ -50,7 +50,12 @@
 //     Context.Fuse.MaxOps (256) members and MaxArgs arguments. A group becomes one
 //     kiln.Fused node whose body is the group (its constants inside), one kernel later;
 //   - annotate-scopes: every tensor gets a memory scope, global unless a Context.Scopes
-//     policy (OpenCL textures) says its producer and every reader take an RGBA texture.
+//     policy (OpenCL textures) says its producer and every reader take an RGBA texture
+//     of some packing (graph.Packing) whose image fits the policy's limits; the most
+//     balanced image among those that fit wins; a constant weight read only by kernels
+//     that take a texture-weight becomes one (blocked by output channels). Each value a
+//     policy could have placed gets a ScopeDecision (Context.Scoped): its packing and
+//     image, or a ScopeCause (a reader, the images measured against the limit).
 //
 // Attention patterns beyond softmax and the additive mask are not recognized.
 //

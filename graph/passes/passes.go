@@ -36,6 +36,10 @@ type Context struct {
 	// Scopes says which kernels take textures (annotate-scopes); nil: every tensor
 	// lives in global memory, as on the CPU.
 	Scopes *ScopePolicy
+	// Scoped, when set, is told annotate-scopes' decision on every value the Scopes
+	// policy could have put in a texture (the scope and packing, or why it stays
+	// global): per Func, its constants, then its nodes' outputs in order.
+	Scoped func(ScopeDecision)
 	// SplitsAsSlices rewrites Splits into Slices (split-to-slices): for targets whose
 	// kernels write one output each.
 	SplitsAsSlices bool

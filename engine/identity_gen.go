@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 267 files; see Identity.
-const sourceDigest = "0e396affc839c15cfc8ddc6fd95bdf82"
+// sourceDigest covers 269 files; see Identity.
+const sourceDigest = "539fd616a7cc72aab0cd383312a970a8"

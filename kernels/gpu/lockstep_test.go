@@ -151,8 +151,10 @@ func privatize(a *loopir.Allocate, threads []*loopir.For) loopir.Stmt {
 	}
 	nb := &loopir.Buffer{Name: a.Buf.Name, DT: a.Buf.DT, Shape: []loopir.Expr{loopir.Bin(loopir.Mul, n, size)}, Scope: a.Buf.Scope}
 	at := func(idx []loopir.Expr) []loopir.Expr {
-		flat := idx[0]
-		if len(idx) != 1 || len(a.Buf.Shape) != 1 {
+		flat := loopir.Expr(loopir.Int(0))
+		if len(idx) == 1 { // flat already (a lowered kernel's index)
+			flat = idx[0]
+		} else if len(idx) > 1 {
 			flat = loopir.FlatIndex(a.Buf, idx)
 		}
 		return []loopir.Expr{loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, tid, size), flat)}

@@ -171,11 +171,11 @@ func TestReduceRuleRunsOneThreadPerOutputElement(t *testing.T) {
 	}
 	// a mean's division runs in the thread that has just summed its element, which
 	// keeps the sum in a private element
-	l = lower(t, reduceCase(t, "reduce_mean_outer"), testGPU(t)) // n × 5 × 7 → 5 × 7
+	l = lower(t, reduceCase(t, "reduce_mean_inner_keep"), testGPU(t)) // n × 6 × 19 → n × 6 × 1
 	if trace := l.impl.Trace.String(); !strings.Contains(trace, "reverse_compute_at(") {
 		t.Errorf("the trace lacks reverse_compute_at:\n%s", trace)
 	}
-	if text := loopir.Print(l.f); !strings.Contains(text, "alloc reduce_sum: f32[1, 1] local") {
+	if text := loopir.Print(l.f); !strings.Contains(text, "alloc reduce_sum: f32[1, 1, 1] local") {
 		t.Errorf("the sum is not one private element:\n%s", text)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
@@ -18,9 +19,9 @@ import (
 
 // TestZooNodesLowerForOpenCLAndReductionsMatchRef lowers every node of every zoo model
 // with the GPU strategies for the OpenCL device: each is a kernel or refused (no
-// strategy applies), never an error; the first node of each op that the reduction rule
-// or the tiled matmul takes in each model runs on the device at its real shape against
-// the reference evaluator (symbols bound to 2).
+// strategy applies), never an error; the first node of each op that the reduction rule,
+// the rows rule or the tiled matmul takes in each model runs on the device at its real
+// shape against the reference evaluator (symbols bound to 2).
 func TestZooNodesLowerForOpenCLAndReductionsMatchRef(t *testing.T) {
 	zoo := testdata.Zoo(t)
 	d := openclOrSkip(t)
@@ -58,7 +59,7 @@ func TestZooNodesLowerForOpenCLAndReductionsMatchRef(t *testing.T) {
 				t.Errorf("%s: %v: %v", e.Name(), n, err)
 				continue
 			}
-			if impl.Strategy != "gpu-reduce" && impl.Strategy != "gpu-matmul-tiled" {
+			if impl.Strategy != "gpu-reduce" && impl.Strategy != "gpu-matmul-tiled" && impl.Strategy != "gpu-rows" {
 				continue
 			}
 			if impl.Strategy == "gpu-reduce" {
@@ -68,7 +69,11 @@ func TestZooNodesLowerForOpenCLAndReductionsMatchRef(t *testing.T) {
 				ran[n.Op] = true
 				c.name = fmt.Sprintf("%s %v", e.Name(), n)
 				checkCases(t, []gcase{c}, d, tg, openclLoader(d))
-				t.Logf("%s: %s matches the reference", c.name, impl.Strategy)
+				block := ""
+				if strings.Contains(impl.Trace.String(), "all_reduce(") {
+					block = " (a block's threads per reduction)"
+				}
+				t.Logf("%s: %s%s matches the reference", c.name, impl.Strategy, block)
 			}
 		}
 	}

@@ -167,8 +167,11 @@ func extentOf(s *schedule.Schedule, loops []schedule.LoopRV) int64 {
 
 // ScheduleRowsTree is the rows rule for long rows: a definition ScheduleRows takes
 // (statistics over the normalized axes of each row, read back by an output stage) whose
-// rows have at least TreeMinRow elements, or a symbolic number, and whose statistics are
-// all plain reductions (sum, product, max, min) runs one GPU block per row: a block of
+// rows have at least TreeMinRow elements, or a symbolic number, are fewer than a block
+// of one thread per row (DefaultRowBlock) for each compute unit, or a symbolic number
+// (one thread per row would leave compute units idle, and its threads read rows apart
+// in memory), and whose statistics are all plain reductions (sum, product, max, min)
+// runs one GPU block per row: a block of
 // TreeThreads threads reduces each statistic together (schedule.AllReduce: a strided
 // partial per thread, then a tree in shared memory) and every thread then holds it; the
 // output stage's row is split among the threads, thread t writing elements t,
@@ -187,9 +190,12 @@ func ScheduleRowsTree(s *schedule.Schedule, facts target.GPUFacts) error {
 	if err != nil {
 		return err
 	}
-	n := extentOf(s, inner)
-	if n >= 0 && n < TreeMinRow {
+	n, r := extentOf(s, inner), extentOf(s, rows)
+	switch {
+	case n >= 0 && n < TreeMinRow:
 		return fmt.Errorf("%w: rows of %d elements", ErrNotTree, n)
+	case r >= int64(max(facts.ComputeUnits, 1))*DefaultRowBlock:
+		return fmt.Errorf("%w: %d rows fill %d compute units", ErrNotTree, r, facts.ComputeUnits)
 	}
 	for _, name := range stages {
 		st, err := classify(s, name)

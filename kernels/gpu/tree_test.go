@@ -23,8 +23,9 @@ type tcase struct {
 }
 
 // treeCases are softmax and LayerNormalization over rows of 1, 63, 64, 65, 768 and 1000
-// elements, softmax and log-softmax over rows of a symbolic length, LayerNormalization
-// over a symbolic number of rows, Reduce ops to a scalar over 10⁵ elements (integer
+// elements, softmax and log-softmax over rows of a symbolic length, softmax over a middle
+// axis and with a fused epilogue, instance and Lp normalization, LayerNormalization over
+// a symbolic number of rows, Reduce ops to a scalar over 10⁵ elements (integer
 // values, so that a float32 sum in any order is exact), over several axes and over a
 // symbolic axis, GlobalAveragePool 1×512×7×7, and an ArgMax over a long axis (which the
 // tree does not take: its index is not carried).
@@ -63,6 +64,14 @@ func treeCases(t testing.TB) []tcase {
 	return append(cs,
 		tcase{rcase{gcase: gcase{name: "softmax_symbolic_rows", op: graph.OpSoftmax, attrs: softmax, args: []graph.Type{f32("n", "m")}, binds: symRows}, strategy: "gpu-rows"}, true},
 		tcase{rcase{gcase: gcase{name: "log_softmax_symbolic_rows", op: graph.OpLogSoftmax, attrs: softmax, args: []graph.Type{f32("n", "m")}, binds: symRows}, strategy: "gpu-rows"}, true},
+		tcase{rcase{gcase: gcase{name: "softmax_middle_axis_of_100", op: graph.OpSoftmax, attrs: &graph.SoftmaxAttrs{Axis: 1}, args: []graph.Type{f32("n", "100", "3")},
+			binds: []map[string]int64{{"n": 1}, {"n": 2}}}, strategy: "gpu-rows"}, true},
+		tcase{rcase{gcase: gcase{name: "softmax_768_mul_epilogue", op: graph.OpSoftmax, attrs: softmax, args: []graph.Type{f32("n", "768")},
+			stages: []stage{{op: graph.OpMul, at: 0, args: []graph.Type{{}, f32("768")}}}, binds: []map[string]int64{{"n": 2}}}, strategy: "gpu-rows"}, true},
+		tcase{rcase{gcase: gcase{name: "instancenorm_16x16", op: graph.OpInstanceNormalization, attrs: graph.OpInstanceNormalization.NewAttrs(),
+			args: []graph.Type{f32("1", "3", "16", "16"), f32("3"), f32("3")}, binds: static}, strategy: "gpu-rows"}, true},
+		tcase{rcase{gcase: gcase{name: "lpnorm_p2_middle_axis_of_100", op: graph.OpLpNormalization, attrs: &graph.LpNormAttrs{Axis: 1, P: 2},
+			args: []graph.Type{f32("2", "100", "3")}, binds: static}, strategy: "gpu-rows"}, true},
 		// the definition of LayerNormalization needs a constant row length
 		tcase{rcase{gcase: gcase{name: "layernorm_symbolic_row_count", op: graph.OpLayerNormalization, attrs: ln,
 			args: []graph.Type{f32("n", "768"), f32("768"), f32("768")}, binds: []map[string]int64{{"n": 1}, {"n": 3}}}, strategy: "gpu-rows"}, true},
@@ -263,5 +272,33 @@ func TestTreeReductionWritesEachOutputFromOneThread(t *testing.T) {
 		if !strings.Contains(text, "_unit == 0)") && !strings.Contains(text, "_unit < 1)") {
 			t.Errorf("%s: the output is not written by thread 0 alone:\n%s", c.name, text)
 		}
+	}
+}
+
+// TestTreeRulesKeepOneThreadPerRowOrOutputOnAFullDevice: with rows or output elements
+// enough for a block of one-thread-per-row (or per-output) threads on every compute
+// unit, the rules keep that schedule; with fewer they take a block per row or output.
+func TestTreeRulesKeepOneThreadPerRowOrOutputOnAFullDevice(t *testing.T) {
+	ln := graph.OpLayerNormalization.NewAttrs().(*graph.LayerNormAttrs)
+	ln.Axis = -1
+	f32 := func(dims ...string) graph.Type { return ty(t, tensor.Float32, dims...) }
+	layerNorm := rcase{gcase: gcase{name: "layernorm_128x768", op: graph.OpLayerNormalization, attrs: ln,
+		args: []graph.Type{f32("128", "768"), f32("768"), f32("768")}}, strategy: "gpu-rows"}
+	twoUnits := testGPU(t)
+	twoUnits.GPU.ComputeUnits = 2 // 128 rows: a block of 64 on each
+	for _, c := range []struct {
+		tcase
+		tg target.Target
+	}{
+		{tcase{layerNorm, true}, testGPU(t)},
+		{tcase{layerNorm, false}, twoUnits},
+		{tcase{rcase{gcase: gcase{name: "softmax_7000x100", op: graph.OpSoftmax, attrs: &graph.SoftmaxAttrs{Axis: -1},
+			args: []graph.Type{f32("7000", "100")}}, strategy: "gpu-rows"}, false}, testGPU(t)},
+		{tcase{rcase{gcase: gcase{name: "global_average_pool_64x512x7x7", op: graph.OpGlobalAveragePool,
+			args: []graph.Type{f32("64", "512", "7", "7")}}, strategy: "gpu-reduce"}, false}, testGPU(t)},
+		{tcase{rcase{gcase: gcase{name: "global_average_pool_8x512x7x7", op: graph.OpGlobalAveragePool,
+			args: []graph.Type{f32("8", "512", "7", "7")}}, strategy: "gpu-reduce"}, true}, testGPU(t)},
+	} {
+		lowerTree(t, c.tcase, c.tg)
 	}
 }

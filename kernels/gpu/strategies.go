@@ -15,7 +15,9 @@ import (
 // rule (ScheduleInjective) for every op whose compute definition is elementwise,
 // broadcasting or injective, the reduction rule (ScheduleReduce) for definitions with
 // one reduction stage, and the rows rule (ScheduleRows) for definitions of several
-// stages over shared rows (the softmax family, the normalizations), all with
+// stages over shared rows (the softmax family, the normalizations), these two trying
+// first a block of threads per output element or row (ScheduleReduceTree,
+// ScheduleRowsTree) where the thresholds of the target call for it, all with
 // elementwise epilogues fused into the same kernel. An op no rule fits (several
 // outputs, stages that share no rows) is kernels.ErrNotApplicable, so lowering reports
 // that no strategy applies.

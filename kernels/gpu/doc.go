@@ -48,19 +48,21 @@
 //     accepted, its launch is derived and verified against the target; one the launch
 //     rules refuse is not applicable.
 //
-//     Few outputs, long reductions (ScheduleReduceTree, tried first): when the number
-//     of output elements is a constant below ComputeUnits × the block (one thread per
-//     element would leave compute units idle: a sum to a scalar, GlobalAveragePool of
-//     one image) and each reduces at least TreeMinReduce (32) elements or a symbolic
-//     number, each output element gets a block of TreeThreads threads (the largest
-//     power of two at most the reduction's length, at most DefaultTreeBlock 256 and the
-//     target's work-group): the output stage (O, or a local copy of R that cache_write
-//     adds) is bound to blockIdx.x over its elements with a thread loop of one iteration
-//     (add_unit_loop), R moves under it (compute_at) and the block's threads reduce it
-//     together (schedule's all_reduce: strided partials, a tree in shared memory), thread
-//     0 writing the element. GlobalAveragePool 1×512×7×7 on 108 compute units: 512
-//     blocks of 32. A reduction all_reduce refuses (ArgMax/ArgMin, whose index the tree
-//     does not carry) and a kernel the launch rules refuse take the schedule above.
+//     Few outputs, long reductions: gpu-reduce-tree, the rule ScheduleReduceTree,
+//     before gpu-reduce in the table. When the number of output elements is a constant
+//     below ComputeUnits × the block (one thread per element would leave compute units
+//     idle: a sum to a scalar, GlobalAveragePool of one image) and each reduces at
+//     least TreeMinReduce (32) elements or a symbolic number, each output element gets
+//     a block of TreeThreads threads (the largest power of two at most the reduction's
+//     length, at most DefaultTreeBlock 256 and the target's work-group): the output
+//     stage (O, or a local copy of R that cache_write adds) is bound to blockIdx.x over
+//     its elements with a thread loop of one iteration (add_unit_loop), R moves under
+//     it (compute_at) and the block's threads reduce it together (schedule's
+//     all_reduce: strided partials, a tree in shared memory), thread 0 writing the
+//     element. GlobalAveragePool 1×512×7×7 on 108 compute units: 512 blocks of 32. A
+//     reduction all_reduce refuses (ArgMax/ArgMin, whose index the tree does not carry)
+//     and a kernel the launch rules refuse are not applicable there, and gpu-reduce
+//     takes them.
 //
 //   - gpu-rows, the rule ScheduleRows, for definitions of several stages over shared rows
 //     (the softmax family, LayerNormalization, InstanceNormalization, LpNormalization):
@@ -82,19 +84,20 @@
 //     second stage, ReduceMean, GlobalAveragePool) is rows of one element: one thread per
 //     output element, its reduction in a one-element buffer of its own.
 //
-//     Long rows (ScheduleRowsTree, tried first): rows of at least TreeMinRow (64)
-//     elements or a symbolic number, fewer than ComputeUnits × DefaultRowBlock rows or
-//     a symbolic number (with more, one thread per row already fills the device), and
-//     statistics that are all sums, products, maxima or minima run one block per row:
-//     the row axes fused and bound to blockIdx.x (the grid is the row count), the
-//     normalized axes fused, split by TreeThreads and the thread part bound to
-//     threadIdx.x outside the rest, so thread t writes the row's elements t, t + threads,
-//     …; each statistic moves under the thread loop (compute_at) and is reduced by the
-//     block's threads together (all_reduce), every thread keeping the result in its own
-//     one-element buffer. BERT's LayerNormalization over 128 × 768: 128 blocks of 256,
-//     each statistic three elements per thread and an eight-level tree. Rows below the
-//     threshold, a statistic all_reduce refuses (Hardmax's arg-reduction) or a kernel
-//     the launch rules refuse take the schedule above.
+//     Long rows: gpu-rows-tree, the rule ScheduleRowsTree, before gpu-rows in the
+//     table. Rows of at least TreeMinRow (64) elements or a symbolic number, fewer than
+//     ComputeUnits × DefaultRowBlock rows or a symbolic number (with more, one thread
+//     per row already fills the device), and statistics that are all sums, products,
+//     maxima or minima run one block per row: the row axes fused and bound to
+//     blockIdx.x (the grid is the row count), the normalized axes fused, split by
+//     TreeThreads and the thread part bound to threadIdx.x outside the rest, so thread
+//     t writes the row's elements t, t + threads, …; each statistic moves under the
+//     thread loop (compute_at) and is reduced by the block's threads together
+//     (all_reduce), every thread keeping the result in its own one-element buffer.
+//     BERT's LayerNormalization over 128 × 768: 128 blocks of 256, each statistic three
+//     elements per thread and an eight-level tree. Rows below the threshold, a
+//     statistic all_reduce refuses (Hardmax's arg-reduction) or a kernel the launch
+//     rules refuse are not applicable there, and gpu-rows takes them.
 //
 // Elementwise epilogues fuse into the same kernel under every rule
 // (kernels.GenericFused, then the rule inlines the chain into the output stage).

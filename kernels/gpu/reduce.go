@@ -178,17 +178,7 @@ func reduceStrategy(reg *kernels.Registry) kernels.Strategy {
 		if len(n.Outputs) > 1 {
 			return nil, fmt.Errorf("%v: %w: %d outputs", n, kernels.ErrNotApplicable, len(n.Outputs))
 		}
-		impl, err := lower(func(s *schedule.Schedule) error { return ScheduleReduceTree(s, t.GPU, block) })
-		if err == nil {
-			if err := launchable(impl.Func, t); err == nil {
-				return impl, nil
-			} else if !errors.Is(err, passes.ErrLaunch) {
-				return nil, err
-			}
-		} else if !errors.Is(err, ErrNotTree) && !errors.Is(err, ErrNotReduce) {
-			return nil, err
-		}
-		impl, err = lower(func(s *schedule.Schedule) error { return ScheduleReduce(s, block) })
+		impl, err := lower(func(s *schedule.Schedule) error { return ScheduleReduce(s, block) })
 		if errors.Is(err, ErrNotReduce) {
 			return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
 		}

@@ -139,15 +139,20 @@ func TestReduceKernelsCompileToPTX(t *testing.T) {
 	}
 }
 
-// TestReduceCasesTakeTheReductionRule: every reduction case is lowered by gpu-reduce
-// (a case the injective rule took would test nothing here), but float32 MatMul and
-// Gemm, whose own rule gpu-matmul-tiled comes first.
+// TestReduceCasesTakeTheReductionRule: every reduction case is lowered by gpu-reduce,
+// or gpu-reduce-tree for few output elements of a long reduction (a case the injective
+// rule took would test nothing here), but float32 MatMul and Gemm, whose own rule
+// gpu-matmul-tiled comes first.
 func TestReduceCasesTakeTheReductionRule(t *testing.T) {
+	tree := map[string]bool{"reduce_sum_outer_keep": true, "reduce_mean_outer": true, "reduce_min_two_axes": true,
+		"reduce_sum_all": true, "reduce_mean_all": true, "reduce_mean_all_keep": true}
 	for _, c := range reduceCases(t) {
 		l := lower(t, c, testGPU(t))
 		want := "gpu-reduce"
 		if c.op == graph.OpMatMul || c.op == graph.OpGemm {
 			want = "gpu-matmul-tiled"
+		} else if tree[c.name] {
+			want = "gpu-reduce-tree"
 		}
 		if len(c.stages) > 0 {
 			want += "+epilogue"

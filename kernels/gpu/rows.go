@@ -8,7 +8,6 @@ import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
-	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/target"
 )
@@ -254,17 +253,7 @@ func rowsStrategy(reg *kernels.Registry) kernels.Strategy {
 		if err != nil {
 			return nil, fmt.Errorf("%v: %w: %v", n, kernels.ErrNotApplicable, err)
 		}
-		impl, err := lower(func(s *schedule.Schedule) error { return ScheduleRowsTree(s, t.GPU) })
-		if err == nil {
-			if err := launchable(impl.Func, t); err == nil {
-				return impl, nil
-			} else if !errors.Is(err, passes.ErrLaunch) {
-				return nil, err
-			}
-		} else if !errors.Is(err, ErrNotTree) && !errors.Is(err, ErrNotRows) {
-			return nil, err
-		}
-		impl, err = lower(func(s *schedule.Schedule) error { return ScheduleRows(s, min(block, DefaultRowBlock)) })
+		impl, err := lower(func(s *schedule.Schedule) error { return ScheduleRows(s, min(block, DefaultRowBlock)) })
 		if errors.Is(err, ErrNotRows) {
 			return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
 		}

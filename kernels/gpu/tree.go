@@ -24,9 +24,10 @@ const TreeMinRow = 64
 // threads: a warp's worth, one element per lane of the smallest tree.
 const TreeMinReduce = 32
 
-// ErrNotTree: a definition the tree schedules do not take (short rows or reductions,
-// many outputs, a statistic that is not a plain sum, product, max or min); the rule
-// falls back to one thread per row or per output element.
+// ErrNotTree: a definition the block-wide rules do not take (short rows or reductions,
+// many rows or outputs, a statistic that is not a plain sum, product, max or min); their
+// strategies are then not applicable, and gpu-rows or gpu-reduce (one thread per row or
+// per output element) takes the node.
 var ErrNotTree = errors.New("no block-wide reduction")
 
 // TreeThreads is the block of a tree over n elements (n < 0: a symbolic extent): the
@@ -175,8 +176,7 @@ func extentOf(s *schedule.Schedule, loops []schedule.LoopRV) int64 {
 // TreeThreads threads reduces each statistic together (schedule.AllReduce: a strided
 // partial per thread, then a tree in shared memory) and every thread then holds it; the
 // output stage's row is split among the threads, thread t writing elements t,
-// t + threads, …. Anything else is ErrNotTree (or ErrNotRows), and the rows rule
-// schedules it with one thread per row.
+// t + threads, …. Anything else is ErrNotTree (or ErrNotRows).
 func ScheduleRowsTree(s *schedule.Schedule, facts target.GPUFacts) error {
 	if err := inlineAll(s); err != nil {
 		return err
@@ -222,7 +222,7 @@ func ScheduleRowsTree(s *schedule.Schedule, facts target.GPUFacts) error {
 // runs one GPU block per output element: TreeThreads threads reduce it together
 // (schedule.AllReduce) and thread 0 writes it (through O, or a local copy of R's result
 // that cache_write adds when R is the only stage). Anything else is ErrNotTree (or
-// ErrNotReduce), and the reduction rule runs one thread per output element.
+// ErrNotReduce).
 func ScheduleReduceTree(s *schedule.Schedule, facts target.GPUFacts, block int64) error {
 	if err := inlineAll(s); err != nil {
 		return err

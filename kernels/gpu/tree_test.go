@@ -15,8 +15,9 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// tcase is a case of the block-wide reductions: a row case and whether its kernel
-// reduces with a block's threads together (all_reduce in its trace) on testGPU.
+// tcase is a case of the block-wide reductions: a row case (its strategy the rule's
+// plain name) and whether its kernel reduces with a block's threads together (the
+// rule's -tree strategy, all_reduce in its trace) on testGPU.
 type tcase struct {
 	rcase
 	tree bool
@@ -86,10 +87,13 @@ func treeCases(t testing.TB) []tcase {
 	)
 }
 
-// lowerTree lowers a tree case and checks its strategy and whether its trace reduces
-// with the block's threads.
+// lowerTree lowers a tree case and checks its strategy (the case's, or its block-wide
+// form, named with -tree) and whether its trace reduces with the block's threads.
 func lowerTree(t *testing.T, c tcase, tg target.Target) *lowered {
 	t.Helper()
+	if c.tree {
+		c.strategy += "-tree"
+	}
 	l := lowerRow(t, c.rcase, tg)
 	if got := strings.Contains(l.impl.Trace.String(), "all_reduce("); got != c.tree {
 		t.Fatalf("%s: all_reduce in the trace: %v, want %v\n%s", c.name, got, c.tree, l.impl.Trace)

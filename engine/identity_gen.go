@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 266 files; see Identity.
-const sourceDigest = "d482d20488b4487b662a286e35e26f53"
+// sourceDigest covers 272 files; see Identity.
+const sourceDigest = "7b9c89d449010ddba73e3cc26837963e"

@@ -30,15 +30,18 @@ import (
 // index, its init a value and its update the combination of that element with an
 // operand by +, ·, max or min (associative and commutative: the threads regroup the
 // elements, which changes a float sum's rounding and, with a NaN among a max's elements,
-// which operand wins); b has no predicate; the loops between l and b are spatial loops
-// (a value per iteration, computed in turn, each with its own tree) then b's reduction
-// loops, a perfect nest of loops that drive nothing but b's reduction iterators and
-// whose bounds depend on no other of them; nothing between l and b is a condition; b,
-// its bindings and the local buffers it reads depend in nothing on l (every thread would
-// compute the same reduction); l's extent is a constant of at most threads; a b that
-// writes no local buffer runs in one thread (l of extent 1). The new blocks are named
-// after b: <b>_part_init and <b>_part (the partial), <b>_lanes (the partial into the
-// shared buffer <b>_red), <b>_tree<s> (a level of the tree); b is the write-back.
+// which operand wins); the loops between l and b are spatial loops (a value per
+// iteration, computed in turn, each with its own tree; those of one iteration right
+// above the reduction loops are dropped) then b's reduction loops, a perfect nest of
+// loops that drive nothing but b's reduction iterators and whose bounds depend on no
+// other of them; nothing between l and b is a condition; b (its bindings, its
+// predicate, which then restricts the partials and, where it reads no reduction
+// variable, the write-back) and the local buffers it reads depend in nothing on l
+// (every thread would compute the same reduction); l's extent is a constant of at most
+// threads; a b that writes no local buffer runs in one thread (l of extent 1). The new
+// blocks are named after b: <b>_part_init and <b>_part (the partial), <b>_lanes (the
+// partial into the shared buffer <b>_red), <b>_tree<s> (a level of the tree); b is the
+// write-back.
 func (s *Schedule) AllReduce(b BlockRV, l LoopRV, threads int64) error {
 	const prim = "all_reduce"
 	name, ok := s.blocks[b]
@@ -85,6 +88,11 @@ func (s *Schedule) AllReduce(b BlockRV, l LoopRV, threads int64) error {
 	lanes := newLaneAnalysis(s.f, at)
 	if v := lanes.dependence(blk); v != "" {
 		return s.errf(prim, "block %s depends on loop %s (%s): its threads would not compute the same reduction", name, at.Var.Name, v)
+	}
+	for _, f := range nest.path {
+		if v := lanes.uses(f.Min) + lanes.uses(f.Extent); v != "" {
+			return s.errf(prim, "the bounds of loop %s around block %s depend on loop %s: not every thread would reach the tree's barriers", f.Var.Name, name, v)
+		}
 	}
 	local := red.store.Buf.Scope == loopir.ScopeLocal
 	if !local && ext.V > 1 {

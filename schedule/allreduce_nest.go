@@ -12,6 +12,7 @@ import (
 // the outermost of the spatial loops of one iteration that hold nothing else directly
 // above it (their variables are their start: unit).
 type redNest struct {
+	path  []*loopir.For // every loop between the thread loop and the block
 	loops []*loopir.For
 	top   *loopir.For
 	unit  map[*loopir.Var]loopir.Expr
@@ -51,7 +52,12 @@ func (s *Schedule) reductionNest(prim string, at *loopir.For, blk *loopir.Block)
 	if k < 0 {
 		return redNest{}, s.errf(prim, "no loop between %s and block %s drives its reduction", at.Var.Name, blk.Name)
 	}
-	nest := redNest{loops: loops[k:], top: loops[k], unit: map[*loopir.Var]loopir.Expr{}, dims: s.f.Dims}
+	for _, f := range loops[:k] {
+		if f.Kind != loopir.Serial {
+			return redNest{}, s.errf(prim, "loop %s around block %s's reduction is %v: the tree's barriers cannot be inside it", f.Var.Name, blk.Name, f.Kind)
+		}
+	}
+	nest := redNest{path: loops, loops: loops[k:], top: loops[k], unit: map[*loopir.Var]loopir.Expr{}, dims: s.f.Dims}
 	an := loopir.NewAnalyzer(s.f.Dims)
 	for i := k - 1; i >= 0; i-- {
 		f := loops[i]
@@ -214,14 +220,29 @@ func (r reduction) rewrite(name string, lane *loopir.Var, threads int64, nest re
 	}
 	partInit := &loopir.Block{Name: name + "_part_init", Writes: []loopir.Region{one(part, loopir.Int(0))},
 		Body: &loopir.Store{Buf: part, Index: zero, Value: r.comb.Identity(dt)}}
-	partBlk := &loopir.Block{Name: name + "_part", Iters: blk.Iters, Bindings: make([]loopir.Expr, len(blk.Iters)),
-		Reads:  append(substRegions(reads, sub), one(part, loopir.Int(0))),
-		Writes: []loopir.Region{one(part, loopir.Int(0))},
-		Body: &loopir.Store{Buf: part, Index: zero,
-			Value: r.comb.Combine(&loopir.Load{Buf: part, Index: zero}, loopir.Substitute(r.operand, sub))}}
-	for i, b := range blk.Bindings {
-		partBlk.Bindings[i] = loopir.Substitute(b, sub)
+	// the partial keeps b's spatial iterators; its own are the thread (spatial: each
+	// thread's partial is its own) and the round (its reduction), b's reduction
+	// iterators becoming expressions of them
+	laneIt := loopir.IterVar{Var: loopir.NewVar(name + "_t"), Extent: T, Kind: loopir.Spatial}
+	roundIt := loopir.IterVar{Var: loopir.NewVar(name + "_k"), Extent: rounds, Kind: loopir.Reduction}
+	toIters := map[*loopir.Var]loopir.Expr{lane: laneIt.Var, round: roundIt.Var}
+	partBlk := &loopir.Block{Name: name + "_part"}
+	iterSub := map[*loopir.Var]loopir.Expr{}
+	for i, it := range blk.Iters {
+		if it.Kind == loopir.Reduction {
+			iterSub[it.Var] = loopir.Substitute(loopir.Substitute(blk.Bindings[i], sub), toIters)
+			continue
+		}
+		partBlk.Iters = append(partBlk.Iters, it)
+		partBlk.Bindings = append(partBlk.Bindings, blk.Bindings[i])
 	}
+	partBlk.Iters = append(partBlk.Iters, laneIt, roundIt)
+	partBlk.Bindings = append(partBlk.Bindings, lane, round)
+	inIters := func(e loopir.Expr) loopir.Expr { return loopir.Substitute(loopir.Substitute(e, iterSub), sub) }
+	partBlk.Reads = append(substRegions(substRegions(reads, iterSub), sub), one(part, loopir.Int(0)))
+	partBlk.Writes = []loopir.Region{one(part, loopir.Int(0))}
+	partBlk.Body = &loopir.Store{Buf: part, Index: zero,
+		Value: r.comb.Combine(&loopir.Load{Buf: part, Index: zero}, inIters(r.operand))}
 	// the block's predicate holds for a part (over reduction variables) or the whole of a
 	// reduction (over the others): the partial's elements or the write-back
 	redVar := map[*loopir.Var]bool{}

@@ -40,8 +40,8 @@ import (
 // (every thread would compute the same reduction); l's extent is a constant of at most
 // threads; a b that writes no local buffer runs in one thread (l of extent 1). The new
 // blocks are named after b: <b>_part_init and <b>_part (the partial), <b>_lanes (the
-// partial into the shared buffer <b>_red), <b>_tree<s> (a level of the tree); b is the
-// write-back.
+// partial into the shared buffer <b>_red), <b>_tree<s> (a level of the tree, and
+// <b>_tree<s>_index before it for an arg-reduction's index); b is the write-back.
 func (s *Schedule) AllReduce(b BlockRV, l LoopRV, threads int64) error {
 	const prim = "all_reduce"
 	name, ok := s.blocks[b]
@@ -98,9 +98,12 @@ func (s *Schedule) AllReduce(b BlockRV, l LoopRV, threads int64) error {
 	if !local && ext.V > 1 {
 		return s.errf(prim, "block %s writes %s (scope %s) from %d threads", name, red.store.Buf.Name, red.store.Buf.Scope, ext.V)
 	}
+	if red.index != nil && (red.index.Buf.Scope == loopir.ScopeLocal) != local {
+		return s.errf(prim, "block %s writes its value to %s (scope %s) and its index to %s (scope %s)", name, red.store.Buf.Name, red.store.Buf.Scope, red.index.Buf.Name, red.index.Buf.Scope)
+	}
 	names := []string{name + "_part_init", name + "_part", name + "_lanes"}
 	for w := threads / 2; w >= 1; w /= 2 {
-		names = append(names, fmt.Sprintf("%s_tree%d", name, w))
+		names = append(names, fmt.Sprintf("%s_tree%d", name, w), fmt.Sprintf("%s_tree%d_index", name, w))
 	}
 	for _, n := range names {
 		if findBlock(s.f.Body, n) != nil {
@@ -117,7 +120,7 @@ func (s *Schedule) AllReduce(b BlockRV, l LoopRV, threads int64) error {
 		})
 	}
 
-	shared := &loopir.Buffer{Name: name + "_red", DT: red.store.Buf.DT, Shape: []loopir.Expr{loopir.Int(threads)}, Scope: loopir.ScopeShared}
+	shared := red.newParts(name+"_red", loopir.ScopeShared, threads)
 	repl := red.rewrite(name, at.Var, threads, nest, shared)
 	s.f.Body = loopir.MapStmt(s.f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(x loopir.Stmt) loopir.Stmt {
 		f, ok := x.(*loopir.For)
@@ -138,75 +141,10 @@ func (s *Schedule) AllReduce(b BlockRV, l LoopRV, threads int64) error {
 					return nil
 				})
 			}
-			return &loopir.Allocate{Buf: shared, Body: &loopir.For{Var: f.Var, Min: f.Min, Extent: loopir.Int(threads), Kind: f.Kind, Body: body, Annotations: f.Annotations}}
+			return shared.around(&loopir.For{Var: f.Var, Min: f.Min, Extent: loopir.Int(threads), Kind: f.Kind, Body: body, Annotations: f.Annotations})
 		}
 		return nil
 	})
 	s.trace.add(prim, []string{string(b), string(l)}, nil, []int64{threads}, nil)
 	return nil
-}
-
-// reduction is a block matched by matchReduction: its init stores init at the
-// accumulator's index, its update combines that element with operand.
-type reduction struct {
-	blk     *loopir.Block
-	store   *loopir.Store // the update
-	init    loopir.Expr
-	comb    loopir.Combiner
-	operand loopir.Expr
-}
-
-// matchReduction checks that blk is a reduction by an associative and commutative
-// combiner of one element: init buf[i] = v; update buf[i] = buf[i] ⊕ operand.
-func (s *Schedule) matchReduction(prim string, blk *loopir.Block) (reduction, error) {
-	r := reduction{blk: blk}
-	hasRed := false
-	for _, it := range blk.Iters {
-		hasRed = hasRed || it.Kind == loopir.Reduction
-	}
-	if !hasRed || blk.Init == nil {
-		return r, s.errf(prim, "block %s is not a reduction with an init", blk.Name)
-	}
-	init, ok1 := single(blk.Init)
-	upd, ok2 := single(blk.Body)
-	if !ok1 || !ok2 || init.Buf != upd.Buf || !slices.EqualFunc(init.Index, upd.Index, loopir.Equal) {
-		return r, s.errf(prim, "block %s does not store one element in its init and its update", blk.Name)
-	}
-	r.store, r.init = upd, init.Value
-	bin, ok := upd.Value.(*loopir.Binary)
-	combs := map[loopir.BinOp]loopir.Combiner{loopir.Add: loopir.SumReduce, loopir.Mul: loopir.ProdReduce, loopir.Max: loopir.MaxReduce, loopir.Min: loopir.MinReduce}
-	if ok {
-		r.comb, ok = combs[bin.Op]
-	}
-	self := func(e loopir.Expr) bool {
-		l, ok := e.(*loopir.Load)
-		return ok && l.Buf == upd.Buf && slices.EqualFunc(l.Index, upd.Index, loopir.Equal)
-	}
-	switch {
-	case !ok:
-		return r, s.errf(prim, "block %s's update %s is not a sum, product, max or min", blk.Name, loopir.ExprString(upd.Value))
-	case self(bin.A):
-		r.operand = bin.B
-	case self(bin.B):
-		r.operand = bin.A
-	default:
-		return r, s.errf(prim, "block %s's update does not combine its own element", blk.Name)
-	}
-	if loopir.Reads(r.operand, upd.Buf) || loopir.Reads(r.init, upd.Buf) {
-		return r, s.errf(prim, "block %s's operand reads its accumulator %s", blk.Name, upd.Buf.Name)
-	}
-	return r, nil
-}
-
-// single is the one store of st, looking through sequences of one statement.
-func single(st loopir.Stmt) (*loopir.Store, bool) {
-	for {
-		seq, ok := st.(loopir.Seq)
-		if !ok || len(seq) != 1 {
-			break
-		}
-		st = seq[0]
-	}
-	w, ok := st.(*loopir.Store)
-	return w, ok
 }

@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/kilnrt/kiln/loopir"
@@ -105,28 +104,6 @@ func (s *Schedule) reductionNest(prim string, at *loopir.For, blk *loopir.Block)
 	return nest, nil
 }
 
-// checkAccumulator checks that the accumulator's index and the init value depend on
-// no reduction iterator or loop: one element per iteration of the spatial loops.
-func (s *Schedule) checkAccumulator(prim string, r reduction, nest redNest) error {
-	red := map[*loopir.Var]bool{}
-	for _, it := range r.blk.Iters {
-		if it.Kind == loopir.Reduction {
-			red[it.Var] = true
-		}
-	}
-	for _, f := range nest.loops {
-		red[f.Var] = true
-	}
-	for _, e := range append(slices.Clone(r.store.Index), r.init) {
-		for _, v := range freeVars(e) {
-			if red[v] {
-				return s.errf(prim, "block %s's accumulator index or init value depends on reduction variable %s", r.blk.Name, v.Name)
-			}
-		}
-	}
-	return nil
-}
-
 // unwrapSeq looks through sequences of one statement.
 func unwrapSeq(st loopir.Stmt) (loopir.Stmt, bool) {
 	for {
@@ -177,140 +154,4 @@ func stmtPath(st loopir.Stmt, name string) []loopir.Stmt {
 		}
 	}
 	return nil
-}
-
-// rewrite builds what replaces the reduction nest: the thread's partial over the
-// elements of the flattened domain congruent to its index, the partials into the
-// shared buffer, the tree's levels, and the write-back (the block itself, spatial now).
-func (r reduction) rewrite(name string, lane *loopir.Var, threads int64, nest redNest, shared *loopir.Buffer) loopir.Stmt {
-	an := loopir.NewAnalyzer(nest.dims)
-	dt := r.store.Buf.DT
-	var total loopir.Expr = loopir.Int(1)
-	for _, f := range nest.loops {
-		total = loopir.Bin(loopir.Mul, total, f.Extent)
-	}
-	total = an.Simplify(total)
-	T := loopir.Int(threads)
-	round := loopir.NewVar(name + "_round")
-	rounds := an.Simplify(loopir.Bin(loopir.Div, loopir.Bin(loopir.Add, total, loopir.Int(threads-1)), T))
-	flat := loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, round, T), lane)
-	// loop j's variable is its min plus digit j of flat in the mixed radix of the extents
-	sub := map[*loopir.Var]loopir.Expr{}
-	var stride loopir.Expr = loopir.Int(1)
-	for j := len(nest.loops) - 1; j >= 0; j-- {
-		f := nest.loops[j]
-		digit := loopir.Bin(loopir.Div, flat, stride)
-		if j > 0 {
-			digit = loopir.Bin(loopir.Mod, digit, f.Extent)
-		}
-		sub[f.Var] = an.Simplify(loopir.Bin(loopir.Add, f.Min, digit))
-		stride = loopir.Bin(loopir.Mul, stride, f.Extent)
-	}
-	part := &loopir.Buffer{Name: name + "_part", DT: dt, Shape: []loopir.Expr{loopir.Int(1)}, Scope: loopir.ScopeLocal}
-	zero := []loopir.Expr{loopir.Int(0)}
-	one := func(b *loopir.Buffer, at loopir.Expr) loopir.Region {
-		return loopir.Region{Buf: b, Ranges: [][2]loopir.Expr{{at, loopir.Int(1)}}}
-	}
-	blk := r.blk
-	var reads []loopir.Region
-	for _, rg := range blk.Reads {
-		if rg.Buf != r.store.Buf {
-			reads = append(reads, rg)
-		}
-	}
-	partInit := &loopir.Block{Name: name + "_part_init", Writes: []loopir.Region{one(part, loopir.Int(0))},
-		Body: &loopir.Store{Buf: part, Index: zero, Value: r.comb.Identity(dt)}}
-	// the partial keeps b's spatial iterators; its own are the thread (spatial: each
-	// thread's partial is its own) and the round (its reduction), b's reduction
-	// iterators becoming expressions of them
-	laneIt := loopir.IterVar{Var: loopir.NewVar(name + "_t"), Extent: T, Kind: loopir.Spatial}
-	roundIt := loopir.IterVar{Var: loopir.NewVar(name + "_k"), Extent: rounds, Kind: loopir.Reduction}
-	toIters := map[*loopir.Var]loopir.Expr{lane: laneIt.Var, round: roundIt.Var}
-	partBlk := &loopir.Block{Name: name + "_part"}
-	iterSub := map[*loopir.Var]loopir.Expr{}
-	for i, it := range blk.Iters {
-		if it.Kind == loopir.Reduction {
-			iterSub[it.Var] = loopir.Substitute(loopir.Substitute(blk.Bindings[i], sub), toIters)
-			continue
-		}
-		partBlk.Iters = append(partBlk.Iters, it)
-		partBlk.Bindings = append(partBlk.Bindings, blk.Bindings[i])
-	}
-	partBlk.Iters = append(partBlk.Iters, laneIt, roundIt)
-	partBlk.Bindings = append(partBlk.Bindings, lane, round)
-	inIters := func(e loopir.Expr) loopir.Expr { return loopir.Substitute(loopir.Substitute(e, iterSub), sub) }
-	partBlk.Reads = append(substRegions(substRegions(reads, iterSub), sub), one(part, loopir.Int(0)))
-	partBlk.Writes = []loopir.Region{one(part, loopir.Int(0))}
-	partBlk.Body = &loopir.Store{Buf: part, Index: zero,
-		Value: r.comb.Combine(&loopir.Load{Buf: part, Index: zero}, inIters(r.operand))}
-	// the block's predicate holds for a part (over reduction variables) or the whole of a
-	// reduction (over the others): the partial's elements or the write-back
-	redVar := map[*loopir.Var]bool{}
-	for _, it := range blk.Iters {
-		redVar[it.Var] = it.Kind == loopir.Reduction
-	}
-	for _, f := range nest.loops {
-		redVar[f.Var] = true
-	}
-	var wbPred loopir.Expr
-	for _, c := range loopir.Conjuncts(blk.Predicate) {
-		partBlk.Predicate = and(partBlk.Predicate, loopir.Substitute(c, sub))
-		if !slices.ContainsFunc(freeVars(c), func(v *loopir.Var) bool { return redVar[v] }) {
-			wbPred = and(wbPred, c)
-		}
-	}
-	if c, ok := an.Simplify(loopir.Bin(loopir.Mul, rounds, T)).(*loopir.IntImm); !ok || !loopir.Equal(c, total) {
-		partBlk.Predicate = and(partBlk.Predicate, loopir.Bin(loopir.LT, flat, total))
-	}
-	laneBlock := func(bname string) (*loopir.Block, loopir.Expr) {
-		it := loopir.IterVar{Var: loopir.NewVar(name + "_lane"), Extent: T, Kind: loopir.Spatial}
-		return &loopir.Block{Name: bname, Iters: []loopir.IterVar{it}, Bindings: []loopir.Expr{lane}}, it.Var
-	}
-	lanes, t := laneBlock(name + "_lanes")
-	lanes.Reads = []loopir.Region{one(part, loopir.Int(0))}
-	lanes.Writes = []loopir.Region{one(shared, t)}
-	lanes.Body = &loopir.Store{Buf: shared, Index: []loopir.Expr{t}, Value: &loopir.Load{Buf: part, Index: zero}}
-	out := loopir.Seq{&loopir.Allocate{Buf: part, Body: loopir.Seq{
-		partInit,
-		&loopir.For{Var: round, Min: loopir.Int(0), Extent: rounds, Body: partBlk},
-		lanes,
-	}}}
-	for w := threads / 2; w >= 1; w /= 2 {
-		tree, t := laneBlock(fmt.Sprintf("%s_tree%d", name, w))
-		other := loopir.Bin(loopir.Add, t, loopir.Int(w))
-		tree.Predicate = loopir.Bin(loopir.LT, lane, loopir.Int(w))
-		tree.Reads = []loopir.Region{one(shared, t), one(shared, other)}
-		tree.Writes = []loopir.Region{one(shared, t)}
-		tree.Body = &loopir.Store{Buf: shared, Index: []loopir.Expr{t},
-			Value: r.comb.Combine(&loopir.Load{Buf: shared, Index: []loopir.Expr{t}}, &loopir.Load{Buf: shared, Index: []loopir.Expr{other}})}
-		out = append(out, tree)
-	}
-	wb := &loopir.Block{Name: blk.Name, Writes: blk.Writes,
-		Reads: []loopir.Region{one(shared, loopir.Int(0))},
-		Body: &loopir.Store{Buf: r.store.Buf, Index: r.store.Index,
-			Value: r.comb.Combine(r.init, &loopir.Load{Buf: shared, Index: zero})}}
-	for _, rg := range reads {
-		if loopir.Reads(r.init, rg.Buf) {
-			wb.Reads = append(wb.Reads, rg)
-		}
-	}
-	for i, it := range blk.Iters {
-		if it.Kind == loopir.Spatial {
-			wb.Iters = append(wb.Iters, it)
-			wb.Bindings = append(wb.Bindings, blk.Bindings[i])
-		}
-	}
-	wb.Predicate = wbPred
-	if r.store.Buf.Scope != loopir.ScopeLocal {
-		wb.Predicate = and(wb.Predicate, loopir.Bin(loopir.EQ, lane, loopir.Int(0)))
-	}
-	return substituteIn(append(out, wb), nest.unit)
-}
-
-// and conjoins c to p (nil: true).
-func and(p, c loopir.Expr) loopir.Expr {
-	if p == nil {
-		return c
-	}
-	return loopir.Bin(loopir.And, p, c)
 }

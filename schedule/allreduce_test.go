@@ -134,10 +134,49 @@ func TestAllReduceWidensAOneThreadLoopAndKeepsTheRestToThreadZero(t *testing.T) 
 	replayedText(t, s, rowSoftmax(t))
 }
 
+// TestAllReduceCarriesAnArgReductionsIndex: an arg-reduction's value and index go
+// through the partials and the tree together (two shared buffers), the tree breaking
+// ties by the smaller index; the trace replays.
+func TestAllReduceCarriesAnArgReductionsIndex(t *testing.T) {
+	s := New(rowArgMax(t))
+	_, yl := mustLoops(t, s, "Y")
+	if err := s.Bind(yl[0], loopir.BlockIdxX); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := s.Split(yl[1], []int64{-1, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reorder(parts[1], parts[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bind(parts[1], loopir.ThreadIdxX); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.GetBlock("A")
+	if err := s.ComputeAt(a, parts[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AllReduce(a, parts[1], 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := loopir.Verify(s.Func()); err != nil {
+		t.Fatal(err)
+	}
+	text := loopir.Print(s.Func())
+	for _, want := range []string{"alloc A_red: f32[8] shared", "alloc A_red_index: i64[8] shared",
+		"((A_red[(A_lane + 1)] > A_red[A_lane]) || ((A_red[(A_lane + 1)] == A_red[A_lane]) && (A_red_index[(A_lane + 1)] < A_red_index[A_lane])))"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the function lacks %q:\n%s", want, text)
+		}
+	}
+	replayedText(t, s, rowArgMax(t))
+}
+
 // TestAllReduceRefusesWhatTheThreadsCannotShare: a statistic computed per thread for
 // the thread's own row (one thread per row), a loop not bound to a thread axis, a
-// thread count that is no power of two or below the loop's extent, and an
-// arg-reduction (an index and a value) are refused, the schedule unchanged.
+// thread count that is no power of two or below the loop's extent, and an update that
+// is no associative combination (a difference) are refused, the schedule unchanged.
 func TestAllReduceRefusesWhatTheThreadsCannotShare(t *testing.T) {
 	perRow := New(rowSoftmax(t))
 	rowsAt(t, perRow, true) // one thread per row: M's row is the thread's
@@ -148,26 +187,15 @@ func TestAllReduceRefusesWhatTheThreadsCannotShare(t *testing.T) {
 	serial := New(rowSoftmax(t))
 	rowsAt(t, serial, false)
 	sm, sl := mustLoops(t, serial, "M")
-	arg := New(rowArgMax(t))
-	_, al := mustLoops(t, arg, "Y")
-	parts, err := arg.Split(al[0], []int64{-1, 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := arg.Bind(parts[0], loopir.BlockIdxX); err != nil {
-		t.Fatal(err)
-	}
-	if err := arg.Bind(parts[1], loopir.ThreadIdxX); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range arg.BlockNames() {
-		if name != "Y" {
-			if b, _ := arg.GetBlock(name); arg.ComputeAt(b, parts[1]) != nil {
-				t.Fatalf("compute_at %s", name)
-			}
+	diff := New(rowSoftmax(t)) // M = M - X: no associative combiner
+	dthread := blockPerRow(t, diff, 4)
+	diff.f.Body = loopir.MapStmt(diff.f.Body, func(e loopir.Expr) loopir.Expr {
+		if b, ok := e.(*loopir.Binary); ok && b.Op == loopir.Max {
+			return loopir.Bin(loopir.Sub, b.A, b.B)
 		}
-	}
-	ab, _ := arg.GetBlock(arg.BlockNames()[0])
+		return e
+	}, nil)
+	dm, _ := diff.GetBlock("M")
 	for _, c := range []struct {
 		name    string
 		s       *Schedule
@@ -180,7 +208,7 @@ func TestAllReduceRefusesWhatTheThreadsCannotShare(t *testing.T) {
 		{"a serial loop", serial, sm, sl[1], 4, "not bound to a threadIdx axis"},
 		{"3 threads", tooFew, em, thread, 3, "power of two"},
 		{"2 threads for 4", tooFew, em, thread, 2, "constant from 1 to 2"},
-		{"an arg-reduction", arg, ab, parts[1], 8, "does not store one element"},
+		{"a difference", diff, dm, dthread, 4, "is not a sum, product, max or min"},
 	} {
 		before := loopir.Print(c.s.Func())
 		err := c.s.AllReduce(c.b, c.l, c.threads)

@@ -57,9 +57,12 @@
 // level and before the write-back. A thread loop of fewer than threads iterations (one
 // output element per block: add_unit_loop's loop) is widened to threads, the blocks under
 // it that are not lane-private and lane-independent keeping to its former iterations.
-// Preconditions: threads a power of two of at least 2; an update by +, ·, max or min of
-// one element (associative and commutative: the regrouping changes a float sum's
-// rounding; an arg-reduction, which carries an index, is refused); no condition between
+// An arg-reduction (te's value and index pair) carries its index through the partials
+// and the tree in a second shared buffer, the tree breaking ties by the smaller index
+// as the scan keeps the first; each of its levels is two blocks, the index's and the
+// value's, with a barrier between them. Preconditions: threads a power of two of at
+// least 2; an update by +, ·, max or min of one element (associative and commutative:
+// the regrouping changes a float sum's rounding), or an arg-reduction; no condition between
 // l and b; spatial loops, then a perfect nest of b's reduction loops with bounds
 // independent of each other; nothing of b (bindings, predicate, the local buffers it
 // reads and their writers, transitively) depends on l.

@@ -59,10 +59,12 @@
 //     its elements with a thread loop of one iteration (add_unit_loop), R moves under
 //     it (compute_at) and the block's threads reduce it together (schedule's
 //     all_reduce: strided partials, a tree in shared memory), thread 0 writing the
-//     element. GlobalAveragePool 1×512×7×7 on 108 compute units: 512 blocks of 32. A
-//     reduction all_reduce refuses (ArgMax/ArgMin, whose index the tree does not carry)
-//     and a kernel the launch rules refuse are not applicable there, and gpu-reduce
-//     takes them.
+//     element. GlobalAveragePool 1×512×7×7 on 108 compute units: 512 blocks of 32.
+//     ArgMax and ArgMin carry their index through the tree (ties to the smaller
+//     index, as the scan), and Hardmax, an arg-reduction read back per row, takes this
+//     rule with its row split among the threads. A reduction all_reduce refuses and a
+//     kernel the launch rules refuse are not applicable there, and gpu-reduce takes
+//     them.
 //
 //   - gpu-rows, the rule ScheduleRows, for definitions of several stages over shared rows
 //     (the softmax family, LayerNormalization, InstanceNormalization, LpNormalization):
@@ -88,16 +90,16 @@
 //     table. Rows of at least TreeMinRow (64) elements or a symbolic number, fewer than
 //     ComputeUnits × DefaultRowBlock rows or a symbolic number (with more, one thread
 //     per row already fills the device), and statistics that are all sums, products,
-//     maxima or minima run one block per row: the row axes fused and bound to
-//     blockIdx.x (the grid is the row count), the normalized axes fused, split by
-//     TreeThreads and the thread part bound to threadIdx.x outside the rest, so thread
-//     t writes the row's elements t, t + threads, …; each statistic moves under the
-//     thread loop (compute_at) and is reduced by the block's threads together
+//     maxima, minima or arg-reductions run one block per row: the row axes fused and
+//     bound to blockIdx.x (the grid is the row count), the normalized axes fused, split
+//     by TreeThreads and the thread part bound to threadIdx.x outside the rest, so
+//     thread t writes the row's elements t, t + threads, …; each statistic moves under
+//     the thread loop (compute_at) and is reduced by the block's threads together
 //     (all_reduce), every thread keeping the result in its own one-element buffer.
 //     BERT's LayerNormalization over 128 × 768: 128 blocks of 256, each statistic three
 //     elements per thread and an eight-level tree. Rows below the threshold, a
-//     statistic all_reduce refuses (Hardmax's arg-reduction) or a kernel the launch
-//     rules refuse are not applicable there, and gpu-rows takes them.
+//     statistic all_reduce refuses or a kernel the launch rules refuse are not
+//     applicable there, and gpu-rows takes them.
 //
 // Elementwise epilogues fuse into the same kernel under every rule
 // (kernels.GenericFused, then the rule inlines the chain into the output stage).
@@ -116,9 +118,8 @@
 // (TestLayerNormTreeAgainstOneThreadPerRowOnOpenCL measures both), which the rows-count
 // threshold limits to devices with few rows per compute unit.
 //
-// Not yet here: an arg-reduction across threads (the tree carrying the index),
-// warp-level steps of the tree without barriers, shared-memory tiles for convolution,
-// vectorized loads, and more than one output stage per kernel.
+// Not yet here: warp-level steps of the tree without barriers, shared-memory tiles for
+// convolution, vectorized loads, and more than one output stage per kernel.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions (bind's among them), so it cannot produce a wrong kernel, only fail;
@@ -135,16 +136,16 @@
 // 63, 64, 65, 768 and 1000, softmax and log-softmax over a symbolic row length, a
 // middle axis, an epilogue, instance and Lp normalization, sums, maxima, minima and a
 // mean to a scalar over 10⁵ elements, over two axes and over a symbolic axis, an int32
-// sum, GlobalAveragePool 1×512×7×7, a long ArgMax): every case's launched kernel runs
-// on the CPU with its blocks and threads in turn (the launch's meaning, with a canary
-// past each output for a tail written out of bounds; a kernel with barriers runs each
-// block's threads in lock-step phases between them, a loop's last phase continuing
-// into its next iteration, so a missing barrier gives a wrong result; the block-wide
-// cases also with the threads in reverse order, which a read of another thread's
-// write in the same phase does not survive), compiles with NVRTC for sm_80, and runs
-// printed in OpenCL C on the OpenCL device (PoCL in CI) and in CUDA C on a CUDA device
-// where one is present; on both an index out of range fails the launch through the
-// status block. Every node of the model zoo lowers for the OpenCL device or is
-// refused, and the reductions and rows among them run there at their real shapes
-// against the reference.
+// sum, GlobalAveragePool 1×512×7×7, ArgMax, ArgMin with the last index and Hardmax over
+// long axes with many ties): every case's launched kernel runs on the CPU with its
+// blocks and threads in turn (the launch's meaning, with a canary past each output for
+// a tail written out of bounds; a kernel with barriers runs each block's threads in
+// lock-step phases between them, a loop's last phase continuing into its next
+// iteration, so a missing barrier gives a wrong result; the block-wide cases also with
+// the threads in reverse order, which a read of another thread's write in the same
+// phase does not survive), compiles with NVRTC for sm_80, and runs printed in OpenCL C
+// on the OpenCL device (PoCL in CI) and in CUDA C on a CUDA device where one is
+// present; on both an index out of range fails the launch through the status block.
+// Every node of the model zoo lowers for the OpenCL device or is refused, and the
+// reductions and rows among them run there at their real shapes against the reference.
 package gpu

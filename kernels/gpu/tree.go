@@ -25,9 +25,9 @@ const TreeMinRow = 64
 const TreeMinReduce = 32
 
 // ErrNotTree: a definition the block-wide rules do not take (short rows or reductions,
-// many rows or outputs, a statistic that is not a plain sum, product, max or min); their
-// strategies are then not applicable, and gpu-rows or gpu-reduce (one thread per row or
-// per output element) takes the node.
+// many rows or outputs, a statistic that is not a sum, product, max, min or
+// arg-reduction); their strategies are then not applicable, and gpu-rows or gpu-reduce
+// (one thread per row or per output element) takes the node.
 var ErrNotTree = errors.New("no block-wide reduction")
 
 // TreeThreads is the block of a tree over n elements (n < 0: a symbolic extent): the
@@ -171,12 +171,12 @@ func extentOf(s *schedule.Schedule, loops []schedule.LoopRV) int64 {
 // rows have at least TreeMinRow elements, or a symbolic number, are fewer than a block
 // of one thread per row (DefaultRowBlock) for each compute unit, or a symbolic number
 // (one thread per row would leave compute units idle, and its threads read rows apart
-// in memory), and whose statistics are all plain reductions (sum, product, max, min)
-// runs one GPU block per row: a block of
-// TreeThreads threads reduces each statistic together (schedule.AllReduce: a strided
-// partial per thread, then a tree in shared memory) and every thread then holds it; the
-// output stage's row is split among the threads, thread t writing elements t,
-// t + threads, …. Anything else is ErrNotTree (or ErrNotRows).
+// in memory), and whose statistics are all sums, products, maxima, minima or
+// arg-reductions runs one GPU block per row: a block of TreeThreads threads reduces
+// each statistic together (schedule.AllReduce: a strided partial per thread, then a
+// tree in shared memory) and every thread then holds it; the output stage's row is
+// split among the threads, thread t writing elements t, t + threads, …. Anything else
+// is ErrNotTree (or ErrNotRows).
 func ScheduleRowsTree(s *schedule.Schedule, facts target.GPUFacts) error {
 	if err := inlineAll(s); err != nil {
 		return err

@@ -28,8 +28,8 @@ type tcase struct {
 // axis and with a fused epilogue, instance and Lp normalization, LayerNormalization over
 // a symbolic number of rows, Reduce ops to a scalar over 10⁵ elements (integer
 // values, so that a float32 sum in any order is exact), over several axes and over a
-// symbolic axis, GlobalAveragePool 1×512×7×7, and an ArgMax over a long axis (which the
-// tree does not take: its index is not carried).
+// symbolic axis, GlobalAveragePool 1×512×7×7, ArgMax and ArgMin (the last index) over
+// long axes with many ties, and Hardmax over long rows (the tree carries the index).
 func treeCases(t testing.TB) []tcase {
 	f32 := func(dims ...string) graph.Type { return ty(t, tensor.Float32, dims...) }
 	static := []map[string]int64{{}}
@@ -83,7 +83,13 @@ func treeCases(t testing.TB) []tcase {
 		reduce("reduce_sum_int32", graph.OpReduceSum, 0, ty(t, tensor.Int32, "5000"), static, nil),
 		reduce("reduce_sum_symbolic_axis", graph.OpReduceSum, 0, f32("3", "n"), []map[string]int64{{"n": 1}, {"n": 70}, {"n": 5000}}, axes(1)),
 		tcase{rcase{gcase: gcase{name: "global_average_pool_512x7x7", op: graph.OpGlobalAveragePool, args: []graph.Type{f32("1", "512", "7", "7")}, binds: static}, strategy: "gpu-reduce"}, true},
-		tcase{rcase{gcase: gcase{name: "argmax_long_axis", op: graph.OpArgMax, attrs: &graph.ArgAttrs{Axis: 1}, args: []graph.Type{f32("2", "5000")}, binds: static}, strategy: "gpu-reduce"}, false},
+		// integer values: many ties, which the tree breaks as the scan does
+		tcase{rcase{gcase: gcase{name: "argmax_long_axis", op: graph.OpArgMax, attrs: &graph.ArgAttrs{Axis: 1}, args: []graph.Type{f32("2", "5000")}, binds: static}, strategy: "gpu-reduce", fix: integers}, true},
+		tcase{rcase{gcase: gcase{name: "argmin_long_axis_last_index", op: graph.OpArgMin, attrs: &graph.ArgAttrs{Axis: 0, KeepDims: 1, SelectLastIndex: 1}, args: []graph.Type{f32("3000", "3")}, binds: static}, strategy: "gpu-reduce", fix: integers}, true},
+		tcase{rcase{gcase: gcase{name: "argmax_int32_to_scalar", op: graph.OpArgMax, attrs: &graph.ArgAttrs{Axis: 0}, args: []graph.Type{ty(t, tensor.Int32, "n")},
+			binds: []map[string]int64{{"n": 1}, {"n": 31}, {"n": 4000}}}, strategy: "gpu-reduce"}, true},
+		// an arg-reduction and a stage reading it per row: the reduction rule's form
+		tcase{rcase{gcase: gcase{name: "hardmax_rows_of_300", op: graph.OpHardmax, attrs: softmax, args: []graph.Type{f32("4", "300")}, binds: static}, strategy: "gpu-reduce", fix: integers}, true},
 	)
 }
 

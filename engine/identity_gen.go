@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 272 files; see Identity.
-const sourceDigest = "7b9c89d449010ddba73e3cc26837963e"
+// sourceDigest covers 274 files; see Identity.
+const sourceDigest = "b5033ca4689087648de71aeb13cbdfa2"

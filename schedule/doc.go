@@ -16,10 +16,12 @@
 // whose every access is then under the loop there, shrunk to the region and indexed
 // relative to it: under a loop bound to threadIdx, each thread's own storage);
 // cache_read and cache_write (a copy in a buffer of scope local or shared);
-// decompose_reduction; storage_align (padded strides of a local buffer); tensorize (a
-// perfect nest matched structurally against a loopir.TensorIntrin description, strides
-// taken from the actual buffers, split tails turned into run-time extents). Queries
-// (Extent, HasBlock) are not recorded. vectorize takes a spatial innermost loop, or an innermost reduction loop
+// decompose_reduction; add_unit_loop (a loop of one iteration around a block, so that
+// a block without loops can be bound); storage_align (padded strides of a local
+// buffer); tensorize (a perfect nest matched structurally against a loopir.TensorIntrin
+// description, strides taken from the actual buffers, split tails turned into run-time
+// extents); all_reduce (below). Queries (Extent, HasBlock, BlockName) are not
+// recorded. vectorize takes a spatial innermost loop, or an innermost reduction loop
 // over one decomposed block that accumulates a sum, max or min into an element the loop
 // does not move (loopir.MatchAccumulate): that grants reassociation, which the code
 // generator uses for a vector reduction; any other reduction loop is refused.
@@ -38,6 +40,32 @@
 // the block's thread axes themselves, which bind it. The barriers between the copy and
 // its readers, and before the next round overwrites it, are inserted by
 // loopir/passes.InsertBarriers.
+//
+// Block-wide reductions: all_reduce(b, l, threads) takes a reduction block b that every
+// thread of loop l (bound to a threadIdx axis, the only one) computes alike into storage
+// of its own (compute_at placed it under l: a row's statistic each thread needs), and
+// makes the block's threads share it, TVM's rfactor plus cross-thread all-reduce in one
+// step: thread t combines the elements t, t + threads, … of the reduction loops' domain
+// (flattened row-major, so consecutive threads read consecutive elements; a partial
+// round is a predicate) into a private partial, the partials go to a shared buffer of
+// threads elements, a tree of log2(threads) levels combines them (level s: threads
+// t < s combine element t + s into t), and the result, combined with b's init value, is
+// written back by every thread into its local buffer, or by thread 0 into a buffer that
+// is not local. Each stage is a block (<b>_part_init, <b>_part, <b>_lanes, <b>_tree<s>,
+// and b itself as the write-back), so the function stays verifiable and lowers as any
+// other; loopir/passes.InsertBarriers puts a barrier after the partials, after each
+// level and before the write-back. A thread loop of fewer than threads iterations (one
+// output element per block: add_unit_loop's loop) is widened to threads, the blocks under
+// it that are not lane-private and lane-independent keeping to its former iterations.
+// An arg-reduction (te's value and index pair) carries its index through the partials
+// and the tree in a second shared buffer, the tree breaking ties by the smaller index
+// as the scan keeps the first; each of its levels is two blocks, the index's and the
+// value's, with a barrier between them. Preconditions: threads a power of two of at
+// least 2; an update by +, ·, max or min of one element (associative and commutative:
+// the regrouping changes a float sum's rounding), or an arg-reduction; no condition between
+// l and b; spatial loops, then a perfect nest of b's reduction loops with bounds
+// independent of each other; nothing of b (bindings, predicate, the local buffers it
+// reads and their writers, transitively) depends on l.
 //
 // Every applied primitive is appended to a Trace (instruction, inputs, integer
 // decisions, outputs). A trace prints as text, parses back, and replays on a fresh copy of

@@ -187,6 +187,9 @@ func (s *Schedule) Extent(l LoopRV) (int64, bool) {
 	return c.V, true
 }
 
+// BlockName is the name of the block b names (a query: not recorded).
+func (s *Schedule) BlockName(b BlockRV) string { return s.blocks[b] }
+
 // HasBlock reports whether a block of that name exists (a query: not recorded).
 func (s *Schedule) HasBlock(name string) bool { return findBlock(s.f.Body, name) != nil }
 

@@ -222,6 +222,22 @@ func (t *Trace) Replay(f *loopir.PrimFunc, intrins ...*loopir.TensorIntrin) (*Sc
 			if err := s.Bind(LoopRV(in[0]), axis); err != nil {
 				return nil, err
 			}
+		case "all_reduce":
+			if len(in) != 2 || len(inst.Ints) != 1 {
+				return nil, fmt.Errorf("%w: all_reduce takes a block, a loop and [threads]", ErrSchedule)
+			}
+			if err := s.AllReduce(BlockRV(in[0]), LoopRV(in[1]), inst.Ints[0]); err != nil {
+				return nil, err
+			}
+		case "add_unit_loop":
+			if len(in) != 1 {
+				return nil, fmt.Errorf("%w: add_unit_loop takes a block", ErrSchedule)
+			}
+			l, err := s.AddUnitLoop(BlockRV(in[0]))
+			if err != nil {
+				return nil, err
+			}
+			outs = []string{string(l)}
 		case "storage_align":
 			if len(in) != 1 || len(inst.Ints) != 4 {
 				return nil, fmt.Errorf("%w: storage_align takes a block and [write, axis, factor, offset]", ErrSchedule)

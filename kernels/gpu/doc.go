@@ -48,6 +48,24 @@
 //     accepted, its launch is derived and verified against the target; one the launch
 //     rules refuse is not applicable.
 //
+//     Few outputs, long reductions: gpu-reduce-tree, the rule ScheduleReduceTree,
+//     before gpu-reduce in the table. When the number of output elements is a constant
+//     below ComputeUnits × the block (one thread per element would leave compute units
+//     idle: a sum to a scalar, GlobalAveragePool of one image) and each reduces at
+//     least TreeMinReduce (32) elements or a symbolic number, each output element gets
+//     a block of TreeThreads threads (the largest power of two at most the reduction's
+//     length, at most DefaultTreeBlock 256 and the target's work-group): the output
+//     stage (O, or a local copy of R that cache_write adds) is bound to blockIdx.x over
+//     its elements with a thread loop of one iteration (add_unit_loop), R moves under
+//     it (compute_at) and the block's threads reduce it together (schedule's
+//     all_reduce: strided partials, a tree in shared memory), thread 0 writing the
+//     element. GlobalAveragePool 1×512×7×7 on 108 compute units: 512 blocks of 32.
+//     ArgMax and ArgMin carry their index through the tree (ties to the smaller
+//     index, as the scan), and Hardmax, an arg-reduction read back per row, takes this
+//     rule with its row split among the threads. A reduction all_reduce refuses and a
+//     kernel the launch rules refuse are not applicable there, and gpu-reduce takes
+//     them.
+//
 //   - gpu-rows, the rule ScheduleRows, for definitions of several stages over shared rows
 //     (the softmax family, LayerNormalization, InstanceNormalization, LpNormalization):
 //     what inlines is inlined; the output's row axes (those it reads the statistics at) are
@@ -68,6 +86,21 @@
 //     second stage, ReduceMean, GlobalAveragePool) is rows of one element: one thread per
 //     output element, its reduction in a one-element buffer of its own.
 //
+//     Long rows: gpu-rows-tree, the rule ScheduleRowsTree, before gpu-rows in the
+//     table. Rows of at least TreeMinRow (64) elements or a symbolic number, fewer than
+//     ComputeUnits × DefaultRowBlock rows or a symbolic number (with more, one thread
+//     per row already fills the device), and statistics that are all sums, products,
+//     maxima, minima or arg-reductions run one block per row: the row axes fused and
+//     bound to blockIdx.x (the grid is the row count), the normalized axes fused, split
+//     by TreeThreads and the thread part bound to threadIdx.x outside the rest, so
+//     thread t writes the row's elements t, t + threads, …; each statistic moves under
+//     the thread loop (compute_at) and is reduced by the block's threads together
+//     (all_reduce), every thread keeping the result in its own one-element buffer.
+//     BERT's LayerNormalization over 128 × 768: 128 blocks of 256, each statistic three
+//     elements per thread and an eight-level tree. Rows below the threshold, a
+//     statistic all_reduce refuses or a kernel the launch rules refuse are not
+//     applicable there, and gpu-rows takes them.
+//
 // Elementwise epilogues fuse into the same kernel under every rule
 // (kernels.GenericFused, then the rule inlines the chain into the output stage).
 // Refused with kernels.ErrNotApplicable, so that with no other strategy in the table
@@ -78,10 +111,15 @@
 // reduction left (its taps are unrolled in the definition) and takes the injective
 // rule.
 //
-// Not yet here: reductions split across the threads of a block (a full reduction runs
-// in one thread, a row in one thread, read with a stride between threads along the
-// last axis), shared-memory tiles for convolution, vectorized loads, and more than one
-// output stage per kernel.
+// The thresholds are chosen from the target's facts only (compute units, work-group
+// size): on a GPU a block per row reads a row with consecutive threads at consecutive
+// addresses and keeps every compute unit busy; on an OpenCL device that runs
+// work-items on CPU cores (PoCL) the barriers cost more than they give
+// (TestLayerNormTreeAgainstOneThreadPerRowOnOpenCL measures both), which the rows-count
+// threshold limits to devices with few rows per compute unit.
+//
+// Not yet here: warp-level steps of the tree without barriers, shared-memory tiles for
+// convolution, vectorized loads, and more than one output stage per kernel.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions (bind's among them), so it cannot produce a wrong kernel, only fail;
@@ -94,14 +132,20 @@
 // family on the last and a middle axis, a symbolic row length, layer, instance, Lp and
 // batch normalization, a softmax with a fused epilogue; tiled: MatMul with tails on
 // every axis, symbolic rows and batches, broadcast batches, Gemm with transposes, alpha
-// and beta·C, an epilogue): every case's launched kernel runs on the CPU with its
+// and beta·C, an epilogue; block-wide: softmax and LayerNormalization over rows of 1,
+// 63, 64, 65, 768 and 1000, softmax and log-softmax over a symbolic row length, a
+// middle axis, an epilogue, instance and Lp normalization, sums, maxima, minima and a
+// mean to a scalar over 10⁵ elements, over two axes and over a symbolic axis, an int32
+// sum, GlobalAveragePool 1×512×7×7, ArgMax, ArgMin with the last index and Hardmax over
+// long axes with many ties): every case's launched kernel runs on the CPU with its
 // blocks and threads in turn (the launch's meaning, with a canary past each output for
 // a tail written out of bounds; a kernel with barriers runs each block's threads in
 // lock-step phases between them, a loop's last phase continuing into its next
-// iteration, so a missing barrier gives a wrong result), compiles with NVRTC for
-// sm_80, and runs printed in OpenCL C on the OpenCL device (PoCL in CI) and in CUDA C
-// on a CUDA device where one is present; on both an index out of range fails the
-// launch through the status block. Every node of the model zoo lowers for the OpenCL
-// device or is refused, and the reductions among them run there at their real shapes
-// against the reference.
+// iteration, so a missing barrier gives a wrong result; the block-wide cases also with
+// the threads in reverse order, which a read of another thread's write in the same
+// phase does not survive), compiles with NVRTC for sm_80, and runs printed in OpenCL C
+// on the OpenCL device (PoCL in CI) and in CUDA C on a CUDA device where one is
+// present; on both an index out of range fails the launch through the status block.
+// Every node of the model zoo lowers for the OpenCL device or is refused, and the
+// reductions and rows among them run there at their real shapes against the reference.
 package gpu

@@ -21,6 +21,38 @@ func serialLaunch(f *loopir.PrimFunc) *loopir.PrimFunc {
 	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: inTurn(f.Body)}
 }
 
+// threadsReversed is serialLaunch(f) with the threads of each block run in the other
+// order (the last thread first): a kernel whose threads' order between two barriers
+// matters (a thread reads what another writes in the same phase) then gives another
+// result than in serialLaunch's order.
+func threadsReversed(f *loopir.PrimFunc) *loopir.PrimFunc {
+	threads := map[*loopir.Var]bool{}
+	loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+		if l, ok := s.(*loopir.For); ok {
+			if a, bound := l.Kind.Thread(); bound && !a.IsBlock() {
+				threads[l.Var] = true
+			}
+		}
+		return nil
+	})
+	body := loopir.MapStmt(serialLaunch(f).Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+		l, ok := s.(*loopir.For)
+		if !ok || !threads[l.Var] {
+			return nil
+		}
+		last := loopir.Bin(loopir.Sub, loopir.Bin(loopir.Add, l.Min, l.Extent), loopir.Int(1))
+		back := loopir.Bin(loopir.Sub, loopir.Bin(loopir.Add, last, l.Min), l.Var)
+		return &loopir.For{Var: l.Var, Min: l.Min, Extent: l.Extent, Annotations: l.Annotations,
+			Body: loopir.MapStmt(l.Body, func(e loopir.Expr) loopir.Expr {
+				if e == loopir.Expr(l.Var) {
+					return back
+				}
+				return e
+			}, nil)}
+	})
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+}
+
 // inTurn rewrites the bound loops of s from the outside in: a block loop becomes a
 // serial loop; the outermost thread loop, with the thread loops inside it, runs in
 // lock-step when its body has a barrier and in turn otherwise.

@@ -1,8 +1,15 @@
 package gpu_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"testing"
 
+	"github.com/kilnrt/kiln/codegen"
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/loopir"
 )
 
@@ -151,8 +158,10 @@ func privatize(a *loopir.Allocate, threads []*loopir.For) loopir.Stmt {
 	}
 	nb := &loopir.Buffer{Name: a.Buf.Name, DT: a.Buf.DT, Shape: []loopir.Expr{loopir.Bin(loopir.Mul, n, size)}, Scope: a.Buf.Scope}
 	at := func(idx []loopir.Expr) []loopir.Expr {
-		flat := idx[0]
-		if len(idx) != 1 || len(a.Buf.Shape) != 1 {
+		flat := loopir.Expr(loopir.Int(0))
+		if len(idx) == 1 { // flat already (a lowered kernel's index)
+			flat = idx[0]
+		} else if len(idx) > 1 {
 			flat = loopir.FlatIndex(a.Buf, idx)
 		}
 		return []loopir.Expr{loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, tid, size), flat)}
@@ -185,4 +194,36 @@ func hasBarrier(s loopir.Stmt) bool {
 		return nil
 	})
 	return found
+}
+
+// withoutBarrier is f without its drop-th barrier (in program order).
+func withoutBarrier(f *loopir.PrimFunc, drop int) *loopir.PrimFunc {
+	seen := -1
+	body := loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+		if _, ok := s.(*loopir.Barrier); ok {
+			if seen++; seen == drop {
+				return loopir.Seq{}
+			}
+		}
+		return nil
+	})
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+}
+
+// buildEmulated prints an emulated kernel (serialLaunch's or threadsReversed's) in C,
+// builds it on the CPU device d and loads it.
+func buildEmulated(t *testing.T, d *cpu.Device, f *loopir.PrimFunc) (devices.Module, devices.Kernel) {
+	t.Helper()
+	src, err := codegen.EmitC(f)
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name, err)
+	}
+	bin, err := d.Compiler().Build(context.Background(), src.Code)
+	if errors.Is(err, devices.ErrUnavailable) {
+		testdata.NoCompiler(t, err)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name, err)
+	}
+	return loadKernel(t, d, bin, src.Kernels[0])
 }

@@ -139,15 +139,20 @@ func TestReduceKernelsCompileToPTX(t *testing.T) {
 	}
 }
 
-// TestReduceCasesTakeTheReductionRule: every reduction case is lowered by gpu-reduce
-// (a case the injective rule took would test nothing here), but float32 MatMul and
-// Gemm, whose own rule gpu-matmul-tiled comes first.
+// TestReduceCasesTakeTheReductionRule: every reduction case is lowered by gpu-reduce,
+// or gpu-reduce-tree for few output elements of a long reduction (a case the injective
+// rule took would test nothing here), but float32 MatMul and Gemm, whose own rule
+// gpu-matmul-tiled comes first.
 func TestReduceCasesTakeTheReductionRule(t *testing.T) {
+	tree := map[string]bool{"reduce_sum_outer_keep": true, "reduce_mean_outer": true, "reduce_min_two_axes": true,
+		"reduce_sum_all": true, "reduce_mean_all": true, "reduce_mean_all_keep": true}
 	for _, c := range reduceCases(t) {
 		l := lower(t, c, testGPU(t))
 		want := "gpu-reduce"
 		if c.op == graph.OpMatMul || c.op == graph.OpGemm {
 			want = "gpu-matmul-tiled"
+		} else if tree[c.name] {
+			want = "gpu-reduce-tree"
 		}
 		if len(c.stages) > 0 {
 			want += "+epilogue"
@@ -171,11 +176,11 @@ func TestReduceRuleRunsOneThreadPerOutputElement(t *testing.T) {
 	}
 	// a mean's division runs in the thread that has just summed its element, which
 	// keeps the sum in a private element
-	l = lower(t, reduceCase(t, "reduce_mean_outer"), testGPU(t)) // n × 5 × 7 → 5 × 7
+	l = lower(t, reduceCase(t, "reduce_mean_inner_keep"), testGPU(t)) // n × 6 × 19 → n × 6 × 1
 	if trace := l.impl.Trace.String(); !strings.Contains(trace, "reverse_compute_at(") {
 		t.Errorf("the trace lacks reverse_compute_at:\n%s", trace)
 	}
-	if text := loopir.Print(l.f); !strings.Contains(text, "alloc reduce_sum: f32[1, 1] local") {
+	if text := loopir.Print(l.f); !strings.Contains(text, "alloc reduce_sum: f32[1, 1, 1] local") {
 		t.Errorf("the sum is not one private element:\n%s", text)
 	}
 }

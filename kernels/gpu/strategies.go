@@ -15,7 +15,10 @@ import (
 // rule (ScheduleInjective) for every op whose compute definition is elementwise,
 // broadcasting or injective, the reduction rule (ScheduleReduce) for definitions with
 // one reduction stage, and the rows rule (ScheduleRows) for definitions of several
-// stages over shared rows (the softmax family, the normalizations), all with
+// stages over shared rows (the softmax family, the normalizations), each of these two
+// after its block-wide form (gpu-reduce-tree, ScheduleReduceTree; gpu-rows-tree,
+// ScheduleRowsTree: a block of threads per output element or row, where the target's
+// thresholds call for it), all with
 // elementwise epilogues fused into the same kernel. An op no rule fits (several
 // outputs, stages that share no rows) is kernels.ErrNotApplicable, so lowering reports
 // that no strategy applies.
@@ -27,7 +30,9 @@ func Strategies(reg *kernels.Registry) *kernels.Strategies {
 	}
 	everyOp := []kernels.Strategy{
 		injectiveStrategy(reg),
+		reduceTreeStrategy(reg),
 		reduceStrategy(reg),
+		rowsTreeStrategy(reg),
 		rowsStrategy(reg),
 	}
 	return table(perOp, everyOp)

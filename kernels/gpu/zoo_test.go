@@ -18,9 +18,9 @@ import (
 
 // TestZooNodesLowerForOpenCLAndReductionsMatchRef lowers every node of every zoo model
 // with the GPU strategies for the OpenCL device: each is a kernel or refused (no
-// strategy applies), never an error; the first node of each op that the reduction rule
-// or the tiled matmul takes in each model runs on the device at its real shape against
-// the reference evaluator (symbols bound to 2).
+// strategy applies), never an error; the first node of each op that the reduction rule,
+// the rows rule or the tiled matmul takes in each model runs on the device at its real
+// shape against the reference evaluator (symbols bound to 2).
 func TestZooNodesLowerForOpenCLAndReductionsMatchRef(t *testing.T) {
 	zoo := testdata.Zoo(t)
 	d := openclOrSkip(t)
@@ -58,11 +58,12 @@ func TestZooNodesLowerForOpenCLAndReductionsMatchRef(t *testing.T) {
 				t.Errorf("%s: %v: %v", e.Name(), n, err)
 				continue
 			}
-			if impl.Strategy != "gpu-reduce" && impl.Strategy != "gpu-matmul-tiled" {
-				continue
-			}
-			if impl.Strategy == "gpu-reduce" {
+			switch impl.Strategy {
+			case "gpu-reduce", "gpu-reduce-tree":
 				reduced++
+			case "gpu-matmul-tiled", "gpu-rows", "gpu-rows-tree":
+			default:
+				continue
 			}
 			if !ran[n.Op] && len(n.Outputs) == 1 {
 				ran[n.Op] = true

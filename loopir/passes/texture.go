@@ -14,7 +14,7 @@ var ErrTexture = errors.New("texture access refused")
 // FlattenTextures turns the accesses of texture parameters (loopir.ScopeTexture) into
 // texel accesses: a Load becomes the TexRead of its texel (loopir.TexelOf) and lane; a
 // lane loop, a loop over [0, 4) that is not bound to a thread axis and whose body is
-// one Store to a texture at lane index the loop variable (and texel indices that do
+// one Store (under a guard that does not depend on the lane, at most) to a texture at lane index the loop variable (and texel indices that do
 // not depend on it), becomes one TexWrite of the four lanes, the store's value at each
 // lane. Any other store to a texture is refused (ErrTexture and ErrLaunch, naming the
 // kernel): an image write is a whole texel, so one thread writes all four lanes. A
@@ -40,8 +40,8 @@ func FlattenTextures(f *loopir.PrimFunc) (*loopir.PrimFunc, error) {
 	body := loopir.MapStmt(f.Body, reads, func(s loopir.Stmt) loopir.Stmt {
 		switch s := s.(type) {
 		case *loopir.For:
-			if w := laneWrite(s); w != nil {
-				delete(pending, s.Body.(*loopir.Store))
+			if w, st := laneWrite(s); w != nil {
+				delete(pending, st)
 				return w
 			}
 		case *loopir.Store:
@@ -61,27 +61,36 @@ func FlattenTextures(f *loopir.PrimFunc) (*loopir.PrimFunc, error) {
 	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}, nil
 }
 
-// laneWrite is the TexWrite of lane loop l, nil when l is not one.
-func laneWrite(l *loopir.For) *loopir.TexWrite {
+// laneWrite is the TexWrite of lane loop l (under the guard of the store when it has
+// one that does not depend on the lane), nil when l is not one.
+func laneWrite(l *loopir.For) (loopir.Stmt, *loopir.Store) {
+	if g, ok := l.Body.(*loopir.IfThenElse); ok && g.Else == nil && !loopir.Uses(g.Cond, l.Var) {
+		inner := *l
+		inner.Body = g.Then
+		if w, st := laneWrite(&inner); w != nil {
+			return &loopir.IfThenElse{Cond: g.Cond, Then: w}, st
+		}
+		return nil, nil
+	}
 	st, ok := l.Body.(*loopir.Store)
 	if !ok || st.Buf.Scope != loopir.ScopeTexture || len(st.Index) != 5 {
-		return nil
+		return nil, nil
 	}
 	if _, bound := l.Kind.Thread(); bound || l.Kind == loopir.Parallel {
-		return nil
+		return nil, nil
 	}
 	if lo, ok := l.Min.(*loopir.IntImm); !ok || lo.V != 0 {
-		return nil
+		return nil, nil
 	}
 	if n, ok := l.Extent.(*loopir.IntImm); !ok || n.V != loopir.TexelLanes {
-		return nil
+		return nil, nil
 	}
 	if v, ok := st.Index[4].(*loopir.Var); !ok || v != l.Var {
-		return nil
+		return nil, nil
 	}
 	for _, i := range st.Index[:4] {
 		if loopir.Uses(i, l.Var) {
-			return nil
+			return nil, nil
 		}
 	}
 	x, y, _ := loopir.TexelOf(st.Buf, st.Index)
@@ -89,7 +98,7 @@ func laneWrite(l *loopir.For) *loopir.TexWrite {
 	for k := range w.Value {
 		w.Value[k] = loopir.Substitute(st.Value, map[*loopir.Var]loopir.Expr{l.Var: loopir.Int(int64(k))})
 	}
-	return w
+	return w, st
 }
 
 func exprText(idx []loopir.Expr) string {

@@ -69,3 +69,27 @@ func TestFlattenTexturesLeavesKernelsWithoutTexturesAlone(t *testing.T) {
 		t.Fatalf("FlattenTextures = %p, %v; want the kernel itself", g, err)
 	}
 }
+
+func TestFlattenTexturesKeepsTheGuardOfALaneLoop(t *testing.T) {
+	f := texRelu(loopir.Serial)
+	var w *loopir.Var
+	guarded := loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+		switch s := s.(type) {
+		case *loopir.For:
+			if s.Var.Name == "w" {
+				w = s.Var
+			}
+		case *loopir.Store:
+			return &loopir.IfThenElse{Cond: loopir.Bin(loopir.LT, s.Index[3], loopir.Int(4)), Then: s}
+		}
+		return nil
+	})
+	g, err := FlattenTextures(&loopir.PrimFunc{Name: f.Name, Params: f.Params, Body: guarded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := loopir.Print(g)
+	if want := "if (w < 4) {\n          texwrite(y, w, "; w == nil || !strings.Contains(text, want) {
+		t.Errorf("the kernel lacks %q:\n%s", want, text)
+	}
+}

@@ -68,6 +68,18 @@
 //     second stage, ReduceMean, GlobalAveragePool) is rows of one element: one thread per
 //     output element, its reduction in a one-element buffer of its own.
 //
+// Textures (OpenCL image2d, loopir.ScopeTexture): kernels whose tensors live in RGBA
+// float32 images, packed NCHW4c (activations) and OIHW4o (weights), one thread per
+// output texel (four channels of one pixel) so that each thread writes a whole texel.
+// ScheduleTextureInjective is the injective rule over a 5-D output [N, C/4, H, W, 4]:
+// the four outer loops fused, split and bound, the lane loop innermost in the thread;
+// Texturize then moves the chosen parameters into textures of their packings.
+// TexConv2D.Func is a direct convolution (group 1, any stride, dilation and pads,
+// optional bias) built as loop IR: a thread accumulates its four output channels in a
+// private buffer over the input's channel blocks and the window's taps (a tap in the
+// padding is skipped, never read) and writes them as one texel. Definitions and
+// parameters these do not take are ErrNotTexture. They are not in the strategy table.
+//
 // Elementwise epilogues fuse into the same kernel under every rule
 // (kernels.GenericFused, then the rule inlines the chain into the output stage).
 // Refused with kernels.ErrNotApplicable, so that with no other strategy in the table

@@ -78,7 +78,11 @@
 // optional bias) built as loop IR: a thread accumulates its four output channels in a
 // private buffer over the input's channel blocks and the window's taps (a tap in the
 // padding is skipped, never read) and writes them as one texel. Definitions and
-// parameters these do not take are ErrNotTexture. They are not in the strategy table.
+// parameters these do not take are ErrNotTexture. TextureLayoutPolicy is alter-layout's
+// policy when textures are on: convolutions TexConv2DOf takes are anchors (input and
+// output in blocks of 4; an output no reader wants blocked stays plain, PlainOut), and
+// elementwise ops over same-shaped blocks of 4 keep them. These are not in the
+// strategy table: the OpenCL backend uses them only behind an explicit texture option.
 //
 // Elementwise epilogues fuse into the same kernel under every rule
 // (kernels.GenericFused, then the rule inlines the chain into the output stage).

@@ -9,8 +9,8 @@ import (
 
 // TexConv2D is a direct 2-D convolution over textures (group 1): input X in NCHW4c
 // ([N, C/4, H, W, 4]), weight W in OIHW4o ([M/4, C, KH, KW, 4]), an optional bias B in
-// a global buffer ([M]), output Y in NCHW4c ([N, M/4, OH, OW, 4]). Pads are top, left,
-// bottom, right.
+// a global buffer ([M]), output Y in NCHW4c ([N, M/4, OH, OW, 4]), or in a plain
+// global buffer when PlainOut. Pads are top, left, bottom, right.
 type TexConv2D struct {
 	Name          string
 	N, C, H, W, M int64
@@ -19,6 +19,7 @@ type TexConv2D struct {
 	Dilations     [2]int64
 	Pads          [4]int64
 	Bias          bool
+	PlainOut      bool  // Y is a global buffer [N, M, OH, OW] (a result no reader wants blocked)
 	Block         int64 // threads per block
 	OutH, OutW    int64 // set by Func
 }
@@ -29,7 +30,7 @@ type TexConv2D struct {
 // channels in a private four-element buffer, from the bias or zero, over the input's
 // channel blocks and the window's taps (a tap in the padding is skipped, never read:
 // an image read outside the image is undefined without an addressing mode), then
-// writes them as one texel. Parameters: X, W, B (when Bias), Y. Refused
+// writes them as one texel (or as four elements of a plain output). Parameters: X, W, B (when Bias), Y. Refused
 // (ErrNotTexture): channels that are not multiples of 4, a non-positive extent, stride
 // or dilation, a negative pad, an output that would be empty.
 func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
@@ -64,6 +65,9 @@ func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
 	x := tex("X", loopir.PackNCHW4c, c.N, c4, c.H, c.W, loopir.TexelLanes)
 	w := tex("W", loopir.PackOIHW4o, m4, c.C, c.KH, c.KW, loopir.TexelLanes)
 	y := tex("Y", loopir.PackNCHW4c, c.N, m4, c.OutH, c.OutW, loopir.TexelLanes)
+	if c.PlainOut {
+		y = &loopir.Buffer{Name: "Y", DT: f32, Shape: []loopir.Expr{I(c.N), I(c.M), I(c.OutH), I(c.OutW)}, Scope: loopir.ScopeGlobal}
+	}
 	params := []*loopir.Buffer{x, w}
 	var bias *loopir.Buffer
 	if c.Bias {
@@ -102,8 +106,11 @@ func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
 	tap := loop(cl, loopir.TexelLanes, loopir.Unrolled, loop(l, loopir.TexelLanes, loopir.Unrolled,
 		&loopir.Store{Buf: acc, Index: []loopir.Expr{l}, Value: bin(add, at(l), bin(mul, xv, wv))}))
 	l2 := loopir.NewVar("l")
-	out := loop(l2, loopir.TexelLanes, loopir.Serial,
-		&loopir.Store{Buf: y, Index: []loopir.Expr{n, o4, oh, ow, l2}, Value: at(l2)})
+	yi := []loopir.Expr{n, o4, oh, ow, l2}
+	if c.PlainOut {
+		yi = []loopir.Expr{n, bin(add, bin(mul, o4, I(loopir.TexelLanes)), l2), oh, ow}
+	}
+	out := loop(l2, loopir.TexelLanes, loopir.Serial, &loopir.Store{Buf: y, Index: yi, Value: at(l2)})
 	body := &loopir.Allocate{Buf: acc, Body: loopir.Seq{
 		loop(l, loopir.TexelLanes, loopir.Unrolled, &loopir.Store{Buf: acc, Index: []loopir.Expr{l}, Value: init}),
 		loop(ci, c4, loopir.Serial, loop(kh, c.KH, loopir.Serial, loop(kw, c.KW, loopir.Serial,

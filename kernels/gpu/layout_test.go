@@ -1,0 +1,72 @@
+package gpu_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/kernels/gpu"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// convReluConv is x[1, c, 6, 6] → Conv(m, 3×3, pad 1) → Relu → Conv(m, 1×1) → result.
+func convReluConv(t *testing.T, c, m int) *graph.Module {
+	t.Helper()
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Const(1), graph.Const(int64(c)), graph.Const(6), graph.Const(6)))
+	w1 := b.Const("w1", randomTensor(tensor.Shape{m, c, 3, 3}, 1))
+	w2 := b.Const("w2", randomTensor(tensor.Shape{m, m, 1, 1}, 2))
+	y, err := b.Node(graph.OpConv, &graph.ConvAttrs{Group: 1, Pads: []int64{1, 1, 1, 1}}, 1, x, w1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y, err = b.Node(graph.OpRelu, nil, 1, y[0]); err != nil {
+		t.Fatal(err)
+	}
+	if y, err = b.Node(graph.OpConv, &graph.ConvAttrs{Group: 1}, 1, y[0], w2); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := b.Module(y[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
+func TestTextureLayoutPolicyKeepsBlocksOfFourBetweenConvolutions(t *testing.T) {
+	m := convReluConv(t, 8, 8)
+	if err := passes.AlterLayout(&passes.Context{Layout: gpu.TextureLayoutPolicy(kernels.Default())}, m); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, n := range m.Main.Nodes {
+		ops = append(ops, n.Op.String())
+		if n.Op == graph.OpLayoutTransform {
+			continue
+		}
+		if b := n.Inputs[0].Type.Block; b != 4 {
+			t.Errorf("%v reads block %d, want 4:\n%s", n, b, graph.Print(m))
+		}
+	}
+	// one transform into the first convolution; the last stores its result plain (no
+	// reader wants it blocked)
+	if got := strings.Join(ops, " "); got != "LayoutTransform Conv Relu Conv" {
+		t.Errorf("nodes %s, want one transform before the convolutions:\n%s", got, graph.Print(m))
+	}
+}
+
+func TestTextureLayoutPolicyLeavesConvolutionsItCannotTexture(t *testing.T) {
+	m := convReluConv(t, 3, 8) // 3 input channels: not a whole texel
+	if err := passes.AlterLayout(&passes.Context{Layout: gpu.TextureLayoutPolicy(kernels.Default())}, m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Main.Nodes[0]; n.Op != graph.OpConv || n.Outputs[0].Type.Block != 0 {
+		t.Errorf("the first convolution was blocked:\n%s", graph.Print(m))
+	}
+	if _, err := gpu.TexConv2DOf(m.Main.Nodes[0]); !errors.Is(err, gpu.ErrNotTexture) || !strings.Contains(err.Error(), "multiples of 4") {
+		t.Errorf("TexConv2DOf = %v, want ErrNotTexture naming the channels", err)
+	}
+}

@@ -19,9 +19,12 @@ type TexConv2D struct {
 	Dilations     [2]int64
 	Pads          [4]int64
 	Bias          bool
-	PlainOut      bool  // Y is a global buffer [N, M, OH, OW] (a result no reader wants blocked)
-	Block         int64 // threads per block
-	OutH, OutW    int64 // set by Func
+	PlainOut      bool // Y is a global buffer [N, M, OH, OW] (a result no reader wants blocked)
+	// GlobalX, GlobalW and GlobalY keep X, W and a blocked Y in global buffers of the
+	// same blocked shapes instead of textures (annotate-scopes left them global).
+	GlobalX, GlobalW, GlobalY bool
+	Block                     int64 // threads per block
+	OutH, OutW                int64 // set by Func
 }
 
 // Func is the convolution's kernel: one thread per output texel (the four output
@@ -54,17 +57,20 @@ func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
 	}
 	I := loopir.Int
 	f32 := tensor.Float32
-	tex := func(name string, p loopir.Packing, dims ...int64) *loopir.Buffer {
+	tex := func(name string, global bool, p loopir.Packing, dims ...int64) *loopir.Buffer {
 		shape := make([]loopir.Expr, len(dims))
 		for i, d := range dims {
 			shape[i] = I(d)
 		}
+		if global {
+			return &loopir.Buffer{Name: name, DT: f32, Shape: shape, Scope: loopir.ScopeGlobal}
+		}
 		return &loopir.Buffer{Name: name, DT: f32, Shape: shape, Scope: loopir.ScopeTexture, Packing: p}
 	}
 	c4, m4 := c.C/loopir.TexelLanes, c.M/loopir.TexelLanes
-	x := tex("X", loopir.PackNCHW4c, c.N, c4, c.H, c.W, loopir.TexelLanes)
-	w := tex("W", loopir.PackOIHW4o, m4, c.C, c.KH, c.KW, loopir.TexelLanes)
-	y := tex("Y", loopir.PackNCHW4c, c.N, m4, c.OutH, c.OutW, loopir.TexelLanes)
+	x := tex("X", c.GlobalX, loopir.PackNCHW4c, c.N, c4, c.H, c.W, loopir.TexelLanes)
+	w := tex("W", c.GlobalW, loopir.PackOIHW4o, m4, c.C, c.KH, c.KW, loopir.TexelLanes)
+	y := tex("Y", c.GlobalY, loopir.PackNCHW4c, c.N, m4, c.OutH, c.OutW, loopir.TexelLanes)
 	if c.PlainOut {
 		y = &loopir.Buffer{Name: "Y", DT: f32, Shape: []loopir.Expr{I(c.N), I(c.M), I(c.OutH), I(c.OutW)}, Scope: loopir.ScopeGlobal}
 	}

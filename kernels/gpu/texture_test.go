@@ -188,6 +188,7 @@ func TestTextureConv2DMatchesTheReferenceOnOpenCL(t *testing.T) {
 		{Name: "tex_conv3x3", N: 1, C: 8, H: 7, W: 6, M: 8, KH: 3, KW: 3, Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Pads: [4]int64{1, 1, 1, 1}, Bias: true, Block: 64},
 		{Name: "tex_conv1x1_s2_tail", N: 2, C: 4, H: 5, W: 6, M: 12, KH: 1, KW: 1, Strides: [2]int64{2, 2}, Dilations: [2]int64{1, 1}, Block: 16},
 		{Name: "tex_conv_dilated_asym", N: 1, C: 4, H: 9, W: 8, M: 4, KH: 3, KW: 2, Strides: [2]int64{1, 2}, Dilations: [2]int64{2, 1}, Pads: [4]int64{2, 0, 1, 1}, Bias: true, Block: 32},
+		{Name: "tex_conv_global_x_y", N: 1, C: 4, H: 4, W: 5, M: 8, KH: 3, KW: 3, Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Pads: [4]int64{1, 1, 1, 1}, GlobalX: true, GlobalY: true, Block: 64},
 		{Name: "tex_conv_plain_out", N: 1, C: 8, H: 5, W: 5, M: 8, KH: 3, KW: 3, Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Pads: [4]int64{0, 1, 2, 1}, Bias: true, PlainOut: true, Block: 64},
 	} {
 		t.Run(c.Name, func(t *testing.T) {
@@ -202,6 +203,12 @@ func TestTextureConv2DMatchesTheReferenceOnOpenCL(t *testing.T) {
 				{int(c.W), int(c.N * c.C / 4 * c.H), blocked4(x, 1)},
 				{int(c.C * c.KH * c.KW), int(c.M / 4), blocked4(w, 0)},
 			}
+			if c.GlobalX {
+				args[0].width = 0 // the same blocked values in a buffer
+			}
+			if c.GlobalW {
+				args[1].width = 0
+			}
 			if c.Bias {
 				b = randomTensor(tensor.Shape{int(c.M)}, uint64(3*k+3))
 				args = append(args, texArg{vals: b.Float64s()})
@@ -213,6 +220,9 @@ func TestTextureConv2DMatchesTheReferenceOnOpenCL(t *testing.T) {
 				got = tensor.FromFloat64s(tensor.Float32, outShape, launchTextures(t, d, f, args))
 			} else {
 				args = append(args, texArg{int(c.OutW), int(c.N * c.M / 4 * c.OutH), make([]float64, outShape.NumElements())})
+				if c.GlobalY {
+					args[len(args)-1].width = 0
+				}
 				got = unblocked4(launchTextures(t, d, f, args), outShape)
 			}
 			want := convRef(t, x, w, b, &graph.ConvAttrs{KernelShape: []int64{c.KH, c.KW}, Strides: c.Strides[:], Dilations: c.Dilations[:], Pads: []int64{c.Pads[0], c.Pads[1], c.Pads[2], c.Pads[3]}, Group: 1})

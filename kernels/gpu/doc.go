@@ -81,7 +81,10 @@
 // parameters these do not take are ErrNotTexture. TextureLayoutPolicy is alter-layout's
 // policy when textures are on: convolutions TexConv2DOf takes are anchors (input and
 // output in blocks of 4; an output no reader wants blocked stays plain, PlainOut), and
-// elementwise ops over same-shaped blocks of 4 keep them. These are not in the
+// elementwise ops over same-shaped blocks of 4 keep them; TextureWrites and
+// TextureReads are annotate-scopes' policy for the same kernels (NCHW4c activations,
+// OIHW4o weights; a convolution's operands may still be left global: GlobalX, GlobalW,
+// GlobalY). These are not in the
 // strategy table: the OpenCL backend uses them only behind an explicit texture option.
 //
 // Elementwise epilogues fuse into the same kernel under every rule

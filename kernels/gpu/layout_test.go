@@ -70,3 +70,42 @@ func TestTextureLayoutPolicyLeavesConvolutionsItCannotTexture(t *testing.T) {
 		t.Errorf("TexConv2DOf = %v, want ErrNotTexture naming the channels", err)
 	}
 }
+
+func TestTextureScopesPutConvolutionChainsInTextures(t *testing.T) {
+	m := convReluConv(t, 8, 8)
+	reg := kernels.Default()
+	ctx := &passes.Context{Layout: gpu.TextureLayoutPolicy(reg), Scopes: &passes.ScopePolicy{
+		Writes: gpu.TextureWrites(reg), Reads: gpu.TextureReads(reg), MaxWidth: 1 << 14, MaxHeight: 1 << 14}}
+	if err := passes.AlterLayout(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.AnnotateScopes(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	scopes := map[string]graph.Type{}
+	for _, n := range m.Main.Nodes {
+		scopes[n.Op.String()+"/"+n.Outputs[0].Name] = n.Outputs[0].Type
+	}
+	for _, c := range m.Main.Consts {
+		scopes["const/"+c.Name] = c.Type
+	}
+	texture := func(key string, p graph.Packing) {
+		t.Helper()
+		if ty, ok := scopes[key]; !ok || ty.Scope != graph.ScopeTexture || ty.Packing != p {
+			t.Errorf("%s is %v, want a %v texture:\n%s", key, ty, p, graph.Print(m))
+		}
+	}
+	texture("Conv/t1", graph.PackNCHW4c)
+	texture("Relu/t2", graph.PackNCHW4c)
+	texture("const/w1", graph.PackOIHW4o)
+	texture("const/w2", graph.PackOIHW4o)
+	if ty := scopes["Conv/t3"]; ty.Scope != graph.ScopeGlobal {
+		t.Errorf("the result is %v, want global", ty)
+	}
+	w := gpu.TextureWrites(reg)
+	for _, n := range m.Main.Nodes {
+		if n.Op == graph.OpConv && w(n, graph.PackNHWC4c) {
+			t.Errorf("%v writes an NHWC4c texture, which no texture kernel does", n)
+		}
+	}
+}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 269 files; see Identity.
-const sourceDigest = "539fd616a7cc72aab0cd383312a970a8"
+// sourceDigest covers 276 files; see Identity.
+const sourceDigest = "e4eaad597f016b909468adb037f7cad8"

@@ -84,7 +84,9 @@
 // elementwise ops over same-shaped blocks of 4 keep them; TextureWrites and
 // TextureReads are annotate-scopes' policy for the same kernels (NCHW4c activations,
 // OIHW4o weights; a convolution's operands may still be left global: GlobalX, GlobalW,
-// GlobalY). These are not in the
+// GlobalY). TextureConvStrategy wraps the convolution as a kernels.Strategy whose
+// operands follow the scopes annotate-scopes chose, its weight prepacked into OIHW4o
+// (PackOIHW4o). These are not in the
 // strategy table: the OpenCL backend uses them only behind an explicit texture option.
 //
 // Elementwise epilogues fuse into the same kernel under every rule

@@ -86,7 +86,8 @@
 // OIHW4o weights; a convolution's operands may still be left global: GlobalX, GlobalW,
 // GlobalY). TextureConvStrategy wraps the convolution as a kernels.Strategy whose
 // operands follow the scopes annotate-scopes chose, its weight prepacked into OIHW4o
-// (PackOIHW4o). These are not in the
+// (PackOIHW4o), and TextureInjectiveStrategy the injective rule over textures
+// (ScheduleTextureInjective, then Texturize by the scopes). These are not in the
 // strategy table: the OpenCL backend uses them only behind an explicit texture option.
 //
 // Elementwise epilogues fuse into the same kernel under every rule

@@ -6,6 +6,7 @@ import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -71,4 +72,53 @@ func PackOIHW4o(w *tensor.Tensor) (*tensor.Tensor, error) {
 		}
 	}
 	return tensor.FromFloat64s(tensor.Float32, tensor.Shape{s[0] / 4, s[1], s[2], s[3], 4}, out), nil
+}
+
+// TextureInjectiveStrategy is the injective rule over textures as a strategy: an
+// elementwise or broadcasting node TextureLayoutPolicy keeps in blocks of 4 (its output
+// stored so) is its compute definition over the blocked shapes (the placeholders in in
+// are kernels.PhysicalShape's) scheduled by ScheduleTextureInjective, with each
+// parameter whose value annotate-scopes put in a texture moved into an NCHW4c texture
+// (Texturize). Any other node is kernels.ErrNotApplicable. It is not in Strategies.
+func TextureInjectiveStrategy(reg *kernels.Registry) kernels.Strategy {
+	return kernels.Strategy{Name: "gpu-texture-injective",
+		Build: func(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+			if len(n.Outputs) != 1 || n.Outputs[0].Type.Block != loopir.TexelLanes {
+				return nil, fmt.Errorf("%w: %v: output not stored in blocks of %d", kernels.ErrNotApplicable, n, loopir.TexelLanes)
+			}
+			if _, ok := texAccepts(reg, n, blocksOf(n)); !ok {
+				return nil, fmt.Errorf("%w: %v: not elementwise over blocks of %d", kernels.ErrNotApplicable, n, loopir.TexelLanes)
+			}
+			block, err := BlockSize(t)
+			if err != nil {
+				return nil, fmt.Errorf("%v: %w: %v", n, kernels.ErrNotApplicable, err)
+			}
+			impl, err := kernels.Generic(reg, kernels.KernelName(n), n, in, func(s *schedule.Schedule) error {
+				return ScheduleTextureInjective(s, block)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
+			}
+			packings := map[int]loopir.Packing{}
+			for i, p := range impl.Params {
+				v := n.Inputs[p.Input]
+				if v.Type.Scope == graph.ScopeTexture {
+					if v.Type.Packing != graph.PackNCHW4c {
+						return nil, fmt.Errorf("%w: %v: input %d in a %v texture", kernels.ErrNotApplicable, n, p.Input, v.Type.Packing)
+					}
+					packings[i] = loopir.PackNCHW4c
+				}
+			}
+			if out := n.Outputs[0].Type; out.Scope == graph.ScopeTexture {
+				if out.Packing != graph.PackNCHW4c {
+					return nil, fmt.Errorf("%w: %v: output in a %v texture", kernels.ErrNotApplicable, n, out.Packing)
+				}
+				packings[len(impl.Func.Params)-1] = loopir.PackNCHW4c
+			}
+			if impl.Func, err = Texturize(impl.Func, packings); err != nil {
+				return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
+			}
+			return impl, nil
+		},
+	}
 }

@@ -1,6 +1,7 @@
 package gpu_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/gpu"
 	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -82,5 +84,53 @@ func TestTextureConvStrategyFollowsTheScopesAnnotateScopesChose(t *testing.T) {
 	}
 	if len(convs) != 2 {
 		t.Fatalf("%d convolutions", len(convs))
+	}
+}
+
+func TestTextureInjectiveStrategyReadsAndWritesTextures(t *testing.T) {
+	d := imagerOrSkip(t)
+	m := convReluConv(t, 8, 8)
+	reg := kernels.Default()
+	ctx := &passes.Context{Layout: gpu.TextureLayoutPolicy(reg), Scopes: &passes.ScopePolicy{
+		Writes: gpu.TextureWrites(reg), Reads: gpu.TextureReads(reg), MaxWidth: 1 << 14, MaxHeight: 1 << 14}}
+	if err := passes.AlterLayout(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.AnnotateScopes(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	var relu *graph.Node
+	for _, n := range m.Main.Nodes {
+		if n.Op == graph.OpRelu {
+			relu = n
+		}
+	}
+	shape, err := kernels.PhysicalShape(relu.Inputs[0].Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phys := make([]loopir.Expr, len(shape))
+	for i, s := range shape {
+		phys[i] = loopir.Int(s)
+	}
+	in := []kernels.Input{{T: te.Placeholder("X", tensor.Float32, phys...)}}
+	impl, err := gpu.TextureInjectiveStrategy(reg).Build(relu, in, testGPU(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range impl.Func.Params {
+		if p.Scope != loopir.ScopeTexture {
+			t.Errorf("parameter %s in %s, want a texture", p.Name, p.Scope)
+		}
+	}
+	x := randomTensor(tensor.Shape{1, 8, 6, 6}, 9)
+	out := launchTextures(t, d, impl.Func, []texArg{{6, 12, blocked4(x, 1)}, {6, 12, make([]float64, 8*6*6)}})
+	v := x.Float64s()
+	for i := range v {
+		v[i] = max(v[i], 0)
+	}
+	nt.CloseTensor(t, "relu", unblocked4(out, x.Shape), tensor.FromFloat64s(tensor.Float32, x.Shape, v))
+	if _, err := gpu.TextureInjectiveStrategy(reg).Build(m.Main.Nodes[0], nil, testGPU(t)); !errors.Is(err, kernels.ErrNotApplicable) {
+		t.Errorf("%v: %v, want ErrNotApplicable", m.Main.Nodes[0], err)
 	}
 }

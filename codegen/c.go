@@ -68,6 +68,9 @@ func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) 
 	if intrins.index {
 		unit.WriteString(d.IndexHelper)
 	}
+	if intrins.lane {
+		unit.WriteString(d.Images.LaneHelper)
+	}
 	if opts.BoundsCheck {
 		unit.WriteString(cBoundsCheck)
 		writeBoundsHelpers(&unit, intrins.bounds)
@@ -135,6 +138,7 @@ type intrinSet struct {
 	minmax map[string]bool // C types whose min/max/select helpers the unit needs
 	math   map[string]bool // math helpers (c_math.go) the unit calls
 	index  bool            // the unit calls kiln_index (an IndexCheck)
+	lane   bool            // the unit calls kiln_lane (a texel lane known at run time)
 	bounds map[string]bool // C types whose checked load/store helpers the unit needs
 }
 
@@ -179,6 +183,7 @@ func (e *cEmitter) function(f *loopir.PrimFunc) error {
 	e.retErr = "return 2;"
 	e.kernelName = e.ident(f, f.Name)
 	e.checks = usesIndexCheck(f.Body)
+	e.imageParams(f) // the C dialect has no images: a texture parameter fails here
 	out := e.b
 	var body strings.Builder
 	e.b = &body
@@ -320,6 +325,8 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 			return
 		}
 		fmt.Fprintf(e.b, "%s%s\n", pad, e.d.Barrier)
+	case *loopir.TexWrite:
+		e.texWrite(s, pad)
 	case *loopir.Block:
 		e.fail("block %s was not lowered (run loopir/passes first)", s.Name)
 	default:
@@ -512,6 +519,8 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		return e.ident(x.Buf, x.Buf.Name) + "[" + e.index(x.Buf, x.Index) + "]"
 	case *loopir.Address:
 		return "(" + e.ident(x.Buf, x.Buf.Name) + " + " + e.index(x.Buf, x.Index) + ")"
+	case *loopir.TexRead:
+		return e.texRead(x)
 	case *loopir.Reduce:
 		e.fail("reduction outside a lowered block")
 		return "0"

@@ -62,6 +62,9 @@ type Dialect struct {
 	// Barrier is the statement of a loopir.Barrier (CUDA "__syncthreads();", OpenCL
 	// "barrier(CLK_LOCAL_MEM_FENCE);"). Empty: barriers are ErrUnsupported.
 	Barrier string
+	// Images prints texture parameters as images (OpenCL's image2d_t). Nil: texture
+	// parameters, texel reads and texel writes are ErrUnsupported.
+	Images *ImageForm
 }
 
 // ParallelForm is how a dialect runs a parallel loop.

@@ -123,5 +123,6 @@ typedef uchar u8;
 		},
 		SharedQualifier: "__local",
 		Barrier:         "barrier(CLK_LOCAL_MEM_FENCE);",
+		Images:          openCLImages,
 	}
 }

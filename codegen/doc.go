@@ -43,6 +43,17 @@
 // C dialect prints a shared buffer as any allocation and refuses barriers. CUDA math is the accurate library
 // (expf, not __expf); OpenCL math is the overloaded built-ins, float32 only.
 //
+// Images: a texture parameter (loopir.ScopeTexture, after loopir/passes.FlattenTextures)
+// prints in the dialect's ImageForm. OpenCL C: `__read_only image2d_t`, or
+// `__write_only image2d_t` when the kernel writes it (a kernel that both reads and
+// writes one image is refused); a kernel that reads images declares the sampler
+// kiln_smp (unnormalized coordinates, no addressing, nearest: a texel's exact value);
+// a TexRead is read_imagef(img, kiln_smp, (int2)(x, y)) with the lane selected by .s0 to
+// .s3, or by the unit's kiln_lane helper when the lane is known only at run time; a
+// TexWrite is write_imagef(img, (int2)(x, y), (float4)(v0, v1, v2, v3)). CUDA and C have
+// no ImageForm: texture parameters, and element accesses of a texture (the pass did not
+// run), are ErrUnsupported.
+//
 // Math: float32 exp, log, tanh, sigmoid and erf are not C library calls but static inline
 // (always_inline) functions defined in the unit's prelude, only those its kernels call
 // (c_math.go), so that gcc and clang inline them and vectorize the loops that call them:

@@ -11,7 +11,8 @@ import (
 // gpuFunction prints f as one GPU kernel in the calling convention of the GPU devices
 // (devices/cuda's doc): the buffers' pointers (inputs, then outputs), each runtime dim
 // by value in PrimFunc.Dims order, then the status block (three int64 words: code and
-// two details). Loops bound to thread axes print as the launch indices; the kernel is
+// two details); a texture parameter (loopir.ScopeTexture) is an image in the
+// dialect's ImageForm, read-only unless the kernel writes it. Loops bound to thread axes print as the launch indices; the kernel is
 // correct when launched with the geometry loopir/passes.DeriveLaunch gives for f.
 func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
 	e.f = f
@@ -26,8 +27,13 @@ func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
 	if e.d.GlobalQualifier != "" {
 		global = e.d.GlobalQualifier + " "
 	}
+	images := e.imageParams(f)
 	var params []string
 	for _, p := range f.Params {
+		if p.Scope == loopir.ScopeTexture {
+			params = append(params, e.imageParam(p, images))
+			continue
+		}
 		params = append(params, fmt.Sprintf("%s%s *%s%s", global, e.ctype(p.DT), e.restrict(), e.ident(p, p.Name)))
 	}
 	i64 := e.ctype(tensor.Int64)
@@ -38,6 +44,7 @@ func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
 	params = append(params, fmt.Sprintf("%s%s *kiln_status", global, i64))
 	fmt.Fprintf(e.b, "\n%svoid %s(%s) {\n", e.qualifier(), e.kernelName, strings.Join(params, ", "))
 	e.b.WriteString("  (void)kiln_status;\n")
+	e.samplerDecl(images)
 	e.sharedArrays(f.Body)
 	e.stmt(f.Body, 1)
 	e.b.WriteString("}\n")

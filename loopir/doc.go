@@ -22,6 +22,15 @@
 // work-group barrier over shared memory: every thread of the block waits there for the
 // others, and the shared writes before it are visible after it. It prints as "barrier".
 //
+// Textures (ScopeTexture): a kernel parameter may live in an RGBA float32 image2d: a
+// 5-D float32 buffer whose last axis is the four lanes of a texel and whose Packing
+// maps the other four indices to the texel (x, y) (TexelOf; the packings mirror
+// graph's NCHW4c, OIHW4o and NHWC4c). Schedules index it as any buffer; loopir/passes
+// then turns its loads into TexRead (a texel's four lanes, one selected) and a lane
+// loop of stores into one TexWrite (the four lanes of one texel, written by one
+// thread), printed "texread(x, px, py)[lane]" and "texwrite(y, px, py) = [v0, v1, v2,
+// v3]". A kernel reads a texture or writes it, never both.
+//
 // Symbolic extents are Vars listed in PrimFunc.Dims: at run time their values arrive in
 // the kernel's dims array, in that order, so one kernel serves many shapes.
 //
@@ -31,8 +40,10 @@
 // with bound loops has no parallel (host thread) loops; allocations are local or shared,
 // a shared one never under a loop bound to a threadIdx axis; a barrier is outside blocks
 // and vector or parallel loops, and under no condition or loop bound that depends on a
-// threadIdx loop (every thread of a block reaches the same barriers). The package knows
-// no devices and no languages: codegen prints it.
+// threadIdx loop (every thread of a block reaches the same barriers); texture
+// parameters are valid (float32, five axes, a lane axis of 4, no strides), indexed
+// with all five indices, never both read and written, and texel accesses name one.
+// The package knows no devices and no languages: codegen prints it.
 //
 // References: TVM TensorIR (blocks, iterator bindings, schedules as transformations).
 package loopir

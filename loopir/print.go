@@ -25,6 +25,9 @@ func Print(f *PrimFunc) string {
 }
 
 func bufDecl(p *Buffer) string {
+	if p.Scope == ScopeTexture {
+		return fmt.Sprintf("%s: %v%s texture(%v)", p.Name, p.DT, exprList(p.Shape), p.Packing)
+	}
 	if p.Strides != nil {
 		return fmt.Sprintf("%s: %v%s strides%s", p.Name, p.DT, exprList(p.Shape), exprList(p.Strides))
 	}
@@ -106,6 +109,8 @@ func printStmt(b *strings.Builder, s Stmt, depth int) {
 		fmt.Fprintf(b, "%s}\n", pad)
 	case *Barrier:
 		fmt.Fprintf(b, "%sbarrier\n", pad)
+	case *TexWrite:
+		fmt.Fprintf(b, "%stexwrite(%s, %s, %s) = %s\n", pad, s.Buf.Name, ExprString(s.X), ExprString(s.Y), exprList(s.Value[:]))
 	case *IntrinCall:
 		args := exprList(s.Args)
 		fmt.Fprintf(b, "%scall %s(%s)\n", pad, s.Intrin.Name, args[1:len(args)-1])
@@ -152,6 +157,8 @@ func ExprString(e Expr) string {
 		return e.Buf.Name + exprList(e.Index)
 	case *Address:
 		return "&" + e.Buf.Name + exprList(e.Index)
+	case *TexRead:
+		return fmt.Sprintf("texread(%s, %s, %s)[%s]", e.Buf.Name, ExprString(e.X), ExprString(e.Y), ExprString(e.Lane))
 	case *Reduce:
 		axes := make([]string, len(e.Axes))
 		for i, a := range e.Axes {

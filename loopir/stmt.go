@@ -11,7 +11,10 @@ type Buffer struct {
 	Name  string
 	DT    tensor.DType
 	Shape []Expr
-	Scope string // "global" (parameters), "local" (per-thread), "shared" (GPU)
+	Scope string // "global" (parameters), "local" (per-thread), "shared" (GPU), "texture"
+	// Packing maps a texture buffer's (ScopeTexture) indices to texels; ignored in
+	// other scopes.
+	Packing Packing
 	// Strides, when set, are the element strides of each axis (storage_align pads them);
 	// nil means row-major over Shape.
 	Strides []Expr

@@ -39,6 +39,8 @@ func MapExpr(e Expr, f func(Expr) Expr) Expr {
 		return f(&Reduce{Comb: x.Comb, Source: MapExpr(x.Source, f), Axes: x.Axes})
 	case *Address:
 		return f(&Address{Buf: x.Buf, Index: mapExprs(x.Index, f)})
+	case *TexRead:
+		return f(&TexRead{Buf: x.Buf, X: MapExpr(x.X, f), Y: MapExpr(x.Y, f), Lane: MapExpr(x.Lane, f)})
 	}
 	panic(fmt.Sprintf("BUG: MapExpr: unknown expression %T", e))
 }
@@ -85,6 +87,12 @@ func MapStmt(s Stmt, fe func(Expr) Expr, fs func(Stmt) Stmt) Stmt {
 		out = &IntrinCall{Intrin: x.Intrin, Args: mapExprs(x.Args, fe)}
 	case *Barrier:
 		out = &Barrier{}
+	case *TexWrite:
+		w := &TexWrite{Buf: x.Buf, X: MapExpr(x.X, fe), Y: MapExpr(x.Y, fe)}
+		for i, v := range x.Value {
+			w.Value[i] = MapExpr(v, fe)
+		}
+		out = w
 	default:
 		panic(fmt.Sprintf("BUG: MapStmt: unknown statement %T", s))
 	}

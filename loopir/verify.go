@@ -8,7 +8,8 @@ import (
 // ErrVerify is wrapped by every verifier finding.
 var ErrVerify = errors.New("loopir verification failed")
 
-// Verify checks that every Var used is bound (a dim, an enclosing loop variable, or an
+// Verify checks that texture parameters are valid (checkTexture) and each is either
+// read or written by the kernel, never both, and that every Var used is bound (a dim, an enclosing loop variable, or an
 // iterator of the enclosing block), that loop variables are not rebound, that every
 // buffer accessed is a parameter or allocated in scope, that index counts match buffer
 // ranks (or are flat), that blocks bind each iterator exactly once, and that loops bound
@@ -20,6 +21,9 @@ var ErrVerify = errors.New("loopir verification failed")
 func Verify(f *PrimFunc) error {
 	v := &verifier{f: f, vars: map[*Var]bool{}, bufs: map[*Buffer]bool{}, varying: map[*Var]bool{}}
 	if err := v.launch(); err != nil {
+		return err
+	}
+	if err := v.textures(); err != nil {
 		return err
 	}
 	for _, d := range f.Dims {
@@ -54,7 +58,7 @@ func (v *verifier) access(b *Buffer, idx []Expr) error {
 	if !v.bufs[b] {
 		return v.errf("buffer %s is neither a parameter nor allocated here", b.Name)
 	}
-	if len(idx) != len(b.Shape) && len(idx) != 1 {
+	if len(idx) != len(b.Shape) && (len(idx) != 1 || b.Scope == ScopeTexture) {
 		return v.errf("buffer %s of rank %d indexed with %d indices", b.Name, len(b.Shape), len(idx))
 	}
 	for _, i := range idx {
@@ -79,7 +83,13 @@ func (v *verifier) expr(e Expr) error {
 		case *Load:
 			err = v.access(x.Buf, x.Index)
 		case *Address:
-			err = v.access(x.Buf, x.Index)
+			if x.Buf.Scope == ScopeTexture {
+				err = v.errf("address of an element of texture %s", x.Buf.Name)
+			} else {
+				err = v.access(x.Buf, x.Index)
+			}
+		case *TexRead:
+			err = v.texel(x.Buf, x.X, x.Y, x.Lane)
 		case *Reduce:
 			err = v.errf("reduction left in the loop nest")
 		}
@@ -190,6 +200,16 @@ func (v *verifier) stmt(s Stmt) error {
 		return v.stmt(s.Body)
 	case *Barrier:
 		return v.barrier()
+	case *TexWrite:
+		if err := v.texel(s.Buf, s.X, s.Y); err != nil {
+			return err
+		}
+		for _, x := range s.Value {
+			if err := v.expr(x); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return v.errf("unknown statement %T", s)
 }

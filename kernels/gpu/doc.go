@@ -101,6 +101,28 @@
 //     statistic all_reduce refuses or a kernel the launch rules refuse are not
 //     applicable there, and gpu-rows takes them.
 //
+// Textures (OpenCL image2d, loopir.ScopeTexture): kernels whose tensors live in RGBA
+// float32 images, packed NCHW4c (activations) and OIHW4o (weights), one thread per
+// output texel (four channels of one pixel) so that each thread writes a whole texel.
+// ScheduleTextureInjective is the injective rule over a 5-D output [N, C/4, H, W, 4]:
+// the four outer loops fused, split and bound, the lane loop innermost in the thread;
+// Texturize then moves the chosen parameters into textures of their packings.
+// TexConv2D.Func is a direct convolution (group 1, any stride, dilation and pads,
+// optional bias) built as loop IR: a thread accumulates its four output channels in a
+// private buffer over the input's channel blocks and the window's taps (a tap in the
+// padding is skipped, never read) and writes them as one texel. Definitions and
+// parameters these do not take are ErrNotTexture. TextureLayoutPolicy is alter-layout's
+// policy when textures are on: convolutions TexConv2DOf takes are anchors (input and
+// output in blocks of 4; an output no reader wants blocked stays plain, PlainOut), and
+// elementwise ops over same-shaped blocks of 4 keep them; TextureWrites and
+// TextureReads are annotate-scopes' policy for the same kernels (NCHW4c activations,
+// OIHW4o weights; a convolution's operands may still be left global: GlobalX, GlobalW,
+// GlobalY). TextureConvStrategy wraps the convolution as a kernels.Strategy whose
+// operands follow the scopes annotate-scopes chose, its weight prepacked into OIHW4o
+// (PackOIHW4o), and TextureInjectiveStrategy the injective rule over textures
+// (ScheduleTextureInjective, then Texturize by the scopes). These are not in the
+// strategy table: the OpenCL backend uses them only behind an explicit texture option.
+//
 // Elementwise epilogues fuse into the same kernel under every rule
 // (kernels.GenericFused, then the rule inlines the chain into the output stage).
 // Refused with kernels.ErrNotApplicable, so that with no other strategy in the table

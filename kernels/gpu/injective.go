@@ -29,43 +29,9 @@ func ScheduleInjective(s *schedule.Schedule, block int64) error {
 	if block < 1 {
 		return fmt.Errorf("BUG: ScheduleInjective: block size %d", block)
 	}
-	names := s.BlockNames()
-	for _, name := range names[:max(len(names)-1, 0)] {
-		b, err := s.GetBlock(name)
-		if err != nil {
-			return err
-		}
-		if err := s.ComputeInline(b); err != nil {
-			if errors.Is(err, schedule.ErrSchedule) {
-				return fmt.Errorf("%w: stage %s stays: %v", ErrNotInjective, name, err)
-			}
-			return err
-		}
-	}
-	names = s.BlockNames()
-	if len(names) != 1 {
-		return fmt.Errorf("%w: %d output stages", ErrNotInjective, len(names))
-	}
-	b, err := s.GetBlock(names[0])
-	if err != nil {
-		return err
-	}
-	loops, err := s.GetLoops(b)
-	if err != nil {
-		return err
-	}
-	if len(loops) == 0 {
-		// a scalar: one thread in one block
-		return nil
-	}
-	for _, l := range loops {
-		red, err := s.DrivesReduction(l)
-		if err != nil {
-			return err
-		}
-		if red {
-			return fmt.Errorf("%w: stage %s reduces", ErrNotInjective, names[0])
-		}
+	loops, err := injectiveLoops(s)
+	if err != nil || len(loops) == 0 {
+		return err // a scalar (no loops): one thread in one block
 	}
 	fused := loops[0]
 	if len(loops) > 1 {
@@ -84,4 +50,44 @@ func ScheduleInjective(s *schedule.Schedule, block int64) error {
 		return err
 	}
 	return s.Bind(parts[1], loopir.ThreadIdxX)
+}
+
+// injectiveLoops inlines every stage into the output and returns the output's loops,
+// refusing (ErrNotInjective) a stage that stays or an output that reduces.
+func injectiveLoops(s *schedule.Schedule) ([]schedule.LoopRV, error) {
+	names := s.BlockNames()
+	for _, name := range names[:max(len(names)-1, 0)] {
+		b, err := s.GetBlock(name)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.ComputeInline(b); err != nil {
+			if errors.Is(err, schedule.ErrSchedule) {
+				return nil, fmt.Errorf("%w: stage %s stays: %v", ErrNotInjective, name, err)
+			}
+			return nil, err
+		}
+	}
+	names = s.BlockNames()
+	if len(names) != 1 {
+		return nil, fmt.Errorf("%w: %d output stages", ErrNotInjective, len(names))
+	}
+	b, err := s.GetBlock(names[0])
+	if err != nil {
+		return nil, err
+	}
+	loops, err := s.GetLoops(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range loops {
+		red, err := s.DrivesReduction(l)
+		if err != nil {
+			return nil, err
+		}
+		if red {
+			return nil, fmt.Errorf("%w: stage %s reduces", ErrNotInjective, names[0])
+		}
+	}
+	return loops, nil
 }

@@ -47,6 +47,15 @@
 // so each thread does its own part of the work and no memory is written once per
 // redundant thread.
 //
+// Textures: FlattenTextures (in GPUPipeline after PrivatizeLocal, before Flatten) turns
+// the accesses of texture parameters (loopir.ScopeTexture) into texel accesses. A load
+// becomes the TexRead of its texel (loopir.TexelOf) and lane. A store must sit alone in
+// a lane loop, over [0, 4), not bound to a thread axis, storing at lane index the loop
+// variable: the loop becomes one TexWrite of the four lanes, so one thread writes a
+// whole texel (an image write is a texel). Any other store to a texture is refused
+// with ErrTexture and ErrLaunch naming the kernel. A pass that refuses kernels is a
+// Pass with Check instead of Run; the pipeline returns its error as it is.
+//
 // Invariants: passes never change what a PrimFunc computes; each returns a new PrimFunc
 // and leaves its input untouched. A pass that meets a construct it cannot handle panics
 // with "BUG:" (the compile driver turns that into an error naming the pass).

@@ -104,7 +104,7 @@ func (d *launchDeriver) walk(s loopir.Stmt, enclosing []*loopir.For, bound int) 
 	case *loopir.Block:
 		d.walk(s.Init, enclosing, bound)
 		d.walk(s.Body, enclosing, bound)
-	case *loopir.Store, *loopir.IntrinCall:
+	case *loopir.Store, *loopir.IntrinCall, *loopir.TexWrite:
 		d.writes = append(d.writes, bound)
 	}
 }

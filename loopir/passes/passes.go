@@ -6,10 +6,12 @@ import (
 	"github.com/kilnrt/kiln/loopir"
 )
 
-// Pass transforms a PrimFunc.
+// Pass transforms a PrimFunc: Run, or Check for a pass that refuses some kernels (an
+// error it returns names the kernel and wraps the pass's sentinel).
 type Pass struct {
-	Name string
-	Run  func(*loopir.PrimFunc) *loopir.PrimFunc
+	Name  string
+	Run   func(*loopir.PrimFunc) *loopir.PrimFunc
+	Check func(*loopir.PrimFunc) (*loopir.PrimFunc, error)
 }
 
 // Pipeline is an ordered list of passes.
@@ -29,13 +31,14 @@ func CPUPipeline() Pipeline {
 
 // GPUPipeline is the lowering pipeline for the GPU dialects (CUDA C, OpenCL C): the C
 // dialect's passes, which know no target, with PrivatizeLocal after LowerBlocks (a
-// local buffer becomes per-thread storage), then the barriers shared buffers need
+// local buffer becomes per-thread storage) and FlattenTextures before Flatten (texture
+// accesses become texel accesses, whole lane loops of the block's iterators), then the barriers shared buffers need
 // (InsertBarriers, last: no later pass moves a statement across one). The launch
 // geometry is derived from the result (DeriveLaunch): it is data for the kernel table
 // as well as a rewrite, so it is not a Pass.
 func GPUPipeline() Pipeline {
 	cpu := CPUPipeline()
-	gpu := append(Pipeline{cpu[0], {Name: "privatize-local", Run: PrivatizeLocal}}, cpu[1:]...)
+	gpu := append(Pipeline{cpu[0], {Name: "privatize-local", Run: PrivatizeLocal}, {Name: "flatten-textures", Check: FlattenTextures}}, cpu[1:]...)
 	return append(gpu, Pass{Name: "insert-barriers", Run: InsertBarriers})
 }
 
@@ -49,6 +52,10 @@ func (p Pipeline) Run(f *loopir.PrimFunc) (out *loopir.PrimFunc, err error) {
 					err = fmt.Errorf("pass %s on %s: %v", pass.Name, f.Name, r)
 				}
 			}()
+			if pass.Check != nil {
+				cur, err = pass.Check(cur)
+				return
+			}
 			cur = pass.Run(cur)
 		}()
 		if err != nil {

@@ -45,6 +45,12 @@ func simplifyStmt(a *loopir.Analyzer, s loopir.Stmt) loopir.Stmt {
 		return &loopir.Store{Buf: s.Buf, Index: idx, Value: a.Simplify(s.Value)}
 	case *loopir.Allocate:
 		return &loopir.Allocate{Buf: s.Buf, Body: simplifyStmt(a, s.Body)}
+	case *loopir.TexWrite:
+		w := &loopir.TexWrite{Buf: s.Buf, X: a.Simplify(s.X), Y: a.Simplify(s.Y)}
+		for i, v := range s.Value {
+			w.Value[i] = a.Simplify(v)
+		}
+		return w
 	case *loopir.IntrinCall:
 		args := make([]loopir.Expr, len(s.Args))
 		for i, x := range s.Args {

@@ -1,0 +1,60 @@
+package gpu
+
+import (
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
+)
+
+// TextureWrites is annotate-scopes' ScopePolicy.Writes for the texture kernels: output
+// 0 as an NCHW4c texture, when it is stored in blocks of 4 (alter-layout under
+// TextureLayoutPolicy) and written by a convolution TexConv2DOf takes or an elementwise
+// node TextureLayoutPolicy keeps blocked. Other packings, fused nodes and every other
+// node write global memory.
+func TextureWrites(reg *kernels.Registry) func(n *graph.Node, p graph.Packing) bool {
+	return func(n *graph.Node, p graph.Packing) bool {
+		if p != graph.PackNCHW4c || len(n.Outputs) != 1 || n.Outputs[0].Type.Block != loopir.TexelLanes {
+			return false
+		}
+		if n.Op == graph.OpConv {
+			_, err := TexConv2DOf(n)
+			return err == nil
+		}
+		_, ok := texAccepts(reg, n, blocksOf(n))
+		return ok
+	}
+}
+
+// TextureReads is annotate-scopes' ScopePolicy.Reads for the texture kernels: a
+// convolution TexConv2DOf takes reads its blocked input as NCHW4c and its weight as
+// OIHW4o (its bias stays global); an elementwise node TextureLayoutPolicy keeps
+// blocked reads each blocked input as NCHW4c.
+func TextureReads(reg *kernels.Registry) func(n *graph.Node, input int, p graph.Packing) bool {
+	return func(n *graph.Node, input int, p graph.Packing) bool {
+		if input < 0 || input >= len(n.Inputs) || n.Inputs[input] == nil {
+			return false
+		}
+		blocked := n.Inputs[input].Type.Block == loopir.TexelLanes
+		if n.Op == graph.OpConv {
+			if _, err := TexConv2DOf(n); err != nil {
+				return false
+			}
+			return (input == 0 && blocked && p == graph.PackNCHW4c) || (input == 1 && p == graph.PackOIHW4o)
+		}
+		if _, ok := texAccepts(reg, n, blocksOf(n)); !ok {
+			return false
+		}
+		return blocked && p == graph.PackNCHW4c
+	}
+}
+
+// blocksOf is the block each input of n is stored in.
+func blocksOf(n *graph.Node) []int64 {
+	in := make([]int64, len(n.Inputs))
+	for i, v := range n.Inputs {
+		if v != nil {
+			in[i] = v.Type.Block
+		}
+	}
+	return in
+}

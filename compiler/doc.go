@@ -16,13 +16,28 @@
 // build that turns the unique kernels' sources into the binary the executable carries,
 // the binary's device name and fingerprint, and the memory scopes a tensor may be in.
 // Build looks the target's kind up once in Options.Backends (nil: DefaultBackends, the
-// CPU alone) and fails with ErrNoBackend ("no backend for target opencl") for a kind
+// CPU and OpenCL) and fails with ErrNoBackend ("no backend for target cuda") for a kind
 // without an entry; no other code tests the kind, so a new target is one new Backend
 // value with its strategies (TestSecondBackendIsOneTableEntry adds one). The CPU's
 // entry (CPUBackend, backend_cpu.go): kernels/cpu's strategies and channel-blocked
 // layout policy, loopir/passes.CPUPipeline, codegen.CDialect with the thread pool
 // linked from the C runtime, kernels built by the C compiler of Options.CPU, and
-// every tensor in global memory.
+// every tensor in global memory. OpenCL's (OpenCLBackend, backend_opencl.go):
+// kernels/gpu's strategies, loopir/passes.GPUPipeline, launch geometry derived from the
+// bound loops and verified against the device (Launches), codegen.OpenCLDialect, every
+// GPU kernel in one program built by Options.GPU (a ProgramBuilder) with -w, its
+// program binary in the executable.
+//
+// Placement (placement.go): a backend that Launches compiles for two devices, the CPU
+// (device 0: inputs, host builtins, constants; the CPU backend's strategies for
+// target.Host()) and the GPU (device 1). A node's kernel is lowered on the GPU first and
+// on the CPU when the GPU refuses it (the kernel's Group says why); a fused group the
+// GPU cannot fuse runs as its members when the GPU takes the anchor, else fused on the
+// CPU. The emitter tracks each register's device and copies a kernel's argument from
+// another device (DeviceCopy, once per value on the straight-line part); constants are
+// read where they are (the VM places them); control flow carries values on the CPU;
+// planned tensors get one arena per device (vm.PlanArenas). A GPU kernel is its code,
+// its argument extents and its launch: two grids over one body are two kernels.
 //
 // Stages, each reported through Options.Progress and each recovering a panic into an
 // error that names the stage and the node or kernel:

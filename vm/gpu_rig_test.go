@@ -9,9 +9,8 @@ import (
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/devices/cuda"
-	"github.com/kilnrt/kiln/devices/opencl"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/internal/testdata"
+	"github.com/kilnrt/kiln/internal/gputest"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/gpu"
 	"github.com/kilnrt/kiln/loopir"
@@ -34,22 +33,7 @@ type gpuRig struct {
 // is none (fails it under KILN_REQUIRE_DATA=1).
 func openclRig(t *testing.T) *gpuRig {
 	t.Helper()
-	o, err := opencl.Default()
-	var d *opencl.Device
-	if err == nil {
-		d, err = opencl.Open(o)
-	}
-	if errors.Is(err, devices.ErrUnavailable) {
-		const how = "install an OpenCL driver (Debian: pocl-opencl-icd) and the ICD loader (ocl-icd-libopencl1), or set $KILN_LIBOPENCL"
-		if testdata.Require() {
-			t.Fatalf("no OpenCL device and KILN_REQUIRE_DATA=1 (%v): %s", err, how)
-		}
-		t.Skipf("no OpenCL device (%v; %s); skipping", err, how)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := gputest.OpenCL(t)
 	tg, err := d.Target()
 	if err != nil {
 		t.Fatal(err)

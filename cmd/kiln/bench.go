@@ -181,8 +181,12 @@ integers 0) with the shapes given by --dims.`,
 			if r.LoadS > 0 {
 				fmt.Fprintf(w, "loaded from the journal in %.1f ms (no compile)\n", r.LoadS*1000)
 			}
-			fmt.Fprintf(w, "%s on %s: %d inferences on %d threads: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, min %.3f ms, mean %.3f ms, %.1f inferences/s\n",
-				r.Model, r.Device, r.Iters, threads, r.P50, r.P90, r.P99, r.Min, r.Mean, r.Throughput)
+			on := fmt.Sprintf("%d threads", threads)
+			if threads == 0 {
+				on = "every core"
+			}
+			fmt.Fprintf(w, "%s on %s: %d inferences on %s: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, min %.3f ms, mean %.3f ms, %.1f inferences/s\n",
+				r.Model, r.Device, r.Iters, on, r.P50, r.P90, r.P99, r.Min, r.Mean, r.Throughput)
 			return nil
 		},
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/kilnrt/kiln/devices/cuda"
 	"github.com/kilnrt/kiln/devices/opencl"
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/internal/testdata"
+	"github.com/kilnrt/kiln/internal/gputest"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -60,30 +60,7 @@ func loadKernel(t *testing.T, d devices.Device, bin []byte, name string) (device
 
 // openclOrSkip opens the default OpenCL device (PoCL here), or skips the test when
 // there is none (fails it under KILN_REQUIRE_DATA=1).
-func openclOrSkip(t *testing.T) *opencl.Device {
-	t.Helper()
-	o, err := opencl.Default()
-	var d *opencl.Device
-	if err == nil {
-		d, err = opencl.Open(o)
-	}
-	if errors.Is(err, devices.ErrUnavailable) {
-		const how = "install an OpenCL driver (Debian: pocl-opencl-icd) and the ICD loader (ocl-icd-libopencl1), or set $KILN_LIBOPENCL"
-		if testdata.Require() {
-			t.Fatalf("no OpenCL device and KILN_REQUIRE_DATA=1 (%v): %s", err, how)
-		}
-		t.Skipf("no OpenCL device (%v; %s); skipping", err, how)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return d
-}
+func openclOrSkip(t *testing.T) *opencl.Device { return gputest.OpenCL(t) }
 
 // checkCases launches every case of cs on d at each binding of its symbols with the derived
 // geometry and compares with the reference evaluator.

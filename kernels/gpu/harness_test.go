@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/devices/cuda"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/gputest"
 	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels"
@@ -176,25 +176,7 @@ func nvrtcOrSkip(t *testing.T) *cuda.NVRTC {
 
 // deviceOrSkip opens CUDA GPU 0, or skips the test when there is no driver or device
 // (fails it under KILN_REQUIRE_GPU=1).
-func deviceOrSkip(t *testing.T) *cuda.Device {
-	t.Helper()
-	d, err := cuda.Open(cuda.Options{})
-	if errors.Is(err, devices.ErrUnavailable) {
-		if os.Getenv("KILN_REQUIRE_GPU") == "1" {
-			t.Fatalf("no CUDA device and KILN_REQUIRE_GPU=1: %v", err)
-		}
-		t.Skipf("no CUDA device (%v); skipping", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return d
-}
+func deviceOrSkip(t *testing.T) *cuda.Device { return gputest.CUDA(t) }
 
 // inputs draws the graph's run-time inputs at env: floats in [-8, 8), integers in
 // [-3, 4].

@@ -47,7 +47,7 @@ func New(size int64, opts Options) *Budget {
 	}
 	b := &Budget{size: size, sem: semaphore.NewWeighted(size)}
 	if opts.ReleaseAfter > 0 {
-		b.rel = newReleaser(opts)
+		b.rel = newReleaser(opts, &b.used)
 	}
 	return b
 }
@@ -137,15 +137,16 @@ type releaser struct {
 	large, after int64
 	interval     time.Duration
 	free         func()
-	owed         atomic.Int64 // bytes of large requests released since the last return
+	inUse        *atomic.Int64 // the budget's reserved bytes
+	owed         atomic.Int64  // bytes of large requests released since the last return
 
 	mu      sync.Mutex
 	last    time.Time // when the last return started
 	pending bool      // a return is scheduled or running
 }
 
-func newReleaser(o Options) *releaser {
-	r := &releaser{large: o.LargeBytes, after: o.ReleaseAfter, interval: o.ReleaseInterval, free: o.FreeOSMemory}
+func newReleaser(o Options, inUse *atomic.Int64) *releaser {
+	r := &releaser{large: o.LargeBytes, after: o.ReleaseAfter, interval: o.ReleaseInterval, free: o.FreeOSMemory, inUse: inUse}
 	if r.large <= 0 {
 		r.large = 16 << 20
 	}
@@ -178,8 +179,18 @@ func (r *releaser) done(held, inUse int64) {
 	time.AfterFunc(max(r.interval-time.Since(r.last), 0), r.run)
 }
 
+// run returns memory when the budget is still nearly idle. A return that was
+// scheduled for later (the interval had not passed) and finds a large request
+// running is dropped, owed bytes kept: the done of the last request of the burst
+// schedules it again, so the memory of that request is returned too instead of
+// waiting for another interval after a return that came before it ended.
 func (r *releaser) run() {
 	r.mu.Lock()
+	if r.inUse.Load() >= r.large {
+		r.pending = false
+		r.mu.Unlock()
+		return
+	}
 	r.owed.Store(0)
 	r.last = time.Now()
 	r.mu.Unlock()

@@ -125,3 +125,46 @@ func TestLargeRequestsReturnMemoryOnceIdle(t *testing.T) {
 	time.Sleep(250 * time.Millisecond)
 	waitCalls(2, 0)
 }
+
+// TestReturnDueDuringARequestWaitsForItsEnd: a burst of large requests that arrive
+// one after another (each waits for the previous one's bytes) gets its memory back
+// when its last request is done, not an interval later, even when the return
+// scheduled by an earlier request fell due while the last one still ran.
+func TestReturnDueDuringARequestWaitsForItsEnd(t *testing.T) {
+	var calls atomic.Int32
+	const interval = 300 * time.Millisecond
+	b := New(100, Options{LargeBytes: 10, ReleaseAfter: 20, ReleaseInterval: interval, FreeOSMemory: func() { calls.Add(1) }})
+	hold := func(d time.Duration) {
+		r, err := b.Reserve(context.Background(), 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(d)
+		r.Release()
+	}
+	hold(0)
+	hold(0) // owed 100: returned at once (no return yet)
+	deadline := time.Now().Add(time.Second)
+	for calls.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("%d returns after the first requests, want 1", calls.Load())
+	}
+	hold(0)
+	hold(0)                               // owed again: a return is scheduled for the end of the interval...
+	hold(interval + 100*time.Millisecond) // ...and falls due while this request runs
+	end := time.Now()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d returns while the last request ran, want 1 (none while it holds its bytes)", n)
+	}
+	for calls.Load() < 2 && time.Since(end) < 2*interval {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("%d returns, want 2", calls.Load())
+	}
+	if took := time.Since(end); took > interval/2 {
+		t.Fatalf("memory returned %v after the last request ended, want at once", took)
+	}
+}

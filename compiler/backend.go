@@ -42,10 +42,9 @@ type Backend struct {
 	// (BoundsCheck is Options.Recipe.BoundsCheck).
 	Dialect *codegen.Dialect
 	Emit    codegen.COptions
-	// ScopePolicy is annotate-scopes' policy for t, consistent with Strategies and
-	// Scopes (nil: every tensor global); TextureScopes builds one from the device's
-	// image limits. Options.Recipe.TextureLimit lowers its limits.
-	ScopePolicy func(t target.Target, reg *kernels.Registry) *passes.ScopePolicy
+	// Textures is the backend's texture path (nil: none): used when the target's
+	// device has images and Options.Recipe.NoTextures is off.
+	Textures *Textures
 	// Scopes are the memory scopes a tensor may be in after the graph passes, with the
 	// rule's reason for the error; a tensor in another scope fails the compile.
 	Scopes     []graph.MemScope
@@ -62,6 +61,19 @@ type Backend struct {
 	// Toolchain identifies the compilers Build runs, for the journal keys ("none" when
 	// opts name none).
 	Toolchain func(opts Options) string
+}
+
+// Textures is a backend's path through image2d textures (docs/ARCHITECTURE.md,
+// "Memory scopes and layouts"): alter-layout's policy that blocks channels by four,
+// annotate-scopes' policy (TextureScopes: the texture kernels' applicability and the
+// device's image limits, lowered by Options.Recipe.TextureLimit), and the texture
+// strategies, tried before the backend's own for every op. The three must agree: a
+// value annotate-scopes puts in a texture is written and read by texture kernels, or
+// the emitter copies it between its image and a buffer (never a wrong kernel).
+type Textures struct {
+	Layout     func(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy
+	Scopes     func(t target.Target, reg *kernels.Registry) *passes.ScopePolicy
+	Strategies func(reg *kernels.Registry) []kernels.Strategy
 }
 
 // Backends is the backend table, by target kind.

@@ -7,9 +7,12 @@ import (
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/graph/passes"
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/gpu"
 	"github.com/kilnrt/kiln/loopir"
 	lpasses "github.com/kilnrt/kiln/loopir/passes"
+	"github.com/kilnrt/kiln/target"
 )
 
 // ProgramBuilder is a GPU device that compiles its own language: Build turns a
@@ -19,9 +22,9 @@ type ProgramBuilder interface {
 	Build(source, options string) ([]byte, error)
 }
 
-// OpenCLBackend is OpenCL's table entry: the GPU strategies of kernels/gpu (every
-// tensor in its plain layout and in global memory: no scope policy, since no strategy
-// reads textures; TextureScopes builds the policy that texture strategies need), the GPU loop-IR pipeline, launch geometry derived from
+// OpenCLBackend is OpenCL's table entry: the GPU strategies of kernels/gpu (tensors in
+// their plain layout and in global memory), the texture path where the device has
+// images (OpenCLTextures), the GPU loop-IR pipeline, launch geometry derived from
 // the bound loops and verified against the device's limits, the OpenCL C dialect, and
 // every kernel of a compile in one program built by the device of Options.GPU (through
 // the journal's object cache), whose program binary the executable carries. Nodes
@@ -33,13 +36,31 @@ func OpenCLBackend() *Backend {
 		Lowering:    lpasses.GPUPipeline,
 		Launches:    true,
 		Dialect:     codegen.OpenCLDialect(),
-		Scopes:      []graph.MemScope{graph.ScopeGlobal},
-		ScopesRule:  "the OpenCL backend keeps every tensor in global memory",
+		Textures:    OpenCLTextures(),
+		Scopes:      []graph.MemScope{graph.ScopeGlobal, graph.ScopeTexture},
+		ScopesRule:  "the OpenCL backend keeps tensors in global memory or image2d textures",
 		Check:       checkOpenCL,
 		Build:       buildOpenCL,
 		Device:      "opencl",
 		Fingerprint: gpuFingerprint,
 		Toolchain:   gpuToolchain,
+	}
+}
+
+// OpenCLTextures is OpenCL's texture path: activations blocked by four channels
+// (NCHW4c) around the convolutions and elementwise ops the texture kernels take
+// (gpu.TextureLayoutPolicy), in image2d textures where those kernels write and read
+// them and the images fit the device (gpu.TextureWrites, gpu.TextureReads), weights in
+// OIHW4o textures; the texture convolution and injective rule before the GPU strategies.
+func OpenCLTextures() *Textures {
+	return &Textures{
+		Layout: func(_ target.Target, reg *kernels.Registry) *passes.LayoutPolicy { return gpu.TextureLayoutPolicy(reg) },
+		Scopes: func(t target.Target, reg *kernels.Registry) *passes.ScopePolicy {
+			return TextureScopes(t, gpu.TextureWrites(reg), gpu.TextureReads(reg))
+		},
+		Strategies: func(reg *kernels.Registry) []kernels.Strategy {
+			return []kernels.Strategy{gpu.TextureConvStrategy(), gpu.TextureInjectiveStrategy(reg)}
+		},
 	}
 }
 

@@ -238,6 +238,9 @@ func (c *compile) passes(m *graph.Module) error {
 	if !c.opts.Recipe.PlainLayout && c.be.Layout != nil {
 		ctx.Layout = c.be.Layout(c.t, c.registry)
 	}
+	if tx := c.textures(); tx != nil && !c.opts.Recipe.PlainLayout && tx.Layout != nil {
+		ctx.Layout = tx.Layout(c.t, c.registry)
+	}
 	pol, err := c.scopePolicy()
 	if err != nil {
 		return err

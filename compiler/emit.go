@@ -24,6 +24,11 @@ type emitter struct {
 	anyDev map[vm.Reg]bool
 	// copies are the straight-line part's device copies, by source register and device
 	copies map[copyKey]vm.Reg
+	// img is the image (width, height in texels) of each register whose tensor is in
+	// an image2d texture (absent: a buffer); imgCopies the straight-line part's copies
+	// between a buffer and an image, by source register and image (textures.go)
+	img       map[vm.Reg]image
+	imgCopies map[imageCopyKey]vm.Reg
 
 	consts     []*tensor.Tensor
 	constIdx   map[*tensor.Tensor]int
@@ -72,7 +77,8 @@ type loopRegion struct {
 func newEmitter(c *compile) *emitter {
 	e := &emitter{c: c, reg: map[*graph.Value]vm.Reg{}, host: map[vm.Reg]bool{}, sym: map[string]vm.Reg{},
 		constIdx: map[*tensor.Tensor]int{}, builtinIdx: map[string]int{}, rootOf: map[vm.Reg][]*root{},
-		dev: map[vm.Reg]int{}, anyDev: map[vm.Reg]bool{}, copies: map[copyKey]vm.Reg{}}
+		dev: map[vm.Reg]int{}, anyDev: map[vm.Reg]bool{}, copies: map[copyKey]vm.Reg{},
+		img: map[vm.Reg]image{}, imgCopies: map[imageCopyKey]vm.Reg{}}
 	return e
 }
 
@@ -199,6 +205,9 @@ func (e *emitter) moveTo(dst, src vm.Reg) {
 	e.use(src)
 	e.emit(vm.Instr{Op: vm.Move, Dst: dst, Args: []vm.Reg{src}})
 	e.alias(dst, src)
+	if im, ok := e.img[src]; ok {
+		e.img[dst] = im
+	}
 	// control flow writes dst again (a loop's carried value, a branch's result): it
 	// holds a tensor on the CPU, not a constant every device may read
 	e.anyDev[dst] = false

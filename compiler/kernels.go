@@ -24,6 +24,9 @@ type kernelUse struct {
 	outDT    []tensor.DType
 	outShape [][]int64 // nil for an output of a symbolic shape
 	dims     []string  // the symbols the kernel takes as runtime dims, in order
+	// images is the image each argument (parameters, then outputs) is in when the
+	// kernel reads or writes it as a texture (the zero image: a buffer)
+	images []image
 }
 
 // kernelUnit is one unique kernel: its translation unit and entry point.
@@ -120,6 +123,9 @@ func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*
 	anchor := n
 	n = last // the kernel's outputs are the chain's last node's
 	use := &kernelUse{params: impl.Params, strategy: impl.Strategy, dev: p.dev}
+	if use.images, err = imagesOf(low); err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
 	for _, d := range low.Dims {
 		use.dims = append(use.dims, d.Name)
 	}

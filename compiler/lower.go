@@ -155,7 +155,7 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 		} else if r, err = e.readOn(v, k.dev); err != nil {
 			return false, err
 		}
-		args = append(args, r)
+		args = append(args, e.asImage(v, r, k.images[len(args)], k.dev))
 	}
 	last := nodes[len(nodes)-1]
 	for i, o := range last.Outputs {
@@ -163,6 +163,10 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 		if k.outShape[i] == nil {
 			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape, describe(last, o), k.dev); err != nil {
 				return false, fmt.Errorf("%v: output %q: %w", last, o.Name, err)
+			}
+		} else if im := k.images[len(args)]; im.isImage() {
+			if r, err = e.allocImage(k.outDT[i], k.outShape[i], im, describe(last, o), k.dev); err != nil {
+				return false, err
 			}
 		} else if r, err = e.allocTensor(k.outDT[i], k.outShape[i], describe(last, o), k.dev); err != nil {
 			return false, err

@@ -28,6 +28,9 @@ type place struct {
 // readOn).
 func (c *compile) placeDevices() error {
 	primary := &place{be: c.be, t: c.t, strategies: c.be.Strategies(c.registry)}
+	if tx := c.textures(); tx != nil && tx.Strategies != nil {
+		primary.strategies = primary.strategies.First(tx.Strategies(c.registry)...)
+	}
 	if !c.be.Launches {
 		c.places = []*place{primary}
 		c.order = c.places

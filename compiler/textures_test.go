@@ -39,8 +39,8 @@ func TestTextureScopesTakeTheDeviceImageLimits(t *testing.T) {
 	if pol := anyTexture(cl, nil); pol != nil {
 		t.Errorf("a device without images has a scope policy %+v", pol)
 	}
-	if b := OpenCLBackend(); b.ScopePolicy != nil || len(b.Scopes) != 1 || b.Scopes[0] != graph.ScopeGlobal {
-		t.Errorf("the OpenCL backend keeps textures: policy set %v, scopes %v", b.ScopePolicy != nil, b.Scopes)
+	if b := OpenCLBackend(); b.Textures == nil || !b.allows(graph.ScopeTexture) {
+		t.Errorf("the OpenCL backend has no texture path: %v, scopes %v", b.Textures, b.Scopes)
 	}
 	if s := (engine.Recipe{TextureLimit: 64}).String(); s != "O3 layout=blocked texture-limit=64" {
 		t.Errorf("a recipe with a texture limit prints %q", s)
@@ -76,7 +76,7 @@ func blockedRelus(t *testing.T) *graph.Module {
 // value, and the model compiles and matches the reference.
 func TestTextureLimitKeepsLargeTensorsGlobal(t *testing.T) {
 	be := CPUBackend()
-	be.Name, be.Layout, be.ScopePolicy = "cpu-textures", nil, anyTexture
+	be.Name, be.Layout, be.Textures = "cpu-textures", nil, &Textures{Scopes: anyTexture}
 	table := DefaultBackends()
 	table[textureKind] = be
 	tg := target.Host()

@@ -56,6 +56,9 @@ type Recipe struct {
 	// texels a side for annotate-scopes, so that larger tensors stay in global memory:
 	// to test the fallback. Only a backend with a texture scope policy reads it.
 	TextureLimit int64
+	// NoTextures keeps every tensor of a texture-capable backend (OpenCL) in global
+	// buffers: the buffer path, for comparisons and for drivers whose images misbehave.
+	NoTextures bool
 }
 
 // String is the canonical text form used in journal keys, e.g. "O3 layout=blocked";
@@ -73,6 +76,9 @@ func (r Recipe) String() string {
 	parts = append(parts, "layout="+layout)
 	if r.BoundsCheck {
 		parts = append(parts, "bounds-check")
+	}
+	if r.NoTextures {
+		parts = append(parts, "textures=off")
 	}
 	if r.TextureLimit != 0 {
 		parts = append(parts, fmt.Sprintf("texture-limit=%d", r.TextureLimit))

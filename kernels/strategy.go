@@ -63,6 +63,16 @@ func NewStrategies(fallback Strategy, lists map[graph.Op][]Strategy) *Strategies
 	return s
 }
 
+// First is a copy of the table with the given strategies tried before every op's
+// own, in order (a target's optional path, such as textures, ahead of its rules).
+func (s *Strategies) First(first ...Strategy) *Strategies {
+	out := &Strategies{fallback: s.fallback}
+	for op, l := range s.table {
+		out.table[op] = append(append([]Strategy{}, first...), l...)
+	}
+	return out
+}
+
 // Lower implements n with the first strategy that applies.
 func (s *Strategies) Lower(n *graph.Node, in []Input, t target.Target) (*Impl, error) {
 	for _, st := range append(append([]Strategy{}, s.table[n.Op]...), s.fallback) {

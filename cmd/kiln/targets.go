@@ -23,12 +23,17 @@ type targetFlags struct {
 	device string // cpu, opencl:N ("": the target's default device)
 	// profiling opens a GPU to time kernels on the device (bench --profile)
 	profiling bool
+	// textures (on, off) and textureLimit steer the OpenCL texture path
+	textures     string
+	textureLimit int64
 }
 
 func (tf *targetFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&tf.target, "target", "", "what to compile for: cpu, or opencl (GPU kernels where the GPU strategies build them, the rest on this CPU); cuda is not built yet (default: the --device's kind, else cpu)")
 	f.StringVar(&tf.device, "device", "", "the device to run on: cpu, or opencl:N (N as `kiln devices` numbers them; default: the first OpenCL GPU, else the first OpenCL device)")
+	f.StringVar(&tf.textures, "textures", "on", "with --target opencl: on keeps activations and weights of the convolutions and elementwise ops the texture kernels take in image2d textures (where the device has images), off keeps every tensor in buffers")
+	f.Int64Var(&tf.textureLimit, "texture-limit", 0, "with --target opencl: the largest image side in texels a tensor may take (0: the device's limits); larger tensors stay in buffers, for testing the fallback")
 }
 
 // deviceSet is where a command compiles for and runs: the CPU alone, or a GPU with
@@ -37,6 +42,9 @@ type deviceSet struct {
 	target target.Target
 	cpu    *devcpu.Device
 	gpu    devices.Device // nil for the CPU target
+	// noTextures and textureLimit go into the compile recipe (--textures, --texture-limit)
+	noTextures   bool
+	textureLimit int64
 }
 
 // Close closes the devices.
@@ -71,11 +79,17 @@ func (tf targetFlags) open(threads int, needCompiler bool) (*deviceSet, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if tf.textures != "" && tf.textures != "on" && tf.textures != "off" {
+		return nil, usageError{fmt.Errorf("--textures %q: want on or off", tf.textures)}
+	}
+	if tf.textureLimit < 0 {
+		return nil, usageError{fmt.Errorf("--texture-limit %d: want a number of texels, or 0 for the device's limits", tf.textureLimit)}
+	}
 	cpu, err := openCPU(threads, needCompiler)
 	if err != nil {
 		return nil, err
 	}
-	ds := &deviceSet{target: target.Host(), cpu: cpu}
+	ds := &deviceSet{target: target.Host(), cpu: cpu, noTextures: tf.textures == "off", textureLimit: tf.textureLimit}
 	switch kind {
 	case target.CPU:
 		return ds, nil

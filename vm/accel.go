@@ -125,7 +125,13 @@ type constPlace struct {
 type placed struct {
 	mu     sync.Mutex
 	copies map[constPlace]*Storage
-	index  map[*Storage]int // a constant's own storage → its index
+	images map[constImage]*Storage // constants copied into images (weights a kernel reads as textures)
+	index  map[*Storage]int        // a constant's own storage → its index
+}
+
+type constImage struct {
+	idx int
+	img imageKey
 }
 
 // kernelDevices maps each kernel to the device its binary was loaded on.
@@ -195,6 +201,44 @@ func (m *VM) placeConst(idx, dev int) (*Storage, error) {
 	m.storages = append(m.storages, t.Storage)
 	m.placed.copies[key] = t.Storage
 	return t.Storage, nil
+}
+
+// placeConstImage copies constant idx into an image of key k once (at its first
+// DeviceCopy into such an image: a weight a kernel reads as a texture) and returns the
+// image's storage, held until the VM closes.
+func (m *VM) placeConstImage(idx int, k imageKey) (*Storage, error) {
+	m.placed.mu.Lock()
+	defer m.placed.mu.Unlock()
+	key := constImage{idx, k}
+	if s := m.placed.images[key]; s != nil {
+		return s, nil
+	}
+	c := m.exe.Constants[idx]
+	raw, ok := c.NativeBytes()
+	if !ok {
+		var err error
+		if raw, err = c.Raw(); err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(raw)) > k.bytes() {
+		return nil, fmt.Errorf("constant %d (%d bytes) does not fit a %v", idx, len(raw), k)
+	}
+	s, err := m.pool.getImage(k)
+	if err != nil {
+		return nil, fmt.Errorf("constant %d to a %v: %w", idx, k, err)
+	}
+	if err := m.devs[k.dev].CopyIn(s.Buf, raw); err != nil {
+		m.pool.put(s)
+		return nil, fmt.Errorf("constant %d to a %v: %w", idx, k, err)
+	}
+	s.constant = true
+	m.storages = append(m.storages, s)
+	if m.placed.images == nil {
+		m.placed.images = map[constImage]*Storage{}
+	}
+	m.placed.images[key] = s
+	return s, nil
 }
 
 // onDevice is the tensor a kernel on device dev reads for t: t itself, or the copy of

@@ -234,6 +234,15 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		if k, ok, kerr := imageOf(in); kerr != nil {
 			return 0, nil, fmt.Errorf("%s: %w", what(in), kerr)
 		} else if ok {
+			if ct, isT := v.(*Tensor); isT && ct.Storage.constant && ct.Offset == 0 {
+				if idx, found := c.m.placed.index[ct.Storage]; found {
+					s, err := c.m.placeConstImage(idx, k)
+					if err != nil {
+						return 0, nil, fmt.Errorf("%s: %w", what(in), err)
+					}
+					return set(&Tensor{Storage: s, DType: ct.DType, Shape: append([]int64{}, ct.Shape...)})
+				}
+			}
 			t, err = c.imageCopy(v, k)
 		} else {
 			t, err = c.deviceCopy(v, in.Device)

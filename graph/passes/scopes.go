@@ -95,8 +95,9 @@ var (
 // Among the packings that fit, the most balanced image wins (width/height closest to 1;
 // on a tie, the earlier in graph.Packings). A Func result, a value read by a subgraph
 // or by a fused body's caller that cannot take one stays global. Every value the policy
-// could have put in a texture gets a ScopeDecision (Context.Scoped). The CPU has no
-// policy: everything stays global.
+// could have put in a texture gets a ScopeDecision (Context.Scoped). A fused body's
+// constants (the weights of a fused convolution) are placed like the others, read by
+// the body's nodes. The CPU has no policy: everything stays global.
 func AnnotateScopes(ctx *Context, m *graph.Module) error {
 	pol := ctx.Scopes
 	bodies := map[*graph.Func]bool{} // a fused body's values never reach memory
@@ -124,17 +125,13 @@ func AnnotateScopes(ctx *Context, m *graph.Module) error {
 		return nil
 	}
 	s := &scoper{pol: pol, ctx: ctx, uses: map[*graph.Value][]use{}, escapes: map[*graph.Value]bool{}}
+	m.Main.Funcs(s.collect)
 	m.Main.Funcs(func(f *graph.Func) {
-		if !bodies[f] {
-			s.collect(f)
-		}
-	})
-	m.Main.Funcs(func(f *graph.Func) {
-		if bodies[f] {
-			return
-		}
 		for _, c := range f.Consts {
 			s.place(c, weightPackings, func(graph.Packing) bool { return true })
+		}
+		if bodies[f] {
+			return // a fused body's weights are its constants; its values never reach memory
 		}
 		for _, n := range f.Nodes {
 			if len(n.Outputs) == 1 {

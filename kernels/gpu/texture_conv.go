@@ -24,7 +24,28 @@ type TexConv2D struct {
 	// same blocked shapes instead of textures (annotate-scopes left them global).
 	GlobalX, GlobalW, GlobalY bool
 	Block                     int64 // threads per block
-	OutH, OutW                int64 // set by Func
+	// Epilogue is applied to each accumulated output element before it is written,
+	// in order: an activation or the addition of a residual operand (an NCHW4c tensor
+	// of the output's blocked shape, a parameter after B, one per TexAdd step).
+	Epilogue   []TexEpilogue
+	OutH, OutW int64 // set by Func
+}
+
+// TexEpilogueKind is one elementwise step of the texture convolution's epilogue.
+type TexEpilogueKind uint8
+
+const (
+	TexRelu TexEpilogueKind = iota // max(v, 0)
+	TexClip                        // min(max(v, Lo), Hi)
+	TexAdd                         // v + the residual operand's element at the same index
+)
+
+// TexEpilogue is one step of TexConv2D.Epilogue. Global keeps a TexAdd's operand in a
+// global buffer of the output's blocked shape instead of a texture.
+type TexEpilogue struct {
+	Kind   TexEpilogueKind
+	Lo, Hi float32
+	Global bool
 }
 
 // Func is the convolution's kernel: one thread per output texel (the four output
@@ -33,7 +54,8 @@ type TexConv2D struct {
 // channels in a private four-element buffer, from the bias or zero, over the input's
 // channel blocks and the window's taps (a tap in the padding is skipped, never read:
 // an image read outside the image is undefined without an addressing mode), then
-// writes them as one texel (or as four elements of a plain output). Parameters: X, W, B (when Bias), Y. Refused
+// writes them as one texel (or as four elements of a plain output), through the
+// epilogue. Parameters: X, W, B (when Bias), one R per TexAdd step, Y. Refused
 // (ErrNotTexture): channels that are not multiples of 4, a non-positive extent, stride
 // or dilation, a negative pad, an output that would be empty.
 func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
@@ -80,6 +102,18 @@ func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
 		bias = &loopir.Buffer{Name: "B", DT: f32, Shape: []loopir.Expr{I(c.M)}, Scope: loopir.ScopeGlobal}
 		params = append(params, bias)
 	}
+	var residuals []*loopir.Buffer
+	for k, e := range c.Epilogue {
+		if e.Kind != TexAdd {
+			continue
+		}
+		if c.PlainOut {
+			return nil, fmt.Errorf("%w: %s: a residual operand of a plain output", ErrNotTexture, c.Name)
+		}
+		r := tex(fmt.Sprintf("R%d", k), e.Global, loopir.PackNCHW4c, c.N, m4, c.OutH, c.OutW, loopir.TexelLanes)
+		residuals = append(residuals, r)
+		params = append(params, r)
+	}
 	params = append(params, y)
 	acc := &loopir.Buffer{Name: "acc", DT: f32, Shape: []loopir.Expr{I(loopir.TexelLanes)}, Scope: loopir.ScopeLocal}
 
@@ -116,7 +150,22 @@ func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
 	if c.PlainOut {
 		yi = []loopir.Expr{n, bin(add, bin(mul, o4, I(loopir.TexelLanes)), l2), oh, ow}
 	}
-	out := loop(l2, loopir.TexelLanes, loopir.Serial, &loopir.Store{Buf: y, Index: yi, Value: at(l2)})
+	var v loopir.Expr = at(l2)
+	next := 0
+	for _, e := range c.Epilogue {
+		switch e.Kind {
+		case TexRelu:
+			v = bin(loopir.Max, v, loopir.Float(0, f32))
+		case TexClip:
+			v = bin(loopir.Min, bin(loopir.Max, v, loopir.Float(float64(e.Lo), f32)), loopir.Float(float64(e.Hi), f32))
+		case TexAdd:
+			v = bin(add, v, &loopir.Load{Buf: residuals[next], Index: []loopir.Expr{n, o4, oh, ow, l2}})
+			next++
+		default:
+			return nil, fmt.Errorf("BUG: TexConv2D %s: epilogue kind %d", c.Name, e.Kind)
+		}
+	}
+	out := loop(l2, loopir.TexelLanes, loopir.Serial, &loopir.Store{Buf: y, Index: yi, Value: v})
 	body := &loopir.Allocate{Buf: acc, Body: loopir.Seq{
 		loop(l, loopir.TexelLanes, loopir.Unrolled, &loopir.Store{Buf: acc, Index: []loopir.Expr{l}, Value: init}),
 		loop(ci, c4, loopir.Serial, loop(kh, c.KH, loopir.Serial, loop(kw, c.KW, loopir.Serial,

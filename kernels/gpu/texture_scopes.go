@@ -8,16 +8,20 @@ import (
 
 // TextureWrites is annotate-scopes' ScopePolicy.Writes for the texture kernels: output
 // 0 as an NCHW4c texture, when it is stored in blocks of 4 (alter-layout under
-// TextureLayoutPolicy) and written by a convolution TexConv2DOf takes or an elementwise
-// node TextureLayoutPolicy keeps blocked. Other packings, fused nodes and every other
-// node write global memory.
+// TextureLayoutPolicy) and written by a convolution TexConv2DOf takes (alone or fused
+// with an epilogue texStepOf reads), or an elementwise node TextureLayoutPolicy keeps
+// blocked. Other packings, other fused groups and every other node write global memory.
 func TextureWrites(reg *kernels.Registry) func(n *graph.Node, p graph.Packing) bool {
 	return func(n *graph.Node, p graph.Packing) bool {
 		if p != graph.PackNCHW4c || len(n.Outputs) != 1 || n.Outputs[0].Type.Block != loopir.TexelLanes {
 			return false
 		}
-		if n.Op == graph.OpConv {
+		switch n.Op {
+		case graph.OpConv:
 			_, err := TexConv2DOf(n)
+			return err == nil
+		case graph.OpFused:
+			_, _, err := texFusedConv(n)
 			return err == nil
 		}
 		_, ok := texAccepts(reg, n, blocksOf(n))
@@ -27,14 +31,18 @@ func TextureWrites(reg *kernels.Registry) func(n *graph.Node, p graph.Packing) b
 
 // TextureReads is annotate-scopes' ScopePolicy.Reads for the texture kernels: a
 // convolution TexConv2DOf takes reads its blocked input as NCHW4c and its weight as
-// OIHW4o (its bias stays global); an elementwise node TextureLayoutPolicy keeps
-// blocked reads each blocked input as NCHW4c.
+// OIHW4o (its bias stays global), and so does a fused one, which also reads its
+// residual operands as NCHW4c; an elementwise node TextureLayoutPolicy keeps blocked
+// reads each blocked input as NCHW4c.
 func TextureReads(reg *kernels.Registry) func(n *graph.Node, input int, p graph.Packing) bool {
 	return func(n *graph.Node, input int, p graph.Packing) bool {
 		if input < 0 || input >= len(n.Inputs) || n.Inputs[input] == nil {
 			return false
 		}
 		blocked := n.Inputs[input].Type.Block == loopir.TexelLanes
+		if n.Op == graph.OpFused {
+			return blocked && texFusedReads(n, input, p)
+		}
 		if n.Op == graph.OpConv {
 			if _, err := TexConv2DOf(n); err != nil {
 				return false

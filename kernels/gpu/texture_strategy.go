@@ -18,42 +18,75 @@ const LayoutOIHW4o = "oihw4o"
 // TexConv2DOf takes, its input stored in blocks of 4, becomes TexConv2D's kernel with
 // each operand in a texture when its type's scope is texture and in a global buffer
 // otherwise (GlobalX, GlobalW, GlobalY; PlainOut when the output is not blocked). The
-// weight is rewritten on the host into OIHW4o (PackOIHW4o; the Param's Prepack). Any
-// other node is kernels.ErrNotApplicable. It is not in Strategies: the OpenCL backend
-// puts it first behind an explicit texture option.
+// weight is rewritten on the host into OIHW4o (PackOIHW4o; the Param's Prepack). Its
+// fused form takes a chain of Relu, Clip with constant bounds and Add of a residual
+// tensor blocked like the output (texStepOf) as TexConv2D's epilogue. Any other node
+// or chain is kernels.ErrNotApplicable. It is not in Strategies: the OpenCL backend
+// puts it first on its texture path.
 func TextureConvStrategy() kernels.Strategy {
 	return kernels.Strategy{Name: "gpu-texture-conv",
 		Build: func(n *graph.Node, _ []kernels.Input, t target.Target) (*kernels.Impl, error) {
-			c, err := TexConv2DOf(n)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
+			return texConvImpl(n, nil, t)
+		},
+		Fused: func(n *graph.Node, _ []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+			chain := make([]*graph.Node, len(epi))
+			for k, e := range epi {
+				chain[k] = e.Node
 			}
-			if n.Inputs[0].Type.Block != loopir.TexelLanes {
-				return nil, fmt.Errorf("%w: %v: input not stored in blocks of %d", kernels.ErrNotApplicable, n, loopir.TexelLanes)
-			}
-			if c.Block, err = BlockSize(t); err != nil {
-				return nil, fmt.Errorf("%v: %w: %v", n, kernels.ErrNotApplicable, err)
-			}
-			out := n.Outputs[0].Type
-			c.GlobalX = n.Inputs[0].Type.Scope != graph.ScopeTexture
-			c.GlobalW = n.Inputs[1].Type.Scope != graph.ScopeTexture
-			c.GlobalY = out.Scope != graph.ScopeTexture
-			if out.Scope == graph.ScopeTexture && out.Packing != graph.PackNCHW4c ||
-				n.Inputs[0].Type.Scope == graph.ScopeTexture && n.Inputs[0].Type.Packing != graph.PackNCHW4c ||
-				n.Inputs[1].Type.Scope == graph.ScopeTexture && n.Inputs[1].Type.Packing != graph.PackOIHW4o {
-				return nil, fmt.Errorf("%w: %v: a texture packing the convolution does not take", kernels.ErrNotApplicable, n)
-			}
-			f, err := c.Func()
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
-			}
-			params := []kernels.Param{{Input: 0}, {Input: 1, Prepack: PackOIHW4o, Layout: LayoutOIHW4o}}
-			if c.Bias {
-				params = append(params, kernels.Param{Input: 2})
-			}
-			return &kernels.Impl{Func: f, Params: params}, nil
+			return texConvImpl(n, chain, t)
 		},
 	}
+}
+
+// texConvImpl is the texture convolution of conv followed by chain (each member
+// reading the previous one's output, the first the convolution's).
+func texConvImpl(conv *graph.Node, chain []*graph.Node, t target.Target) (*kernels.Impl, error) {
+	c, err := TexConv2DOf(conv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
+	}
+	if conv.Inputs[0].Type.Block != loopir.TexelLanes {
+		return nil, fmt.Errorf("%w: %v: input not stored in blocks of %d", kernels.ErrNotApplicable, conv, loopir.TexelLanes)
+	}
+	if c.Block, err = BlockSize(t); err != nil {
+		return nil, fmt.Errorf("%v: %w: %v", conv, kernels.ErrNotApplicable, err)
+	}
+	prev := conv.Outputs[0]
+	var residuals []kernels.Param
+	for k, m := range chain {
+		st, err := texStepOf(m, prev)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
+		}
+		c.Epilogue = append(c.Epilogue, st.step)
+		if st.step.Kind == TexAdd {
+			r := m.Inputs[st.operand].Type
+			if r.Scope == graph.ScopeTexture && r.Packing != graph.PackNCHW4c {
+				return nil, fmt.Errorf("%w: %v: a residual in a %v texture", kernels.ErrNotApplicable, m, r.Packing)
+			}
+			residuals = append(residuals, kernels.Param{Node: k + 1, Input: st.operand})
+		}
+		prev = m.Outputs[0]
+	}
+	out := prev.Type
+	c.PlainOut = out.Block == 0
+	c.GlobalX = conv.Inputs[0].Type.Scope != graph.ScopeTexture
+	c.GlobalW = conv.Inputs[1].Type.Scope != graph.ScopeTexture
+	c.GlobalY = out.Scope != graph.ScopeTexture
+	if out.Scope == graph.ScopeTexture && out.Packing != graph.PackNCHW4c ||
+		conv.Inputs[0].Type.Scope == graph.ScopeTexture && conv.Inputs[0].Type.Packing != graph.PackNCHW4c ||
+		conv.Inputs[1].Type.Scope == graph.ScopeTexture && conv.Inputs[1].Type.Packing != graph.PackOIHW4o {
+		return nil, fmt.Errorf("%w: %v: a texture packing the convolution does not take", kernels.ErrNotApplicable, conv)
+	}
+	f, err := c.Func()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
+	}
+	params := []kernels.Param{{Input: 0}, {Input: 1, Prepack: PackOIHW4o, Layout: LayoutOIHW4o}}
+	if c.Bias {
+		params = append(params, kernels.Param{Input: 2})
+	}
+	return &kernels.Impl{Func: f, Params: append(params, residuals...)}, nil
 }
 
 // PackOIHW4o rewrites a float32 weight [O, I, KH, KW] (O a multiple of 4) into

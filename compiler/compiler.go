@@ -31,6 +31,7 @@ type (
 	Progress    = engine.Progress
 	Stats       = engine.Stats
 	Group       = engine.Group
+	TensorPlace = engine.TensorPlace
 	StageTiming = engine.StageTiming
 )
 
@@ -184,6 +185,8 @@ type compile struct {
 	limits     vm.Limits              // Options.Limits, resolved
 	// outer maps each fused body's parameters to the values its kiln.Fused node reads
 	outer map[*graph.Value]*graph.Value
+	// decisions are annotate-scopes' texture decisions, by value (Stats.Tensors)
+	decisions map[*graph.Value]passes.ScopeDecision
 }
 
 // resolve returns the value a fused body's parameter stands for (v itself otherwise).
@@ -245,7 +248,13 @@ func (c *compile) passes(m *graph.Module) error {
 	if err != nil {
 		return err
 	}
-	ctx.Scopes, ctx.Scoped = pol, c.opts.Scoped
+	c.decisions = map[*graph.Value]passes.ScopeDecision{}
+	ctx.Scopes, ctx.Scoped = pol, func(d passes.ScopeDecision) {
+		c.decisions[d.Value] = d
+		if c.opts.Scoped != nil {
+			c.opts.Scoped(d)
+		}
+	}
 	p := c.opts.Passes
 	if p == nil {
 		p = Pipeline(c.opts.Recipe)

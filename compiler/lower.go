@@ -173,6 +173,9 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 		}
 		e.reg[o] = r
 		args = append(args, r)
+		if e.depth == 0 && k.outShape[i] != nil {
+			e.c.placeTensor(o, k.outDT[i], k.outShape[i], k.images[len(args)-1])
+		}
 	}
 	var dims []vm.Reg
 	for _, name := range k.dims {

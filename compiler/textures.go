@@ -141,3 +141,24 @@ func (e *emitter) allocImage(dt tensor.DType, shape []int64, im image, what stri
 	}
 	return r, nil
 }
+
+// placeTensor records where a kernel output of the straight-line part lives
+// (Stats.Tensors): in image im, or in a buffer with annotate-scopes' reason when it
+// considered a texture.
+func (c *compile) placeTensor(v *graph.Value, dt tensor.DType, shape []int64, im image) {
+	bytes, err := tensor.CheckedBytes(dt, shape)
+	if err != nil {
+		return // allocTensor refused it
+	}
+	p := TensorPlace{Name: v.Name, Bytes: bytes, Scope: graph.ScopeGlobal.String()}
+	if im.isImage() {
+		p.Scope, p.Image = graph.ScopeTexture.String(), fmt.Sprintf("%dx%d", im.w, im.h)
+		c.res.Stats.TextureBytes += bytes
+	} else if d, ok := c.decisions[v]; ok {
+		p.Why = d.String()
+		if d.Cause == passes.CauseTexture {
+			p.Why = "its kernel writes a buffer (annotate-scopes chose " + d.String() + ")"
+		}
+	}
+	c.res.Stats.Tensors = append(c.res.Stats.Tensors, p)
+}

@@ -23,6 +23,22 @@ type Stats struct {
 	Stages        []StageTiming // wall time per stage
 	Strategies    map[string]int
 	Groups        []Group // kernel launches of the entry function, in program order
+	// Tensors are the tensors the kernels of the entry function's straight-line part
+	// write, in program order, with where each lives; TextureBytes of their bytes are
+	// in image2d textures.
+	Tensors      []TensorPlace
+	TextureBytes int64
+}
+
+// TensorPlace is where one kernel output lives: a buffer (Scope "global") or an
+// image2d texture of Image texels ("texture", e.g. "56x1792"); Why says why a tensor a
+// texture-capable backend could have put in a texture is in a buffer.
+type TensorPlace struct {
+	Name  string
+	Bytes int64
+	Scope string
+	Image string `json:",omitempty"`
+	Why   string `json:",omitempty"`
 }
 
 // Group is one kernel launch: the node it was built for (the anchor) and the nodes

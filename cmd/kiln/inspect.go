@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/loader/onnx"
 )
 
@@ -136,6 +138,7 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 		}
 		fmt.Fprintf(out, "devices: %d kernel launches on %s, %d on the CPU; %d copies between them\n",
 			on[ds.target.Kind.String()], ds.target.Kind, on["cpu"], st.Copies)
+		printTensorPlaces(out, st)
 	}
 	fmt.Fprintln(out, "kernel launches (device, kernel, strategy, anchor + fused nodes):")
 	for i, g := range st.Groups {
@@ -149,6 +152,31 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 		}
 	}
 	return nil
+}
+
+// printTensorPlaces prints where the kernels' outputs live on a GPU target: the share
+// of their bytes in textures, then each tensor's scope and image size (or why it is in
+// a buffer).
+func printTensorPlaces(out io.Writer, st *engine.Stats) {
+	var all int64
+	for _, p := range st.Tensors {
+		all += p.Bytes
+	}
+	share := 0.0
+	if all > 0 {
+		share = 100 * float64(st.TextureBytes) / float64(all)
+	}
+	fmt.Fprintf(out, "tensors written by kernels: %s, %s of them (%.1f%%) in image2d textures:\n", byteSize(all), byteSize(st.TextureBytes), share)
+	for _, p := range st.Tensors {
+		where := p.Scope
+		if p.Image != "" {
+			where += " " + p.Image
+		}
+		if p.Why != "" {
+			where += ": " + p.Why
+		}
+		fmt.Fprintf(out, "       %-10s %-40s %s\n", byteSize(p.Bytes), strconv.Quote(p.Name), where)
+	}
 }
 
 func printInfo(w io.Writer, path string, info *onnx.ModelInfo) {

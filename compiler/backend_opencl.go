@@ -51,7 +51,8 @@ func OpenCLBackend() *Backend {
 // (NCHW4c) around the convolutions and elementwise ops the texture kernels take
 // (gpu.TextureLayoutPolicy), in image2d textures where those kernels write and read
 // them and the images fit the device (gpu.TextureWrites, gpu.TextureReads), weights in
-// OIHW4o textures; the texture convolution and injective rule before the GPU strategies.
+// OIHW4o textures; the texture convolution, pooling, concatenation and injective rule
+// before the GPU strategies.
 func OpenCLTextures() *Textures {
 	return &Textures{
 		Layout: func(_ target.Target, reg *kernels.Registry) *passes.LayoutPolicy { return gpu.TextureLayoutPolicy(reg) },
@@ -59,7 +60,7 @@ func OpenCLTextures() *Textures {
 			return TextureScopes(t, gpu.TextureWrites(reg), gpu.TextureReads(reg))
 		},
 		Strategies: func(reg *kernels.Registry) []kernels.Strategy {
-			return []kernels.Strategy{gpu.TextureConvStrategy(), gpu.TextureInjectiveStrategy(reg)}
+			return []kernels.Strategy{gpu.TextureConvStrategy(), gpu.TexturePoolStrategy(), gpu.TextureConcatStrategy(), gpu.TextureInjectiveStrategy(reg)}
 		},
 	}
 }

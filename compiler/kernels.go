@@ -212,7 +212,14 @@ func (c *compile) inputs(n *graph.Node) ([]kernels.Input, error) {
 		if v.Type.Kind != graph.KindTensor || v.Type.UnknownRank {
 			return nil, fmt.Errorf("%v: input %d (%q) has type %v; kernels take ranked tensors", n, i, v.Name, v.Type)
 		}
-		ext, err := extents(v.Type, c.vars)
+		t := v.Type
+		if t.Scope == graph.ScopeTexture && t.Packing == graph.PackOIHW4o {
+			// a weight in a texture is blocked on its output channels for the image: the
+			// kernel that reads it so repacks the constant (Param.Prepack); to every
+			// compute definition it is the plain constant
+			t.Scope, t.Packing, t.Block = graph.ScopeGlobal, 0, 0
+		}
+		ext, err := extents(t, c.vars)
 		if err != nil {
 			return nil, fmt.Errorf("%v: input %d: %w", n, i, err)
 		}

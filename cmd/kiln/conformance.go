@@ -49,7 +49,8 @@ func conformanceCmd() *cobra.Command {
 					return err
 				}
 				defer ds.Close()
-				run, closeEngine := conformance.CompiledEngineWith(ds.cpu, conformance.CompiledOptions{Level: level, BoundsCheck: boundsCheck, GPU: ds.gpu, Target: ds.target})
+				run, closeEngine := conformance.CompiledEngineWith(ds.cpu, conformance.CompiledOptions{Level: level, BoundsCheck: boundsCheck, GPU: ds.gpu, Target: ds.target,
+					NoTextures: ds.noTextures, TextureLimit: ds.textureLimit})
 				defer closeEngine()
 				opts.Engine = run
 			}

@@ -117,7 +117,7 @@ func (a *alterer) blockedUsefulWalk(v *graph.Value, b int64, depth int) bool {
 		if !ok && len(r.Outputs) > 0 {
 			// as node() would: plain inputs of the output's shape join the block
 			for i, x := range r.Inputs {
-				if x != nil && in[i] == 0 && sameShape(x.Type, r.Outputs[0].Type) {
+				if x != nil && in[i] == 0 && joins(r, x) {
 					in[i] = b
 				}
 			}
@@ -172,10 +172,11 @@ func (a *alterer) node(n *graph.Node) error {
 	if out, ok := a.p.Accepts(n, in); ok {
 		return setBlock(n, out)
 	}
-	// bring plain inputs of the output's shape into the same block, if that is a kernel
+	// bring plain inputs of the output's shape (a concat's inputs) into the same
+	// block, if that is a kernel
 	try := append([]int64{}, in...)
 	for i, v := range n.Inputs {
-		if v != nil && try[i] == 0 && len(n.Outputs) > 0 && sameShape(v.Type, n.Outputs[0].Type) {
+		if v != nil && try[i] == 0 && len(n.Outputs) > 0 && joins(n, v) {
 			try[i] = first
 		}
 	}
@@ -197,6 +198,17 @@ func (a *alterer) node(n *graph.Node) error {
 		}
 	}
 	return nil
+}
+
+// joins reports whether n's plain input v may be brought into the block of n's other
+// inputs: it has the output's shape, or n concatenates it (a concat of a blocked and a
+// plain tensor costs a transform of the plain one either way).
+func joins(n *graph.Node, v *graph.Value) bool {
+	out := n.Outputs[0].Type
+	if n.Op == graph.OpConcat {
+		return !v.Type.UnknownRank && !out.UnknownRank && len(v.Type.Shape) == len(out.Shape)
+	}
+	return sameShape(v.Type, out)
 }
 
 func sameShape(a, b graph.Type) bool {

@@ -58,16 +58,33 @@ func TestTextureLayoutPolicyKeepsBlocksOfFourBetweenConvolutions(t *testing.T) {
 	}
 }
 
-func TestTextureLayoutPolicyLeavesConvolutionsItCannotTexture(t *testing.T) {
+// TestTextureLayoutPolicyReadsPlainInputsAndLeavesWhatItCannotTexture: a first
+// convolution over 3 channels reads its plain input (PlainX) and writes blocks of 4;
+// one with 6 output channels (not whole texels) stays plain.
+func TestTextureLayoutPolicyReadsPlainInputsAndLeavesWhatItCannotTexture(t *testing.T) {
 	m := convReluConv(t, 3, 8) // 3 input channels: not a whole texel
 	if err := passes.AlterLayout(&passes.Context{Layout: gpu.TextureLayoutPolicy(kernels.Default())}, m); err != nil {
 		t.Fatal(err)
 	}
-	if n := m.Main.Nodes[0]; n.Op != graph.OpConv || n.Outputs[0].Type.Block != 0 {
-		t.Errorf("the first convolution was blocked:\n%s", graph.Print(m))
+	n := m.Main.Nodes[0]
+	if n.Op != graph.OpConv || n.Inputs[0].Type.Block != 0 || n.Outputs[0].Type.Block != 4 {
+		t.Errorf("the first convolution does not read plain and write blocks of 4:\n%s", graph.Print(m))
 	}
-	if _, err := gpu.TexConv2DOf(m.Main.Nodes[0]); !errors.Is(err, gpu.ErrNotTexture) || !strings.Contains(err.Error(), "multiples of 4") {
-		t.Errorf("TexConv2DOf = %v, want ErrNotTexture naming the channels", err)
+	if c, err := gpu.TexConv2DOf(n); err != nil || !c.PlainX {
+		t.Errorf("TexConv2DOf = %+v, %v; want a convolution over a plain input", c, err)
+	}
+
+	m = convReluConv(t, 8, 6) // 6 output channels
+	if err := passes.AlterLayout(&passes.Context{Layout: gpu.TextureLayoutPolicy(kernels.Default())}, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range m.Main.Nodes {
+		if n.Op == graph.OpConv && n.Outputs[0].Type.Block != 0 {
+			t.Errorf("%v writes blocks of %d:\n%s", n, n.Outputs[0].Type.Block, graph.Print(m))
+		}
+		if _, err := gpu.TexConv2DOf(n); n.Op == graph.OpConv && (!errors.Is(err, gpu.ErrNotTexture) || !strings.Contains(err.Error(), "multiples of 4")) {
+			t.Errorf("TexConv2DOf(%v) = %v, want ErrNotTexture naming the channels", n, err)
+		}
 	}
 }
 

@@ -20,6 +20,12 @@ type TexConv2D struct {
 	Pads          [4]int64
 	Bias          bool
 	PlainOut      bool // Y is a global buffer [N, M, OH, OW] (a result no reader wants blocked)
+	// PlainX reads X from a plain global buffer [N, C, H, W] (C need not be a multiple
+	// of 4: a network's first convolution, over 3 colour channels).
+	PlainX bool
+	// Depthwise is a convolution of group C = M: each output channel reads its own input
+	// channel, through a plain global weight [M, 1, KH, KW].
+	Depthwise bool
 	// GlobalX, GlobalW and GlobalY keep X, W and a blocked Y in global buffers of the
 	// same blocked shapes instead of textures (annotate-scopes left them global).
 	GlobalX, GlobalW, GlobalY bool
@@ -52,14 +58,20 @@ type TexEpilogue struct {
 // channels of one pixel), threads fused over (n, m/4, oh, ow), split by Block and bound
 // to blockIdx.x and threadIdx.x (a guard for the tail). The thread accumulates its four
 // channels in a private four-element buffer, from the bias or zero, over the input's
-// channel blocks and the window's taps (a tap in the padding is skipped, never read:
+// channel blocks (its channels with PlainX; its own four channels when Depthwise) and
+// the window's taps (a tap in the padding is skipped, never read:
 // an image read outside the image is undefined without an addressing mode), then
 // writes them as one texel (or as four elements of a plain output), through the
 // epilogue. Parameters: X, W, B (when Bias), one R per TexAdd step, Y. Refused
-// (ErrNotTexture): channels that are not multiples of 4, a non-positive extent, stride
-// or dilation, a negative pad, an output that would be empty.
+// (ErrNotTexture): channels that are not multiples of 4 (output channels; input
+// channels unless PlainX), a depthwise convolution with C != M or a plain input, a
+// non-positive extent, stride or dilation, a negative pad, an output that would be
+// empty.
 func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
-	if c.C%loopir.TexelLanes != 0 || c.M%loopir.TexelLanes != 0 {
+	if c.Depthwise && (c.C != c.M || c.PlainX) {
+		return nil, fmt.Errorf("%w: %s: a depthwise convolution of %d to %d channels (plain input %v)", ErrNotTexture, c.Name, c.C, c.M, c.PlainX)
+	}
+	if (!c.PlainX && c.C%loopir.TexelLanes != 0) || c.M%loopir.TexelLanes != 0 {
 		return nil, fmt.Errorf("%w: %s: channels %d and %d are not multiples of %d", ErrNotTexture, c.Name, c.C, c.M, loopir.TexelLanes)
 	}
 	for _, v := range []int64{c.N, c.C, c.H, c.W, c.M, c.KH, c.KW, c.Strides[0], c.Strides[1], c.Dilations[0], c.Dilations[1], c.Block} {
@@ -91,7 +103,13 @@ func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
 	}
 	c4, m4 := c.C/loopir.TexelLanes, c.M/loopir.TexelLanes
 	x := tex("X", c.GlobalX, loopir.PackNCHW4c, c.N, c4, c.H, c.W, loopir.TexelLanes)
+	if c.PlainX {
+		x = tex("X", true, 0, c.N, c.C, c.H, c.W)
+	}
 	w := tex("W", c.GlobalW, loopir.PackOIHW4o, m4, c.C, c.KH, c.KW, loopir.TexelLanes)
+	if c.Depthwise {
+		w = tex("W", true, 0, c.M, 1, c.KH, c.KW)
+	}
 	y := tex("Y", c.GlobalY, loopir.PackNCHW4c, c.N, m4, c.OutH, c.OutW, loopir.TexelLanes)
 	if c.PlainOut {
 		y = &loopir.Buffer{Name: "Y", DT: f32, Shape: []loopir.Expr{I(c.N), I(c.M), I(c.OutH), I(c.OutW)}, Scope: loopir.ScopeGlobal}
@@ -143,8 +161,21 @@ func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
 	at := func(j loopir.Expr) *loopir.Load { return &loopir.Load{Buf: acc, Index: []loopir.Expr{j}} }
 	xv := &loopir.Load{Buf: x, Index: []loopir.Expr{n, ci, ih, iw, cl}}
 	wv := &loopir.Load{Buf: w, Index: []loopir.Expr{o4, bin(add, bin(mul, ci, I(loopir.TexelLanes)), cl), kh, kw, l}}
-	tap := loop(cl, loopir.TexelLanes, loopir.Unrolled, loop(l, loopir.TexelLanes, loopir.Unrolled,
+	var tap loopir.Stmt = loop(cl, loopir.TexelLanes, loopir.Unrolled, loop(l, loopir.TexelLanes, loopir.Unrolled,
 		&loopir.Store{Buf: acc, Index: []loopir.Expr{l}, Value: bin(add, at(l), bin(mul, xv, wv))}))
+	channels := c4 // the loop over input channels: blocks of 4, channels, or none
+	switch {
+	case c.Depthwise:
+		xv = &loopir.Load{Buf: x, Index: []loopir.Expr{n, o4, ih, iw, l}}
+		wv = &loopir.Load{Buf: w, Index: []loopir.Expr{bin(add, bin(mul, o4, I(loopir.TexelLanes)), l), I(0), kh, kw}}
+		tap = loop(l, loopir.TexelLanes, loopir.Unrolled, &loopir.Store{Buf: acc, Index: []loopir.Expr{l}, Value: bin(add, at(l), bin(mul, xv, wv))})
+		channels = 1
+	case c.PlainX:
+		xv = &loopir.Load{Buf: x, Index: []loopir.Expr{n, ci, ih, iw}}
+		wv = &loopir.Load{Buf: w, Index: []loopir.Expr{o4, ci, kh, kw, l}}
+		tap = loop(l, loopir.TexelLanes, loopir.Unrolled, &loopir.Store{Buf: acc, Index: []loopir.Expr{l}, Value: bin(add, at(l), bin(mul, xv, wv))})
+		channels = c.C
+	}
 	l2 := loopir.NewVar("l")
 	yi := []loopir.Expr{n, o4, oh, ow, l2}
 	if c.PlainOut {
@@ -168,7 +199,7 @@ func (c *TexConv2D) Func() (*loopir.PrimFunc, error) {
 	out := loop(l2, loopir.TexelLanes, loopir.Serial, &loopir.Store{Buf: y, Index: yi, Value: v})
 	body := &loopir.Allocate{Buf: acc, Body: loopir.Seq{
 		loop(l, loopir.TexelLanes, loopir.Unrolled, &loopir.Store{Buf: acc, Index: []loopir.Expr{l}, Value: init}),
-		loop(ci, c4, loopir.Serial, loop(kh, c.KH, loopir.Serial, loop(kw, c.KW, loopir.Serial,
+		loop(ci, channels, loopir.Serial, loop(kh, c.KH, loopir.Serial, loop(kw, c.KW, loopir.Serial,
 			&loopir.IfThenElse{Cond: inside, Then: tap}))),
 		out,
 	}}

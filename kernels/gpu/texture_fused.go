@@ -81,8 +81,8 @@ func texFusedConv(n *graph.Node) (*TexConv2D, []texEpilogueStep, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if nodes[0].Inputs[0].Type.Block != loopir.TexelLanes {
-		return nil, nil, fmt.Errorf("%w: %v: input not stored in blocks of %d", ErrNotTexture, nodes[0], loopir.TexelLanes)
+	if want := inputBlock(c); nodes[0].Inputs[0].Type.Block != want {
+		return nil, nil, fmt.Errorf("%w: %v: input not stored in blocks of %d", ErrNotTexture, nodes[0], want)
 	}
 	prev := nodes[0].Outputs[0]
 	var steps []texEpilogueStep
@@ -109,7 +109,8 @@ func texFusedConv(n *graph.Node) (*TexConv2D, []texEpilogueStep, error) {
 // of packing p: the convolution's blocked input as NCHW4c, a residual operand as
 // NCHW4c. (Its weight is a constant of the body, placed there.)
 func texFusedReads(n *graph.Node, input int, p graph.Packing) bool {
-	if _, _, err := texFusedConv(n); err != nil || p != graph.PackNCHW4c {
+	c, _, err := texFusedConv(n)
+	if err != nil || p != graph.PackNCHW4c {
 		return false
 	}
 	body := n.Attrs.(*graph.FusedAttrs).Body
@@ -124,7 +125,7 @@ func texFusedReads(n *graph.Node, input int, p graph.Packing) bool {
 				continue
 			}
 			switch {
-			case m == body.Nodes[0] && i == 0:
+			case m == body.Nodes[0] && i == 0 && !c.PlainX:
 				ok = true
 			case m != body.Nodes[0] && m.Op == graph.OpAdd:
 				ok = true

@@ -10,7 +10,8 @@ import (
 // 0 as an NCHW4c texture, when it is stored in blocks of 4 (alter-layout under
 // TextureLayoutPolicy) and written by a convolution TexConv2DOf takes (alone or fused
 // with an epilogue texStepOf reads), or an elementwise node TextureLayoutPolicy keeps
-// blocked. Other packings, other fused groups and every other node write global memory.
+// blocked, or a pooling or channel concatenation of blocked inputs (texTakesBlocked).
+// Other packings, other fused groups and every other node write global memory.
 func TextureWrites(reg *kernels.Registry) func(n *graph.Node, p graph.Packing) bool {
 	return func(n *graph.Node, p graph.Packing) bool {
 		if p != graph.PackNCHW4c || len(n.Outputs) != 1 || n.Outputs[0].Type.Block != loopir.TexelLanes {
@@ -24,6 +25,9 @@ func TextureWrites(reg *kernels.Registry) func(n *graph.Node, p graph.Packing) b
 			_, _, err := texFusedConv(n)
 			return err == nil
 		}
+		if texTakesBlocked(n, blocksOf(n)) {
+			return true
+		}
 		_, ok := texAccepts(reg, n, blocksOf(n))
 		return ok
 	}
@@ -33,7 +37,7 @@ func TextureWrites(reg *kernels.Registry) func(n *graph.Node, p graph.Packing) b
 // convolution TexConv2DOf takes reads its blocked input as NCHW4c and its weight as
 // OIHW4o (its bias stays global), and so does a fused one, which also reads its
 // residual operands as NCHW4c; an elementwise node TextureLayoutPolicy keeps blocked
-// reads each blocked input as NCHW4c.
+// reads each blocked input as NCHW4c, and so do poolings and concatenations.
 func TextureReads(reg *kernels.Registry) func(n *graph.Node, input int, p graph.Packing) bool {
 	return func(n *graph.Node, input int, p graph.Packing) bool {
 		if input < 0 || input >= len(n.Inputs) || n.Inputs[input] == nil {
@@ -43,11 +47,15 @@ func TextureReads(reg *kernels.Registry) func(n *graph.Node, input int, p graph.
 		if n.Op == graph.OpFused {
 			return blocked && texFusedReads(n, input, p)
 		}
+		if texTakesBlocked(n, blocksOf(n)) {
+			return p == graph.PackNCHW4c
+		}
 		if n.Op == graph.OpConv {
-			if _, err := TexConv2DOf(n); err != nil {
+			c, err := TexConv2DOf(n)
+			if err != nil {
 				return false
 			}
-			return (input == 0 && blocked && p == graph.PackNCHW4c) || (input == 1 && p == graph.PackOIHW4o)
+			return (input == 0 && blocked && !c.PlainX && p == graph.PackNCHW4c) || (input == 1 && !c.Depthwise && p == graph.PackOIHW4o)
 		}
 		if _, ok := texAccepts(reg, n, blocksOf(n)); !ok {
 			return false

@@ -45,8 +45,8 @@ func texConvImpl(conv *graph.Node, chain []*graph.Node, t target.Target) (*kerne
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
 	}
-	if conv.Inputs[0].Type.Block != loopir.TexelLanes {
-		return nil, fmt.Errorf("%w: %v: input not stored in blocks of %d", kernels.ErrNotApplicable, conv, loopir.TexelLanes)
+	if want := inputBlock(c); conv.Inputs[0].Type.Block != want {
+		return nil, fmt.Errorf("%w: %v: input not stored in blocks of %d", kernels.ErrNotApplicable, conv, want)
 	}
 	if c.Block, err = BlockSize(t); err != nil {
 		return nil, fmt.Errorf("%v: %w: %v", conv, kernels.ErrNotApplicable, err)
@@ -70,12 +70,13 @@ func texConvImpl(conv *graph.Node, chain []*graph.Node, t target.Target) (*kerne
 	}
 	out := prev.Type
 	c.PlainOut = out.Block == 0
-	c.GlobalX = conv.Inputs[0].Type.Scope != graph.ScopeTexture
-	c.GlobalW = conv.Inputs[1].Type.Scope != graph.ScopeTexture
+	c.GlobalX = c.PlainX || conv.Inputs[0].Type.Scope != graph.ScopeTexture
+	c.GlobalW = c.Depthwise || conv.Inputs[1].Type.Scope != graph.ScopeTexture
 	c.GlobalY = out.Scope != graph.ScopeTexture
+	x, w := conv.Inputs[0].Type, conv.Inputs[1].Type
 	if out.Scope == graph.ScopeTexture && out.Packing != graph.PackNCHW4c ||
-		conv.Inputs[0].Type.Scope == graph.ScopeTexture && conv.Inputs[0].Type.Packing != graph.PackNCHW4c ||
-		conv.Inputs[1].Type.Scope == graph.ScopeTexture && conv.Inputs[1].Type.Packing != graph.PackOIHW4o {
+		x.Scope == graph.ScopeTexture && (c.PlainX || x.Packing != graph.PackNCHW4c) ||
+		w.Scope == graph.ScopeTexture && (c.Depthwise || w.Packing != graph.PackOIHW4o) {
 		return nil, fmt.Errorf("%w: %v: a texture packing the convolution does not take", kernels.ErrNotApplicable, conv)
 	}
 	f, err := c.Func()
@@ -83,10 +84,22 @@ func texConvImpl(conv *graph.Node, chain []*graph.Node, t target.Target) (*kerne
 		return nil, fmt.Errorf("%w: %v", kernels.ErrNotApplicable, err)
 	}
 	params := []kernels.Param{{Input: 0}, {Input: 1, Prepack: PackOIHW4o, Layout: LayoutOIHW4o}}
+	if c.Depthwise {
+		params[1] = kernels.Param{Input: 1} // read as it is: [M, 1, KH, KW]
+	}
 	if c.Bias {
 		params = append(params, kernels.Param{Input: 2})
 	}
 	return &kernels.Impl{Func: f, Params: append(params, residuals...)}, nil
+}
+
+// inputBlock is the block the convolution's input is stored in: plain for PlainX,
+// else blocks of 4 channels.
+func inputBlock(c *TexConv2D) int64 {
+	if c.PlainX {
+		return 0
+	}
+	return loopir.TexelLanes
 }
 
 // PackOIHW4o rewrites a float32 weight [O, I, KH, KW] (O a multiple of 4) into

@@ -35,6 +35,9 @@ type CompiledOptions struct {
 	// dev as the host CPU that runs what the GPU does not.
 	GPU    devices.Device
 	Target target.Target
+	// NoTextures and TextureLimit steer a GPU target's textures (engine.Recipe).
+	NoTextures   bool
+	TextureLimit int64
 	// Built, when set, sees every executable compiled for a model (its statistics:
 	// the kernels, their devices).
 	Built func(m *graph.Module, b *engine.Built)
@@ -48,7 +51,7 @@ func newEngine(dev *devcpu.Device, o CompiledOptions) *engine.Engine {
 		panic("BUG: conformance: " + err.Error())
 	}
 	cfg := engine.Config{Target: target.Host(), Device: dev, Compiler: compiler.JIT{Jobs: runtime.NumCPU()},
-		Recipe: engine.Recipe{Level: level, BoundsCheck: o.BoundsCheck}}
+		Recipe: engine.Recipe{Level: level, BoundsCheck: o.BoundsCheck, NoTextures: o.NoTextures, TextureLimit: o.TextureLimit}}
 	if o.GPU != nil {
 		cfg.Target, cfg.Device, cfg.Host = o.Target, o.GPU, dev
 	}

@@ -17,9 +17,11 @@ import (
 var onCPUByDesign = map[string]bool{"LSTM": true, "GRU": true, "RNN": true}
 
 // TestZooOnOpenCL: every zoo model, every data set, compiled for the OpenCL device
-// (PoCL in CI) with the CPU as host, matches ONNX Runtime's outputs; and in resnet18,
+// (PoCL in CI) with the CPU as host, matches ONNX Runtime's outputs; in resnet18,
 // mobilenet_v2, bert_tiny and gpt2_tiny every convolution, matmul, reduction,
-// normalization and elementwise kernel runs on the device.
+// normalization and elementwise kernel runs on the device; and in the three
+// convolutional networks at least 80% of the bytes the kernels write are in image2d
+// textures.
 func TestZooOnOpenCL(t *testing.T) {
 	zoo := testdata.Zoo(t)
 	gpu := gputest.OpenCL(t)
@@ -32,23 +34,25 @@ func TestZooOnOpenCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	groups := map[*graph.Module][]engine.Group{}
+	stats := map[*graph.Module]*engine.Stats{}
 	o := compiledOptsWith(t, CompiledOptions{Level: 3, GPU: gpu, Target: tg, Built: func(m *graph.Module, b *engine.Built) {
 		mu.Lock()
 		defer mu.Unlock()
-		groups[m] = b.Stats.Groups
+		stats[m] = b.Stats
 	}})
 	seen := map[string][]engine.Group{}
 	for _, c := range cases {
-		before := len(groups)
 		runAllPass(t, []string{c}, o)
-		if len(groups) == before {
+		if len(stats) == 0 {
 			t.Fatalf("%s: no executable reported", c)
 		}
-		for _, g := range groups {
-			seen[filepath.Base(c)] = g // the case's one model
+		for _, st := range stats { // the case's one model
+			seen[filepath.Base(c)] = st.Groups
+			if textured[filepath.Base(c)] {
+				checkTextureShare(t, filepath.Base(c), st)
+			}
 		}
-		clear(groups)
+		clear(stats)
 	}
 	for _, name := range []string{"resnet18", "mobilenet_v2", "bert_tiny", "gpt2_tiny"} {
 		gs, ok := seen[name]
@@ -68,6 +72,49 @@ func TestZooOnOpenCL(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d of %d kernel launches on the OpenCL device", name, on, len(gs))
+	}
+}
+
+// textured are the zoo's convolutional networks, whose activations the texture
+// kernels hold.
+var textured = map[string]bool{"resnet18": true, "mobilenet_v2": true, "squeezenet1_1": true}
+
+// checkTextureShare fails unless at least 80% of the bytes st's kernels write are in
+// textures (when the device has images).
+func checkTextureShare(t *testing.T, name string, st *engine.Stats) {
+	t.Helper()
+	var all int64
+	for _, p := range st.Tensors {
+		all += p.Bytes
+	}
+	t.Logf("%s: %d of %d bytes written by kernels in textures", name, st.TextureBytes, all)
+	if all == 0 || st.TextureBytes*5 < all*4 {
+		t.Errorf("%s: %d of %d bytes in textures, want at least 80%%", name, st.TextureBytes, all)
+	}
+}
+
+// TestZooCNNsOnOpenCLWithTexturesOff: the convolutional networks of the zoo compiled
+// for the OpenCL device with textures off (every tensor in a buffer) match ONNX
+// Runtime's outputs too, with no byte in a texture.
+func TestZooCNNsOnOpenCLWithTexturesOff(t *testing.T) {
+	zoo := testdata.Zoo(t)
+	gpu := gputest.OpenCL(t)
+	tg, err := gpu.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var inTextures int64
+	o := compiledOptsWith(t, CompiledOptions{Level: 3, GPU: gpu, Target: tg, NoTextures: true, Built: func(m *graph.Module, b *engine.Built) {
+		mu.Lock()
+		defer mu.Unlock()
+		inTextures += b.Stats.TextureBytes
+	}})
+	for name := range textured {
+		runAllPass(t, []string{filepath.Join(zoo, name)}, o)
+	}
+	if inTextures != 0 {
+		t.Errorf("%d bytes in textures with textures off", inTextures)
 	}
 }
 

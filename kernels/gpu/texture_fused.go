@@ -136,4 +136,3 @@ func texFusedReads(n *graph.Node, input int, p graph.Packing) bool {
 	}
 	return ok
 }
-

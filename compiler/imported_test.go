@@ -137,3 +137,77 @@ func TestUnsortedModelMatchesOnBothEngines(t *testing.T) {
 		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 2, 3)}})
 	runBothEngines(t, model, []string{"x"}, []*tensor.Tensor{floats(1, 2, 3)}, nil)
 }
+
+// lstmWeights are the initializers of a one-direction LSTM with input size 4 and hidden
+// size 3: W [1,12,4], R [1,12,3], B [1,24].
+func lstmWeights() []*onnxpb.TensorProto {
+	init := func(name string, dims ...int64) *onnxpb.TensorProto {
+		n := int64(1)
+		for _, d := range dims {
+			n *= d
+		}
+		vals := make([]float32, n)
+		for i := range vals {
+			vals[i] = float32((i*5+len(name)*3)%11-5) / 10
+		}
+		return &onnxpb.TensorProto{Name: proto.String(name), Dims: dims, DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT)), FloatData: vals}
+	}
+	return []*onnxpb.TensorProto{init("W", 1, 12, 4), init("R", 1, 12, 3), init("B", 1, 24)}
+}
+
+// unknownRankLSTMModel nests two Ifs on c; the inner then-branch reshapes x [5,1,4] by
+// the input shp (whose rank the model leaves open, so the result's rank is unknown),
+// takes a Softmax over its last axis and runs an LSTM on it. The other branches run the
+// LSTM on x or on Relu(x). The output is the LSTM's last hidden state [1,1,3].
+func unknownRankLSTMModel(t *testing.T) []byte {
+	hidden := &onnxpb.AttributeProto{Name: proto.String("hidden_size"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(3)}
+	axis := &onnxpb.AttributeProto{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(-1)}
+	lstm := func(name, x, yh string) *onnxpb.NodeProto {
+		return protoNode(name, "LSTM", []string{x, "W", "R", "B"}, []string{"", yh}, hidden)
+	}
+	yh := func(name string) []*onnxpb.ValueInfoProto {
+		return []*onnxpb.ValueInfoProto{tensorInfo(name, onnxpb.TensorProto_FLOAT, 1, 1, 3)}
+	}
+	innerThen := &onnxpb.GraphProto{Name: proto.String("inner_then"), Output: yh("h1"), Node: []*onnxpb.NodeProto{
+		protoNode("reshape", "Reshape", []string{"x", "shp"}, []string{"r"}),
+		protoNode("softmax", "Softmax", []string{"r"}, []string{"s"}, axis),
+		lstm("lstm1", "s", "h1"),
+	}}
+	innerElse := &onnxpb.GraphProto{Name: proto.String("inner_else"), Output: yh("h2"), Node: []*onnxpb.NodeProto{lstm("lstm2", "x", "h2")}}
+	outerThen := &onnxpb.GraphProto{Name: proto.String("outer_then"), Output: yh("h3"), Node: []*onnxpb.NodeProto{
+		protoNode("inner", "If", []string{"c"}, []string{"h3"}, graphAttr("then_branch", innerThen), graphAttr("else_branch", innerElse)),
+	}}
+	outerElse := &onnxpb.GraphProto{Name: proto.String("outer_else"), Output: yh("h4"), Node: []*onnxpb.NodeProto{
+		protoNode("relu", "Relu", []string{"x"}, []string{"rx"}), lstm("lstm4", "rx", "h4"),
+	}}
+	shp := tensorInfo("shp", onnxpb.TensorProto_INT64)
+	shp.Type.GetTensorType().Shape = nil // rank unknown
+	return marshalModel(t, &onnxpb.GraphProto{Name: proto.String("vad"), Initializer: lstmWeights(),
+		Node: []*onnxpb.NodeProto{
+			protoNode("outer", "If", []string{"c"}, []string{"y"}, graphAttr("then_branch", outerThen), graphAttr("else_branch", outerElse)),
+		},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 5, 1, 4), shp, tensorInfo("c", onnxpb.TensorProto_BOOL)},
+		Output: yh("y")})
+}
+
+// TestUnknownRankLSTMInNestedIfRuns: an LSTM inside nested Ifs whose input has a rank
+// the model leaves open loads (its inference defers the rank check to run time), the
+// reference evaluates both branches, and the compiled engine answers as the reference
+// does or refuses with an error (never a crash or a wrong answer).
+func TestUnknownRankLSTMInNestedIfRuns(t *testing.T) {
+	model := unknownRankLSTMModel(t)
+	m, err := onnx.LoadBytes(model, "", onnx.Options{})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if y := m.Main.Results[0].Type; y.Rank() != 3 {
+		t.Fatalf("output type %v, want rank 3 (an LSTM's hidden state)", y)
+	}
+	shp := tensor.MustFromSlice(tensor.Shape{3}, []int64{5, 1, 4})
+	for _, c := range []bool{true, false} {
+		cond := tensor.MustFromSlice(tensor.Shape{}, []bool{c})
+		runBothEngines(t, model, []string{"x", "shp", "c"}, []*tensor.Tensor{floats(2, 5, 1, 4), shp, cond}, func(level engine.Level, err error) {
+			t.Logf("c=%v %v: compiled engine refused: %v", c, level, err)
+		})
+	}
+}

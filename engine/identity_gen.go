@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 286 files; see Identity.
-const sourceDigest = "1027937122ea3eddc05fd364e6998308"
+const sourceDigest = "2feafce7e5b048f54524bb2379ec2de1"

@@ -47,8 +47,8 @@ func realModelCases(t *testing.T) []string {
 }
 
 // TestRealModels: every model of the real-model set (ONNX files that npm packages ship:
-// voice-activity detectors with LSTMs in nested Ifs, an fp16 model whose Casts come
-// last, OCR networks) answers on the reference evaluator as on ONNX Runtime.
+// voice-activity detectors with LSTMs in nested Ifs on values of unknown rank, OCR
+// networks, a wake-word head) answers on the reference evaluator as on ONNX Runtime.
 func TestRealModels(t *testing.T) {
 	runAllPass(t, realModelCases(t), opts())
 }

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 286 files; see Identity.
-const sourceDigest = "2feafce7e5b048f54524bb2379ec2de1"
+// sourceDigest covers 287 files; see Identity.
+const sourceDigest = "544037e37dc7f89e6a89016a0aa1ae35"

@@ -211,3 +211,56 @@ func TestUnknownRankLSTMInNestedIfRuns(t *testing.T) {
 		})
 	}
 }
+
+// rankGuardedLSTMModel is the exporters' pattern around an LSTM: x [5,1,1,4] is squeezed
+// to rank 3 under an If on Shape(x)[2] == 1 (the other branch keeps x as it is, so the
+// branches disagree on the rank), inside the then-branch of an If on c; the else-branch
+// runs the LSTM on Squeeze(Relu(x)). The output is the last hidden state [1,1,3].
+func rankGuardedLSTMModel(t *testing.T) []byte {
+	hidden := &onnxpb.AttributeProto{Name: proto.String("hidden_size"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(3)}
+	yh := func(name string) []*onnxpb.ValueInfoProto {
+		return []*onnxpb.ValueInfoProto{tensorInfo(name, onnxpb.TensorProto_FLOAT, 1, 1, 3)}
+	}
+	unranked := func(name string) []*onnxpb.ValueInfoProto {
+		v := tensorInfo(name, onnxpb.TensorProto_FLOAT)
+		v.Type.GetTensorType().Shape = nil
+		return []*onnxpb.ValueInfoProto{v}
+	}
+	ints := func(name string, v ...int64) *onnxpb.TensorProto {
+		return &onnxpb.TensorProto{Name: proto.String(name), Dims: []int64{int64(len(v))}, DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Int64Data: v}
+	}
+	squeeze := &onnxpb.GraphProto{Name: proto.String("squeeze"), Output: unranked("sq"), Node: []*onnxpb.NodeProto{
+		protoNode("squeeze", "Squeeze", []string{"x", "two"}, []string{"sq"})}}
+	keep := &onnxpb.GraphProto{Name: proto.String("keep"), Output: unranked("kept"), Node: []*onnxpb.NodeProto{
+		protoNode("keep", "Identity", []string{"x"}, []string{"kept"})}}
+	outerThen := &onnxpb.GraphProto{Name: proto.String("outer_then"), Output: yh("h1"), Node: []*onnxpb.NodeProto{
+		protoNode("shape", "Shape", []string{"x"}, []string{"shape"}),
+		protoNode("extent", "Gather", []string{"shape", "two"}, []string{"extent"}),
+		protoNode("is_one", "Equal", []string{"extent", "one"}, []string{"is_one"}),
+		protoNode("guard", "If", []string{"is_one"}, []string{"x3"}, graphAttr("then_branch", squeeze), graphAttr("else_branch", keep)),
+		protoNode("lstm1", "LSTM", []string{"x3", "W", "R", "B"}, []string{"", "h1"}, hidden),
+	}}
+	outerElse := &onnxpb.GraphProto{Name: proto.String("outer_else"), Output: yh("h2"), Node: []*onnxpb.NodeProto{
+		protoNode("relu", "Relu", []string{"x"}, []string{"rx"}),
+		protoNode("squeeze2", "Squeeze", []string{"rx", "two"}, []string{"rx3"}),
+		protoNode("lstm2", "LSTM", []string{"rx3", "W", "R", "B"}, []string{"", "h2"}, hidden),
+	}}
+	return marshalModel(t, &onnxpb.GraphProto{Name: proto.String("guarded"),
+		Initializer: append(lstmWeights(), ints("two", 2), ints("one", 1)),
+		Node: []*onnxpb.NodeProto{
+			protoNode("outer", "If", []string{"c"}, []string{"y"}, graphAttr("then_branch", outerThen), graphAttr("else_branch", outerElse)),
+		},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 5, 1, 1, 4), tensorInfo("c", onnxpb.TensorProto_BOOL)},
+		Output: yh("y")})
+}
+
+// TestRankGuardedLSTMInNestedIfMatches: the LSTM behind a rank guard inside an If keeps
+// its input's rank (the guard's condition is known from the shape), so the compiled
+// engine builds it and answers as the reference does on both branches.
+func TestRankGuardedLSTMInNestedIfMatches(t *testing.T) {
+	model := rankGuardedLSTMModel(t)
+	for _, c := range []bool{true, false} {
+		cond := tensor.MustFromSlice(tensor.Shape{}, []bool{c})
+		runBothEngines(t, model, []string{"x", "c"}, []*tensor.Tensor{floats(3, 5, 1, 1, 4), cond}, nil)
+	}
+}

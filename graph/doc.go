@@ -18,6 +18,18 @@
 // module, so that no model's shape arithmetic costs more than a bounded polynomial per
 // operation.
 //
+// Unknown rank: a value whose rank the model leaves open (Type.UnknownRank; an If whose
+// branches disagree, a Reshape to a shape of unknown length, an undeclared subgraph
+// value) is accepted by every op. An op's inference uses what it knows (an LSTM's
+// outputs are rank 4 and 3 whatever X's rank; a Shape's length is a fresh symbol); when
+// an op's inference refuses an input of unknown rank, InferNode tries it again with
+// that input at ranks 0 to 8 (probeRanks), and at the first rank it accepts gives the
+// outputs that element type and unknown rank: the shape check waits until the node
+// runs. A node no rank makes well typed keeps its error. Exporters guard rank changes
+// with an If on an extent ("if x.shape[1] == 1: squeeze"); when inference can decide an
+// If's condition (staticBool: a constant, or Equal of two known one-element values, through
+// Not, Identity and Cast) the If has the taken branch's types instead of their merge.
+//
 // Cost: Verify and AddSymbol take constant time per lookup at any nesting depth; the
 // attribute fields of each attribute struct type are read from its tags once.
 //

@@ -162,6 +162,11 @@ func InferNode(ic *InferCtx, n *Node) ([]Type, error) {
 		return nil, err
 	}
 	ts, err := info.Infer(ic, n)
+	if err != nil && errors.Is(err, ErrInfer) && hasUnknownRank(n) {
+		if probed, ok := probeRanks(n); ok {
+			ts, err = probed, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -200,4 +205,80 @@ func CheckTypeSize(t Type) error {
 	}
 	_, _, err := tensor.CheckedSize(t.DType, ext)
 	return err
+}
+
+// maxProbeRank is the highest rank probeRanks tries for an input of unknown rank.
+const maxProbeRank = 8
+
+// hasUnknownRank reports whether an input of n is a tensor (or a sequence or optional of
+// tensors) of unknown rank.
+func hasUnknownRank(n *Node) bool {
+	for _, v := range n.Inputs {
+		if v != nil && elemType(v.Type).UnknownRank {
+			return true
+		}
+	}
+	return false
+}
+
+func elemType(t Type) Type {
+	for t.Elem != nil {
+		t = *t.Elem
+	}
+	return t
+}
+
+// probeRanks types the outputs of a node whose inference refused an input of unknown
+// rank (an op that needs its input's rank, as a subgraph's value whose rank the model
+// leaves open feeds it). It runs the op's inference again with every such input given
+// rank 0, 1, ... maxProbeRank in turn, each extent a fresh symbol; at the first rank
+// inference accepts, the node is well typed for some rank, and its outputs get the kind
+// and element types that inference found, with unknown rank (shapes are checked when
+// the node runs). ok is false when no rank is accepted: then the node is wrong for
+// every rank, and the original error stands.
+func probeRanks(n *Node) (ts []Type, ok bool) {
+	info := n.Op.Info()
+	ic := &InferCtx{} // the probes' symbols go nowhere
+	for r := 0; r <= maxProbeRank; r++ {
+		probe := *n
+		probe.Inputs = make([]*Value, len(n.Inputs))
+		for i, v := range n.Inputs {
+			probe.Inputs[i] = v
+			if v != nil && elemType(v.Type).UnknownRank {
+				pv := *v
+				pv.Type = withRank(ic, v.Type, r)
+				probe.Inputs[i] = &pv
+			}
+		}
+		got, err := info.Infer(ic, &probe)
+		if err != nil {
+			continue
+		}
+		out := make([]Type, len(got))
+		for i, t := range got {
+			out[i] = unknownRankOf(t)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// withRank replaces the unknown rank of t (or of its element type) by r fresh extents.
+func withRank(ic *InferCtx, t Type, r int) Type {
+	if t.Elem != nil {
+		e := withRank(ic, *t.Elem, r)
+		t.Elem = &e
+		return t
+	}
+	t.UnknownRank, t.Shape, t.Known = false, ic.FreshShape(r), nil
+	return t
+}
+
+// unknownRankOf keeps t's kind and element type and forgets its shape.
+func unknownRankOf(t Type) Type {
+	if t.Elem != nil {
+		e := unknownRankOf(*t.Elem)
+		return Type{Kind: t.Kind, Elem: &e}
+	}
+	return Type{Kind: t.Kind, DType: t.DType, UnknownRank: true}
 }

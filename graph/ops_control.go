@@ -126,6 +126,18 @@ func inferIf(ic *InferCtx, n *Node) ([]Type, error) {
 		return nil, Inferf(n, "branches return %d and %d values for %d outputs", len(th), len(el), len(n.Outputs))
 	}
 	out := make([]Type, len(n.Outputs))
+	if cond, ok := staticBool(n.Input(0), 0); ok {
+		// the branch taken is known: its results' types are the outputs'
+		taken := th
+		if !cond {
+			taken = el
+		}
+		for i := range out {
+			out[i] = taken[i].Type
+			out[i].Known = nil
+		}
+		return out, nil
+	}
 	for i := range out {
 		out[i] = mergeTypes(ic, th[i].Type, el[i].Type)
 		out[i].Known = nil

@@ -42,7 +42,10 @@ func inferRNN(ic *InferCtx, n *Node) ([]Type, error) {
 	default:
 		return nil, Inferf(n, "direction %q", a.Direction)
 	}
-	if !okx || !okw || len(x.Shape) != 3 || len(w.Shape) != 3 {
+	if !okx && okw && len(w.Shape) == 3 {
+		// X's rank is checked when the node runs; the outputs' ranks do not depend on it
+		x = TensorType(x.DType, ic.FreshShape(3)...)
+	} else if !okx || !okw || len(x.Shape) != 3 || len(w.Shape) != 3 {
 		return nil, Inferf(n, "X %v and W %v must be rank 3", x, w)
 	}
 	hidden := Const(a.HiddenSize)

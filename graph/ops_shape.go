@@ -206,8 +206,10 @@ func inferReshape(ic *InferCtx, n *Node) ([]Type, error) {
 	for i, d := range target {
 		v, isConst := d.Value()
 		switch {
+		case isConst && v == 0 && !allowZero && x.UnknownRank:
+			out[i] = ic.Fresh() // the input's extent, checked when it runs
 		case isConst && v == 0 && !allowZero:
-			if x.UnknownRank || i >= len(x.Shape) {
+			if i >= len(x.Shape) {
 				return nil, Inferf(n, "shape entry %d is 0 but the input has rank %d", i, x.Rank())
 			}
 			out[i] = x.Shape[i]
@@ -745,13 +747,15 @@ func inferPad(ic *InferCtx, n *Node) ([]Type, error) {
 	return []Type{TensorType(x.DType, out...)}, nil
 }
 
-func inferShapeOp(_ *InferCtx, n *Node) ([]Type, error) {
+func inferShapeOp(ic *InferCtx, n *Node) ([]Type, error) {
 	x, ok, err := ranked(n, 0)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return []Type{TensorType(tensor.Int64, Sym("_rank"))}, nil
+		// the length is the input's rank (or part of it): unknown, and unrelated to
+		// any other value's
+		return []Type{TensorType(tensor.Int64, ic.Fresh())}, nil
 	}
 	a := n.Attrs.(*ShapeAttrs)
 	r := int64(len(x.Shape))

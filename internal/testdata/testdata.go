@@ -1,6 +1,8 @@
 // Package testdata finds the data sets that tests use but the repository does not hold:
-// the model zoo (../shared/zoo beside the checkout, or $KILN_ZOO) and Debian's ONNX
-// backend test data (/usr/share/libonnx-testdata/data, or $KILN_ONNX_TESTDATA).
+// the model zoo (../shared/zoo beside the checkout, or $KILN_ZOO), Debian's ONNX
+// backend test data (/usr/share/libonnx-testdata/data, or $KILN_ONNX_TESTDATA) and the
+// real-model set that bench/models/fetch.sh fetches ($KILN_MODELS, or
+// ~/.cache/kiln-models).
 //
 // When a data set is absent a test is skipped with a message that says how to get it,
 // unless KILN_REQUIRE_DATA=1 (set by CI), which turns the skip into a failure.
@@ -40,6 +42,31 @@ func Zoo(t testing.TB) string {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
 		missing(t, "the model zoo ("+dir+")", "set KILN_ZOO or place shared/zoo beside the checkout")
+	}
+	return dir
+}
+
+// Models returns the real-model set's directory (bench/models/fetch.sh fills it), or
+// skips the test. The set is fetched from package registries, not laid out with the
+// checkout, so only a set that $KILN_MODELS names is required under KILN_REQUIRE_DATA=1:
+// with the variable unset an absent set is a skip.
+func Models(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("KILN_MODELS")
+	named := dir != ""
+	if !named {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Skipf("the real-model set: no home directory (%v) and KILN_MODELS unset; skipping", err)
+		}
+		dir = filepath.Join(home, ".cache", "kiln-models")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "models.tsv")); err != nil {
+		how := "run bench/models/fetch.sh (it fills $KILN_MODELS, default ~/.cache/kiln-models)"
+		if !named {
+			t.Skipf("the real-model set (%s) is absent (%s); skipping", dir, how)
+		}
+		missing(t, "the real-model set ("+dir+")", how)
 	}
 	return dir
 }

@@ -6,6 +6,12 @@
 // that leave its directory), Constant nodes in all attribute forms, optional empty inputs
 // and outputs, and subgraphs (If/Loop/Scan bodies, which may read outer values).
 //
+// Node order: each graph's nodes (subgraphs' included) are imported in topological order
+// (toposort.go), as ONNX Runtime does, so a model whose node list is out of order (a
+// tool's Cast nodes appended at the end) loads. A node depends on the producers of its
+// inputs and of every value its subgraphs read from enclosing graphs; the sort is
+// stable (a list already in order is kept), and a cycle is ErrInvalid naming its nodes.
+//
 // Opset handling: IR semantics are ONNX opset 17 (Reduce* axes always an input), and
 // upgrade.go rewrites older forms: Softmax/LogSoftmax/Hardmax < 13 (coerce-to-2D), Clip <
 // 11, Split/Squeeze/Unsqueeze/ReduceSum < 13 and other Reduce* < 18 (attributes → inputs),

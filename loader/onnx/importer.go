@@ -17,6 +17,7 @@ type importer struct {
 	td     *tensorDecoder
 	rules  map[graph.Op]func(c *nodeConv) (bool, error)
 	unique int
+	free   map[*onnxpb.GraphProto][]string // freeNames, memoized
 }
 
 // scope maps ONNX value names to graph values; subgraphs see their parents' names. All
@@ -64,6 +65,7 @@ func (im *importer) define(sc *scope, v *graph.Value) error {
 // buildGraph fills b's Func from g. In the main graph, an initializer that is also listed
 // as an input is a constant (its value is fixed at load time); in subgraphs every input is
 // a parameter, typed from the declaration or, when the declaration is missing, from hints.
+// Nodes are imported in topological order (sortNodes).
 func (im *importer) buildGraph(g *onnxpb.GraphProto, b *graph.Builder, sc *scope, main bool, hints []graph.Type) error {
 	inits := map[string]bool{}
 	for _, tp := range g.GetInitializer() {
@@ -103,7 +105,11 @@ func (im *importer) buildGraph(g *onnxpb.GraphProto, b *graph.Builder, sc *scope
 		}
 		k++
 	}
-	for _, np := range g.GetNode() {
+	nodes, err := im.sortNodes(g)
+	if err != nil {
+		return err
+	}
+	for _, np := range nodes {
 		if err := im.node(b, sc, np); err != nil {
 			return err
 		}

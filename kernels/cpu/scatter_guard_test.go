@@ -16,16 +16,15 @@ import (
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/loopir/passes"
+	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 )
 
 // guardBytes is the sentinel tail every buffer of runGuarded carries past its end.
 const guardBytes = 256
 
-// runGuarded lowers op over args (run-time inputs) with the CPU strategies, builds the
-// kernel (bounds-checked when checked), and runs it on buffers that each carry a
-// sentinel tail of guardBytes; it fails the test if a tail changed (a write outside a
-// buffer) and returns the kernel's error.
+// runGuarded lowers op over args (run-time inputs) with the CPU strategies and runs
+// it with runImplGuarded.
 func runGuarded(t *testing.T, checked bool, op graph.Op, attrs any, args ...*tensor.Tensor) error {
 	t.Helper()
 	in := make([]nt.Arg, len(args))
@@ -42,6 +41,15 @@ func runGuarded(t *testing.T, checked bool, op graph.Op, attrs any, args ...*ten
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runImplGuarded(t, checked, impl, nil, args...)
+}
+
+// runImplGuarded builds impl's kernel (bounds-checked when checked) and runs it at the
+// given values of its dims (by name) on buffers that each carry a sentinel tail of
+// guardBytes; it fails the test if a tail changed (a write outside a buffer) and
+// returns the kernel's error.
+func runImplGuarded(t *testing.T, checked bool, impl *kernels.Impl, env map[string]int64, args ...*tensor.Tensor) error {
+	t.Helper()
 	low, err := passes.CPUPipeline().Run(impl.Func)
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +88,16 @@ func runGuarded(t *testing.T, checked bool, op graph.Op, attrs any, args ...*ten
 		contents = append(contents, raw)
 	}
 	for _, p := range impl.Func.Params[len(impl.Params):] {
-		size := int64(p.DT.Size())
-		for _, e := range p.Shape {
-			size *= e.(*loopir.IntImm).V
+		size := loopir.Bin(loopir.Mul, loopir.Int(int64(p.DT.Size())), p.Elements())
+		v, ok := evalExtent(size, env)
+		if !ok {
+			t.Fatalf("the size of %s is not known at %v", p.Name, env)
 		}
-		contents = append(contents, make([]byte, size))
+		contents = append(contents, make([]byte, v))
+	}
+	dims := make([]int64, len(impl.Func.Dims))
+	for i, d := range impl.Func.Dims {
+		dims[i] = env[d.Name]
 	}
 	sentinel := bytes.Repeat([]byte{0xA5}, guardBytes)
 	var bufs []devices.Buffer
@@ -103,14 +116,14 @@ func runGuarded(t *testing.T, checked bool, op graph.Op, attrs any, args ...*ten
 			t.Fatal(err)
 		}
 	}
-	kerr := dev.Launch(k, devices.Geometry{}, bufs, nil)
+	kerr := dev.Launch(k, devices.Geometry{}, bufs, dims)
 	for i, c := range contents {
 		raw := make([]byte, len(c)+guardBytes)
 		if err := dev.CopyOut(raw, bufs[i]); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(raw[len(c):], sentinel) {
-			t.Fatalf("%v: the kernel wrote past the end of buffer %d (%s)", op, i, impl.Func.Params[i].Name)
+			t.Fatalf("%s: the kernel wrote past the end of buffer %d (%s)", impl.Func.Name, i, impl.Func.Params[i].Name)
 		}
 	}
 	return kerr
@@ -145,6 +158,66 @@ func TestHostileIndicesFailTheKernelAndWriteNothingOutside(t *testing.T) {
 					t.Errorf("%s: got %v (%+v), want the index %d out of range for 4", what, err, ke, bad)
 				}
 			}
+		}
+	}
+}
+
+// evalExtent is an extent's value with the dims bound by name.
+func evalExtent(e loopir.Expr, env map[string]int64) (int64, bool) {
+	switch e := e.(type) {
+	case *loopir.IntImm:
+		return e.V, true
+	case *loopir.Var:
+		v, ok := env[e.Name]
+		return v, ok
+	case *loopir.Binary:
+		a, ok1 := evalExtent(e.A, env)
+		b, ok2 := evalExtent(e.B, env)
+		switch e.Op {
+		case loopir.Add:
+			return a + b, ok1 && ok2
+		case loopir.Sub:
+			return a - b, ok1 && ok2
+		case loopir.Mul:
+			return a * b, ok1 && ok2
+		case loopir.Max:
+			return max(a, b), ok1 && ok2
+		case loopir.Min:
+			return min(a, b), ok1 && ok2
+		}
+	}
+	return 0, false
+}
+
+// TestScatterIntoAnAxisEmptyAtRunTimeFailsAndWritesNothing: updates along an axis whose
+// extent is 0 at run time have nowhere to land: the kernel reports the first index as
+// out of range and writes nothing (in the plain and the bounds-checked build).
+func TestScatterIntoAnAxisEmptyAtRunTimeFailsAndWritesNothing(t *testing.T) {
+	b := graph.NewBuilder("main")
+	f := tensor.Float32
+	s := graph.Sym("s")
+	x := b.Param("x", graph.TensorType(f, graph.Const(2), s))
+	ind := b.Param("i", graph.TensorType(tensor.Int64, graph.Const(2), graph.Const(3)))
+	upd := b.Param("u", graph.TensorType(f, graph.Const(2), graph.Const(3)))
+	outs, err := b.Node(graph.OpScatterElements, scatterElementsAttrs(1, "add"), 1, x, ind, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := kernels.Syms{}
+	var in []kernels.Input
+	for i, v := range []*graph.Value{x, ind, upd} {
+		in = append(in, kernels.Input{T: te.Placeholder(fmt.Sprintf("in%d", i), v.Type.DType, syms.Shape(v.Type.Shape)...)})
+	}
+	impl, err := Strategies(kernels.Default()).Lower(outs[0].Def, in, hostTarget())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, checked := range []bool{false, true} {
+		err := runImplGuarded(t, checked, impl, map[string]int64{"s": 0},
+			tensor.New(f, tensor.Shape{2, 0}), i64s([]int{2, 3}, 0, 0, 0, 0, 0, 0), f32(131, 2, 3))
+		var ke *devices.KernelError
+		if !errors.As(err, &ke) || ke.Code != devices.KernelIndexOutOfRange || ke.Detail != [2]int64{0, 0} {
+			t.Errorf("bounds-checked=%v: got %v (%+v), want the index 0 out of range for 0", checked, err, ke)
 		}
 	}
 }

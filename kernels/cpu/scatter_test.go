@@ -211,3 +211,30 @@ func loopWork(s loopir.Stmt) int64 {
 	}
 	return 0
 }
+
+// TestScatterGatherNDAndTopKOverSymbolicExtents: one kernel per node with the batch and
+// sequence extents as run-time dims, run at several values of them (empty ones among
+// them where the indices allow) against the reference evaluator.
+func TestScatterGatherNDAndTopKOverSymbolicExtents(t *testing.T) {
+	f := tensor.Float32
+	t.Run("ScatterElements along a static axis", func(t *testing.T) {
+		for _, red := range []string{"none", "add"} {
+			checkSym(t, graph.OpScatterElements, scatterElementsAttrs(2, red), 1, nt.Sym(f, "b", "s", "6"), indices("6", "b", "s", "3"), nt.Sym(f, "b", "s", "3"))
+		}
+	})
+	t.Run("ScatterElements along a symbolic axis", func(t *testing.T) {
+		checkSymAt(t, nonEmpty, graph.OpScatterElements, scatterElementsAttrs(1, "max"), 1, nt.Sym(f, "b", "s", "4"), indices("s", "b", "5", "4"), nt.Sym(f, "b", "5", "4"))
+	})
+	t.Run("ScatterND", func(t *testing.T) {
+		checkSymAt(t, nonEmpty, graph.OpScatterND, scatterNDAttrs("none"), 1, nt.Sym(f, "b", "5", "3"), indices("b", "s", "1"), nt.Sym(f, "s", "5", "3"))
+		checkSym(t, graph.OpScatterND, scatterNDAttrs("mul"), 1, nt.Sym(f, "3", "b", "s"), indices("3", "4", "1"), nt.Sym(f, "4", "b", "s"))
+	})
+	t.Run("GatherND", func(t *testing.T) {
+		checkSymAt(t, nonEmpty, graph.OpGatherND, gatherNDAttrs(1), 1, nt.Sym(f, "b", "s", "4"), indices("s", "b", "3", "1"))
+		checkSym(t, graph.OpGatherND, gatherNDAttrs(0), 1, nt.Sym(f, "5", "b", "s"), indices("5", "s", "1"))
+	})
+	t.Run("TopK", func(t *testing.T) {
+		checkSym(t, graph.OpTopK, topKAttrs(1, true, true), 2, nt.Sym(f, "b", "9", "s"), nt.SymC(vec(4)))
+		checkSym(t, graph.OpTopK, topKAttrs(-1, false, true), 2, nt.Sym(f, "s", "b", "7"), nt.SymC(vec(7)))
+	})
+}

@@ -237,7 +237,16 @@ func scatterCombine(red string, dt tensor.DType) (func(old, v loopir.Expr) loopi
 	switch red {
 	case "none", "":
 		return func(_, v loopir.Expr) loopir.Expr { return v }, nil
-	case "add", "mul", "max", "min":
+	case "max", "min":
+		if dt.IsFloat() { // a NaN on either side gives NaN, as math.Max and math.Min do
+			cmp := map[string]loopir.BinOp{"max": loopir.GT, "min": loopir.LT}[red]
+			return func(old, v loopir.Expr) loopir.Expr {
+				keep := loopir.Bin(loopir.Or, loopir.Bin(loopir.NE, old, old), loopir.Bin(cmp, old, v))
+				return &loopir.Select{Cond: keep, T: old, F: v}
+			}, nil
+		}
+		fallthrough
+	case "add", "mul":
 		return func(old, v loopir.Expr) loopir.Expr { return loopir.Bin(op[red], old, v) }, nil
 	}
 	return nil, kernels.Unsupported("reduction %q", red)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -67,6 +68,13 @@ func TestScatterElementsMatchesReference(t *testing.T) {
 	for _, red := range scatterReductions {
 		nt.CheckNode(t, l, graph.OpScatterElements, scatterElementsAttrs(1, red), 1, nt.In(d32), nt.In(same), nt.In(u32))
 		nt.CheckNode(t, l, graph.OpScatterElements, scatterElementsAttrs(0, red), 1, nt.In(di), nt.In(randIndices(61, 3, 2, 4)), nt.In(iota64(2, 4)))
+	}
+	// NaN in the data or in an update wins a max or a min, as in the reference
+	nan := math.NaN()
+	dn := tensor.FromFloat64s(tensor.Float32, tensor.Shape{2, 3}, []float64{nan, 1, 2, 3, nan, 5})
+	un := tensor.FromFloat64s(tensor.Float32, tensor.Shape{2, 3}, []float64{4, nan, -1, nan, 0, 9})
+	for _, red := range []string{"max", "min"} {
+		nt.CheckNode(t, l, graph.OpScatterElements, scatterElementsAttrs(0, red), 1, nt.In(dn), nt.In(i64s([]int{2, 3}, 0, 0, 0, 1, 1, 1)), nt.In(un))
 	}
 	// booleans, and constant indices
 	bools := tensor.MustFromSlice(tensor.Shape{2, 3}, []bool{true, false, true, false, false, true})

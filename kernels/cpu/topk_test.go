@@ -2,11 +2,15 @@ package cpu
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
 	nt "github.com/kilnrt/kiln/internal/nodetest"
+	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -81,5 +85,33 @@ func TestTopKRefusesARunTimeK(t *testing.T) {
 		if !errors.Is(err, kernels.ErrNoKernel) {
 			t.Errorf("%s: got %v, want ErrNoKernel", what, err)
 		}
+	}
+}
+
+// TestTopKRanksNaNAboveEveryNumber: NaN comes first for largest and last for smallest,
+// NaNs in the order of their indices (the reference's sort leaves NaN unordered, so the
+// kernel's order is checked directly).
+func TestTopKRanksNaNAboveEveryNumber(t *testing.T) {
+	l := Strategies(kernels.Default())
+	nan := math.NaN()
+	x := tensor.FromFloat64s(tensor.Float32, tensor.Shape{1, 5}, []float64{nan, 1, nan, 3, 1})
+	for _, c := range []struct {
+		largest bool
+		vals    []float64
+		idx     []int64
+	}{
+		{true, []float64{nan, nan, 3, 1, 1}, []int64{0, 2, 3, 1, 4}},
+		{false, []float64{1, 1, 3, nan, nan}, []int64{1, 4, 3, 0, 2}},
+	} {
+		m, _ := nt.Build(t, graph.OpTopK, topKAttrs(-1, c.largest, true), 2, nt.In(x), nt.C(vec(5)))
+		got, _, err := nt.RunNode(l, m.Main.Nodes[len(m.Main.Nodes)-1], []nt.Arg{nt.In(x), nt.C(vec(5))})
+		if errors.Is(err, devices.ErrUnavailable) {
+			testdata.NoCompiler(t, err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt.CloseTensor(t, fmt.Sprintf("largest=%v values", c.largest), got[0], tensor.FromFloat64s(tensor.Float32, tensor.Shape{1, 5}, c.vals))
+		nt.CloseTensor(t, fmt.Sprintf("largest=%v indices", c.largest), got[1], i64s([]int{1, 5}, c.idx...))
 	}
 }

@@ -9,12 +9,14 @@
 //
 // The Registry (Default) maps every op with a definition to its ComputeFunc:
 // elementwise and broadcasting ops (kiln.AttentionMask among them: (1 − Cast(m))·value
-// in the output dtype), injective data movement (transpose, gather, slice, concat,
-// split, expand, pad, tile, reshape family, depth/space), reductions, softmax family,
+// in the output dtype), injective data movement (transpose, gather, gather-ND, slice,
+// concat, split, expand, pad, tile, reshape family, depth/space), reductions, softmax family,
 // normalizations, pooling in 1-3 spatial dims, matmul (numpy semantics), gemm,
 // convolution and transposed convolution. Recurrent layers (LSTM, GRU, RNN) have no te
 // definition: a recurrence cannot be written as index expressions, so a target builds
-// their loop nest directly (kernels/cpu). Strategies (per target, see kernels/cpu) turn
+// their loop nest directly (kernels/cpu); so do the scatters (ScatterElements,
+// ScatterND: updates applied in order, last one winning, which as an expression per
+// output element would fold every update into every element) and TopK (a selection). Strategies (per target, see kernels/cpu) turn
 // a node into an Impl: a scheduled loopir function plus where each parameter comes from,
 // with an optional host Prepack of a constant input (weights in a blocked layout). Forms
 // for a strategy to schedule: MatMulReduction (a plain sum over k, for a micro-kernel to
@@ -48,8 +50,8 @@
 // may touch element 0 of an input that is empty at run time: devices give every buffer
 // storage); the static path is unchanged.
 //
-// Indices read from data (Gather, GatherElements; a constant index along a symbolic
-// axis too) go through te.CheckedIndex: ONNX's range [-n, n), negative values counting
+// Indices read from data (Gather, GatherElements, GatherND; a constant index along a
+// symbolic axis too) go through te.CheckedIndex: ONNX's range [-n, n), negative values counting
 // from the end; one outside it fails the kernel with its value (the VM reports an input
 // error naming the node) and reads a clamped index meanwhile.
 //

@@ -19,6 +19,7 @@ func injectiveComputes() map[graph.Op]ComputeFunc {
 		graph.OpTranspose:      computeTranspose,
 		graph.OpGather:         computeGather,
 		graph.OpGatherElements: computeGatherElements,
+		graph.OpGatherND:       computeGatherND,
 		graph.OpSlice:          computeSlice,
 		graph.OpConcat:         computeConcat,
 		graph.OpSplit:          computeSplit,

@@ -261,7 +261,7 @@ func load(f *loopir.PrimFunc) (devices.Device, devices.Module, devices.Kernel, e
 }
 
 // CloseTensor fails the test unless got matches want: same dtype and shape, floats
-// within 1e-4 + 1e-3·|want| (NaN matches NaN), other types exactly.
+// within 1e-4 + 1e-3·|want| (NaN matches NaN and nothing else), other types exactly.
 func CloseTensor(t testing.TB, what string, got, want *tensor.Tensor) {
 	t.Helper()
 	if got.DType != want.DType || !got.Shape.Equal(want.Shape) {
@@ -272,7 +272,7 @@ func CloseTensor(t testing.TB, what string, got, want *tensor.Tensor) {
 		if math.IsNaN(w[i]) && math.IsNaN(g[i]) || g[i] == w[i] {
 			continue
 		}
-		if !want.DType.IsFloat() || math.Abs(g[i]-w[i]) > 1e-4+1e-3*math.Abs(w[i]) {
+		if !want.DType.IsFloat() || math.IsNaN(w[i]) || math.IsNaN(g[i]) || math.Abs(g[i]-w[i]) > 1e-4+1e-3*math.Abs(w[i]) {
 			t.Fatalf("%s: element %d = %v, want %v", what, i, g[i], w[i])
 		}
 	}

@@ -16,7 +16,8 @@
 // product evenly), matmul-batched-tensorized (both operands computed at run time, as
 // attention's Q·Kᵀ and P·V: the micro-kernel reads B's rows in place, one parallel loop
 // over batch × row tile × column tile), rnn-loops for LSTM/GRU/RNN (sequence
-// length and batch static or symbolic), and the generic rule ScheduleGeneric for every
+// length and batch static or symbolic), scatter-loops for ScatterElements and ScatterND,
+// topk-loops for TopK with a constant k, and the generic rule ScheduleGeneric for every
 // other op with a definition: elementwise stages inlined, leading spatial loops fused
 // and parallel when the block does enough work, innermost spatial loop vectorized, and
 // the innermost spatial loop moved inside the reductions when the inputs stream along
@@ -49,6 +50,18 @@
 // of six rows, then pairs, then a last row on the micro-kernel for that many rows, and a
 // projection that may run in parallel tests its size at run time (rnn_sym.go,
 // rnn_gemm_sym.go).
+//
+// Scatters (Scatter, scatter.go) and TopK (TopK, topk.go) are loop nests built directly
+// too. A scatter copies the data to the output (in parallel when large), then applies
+// the updates serially in their row-major order, each index through loopir.IndexCheck
+// (one outside [-n, n) fails the kernel and the update lands at a clamped index meanwhile;
+// along an axis empty at run time the indices are only checked and nothing is written):
+// O(output + updates), and with duplicates the last update wins or the reduction folds
+// them in order, as kernels/ref does. TopK keeps, per row, the best k elements seen so
+// far in the outputs themselves, in order: an element that beats the last slot shifts
+// the slots it beats down one and takes its place, so ties keep the lower index first;
+// O(d) per row plus O(k) per element that enters the top k. NaN ranks above every
+// number. A run-time k (the output's extent then depends on data) is refused.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are

@@ -68,11 +68,14 @@ func resizeCoord(mode string, o, in, out int64, scale, roiStart, roiEnd float64)
 	return 0, Unsupported("Resize coordinate_transformation_mode %q", mode)
 }
 
-// resizeDecision is what the kernel derives from one coordinate: the integers must
-// match exactly, the fraction (a linear or cubic weight) within resizeFracTol.
+// resizeDecision is what the kernel derives from one coordinate: outside the crop
+// or not, and the nearest index, which must match exactly; linear and cubic
+// interpolation are continuous in the coordinate (at an integer, lower neighbour i−1
+// with weight 1 reads as neighbour i with weight 1), so for them the position itself
+// must match within resizeFracTol.
 type resizeDecision struct {
 	idx, extrap int64
-	frac        float64
+	pos         float64
 }
 
 const resizeFracTol = 1e-6
@@ -86,46 +89,33 @@ func decideFloat(a *graph.ResizeAttrs, x float64, in int64) resizeDecision {
 	switch a.Mode {
 	case "nearest":
 		fl := math.Floor(x)
-		var i float64
-		switch a.NearestMode {
-		case "round_prefer_floor":
-			i = fl
-			if x-fl > 0.5 {
-				i = fl + 1
-			}
-		case "round_prefer_ceil":
-			i = fl
-			if x-fl >= 0.5 {
-				i = fl + 1
-			}
-		case "floor":
-			i = fl
-		case "ceil":
-			i = math.Ceil(x)
+		i := fl
+		switch {
+		case a.NearestMode == "round_prefer_floor" && x-fl > 0.5,
+			a.NearestMode == "round_prefer_ceil" && x-fl >= 0.5,
+			a.NearestMode == "ceil" && x > fl:
+			i++
 		}
 		d.idx = min(max(int64(i), 0), in-1)
 	case "linear":
-		xc := max(0, min(x, float64(in-1)))
-		lo := math.Floor(xc)
-		d.idx, d.frac = int64(lo), xc-lo
+		d.pos = max(0, min(x, float64(in-1)))
 	case "cubic":
-		fl := math.Floor(x)
-		d.idx, d.frac = int64(fl), x-fl
+		d.pos = x
 	}
 	return d
 }
 
 // decideFixed derives the decision from the fixed-point coordinate X = x·2^k, as the
-// kernel does (resizeAxis.exprs).
+// kernel does (resizeAxis.taps).
 func decideFixed(a *graph.ResizeAttrs, x int64, k uint, in int64) resizeDecision {
 	one := int64(1) << k
 	var d resizeDecision
 	if a.CoordinateTransformationMode == "tf_crop_and_resize" && (x < 0 || x > (in-1)*one) {
 		d.extrap = 1
 	}
-	fl, fr := x>>k, x&(one-1) // floor division and modulo by 2^k
 	switch a.Mode {
 	case "nearest":
+		fl, fr := x>>k, x&(one-1) // floor division and modulo by 2^k
 		i := fl
 		switch {
 		case a.NearestMode == "round_prefer_floor" && fr > one/2,
@@ -135,10 +125,9 @@ func decideFixed(a *graph.ResizeAttrs, x int64, k uint, in int64) resizeDecision
 		}
 		d.idx = min(max(i, 0), in-1)
 	case "linear":
-		xc := min(max(x, 0), (in-1)*one)
-		d.idx, d.frac = xc>>k, float64(xc&(one-1))/float64(one)
+		d.pos = float64(min(max(x, 0), (in-1)*one)) / float64(one)
 	case "cubic":
-		d.idx, d.frac = fl, float64(fr)/float64(one)
+		d.pos = float64(x) / float64(one)
 	}
 	return d
 }
@@ -147,7 +136,7 @@ func (d resizeDecision) matches(e resizeDecision) bool {
 	if d.extrap == 1 && e.extrap == 1 {
 		return true // the extrapolation value, whatever the taps
 	}
-	return d.idx == e.idx && d.extrap == e.extrap && math.Abs(d.frac-e.frac) <= resizeFracTol
+	return d.idx == e.idx && d.extrap == e.extrap && math.Abs(d.pos-e.pos) <= resizeFracTol*max(1, math.Abs(e.pos))
 }
 
 // planResizeAxis fits X(o) to the float64 coordinates of every output index on an axis

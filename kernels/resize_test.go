@@ -87,8 +87,8 @@ func (c resizeCase) args(x *tensor.Tensor) []nt.Arg {
 var resizeCoords = []string{"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"}
 
 // resizeGeometries are upscales and downscales by scales (fractional ones included) and
-// by sizes, on 4-D NCHW, 3-D (trilinear) and 1-D inputs, and a batch and channel axis
-// left as they are.
+// by sizes, on 4-D NCHW, 5-D (trilinear over three axes) and 1-D inputs, with batch and
+// channel axes left as they are or resized too.
 func resizeGeometries() []resizeCase {
 	return []resizeCase{
 		{shape: []int{2, 3, 4, 5}, scales: f32s(1, 1, 2, 3)},
@@ -98,6 +98,7 @@ func resizeGeometries() []resizeCase {
 		{shape: []int{1, 3, 4, 5}, sizes: sizes(1, 3, 1, 1)},
 		{shape: []int{2, 3, 4, 5}, scales: f32s(1, 2, 1.5, 0.75)},
 		{shape: []int{9}, scales: f32s(0.35)},
+		{shape: []int{1, 2, 3, 4, 5}, scales: f32s(1, 1, 2, 0.5, 1.5)},
 	}
 }
 
@@ -107,25 +108,26 @@ func resizeGeometries() []resizeCase {
 // tf_crop_and_resize with a roi reaching outside the input (the extrapolation value).
 func TestResizeMatchesReferenceInEveryMode(t *testing.T) {
 	l := genericLowerer()
+	nearestModes := []string{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
 	var cases []resizeCase
-	for _, g := range resizeGeometries() {
-		for _, coord := range resizeCoords {
-			for _, nm := range []string{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"} {
-				c := g
-				c.mode, c.coord, c.nearest = "nearest", coord, nm
-				cases = append(cases, c)
-			}
+	for k, g := range resizeGeometries() {
+		for j, coord := range resizeCoords {
 			c := g
-			c.mode, c.coord = "linear", coord
+			c.mode, c.coord, c.nearest = "nearest", coord, nearestModes[(k+j)%4]
 			cases = append(cases, c)
-			for _, v := range []struct {
-				a       float32
-				exclude int64
-			}{{-0.75, 0}, {-0.5, 1}} {
-				c := g
-				c.mode, c.coord, c.cubicA, c.exclude = "cubic", coord, v.a, v.exclude
-				cases = append(cases, c)
+			c.mode, c.nearest = "linear", ""
+			cases = append(cases, c)
+			c.mode, c.cubicA, c.exclude = "cubic", -0.75, 0
+			if (k+j)%2 == 1 {
+				c.cubicA, c.exclude = -0.5, 1
 			}
+			cases = append(cases, c)
+		}
+	}
+	// every nearest_mode where coordinates fall on ties and integers
+	for _, coord := range resizeCoords {
+		for _, nm := range nearestModes {
+			cases = append(cases, resizeCase{mode: "nearest", coord: coord, nearest: nm, shape: []int{1, 1, 4, 6}, sizes: sizes(1, 1, 37, 9)})
 		}
 	}
 	for _, mode := range []string{"nearest", "linear", "cubic"} {

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 287 files; see Identity.
-const sourceDigest = "b9492177d870b0127e3586f9712d1f25"
+const sourceDigest = "9eb7a16153dfcf0b52e0c6b96e1adf5a"

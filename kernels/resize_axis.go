@@ -27,13 +27,16 @@ const resizeFracBits = 40
 // ties; more means the fit failed and the axis is refused.
 const resizeMaxFixes = 64
 
-// resizeAxis is the plan for one axis: identity, or X(o) = P·o + Q pinned at fixes.
+// resizeAxis is the plan for one axis: identity, or X(o) = P·o + Q pinned at fixes;
+// antialias stretches a linear or cubic filter by 1/scale (a downscale).
 type resizeAxis struct {
-	identity bool
-	in, out  int64
-	k        uint // D = 1 << k
-	p, q     int64
-	fixes    []resizeFix
+	identity  bool
+	antialias bool
+	scale     float64
+	in, out   int64
+	k         uint // D = 1 << k
+	p, q      int64
+	fixes     []resizeFix
 }
 
 type resizeFix struct{ o, x int64 }
@@ -57,6 +60,9 @@ func resizeCoord(mode string, o, in, out int64, scale, roiStart, roiEnd float64)
 		return x * float64(in-1) / (resized - 1), nil
 	case "asymmetric":
 		return x / scale, nil
+	case "half_pixel_symmetric":
+		adjust := float64(out) / (scale * float64(in))
+		return float64(in)/2*(1-adjust) + (x+0.5)/scale - 0.5, nil
 	case "tf_half_pixel_for_nn":
 		return (x + 0.5) / scale, nil
 	case "tf_crop_and_resize":
@@ -81,7 +87,7 @@ type resizeDecision struct {
 const resizeFracTol = 1e-6
 
 // decideFloat derives the decision from the float64 coordinate.
-func decideFloat(a *graph.ResizeAttrs, x float64, in int64) resizeDecision {
+func decideFloat(a *graph.ResizeAttrs, aa bool, x float64, in int64) resizeDecision {
 	var d resizeDecision
 	if a.CoordinateTransformationMode == "tf_crop_and_resize" && (x < 0 || x > float64(in-1)) {
 		d.extrap = 1
@@ -99,6 +105,9 @@ func decideFloat(a *graph.ResizeAttrs, x float64, in int64) resizeDecision {
 		d.idx = min(max(int64(i), 0), in-1)
 	case "linear":
 		d.pos = max(0, min(x, float64(in-1)))
+		if aa {
+			d.pos = x
+		}
 	case "cubic":
 		d.pos = x
 	}
@@ -107,7 +116,7 @@ func decideFloat(a *graph.ResizeAttrs, x float64, in int64) resizeDecision {
 
 // decideFixed derives the decision from the fixed-point coordinate X = x·2^k, as the
 // kernel does (resizeAxis.taps).
-func decideFixed(a *graph.ResizeAttrs, x int64, k uint, in int64) resizeDecision {
+func decideFixed(a *graph.ResizeAttrs, aa bool, x int64, k uint, in int64) resizeDecision {
 	one := int64(1) << k
 	var d resizeDecision
 	if a.CoordinateTransformationMode == "tf_crop_and_resize" && (x < 0 || x > (in-1)*one) {
@@ -126,6 +135,9 @@ func decideFixed(a *graph.ResizeAttrs, x int64, k uint, in int64) resizeDecision
 		d.idx = min(max(i, 0), in-1)
 	case "linear":
 		d.pos = float64(min(max(x, 0), (in-1)*one)) / float64(one)
+		if aa {
+			d.pos = float64(x) / float64(one)
+		}
 	case "cubic":
 		d.pos = float64(x) / float64(one)
 	}
@@ -160,7 +172,8 @@ func planResizeAxis(a *graph.ResizeAttrs, in, out int64, scale, roiStart, roiEnd
 	if bits < 16 {
 		return nil, Unsupported("Resize source coordinates up to %g exceed the fixed-point range", most)
 	}
-	ax := &resizeAxis{in: in, out: out, k: uint(bits)}
+	aa := a.Antialias != 0 && scale < 1 && a.Mode != "nearest"
+	ax := &resizeAxis{in: in, out: out, k: uint(bits), antialias: aa, scale: scale}
 	one := float64(int64(1) << ax.k)
 	if out > 0 {
 		ax.q = int64(math.Round(xs[0] * one))
@@ -169,12 +182,12 @@ func planResizeAxis(a *graph.ResizeAttrs, in, out int64, scale, roiStart, roiEnd
 		ax.p = int64(math.Round((xs[out-1] - xs[0]) / float64(out-1) * one))
 	}
 	for o, x := range xs {
-		want := decideFloat(a, x, in)
+		want := decideFloat(a, aa, x, in)
 		fit := ax.p*int64(o) + ax.q
-		if decideFixed(a, fit, ax.k, in).matches(want) {
+		if decideFixed(a, aa, fit, ax.k, in).matches(want) {
 			continue
 		}
-		pinned, ok := pinResize(a, x, want, ax.k, in)
+		pinned, ok := pinResize(a, aa, x, want, ax.k, in)
 		if !ok {
 			return nil, Unsupported("Resize output %d (source coordinate %g) has no fixed-point coordinate that decides as ONNX does", o, x)
 		}
@@ -187,12 +200,12 @@ func planResizeAxis(a *graph.ResizeAttrs, in, out int64, scale, roiStart, roiEnd
 }
 
 // pinResize finds a fixed-point coordinate near x that decides as want.
-func pinResize(a *graph.ResizeAttrs, x float64, want resizeDecision, k uint, in int64) (int64, bool) {
+func pinResize(a *graph.ResizeAttrs, aa bool, x float64, want resizeDecision, k uint, in int64) (int64, bool) {
 	one := int64(1) << k
 	fl := math.Floor(x)
 	base := int64(fl)*one + min(max(int64(math.Round((x-fl)*float64(one))), 0), one-1)
 	for _, d := range []int64{0, -1, 1, -2, 2} {
-		if decideFixed(a, base+d, k, in).matches(want) {
+		if decideFixed(a, aa, base+d, k, in).matches(want) {
 			return base + d, true
 		}
 	}

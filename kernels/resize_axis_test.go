@@ -15,7 +15,7 @@ import (
 // Some axes need pinned outputs; one that would need too many is refused.
 func TestResizeFixedPointCoordinatesDecideAsFloat64(t *testing.T) {
 	pinned, refused := 0, 0
-	for _, coord := range []string{"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"} {
+	for _, coord := range []string{"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "half_pixel_symmetric", "tf_crop_and_resize"} {
 		for _, mode := range []string{"nearest/round_prefer_floor", "nearest/round_prefer_ceil", "nearest/floor", "nearest/ceil", "linear", "cubic"} {
 			a := &graph.ResizeAttrs{Mode: mode, CoordinateTransformationMode: coord}
 			if len(mode) > 8 && mode[:8] == "nearest/" {
@@ -41,7 +41,7 @@ func TestResizeFixedPointCoordinatesDecideAsFloat64(t *testing.T) {
 								fixed = f.x
 							}
 						}
-						if got, want := decideFixed(a, fixed, ax.k, in), decideFloat(a, x, in); !got.matches(want) {
+						if got, want := decideFixed(a, ax.antialias, fixed, ax.k, in), decideFloat(a, ax.antialias, x, in); !got.matches(want) {
 							t.Fatalf("%s %s %d→%d output %d (x = %v): fixed point decides %+v, float64 %+v", coord, mode, in, out, o, x, got, want)
 						}
 					}

@@ -36,8 +36,10 @@ func sizes(v ...int64) *tensor.Tensor { return tensor.MustFromSlice(tensor.Shape
 type resizeCase struct {
 	mode, coord, nearest string
 	cubicA               float32
-	exclude              int64
+	exclude, antialias   int64
 	extrap               float32
+	axes                 []int64
+	policy               string
 	shape                []int
 	scales               *tensor.Tensor
 	sizes                *tensor.Tensor
@@ -51,6 +53,15 @@ func (c resizeCase) String() string {
 	}
 	if c.mode == "cubic" {
 		s += fmt.Sprintf("/A=%g/exclude=%d", c.cubicA, c.exclude)
+	}
+	if c.antialias != 0 {
+		s += "/antialias"
+	}
+	if c.axes != nil {
+		s += fmt.Sprintf("/axes%v", c.axes)
+	}
+	if c.policy != "" {
+		s += "/" + c.policy
 	}
 	if c.scales != nil {
 		return fmt.Sprintf("%s %v scales %v", s, c.shape, c.scales.Float64s())
@@ -68,6 +79,10 @@ func (c resizeCase) attrs() *graph.ResizeAttrs {
 		a.CubicCoeffA = c.cubicA
 	}
 	a.ExcludeOutside, a.ExtrapolationValue = c.exclude, c.extrap
+	a.Antialias, a.Axes = c.antialias, c.axes
+	if c.policy != "" {
+		a.KeepAspectRatioPolicy = c.policy
+	}
 	return a
 }
 
@@ -140,6 +155,37 @@ func TestResizeMatchesReferenceInEveryMode(t *testing.T) {
 	}
 	for k, c := range cases {
 		x := randomF32(uint64(k+1), c.shape...)
+		t.Run(c.String(), func(t *testing.T) {
+			nt.CheckNode(t, l, graph.OpResize, c.attrs(), 1, c.args(x)...)
+		})
+	}
+}
+
+// TestResizeOpset18AttributesMatchReference: antialiased linear and cubic downscaling
+// (exclude_outside too, and an axis scaled up beside one scaled down), axes naming the
+// resized axes (negative too, with a crop roi over them), keep_aspect_ratio_policy
+// not_larger and not_smaller, and half_pixel_symmetric, against the reference evaluator.
+func TestResizeOpset18AttributesMatchReference(t *testing.T) {
+	l := genericLowerer()
+	cases := []resizeCase{
+		{mode: "linear", coord: "half_pixel", antialias: 1, shape: []int{1, 2, 7, 9}, scales: f32s(1, 1, 0.6, 0.3)},
+		{mode: "linear", coord: "align_corners", antialias: 1, exclude: 1, shape: []int{1, 1, 8, 5}, scales: f32s(1, 1, 0.45, 1.5)},
+		{mode: "cubic", coord: "half_pixel", antialias: 1, cubicA: -0.75, shape: []int{1, 2, 9, 8}, scales: f32s(1, 1, 0.5, 0.35)},
+		{mode: "cubic", coord: "pytorch_half_pixel", antialias: 1, cubicA: -0.5, exclude: 1, shape: []int{2, 1, 6, 7}, sizes: sizes(2, 1, 4, 3)},
+		{mode: "linear", coord: "asymmetric", axes: []int64{2, 3}, shape: []int{2, 3, 5, 6}, scales: f32s(0.6, 1.7)},
+		{mode: "nearest", coord: "half_pixel", nearest: "round_prefer_ceil", axes: []int64{-1}, shape: []int{2, 3, 5, 6}, sizes: sizes(13)},
+		{mode: "linear", coord: "tf_crop_and_resize", axes: []int64{3, 2}, extrap: 5, shape: []int{1, 2, 5, 6},
+			roi: f32s(-0.2, 0.1, 1.1, 0.8), sizes: sizes(7, 4)},
+		{mode: "linear", coord: "half_pixel", axes: []int64{2, 3}, policy: "not_larger", shape: []int{1, 2, 6, 8}, sizes: sizes(4, 11)},
+		{mode: "cubic", coord: "half_pixel", cubicA: -0.75, axes: []int64{2, 3}, policy: "not_smaller", shape: []int{1, 2, 6, 8}, sizes: sizes(4, 11)},
+	}
+	for _, coord := range []string{"half_pixel_symmetric"} {
+		for _, mode := range []string{"nearest", "linear", "cubic"} {
+			cases = append(cases, resizeCase{mode: mode, coord: coord, nearest: "round_prefer_floor", cubicA: -0.75, shape: []int{1, 2, 5, 7}, scales: f32s(1, 1, 0.6, 1.7)})
+		}
+	}
+	for k, c := range cases {
+		x := randomF32(uint64(k+100), c.shape...)
 		t.Run(c.String(), func(t *testing.T) {
 			nt.CheckNode(t, l, graph.OpResize, c.attrs(), 1, c.args(x)...)
 		})

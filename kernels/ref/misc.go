@@ -36,35 +36,30 @@ func miscResize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		return nil
 	}
-	out := x.Shape.Clone()
-	scales := make([]float64, r)
-	switch sizes, sc := get(3), get(2); {
-	case sizes != nil:
-		sv := sizes.Int64s()
-		if len(sv) != r {
-			return nil, Badf("%d sizes for rank %d", len(sv), r)
+	var sizes []int64
+	var scales []float64
+	if t := get(3); t != nil {
+		sizes = t.Int64s()
+	} else if t := get(2); t != nil {
+		scales = t.Float64s()
+	}
+	in64 := make([]int64, r)
+	for i, d := range x.Shape {
+		in64[i] = int64(d)
+	}
+	out64, scales, err := graph.ResizeOutput(a, in64, scales, sizes)
+	if err != nil {
+		return nil, Badf("%v", err)
+	}
+	out := make(tensor.Shape, r)
+	for i, d := range out64 {
+		if d > 1<<32 {
+			return nil, Badf("Resize output extent %d", d)
 		}
-		for i, s := range sv {
-			if s < 0 {
-				return nil, Badf("negative size %d", s)
-			}
-			out[i] = int(s)
-			scales[i] = float64(s) / float64(max(x.Shape[i], 1))
-		}
-	case sc != nil:
-		sv := sc.Float64s()
-		if len(sv) != r {
-			return nil, Badf("%d scales for rank %d", len(sv), r)
-		}
-		for i, s := range sv {
-			if s <= 0 {
-				return nil, Badf("scale %g", s)
-			}
-			scales[i] = s
-			out[i] = int(math.Floor(float64(x.Shape[i]) * s))
-		}
-	default:
-		return nil, Badf("Resize needs scales or sizes")
+		out[i] = int(d)
+	}
+	if a.Antialias != 0 && a.Mode == "nearest" {
+		return nil, Badf("Resize antialias with mode nearest")
 	}
 	if _, err := out.CheckedNumElements(1 << 32); err != nil {
 		return nil, Badf("%v", err)
@@ -72,6 +67,16 @@ func miscResize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	var roi []float64
 	if t := get(1); t != nil {
 		roi = t.Float64s()
+		if axes := graph.ResizeAxes(a, r); len(a.Axes) > 0 && len(roi) == 2*len(axes) {
+			full := make([]float64, 2*r)
+			for i := range r {
+				full[r+i] = 1
+			}
+			for k, ax := range axes {
+				full[ax], full[r+ax] = roi[k], roi[len(axes)+k]
+			}
+			roi = full
+		}
 	}
 	cur := x.Float64s()
 	shape := x.Shape.Clone()
@@ -109,6 +114,11 @@ func miscOriginal(mode string, o, inLen, outLen int, scale float64, roi []float6
 		return x * float64(inLen-1) / (resized - 1), nil
 	case "asymmetric":
 		return x / scale, nil
+	case "half_pixel_symmetric":
+		// the centre of the input maps to the centre of the output when the output
+		// extent was rounded from in·scale
+		adjust := float64(outLen) / (scale * float64(inLen))
+		return float64(inLen)/2*(1-adjust) + (x+0.5)/scale - 0.5, nil
 	case "tf_half_pixel_for_nn":
 		return (x + 0.5) / scale, nil
 	case "tf_crop_and_resize":
@@ -134,6 +144,10 @@ func miscTaps(a *graph.ResizeAttrs, inLen, outLen int, scale float64, roi []floa
 		}
 		if a.CoordinateTransformationMode == "tf_crop_and_resize" && (xo < 0 || xo > float64(inLen-1)) {
 			taps[o] = []tap{{extrap: true}}
+			continue
+		}
+		if a.Antialias != 0 && scale < 1 && a.Mode != "nearest" {
+			taps[o] = miscAntialiasTaps(a, xo, scale, inLen)
 			continue
 		}
 		switch a.Mode {
@@ -221,4 +235,47 @@ func miscApplyAxis(v []float64, shape tensor.Shape, ax, outLen int, taps [][]tap
 	ns := shape.Clone()
 	ns[ax] = outLen
 	return res, ns
+}
+
+// miscAntialiasTaps: linear or cubic downscaling with the filter stretched by 1/scale:
+// the taps around x (base the index below x, the fraction in (0, 1]) at distances
+// scaled by scale, weights normalized to sum 1 (after exclude_outside drops the taps
+// outside the input).
+func miscAntialiasTaps(a *graph.ResizeAttrs, x, scale float64, inLen int) []tap {
+	base, ratio := math.Floor(x), x-math.Floor(x)
+	if ratio == 0 {
+		base, ratio = base-1, 1
+	}
+	support := 1.0 // the filter's half-width at scale 1
+	if a.Mode == "cubic" {
+		support = 2
+	}
+	start := int(math.Floor(-support/scale)) + 1
+	A := float64(a.CubicCoeffA)
+	var ts []tap
+	sum := 0.0
+	for j := start; j < 2-start; j++ {
+		i := int(base) + j
+		if a.ExcludeOutside != 0 && (i < 0 || i >= inLen) {
+			continue
+		}
+		d := math.Abs(scale * (float64(j) - ratio))
+		var w float64
+		switch {
+		case a.Mode == "linear":
+			w = max(0, 1-d)
+		case d <= 1:
+			w = ((A+2)*d-(A+3))*d*d + 1
+		case d < 2:
+			w = ((A*d-5*A)*d+8*A)*d - 4*A
+		}
+		ts = append(ts, tap{idx: max(0, min(i, inLen-1)), w: w})
+		sum += w
+	}
+	if sum != 0 {
+		for k := range ts {
+			ts[k].w /= sum
+		}
+	}
+	return ts
 }

@@ -22,10 +22,13 @@
 // output transform; weights transformed by TransformWinogradWeights at compile time).
 //
 // Resize (nearest with every nearest_mode, linear and cubic over any number of axes,
-// every coordinate transformation, tf_crop_and_resize with its extrapolation value)
-// takes constant scales or sizes and is one injective computation: per resized axis
+// every coordinate transformation, tf_crop_and_resize with its extrapolation value,
+// antialiased linear and cubic downscaling, axes, keep_aspect_ratio_policy) takes
+// constant scales or sizes (the extents from graph.ResizeOutput, as inference and the
+// reference evaluator take them) and is one injective computation: per resized axis
 // the source coordinate of the output index, then a gather or a weighted sum over the
-// 2 or 4 neighbours per axis with clamped indices. Coordinates are int64 fixed point
+// 2 or 4 neighbours per axis, or over the filter stretched by 1/scale with antialias
+// (weights divided by their sum), indices clamped. Coordinates are int64 fixed point
 // (X = P·o + Q in units of 2^-k), so every target (OpenCL has no double) decides
 // nearest indices and crop bounds alike; the plan derives each decision from the
 // float64 coordinate ONNX defines and pins the outputs where the fixed-point fit

@@ -12,8 +12,8 @@ import (
 // resizeCases are Resize nodes as a detector's upsampling path has them (NCHW, scales on
 // H and W, a symbolic batch of 1 and 2; nearest as torch exports it, linear with
 // pytorch_half_pixel and align_corners), a cubic downscale, a crop with extrapolation,
-// a nearest resize by sizes whose coordinates fall on ties, and a linear upsample with
-// an Add fused after it.
+// a nearest resize by sizes whose coordinates fall on ties, an antialiased cubic
+// downscale over axes H and W, and a linear upsample with an Add fused after it.
 func resizeCases(t testing.TB) []gcase {
 	resize := func(mode, coord, nearest string) *graph.ResizeAttrs {
 		a := graph.OpResize.NewAttrs().(*graph.ResizeAttrs)
@@ -35,6 +35,8 @@ func resizeCases(t testing.TB) []gcase {
 	in4 := []graph.Type{ty(t, tensor.Float32, "2", "3", "5", "7"), {}, {}, {}} // sizes fix every extent
 	crop := resize("linear", "tf_crop_and_resize", "")
 	crop.ExtrapolationValue = -2
+	antialias := resize("cubic", "half_pixel", "")
+	antialias.Antialias, antialias.Axes = 1, []int64{2, 3}
 	return []gcase{
 		{name: "resize_nearest_asymmetric_x2", op: graph.OpResize, attrs: resize("nearest", "asymmetric", "floor"), args: in3, consts: scales(1, 1, 2, 2), binds: batch},
 		{name: "resize_linear_pytorch_half_pixel_x2", op: graph.OpResize, attrs: resize("linear", "pytorch_half_pixel", ""), args: in3, consts: scales(1, 1, 2, 2), binds: batch},
@@ -46,6 +48,8 @@ func resizeCases(t testing.TB) []gcase {
 			binds:  []map[string]int64{{}}},
 		{name: "resize_nearest_ties", op: graph.OpResize, attrs: resize("nearest", "half_pixel", "round_prefer_ceil"), args: in4, consts: sizes(2, 3, 37, 9),
 			binds: []map[string]int64{{}}},
+		{name: "resize_cubic_antialias_axes", op: graph.OpResize, attrs: antialias, args: in3,
+			consts: map[int]*tensor.Tensor{1: none, 2: floats(0.4, 0.5)}, binds: batch},
 		{name: "resize_linear_add", op: graph.OpResize, attrs: resize("linear", "asymmetric", ""), args: in3, consts: scales(1, 1, 2, 2),
 			stages: []stage{{op: graph.OpAdd, at: 0, args: []graph.Type{{}, ty(t, tensor.Float32, "n", "3", "10", "14")}}}, binds: batch},
 	}

@@ -36,46 +36,32 @@ func miscResize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		return nil
 	}
-	var sizes []int64
-	var scales []float64
-	if t := get(3); t != nil {
-		sizes = t.Int64s()
-	} else if t := get(2); t != nil {
-		scales = t.Float64s()
-	}
-	in64 := make([]int64, r)
-	for i, d := range x.Shape {
-		in64[i] = int64(d)
-	}
-	out64, scales, err := graph.ResizeOutput(a, in64, scales, sizes)
+	axes, err := miscResizeAxes(a.Axes, r)
 	if err != nil {
-		return nil, Badf("%v", err)
-	}
-	out := make(tensor.Shape, r)
-	for i, d := range out64 {
-		if d > 1<<32 {
-			return nil, Badf("Resize output extent %d", d)
-		}
-		out[i] = int(d)
+		return nil, err
 	}
 	if a.Antialias != 0 && a.Mode == "nearest" {
 		return nil, Badf("Resize antialias with mode nearest")
+	}
+	out, scales, err := miscResizeExtents(a, x.Shape, axes, get(2), get(3))
+	if err != nil {
+		return nil, err
 	}
 	if _, err := out.CheckedNumElements(1 << 32); err != nil {
 		return nil, Badf("%v", err)
 	}
 	var roi []float64
-	if t := get(1); t != nil {
-		roi = t.Float64s()
-		if axes := graph.ResizeAxes(a, r); len(a.Axes) > 0 && len(roi) == 2*len(axes) {
-			full := make([]float64, 2*r)
-			for i := range r {
-				full[r+i] = 1
-			}
-			for k, ax := range axes {
-				full[ax], full[r+ax] = roi[k], roi[len(axes)+k]
-			}
-			roi = full
+	if t := get(1); t != nil && a.CoordinateTransformationMode == "tf_crop_and_resize" {
+		// given over the resized axes: every other axis spans [0, 1]
+		if len(t.Float64s()) != 2*len(axes) {
+			return nil, Badf("roi has %d values for %d axes", t.Len(), len(axes))
+		}
+		roi = make([]float64, 2*r)
+		for i := range r {
+			roi[r+i] = 1
+		}
+		for k, ax := range axes {
+			roi[ax], roi[r+ax] = t.Float64s()[k], t.Float64s()[len(axes)+k]
 		}
 	}
 	cur := x.Float64s()
@@ -92,6 +78,88 @@ func miscResize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		cur, shape = miscApplyAxis(cur, shape, ax, out[ax], taps, float64(a.ExtrapolationValue))
 	}
 	return one(tensor.FromFloat64s(x.DType, shape, cur)), nil
+}
+
+// miscResizeAxes normalizes the axes attribute (every axis when empty).
+func miscResizeAxes(attr []int64, r int) ([]int, error) {
+	if len(attr) == 0 {
+		axes := make([]int, r)
+		for i := range axes {
+			axes[i] = i
+		}
+		return axes, nil
+	}
+	var axes []int
+	seen := map[int]bool{}
+	for _, v := range attr {
+		ax := int(v)
+		if ax < 0 {
+			ax += r
+		}
+		if ax < 0 || ax >= r || seen[ax] {
+			return nil, Badf("Resize axes %v for rank %d", attr, r)
+		}
+		seen[ax] = true
+		axes = append(axes, ax)
+	}
+	return axes, nil
+}
+
+// miscResizeExtents is the output shape and the scale of every axis: sizes (over the
+// resized axes; their scales size/in, or one common scale under keep_aspect_ratio_policy
+// with the extent rounded half up) or else scales (extent floor(in·scale)).
+func miscResizeExtents(a *graph.ResizeAttrs, shape tensor.Shape, axes []int, scalesT, sizesT *tensor.Tensor) (tensor.Shape, []float64, error) {
+	r := len(shape)
+	out := shape.Clone()
+	scales := make([]float64, r)
+	for i := range scales {
+		scales[i] = 1
+	}
+	switch {
+	case sizesT != nil:
+		sv := sizesT.Int64s()
+		if len(sv) != len(axes) {
+			return nil, nil, Badf("%d sizes for %d axes", len(sv), len(axes))
+		}
+		for k, ax := range axes {
+			if sv[k] < 0 || sv[k] > 1<<32 {
+				return nil, nil, Badf("size %d", sv[k])
+			}
+			out[ax] = int(sv[k])
+			scales[ax] = float64(sv[k]) / float64(max(shape[ax], 1))
+		}
+		switch a.KeepAspectRatioPolicy {
+		case "", "stretch":
+		case "not_larger", "not_smaller":
+			common := scales[axes[0]]
+			for _, ax := range axes[1:] {
+				if (a.KeepAspectRatioPolicy == "not_larger") == (scales[ax] < common) {
+					common = scales[ax]
+				}
+			}
+			for _, ax := range axes {
+				scales[ax] = common
+				out[ax] = int(common*float64(shape[ax]) + 0.5)
+			}
+		default:
+			return nil, nil, Badf("keep_aspect_ratio_policy %q", a.KeepAspectRatioPolicy)
+		}
+	case scalesT != nil:
+		sv := scalesT.Float64s()
+		if len(sv) != len(axes) {
+			return nil, nil, Badf("%d scales for %d axes", len(sv), len(axes))
+		}
+		for k, ax := range axes {
+			if !(sv[k] > 0) || math.IsInf(sv[k], 0) || float64(shape[ax])*sv[k] > 1<<32 {
+				return nil, nil, Badf("scale %g", sv[k])
+			}
+			scales[ax] = sv[k]
+			out[ax] = int(math.Floor(float64(shape[ax]) * sv[k]))
+		}
+	default:
+		return nil, nil, Badf("Resize needs scales or sizes")
+	}
+	return out, scales, nil
 }
 
 // miscOriginal maps an output coordinate to the input coordinate.

@@ -62,17 +62,37 @@ func inferResize(ic *InferCtx, n *Node) ([]Type, error) {
 	return []Type{TensorType(x.DType, out...)}, nil
 }
 
-// inferResizeAxes infers a Resize with axes or an aspect-ratio policy: static where the
-// input's extents and the scales or sizes are constants, fresh dims otherwise.
+// inferResizeAxes infers a Resize with axes or an aspect-ratio policy: an axis not
+// resized keeps its dim (symbolic too); the resized ones are static where their
+// extents and the scales or sizes are constants, fresh dims otherwise.
 func inferResizeAxes(ic *InferCtx, n *Node, a *ResizeAttrs, x Type) ([]Type, error) {
 	r := len(x.Shape)
+	resized := make([]bool, r)
+	for _, ax := range ResizeAxes(a, r) {
+		if ax >= 0 && ax < r {
+			resized[ax] = true
+		}
+	}
+	fresh := func() []Type {
+		out := make([]Dim, r)
+		for i, d := range x.Shape {
+			out[i] = d
+			if resized[i] {
+				out[i] = ic.Fresh()
+			}
+		}
+		return []Type{TensorType(x.DType, out...)}
+	}
 	in := make([]int64, r)
 	for i, d := range x.Shape {
 		v, ok := d.Value()
-		if !ok {
-			return []Type{TensorType(x.DType, ic.FreshShape(r)...)}, nil
+		if !ok && resized[i] {
+			return fresh(), nil
 		}
 		in[i] = v
+		if !ok {
+			in[i] = 1 // an axis left as it is may be symbolic
+		}
 	}
 	var scales []float64
 	var sizes []int64
@@ -81,13 +101,20 @@ func inferResizeAxes(ic *InferCtx, n *Node, a *ResizeAttrs, x Type) ([]Type, err
 	} else if c := n.ConstInput(2); c != nil && c.Len() > 0 && n.Input(3) == nil {
 		scales = c.Float64s()
 	} else {
-		return []Type{TensorType(x.DType, ic.FreshShape(r)...)}, nil
+		return fresh(), nil
 	}
 	out, _, err := ResizeOutput(a, in, scales, sizes)
 	if err != nil {
 		return nil, Inferf(n, "%v", err)
 	}
-	return []Type{TensorType(x.DType, StaticShape(out...)...)}, nil
+	dims := make([]Dim, r)
+	for i, d := range x.Shape {
+		dims[i] = d
+		if resized[i] {
+			dims[i] = Const(out[i])
+		}
+	}
+	return []Type{TensorType(x.DType, dims...)}, nil
 }
 
 // ResizeOutput resolves a Resize on input extents in: the output extent and the scale

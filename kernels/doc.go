@@ -23,6 +23,20 @@
 // tensorize) and ConvWinograd (Winograd F(2×2, 3×3): input transform, 16 products,
 // output transform; weights transformed by TransformWinogradWeights at compile time).
 //
+// Resize (nearest with every nearest_mode, linear and cubic over any number of axes,
+// every coordinate transformation, tf_crop_and_resize with its extrapolation value,
+// antialiased linear and cubic downscaling, axes, keep_aspect_ratio_policy) takes
+// constant scales or sizes (the extents from graph.ResizeOutput, as inference and the
+// reference evaluator take them) and is one injective computation: per resized axis
+// the source coordinate of the output index, then a gather or a weighted sum over the
+// 2 or 4 neighbours per axis, or over the filter stretched by 1/scale with antialias
+// (weights divided by their sum), indices clamped. Coordinates are int64 fixed point
+// (X = P·o + Q in units of 2^-k), so every target (OpenCL has no double) decides
+// nearest indices and crop bounds alike; the plan derives each decision from the
+// float64 coordinate ONNX defines and pins the outputs where the fixed-point fit
+// decides otherwise (a coordinate an ulp from a tie), refusing an axis that needs too
+// many pins. Run-time scales, sizes or roi are refused.
+//
 // Range and ConstantOfShape are generators sized by the node's output type: with
 // constant inputs fold-constants has replaced them, so what reaches a kernel is sized
 // over the symbols (a kiln.ShapeExpr), which the compiler binds at run time. Every op

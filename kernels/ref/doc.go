@@ -8,8 +8,9 @@
 //
 // Independence: ref shares no op semantics with the compiled path. It resolves, for
 // instance, convolution and pooling windows (auto_pad, ceil_mode, ConvTranspose's
-// output_shape) with its own code rather than graph.Window, which shape inference and
-// the kernel definitions share: a mistake there shows up as a disagreement with ref
+// output_shape) with its own code rather than graph.Window, and Resize's output extents
+// (axes, keep_aspect_ratio_policy) rather than graph.ResizeOutput, which shape inference
+// and the kernel definitions share: a mistake there shows up as a disagreement with ref
 // instead of being copied into the oracle.
 //
 // Model: runtime values are *tensor.Tensor, *Sequence or *Optional. Kernels are looked up

@@ -36,42 +36,33 @@ func miscResize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		return nil
 	}
-	out := x.Shape.Clone()
-	scales := make([]float64, r)
-	switch sizes, sc := get(3), get(2); {
-	case sizes != nil:
-		sv := sizes.Int64s()
-		if len(sv) != r {
-			return nil, Badf("%d sizes for rank %d", len(sv), r)
-		}
-		for i, s := range sv {
-			if s < 0 {
-				return nil, Badf("negative size %d", s)
-			}
-			out[i] = int(s)
-			scales[i] = float64(s) / float64(max(x.Shape[i], 1))
-		}
-	case sc != nil:
-		sv := sc.Float64s()
-		if len(sv) != r {
-			return nil, Badf("%d scales for rank %d", len(sv), r)
-		}
-		for i, s := range sv {
-			if s <= 0 {
-				return nil, Badf("scale %g", s)
-			}
-			scales[i] = s
-			out[i] = int(math.Floor(float64(x.Shape[i]) * s))
-		}
-	default:
-		return nil, Badf("Resize needs scales or sizes")
+	axes, err := miscResizeAxes(a.Axes, r)
+	if err != nil {
+		return nil, err
+	}
+	if a.Antialias != 0 && a.Mode == "nearest" {
+		return nil, Badf("Resize antialias with mode nearest")
+	}
+	out, scales, err := miscResizeExtents(a, x.Shape, axes, get(2), get(3))
+	if err != nil {
+		return nil, err
 	}
 	if _, err := out.CheckedNumElements(1 << 32); err != nil {
 		return nil, Badf("%v", err)
 	}
 	var roi []float64
-	if t := get(1); t != nil {
-		roi = t.Float64s()
+	if t := get(1); t != nil && a.CoordinateTransformationMode == "tf_crop_and_resize" {
+		// given over the resized axes: every other axis spans [0, 1]
+		if len(t.Float64s()) != 2*len(axes) {
+			return nil, Badf("roi has %d values for %d axes", t.Len(), len(axes))
+		}
+		roi = make([]float64, 2*r)
+		for i := range r {
+			roi[r+i] = 1
+		}
+		for k, ax := range axes {
+			roi[ax], roi[r+ax] = t.Float64s()[k], t.Float64s()[len(axes)+k]
+		}
 	}
 	cur := x.Float64s()
 	shape := x.Shape.Clone()
@@ -87,6 +78,88 @@ func miscResize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		cur, shape = miscApplyAxis(cur, shape, ax, out[ax], taps, float64(a.ExtrapolationValue))
 	}
 	return one(tensor.FromFloat64s(x.DType, shape, cur)), nil
+}
+
+// miscResizeAxes normalizes the axes attribute (every axis when empty).
+func miscResizeAxes(attr []int64, r int) ([]int, error) {
+	if len(attr) == 0 {
+		axes := make([]int, r)
+		for i := range axes {
+			axes[i] = i
+		}
+		return axes, nil
+	}
+	var axes []int
+	seen := map[int]bool{}
+	for _, v := range attr {
+		ax := int(v)
+		if ax < 0 {
+			ax += r
+		}
+		if ax < 0 || ax >= r || seen[ax] {
+			return nil, Badf("Resize axes %v for rank %d", attr, r)
+		}
+		seen[ax] = true
+		axes = append(axes, ax)
+	}
+	return axes, nil
+}
+
+// miscResizeExtents is the output shape and the scale of every axis: sizes (over the
+// resized axes; their scales size/in, or one common scale under keep_aspect_ratio_policy
+// with the extent rounded half up) or else scales (extent floor(in·scale)).
+func miscResizeExtents(a *graph.ResizeAttrs, shape tensor.Shape, axes []int, scalesT, sizesT *tensor.Tensor) (tensor.Shape, []float64, error) {
+	r := len(shape)
+	out := shape.Clone()
+	scales := make([]float64, r)
+	for i := range scales {
+		scales[i] = 1
+	}
+	switch {
+	case sizesT != nil:
+		sv := sizesT.Int64s()
+		if len(sv) != len(axes) {
+			return nil, nil, Badf("%d sizes for %d axes", len(sv), len(axes))
+		}
+		for k, ax := range axes {
+			if sv[k] < 0 || sv[k] > 1<<32 {
+				return nil, nil, Badf("size %d", sv[k])
+			}
+			out[ax] = int(sv[k])
+			scales[ax] = float64(sv[k]) / float64(max(shape[ax], 1))
+		}
+		switch a.KeepAspectRatioPolicy {
+		case "", "stretch":
+		case "not_larger", "not_smaller":
+			common := scales[axes[0]]
+			for _, ax := range axes[1:] {
+				if (a.KeepAspectRatioPolicy == "not_larger") == (scales[ax] < common) {
+					common = scales[ax]
+				}
+			}
+			for _, ax := range axes {
+				scales[ax] = common
+				out[ax] = int(common*float64(shape[ax]) + 0.5)
+			}
+		default:
+			return nil, nil, Badf("keep_aspect_ratio_policy %q", a.KeepAspectRatioPolicy)
+		}
+	case scalesT != nil:
+		sv := scalesT.Float64s()
+		if len(sv) != len(axes) {
+			return nil, nil, Badf("%d scales for %d axes", len(sv), len(axes))
+		}
+		for k, ax := range axes {
+			if !(sv[k] > 0) || math.IsInf(sv[k], 0) || float64(shape[ax])*sv[k] > 1<<32 {
+				return nil, nil, Badf("scale %g", sv[k])
+			}
+			scales[ax] = sv[k]
+			out[ax] = int(math.Floor(float64(shape[ax]) * sv[k]))
+		}
+	default:
+		return nil, nil, Badf("Resize needs scales or sizes")
+	}
+	return out, scales, nil
 }
 
 // miscOriginal maps an output coordinate to the input coordinate.
@@ -109,6 +182,11 @@ func miscOriginal(mode string, o, inLen, outLen int, scale float64, roi []float6
 		return x * float64(inLen-1) / (resized - 1), nil
 	case "asymmetric":
 		return x / scale, nil
+	case "half_pixel_symmetric":
+		// the centre of the input maps to the centre of the output when the output
+		// extent was rounded from in·scale
+		adjust := float64(outLen) / (scale * float64(inLen))
+		return float64(inLen)/2*(1-adjust) + (x+0.5)/scale - 0.5, nil
 	case "tf_half_pixel_for_nn":
 		return (x + 0.5) / scale, nil
 	case "tf_crop_and_resize":
@@ -134,6 +212,10 @@ func miscTaps(a *graph.ResizeAttrs, inLen, outLen int, scale float64, roi []floa
 		}
 		if a.CoordinateTransformationMode == "tf_crop_and_resize" && (xo < 0 || xo > float64(inLen-1)) {
 			taps[o] = []tap{{extrap: true}}
+			continue
+		}
+		if a.Antialias != 0 && scale < 1 && a.Mode != "nearest" {
+			taps[o] = miscAntialiasTaps(a, xo, scale, inLen)
 			continue
 		}
 		switch a.Mode {
@@ -221,4 +303,47 @@ func miscApplyAxis(v []float64, shape tensor.Shape, ax, outLen int, taps [][]tap
 	ns := shape.Clone()
 	ns[ax] = outLen
 	return res, ns
+}
+
+// miscAntialiasTaps: linear or cubic downscaling with the filter stretched by 1/scale:
+// the taps around x (base the index below x, the fraction in (0, 1]) at distances
+// scaled by scale, weights normalized to sum 1 (after exclude_outside drops the taps
+// outside the input).
+func miscAntialiasTaps(a *graph.ResizeAttrs, x, scale float64, inLen int) []tap {
+	base, ratio := math.Floor(x), x-math.Floor(x)
+	if ratio == 0 {
+		base, ratio = base-1, 1
+	}
+	support := 1.0 // the filter's half-width at scale 1
+	if a.Mode == "cubic" {
+		support = 2
+	}
+	start := int(math.Floor(-support/scale)) + 1
+	A := float64(a.CubicCoeffA)
+	var ts []tap
+	sum := 0.0
+	for j := start; j < 2-start; j++ {
+		i := int(base) + j
+		if a.ExcludeOutside != 0 && (i < 0 || i >= inLen) {
+			continue
+		}
+		d := math.Abs(scale * (float64(j) - ratio))
+		var w float64
+		switch {
+		case a.Mode == "linear":
+			w = max(0, 1-d)
+		case d <= 1:
+			w = ((A+2)*d-(A+3))*d*d + 1
+		case d < 2:
+			w = ((A*d-5*A)*d+8*A)*d - 4*A
+		}
+		ts = append(ts, tap{idx: max(0, min(i, inLen-1)), w: w})
+		sum += w
+	}
+	if sum != 0 {
+		for k := range ts {
+			ts[k].w /= sum
+		}
+	}
+	return ts
 }

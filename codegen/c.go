@@ -446,6 +446,8 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 				return "kiln_floormod(" + a + ", " + b + ")"
 			}
 			e.fail("float modulo")
+		case loopir.Shl, loopir.Shr:
+			return e.shift(x.Op, x.A.DType(), x.B.DType(), a, b)
 		case loopir.Min, loopir.Max:
 			t := e.ctype(x.A.DType())
 			e.intrins.minmax[t] = true

@@ -154,5 +154,6 @@ func cBuiltinMath(base string, dt tensor.DType) string {
 var mathBase = map[loopir.Intrinsic]string{
 	loopir.Exp: "exp", loopir.Log: "log", loopir.Sqrt: "sqrt", loopir.Tanh: "tanh", loopir.Erf: "erf",
 	loopir.Pow: "pow", loopir.Abs: "fabs", loopir.Floor: "floor", loopir.Ceil: "ceil", loopir.Round: "rint",
-	loopir.Sin: "sin", loopir.Cos: "cos",
+	loopir.Sin: "sin", loopir.Cos: "cos", loopir.Asin: "asin", loopir.Acos: "acos", loopir.Atan: "atan",
+	loopir.Asinh: "asinh", loopir.Acosh: "acosh", loopir.Atanh: "atanh", loopir.Fmod: "fmod",
 }

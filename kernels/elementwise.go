@@ -75,6 +75,12 @@ func unaryFuncs() map[graph.Op]unaryFunc {
 		graph.OpSin:        floatOnly(call(loopir.Sin)),
 		graph.OpCos:        floatOnly(call(loopir.Cos)),
 		graph.OpTan:        floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(call(loopir.Sin)(x), call(loopir.Cos)(x)) }),
+		graph.OpAsin:       floatOnly(call(loopir.Asin)),
+		graph.OpAcos:       floatOnly(call(loopir.Acos)),
+		graph.OpAtan:       floatOnly(call(loopir.Atan)),
+		graph.OpAsinh:      floatOnly(call(loopir.Asinh)),
+		graph.OpAcosh:      floatOnly(call(loopir.Acosh)),
+		graph.OpAtanh:      floatOnly(call(loopir.Atanh)),
 		graph.OpSinh:       floatOnly(func(x loopir.Expr) loopir.Expr { return te.Mul(te.Sub(exp(x), exp(neg(x))), lit(0.5, x)) }),
 		graph.OpCosh:       floatOnly(func(x loopir.Expr) loopir.Expr { return te.Mul(te.Add(exp(x), exp(neg(x))), lit(0.5, x)) }),
 		graph.OpReciprocal: floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(lit(1, x), x) }),
@@ -206,21 +212,9 @@ func binaryFuncs() map[graph.Op]func(n *graph.Node, a, b loopir.Expr) (loopir.Ex
 			signs := loopir.Bin(loopir.NE, loopir.Bin(loopir.LT, a, lit(0, a)), loopir.Bin(loopir.LT, b, lit(0, b)))
 			return te.Select(loopir.Bin(loopir.And, inexact, signs), loopir.Bin(loopir.Add, q, lit(1, a)), q), nil
 		},
-		graph.OpMod: func(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
-			if a.DType().IsFloat() || attrs[graph.ModAttrs](n).Fmod != 0 {
-				return nil, Unsupported("Mod with fmod=1 or on floats")
-			}
-			return loopir.Bin(loopir.Mod, a, b), nil
-		},
-		graph.OpPow: func(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
-			if !a.DType().IsFloat() {
-				return nil, Unsupported("Pow on %v", a.DType())
-			}
-			if b.DType() != a.DType() {
-				b = te.Cast(a.DType(), b)
-			}
-			return te.Pow(a, b), nil
-		},
+		graph.OpMod:      computeMod,
+		graph.OpPow:      computePow,
+		graph.OpBitShift: computeBitShift,
 		graph.OpPRelu: func(_ *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
 			return te.Select(loopir.Bin(loopir.LT, a, lit(0, a)), te.Mul(a, b), a), nil
 		},

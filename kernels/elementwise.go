@@ -324,15 +324,28 @@ func computeAttentionMask(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	return []*te.Tensor{out}, err
 }
 
+// castTo converts x to another element type. Half floats (float16, bfloat16) convert
+// through float32, the only type a kernel converts them to and from directly (float64
+// narrows to float32 first, as package tensor does).
 func castTo(x *te.Tensor, to tensor.DType) ([]*te.Tensor, error) {
-	if !to.IsNumeric() && to != tensor.Bool || to == tensor.Float16 || to == tensor.BFloat16 || x.DT == tensor.Float16 || x.DT == tensor.BFloat16 {
+	ok := func(dt tensor.DType) bool { return dt.IsNumeric() || dt == tensor.Bool }
+	if !ok(to) || !ok(x.DT) {
 		return nil, Unsupported("Cast from %v to %v", x.DT, to)
 	}
 	out, err := Map("cast", func(v []loopir.Expr) loopir.Expr {
-		if to == tensor.Bool {
-			return loopir.Bin(loopir.NE, v[0], lit(0, v[0]))
+		e := v[0]
+		if halfFloat(e.DType()) && to != e.DType() {
+			e = te.Cast(tensor.Float32, e)
 		}
-		return te.Cast(to, v[0])
+		switch {
+		case to == e.DType():
+			return e
+		case to == tensor.Bool:
+			return loopir.Bin(loopir.NE, e, lit(0, e))
+		case halfFloat(to) && e.DType() != tensor.Float32:
+			e = te.Cast(tensor.Float32, e)
+		}
+		return te.Cast(to, e)
 	}, x)
 	return []*te.Tensor{out}, err
 }

@@ -179,6 +179,27 @@ func unaryFuncs() map[graph.Op]unaryFunc {
 	}
 }
 
+// viaFloat32 computes an element function on half-float operands (float16, bfloat16,
+// which have no arithmetic of their own in a kernel) in float32: each half operand
+// widens, and a float32 result narrows back when the first operand is a half float (a
+// comparison's bool stays bool). Other operands pass through unchanged.
+func viaFloat32(f func(x []loopir.Expr) loopir.Expr) func(x []loopir.Expr) loopir.Expr {
+	return func(x []loopir.Expr) loopir.Expr {
+		xs := make([]loopir.Expr, len(x))
+		for i, v := range x {
+			xs[i] = v
+			if halfFloat(v.DType()) {
+				xs[i] = te.Cast(tensor.Float32, v)
+			}
+		}
+		r := f(xs)
+		if dt := x[0].DType(); halfFloat(dt) && r.DType() == tensor.Float32 {
+			r = te.Cast(dt, r)
+		}
+		return r
+	}
+}
+
 func neg(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, lit(0, x), x) }
 
 func clamp(x, lo, hi loopir.Expr) loopir.Expr {
@@ -226,14 +247,14 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 	for op, f := range unaryFuncs() {
 		m[op] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			var ferr error
-			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+			out, err := Map(op.String(), viaFloat32(func(x []loopir.Expr) loopir.Expr {
 				v, err := f(n, x[0])
 				if err != nil {
 					ferr = err
 					return x[0]
 				}
 				return v
-			}, in[0].T)
+			}), in[0].T)
 			if err == nil {
 				err = ferr
 			}
@@ -249,14 +270,14 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 				}
 			}
 			var ferr error
-			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+			out, err := Map(op.String(), viaFloat32(func(x []loopir.Expr) loopir.Expr {
 				v, err := f(n, x[0], x[1])
 				if err != nil {
 					ferr = err
 					return x[0]
 				}
 				return v
-			}, in[0].T, in[1].T)
+			}), in[0].T, in[1].T)
 			if err == nil {
 				err = ferr
 			}
@@ -272,7 +293,7 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 			for i, x := range in {
 				ts[i] = x.T
 			}
-			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+			out, err := Map(op.String(), viaFloat32(func(x []loopir.Expr) loopir.Expr {
 				acc := x[0]
 				for _, y := range x[1:] {
 					acc = f(acc, y)
@@ -281,7 +302,7 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 					acc = te.Div(acc, lit(float64(len(x)), acc))
 				}
 				return acc
-			}, ts...)
+			}), ts...)
 			return []*te.Tensor{out}, err
 		}
 	}

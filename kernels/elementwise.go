@@ -347,7 +347,9 @@ func computeAttentionMask(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 
 // castTo converts x to another element type. Half floats (float16, bfloat16) convert
 // through float32, the only type a kernel converts them to and from directly (float64
-// narrows to float32 first, as package tensor does).
+// narrows to float32 first, as package tensor does). Floats convert to integers with
+// package tensor's rules (floatToInt), never C's undefined conversion of a value out of
+// range.
 func castTo(x *te.Tensor, to tensor.DType) ([]*te.Tensor, error) {
 	ok := func(dt tensor.DType) bool { return dt.IsNumeric() || dt == tensor.Bool }
 	if !ok(to) || !ok(x.DT) {
@@ -365,6 +367,11 @@ func castTo(x *te.Tensor, to tensor.DType) ([]*te.Tensor, error) {
 			return loopir.Bin(loopir.NE, e, lit(0, e))
 		case halfFloat(to) && e.DType() != tensor.Float32:
 			e = te.Cast(tensor.Float32, e)
+		case to.IsInt() && e.DType().IsFloat():
+			if e.DType() != tensor.Float64 {
+				e = te.Cast(tensor.Float64, e)
+			}
+			return floatToInt(e, to)
 		}
 		return te.Cast(to, e)
 	}, x)

@@ -368,9 +368,6 @@ func castTo(x *te.Tensor, to tensor.DType) ([]*te.Tensor, error) {
 		case halfFloat(to) && e.DType() != tensor.Float32:
 			e = te.Cast(tensor.Float32, e)
 		case to.IsInt() && e.DType().IsFloat():
-			if e.DType() != tensor.Float64 {
-				e = te.Cast(tensor.Float64, e)
-			}
 			return floatToInt(e, to)
 		}
 		return te.Cast(to, e)

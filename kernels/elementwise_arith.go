@@ -67,11 +67,12 @@ func computePow(_ *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
 	return floatToInt(p, dt), nil
 }
 
-// floatToInt converts a float64 expression to an integer type with
+// floatToInt converts a float32 or float64 expression to an integer type with
 // tensor.FromFloat64s's rules and no undefined conversion in C: every Cast from float
-// sees a value in range (the Select around it is evaluated on both sides).
+// sees a value in range (the Select around it is evaluated on both sides). The bounds
+// ±2^63 and 2^64 are exact in either float type, so the checks are in p's own type.
 func floatToInt(p loopir.Expr, dt tensor.DType) loopir.Expr {
-	f := func(v float64) loopir.Expr { return loopir.Float(v, tensor.Float64) }
+	f := func(v float64) loopir.Expr { return loopir.Float(v, p.DType()) }
 	inI64 := loopir.Bin(loopir.And, loopir.Bin(loopir.GE, p, f(-0x1p63)), loopir.Bin(loopir.LT, p, f(0x1p63)))
 	i := te.Select(inI64, te.Cast(tensor.Int64, te.Select(inI64, p, f(0))), &loopir.IntImm{V: math.MinInt64, DT: tensor.Int64})
 	if dt == tensor.Uint64 {

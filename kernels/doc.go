@@ -33,8 +33,8 @@
 // through te.CheckedIndex).
 //
 // Range, ConstantOfShape, EyeLike and the Hann, Hamming and Blackman windows are
-// generators sized by the node's output type (a window reads its size at run time, in
-// float64, as the reference computes it): with
+// generators sized by the node's output type (a window's size is its output extent;
+// it computes in float64, as the reference does): with
 // constant inputs fold-constants has replaced them, so what reaches a kernel is sized
 // over the symbols (a kiln.ShapeExpr), which the compiler binds at run time. Every op
 // not listed returns ErrNoKernel with the reason; data-dependent output shapes (NonZero,

@@ -36,8 +36,9 @@ func computeEyeLike(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	return []*te.Tensor{out}, nil
 }
 
-// computeWindow is a Hann, Hamming or Blackman window of the size input N over the
-// output type's extent: with x = 2πi/D (D = N periodic, N-1 symmetric), Hann
+// computeWindow is a Hann, Hamming or Blackman window over the output type's extent,
+// which is the size input N (constant, known over the symbols, or bound at run time):
+// with x = 2πi/D (D = N periodic, N-1 symmetric), Hann
 // 0.5 - 0.5 cos x, Hamming 25/46 - 21/46 cos x, Blackman 0.42 - 0.5 cos x + 0.08 cos 2x,
 // in float64 and then converted to output_datatype as the reference does.
 func computeWindow(n *graph.Node, in []Input) ([]*te.Tensor, error) {
@@ -56,7 +57,7 @@ func computeWindow(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		return nil, Unsupported("%v with output rank %d", n.Op, len(shape))
 	}
 	f64 := func(v float64) loopir.Expr { return loopir.Float(v, tensor.Float64) }
-	den := knownScalar(n, in, 0, tensor.Float64)
+	den := te.Cast(tensor.Float64, shape[0]) // the size N is the output's extent
 	if attrs[graph.WindowAttrs](n).Periodic == 0 {
 		den = te.Sub(den, f64(1))
 	}

@@ -238,3 +238,15 @@ func TestHalfFloatCastsAndArithmetic(t *testing.T) {
 		nt.CheckNode(t, l, graph.OpSqrt, nil, 1, nt.In(y))
 	}
 }
+
+// TestWindowOverASymbolicSize: one window kernel whose size is a symbol (a
+// kiln.ShapeExpr) serves every size.
+func TestWindowOverASymbolicSize(t *testing.T) {
+	l := Strategies(kernels.Default())
+	for _, op := range []graph.Op{graph.OpHannWindow, graph.OpBlackmanWindow} {
+		for _, periodic := range []int64{0, 1} {
+			a := &graph.WindowAttrs{OutputDatatype: int64(tensor.Float32), Periodic: periodic}
+			nt.CheckSymbolic(t, l, op, a, 1, []nt.SymArg{nt.ScalarOf("n")}, map[string]int64{"n": 1}, map[string]int64{"n": 4}, map[string]int64{"n": 9})
+		}
+	}
+}

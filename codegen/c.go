@@ -426,8 +426,16 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		}
 		return strconv.FormatInt(x.V, 10)
 	case *loopir.FloatImm:
+		if isHalf(x.DT) {
+			e.fail("a %v literal (half floats are only loaded, stored, selected and cast)", x.DT)
+			return "0"
+		}
 		return e.floatLit(x.V, x.DT)
 	case *loopir.Binary:
+		if isHalf(x.A.DType()) {
+			e.fail("%v on %v (half floats are only loaded, stored, selected and cast)", x.Op, x.A.DType())
+			return "0"
+		}
 		a, b := e.expr(x.A), e.expr(x.B)
 		isInt := !x.A.DType().IsFloat()
 		switch x.Op {
@@ -446,6 +454,8 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 				return "kiln_floormod(" + a + ", " + b + ")"
 			}
 			e.fail("float modulo")
+		case loopir.Shl, loopir.Shr:
+			return e.shift(x.Op, x.A.DType(), x.B.DType(), a, b)
 		case loopir.Min, loopir.Max:
 			t := e.ctype(x.A.DType())
 			e.intrins.minmax[t] = true
@@ -461,6 +471,9 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 		e.intrins.minmax[t] = true
 		return "kiln_sel_" + strings.ReplaceAll(t, " ", "_") + "(" + e.expr(x.Cond) + ", " + e.expr(x.T) + ", " + e.expr(x.F) + ")"
 	case *loopir.Cast:
+		if isHalf(x.To) || isHalf(x.X.DType()) {
+			return e.halfCast(x)
+		}
 		return "((" + e.ctype(x.To) + ")(" + e.expr(x.X) + "))"
 	case *loopir.Call:
 		if x.Fn == loopir.IndexCheck {
@@ -479,7 +492,7 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 			return "kiln_index(" + e.expr(x.Args[0]) + ", " + e.expr(x.Args[1]) + ", " + e.oob + ")"
 		}
 		dt := x.DType()
-		if !dt.IsFloat() {
+		if !dt.IsFloat() || isHalf(dt) {
 			e.fail("%v on %v", x.Fn, dt)
 			return "0"
 		}

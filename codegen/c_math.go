@@ -137,7 +137,7 @@ func (s *intrinSet) useMath(name string) {
 		return
 	}
 	s.math[name] = true
-	for _, h := range cMathHelpers {
+	for _, h := range allMathHelpers() {
 		if h.name == name {
 			for _, d := range h.deps {
 				s.useMath(d)
@@ -148,9 +148,15 @@ func (s *intrinSet) useMath(name string) {
 
 // writeMathHelpers defines the helpers the unit uses, in dependency order.
 func writeMathHelpers(b *strings.Builder, used map[string]bool) {
-	for _, h := range cMathHelpers {
+	for _, h := range allMathHelpers() {
 		if used[h.name] {
 			b.WriteString(h.code)
 		}
 	}
+}
+
+// allMathHelpers are the math helpers and the half-float conversions (c_half.go), in
+// emission order.
+func allMathHelpers() []cMathHelper {
+	return append(cMathHelpers[:len(cMathHelpers):len(cMathHelpers)], cHalfHelpers...)
 }

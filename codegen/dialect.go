@@ -28,6 +28,11 @@ type Dialect struct {
 	Restrict string
 	// Types are the element types by dtype; a dtype without one is ErrUnsupported.
 	Types map[tensor.DType]string
+	// HalfBits: float16 and bfloat16 elements are their 16 bits (Types maps both to an
+	// unsigned 16-bit type). Loads, stores and selects move the bits, a Cast between
+	// them and float32 converts through the unit's helpers (c_half.go), and any other
+	// operation on them is ErrUnsupported.
+	HalfBits bool
 	// Parallel is how a parallel loop runs.
 	Parallel ParallelForm
 	// Vector is how a vectorized loop prints.
@@ -128,8 +133,9 @@ func CDialect() *Dialect {
 			tensor.Float32: "float", tensor.Float64: "double",
 			tensor.Int64: "i64", tensor.Int32: "i32", tensor.Int16: "i16", tensor.Int8: "i8",
 			tensor.Uint64: "u64", tensor.Uint32: "u32", tensor.Uint16: "u16", tensor.Uint8: "u8",
-			tensor.Bool: "u8",
+			tensor.Bool: "u8", tensor.Float16: "u16", tensor.BFloat16: "u16",
 		},
+		HalfBits:        true,
 		Parallel:        OutlinedChunks,
 		Vector:          PragmaLoops,
 		UnrollPragma:    "GCC unroll 16",
@@ -154,5 +160,6 @@ func cBuiltinMath(base string, dt tensor.DType) string {
 var mathBase = map[loopir.Intrinsic]string{
 	loopir.Exp: "exp", loopir.Log: "log", loopir.Sqrt: "sqrt", loopir.Tanh: "tanh", loopir.Erf: "erf",
 	loopir.Pow: "pow", loopir.Abs: "fabs", loopir.Floor: "floor", loopir.Ceil: "ceil", loopir.Round: "rint",
-	loopir.Sin: "sin", loopir.Cos: "cos",
+	loopir.Sin: "sin", loopir.Cos: "cos", loopir.Asin: "asin", loopir.Acos: "acos", loopir.Atan: "atan",
+	loopir.Asinh: "asinh", loopir.Acosh: "acosh", loopir.Atanh: "atanh", loopir.Fmod: "fmod",
 }

@@ -76,7 +76,16 @@
 // 1.37e-7 absolute (2.47 ulp below |x| = 1); special values (±0, ±inf, NaN, overflow,
 // underflow) are exact. TestMathHelpersAccuracy checks a sweep of the whole range and
 // TestMathHelpersVectorize that the compiler vectorizes a loop of each. float64 math and
-// the other intrinsics (sqrt, pow, sin, ...) call the compiler's builtins.
+// the other intrinsics (sqrt, pow, sin, asin … atanh, fmod, ...) call the compiler's
+// builtins (a GPU dialect: the language's functions of the same names).
+//
+// Shifts (loopir.Shl, Shr) work on the unsigned representation and are guarded by a
+// conditional expression, so a count outside [0, width) gives 0 without C's undefined
+// shift (c_shift.go). Half floats (HalfBits, the C dialect): float16 and bfloat16
+// elements are u16 bits that kernels load, store and select; a Cast between them and
+// float32 calls a conversion helper bit-exact with package tensor (round to nearest
+// even), and any other operation on them (arithmetic, a literal, a math call, another
+// cast) is ErrUnsupported (c_half.go).
 //
 // Integer / and % of loopir are floor operations: they print as C's own where the
 // dividend cannot be negative and the divisor is positive (a constant, or a dim that is a

@@ -37,7 +37,20 @@
 // decides otherwise (a coordinate an ulp from a tie), refusing an axis that needs too
 // many pins. Run-time scales, sizes or roi are refused.
 //
-// Range and ConstantOfShape are generators sized by the node's output type: with
+// Elementwise arithmetic on half floats (float16, bfloat16) is computed in float32
+// and narrowed once; Cast converts them through float32, and floats convert to integers
+// with package tensor's rules (NaN and values outside int64 give MinInt64, then wrap),
+// never C's undefined conversion. Integer Pow is float64 pow converted that way; Mod
+// follows fmod's sign rule (the dividend's, C) or Python's (the divisor's); BitShift
+// shifts unsigned integers, a count past the width giving 0. CumSum is a reduction over
+// the whole axis with the excluded terms zero; a run-time axis is read through
+// te.CheckedIndex and selects, on each axis, the reduction index or the output's.
+// ReverseSequence reads its lengths at run time (one outside [0, T] fails the kernel
+// through te.CheckedIndex).
+//
+// Range, ConstantOfShape, EyeLike and the Hann, Hamming and Blackman windows are
+// generators sized by the node's output type (a window's size is its output extent;
+// it computes in float64, as the reference does): with
 // constant inputs fold-constants has replaced them, so what reaches a kernel is sized
 // over the symbols (a kiln.ShapeExpr), which the compiler binds at run time. Every op
 // not listed returns ErrNoKernel with the reason; data-dependent output shapes (NonZero,

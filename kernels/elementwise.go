@@ -75,6 +75,12 @@ func unaryFuncs() map[graph.Op]unaryFunc {
 		graph.OpSin:        floatOnly(call(loopir.Sin)),
 		graph.OpCos:        floatOnly(call(loopir.Cos)),
 		graph.OpTan:        floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(call(loopir.Sin)(x), call(loopir.Cos)(x)) }),
+		graph.OpAsin:       floatOnly(call(loopir.Asin)),
+		graph.OpAcos:       floatOnly(call(loopir.Acos)),
+		graph.OpAtan:       floatOnly(call(loopir.Atan)),
+		graph.OpAsinh:      floatOnly(call(loopir.Asinh)),
+		graph.OpAcosh:      floatOnly(call(loopir.Acosh)),
+		graph.OpAtanh:      floatOnly(call(loopir.Atanh)),
 		graph.OpSinh:       floatOnly(func(x loopir.Expr) loopir.Expr { return te.Mul(te.Sub(exp(x), exp(neg(x))), lit(0.5, x)) }),
 		graph.OpCosh:       floatOnly(func(x loopir.Expr) loopir.Expr { return te.Mul(te.Add(exp(x), exp(neg(x))), lit(0.5, x)) }),
 		graph.OpReciprocal: floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(lit(1, x), x) }),
@@ -173,6 +179,27 @@ func unaryFuncs() map[graph.Op]unaryFunc {
 	}
 }
 
+// viaFloat32 computes an element function on half-float operands (float16, bfloat16,
+// which have no arithmetic of their own in a kernel) in float32: each half operand
+// widens, and a float32 result narrows back when the first operand is a half float (a
+// comparison's bool stays bool). Other operands pass through unchanged.
+func viaFloat32(f func(x []loopir.Expr) loopir.Expr) func(x []loopir.Expr) loopir.Expr {
+	return func(x []loopir.Expr) loopir.Expr {
+		xs := make([]loopir.Expr, len(x))
+		for i, v := range x {
+			xs[i] = v
+			if halfFloat(v.DType()) {
+				xs[i] = te.Cast(tensor.Float32, v)
+			}
+		}
+		r := f(xs)
+		if dt := x[0].DType(); halfFloat(dt) && r.DType() == tensor.Float32 {
+			r = te.Cast(dt, r)
+		}
+		return r
+	}
+}
+
 func neg(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, lit(0, x), x) }
 
 func clamp(x, lo, hi loopir.Expr) loopir.Expr {
@@ -206,21 +233,9 @@ func binaryFuncs() map[graph.Op]func(n *graph.Node, a, b loopir.Expr) (loopir.Ex
 			signs := loopir.Bin(loopir.NE, loopir.Bin(loopir.LT, a, lit(0, a)), loopir.Bin(loopir.LT, b, lit(0, b)))
 			return te.Select(loopir.Bin(loopir.And, inexact, signs), loopir.Bin(loopir.Add, q, lit(1, a)), q), nil
 		},
-		graph.OpMod: func(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
-			if a.DType().IsFloat() || attrs[graph.ModAttrs](n).Fmod != 0 {
-				return nil, Unsupported("Mod with fmod=1 or on floats")
-			}
-			return loopir.Bin(loopir.Mod, a, b), nil
-		},
-		graph.OpPow: func(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
-			if !a.DType().IsFloat() {
-				return nil, Unsupported("Pow on %v", a.DType())
-			}
-			if b.DType() != a.DType() {
-				b = te.Cast(a.DType(), b)
-			}
-			return te.Pow(a, b), nil
-		},
+		graph.OpMod:      computeMod,
+		graph.OpPow:      computePow,
+		graph.OpBitShift: computeBitShift,
 		graph.OpPRelu: func(_ *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
 			return te.Select(loopir.Bin(loopir.LT, a, lit(0, a)), te.Mul(a, b), a), nil
 		},
@@ -232,14 +247,14 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 	for op, f := range unaryFuncs() {
 		m[op] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			var ferr error
-			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+			out, err := Map(op.String(), viaFloat32(func(x []loopir.Expr) loopir.Expr {
 				v, err := f(n, x[0])
 				if err != nil {
 					ferr = err
 					return x[0]
 				}
 				return v
-			}, in[0].T)
+			}), in[0].T)
 			if err == nil {
 				err = ferr
 			}
@@ -255,14 +270,14 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 				}
 			}
 			var ferr error
-			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+			out, err := Map(op.String(), viaFloat32(func(x []loopir.Expr) loopir.Expr {
 				v, err := f(n, x[0], x[1])
 				if err != nil {
 					ferr = err
 					return x[0]
 				}
 				return v
-			}, in[0].T, in[1].T)
+			}), in[0].T, in[1].T)
 			if err == nil {
 				err = ferr
 			}
@@ -278,7 +293,7 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 			for i, x := range in {
 				ts[i] = x.T
 			}
-			out, err := Map(op.String(), func(x []loopir.Expr) loopir.Expr {
+			out, err := Map(op.String(), viaFloat32(func(x []loopir.Expr) loopir.Expr {
 				acc := x[0]
 				for _, y := range x[1:] {
 					acc = f(acc, y)
@@ -287,7 +302,7 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 					acc = te.Div(acc, lit(float64(len(x)), acc))
 				}
 				return acc
-			}, ts...)
+			}), ts...)
 			return []*te.Tensor{out}, err
 		}
 	}
@@ -330,15 +345,32 @@ func computeAttentionMask(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	return []*te.Tensor{out}, err
 }
 
+// castTo converts x to another element type. Half floats (float16, bfloat16) convert
+// through float32, the only type a kernel converts them to and from directly (float64
+// narrows to float32 first, as package tensor does). Floats convert to integers with
+// package tensor's rules (floatToInt), never C's undefined conversion of a value out of
+// range.
 func castTo(x *te.Tensor, to tensor.DType) ([]*te.Tensor, error) {
-	if !to.IsNumeric() && to != tensor.Bool || to == tensor.Float16 || to == tensor.BFloat16 || x.DT == tensor.Float16 || x.DT == tensor.BFloat16 {
+	ok := func(dt tensor.DType) bool { return dt.IsNumeric() || dt == tensor.Bool }
+	if !ok(to) || !ok(x.DT) {
 		return nil, Unsupported("Cast from %v to %v", x.DT, to)
 	}
 	out, err := Map("cast", func(v []loopir.Expr) loopir.Expr {
-		if to == tensor.Bool {
-			return loopir.Bin(loopir.NE, v[0], lit(0, v[0]))
+		e := v[0]
+		if halfFloat(e.DType()) && to != e.DType() {
+			e = te.Cast(tensor.Float32, e)
 		}
-		return te.Cast(to, v[0])
+		switch {
+		case to == e.DType():
+			return e
+		case to == tensor.Bool:
+			return loopir.Bin(loopir.NE, e, lit(0, e))
+		case halfFloat(to) && e.DType() != tensor.Float32:
+			e = te.Cast(tensor.Float32, e)
+		case to.IsInt() && e.DType().IsFloat():
+			return floatToInt(e, to)
+		}
+		return te.Cast(to, e)
 	}, x)
 	return []*te.Tensor{out}, err
 }

@@ -13,11 +13,15 @@ import (
 // kernel has a shape over the symbols (a kiln.ShapeExpr's value), which the compiler
 // binds at run time.
 
-// generateComputes: Range and ConstantOfShape.
+// generateComputes: Range, ConstantOfShape, EyeLike and the window functions.
 func generateComputes() map[graph.Op]ComputeFunc {
 	return map[graph.Op]ComputeFunc{
 		graph.OpRange:           computeRange,
 		graph.OpConstantOfShape: computeConstantOfShape,
+		graph.OpEyeLike:         computeEyeLike,
+		graph.OpHannWindow:      computeWindow,
+		graph.OpHammingWindow:   computeWindow,
+		graph.OpBlackmanWindow:  computeWindow,
 	}
 }
 

@@ -18,6 +18,7 @@ func reduceComputes() map[graph.Op]ComputeFunc {
 		graph.OpGlobalAveragePool: computeGlobalPool,
 		graph.OpGlobalMaxPool:     computeGlobalPool,
 		graph.OpGlobalLpPool:      computeGlobalPool,
+		graph.OpCumSum:            computeCumSum,
 	}
 	for _, op := range []graph.Op{graph.OpReduceSum, graph.OpReduceMean, graph.OpReduceMax, graph.OpReduceMin,
 		graph.OpReduceProd, graph.OpReduceL1, graph.OpReduceL2, graph.OpReduceSumSquare,

@@ -3,7 +3,8 @@
 // reduction iterators bound to loop expressions, read/write regions and an optional init
 // statement), Stores, IfThenElse, Allocate and IntrinCalls of declared tensor intrinsics
 // (TensorIntrin: a description PrimFunc plus per-dialect code, see package intrin).
-// Expressions are immutable trees over Vars, immediates, arithmetic, comparisons,
+// Expressions are immutable trees over Vars, immediates, arithmetic (integer / and %
+// floor; << and >> logical, a count outside [0, width) giving 0), comparisons,
 // Select, Cast, math intrinsic Calls, the IndexCheck of an index read from data (an
 // error the kernel reports, with a clamped value), buffer Loads and element Addresses
 // (intrinsic arguments). Buffers are row-major unless they carry explicit Strides; loops may carry

@@ -32,7 +32,9 @@ type FloatImm struct {
 }
 
 // BinOp enumerates binary operators. Div on integers is floor division, Mod is floor
-// modulo (the forms index arithmetic needs); on floats Div is ordinary division.
+// modulo (the forms index arithmetic needs); on floats Div is ordinary division. Shl and
+// Shr shift the bits of an integer (Shr is logical: it shifts the unsigned
+// representation); a shift count outside [0, bit width) gives 0.
 type BinOp uint8
 
 const (
@@ -43,6 +45,8 @@ const (
 	Mod
 	Min
 	Max
+	Shl
+	Shr
 	EQ
 	NE
 	LT
@@ -53,7 +57,7 @@ const (
 	Or
 )
 
-var binOpNames = [...]string{"+", "-", "*", "/", "%", "min", "max", "==", "!=", "<", "<=", ">", ">=", "&&", "||"}
+var binOpNames = [...]string{"+", "-", "*", "/", "%", "min", "max", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "&&", "||"}
 
 func (o BinOp) String() string { return binOpNames[o] }
 
@@ -96,6 +100,15 @@ const (
 	Round
 	Sin
 	Cos
+	Asin
+	Acos
+	Atan
+	Asinh
+	Acosh
+	Atanh
+	// Fmod(a, b) is the float remainder of a / b truncated toward zero (C's fmod: the
+	// sign of a; NaN when b is 0 or a infinite).
+	Fmod
 	// IndexCheck(v, n) is an index read from data for an axis of extent n, with ONNX's
 	// meaning: v in [-n, n) selects v mod n. Outside that range the kernel reports an
 	// error once it has finished (the dialect's way: a status code) and the expression is
@@ -103,7 +116,8 @@ const (
 	IndexCheck
 )
 
-var intrinsicNames = [...]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil", "round", "sin", "cos", "index_check"}
+var intrinsicNames = [...]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil", "round", "sin", "cos",
+	"asin", "acos", "atan", "asinh", "acosh", "atanh", "fmod", "index_check"}
 
 func (i Intrinsic) String() string { return intrinsicNames[i] }
 

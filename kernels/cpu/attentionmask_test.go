@@ -18,8 +18,8 @@ import (
 // on int64, int32, bool and f32 masks whose values are not only 0 and 1 (some too large
 // for f32 to hold exactly), to f32 and f64, with -10000 and the float32 minimum (in f32,
 // (1 − m)·value overflows to ±inf once |1 − m| > 1): equal to the reference evaluator
-// element for element (both round each step to the output dtype). A mask of f16, which
-// Cast has no kernel for either, does not lower.
+// element for element (both round each step to the output dtype). A mask of f16 does
+// not lower (the definition refuses half floats).
 func TestAttentionMaskAgainstRef(t *testing.T) {
 	l := Strategies(kernels.Default())
 	vals := []float64{0, 1, 1, 0, 2, -1, 3, 16777217, 1, -7, 1e9, 1}

@@ -149,3 +149,139 @@ func TestDynamicQuantizeLinearOverSymbolicRows(t *testing.T) {
 	nt.CheckSymbolic(t, l, graph.OpDynamicQuantizeLinear, nil, 3, []nt.SymArg{nt.Sym(tensor.Float32, "n", "9")},
 		map[string]int64{"n": 1}, map[string]int64{"n": 5}, map[string]int64{"n": 12})
 }
+
+// TestMatMulIntegerZeroPointsMatchRef: MatMulInteger of uint8 × int8 and int8 × uint8
+// operands with per-tensor, per-row (a) and per-column (b) zero points, absent ones, a
+// batch of matrices and a vector a: the int32 result equals the reference evaluator's.
+func TestMatMulIntegerZeroPointsMatchRef(t *testing.T) {
+	const m, k, n = 5, 37, 6
+	a := quantTensor(30, tensor.Uint8, 0, 255, m, k)
+	b := quantTensor(31, tensor.Int8, -128, 127, k, n)
+	za := quantTensor(32, tensor.Uint8, 0, 255, m)
+	zb := quantTensor(33, tensor.Int8, -128, 127, n)
+	one := func(dt tensor.DType, v float64) *tensor.Tensor {
+		return tensor.FromFloat64s(dt, tensor.Shape{}, []float64{v})
+	}
+	exactAgainstRef(t, "per tensor", graph.OpMatMulInteger, nil, 1, nt.In(a), nt.In(b), nt.In(one(tensor.Uint8, 131)), nt.In(one(tensor.Int8, -3)))
+	exactAgainstRef(t, "per row and column", graph.OpMatMulInteger, nil, 1, nt.In(a), nt.In(b), nt.In(za), nt.In(zb))
+	exactAgainstRef(t, "constant b", graph.OpMatMulInteger, nil, 1, nt.In(a), nt.C(b), nt.In(za), nt.C(zb))
+	exactAgainstRef(t, "no zero points", graph.OpMatMulInteger, nil, 1, nt.In(a), nt.In(b))
+	a3 := quantTensor(34, tensor.Int8, -128, 127, 2, 3, m, k)
+	b3 := quantTensor(35, tensor.Uint8, 0, 255, 3, k, n)
+	exactAgainstRef(t, "batched", graph.OpMatMulInteger, nil, 1, nt.In(a3), nt.In(b3), nt.In(one(tensor.Int8, 5)), nt.In(quantTensor(36, tensor.Uint8, 0, 255, n)))
+	exactAgainstRef(t, "vector a", graph.OpMatMulInteger, nil, 1, nt.In(quantTensor(37, tensor.Uint8, 0, 255, k)), nt.In(b), nt.In(one(tensor.Uint8, 128)), nt.In(zb))
+}
+
+// TestConvIntegerZeroPointsMatchRef: ConvInteger with padding (which reads as the zero
+// point: it contributes nothing), strides, dilations, groups, a per-tensor x zero point
+// and per-output-channel w zero points: the int32 result equals the reference's.
+func TestConvIntegerZeroPointsMatchRef(t *testing.T) {
+	x := quantTensor(40, tensor.Uint8, 0, 255, 2, 4, 9, 8)
+	w := quantTensor(41, tensor.Int8, -128, 127, 6, 2, 3, 3)
+	zx := tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{119})
+	zw := quantTensor(42, tensor.Int8, -20, 20, 6)
+	attrs := func(group int64, pads, strides, dil []int64) *graph.ConvAttrs {
+		return &graph.ConvAttrs{AutoPad: "NOTSET", Group: group, Pads: pads, Strides: strides, Dilations: dil}
+	}
+	exactAgainstRef(t, "padded, 2 groups", graph.OpConvInteger, attrs(2, []int64{1, 1, 1, 1}, nil, nil), 1, nt.In(x), nt.C(w), nt.In(zx), nt.C(zw))
+	exactAgainstRef(t, "strided, dilated", graph.OpConvInteger, attrs(2, []int64{0, 2, 1, 0}, []int64{2, 1}, []int64{1, 2}), 1, nt.In(x), nt.In(w), nt.In(zx), nt.In(zw))
+	w1 := quantTensor(43, tensor.Uint8, 0, 255, 3, 4, 1, 1)
+	exactAgainstRef(t, "pointwise, no zero points", graph.OpConvInteger, attrs(1, nil, nil, nil), 1, nt.In(x), nt.In(w1))
+}
+
+// TestQLinearMatMulRequantizesLikeRef: QLinearMatMul with per-tensor and per-row /
+// per-column scales and zero points, to uint8 and int8, with scales that make ties
+// (powers of two) and an output scale small enough to saturate.
+func TestQLinearMatMulRequantizesLikeRef(t *testing.T) {
+	const m, k, n = 4, 19, 7
+	a := quantTensor(50, tensor.Uint8, 0, 255, m, k)
+	b := quantTensor(51, tensor.Int8, -128, 127, k, n)
+	f := func(v ...float64) *tensor.Tensor {
+		if len(v) == 1 {
+			return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, v)
+		}
+		return tensor.FromFloat64s(tensor.Float32, tensor.Shape{len(v)}, v)
+	}
+	u8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{v}) }
+	i8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Int8, tensor.Shape{}, []float64{v}) }
+	for _, c := range []struct {
+		name   string
+		sa, sb *tensor.Tensor
+		ys     float64
+		yz     *tensor.Tensor
+	}{
+		{"ties", f(1.0 / 64), f(1.0 / 32), 2, u8(128)},
+		{"saturating", f(0.02), f(0.013), 0.0005, i8(-4)},
+		{"random scales", f(0.0173), f(0.0291), 3.7, i8(3)},
+		{"per row and column", quantTensor(52, tensor.Float32, 0.001, 0.05, m), quantTensor(53, tensor.Float32, 0.001, 0.05, n), 0.9, u8(100)},
+	} {
+		za, zb := nt.In(u8(117)), nt.In(i8(-9))
+		if c.sa.Len() > 1 {
+			za, zb = nt.In(quantTensor(54, tensor.Uint8, 0, 255, m)), nt.In(quantTensor(55, tensor.Int8, -128, 127, n))
+		}
+		exactAgainstRef(t, c.name, graph.OpQLinearMatMul, nil, 1, nt.In(a), nt.In(c.sa), za, nt.In(b), nt.In(c.sb), zb, nt.In(f(c.ys)), nt.In(c.yz))
+	}
+	a3 := quantTensor(56, tensor.Int8, -128, 127, 2, m, k)
+	exactAgainstRef(t, "batched", graph.OpQLinearMatMul, nil, 1, nt.In(a3), nt.In(f(0.05)), nt.In(i8(1)), nt.C(b), nt.C(f(0.01)), nt.C(i8(0)), nt.In(f(0.3)), nt.In(u8(128)))
+}
+
+// TestQLinearConvRequantizesLikeRef: QLinearConv with an int32 bias, per-tensor and
+// per-output-channel weight scales and zero points, padding and groups, to uint8 and
+// int8, saturating and with power-of-two scales (ties).
+func TestQLinearConvRequantizesLikeRef(t *testing.T) {
+	x := quantTensor(60, tensor.Uint8, 0, 255, 1, 4, 7, 6)
+	w := quantTensor(61, tensor.Int8, -128, 127, 6, 2, 3, 3)
+	bias := quantTensor(62, tensor.Int32, -5000, 5000, 6)
+	f := func(v float64) *tensor.Tensor {
+		return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{v})
+	}
+	u8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{v}) }
+	i8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Int8, tensor.Shape{}, []float64{v}) }
+	a := &graph.ConvAttrs{AutoPad: "NOTSET", Group: 2, Pads: []int64{1, 0, 1, 2}}
+	exactAgainstRef(t, "ties", graph.OpQLinearConv, a, 1, nt.In(x), nt.In(f(1.0/16)), nt.In(u8(128)), nt.C(w), nt.C(f(1.0/8)), nt.C(i8(0)), nt.In(f(4)), nt.In(u8(120)), nt.C(bias))
+	exactAgainstRef(t, "saturating", graph.OpQLinearConv, a, 1, nt.In(x), nt.In(f(0.02)), nt.In(u8(3)), nt.In(w), nt.In(f(0.01)), nt.In(i8(2)), nt.In(f(0.001)), nt.In(i8(-1)))
+	ws := quantTensor(63, tensor.Float32, 0.001, 0.02, 6)
+	wz := quantTensor(64, tensor.Int8, -5, 5, 6)
+	exactAgainstRef(t, "per channel", graph.OpQLinearConv, a, 1, nt.In(x), nt.In(f(0.031)), nt.In(u8(140)), nt.C(w), nt.C(ws), nt.C(wz), nt.In(f(0.7)), nt.In(i8(4)), nt.C(bias))
+}
+
+// TestQuantizationRefusesWhatItDoesNotHandle: a float16 input to QuantizeLinear, an
+// int32 zero point on an 8-bit MatMulInteger operand, and a zero point per axis with a
+// scale per tensor do not lower (ErrNoKernel), rather than computing something else.
+func TestQuantizationRefusesWhatItDoesNotHandle(t *testing.T) {
+	l := Strategies(kernels.Default())
+	s := tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{0.1})
+	h := tensor.FromFloat64s(tensor.Float16, tensor.Shape{4}, []float64{1, 2, 3, 4})
+	if err := nt.LowerErr(t, l, graph.OpQuantizeLinear, &graph.QuantAttrs{Axis: 1}, 1, nt.In(h), nt.In(s)); !errors.Is(err, kernels.ErrNoKernel) {
+		t.Errorf("QuantizeLinear of f16: %v, want ErrNoKernel", err)
+	}
+	a := quantTensor(70, tensor.Uint8, 0, 255, 3, 4)
+	z32 := tensor.FromFloat64s(tensor.Int32, tensor.Shape{}, []float64{1})
+	if err := nt.LowerErr(t, l, graph.OpMatMulInteger, nil, 1, nt.In(a), nt.In(quantTensor(73, tensor.Uint8, 0, 255, 4, 2)), nt.In(z32)); !errors.Is(err, kernels.ErrNoKernel) {
+		t.Errorf("MatMulInteger with an int32 zero point: %v, want ErrNoKernel", err)
+	}
+	x := quantTensor(71, tensor.Float32, -1, 1, 2, 3)
+	zs := quantTensor(72, tensor.Uint8, 0, 255, 3)
+	if err := nt.LowerErr(t, l, graph.OpQuantizeLinear, &graph.QuantAttrs{Axis: 1}, 1, nt.In(x), nt.In(s), nt.In(zs)); !errors.Is(err, kernels.ErrNoKernel) {
+		t.Errorf("QuantizeLinear with a per-tensor scale and per-axis zero points: %v, want ErrNoKernel", err)
+	}
+}
+
+// TestIntegerProductsOverSymbolicRows: MatMulInteger and QLinearMatMul over a symbolic
+// number of rows, and QuantizeLinear per channel over a symbolic batch, one kernel each
+// run at several extents.
+func TestIntegerProductsOverSymbolicRows(t *testing.T) {
+	l := Strategies(kernels.Default())
+	binds := []map[string]int64{{"n": 1}, {"n": 3}, {"n": 10}}
+	b := quantTensor(80, tensor.Int8, -128, 127, 21, 5)
+	u8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{v}) }
+	i8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Int8, tensor.Shape{}, []float64{v}) }
+	f := func(v float64) *tensor.Tensor {
+		return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{v})
+	}
+	nt.CheckSymbolic(t, l, graph.OpMatMulInteger, nil, 1, []nt.SymArg{nt.Sym(tensor.Uint8, "n", "21"), nt.SymC(b), nt.SymC(u8(2)), nt.SymC(i8(-1))}, binds...)
+	nt.CheckSymbolic(t, l, graph.OpQLinearMatMul, nil, 1, []nt.SymArg{nt.Sym(tensor.Uint8, "n", "21"), nt.SymC(f(0.5)), nt.SymC(u8(1)),
+		nt.SymC(b), nt.SymC(f(0.25)), nt.SymC(i8(0)), nt.SymC(f(0.125)), nt.SymC(u8(128))}, binds...)
+	nt.CheckSymbolic(t, l, graph.OpQuantizeLinear, &graph.QuantAttrs{Axis: 1}, 1, []nt.SymArg{nt.Sym(tensor.Float32, "n", "3", "4"),
+		nt.SymC(quantTensor(81, tensor.Float32, 0.01, 0.1, 3)), nt.SymC(quantTensor(82, tensor.Int8, -3, 3, 3))}, binds...)
+}

@@ -109,16 +109,55 @@ func integerConv(n *graph.Node, x, w *te.Tensor) (*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	var geo ConvGeometry
-	if xe, serr := staticFrom(x, 2); serr == nil {
-		geo, err = ResolveConv(xe, win, a.Group)
-	} else {
-		geo, err = ResolveConvSym(x.Shape[2:], win, a.Group)
+	xe, serr := staticFrom(x, 2)
+	if serr != nil {
+		geo, err := ResolveConvSym(x.Shape[2:], win, a.Group)
+		if err != nil {
+			return nil, err
+		}
+		return Conv(x, w, nil, geo)
 	}
+	geo, err := ResolveConv(xe, win, a.Group)
 	if err != nil {
 		return nil, err
 	}
-	return Conv(x, w, nil, geo)
+	xp, geo := padConvInput(x, xe, we[2:], geo)
+	return Conv(xp, w, nil, geo)
+}
+
+// padConvInput gives the shifted input x (spatial extents xe, static) the convolution's
+// zero padding as a stage of its own, "x_padded", extended to exactly the span the
+// windows read, and returns it with the geometry over it (no padding left): the product
+// then reads it unguarded. A schedule that keeps the stage (kernels/cpu) streams the
+// product along contiguous rows; one that inlines it gets the guarded reads back. Without
+// padding (or when a window reads past the padded extent) x and g come back unchanged.
+func padConvInput(x *te.Tensor, xe, ke []int64, g ConvGeometry) (*te.Tensor, ConvGeometry) {
+	ext := make([]int64, len(xe))
+	pad := false
+	for d := range xe {
+		if g.Out[d] <= 0 {
+			return x, g
+		}
+		ext[d] = (g.Out[d]-1)*g.Strides[d] + (ke[d]-1)*g.Dilations[d] + 1
+		pad = pad || g.PadBegin[d] > 0 || ext[d] > xe[d]
+	}
+	if !pad {
+		return x, g
+	}
+	shape := append([]loopir.Expr{x.Shape[0], x.Shape[1]}, Static(ext...)...)
+	xp := te.Compute("x_padded", shape, func(i []loopir.Expr) loopir.Expr {
+		idx := []loopir.Expr{i[0], i[1]}
+		var in loopir.Expr
+		for d := range xe {
+			v := sub(i[2+d], i64(g.PadBegin[d]))
+			in = nnAnd(in, nnAnd(loopir.Bin(loopir.GE, v, i64(0)), loopir.Bin(loopir.LT, v, i64(xe[d]))))
+			idx = append(idx, nnClamp(v, xe[d]))
+		}
+		return te.Select(in, x.At(idx...), lit(0, x.At(idx...)))
+	})
+	out := g
+	out.PadBegin = make([]int64, len(xe))
+	return xp, out
 }
 
 // qlinearOutput checks the output scale and zero point of a QLinear* node (per tensor)

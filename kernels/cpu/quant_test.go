@@ -268,8 +268,8 @@ func TestQuantizationRefusesWhatItDoesNotHandle(t *testing.T) {
 }
 
 // TestIntegerProductsOverSymbolicRows: MatMulInteger and QLinearMatMul over a symbolic
-// number of rows, and QuantizeLinear per channel over a symbolic batch, one kernel each
-// run at several extents.
+// number of rows, QuantizeLinear per channel and ConvInteger over a symbolic batch, and
+// ConvInteger over a symbolic height, one kernel each run at several extents.
 func TestIntegerProductsOverSymbolicRows(t *testing.T) {
 	l := Strategies(kernels.Default())
 	binds := []map[string]int64{{"n": 1}, {"n": 3}, {"n": 10}}
@@ -284,4 +284,40 @@ func TestIntegerProductsOverSymbolicRows(t *testing.T) {
 		nt.SymC(b), nt.SymC(f(0.25)), nt.SymC(i8(0)), nt.SymC(f(0.125)), nt.SymC(u8(128))}, binds...)
 	nt.CheckSymbolic(t, l, graph.OpQuantizeLinear, &graph.QuantAttrs{Axis: 1}, 1, []nt.SymArg{nt.Sym(tensor.Float32, "n", "3", "4"),
 		nt.SymC(quantTensor(81, tensor.Float32, 0.01, 0.1, 3)), nt.SymC(quantTensor(82, tensor.Int8, -3, 3, 3))}, binds...)
+	w := quantTensor(83, tensor.Int8, -128, 127, 4, 3, 3, 3)
+	pads := &graph.ConvAttrs{AutoPad: "NOTSET", Group: 1, Pads: []int64{1, 1, 1, 1}}
+	nt.CheckSymbolic(t, l, graph.OpConvInteger, pads, 1, []nt.SymArg{nt.Sym(tensor.Uint8, "n", "3", "6", "5"), nt.SymC(w), nt.SymC(u8(9)), nt.SymC(i8(2))}, binds...)
+	spatial := []map[string]int64{{"n": 1, "h": 1}, {"n": 2, "h": 4}, {"n": 1, "h": 9}}
+	nt.CheckSymbolic(t, l, graph.OpConvInteger, pads, 1, []nt.SymArg{nt.Sym(tensor.Uint8, "n", "3", "h", "5"), nt.SymC(w), nt.SymC(u8(9)), nt.SymC(i8(2))}, spatial...)
+}
+
+// TestConvIntegerPaddedStageMatchesGeneric: ConvInteger and QLinearConv with padding
+// take the strategy that keeps the padded input as a stage of its own, and the generic
+// rule (which inlines it back into guarded reads) gives the same result; both equal the
+// reference evaluator, SAME_UPPER padding and a stride that leaves input columns unread
+// included.
+func TestConvIntegerPaddedStageMatchesGeneric(t *testing.T) {
+	x := quantTensor(90, tensor.Uint8, 0, 255, 2, 3, 11, 9)
+	w := quantTensor(91, tensor.Int8, -128, 127, 4, 3, 3, 2)
+	zx := tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{77})
+	zw := quantTensor(92, tensor.Int8, -9, 9, 4)
+	for _, a := range []*graph.ConvAttrs{
+		{AutoPad: "NOTSET", Group: 1, Pads: []int64{2, 0, 1, 3}, Strides: []int64{2, 3}},
+		{AutoPad: "SAME_UPPER", Group: 1, Strides: []int64{2, 2}},
+	} {
+		args := []nt.Arg{nt.In(x), nt.C(w), nt.In(zx), nt.C(zw)}
+		if got := nt.CheckNode(t, Strategies(kernels.Default()), graph.OpConvInteger, a, 1, args...); got != "conv-integer-padded" {
+			t.Errorf("%s: ConvInteger took strategy %q, want conv-integer-padded", a.AutoPad, got)
+		}
+		nt.CheckNode(t, ScalarStrategies(kernels.Default()), graph.OpConvInteger, a, 1, args...)
+		f := func(v float64) *tensor.Tensor {
+			return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{v})
+		}
+		qargs := []nt.Arg{nt.In(x), nt.In(f(0.02)), nt.In(zx), nt.C(w), nt.C(f(0.01)), nt.C(tensor.FromFloat64s(tensor.Int8, tensor.Shape{}, []float64{1})),
+			nt.In(f(0.05)), nt.In(tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{128}))}
+		if got := nt.CheckNode(t, Strategies(kernels.Default()), graph.OpQLinearConv, a, 1, qargs...); got != "conv-integer-padded" {
+			t.Errorf("%s: QLinearConv took strategy %q, want conv-integer-padded", a.AutoPad, got)
+		}
+		nt.CheckNode(t, ScalarStrategies(kernels.Default()), graph.OpQLinearConv, a, 1, qargs...)
+	}
 }

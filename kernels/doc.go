@@ -17,7 +17,10 @@
 // 32-bit integers, rounding half to even and saturating; DynamicQuantizeLinear as two
 // whole-tensor reductions and three outputs; MatMulInteger and ConvInteger as MatMulND
 // and Conv over int32 operands shifted by their zero points, which the schedule
-// inlines; QLinearMatMul and QLinearConv as those products requantized in float64).
+// inlines, the convolution's zero padding a stage "x_padded" of its own, and a 2-D
+// convolution of stride 1 written over the flattened padded image (quant_conv.go: a
+// long contiguous innermost loop however small the image); QLinearMatMul and
+// QLinearConv as those products requantized in float64).
 // Blocked quantization, int4 and float8 are not in the op table. Recurrent layers (LSTM, GRU, RNN) have no te
 // definition: a recurrence cannot be written as index expressions, so a target builds
 // their loop nest directly (kernels/cpu). Strategies (per target, see kernels/cpu) turn

@@ -121,6 +121,9 @@ func integerConv(n *graph.Node, x, w *te.Tensor) (*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if out, ok := flatConv(x, w, xe, we, geo); ok {
+		return out, nil
+	}
 	xp, geo := padConvInput(x, xe, we[2:], geo)
 	return Conv(xp, w, nil, geo)
 }

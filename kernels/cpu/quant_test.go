@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/kilnrt/kiln/devices"
@@ -12,6 +13,8 @@ import (
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/ref"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -319,5 +322,44 @@ func TestConvIntegerPaddedStageMatchesGeneric(t *testing.T) {
 			t.Errorf("%s: QLinearConv took strategy %q, want conv-integer-padded", a.AutoPad, got)
 		}
 		nt.CheckNode(t, ScalarStrategies(kernels.Default()), graph.OpQLinearConv, a, 1, qargs...)
+	}
+}
+
+// TestConvIntegerFlatImageMatchesRef: 2-D ConvInteger of stride 1 is written over the
+// flattened padded image (a "conv_flat" stage, which a reduction over more than a few
+// channels keeps apart from the final one): with dilations, asymmetric padding,
+// groups, SAME_LOWER, a 1×1 window and a window that drops input columns, through the
+// CPU strategies and the generic rule alike, it equals the reference evaluator.
+func TestConvIntegerFlatImageMatchesRef(t *testing.T) {
+	x := quantTensor(100, tensor.Uint8, 0, 255, 2, 40, 7, 9)
+	zx := tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{131})
+	for _, c := range []struct {
+		name string
+		w    *tensor.Tensor
+		a    *graph.ConvAttrs
+	}{
+		{"dilated, asymmetric pads, 2 groups", quantTensor(101, tensor.Int8, -128, 127, 6, 20, 3, 2),
+			&graph.ConvAttrs{AutoPad: "NOTSET", Group: 2, Pads: []int64{0, 2, 1, 1}, Dilations: []int64{2, 1}}},
+		{"same lower", quantTensor(102, tensor.Int8, -128, 127, 5, 40, 3, 3), &graph.ConvAttrs{AutoPad: "SAME_LOWER", Group: 1}},
+		{"1x1", quantTensor(103, tensor.Int8, -128, 127, 3, 40, 1, 1), &graph.ConvAttrs{AutoPad: "NOTSET", Group: 1}},
+		{"valid, drops columns", quantTensor(104, tensor.Int8, -128, 127, 2, 40, 2, 4), &graph.ConvAttrs{AutoPad: "VALID", Group: 1, Dilations: []int64{1, 2}}},
+	} {
+		zw := quantTensor(105, tensor.Int8, -4, 4, c.w.Shape[0])
+		args := []nt.Arg{nt.In(x), nt.C(c.w), nt.In(zx), nt.C(zw)}
+		mod, _ := nt.Build(t, graph.OpConvInteger, c.a, 1, args...)
+		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		in, err := nt.Placeholders(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, err := Strategies(kernels.Default()).Lower(n, in, target.Host())
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !strings.Contains(loopir.Print(impl.Func), "conv_flat") {
+			t.Errorf("%s: no conv_flat stage in the kernel", c.name)
+		}
+		nt.CheckNode(t, Strategies(kernels.Default()), graph.OpConvInteger, c.a, 1, args...)
+		nt.CheckNode(t, ScalarStrategies(kernels.Default()), graph.OpConvInteger, c.a, 1, args...)
 	}
 }

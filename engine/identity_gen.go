@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 289 files; see Identity.
-const sourceDigest = "44e2af2e522df3c4d0f59548d65be5d5"
+const sourceDigest = "bc78fdf77e7d68dc6ea04ca1c4ef3e8f"

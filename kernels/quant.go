@@ -17,9 +17,10 @@ import (
 //   - quantize: rint(x / scale) + zero point, the quotient in x's type (rint rounds half
 //     to even in the default rounding mode), saturated to the output type's range (in
 //     float64 for int32, whose bounds float32 does not hold), then converted;
-//   - dequantize: (x - zero point) · scale; for 8- and 16-bit inputs the difference and
-//     the product are exact before the one rounding to float32, so float32 arithmetic
-//     gives the same result; int32 inputs go through float64;
+//   - dequantize: (x - zero point) · scale; for 8- and 16-bit inputs and a float32
+//     scale the difference and the product are exact before the one rounding to
+//     float32, so float32 arithmetic gives the same result; int32 inputs and float64
+//     scales go through float64;
 //   - DynamicQuantizeLinear: float32 arithmetic as ONNX specifies it (scale =
 //     (max(0, max x) − min(0, min x)) / 255, zero point rint(−min / scale), saturated);
 //   - integer products accumulate (a − a_zero_point)·(b − b_zero_point) in int32, and
@@ -211,9 +212,10 @@ func computeDequantize(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	// float32 is exact up to the final rounding for 8- and 16-bit inputs
+	// float32 is exact up to the final rounding for 8- and 16-bit inputs and a float32
+	// scale
 	f := tensor.Float32
-	if x.DT == tensor.Int32 {
+	if x.DT == tensor.Int32 || in[1].T.DT == tensor.Float64 {
 		f = tensor.Float64
 	}
 	out := te.Compute("dequantize", x.Shape, func(i []loopir.Expr) loopir.Expr {
@@ -221,7 +223,7 @@ func computeDequantize(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		if z.t != nil {
 			d = te.Sub(d, te.Cast(tensor.Int32, z.at(i)))
 		}
-		if x.DT == tensor.Int32 {
+		if f == tensor.Float64 {
 			d = te.Sub(te.Cast(f, x.At(i...)), zeroAt(z, i, f))
 		}
 		v := te.Mul(te.Cast(f, d), te.Cast(f, s.at(i)))

@@ -101,8 +101,8 @@ func TestQuantizeLinearRoundsHalfToEvenAndSaturates(t *testing.T) {
 }
 
 // TestDequantizeLinearPerTensorAndPerAxis: DequantizeLinear of every 8-, 16- and 32-bit
-// type, per tensor and per axis zero points and scales, the extremes of each type
-// included: equal to the reference evaluator element for element.
+// type, per tensor and per axis zero points and scales (float32, and float64), the
+// extremes of each type included: equal to the reference evaluator element for element.
 func TestDequantizeLinearPerTensorAndPerAxis(t *testing.T) {
 	for _, dt := range []tensor.DType{tensor.Uint8, tensor.Int8, tensor.Uint16, tensor.Int16, tensor.Int32} {
 		lo, hi := -128.0, 127.0
@@ -127,6 +127,8 @@ func TestDequantizeLinearPerTensorAndPerAxis(t *testing.T) {
 		zs := quantTensor(4, dt, lo/2, hi/2, 4)
 		exactAgainstRef(t, "per axis "+dt.String(), graph.OpDequantizeLinear, &graph.QuantAttrs{Axis: -2}, 1, nt.In(x), nt.In(ss), nt.In(zs))
 		exactAgainstRef(t, "no zero point "+dt.String(), graph.OpDequantizeLinear, &graph.QuantAttrs{Axis: 1}, 1, nt.In(x), nt.In(s))
+		s64 := tensor.FromFloat64s(tensor.Float64, tensor.Shape{}, []float64{0.01370000000000001})
+		exactAgainstRef(t, "float64 scale "+dt.String(), graph.OpDequantizeLinear, &graph.QuantAttrs{Axis: 1}, 1, nt.In(x), nt.In(s64), nt.In(z))
 	}
 }
 

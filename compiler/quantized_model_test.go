@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -98,17 +99,26 @@ func dynamicQuantizedNet(batch string) []byte {
 	q.node("MatMulInteger", []string{"f_q", q.bytes("w3", i8, 200, 10), "f_z", q.bytes("w3_z", i8, 10)}, []string{"m"})
 	q.dequantized("m", "f_s", q.floats("w3_s", 0.001, 0.002), q.floats("b3", -1, 1, 10), "out")
 
+	return q.model(batch, []int64{3, 10, 10}, "dynamic_quantized")
+}
+
+// model is the graph of q's nodes with one float input x [batch, dims...] and the
+// float output "out"; batch is a symbol, or a number for a static batch.
+func (q *qmodel) model(batch string, dims []int64, name string) []byte {
 	f32 := int32(onnxpb.TensorProto_FLOAT)
-	dim := func(v int64) *onnxpb.TensorShapeProto_Dimension {
-		return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: v}}
+	shape := []*onnxpb.TensorShapeProto_Dimension{{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: batch}}}
+	if n, err := strconv.ParseInt(batch, 10, 64); err == nil {
+		shape[0].Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: n}
 	}
-	lead := &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: batch}}
+	for _, d := range dims {
+		shape = append(shape, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
+	}
 	in := &onnxpb.ValueInfoProto{Name: str("x"), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
-		ElemType: &f32, Shape: &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{lead, dim(3), dim(10), dim(10)}}}}}}
+		ElemType: &f32, Shape: &onnxpb.TensorShapeProto{Dim: shape}}}}}
 	out := &onnxpb.ValueInfoProto{Name: str("out"), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: &f32}}}}
 	v13, ir := int64(13), int64(8)
 	m := &onnxpb.ModelProto{IrVersion: &ir, OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: str(""), Version: &v13}},
-		Graph: &onnxpb.GraphProto{Name: str("dynamic_quantized"), Input: []*onnxpb.ValueInfoProto{in}, Output: []*onnxpb.ValueInfoProto{out},
+		Graph: &onnxpb.GraphProto{Name: str(name), Input: []*onnxpb.ValueInfoProto{in}, Output: []*onnxpb.ValueInfoProto{out},
 			Node: q.nodes, Initializer: q.inits}}
 	b, err := proto.Marshal(m)
 	if err != nil {
@@ -121,8 +131,21 @@ func dynamicQuantizedNet(batch string) []byte {
 // way quantize_dynamic does it, with a symbolic batch, compiled at O3 and at O0 and run
 // at two batch sizes: every output within float tolerance of the reference evaluator.
 func TestDynamicallyQuantizedModelMatchesRef(t *testing.T) {
+	checkQuantizedModel(t, dynamicQuantizedNet("n"), []int{1, 3}, 3, 10, 10)
+}
+
+// TestQDQModelMatchesRef: the same for a Conv/MatMul network in the QDQ form (float
+// operators between QuantizeLinear and DequantizeLinear, which fusion puts in the
+// operators' kernels), with a batch of 2.
+func TestQDQModelMatchesRef(t *testing.T) {
+	checkQuantizedModel(t, qdqNet("2"), []int{2}, 4, 9, 9)
+}
+
+// checkQuantizedModel compiles model (input x [n, dims...]) at O3 and O0 and runs it at
+// each batch size n against the reference evaluator.
+func checkQuantizedModel(t *testing.T, model []byte, batches []int, dims ...int) {
 	dev := openDevice(t)
-	m, err := onnx.LoadBytes(dynamicQuantizedNet("n"), "", onnx.Options{})
+	m, err := onnx.LoadBytes(model, "", onnx.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +158,11 @@ func TestDynamicallyQuantizedModelMatchesRef(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range []int{1, 3} {
-			x := tensor.New(tensor.Float32, tensor.Shape{n, 3, 10, 10})
+		for _, n := range batches {
+			x := tensor.New(tensor.Float32, append(tensor.Shape{n}, dims...))
 			r := rand.New(rand.NewPCG(uint64(n), 21))
-			for i, v := range x.Data.([]float32) {
-				x.Data.([]float32)[i] = v + float32(r.NormFloat64())
+			for i := range x.Data.([]float32) {
+				x.Data.([]float32)[i] = float32(r.NormFloat64())
 			}
 			got, err := machine.Run(context.Background(), []*tensor.Tensor{x})
 			if err != nil {
@@ -159,4 +182,34 @@ func TestDynamicallyQuantizedModelMatchesRef(t *testing.T) {
 		}
 		machine.Close()
 	}
+}
+
+// qdqNet is x [n, 4, 9, 9] in the QDQ form of static quantization: QuantizeLinear →
+// DequantizeLinear around each float operator, weights stored int8 and dequantized per
+// output channel (folded at compile time), a Conv (3×3, pad 1) + Relu, then Reshape
+// and a MatMul, each result quantized to uint8 and dequantized.
+func qdqNet(batch string) []byte {
+	q := &qmodel{r: rand.New(rand.NewPCG(13, 14))}
+	i8, u8 := onnxpb.TensorProto_INT8, onnxpb.TensorProto_UINT8
+	qdq := func(in, name string, scale float64, zero byte) string {
+		s := q.floats(name+"_s", scale, scale)
+		z := q.init(name+"_z", u8, nil, []byte{zero})
+		q.node("QuantizeLinear", []string{in, s, z}, []string{name + "_q"})
+		q.node("DequantizeLinear", []string{name + "_q", s, z}, []string{name})
+		return name
+	}
+	x := qdq("x", "xd", 0.02, 128)
+	q.node("DequantizeLinear", []string{q.bytes("w1q", i8, 6, 4, 3, 3), q.floats("w1s", 0.001, 0.003, 6), q.init("w1z", i8, []int64{6}, make([]byte, 6))},
+		[]string{"w1"}, attrInt("axis", 0))
+	q.node("Conv", []string{x, "w1", q.floats("b1", -0.2, 0.2, 6)}, []string{"c1"}, attrInts("pads", []int64{1, 1, 1, 1}))
+	q.node("Relu", []string{"c1"}, []string{"r1"})
+	r := qdq("r1", "r1d", 0.01, 0)
+	shape := make([]byte, 16)
+	binary.LittleEndian.PutUint64(shape, math.MaxUint64) // -1
+	binary.LittleEndian.PutUint64(shape[8:], 6*81)
+	q.node("Reshape", []string{r, q.init("shape", onnxpb.TensorProto_INT64, []int64{2}, shape)}, []string{"flat"})
+	q.node("DequantizeLinear", []string{q.bytes("w2q", i8, 6*81, 10), q.floats("w2s", 0.002, 0.002)}, []string{"w2"})
+	q.node("MatMul", []string{"flat", "w2"}, []string{"m"})
+	qdq("m", "out", 0.05, 100)
+	return q.model(batch, []int64{4, 9, 9}, "qdq")
 }

@@ -12,7 +12,30 @@ import (
 // inlines into the product: MatMulND and Conv unchanged); QLinearMatMul and QLinearConv
 // requantize that accumulator. Zero points and scales are per tensor, per row of a
 // matrix product's a (axis −2), per column of its b (axis −1), per input channel of a
-// convolution's x (ConvInteger) or per output channel of its w (axis 0).
+// convolution's x (ConvInteger) or per output channel of its w (axis 0). A constant
+// zero point of zeros (symmetric weights) is left out of the product.
+
+// zeroConst reports whether input i is a constant zero point whose values are all 0
+// (symmetric weights): the shift by it is left out.
+func zeroConst(in []Input, i int) bool {
+	if i >= len(in) || in[i].Const == nil {
+		return false
+	}
+	for _, v := range in[i].Const.Float64s() {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutZero drops z when input i is a constant zero.
+func withoutZero(z quantParam, in []Input, i int) quantParam {
+	if zeroConst(in, i) {
+		return quantParam{axis: -1}
+	}
+	return z
+}
 
 // shifted is t − zero point, as int32.
 func shifted(name string, t *te.Tensor, z quantParam) *te.Tensor {
@@ -66,6 +89,7 @@ func computeMatMulInteger(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	za, zb = withoutZero(za, in, 2), withoutZero(zb, in, 3)
 	out, err := MatMulND(shifted("a_shifted", a, za), shifted("b_shifted", b, zb))
 	if err != nil {
 		return nil, err
@@ -83,6 +107,7 @@ func computeConvInteger(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	zx, zw = withoutZero(zx, in, 2), withoutZero(zw, in, 3)
 	out, err := integerConv(n, shifted("x_shifted", x, zx), shifted("w_shifted", w, zw))
 	if err != nil {
 		return nil, err
@@ -208,6 +233,7 @@ func computeQLinearMatMul(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	za, zb = withoutZero(za, in, 2), withoutZero(zb, in, 5)
 	acc, err := MatMulND(shifted("a_shifted", a, za), shifted("b_shifted", b, zb))
 	if err != nil {
 		return nil, err
@@ -270,6 +296,7 @@ func computeQLinearConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		}
 		bias = func(i []loopir.Expr) loopir.Expr { return b.At(i[1]) }
 	}
+	zx, zw = withoutZero(zx, in, 2), withoutZero(zw, in, 5)
 	acc, err := integerConv(n, shifted("x_shifted", x, zx), shifted("w_shifted", w, zw))
 	if err != nil {
 		return nil, err

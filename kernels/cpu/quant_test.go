@@ -156,8 +156,9 @@ func TestDynamicQuantizeLinearOverSymbolicRows(t *testing.T) {
 }
 
 // TestMatMulIntegerZeroPointsMatchRef: MatMulInteger of uint8 × int8 and int8 × uint8
-// operands with per-tensor, per-row (a) and per-column (b) zero points, absent ones, a
-// batch of matrices and a vector a: the int32 result equals the reference evaluator's.
+// operands with per-tensor, per-row (a) and per-column (b) zero points, absent ones,
+// constant zeros (left out of the product), a batch of matrices and a vector a: the
+// int32 result equals the reference evaluator's.
 func TestMatMulIntegerZeroPointsMatchRef(t *testing.T) {
 	const m, k, n = 5, 37, 6
 	a := quantTensor(30, tensor.Uint8, 0, 255, m, k)
@@ -171,6 +172,8 @@ func TestMatMulIntegerZeroPointsMatchRef(t *testing.T) {
 	exactAgainstRef(t, "per row and column", graph.OpMatMulInteger, nil, 1, nt.In(a), nt.In(b), nt.In(za), nt.In(zb))
 	exactAgainstRef(t, "constant b", graph.OpMatMulInteger, nil, 1, nt.In(a), nt.C(b), nt.In(za), nt.C(zb))
 	exactAgainstRef(t, "no zero points", graph.OpMatMulInteger, nil, 1, nt.In(a), nt.In(b))
+	exactAgainstRef(t, "constant zero zero points", graph.OpMatMulInteger, nil, 1, nt.In(a), nt.C(b),
+		nt.C(tensor.FromFloat64s(tensor.Uint8, tensor.Shape{m}, make([]float64, m))), nt.C(one(tensor.Int8, 0)))
 	a3 := quantTensor(34, tensor.Int8, -128, 127, 2, 3, m, k)
 	b3 := quantTensor(35, tensor.Uint8, 0, 255, 3, k, n)
 	exactAgainstRef(t, "batched", graph.OpMatMulInteger, nil, 1, nt.In(a3), nt.In(b3), nt.In(one(tensor.Int8, 5)), nt.In(quantTensor(36, tensor.Uint8, 0, 255, n)))
@@ -192,6 +195,8 @@ func TestConvIntegerZeroPointsMatchRef(t *testing.T) {
 	exactAgainstRef(t, "strided, dilated", graph.OpConvInteger, attrs(2, []int64{0, 2, 1, 0}, []int64{2, 1}, []int64{1, 2}), 1, nt.In(x), nt.In(w), nt.In(zx), nt.In(zw))
 	w1 := quantTensor(43, tensor.Uint8, 0, 255, 3, 4, 1, 1)
 	exactAgainstRef(t, "pointwise, no zero points", graph.OpConvInteger, attrs(1, nil, nil, nil), 1, nt.In(x), nt.In(w1))
+	exactAgainstRef(t, "constant zero zero points", graph.OpConvInteger, attrs(2, []int64{1, 1, 1, 1}, nil, nil), 1, nt.In(x), nt.C(w),
+		nt.C(tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{0})), nt.C(tensor.FromFloat64s(tensor.Int8, tensor.Shape{6}, make([]float64, 6))))
 }
 
 // TestQLinearMatMulRequantizesLikeRef: QLinearMatMul with per-tensor and per-row /

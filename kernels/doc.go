@@ -12,7 +12,16 @@
 // in the output dtype), injective data movement (transpose, gather, gather-ND, slice,
 // concat, split, expand, pad, tile, reshape family, depth/space), reductions, softmax family,
 // normalizations, pooling in 1-3 spatial dims, matmul (numpy semantics), gemm,
-// convolution and transposed convolution. Recurrent layers (LSTM, GRU, RNN) have no te
+// convolution and transposed convolution, and the quantization family (quant.go:
+// QuantizeLinear and DequantizeLinear per tensor or per axis to and from 8-, 16- and
+// 32-bit integers, rounding half to even and saturating; DynamicQuantizeLinear as two
+// whole-tensor reductions and three outputs; MatMulInteger and ConvInteger as MatMulND
+// and Conv over int32 operands shifted by their zero points, which the schedule
+// inlines, the convolution's zero padding a stage "x_padded" of its own, and a 2-D
+// convolution of stride 1 written over the flattened padded image (quant_conv.go: a
+// long contiguous innermost loop however small the image); QLinearMatMul and
+// QLinearConv as those products requantized in float64).
+// Blocked quantization, int4 and float8 are not in the op table. Recurrent layers (LSTM, GRU, RNN) have no te
 // definition: a recurrence cannot be written as index expressions, so a target builds
 // their loop nest directly (kernels/cpu); so do the scatters (ScatterElements,
 // ScatterND: updates applied in order, last one winning, which as an expression per

@@ -17,7 +17,13 @@
 // attention's Q·Kᵀ and P·V: the micro-kernel reads B's rows in place, one parallel loop
 // over batch × row tile × column tile), rnn-loops for LSTM/GRU/RNN (sequence
 // length and batch static or symbolic), scatter-loops for ScatterElements and ScatterND,
-// topk-loops for TopK with a constant k, and the generic rule ScheduleGeneric for every
+// topk-loops for TopK with a constant k, conv-integer-padded for ConvInteger and
+// QLinearConv (quant.go: the generic rule, but the zero-padded int32 input stays a
+// stage of its own, so the product reads rows unguarded and vectorizes along them,
+// along the whole flattened image at stride 1: squeezenet 1.1 with every Conv
+// dynamically quantized took 189 ms of kernel time per inference at 2 threads, 669 ms
+// with the product vectorized along one output row of 13 to 55 columns), and the
+// generic rule ScheduleGeneric for every
 // other op with a definition: elementwise stages inlined, leading spatial loops fused
 // and parallel when the block does enough work, innermost spatial loop vectorized, and
 // the innermost spatial loop moved inside the reductions when the inputs stream along

@@ -167,11 +167,18 @@ func saturate(v float64, dt tensor.DType) float64 {
 	return math.Max(lo, math.Min(hi, v))
 }
 
-func quantizeValues(v []float64, at func(int) (float64, float64), dt tensor.DType) []float64 {
+// quantizeValues quantizes v; the division x / scale is in float32 when single is set
+// (QuantizeLinear of a float32 tensor, as ONNX specifies: dividing in float64 rounds
+// some quotients to the other side of a half).
+func quantizeValues(v []float64, at func(int) (float64, float64), dt tensor.DType, single bool) []float64 {
 	out := make([]float64, len(v))
 	for i, x := range v {
 		s, z := at(i)
-		out[i] = saturate(math.RoundToEven(x/s)+z, dt)
+		q := x / s
+		if single {
+			q = float64(float32(x) / float32(s))
+		}
+		out[i] = saturate(math.RoundToEven(q)+z, dt)
 	}
 	return out
 }
@@ -187,7 +194,7 @@ func quantQuantize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	return one(tensor.FromFloat64s(dt, x.Shape, quantizeValues(x.Float64s(), at, dt))), nil
+	return one(tensor.FromFloat64s(dt, x.Shape, quantizeValues(x.Float64s(), at, dt, x.DType == tensor.Float32))), nil
 }
 
 func quantDequantize(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
@@ -265,7 +272,7 @@ func quantQLinearMatMul(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, e
 	if err != nil {
 		return nil, err
 	}
-	return one(tensor.FromFloat64s(in[7].DType, shape, quantizeValues(y, at, in[7].DType))), nil
+	return one(tensor.FromFloat64s(in[7].DType, shape, quantizeValues(y, at, in[7].DType, false))), nil
 }
 
 func quantQLinearConv(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
@@ -295,7 +302,7 @@ func quantQLinearConv(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, err
 	if err != nil {
 		return nil, err
 	}
-	return one(tensor.FromFloat64s(in[7].DType, out.shape, quantizeValues(out.data, at, in[7].DType))), nil
+	return one(tensor.FromFloat64s(in[7].DType, out.shape, quantizeValues(out.data, at, in[7].DType, false))), nil
 }
 
 // quantEinsum evaluates the equation by visiting every assignment of the labels.

@@ -12,7 +12,9 @@
 // in the output dtype), injective data movement (transpose, gather, slice, concat,
 // split, expand, pad, tile, reshape family, depth/space), reductions, softmax family,
 // normalizations, pooling in 1-3 spatial dims, matmul (numpy semantics), gemm,
-// convolution and transposed convolution. Recurrent layers (LSTM, GRU, RNN) have no te
+// convolution and transposed convolution, and the losses (NegativeLogLikelihoodLoss,
+// SoftmaxCrossEntropyLoss: class indices read from data, checked against [0, C) unless
+// equal to ignore_index). Recurrent layers (LSTM, GRU, RNN) have no te
 // definition: a recurrence cannot be written as index expressions, so a target builds
 // their loop nest directly (kernels/cpu). Strategies (per target, see kernels/cpu) turn
 // a node into an Impl: a scheduled loopir function plus where each parameter comes from,

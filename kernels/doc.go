@@ -16,7 +16,9 @@
 // SoftmaxCrossEntropyLoss: class indices read from data, checked against [0, C) unless
 // equal to ignore_index), and Dropout (the identity unless training_mode is on with a
 // positive ratio, both possibly run-time inputs; then a documented seeded draw per
-// element, see dropout.go), LRN (a guarded window over the channels). Recurrent layers (LSTM, GRU, RNN) have no te
+// element, see dropout.go), LRN (a guarded window over the channels), Einsum (the
+// equation parsed at compile time into one reduction: diagonals, traces, "..."
+// broadcasting, implicit outputs). Recurrent layers (LSTM, GRU, RNN) have no te
 // definition: a recurrence cannot be written as index expressions, so a target builds
 // their loop nest directly (kernels/cpu). Strategies (per target, see kernels/cpu) turn
 // a node into an Impl: a scheduled loopir function plus where each parameter comes from,

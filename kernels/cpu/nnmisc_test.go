@@ -1,12 +1,15 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
 	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // TestTrainingBatchNormAgreesWithReference: BatchNormalization with training_mode=1
@@ -39,5 +42,51 @@ func TestLRNAgreesWithReference(t *testing.T) {
 			a := &graph.LRNAttrs{Alpha: 0.02, Beta: 0.6, Bias: 1.5, Size: c.size}
 			nt.CheckNode(t, l, graph.OpLRN, a, 1, nt.In(f32(uint64(20+i), c.shape...)))
 		})
+	}
+}
+
+// TestEinsumAgreesWithReference: Einsum equations with explicit and implicit outputs,
+// traces and diagonals, the ellipsis with broadcast batch axes, outer products, three
+// operands and full reductions, against the reference evaluator.
+func TestEinsumAgreesWithReference(t *testing.T) {
+	l := Strategies(kernels.Default())
+	cases := []struct {
+		eq     string
+		shapes [][]int
+	}{
+		{"ij,jk->ik", [][]int{{3, 5}, {5, 4}}},
+		{"bij,bjk->bik", [][]int{{2, 3, 5}, {2, 5, 4}}},
+		{"ii->i", [][]int{{4, 4}}},
+		{"ii", [][]int{{5, 5}}},
+		{"...ii->...i", [][]int{{2, 3, 4, 4}}},
+		{"i,i", [][]int{{7}, {7}}},
+		{"ij->", [][]int{{3, 6}}},
+		{"ij,ij->ij", [][]int{{3, 4}, {3, 4}}},
+		{"i,j->ij", [][]int{{3}, {5}}},
+		{"...ij,...jk", [][]int{{2, 1, 3, 4}, {5, 4, 2}}},
+		{"ijk->kji", [][]int{{2, 3, 4}}},
+		{"ij,jk,kl->il", [][]int{{2, 3}, {3, 4}, {4, 5}}},
+		{"ba", [][]int{{3, 2}}},
+		{"bhid,bhjd->bhij", [][]int{{1, 2, 3, 8}, {1, 2, 5, 8}}},
+	}
+	for ci, c := range cases {
+		t.Run(c.eq, func(t *testing.T) {
+			var args []nt.Arg
+			for k, s := range c.shapes {
+				args = append(args, nt.In(f32(uint64(60+10*ci+k), s...)))
+			}
+			nt.CheckNode(t, l, graph.OpEinsum, &graph.EinsumAttrs{Equation: c.eq}, 1, args...)
+		})
+	}
+}
+
+// TestEinsumRefusalNamesTheEquation: an Einsum the definition does not handle (here,
+// half-precision operands) is refused with the equation in the error.
+func TestEinsumRefusalNamesTheEquation(t *testing.T) {
+	l := Strategies(kernels.Default())
+	x := tensor.New(tensor.Float16, tensor.Shape{2, 3})
+	err := nt.LowerErr(t, l, graph.OpEinsum, &graph.EinsumAttrs{Equation: "ij->ji"}, 1, nt.In(x))
+	if !errors.Is(err, kernels.ErrNoKernel) || !strings.Contains(err.Error(), `"ij->ji"`) {
+		t.Fatalf("error %v, want no kernel naming the equation", err)
 	}
 }

@@ -18,7 +18,8 @@
 // positive ratio, both possibly run-time inputs; then a documented seeded draw per
 // element, see dropout.go), LRN (a guarded window over the channels), Einsum (the
 // equation parsed at compile time into one reduction: diagonals, traces, "..."
-// broadcasting, implicit outputs). Recurrent layers (LSTM, GRU, RNN) have no te
+// broadcasting, implicit outputs), MaxUnpool (a gather over the pooling windows that
+// cover each output; an index outside its window fails the kernel). Recurrent layers (LSTM, GRU, RNN) have no te
 // definition: a recurrence cannot be written as index expressions, so a target builds
 // their loop nest directly (kernels/cpu). Strategies (per target, see kernels/cpu) turn
 // a node into an Impl: a scheduled loopir function plus where each parameter comes from,

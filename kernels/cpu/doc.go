@@ -16,7 +16,7 @@
 // product evenly), matmul-batched-tensorized (both operands computed at run time, as
 // attention's Q·Kᵀ and P·V: the micro-kernel reads B's rows in place, one parallel loop
 // over batch × row tile × column tile), rnn-loops for LSTM/GRU/RNN (sequence
-// length and batch static or symbolic), and the generic rule ScheduleGeneric for every
+// length and batch static or symbolic), det-loops for Det, and the generic rule ScheduleGeneric for every
 // other op with a definition: elementwise stages inlined, leading spatial loops fused
 // and parallel when the block does enough work, innermost spatial loop vectorized, and
 // the innermost spatial loop moved inside the reductions when the inputs stream along
@@ -49,6 +49,10 @@
 // of six rows, then pairs, then a last row on the micro-kernel for that many rows, and a
 // projection that may run in parallel tests its size at run time (rnn_sym.go,
 // rnn_gemm_sym.go).
+//
+// Det (det.go, strategy det-loops) has no compute definition either: each pivot is
+// chosen from the data, so its loop nest is built directly: per matrix a float64 copy
+// and Gaussian elimination with partial pivoting, static extents only.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are

@@ -16,9 +16,10 @@
 // product evenly), matmul-batched-tensorized (both operands computed at run time, as
 // attention's Q·Kᵀ and P·V: the micro-kernel reads B's rows in place, one parallel loop
 // over batch × row tile × column tile), rnn-loops for LSTM/GRU/RNN (sequence
-// length and batch static or symbolic), det-loops for Det, and the generic rule ScheduleGeneric for every
-// other op with a definition: elementwise stages inlined, leading spatial loops fused
-// and parallel when the block does enough work, innermost spatial loop vectorized, and
+// length and batch static or symbolic), det-loops for Det, and the generic rule
+// ScheduleGeneric for every other op with a definition: elementwise stages inlined,
+// leading spatial loops fused and parallel when the block does enough work, innermost
+// spatial loop vectorized, and
 // the innermost spatial loop moved inside the reductions when the inputs stream along
 // it (a symbolic extent counts as long enough: the C compiler's vector loop takes any
 // run-time trip count, with a scalar tail); where the inputs stream along the innermost

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 292 files; see Identity.
-const sourceDigest = "e4e50830ced89682cb848beff37c0b77"
+const sourceDigest = "6833e07d9fa2e2beafc9a5fb630c5527"

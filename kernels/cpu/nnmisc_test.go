@@ -30,14 +30,15 @@ func TestTrainingBatchNormAgreesWithReference(t *testing.T) {
 	}
 }
 
-// TestLRNAgreesWithReference: LRN with odd and even window sizes, a window wider than
-// the channels, and ranks 3 and 4, against the reference evaluator.
+// TestLRNAgreesWithReference: LRN with odd and even window sizes, windows as wide as
+// and wider than the channels (one of 2^30 taps, which must not loop over its size),
+// and ranks 3 and 4, against the reference evaluator.
 func TestLRNAgreesWithReference(t *testing.T) {
 	l := Strategies(kernels.Default())
 	cases := []struct {
 		shape []int
 		size  int64
-	}{{[]int{2, 7, 5, 4}, 5}, {[]int{2, 6, 9}, 4}, {[]int{1, 3, 4, 4}, 7}, {[]int{2, 5, 3, 3}, 1}}
+	}{{[]int{2, 7, 5, 4}, 5}, {[]int{2, 6, 9}, 4}, {[]int{1, 3, 4, 4}, 7}, {[]int{2, 5, 3, 3}, 1}, {[]int{1, 4, 3}, 4}, {[]int{1, 3, 2, 2}, 1 << 30}}
 	for i, c := range cases {
 		t.Run(fmt.Sprintf("%v size %d", c.shape, c.size), func(t *testing.T) {
 			a := &graph.LRNAttrs{Alpha: 0.02, Beta: 0.6, Bias: 1.5, Size: c.size}

@@ -9,7 +9,10 @@ import (
 
 // computeMaxUnpool scatters x [N, C, d...] to the positions its indices I (same shape,
 // flat over the whole default unpooled tensor, as MaxPool returns them) name, 0
-// elsewhere; an explicit output_shape only adds room, each index re-raveled into it.
+// elsewhere; an explicit output_shape (a constant, or extents known over the symbols,
+// as Shape of the pooled tensor gives them) only adds room, each index re-raveled into
+// it: one smaller than the default is refused, or fails the kernel when only the run
+// time tells.
 // Written as a gather: output position o reads the inputs whose pooling window covers
 // o (at most ⌈k/s⌉ per spatial axis), the last in row-major order whose index is o
 // winning, as the reference's scatter writes them in order. An index outside the
@@ -50,18 +53,30 @@ func computeMaxUnpool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		}
 		def[2+d] = (xe[2+d]-1)*stride[d] + kern[d] - padLo[d] - padHi
 	}
-	out := def
+	out := Static(def...)
+	// outOK is the run-time condition that a symbolic output extent is at least the
+	// default one (nil when every extent is known to be)
+	var outOK loopir.Expr
 	if len(in) > 2 && in[2].Present() {
-		s, ok := ConstInts(in, 2)
+		s, ok := knownInts(n, in, 2)
 		if !ok {
-			return nil, Unsupported("%v with a run-time output_shape (the output's extents depend on data)", n.Op)
+			return nil, Unsupported("%v with an output_shape known only at run time (the output's extents depend on data)", n.Op)
 		}
-		if len(s) != len(def) || s[0] != def[0] || s[1] != def[1] {
+		if len(s) != len(def) || !einsumSameExtent(s[0], i64(def[0])) || !einsumSameExtent(s[1], i64(def[1])) {
 			return nil, Unsupported("%v with output_shape %v for default %v", n.Op, s, def)
 		}
 		for d := 2; d < len(s); d++ {
-			if s[d] < def[d] {
+			c, static := s[d].(*loopir.IntImm)
+			switch {
+			case static && c.V < def[d]:
 				return nil, Unsupported("%v with output_shape %v smaller than the default %v", n.Op, s, def)
+			case !static:
+				ge := loopir.Bin(loopir.GE, s[d], i64(def[d]))
+				if outOK == nil {
+					outOK = ge
+				} else {
+					outOK = loopir.Bin(loopir.And, outOK, ge)
+				}
 			}
 		}
 		out = s
@@ -80,7 +95,7 @@ func computeMaxUnpool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		taps[d] = te.RAxis("unpool_t", i64((kern[d]+stride[d]-1)/stride[d]))
 	}
 	// best is the flat in-plane position of the input that writes o, or -1
-	best := te.Compute("unpool_src", Static(out...), func(i []loopir.Expr) loopir.Expr {
+	best := te.Compute("unpool_src", out, func(i []loopir.Expr) loopir.Expr {
 		plane := add(mul(i[0], i64(channels)), i[1])
 		inDef := loopir.Expr(nil)
 		var target, flatQ loopir.Expr = i64(0), i64(0)
@@ -105,6 +120,10 @@ func computeMaxUnpool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		idx := append([]loopir.Expr{i[0], i[1]}, q...)
 		p := te.Cast(tensor.Int64, ind.At(idx...))
 		p = add(p, unpoolCheck(p, plane, q, def, kern, stride, padLo, defInner))
+		if outOK != nil {
+			// an output smaller than the default would lose the indices past it
+			p = add(p, te.CheckedIndex(te.Select(outOK, i64(0), i64(-1)), te.Select(outOK, i64(1), i64(0))))
+		}
 		hit := loopir.Bin(loopir.And, loopir.Bin(loopir.And, inDef, candOK), loopir.Bin(loopir.EQ, p, target))
 		return te.Max(te.Select(hit, flatQ, i64(-1)), taps...)
 	})
@@ -113,7 +132,7 @@ func computeMaxUnpool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if x.DT.IsFloat() {
 		zeroV = loopir.Float(0, x.DT)
 	}
-	return []*te.Tensor{te.Compute("maxunpool", Static(out...), func(i []loopir.Expr) loopir.Expr {
+	return []*te.Tensor{te.Compute("maxunpool", out, func(i []loopir.Expr) loopir.Expr {
 		b := best.At(i...)
 		safe := loopir.Bin(loopir.Max, b, i64(0))
 		idx := []loopir.Expr{i[0], i[1]}

@@ -43,3 +43,17 @@ func TestNNMiscDefinitionsTakeSymbolicExtents(t *testing.T) {
 		nt.CheckSymbolic(t, l, graph.OpDropout, &graph.DropoutAttrs{}, 2, []nt.SymArg{x, nt.SymC(tensor.Scalar(float32(0.3))), nt.SymC(tensor.Scalar(false))}, binds...)
 	})
 }
+
+// TestMaxUnpoolTakesAnOutputShapeKnownOverSymbols: MaxUnpool's output_shape given as
+// extents known over the symbols (as Shape of the pooled tensor gives them) sizes one
+// kernel that agrees with the reference at every binding at least the default size.
+func TestMaxUnpoolTakesAnOutputShapeKnownOverSymbols(t *testing.T) {
+	l := Strategies(kernels.Default())
+	a := &graph.MaxUnpoolAttrs{KernelShape: []int64{2, 2}, Strides: []int64{2, 2}}
+	ind := nt.Sym(tensor.Int64, "1", "2", "2", "2")
+	ind.Data = func(map[string]int64) *tensor.Tensor {
+		return unpoolIndices([]int{1, 2, 2, 2}, []int{4, 4}, []int{2, 2}, []int{2, 2}, []int{0, 0})
+	}
+	args := []nt.SymArg{nt.Sym(tensor.Float32, "1", "2", "2", "2"), ind, nt.ShapeOf("1", "2", "h", "w")}
+	nt.CheckSymbolic(t, l, graph.OpMaxUnpool, a, 1, args, map[string]int64{"h": 4, "w": 4}, map[string]int64{"h": 5, "w": 7}, map[string]int64{"h": 6, "w": 4})
+}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 305 files; see Identity.
-const sourceDigest = "f6f7c8df64105a417a5d69076d942c5c"
+// sourceDigest covers 312 files; see Identity.
+const sourceDigest = "ef48bcb27410b3f78e3d1e048dd56eeb"

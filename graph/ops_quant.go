@@ -172,14 +172,22 @@ func inferEinsum(ic *InferCtx, n *Node) ([]Type, error) {
 		k := 0
 		for j := 0; j < len(t); j++ {
 			if strings.HasPrefix(t[j:], "...") {
-				if len(ell) < nEll {
-					ell = ti.Shape[k : k+nEll]
+				// the ellipses broadcast against each other, aligned on the right
+				for len(ell) < nEll {
+					ell = append([]Dim{Const(1)}, ell...)
+				}
+				for e := 0; e < nEll; e++ {
+					ell[len(ell)-nEll+e] = einsumExtent(ell[len(ell)-nEll+e], ti.Shape[k+e])
 				}
 				k += nEll
 				j += 2
 				continue
 			}
-			dims[rune(t[j])] = ti.Shape[k]
+			d, seen := dims[rune(t[j])]
+			if !seen {
+				d = Const(1)
+			}
+			dims[rune(t[j])] = einsumExtent(d, ti.Shape[k])
 			k++
 		}
 	}
@@ -197,4 +205,13 @@ func inferEinsum(ic *InferCtx, n *Node) ([]Type, error) {
 		shape = append(shape, d)
 	}
 	return []Type{TensorType(x.DType, shape...)}, nil
+}
+
+// einsumExtent is the extent of a label (or an ellipsis axis) seen with extents a and
+// b: an extent 1 broadcasts against the other.
+func einsumExtent(a, b Dim) Dim {
+	if v, ok := a.Value(); ok && v == 1 {
+		return b
+	}
+	return a
 }

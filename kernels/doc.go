@@ -10,9 +10,9 @@
 // The Registry (Default) maps every op with a definition to its ComputeFunc:
 // elementwise and broadcasting ops (kiln.AttentionMask among them: (1 − Cast(m))·value
 // in the output dtype), injective data movement (transpose, gather, gather-ND, slice,
-// concat, split, expand, pad, tile, reshape family, depth/space), reductions, softmax family,
-// normalizations, pooling in 1-3 spatial dims, matmul (numpy semantics), gemm,
-// convolution and transposed convolution, and the quantization family (quant.go:
+// concat, split, expand, pad, tile, reshape family, depth/space), reductions, softmax
+// family, normalizations, pooling in 1-3 spatial dims, matmul (numpy semantics), gemm,
+// convolution and transposed convolution; the quantization family (quant.go:
 // QuantizeLinear and DequantizeLinear per tensor or per axis to and from 8-, 16- and
 // 32-bit integers, rounding half to even and saturating; DynamicQuantizeLinear as two
 // whole-tensor reductions and three outputs; MatMulInteger and ConvInteger as MatMulND
@@ -20,12 +20,21 @@
 // inlines, the convolution's zero padding a stage "x_padded" of its own, and a 2-D
 // convolution of stride 1 written over the flattened padded image (quant_conv.go: a
 // long contiguous innermost loop however small the image); QLinearMatMul and
-// QLinearConv as those products requantized in float64).
-// Blocked quantization, int4 and float8 are not in the op table. Recurrent layers (LSTM, GRU, RNN) have no te
-// definition: a recurrence cannot be written as index expressions, so a target builds
-// their loop nest directly (kernels/cpu); so do the scatters (ScatterElements,
-// ScatterND: updates applied in order, last one winning, which as an expression per
-// output element would fold every update into every element) and TopK (a selection). Strategies (per target, see kernels/cpu) turn
+// QLinearConv as those products requantized in float64; blocked quantization, int4 and
+// float8 are not in the op table); the losses (NegativeLogLikelihoodLoss,
+// SoftmaxCrossEntropyLoss: class indices read from data, checked against [0, C) unless
+// equal to ignore_index); Dropout (the identity unless training_mode is on with a
+// positive ratio, both possibly run-time inputs; then a documented seeded draw per
+// element, see dropout.go); LRN (a guarded window over the channels); Einsum (the
+// equation parsed at compile time into one reduction: diagonals, traces, "..."
+// broadcasting, implicit outputs); MaxUnpool (a gather over the pooling windows that
+// cover each output; an index outside its window fails the kernel). Recurrent layers
+// (LSTM, GRU, RNN) have no te definition: a recurrence cannot be written as index
+// expressions, so a target builds their loop nest directly (kernels/cpu); so do the
+// scatters (ScatterElements, ScatterND: updates applied in order, last one winning,
+// which as an expression per output element would fold every update into every
+// element), TopK (a selection) and Det (pivots chosen from the data). Strategies (per
+// target, see kernels/cpu) turn
 // a node into an Impl: a scheduled loopir function plus where each parameter comes from,
 // with an optional host Prepack of a constant input (weights in a blocked layout). Forms
 // for a strategy to schedule: MatMulReduction (a plain sum over k, for a micro-kernel to

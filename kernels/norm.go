@@ -218,15 +218,15 @@ func channelParams(n *graph.Node, x *te.Tensor, ps []Input) error {
 	return nil
 }
 
-// computeBatchNorm is inference-mode batch normalization:
-// y = (x - mean[c]) * (scale[c] / sqrt(var[c] + eps)) + B[c].
+// computeBatchNorm is batch normalization:
+// y = (x - mean[c]) * (scale[c] / sqrt(var[c] + eps)) + B[c], with the mean and var
+// inputs at inference, and in training mode with the batch's own statistics (over every
+// axis but the channels; the variance divides by the count), then the running
+// statistics as the optional outputs: input·momentum + batch·(1 - momentum).
 func computeBatchNorm(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	a := attrs[graph.BatchNormAttrs](n)
 	x := in[0].T
-	if a.TrainingMode != 0 {
-		return nil, Unsupported("BatchNormalization with training_mode=1")
-	}
-	if len(n.Outputs) > 1 {
+	if a.TrainingMode == 0 && len(n.Outputs) > 1 {
 		return nil, Unsupported("BatchNormalization with %d outputs at inference", len(n.Outputs))
 	}
 	if !plainFloat(x.DT) || len(x.Shape) < 2 {
@@ -240,11 +240,39 @@ func computeBatchNorm(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	}
 	scale, b, mean, vr := in[1].T, in[2].T, in[3].T, in[4].T
 	eps := loopir.Float(float64(a.Epsilon), x.DT)
-	return []*te.Tensor{te.Compute("batchnorm", x.Shape, func(i []loopir.Expr) loopir.Expr {
+	var outs []*te.Tensor
+	if a.TrainingMode != 0 {
+		red := make([]bool, len(x.Shape))
+		for k := range red {
+			red[k] = k != 1
+		}
+		r := Reduction{X: x, Axes: red}
+		sum := r.Compute("bn_sum", te.Sum, func(xi, _ []loopir.Expr) loopir.Expr { return x.At(xi...) })
+		bmean := r.Apply("bn_mean", func(i []loopir.Expr) loopir.Expr { return te.Div(sum.At(i...), countOf(r, x.DT)) })
+		sq := r.Compute("bn_sumsq", te.Sum, func(xi, i []loopir.Expr) loopir.Expr {
+			d := te.Sub(x.At(xi...), bmean.At(i...))
+			return te.Mul(d, d)
+		})
+		bvar := r.Apply("bn_var", func(i []loopir.Expr) loopir.Expr { return te.Div(sq.At(i...), countOf(r, x.DT)) })
+		mom := loopir.Float(float64(a.Momentum), x.DT)
+		running := func(name string, in, batch *te.Tensor) *te.Tensor {
+			return r.Apply(name, func(i []loopir.Expr) loopir.Expr {
+				return te.Add(te.Mul(in.At(i...), mom), te.Mul(batch.At(i...), te.Sub(loopir.Float(1, x.DT), mom)))
+			})
+		}
+		outs = []*te.Tensor{nil, running("bn_running_mean", mean, bmean), running("bn_running_var", vr, bvar)}
+		mean, vr = bmean, bvar
+	}
+	y := te.Compute("batchnorm", x.Shape, func(i []loopir.Expr) loopir.Expr {
 		c := i[1]
 		k := te.Div(scale.At(c), te.Sqrt(te.Add(vr.At(c), eps)))
 		return te.Add(te.Mul(te.Sub(x.At(i...), mean.At(c)), k), b.At(c))
-	})}, nil
+	})
+	if outs == nil {
+		return []*te.Tensor{y}, nil
+	}
+	outs[0] = y
+	return outs[:len(n.Outputs)], nil
 }
 
 // computeInstanceNorm normalizes each (n, c) over the spatial axes, then applies the

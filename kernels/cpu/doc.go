@@ -17,7 +17,7 @@
 // attention's Q·Kᵀ and P·V: the micro-kernel reads B's rows in place, one parallel loop
 // over batch × row tile × column tile), rnn-loops for LSTM/GRU/RNN (sequence
 // length and batch static or symbolic), scatter-loops for ScatterElements and ScatterND,
-// topk-loops for TopK with a constant k, conv-integer-padded for ConvInteger and
+// topk-loops for TopK with a constant k, det-loops for Det, conv-integer-padded for ConvInteger and
 // QLinearConv (quant.go: the generic rule, but the zero-padded int32 input stays a
 // stage of its own, so the product reads rows unguarded and vectorizes along them,
 // along the whole flattened image at stride 1: squeezenet 1.1 with every Conv
@@ -68,6 +68,10 @@
 // the slots it beats down one and takes its place, so ties keep the lower index first;
 // O(d) per row plus O(k) per element that enters the top k. NaN ranks above every
 // number. A run-time k (the output's extent then depends on data) is refused.
+//
+// Det (det.go, strategy det-loops) has no compute definition either: each pivot is
+// chosen from the data, so its loop nest is built directly: per matrix a float64 copy
+// and Gaussian elimination with partial pivoting, static extents only.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions, so a strategy cannot produce wrong code, only fail; strategies are

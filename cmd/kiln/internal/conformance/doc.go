@@ -10,5 +10,8 @@
 //
 // Invariants: one case can never stop the run (errors, panics and timeouts become that
 // case's result); a model the loader reports as unsupported is "unsupported", never a
-// failure, and every non-passing case carries a reason.
+// failure, and every non-passing case carries a reason; a run that is random (a
+// stochastic op, or Dropout in training mode with a positive ratio, read from the
+// case's constants and inputs) is "unsupported" for every engine, never compared with
+// the stored outputs, which only the generator that made them could reproduce.
 package conformance

@@ -203,6 +203,9 @@ func runSet(ctx context.Context, m *graph.Module, set string, opts Options) Resu
 		}
 		inputs[params[k].Name] = toValue(d, params[k].Type)
 	}
+	if why := randomRun(m, inputs); why != "" {
+		return Result{Status: Unsupported, Reason: why}
+	}
 	got, err := opts.Engine(ctx, m, inputs)
 	if err != nil {
 		if errors.Is(err, ref.ErrUnsupported) || errors.Is(err, kernels.ErrNoKernel) || errors.Is(err, codegen.ErrUnsupported) {

@@ -255,6 +255,9 @@ func (e *emitter) function(f *graph.Func) error {
 }
 
 func (e *emitter) node(n *graph.Node) error {
+	if err := e.bindRuntimeShapes(n); err != nil {
+		return err
+	}
 	switch {
 	case n.Op == graph.OpIf:
 		return e.lowerIf(n)

@@ -600,7 +600,7 @@ func inferGatherND(ic *InferCtx, n *Node) ([]Type, error) {
 	return []Type{TensorType(x.DType, out...)}, nil
 }
 
-func inferSqueeze(_ *InferCtx, n *Node) ([]Type, error) {
+func inferSqueeze(ic *InferCtx, n *Node) ([]Type, error) {
 	x, ok, err := ranked(n, 0)
 	if err != nil || !ok {
 		return unknownRank(x.DType), err
@@ -609,6 +609,11 @@ func inferSqueeze(_ *InferCtx, n *Node) ([]Type, error) {
 	if n.Input(1) != nil {
 		axes, ok := ConstInt64s(n, 1)
 		if !ok {
+			// run-time axes of a static count: each drops one axis (the run time
+			// checks that they differ)
+			if l, ok := staticLen(n, 1); ok && l <= len(x.Shape) {
+				return []Type{TensorType(x.DType, ic.FreshShape(len(x.Shape)-l)...)}, nil
+			}
 			return unknownRank(x.DType), nil
 		}
 		for _, a := range axes {

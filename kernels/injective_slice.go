@@ -76,8 +76,9 @@ func clampInto(v, d, lo, hi loopir.Expr) loopir.Expr {
 	return loopir.Bin(loopir.Max, v, lo)
 }
 
-// computeSlice takes x[begin + i*step] along the sliced axes; axes and steps must be
-// constants, starts and ends constants or known over the symbols (a kiln.ShapeExpr).
+// computeSlice takes x[begin + i*step] along the sliced axes; axes and steps
+// constants, starts and ends constants or known over the symbols (a kiln.ShapeExpr),
+// else runtimeSlice.
 // Over static extents with constant bounds the window is resolved at compile time;
 // otherwise sliceBoundsSym clamps it at run time.
 func computeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
@@ -85,8 +86,10 @@ func computeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	r := len(x.Shape)
 	starts, ok1 := knownInts(n, in, 1)
 	ends, ok2 := knownInts(n, in, 2)
-	if !ok1 || !ok2 {
-		return nil, Unsupported("Slice with run-time starts or ends")
+	_, ok3 := ConstInts(in, 3)
+	_, ok4 := ConstInts(in, 4)
+	if !ok1 || !ok2 || (len(in) > 3 && in[3].Present() && !ok3) || (len(in) > 4 && in[4].Present() && !ok4) {
+		return runtimeSlice(n, in)
 	}
 	if len(starts) != len(ends) {
 		return nil, Unsupported("Slice with %d starts and %d ends", len(starts), len(ends))

@@ -242,8 +242,47 @@ func splitAxis(n *graph.Node) (int, error) {
 	return graph.NormAxis(n, n.Attrs.(*graph.SplitAttrs).Axis, len(x.Shape))
 }
 
-// addInputShape adds the shape of n's input 0: a constant when it is static, else
-// ShapeOf.
+// hostShapesReady reports whether the host shape functions of a fused group's members
+// can run before its kernel: every operand value they read is computed outside the
+// group (a member's input 0 gives only its shape, which the types give once the
+// earlier members' symbols are bound).
+func (e *emitter) hostShapesReady(members []*graph.Node) bool {
+	inside := map[*graph.Value]bool{}
+	for _, m := range members {
+		for _, o := range m.Outputs {
+			inside[o] = true
+		}
+	}
+	for _, m := range members {
+		if !e.hasUnbound(m) {
+			continue
+		}
+		for _, i := range hostReadInputs(m.Op) {
+			if v := m.Input(i); v != nil && inside[v] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hostReadInputs are the inputs whose values an op's host shape function reads.
+func hostReadInputs(op graph.Op) []int {
+	switch op {
+	case graph.OpConstantOfShape:
+		return []int{0}
+	case graph.OpRange:
+		return []int{0, 1, 2}
+	case graph.OpPad:
+		return []int{1, 3}
+	case graph.OpSlice:
+		return []int{1, 2, 3, 4}
+	}
+	return []int{1}
+}
+
+// addInputShape adds the shape of n's input 0: a constant when it is static, the
+// symbols' values through shape.eval when they are bound, else ShapeOf.
 func (e *emitter) addInputShape(n *graph.Node, args *[]vm.Reg) error {
 	x := e.c.resolve(n.Inputs[0])
 	if x.Type.Kind != graph.KindTensor || x.Type.UnknownRank {
@@ -251,6 +290,14 @@ func (e *emitter) addInputShape(n *graph.Node, args *[]vm.Reg) error {
 	}
 	if s, ok := x.Type.ConstShape(); ok {
 		*args = append(*args, e.loadConst(tensor.MustFromSlice(tensor.Shape{len(s)}, int64Shape(s))))
+		return nil
+	}
+	if e.allBound(x.Type.Shape) {
+		r, err := e.shapeEval(tensor.Int64, []int64{int64(len(x.Type.Shape))}, x.Type.Shape)
+		if err != nil {
+			return err
+		}
+		*args = append(*args, r)
 		return nil
 	}
 	r, err := e.readTensor(x)
@@ -280,4 +327,16 @@ func (e *emitter) constInt(v int64) vm.Reg {
 	e.emit(vm.Instr{Op: vm.LoadConstInt, Dst: r, Imm: v})
 	e.host[r] = true
 	return r
+}
+
+// allBound reports whether every symbol of dims has a register.
+func (e *emitter) allBound(dims []graph.Dim) bool {
+	for _, d := range dims {
+		for _, s := range d.Symbols() {
+			if _, ok := e.sym[s]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -693,7 +693,17 @@ func inferExpand(ic *InferCtx, n *Node) ([]Type, error) {
 		if !ok {
 			return unknownRank(x.DType), nil
 		}
-		target = ic.FreshShape(l)
+		// a target known only at run time: an extent of x other than 1 stays when it is
+		// static (the target's is 1 or equal); one that is symbolic may be 1 and so
+		// becomes fresh too
+		out := ic.FreshShape(max(l, len(x.Shape)))
+		off := len(out) - len(x.Shape)
+		for i, d := range x.Shape {
+			if v, ok := d.Value(); ok && v != 1 {
+				out[off+i] = d
+			}
+		}
+		return []Type{TensorType(x.DType, out...)}, nil
 	}
 	out, err := BroadcastDims(x.Shape, target)
 	if err != nil {

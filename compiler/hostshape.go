@@ -340,3 +340,52 @@ func (e *emitter) allBound(dims []graph.Dim) bool {
 	}
 	return true
 }
+
+// keptReduction returns, for a reduction over axes known only at run time that drops
+// the reduced axes, the same reduction keeping them (its output of fresh extents): its
+// kernel computes the kept form, and a view gives the node's output (dropping extents
+// of 1 moves no element). nil for any other node.
+func (e *emitter) keptReduction(n *graph.Node) *graph.Node {
+	a, ok := n.Attrs.(*graph.ReduceAttrs)
+	if !ok || a.KeepDims != 0 || n.Input(1) == nil || e.c.resolve(n.Inputs[1]).Const != nil || len(n.Outputs) != 1 {
+		return nil
+	}
+	x, out := e.c.resolve(n.Inputs[0]).Type, n.Outputs[0].Type
+	if l, ok := staticLen(n.Inputs[1]); !ok || l == 0 || x.Kind != graph.KindTensor || x.UnknownRank || out.UnknownRank {
+		return nil
+	}
+	keep := *a
+	keep.KeepDims = 1
+	shape := make([]graph.Dim, len(x.Shape))
+	for i := range shape {
+		shape[i] = e.c.mod.FreshSymbol()
+	}
+	kept := &graph.Value{Name: n.Outputs[0].Name, Type: graph.TensorType(out.DType, shape...)}
+	k := &graph.Node{Op: n.Op, Name: n.Name, Inputs: n.Inputs, Outputs: []*graph.Value{kept}, Attrs: &keep}
+	kept.Def = k
+	return k
+}
+
+// lowerKeptReduction lowers n through its kept form k (keptReduction): k's kernel,
+// then a view to n's output shape, both bound on the host.
+func (e *emitter) lowerKeptReduction(n, k *graph.Node) error {
+	if err := e.bindRuntimeShapes(k); err != nil {
+		return err
+	}
+	if _, err := e.lowerKernel(k, nil); err != nil {
+		return err
+	}
+	out := n.Outputs[0]
+	shape, err := e.shapeEval(tensor.Int64, []int64{int64(len(out.Type.Shape))}, out.Type.Shape)
+	if err != nil {
+		return fmt.Errorf("%v: %w", n, err)
+	}
+	src := e.reg[k.Outputs[0]]
+	dst := e.newReg()
+	e.use(src)
+	e.use(shape)
+	e.emit(vm.Instr{Op: vm.ReshapeTensor, Dst: dst, Args: []vm.Reg{src, shape}})
+	e.alias(dst, src)
+	e.reg[out] = dst
+	return nil
+}

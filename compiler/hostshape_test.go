@@ -66,3 +66,49 @@ func TestRuntimeReshapeAndExpandFeedKernels(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeOperandsMatchReference: reduction axes (dropped and kept), Slice bounds,
+// Pad pads, Tile repeats, Split sizes and a OneHot depth given as inputs, each followed
+// by a kernel, compile once and match the reference for several operand values.
+func TestRuntimeOperandsMatchReference(t *testing.T) {
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: f32[3,4,5], %axes: i64[1], %starts: i64[2], %ends: i64[2], %pads: i64[6], %reps: i64[3], %sizes: i64[2], %depth: i64[], %idx: i64[3]) {
+  const %onoff: f32[2] = [0, 1]
+  %r = ReduceSum(%x, %axes) {keepdims=0} : f32[a,b]
+  %r2 = Exp(%r) : f32[a,b]
+  %k = ReduceMax(%x, %axes) : f32[a1,b1,c1]
+  %s = Slice(%x, %starts, %ends) : f32[c,d,5]
+  %s2 = Neg(%s) : f32[c,d,5]
+  %p = Pad(%x, %pads) : f32[e,f,g]
+  %t = Tile(%x, %reps) : f32[h,i,j]
+  %t2 = Relu(%t) : f32[h,i,j]
+  %q1, %q2 = Split(%x, %sizes) {axis=2} : f32[3,4,l], f32[3,4,n]
+  %o = OneHot(%idx, %depth, %onoff) : f32[3,o]
+  return %r2, %k, %s2, %p, %t2, %q1, %q2, %o
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(seed uint64, axis int64, starts, ends, pads, reps, sizes []int64, depth int64) []*tensor.Tensor {
+		return []*tensor.Tensor{f32(seed, 3, 4, 5), i64s(axis), i64s(starts...), i64s(ends...), i64s(pads...), i64s(reps...),
+			i64s(sizes...), tensor.Scalar(depth), i64s(0, -1, 2)}
+	}
+	runs := [][]*tensor.Tensor{
+		run(1, 1, []int64{0, 1}, []int64{2, 4}, []int64{0, 1, 2, 1, 0, 3}, []int64{1, 2, 1}, []int64{2, 3}, 4),
+		run(2, -1, []int64{-2, -100}, []int64{100, -1}, []int64{1, 0, -2, 0, 2, -1}, []int64{2, 1, 0}, []int64{0, 5}, 3),
+		run(3, 0, []int64{1, 3}, []int64{1, 1}, []int64{0, 0, 0, 0, 0, 0}, []int64{1, 1, 1}, []int64{5, 0}, 7),
+	}
+	for _, noFusion := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fused", true: "unfused"}[noFusion], func(t *testing.T) {
+			machine, _ := checkSymbolic(t, m, target.Host(), Options{Recipe: engine.Recipe{NoFusion: noFusion}}, runs)
+			bad := run(4, 3, []int64{0, 0}, []int64{1, 1}, []int64{0, 0, 0, 0, 0, 0}, []int64{1, 1, 1}, []int64{2, 3}, 2)
+			if _, err := machine.Run(context.Background(), bad); !errors.Is(err, vm.ErrInput) {
+				t.Errorf("axis 3 of a rank-3 input: got %v, want ErrInput", err)
+			}
+			bad = run(4, 0, []int64{0, 0}, []int64{1, 1}, []int64{0, 0, 0, 0, 0, 0}, []int64{1, 1, 1}, []int64{2, 2}, 2)
+			if _, err := machine.Run(context.Background(), bad); !errors.Is(err, vm.ErrInput) {
+				t.Errorf("split sizes adding up to 4 of 5: got %v, want ErrInput", err)
+			}
+		})
+	}
+}

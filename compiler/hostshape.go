@@ -156,8 +156,8 @@ func (e *emitter) hostShapeCall(n *graph.Node) (string, []vm.Reg, error) {
 		default:
 			err = operands(1, len(n.Inputs))
 		}
-	case graph.OpConstantOfShape:
-		name = vm.BuiltinShapeValues
+	case graph.OpConstantOfShape, graph.OpHannWindow, graph.OpHammingWindow, graph.OpBlackmanWindow:
+		name = vm.BuiltinShapeValues // a shape, or a window's size (a scalar): its one extent
 		err = operands(0, 1)
 	case graph.OpRange:
 		name = vm.BuiltinShapeRange
@@ -269,7 +269,7 @@ func (e *emitter) hostShapesReady(members []*graph.Node) bool {
 // hostReadInputs are the inputs whose values an op's host shape function reads.
 func hostReadInputs(op graph.Op) []int {
 	switch op {
-	case graph.OpConstantOfShape:
+	case graph.OpConstantOfShape, graph.OpHannWindow, graph.OpHammingWindow, graph.OpBlackmanWindow:
 		return []int{0}
 	case graph.OpRange:
 		return []int{0, 1, 2}

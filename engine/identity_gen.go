@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 285 files; see Identity.
-const sourceDigest = "da13ae67ffb3022b9200e494cc7cec58"
+// sourceDigest covers 289 files; see Identity.
+const sourceDigest = "4d54da065c5ef0eb88e9b1fcf0d79f72"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/gputest"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -69,8 +70,56 @@ func TestRuntimeReshapeAndExpandFeedKernels(t *testing.T) {
 
 // TestRuntimeOperandsMatchReference: reduction axes (dropped and kept), Slice bounds,
 // Pad pads, Tile repeats, Split sizes and a OneHot depth given as inputs, each followed
-// by a kernel, compile once and match the reference for several operand values.
+// by a kernel, compile once and match the reference for several operand values; bad
+// values are ErrInput.
 func TestRuntimeOperandsMatchReference(t *testing.T) {
+	m, runs := runtimeOperandsModule(t)
+	for _, noFusion := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fused", true: "unfused"}[noFusion], func(t *testing.T) {
+			machine, _ := checkSymbolic(t, m, target.Host(), Options{Recipe: engine.Recipe{NoFusion: noFusion}}, runs)
+			bad := runtimeOperands(4, 3, []int64{0, 0}, []int64{1, 1}, []int64{0, 0, 0, 0, 0, 0}, []int64{1, 1, 1}, []int64{2, 3}, 2)
+			if _, err := machine.Run(context.Background(), bad); !errors.Is(err, vm.ErrInput) {
+				t.Errorf("axis 3 of a rank-3 input: got %v, want ErrInput", err)
+			}
+			bad = runtimeOperands(4, 0, []int64{0, 0}, []int64{1, 1}, []int64{0, 0, 0, 0, 0, 0}, []int64{1, 1, 1}, []int64{2, 2}, 2)
+			if _, err := machine.Run(context.Background(), bad); !errors.Is(err, vm.ErrInput) {
+				t.Errorf("split sizes adding up to 4 of 5: got %v, want ErrInput", err)
+			}
+		})
+	}
+}
+
+// TestOpenCLTargetRuntimeShapes: on OpenCL, the operands read on the host come to the
+// CPU and the kernels on the device take the bound extents: both modules match the
+// reference.
+func TestOpenCLTargetRuntimeShapes(t *testing.T) {
+	gpu := gputest.OpenCL(t)
+	tg, err := gpu.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, runs := runtimeOperandsModule(t)
+	_, res := checkSymbolic(t, m, tg, Options{GPU: gpu}, runs)
+	_, res2 := checkSymbolic(t, runtimeShapeModule(t), tg, Options{GPU: gpu}, [][]*tensor.Tensor{
+		{f32(1, 6), i64s(2, 3), i64s(4, 2, 3)},
+		{f32(2, 6), i64s(3, -1), i64s(2, 3, 2)},
+	})
+	for _, r := range []*Result{res, res2} {
+		on := map[string]int{}
+		for _, g := range r.Stats.Groups {
+			on[g.Device]++
+		}
+		if on["opencl"] == 0 {
+			t.Errorf("no kernel on the OpenCL device: %v", on)
+		}
+		t.Logf("kernels per device: %v", on)
+	}
+}
+
+// runtimeOperandsModule: reduction axes (dropped and kept), Slice bounds, Pad pads, Tile
+// repeats, Split sizes and a OneHot depth given as inputs, with runs of several values.
+func runtimeOperandsModule(t *testing.T) (*graph.Module, [][]*tensor.Tensor) {
+	t.Helper()
 	m, err := graph.Parse(`module opsets(""=17)
 func @main(%x: f32[3,4,5], %axes: i64[1], %starts: i64[2], %ends: i64[2], %pads: i64[6], %reps: i64[3], %sizes: i64[2], %depth: i64[], %idx: i64[3]) {
   const %onoff: f32[2] = [0, 1]
@@ -89,26 +138,15 @@ func @main(%x: f32[3,4,5], %axes: i64[1], %starts: i64[2], %ends: i64[2], %pads:
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(seed uint64, axis int64, starts, ends, pads, reps, sizes []int64, depth int64) []*tensor.Tensor {
-		return []*tensor.Tensor{f32(seed, 3, 4, 5), i64s(axis), i64s(starts...), i64s(ends...), i64s(pads...), i64s(reps...),
-			i64s(sizes...), tensor.Scalar(depth), i64s(0, -1, 2)}
-	}
-	runs := [][]*tensor.Tensor{
+	run := runtimeOperands
+	return m, [][]*tensor.Tensor{
 		run(1, 1, []int64{0, 1}, []int64{2, 4}, []int64{0, 1, 2, 1, 0, 3}, []int64{1, 2, 1}, []int64{2, 3}, 4),
 		run(2, -1, []int64{-2, -100}, []int64{100, -1}, []int64{1, 0, -2, 0, 2, -1}, []int64{2, 1, 0}, []int64{0, 5}, 3),
 		run(3, 0, []int64{1, 3}, []int64{1, 1}, []int64{0, 0, 0, 0, 0, 0}, []int64{1, 1, 1}, []int64{5, 0}, 7),
 	}
-	for _, noFusion := range []bool{false, true} {
-		t.Run(map[bool]string{false: "fused", true: "unfused"}[noFusion], func(t *testing.T) {
-			machine, _ := checkSymbolic(t, m, target.Host(), Options{Recipe: engine.Recipe{NoFusion: noFusion}}, runs)
-			bad := run(4, 3, []int64{0, 0}, []int64{1, 1}, []int64{0, 0, 0, 0, 0, 0}, []int64{1, 1, 1}, []int64{2, 3}, 2)
-			if _, err := machine.Run(context.Background(), bad); !errors.Is(err, vm.ErrInput) {
-				t.Errorf("axis 3 of a rank-3 input: got %v, want ErrInput", err)
-			}
-			bad = run(4, 0, []int64{0, 0}, []int64{1, 1}, []int64{0, 0, 0, 0, 0, 0}, []int64{1, 1, 1}, []int64{2, 2}, 2)
-			if _, err := machine.Run(context.Background(), bad); !errors.Is(err, vm.ErrInput) {
-				t.Errorf("split sizes adding up to 4 of 5: got %v, want ErrInput", err)
-			}
-		})
-	}
+}
+
+func runtimeOperands(seed uint64, axis int64, starts, ends, pads, reps, sizes []int64, depth int64) []*tensor.Tensor {
+	return []*tensor.Tensor{f32(seed, 3, 4, 5), i64s(axis), i64s(starts...), i64s(ends...), i64s(pads...), i64s(reps...),
+		i64s(sizes...), tensor.Scalar(depth), i64s(0, -1, 2)}
 }

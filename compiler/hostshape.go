@@ -47,6 +47,9 @@ func (e *emitter) bindRuntimeShapes(n *graph.Node) error {
 			return err
 		}
 		for k, o := range n.Outputs {
+			if o == nil || o.Type.Kind != graph.KindTensor || o.Type.UnknownRank || len(o.Type.Shape) <= axis {
+				return fmt.Errorf("%v: output %d is not a tensor of the input's rank", n, k)
+			}
 			if err := e.bindDim(n, shape, k, o.Type.Shape[axis]); err != nil {
 				return err
 			}
@@ -173,7 +176,9 @@ func (e *emitter) hostShapeCall(n *graph.Node) (string, []vm.Reg, error) {
 		}
 		if err = e.addInputShape(n, &args); err == nil {
 			add(e.constInt(int64(axis)))
-			err = operands(1, 2)
+			if err = operands(1, 2); err == nil {
+				add(e.constInt(int64(len(n.Outputs))))
+			}
 		}
 	case graph.OpReduceSum, graph.OpReduceMean, graph.OpReduceMax, graph.OpReduceMin, graph.OpReduceProd,
 		graph.OpReduceL1, graph.OpReduceL2, graph.OpReduceLogSum, graph.OpReduceLogSumExp, graph.OpReduceSumSquare:

@@ -40,8 +40,8 @@ const (
 	// BuiltinShapePad(in, pads[, axes]): Pad's output shape, in[a] + begin + end per
 	// padded axis (negative pads crop).
 	BuiltinShapePad = "shape.pad"
-	// BuiltinShapeSplit(in, axis, sizes): the sizes, checked to be at least 0 and to add
-	// up to in[axis].
+	// BuiltinShapeSplit(in, axis, sizes, outputs): the sizes, checked to be one per
+	// output, at least 0 and to add up to in[axis].
 	BuiltinShapeSplit = "shape.split"
 	// BuiltinShapeOneHot(depth): OneHot's depth (a numeric scalar, truncated) as a
 	// one-element shape; it must be at least 1.

@@ -121,7 +121,7 @@ func shapePad(args []*tensor.Tensor) (*tensor.Tensor, error) {
 
 func shapeSplit(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	const name = BuiltinShapeSplit
-	in, err := shapeArgs(name, args, 3, 3)
+	in, err := shapeArgs(name, args, 4, 4)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +136,13 @@ func shapeSplit(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	sizes, err := intsArg(name, args, 2)
 	if err != nil {
 		return nil, err
+	}
+	parts, err := int64Scalar(name, args, 3)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(sizes)) != parts {
+		return nil, fmt.Errorf("%w: %s: %d sizes for %d outputs", ErrInput, name, len(sizes), parts)
 	}
 	sum := int64(0)
 	for _, s := range sizes {

@@ -107,7 +107,23 @@
 // evaluated on the host (the shape.eval builtin); kernels take the symbols they use as
 // runtime dims; a tensor of a symbolic shape gets a storage of its own sized at run time
 // (the static plan covers the static tensors only), returned to the VM's pool after its
-// last use (a KillRegister, so later tensors of the same call reuse the memory). A dim no input's shape determines
+// last use (a KillRegister, so later tensors of the same call reuse the memory).
+//
+// Value-dependent shapes (hostshape.go): a node whose shape, sizes, axes, repeats, pads,
+// starts/ends or depth operand is not a constant (Reshape, Squeeze, Unsqueeze, Expand,
+// Tile, ConstantOfShape, Range, the window functions, Slice, Pad, Split, OneHot, the
+// Reduce* family) has outputs with fresh symbols. Before it runs, its host shape function
+// (a vm builtin over the input's shape and the operand read on the host, from the CPU)
+// computes the output's extents; each fresh symbol is bound to its extent (shape.dim) and
+// every extent the graph knew is checked against it (shape.expect), so a bad value in a
+// request is a vm.ErrInput naming the node. The symbols then serve like the inputs':
+// views reshape to them, kernels take them as runtime dims (the operand that also moves
+// the indexing, a Slice's starts or a Pad's pads, is read by the kernel itself) and the
+// rest of the graph compiles over them. In a fused group the members' functions run
+// before the kernel, unless one reads a value computed inside the group (then the
+// members are lowered one by one). A reduction over run-time axes that drops them runs
+// as its kept form and a view. Storages sized by such symbols are checked when they
+// are allocated, not by the prologue's mem.plan. A dim no host function determines
 // (data-dependent: NonZero, a Loop-carried shape) is a compile error naming it, as is a
 // symbolic tensor in a channel-blocked layout. Shape inference takes symbols to be at
 // least 1 where ONNX gives 0 a meaning of its own (a Reshape entry 0).

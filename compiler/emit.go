@@ -264,6 +264,12 @@ func (e *emitter) function(f *graph.Func) error {
 }
 
 func (e *emitter) node(n *graph.Node) error {
+	if err := e.bindRuntimeShapes(n); err != nil {
+		return err
+	}
+	if k := e.keptReduction(n); k != nil {
+		return e.lowerKeptReduction(n, k)
+	}
 	switch {
 	case n.Op == graph.OpIf:
 		return e.lowerIf(n)

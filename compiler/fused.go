@@ -8,8 +8,9 @@ import (
 
 // lowerFused lowers a kiln.Fused node (a group made by fuse-ops) as one kernel: the
 // anchor's strategy builds the anchor with the other members as epilogues. When no
-// strategy can, the members are lowered one by one (each its own kernel), which is
-// always correct.
+// strategy can, or when a member's host shape function reads a value computed inside
+// the group (hostShapesReady), the members are lowered one by one (each its own
+// kernel), which is always correct.
 func (e *emitter) lowerFused(n *graph.Node) error {
 	body := n.Attrs.(*graph.FusedAttrs).Body
 	if e.c.outer == nil {
@@ -18,10 +19,18 @@ func (e *emitter) lowerFused(n *graph.Node) error {
 	for i, p := range body.Params {
 		e.c.outer[p] = n.Inputs[i]
 	}
-	anchor, rest := splitAnchor(body.Nodes)
-	ok, err := e.lowerKernel(anchor, rest)
-	if err != nil {
-		return err
+	ok := false
+	if e.hostShapesReady(body.Nodes) {
+		for _, m := range body.Nodes {
+			if err := e.bindRuntimeShapes(m); err != nil {
+				return err
+			}
+		}
+		anchor, rest := splitAnchor(body.Nodes)
+		var err error
+		if ok, err = e.lowerKernel(anchor, rest); err != nil {
+			return err
+		}
 	}
 	if !ok {
 		for _, m := range body.Nodes {

@@ -158,19 +158,32 @@ func (e *emitter) finishMemPlan(kept map[*root]bool) {
 	if site == nil {
 		return
 	}
-	held := make([]graph.Dim, len(e.dyn))
-	sizes := make([]graph.Dim, len(e.dyn))
-	names := make([]string, len(e.dyn))
-	for i, rt := range e.dyn {
+	// a storage sized by a symbol bound later (a value-dependent shape, hostshape.go)
+	// is checked when it is allocated
+	var dyn []*root
+	for _, rt := range e.dyn {
+		early := true
+		for _, s := range rt.bytes.Symbols() {
+			_, ok := site.index[s]
+			early = early && ok
+		}
+		if early {
+			dyn = append(dyn, rt)
+		}
+	}
+	held := make([]graph.Dim, len(dyn))
+	sizes := make([]graph.Dim, len(dyn))
+	names := make([]string, len(dyn))
+	for i, rt := range dyn {
 		sum := graph.Const(0)
-		for _, o := range e.dyn {
+		for _, o := range dyn {
 			if o.alloc <= rt.alloc && (kept[o] || o.lastUse >= rt.alloc) {
 				sum = sum.Add(o.bytes)
 			}
 		}
 		held[i], sizes[i], names[i] = sum, rt.bytes, rt.what
 	}
-	e.consts[site.constIdx] = shapeProgram(tensor.Int64, []int64{2, int64(len(e.dyn))}, append(held, sizes...), site.index)
+	e.consts[site.constIdx] = shapeProgram(tensor.Int64, []int64{2, int64(len(dyn))}, append(held, sizes...), site.index)
 	e.code[site.call].Str = strings.Join(names, "\n")
 }
 

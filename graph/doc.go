@@ -30,6 +30,14 @@
 // If's condition (staticBool: a constant, or Equal of two known one-element values, through
 // Not, Identity and Cast) the If has the taken branch's types instead of their merge.
 //
+// An extent that depends on an operand's value known only at run time (a Reshape
+// target, Expand's shape, Range's bounds, run-time axes, sizes, pads or repeats) is a
+// fresh symbol ("_d7"), never an assumption: the rank stays known wherever the operand's
+// length is static (Squeeze and the reductions over run-time axes drop that many axes),
+// and Expand to a run-time shape keeps only its input's static extents other than 1 (a
+// symbolic one may be broadcast). The compiled engine binds such symbols on the host
+// when the node runs.
+//
 // Cost: Verify and AddSymbol take constant time per lookup at any nesting depth; the
 // attribute fields of each attribute struct type are read from its tags once.
 //

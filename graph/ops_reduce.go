@@ -80,9 +80,13 @@ func inferReduce(ic *InferCtx, n *Node) ([]Type, error) {
 	var axes []int64
 	given := n.Input(1) != nil
 	if given {
-		if axes, ok = ConstInt64s(n, 1); !ok {
-			if a.KeepDims != 0 {
+		l, static := staticLen(n, 1)
+		if axes, ok = ConstInt64s(n, 1); !ok && (!static || l > 0) {
+			switch {
+			case a.KeepDims != 0:
 				return []Type{TensorType(x.DType, ic.FreshShape(len(x.Shape))...)}, nil
+			case static && l <= len(x.Shape): // distinct axes (checked at run time)
+				return []Type{TensorType(x.DType, ic.FreshShape(len(x.Shape)-l)...)}, nil
 			}
 			return unknownRank(x.DType), nil
 		}

@@ -602,7 +602,7 @@ func inferGatherND(ic *InferCtx, n *Node) ([]Type, error) {
 	return []Type{TensorType(x.DType, out...)}, nil
 }
 
-func inferSqueeze(_ *InferCtx, n *Node) ([]Type, error) {
+func inferSqueeze(ic *InferCtx, n *Node) ([]Type, error) {
 	x, ok, err := ranked(n, 0)
 	if err != nil || !ok {
 		return unknownRank(x.DType), err
@@ -611,6 +611,11 @@ func inferSqueeze(_ *InferCtx, n *Node) ([]Type, error) {
 	if n.Input(1) != nil {
 		axes, ok := ConstInt64s(n, 1)
 		if !ok {
+			// run-time axes of a static count: each drops one axis (the run time
+			// checks that they differ)
+			if l, ok := staticLen(n, 1); ok && l <= len(x.Shape) {
+				return []Type{TensorType(x.DType, ic.FreshShape(len(x.Shape)-l)...)}, nil
+			}
 			return unknownRank(x.DType), nil
 		}
 		for _, a := range axes {
@@ -690,7 +695,17 @@ func inferExpand(ic *InferCtx, n *Node) ([]Type, error) {
 		if !ok {
 			return unknownRank(x.DType), nil
 		}
-		target = ic.FreshShape(l)
+		// a target known only at run time: an extent of x other than 1 stays when it is
+		// static (the target's is 1 or equal); one that is symbolic may be 1 and so
+		// becomes fresh too
+		out := ic.FreshShape(max(l, len(x.Shape)))
+		off := len(out) - len(x.Shape)
+		for i, d := range x.Shape {
+			if v, ok := d.Value(); ok && v != 1 {
+				out[off+i] = d
+			}
+		}
+		return []Type{TensorType(x.DType, out...)}, nil
 	}
 	out, err := BroadcastDims(x.Shape, target)
 	if err != nil {

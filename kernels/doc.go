@@ -85,6 +85,15 @@
 // zero); a symbolic extent broadcast by Expand is read at min(i, extent-1), right
 // whether it is 1 or not. Slice takes starts and ends that are constants or known over
 // the symbols and clamps the window at run time where an extent or a bound is symbolic;
+// an operand known only at run time (value-dependent shapes: the compiler binds the
+// output type's fresh extents on the host first) is taken from the output type where
+// it only sizes the result (Tile's repeats, Split's sizes, whose offsets are the sums of
+// the earlier parts' extents, OneHot's depth, Range's length, Expand's target) and read
+// by the kernel where it also places the window (Slice's starts, axes and steps, Pad's
+// pads and axes, injective_runtime.go, clamped as the host clamped them). A reduction
+// over run-time axes keeping dims reduces each axis over its extent minus the output's
+// plus one positions from the output index (all of a reduced axis, one of a kept one);
+// the compiler lowers the form dropping them as that and a view;
 // Gather, Concat, Split, Transpose, Where, Cast and the elementwise family, softmax,
 // layer norm, matmul and gemm take symbolic extents as they are; Conv takes symbolic
 // spatial extents with explicit or VALID padding (ResolveConvSym: the output extent is

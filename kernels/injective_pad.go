@@ -29,8 +29,8 @@ func injScalar(t *te.Tensor, dt tensor.DType) loopir.Expr {
 	return v
 }
 
-// computePad pads (or, with negative pads, crops) x by the constant pads input 1 over
-// all axes or the constant axes input 3. Modes: constant (the value is input 2, constant
+// computePad pads (or, with negative pads, crops) x by the pads input 1 over all axes
+// or the axes input 3 (constants here, else runtimePad). Modes: constant (the value is input 2, constant
 // or read at run time, else zero), edge (repeat the border), reflect (mirror without
 // repeating the border).
 func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
@@ -44,19 +44,27 @@ func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		return nil, err
 	}
 	r := len(from)
+	var fill loopir.Expr
+	if mode == "constant" {
+		fill = lit(0, &loopir.IntImm{DT: x.DT})
+		if len(in) > 2 && in[2].Present() {
+			if in[2].Const != nil {
+				fill = injConst(in[2].Const, 0, x.DT)
+			} else if !injEmpty(in[2].T) {
+				fill = injScalar(in[2].T, x.DT)
+			}
+		}
+	}
 	pads, ok := ConstInts(in, 1)
-	if !ok {
-		return nil, Unsupported("Pad with run-time pads")
+	if _, ok3 := ConstInts(in, 3); !ok || (len(in) > 3 && in[3].Present() && !ok3) {
+		return runtimePad(n, in, mode, fill)
 	}
 	axes := make([]int, r)
 	for k := range axes {
 		axes[k] = k
 	}
 	if len(in) > 3 && in[3].Present() {
-		v, ok := ConstInts(in, 3)
-		if !ok {
-			return nil, Unsupported("Pad with run-time axes")
-		}
+		v, _ := ConstInts(in, 3)
 		axes = axes[:0]
 		for _, a := range v {
 			ax, err := NormAxis(a, r)
@@ -84,17 +92,6 @@ func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			empty = true
 			if mode != "constant" && shape[a] > 0 {
 				return nil, Unsupported("%s padding of an empty axis", mode)
-			}
-		}
-	}
-	var fill loopir.Expr
-	if mode == "constant" {
-		fill = lit(0, &loopir.IntImm{DT: x.DT})
-		if len(in) > 2 && in[2].Present() {
-			if in[2].Const != nil {
-				fill = injConst(in[2].Const, 0, x.DT)
-			} else if !injEmpty(in[2].T) {
-				fill = injScalar(in[2].T, x.DT)
 			}
 		}
 	}

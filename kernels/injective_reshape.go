@@ -274,7 +274,7 @@ func computeTile(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
 	reps, ok := ConstInts(in, 1)
 	if !ok {
-		return nil, Unsupported("Tile with run-time repeats")
+		return runtimeTile(n, in)
 	}
 	if len(reps) != len(x.Shape) {
 		return nil, Unsupported("Tile with %d repeats for rank %d", len(reps), len(x.Shape))
@@ -298,6 +298,28 @@ func computeTile(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			default:
 				src[k] = safeDiv(loopir.Mod, i[k], x.Shape[k])
 			}
+		}
+		return src
+	})
+	return []*te.Tensor{out}, nil
+}
+
+// runtimeTile repeats x by repeats known at run time: the output type's extents (bound
+// on the host from the repeats) give the shape, and each index wraps around x's extent.
+func runtimeTile(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	x := in[0].T
+	shape, ok := outputShape(n, 0, in, x)
+	if !ok || len(shape) != len(x.Shape) {
+		return nil, Unsupported("Tile with run-time repeats and no output type of the input's rank")
+	}
+	out := injCopy("tile", x, shape, func(i []loopir.Expr) []loopir.Expr {
+		src := make([]loopir.Expr, len(i))
+		for k := range i {
+			if c, static := x.Shape[k].(*loopir.IntImm); static && c.V <= 1 {
+				src[k] = i64(0)
+				continue
+			}
+			src[k] = safeDiv(loopir.Mod, i[k], x.Shape[k])
 		}
 		return src
 	})

@@ -76,8 +76,9 @@ func clampInto(v, d, lo, hi loopir.Expr) loopir.Expr {
 	return loopir.Bin(loopir.Max, v, lo)
 }
 
-// computeSlice takes x[begin + i*step] along the sliced axes; axes and steps must be
-// constants, starts and ends constants or known over the symbols (a kiln.ShapeExpr).
+// computeSlice takes x[begin + i*step] along the sliced axes; axes and steps
+// constants, starts and ends constants or known over the symbols (a kiln.ShapeExpr),
+// else runtimeSlice.
 // Over static extents with constant bounds the window is resolved at compile time;
 // otherwise sliceBoundsSym clamps it at run time.
 func computeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
@@ -85,8 +86,10 @@ func computeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	r := len(x.Shape)
 	starts, ok1 := knownInts(n, in, 1)
 	ends, ok2 := knownInts(n, in, 2)
-	if !ok1 || !ok2 {
-		return nil, Unsupported("Slice with run-time starts or ends")
+	_, ok3 := ConstInts(in, 3)
+	_, ok4 := ConstInts(in, 4)
+	if !ok1 || !ok2 || (len(in) > 3 && in[3].Present() && !ok3) || (len(in) > 4 && in[4].Present() && !ok4) {
+		return runtimeSlice(n, in)
 	}
 	if len(starts) != len(ends) {
 		return nil, Unsupported("Slice with %d starts and %d ends", len(starts), len(ends))
@@ -233,6 +236,11 @@ func computeSplit(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(in) > 1 && in[1].Present() {
+		if _, ok := ConstInts(in, 1); !ok {
+			return runtimeSplit(n, in, axis)
+		}
+	}
 	d, ok := x.Shape[axis].(*loopir.IntImm)
 	if !ok {
 		return nil, Unsupported("Split of symbolic axis %d", axis)
@@ -240,10 +248,7 @@ func computeSplit(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	k := int64(len(n.Outputs))
 	var sizes []int64
 	if len(in) > 1 && in[1].Present() {
-		v, ok := ConstInts(in, 1)
-		if !ok {
-			return nil, Unsupported("Split with run-time sizes")
-		}
+		v, _ := ConstInts(in, 1)
 		sum := int64(0)
 		for _, s := range v {
 			if s < 0 {
@@ -273,6 +278,29 @@ func computeSplit(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			return src
 		})
 		start += s
+	}
+	return outs, nil
+}
+
+// runtimeSplit cuts x along axis by sizes known at run time: each output's extent on
+// axis is its type's (bound on the host from the sizes, which it checks add up to x's
+// extent), and each part starts where the previous ones end.
+func runtimeSplit(n *graph.Node, in []Input, axis int) ([]*te.Tensor, error) {
+	x := in[0].T
+	outs := make([]*te.Tensor, len(n.Outputs))
+	var start loopir.Expr = i64(0)
+	for j := range n.Outputs {
+		shape, ok := outputShape(n, j, in, x)
+		if !ok || len(shape) != len(x.Shape) {
+			return nil, Unsupported("Split with run-time sizes and no output type of the input's rank")
+		}
+		off := start
+		outs[j] = injCopy(fmt.Sprintf("split%d", j), x, shape, func(i []loopir.Expr) []loopir.Expr {
+			src := append([]loopir.Expr{}, i...)
+			src[axis] = add(i[axis], off)
+			return src
+		})
+		start = add(start, shape[axis])
 	}
 	return outs, nil
 }

@@ -104,16 +104,31 @@ func computeTrilu(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 }
 
 // computeOneHot writes values[1] where the output's coordinate on axis equals the index
-// (negative indices count from depth) and values[0] elsewhere; depth must be a
-// constant.
+// (negative indices count from depth) and values[0] elsewhere; a depth known only at
+// run time is the output type's extent on axis.
 func computeOneHot(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	ind, vals := in[0].T, in[2].T
-	if in[1].Const == nil || in[1].Const.Len() != 1 || !in[1].Const.DType.IsNumeric() {
-		return nil, Unsupported("OneHot with a run-time or non-scalar depth")
+	axis, err := NormAxis(attrs[graph.OneHotAttrs](n).Axis, len(ind.Shape)+1)
+	if err != nil {
+		return nil, err
 	}
-	depth := int64(in[1].Const.Float64s()[0])
-	if depth < 0 {
-		return nil, Unsupported("OneHot depth %d", depth)
+	var depth loopir.Expr
+	switch {
+	case in[1].Const != nil && in[1].Const.Len() == 1 && in[1].Const.DType.IsNumeric():
+		d := int64(in[1].Const.Float64s()[0])
+		if d < 0 {
+			return nil, Unsupported("OneHot depth %d", d)
+		}
+		depth = i64(d)
+	case len(in[1].T.Shape) == 0 || (len(in[1].T.Shape) == 1 && isOne(in[1].T.Shape[0])):
+		// a run-time depth: the output's extent on axis, bound on the host from it
+		shape, ok := outputShape(n, 0, in, vals)
+		if !ok || len(shape) != len(ind.Shape)+1 {
+			return nil, Unsupported("OneHot with a run-time depth and no output type")
+		}
+		depth = shape[axis]
+	default:
+		return nil, Unsupported("OneHot with a non-scalar depth")
 	}
 	if !ind.DT.IsNumeric() {
 		return nil, Unsupported("OneHot indices of type %v", ind.DT)
@@ -127,18 +142,14 @@ func computeOneHot(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	default:
 		return nil, Unsupported("OneHot values must have shape [2]")
 	}
-	axis, err := NormAxis(attrs[graph.OneHotAttrs](n).Axis, len(ind.Shape)+1)
-	if err != nil {
-		return nil, err
-	}
-	shape := append(append(append([]loopir.Expr{}, ind.Shape[:axis]...), i64(depth)), ind.Shape[axis:]...)
+	shape := append(append(append([]loopir.Expr{}, ind.Shape[:axis]...), depth), ind.Shape[axis:]...)
 	out := te.Compute("one_hot", shape, func(i []loopir.Expr) loopir.Expr {
 		src := append(append([]loopir.Expr{}, i[:axis]...), i[axis+1:]...)
 		v := ind.At(src...)
 		if v.DType() != tensor.Int64 {
 			v = te.Cast(tensor.Int64, v) // floats truncate toward zero, as the reference does
 		}
-		v = te.Select(loopir.Bin(loopir.LT, v, i64(0)), add(v, i64(depth)), v)
+		v = te.Select(loopir.Bin(loopir.LT, v, i64(0)), add(v, depth), v)
 		return te.Select(loopir.Bin(loopir.EQ, i[axis], v), on, off)
 	})
 	return []*te.Tensor{out}, nil

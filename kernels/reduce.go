@@ -36,14 +36,29 @@ func reduceComputes() map[graph.Op]ComputeFunc {
 
 // Reduction describes a reduction of X over some of its axes: Axes[k] marks axis k as
 // reduced; KeepDims keeps reduced axes as extent-1 axes of the result.
+//
+// With Out set (axes known only at run time, keeping dims), every axis may be reduced:
+// Out[k] is the result's run-time extent of axis k (1 where reduced, X's extent where
+// not), and axis k is summed over X's extent - Out[k] + 1 positions from the output
+// index (all of it where reduced, one where kept; an extent-1 axis is the same either
+// way). Axes is then unused.
 type Reduction struct {
 	X        *te.Tensor
 	Axes     []bool
 	KeepDims bool
+	Out      []loopir.Expr
+}
+
+// span is the number of positions axis k of X is reduced over in the run-time mode.
+func (r Reduction) span(k int) loopir.Expr {
+	return add(sub(r.X.Shape[k], r.Out[k]), i64(1))
 }
 
 // Shape is the extents of the reduced result.
 func (r Reduction) Shape() []loopir.Expr {
+	if r.Out != nil {
+		return r.Out
+	}
 	out := []loopir.Expr{}
 	for k, e := range r.X.Shape {
 		switch {
@@ -59,6 +74,12 @@ func (r Reduction) Shape() []loopir.Expr {
 // RAxes makes one reduction axis per reduced axis of X, in axis order.
 func (r Reduction) RAxes(name string) []loopir.IterVar {
 	var out []loopir.IterVar
+	if r.Out != nil {
+		for k := range r.X.Shape {
+			out = append(out, te.RAxis(fmt.Sprintf("%s%d", name, k), r.span(k)))
+		}
+		return out
+	}
 	for k, e := range r.X.Shape {
 		if r.Axes[k] {
 			out = append(out, te.RAxis(fmt.Sprintf("%s%d", name, k), e))
@@ -71,6 +92,12 @@ func (r Reduction) RAxes(name string) []loopir.IterVar {
 // reduction axes stand at rv (one per reduced axis, as RAxes makes them).
 func (r Reduction) SourceIndex(i []loopir.Expr, rv []loopir.IterVar) []loopir.Expr {
 	idx := make([]loopir.Expr, len(r.X.Shape))
+	if r.Out != nil {
+		for k := range idx {
+			idx[k] = add(i[k], rv[k].Var)
+		}
+		return idx
+	}
 	o, q := 0, 0
 	for k := range idx {
 		if r.Axes[k] {
@@ -105,6 +132,12 @@ func (r Reduction) ResultIndex(x []loopir.Expr) []loopir.Expr {
 // Count is the number of elements in each group: the product of the reduced extents.
 func (r Reduction) Count() loopir.Expr {
 	var n loopir.Expr = loopir.Int(1)
+	if r.Out != nil {
+		for k := range r.X.Shape {
+			n = loopir.Bin(loopir.Mul, n, r.span(k))
+		}
+		return n
+	}
 	for k, e := range r.X.Shape {
 		if r.Axes[k] {
 			n = loopir.Bin(loopir.Mul, n, e)
@@ -153,8 +186,8 @@ func computeReduce(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	given := len(in) > 1 && in[1].Present()
 	if given {
 		var ok bool
-		if axes, ok = ConstInts(in, 1); !ok {
-			return nil, Unsupported("%v with run-time axes", n.Op)
+		if axes, ok = ConstInts(in, 1); !ok && !isEmpty(in[1].T) {
+			return runtimeAxesReduce(n, in)
 		}
 	}
 	red, err := graph.ReduceAxes(len(x.Shape), axes, given, a.NoopWithEmptyAxes != 0)
@@ -166,6 +199,30 @@ func computeReduce(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	}
 	out, err := ReduceOp(n.Op, Reduction{X: x, Axes: red, KeepDims: a.KeepDims != 0})
 	return []*te.Tensor{out}, err
+}
+
+// isEmpty reports a 1-D tensor of static extent 0 (axes given as an empty input).
+func isEmpty(t *te.Tensor) bool {
+	if len(t.Shape) != 1 {
+		return false
+	}
+	c, ok := t.Shape[0].(*loopir.IntImm)
+	return ok && c.V == 0
+}
+
+// runtimeAxesReduce reduces over axes known at run time, keeping dims: the output
+// type's extents (bound at run time from the axes) say which axes are reduced.
+func runtimeAxesReduce(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+	x := in[0].T
+	if attrs[graph.ReduceAttrs](n).KeepDims == 0 {
+		return nil, Unsupported("%v with run-time axes and keepdims=0", n.Op)
+	}
+	out, ok := outputShape(n, 0, in, x)
+	if !ok || len(out) != len(x.Shape) {
+		return nil, Unsupported("%v with run-time axes and no output type of the input's rank", n.Op)
+	}
+	t, err := ReduceOp(n.Op, Reduction{X: x, KeepDims: true, Out: out})
+	return []*te.Tensor{t}, err
 }
 
 // ReduceOp builds one of the Reduce* ops over r. Integer inputs are allowed where the

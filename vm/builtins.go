@@ -17,10 +17,11 @@ const (
 )
 
 // StdBuiltins is the table of host builtins every VM may use: scalar bookkeeping of
-// compiled control flow and the shapes of symbolic dims. Each checks its arguments and returns an error, never panics,
+// compiled control flow, the shapes of symbolic dims and the host shape functions of
+// value-dependent shapes (builtins_hostshape.go). Each checks its arguments and returns an error, never panics,
 // on a malformed executable.
 func StdBuiltins() map[string]Builtin {
-	return map[string]Builtin{
+	b := map[string]Builtin{
 		BuiltinLoopContinue: loopContinue,
 		BuiltinLoopNext:     loopNext,
 		BuiltinShapeDim:     shapeDim,
@@ -31,6 +32,10 @@ func StdBuiltins() map[string]Builtin {
 		BuiltinScanFinish:   scanFinish,
 		BuiltinScanSlice:    scanSlice,
 	}
+	for name, f := range hostShapeBuiltins() {
+		b[name] = f
+	}
+	return b
 }
 
 func scalarArg(name string, args []*tensor.Tensor, i int) (float64, error) {

@@ -12,7 +12,8 @@ const (
 	// from an input's shape (ShapeOf).
 	BuiltinShapeDim = "shape.dim"
 	// BuiltinShapeExpect(got, want) is got when it equals want, else an ErrInput error:
-	// two inputs that share a symbol must agree on its value.
+	// two inputs that share a symbol must agree on its value, and so must an extent a
+	// host shape function computes with the one the graph knew.
 	BuiltinShapeExpect = "shape.expect"
 	// BuiltinShapeEval(program, s0, s1, ...) evaluates polynomials over the int64 scalars
 	// s0, s1, ... (the symbols' values) into a tensor; see EncodeShapeProgram.
@@ -91,7 +92,7 @@ func shapeExpect(args []*tensor.Tensor) (*tensor.Tensor, error) {
 		return nil, err
 	}
 	if got != want {
-		return nil, fmt.Errorf("%w: inputs disagree on a symbolic dim: %d here, %d in an earlier input", ErrInput, got, want)
+		return nil, fmt.Errorf("%w: a symbolic dim is %d here and %d where it was bound (inputs, or a computed shape, disagree)", ErrInput, got, want)
 	}
 	return args[0], nil
 }

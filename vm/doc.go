@@ -26,7 +26,15 @@
 // is an exact hit on a whole buffer and allocates nothing; calls whose sizes vary reuse
 // larger blocks, and Reserve plans against a known upper bound. MemoryStats reports
 // bytes held, in use and free, device allocations, hits, misses and splits.
-// StdBuiltins holds the scalar bookkeeping of compiled loops.
+// StdBuiltins holds the scalar bookkeeping of compiled loops, the shape arithmetic of
+// symbolic dims (builtins_shape.go) and the host shape functions of value-dependent
+// shapes (builtins_hostshape*.go: Reshape's target with 0 and -1, Squeeze, Unsqueeze,
+// broadcasting, Tile, a shape tensor, Range's length, clamped Slice bounds, Pad, Split
+// sizes, OneHot's depth, a reduction's axes). Each reads int64 host tensors and checks
+// every value a request supplies: a negative or overflowing extent, an element count
+// that changes, an axis out of range or repeated, a rank above 32 or an extent above
+// 2^40 is an ErrInput error (the instruction's Str names the node), never a panic or an
+// allocation.
 //
 // Sizes and limits: every byte count, offset and extent computed from an executable or
 // a request is checked (tensor.CheckedSize and friends; shape programs evaluate with

@@ -94,6 +94,9 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 			out, err = c.m.builtins[in.Imm](args)
 		}
 		if err != nil {
+			if in.Str != "" && int(in.Imm) != c.m.memPlanAt { // the node it computes for
+				return 0, nil, fmt.Errorf("%s: builtin %s: %w", in.Str, c.m.exe.Builtins[in.Imm], err)
+			}
 			return 0, nil, fmt.Errorf("builtin %s: %w", c.m.exe.Builtins[in.Imm], err)
 		}
 		if b := int64(out.Len()) * int64(out.DType.Size()); b > c.m.limits.TensorBytes {

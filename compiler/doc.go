@@ -48,11 +48,16 @@
 //     host with the reference evaluator (shape arithmetic over the symbols left unbound
 //     becomes kiln.ShapeExpr), dead code removed, fuse-ops, and (unless
 //     Recipe.PlainLayout) alter-layout with the backend's policy: on the CPU
-//     convolutions exchange channel-blocked tensors. annotate-scopes runs with the
-//     backend's ScopePolicy (nil on the CPU and OpenCL: every tensor global;
-//     TextureScopes builds one from the device's image2d limits, which
-//     Recipe.TextureLimit lowers), and Options.Scoped hears each texture decision. A
-//     tensor left in a memory scope the backend does not allow is an error.
+//     convolutions exchange channel-blocked tensors. With a texture path (the
+//     backend's Textures, the device has images, Recipe.NoTextures off: textures.go)
+//     its layout policy replaces the backend's and annotate-scopes runs with its scope
+//     policy (TextureScopes: the device's image2d limits, which Recipe.TextureLimit
+//     lowers); otherwise every tensor is global. Options.Scoped hears each texture
+//     decision. A tensor left in a memory scope the backend does not allow is an error.
+//     The emitter follows each kernel's parameters, not the graph: an output a kernel
+//     writes as a texture gets an image (allocImage), and a value in an image read by
+//     a kernel that takes a buffer (or the reverse) is copied (asImage); Stats.Tensors
+//     records where each kernel output lives.
 //  2. lower — every node that computes becomes a kernel through the backend's strategy
 //     table: compute definition, schedule, the backend's loop-IR pipeline, its dialect.
 //     Kernels are deduplicated by their generated code, so repeated layers compile

@@ -107,21 +107,28 @@
 // ScheduleTextureInjective is the injective rule over a 5-D output [N, C/4, H, W, 4]:
 // the four outer loops fused, split and bound, the lane loop innermost in the thread;
 // Texturize then moves the chosen parameters into textures of their packings.
-// TexConv2D.Func is a direct convolution (group 1, any stride, dilation and pads,
-// optional bias) built as loop IR: a thread accumulates its four output channels in a
-// private buffer over the input's channel blocks and the window's taps (a tap in the
-// padding is skipped, never read) and writes them as one texel. Definitions and
-// parameters these do not take are ErrNotTexture. TextureLayoutPolicy is alter-layout's
-// policy when textures are on: convolutions TexConv2DOf takes are anchors (input and
-// output in blocks of 4; an output no reader wants blocked stays plain, PlainOut), and
-// elementwise ops over same-shaped blocks of 4 keep them; TextureWrites and
-// TextureReads are annotate-scopes' policy for the same kernels (NCHW4c activations,
-// OIHW4o weights; a convolution's operands may still be left global: GlobalX, GlobalW,
-// GlobalY). TextureConvStrategy wraps the convolution as a kernels.Strategy whose
-// operands follow the scopes annotate-scopes chose, its weight prepacked into OIHW4o
-// (PackOIHW4o), and TextureInjectiveStrategy the injective rule over textures
-// (ScheduleTextureInjective, then Texturize by the scopes). These are not in the
-// strategy table: the OpenCL backend uses them only behind an explicit texture option.
+// TexConv2D.Func is a direct convolution (any stride, dilation and pads, optional
+// bias; group 1, over a plain first-layer input whose channels are no multiple of 4
+// (PlainX), or depthwise) built as loop IR: a thread accumulates its four output
+// channels in a private buffer over the input's channels and the window's taps (a tap
+// in the padding is skipped, never read), applies its epilogue (Relu, Clip with
+// constant bounds, the Add of a residual tensor blocked like the output) and writes
+// them as one texel. TexPool2D (max, average with or without the pads, global) and
+// TexConcat (channel concatenation of blocked inputs) are built the same way.
+// Definitions and parameters these do not take are ErrNotTexture. TextureLayoutPolicy
+// is alter-layout's policy when textures are on: convolutions TexConv2DOf takes are
+// anchors (output in blocks of 4; input too unless PlainX; an output no reader wants
+// blocked stays plain, PlainOut); elementwise ops over same-shaped blocks of 4,
+// poolings and channel concats keep blocks (a global pool writes a plain [N, C, 1, 1]).
+// TextureWrites and TextureReads are annotate-scopes' policy for the same kernels, a
+// fused convolution with its epilogue included (NCHW4c activations, OIHW4o weights; an
+// operand may still be left global: GlobalX, GlobalW, GlobalY). TextureConvStrategy
+// (fused form included), TexturePoolStrategy, TextureConcatStrategy and
+// TextureInjectiveStrategy (ScheduleTextureInjective, then Texturize by the scopes) are
+// the kernels.Strategies whose operands follow the scopes annotate-scopes chose, a
+// convolution's weight prepacked into OIHW4o (PackOIHW4o; a depthwise weight is read as
+// it is). They are not in Strategies: the OpenCL backend's texture path
+// (compiler.OpenCLTextures) tries them first when the device has images.
 //
 // Elementwise epilogues fuse into the same kernel under every rule
 // (kernels.GenericFused, then the rule inlines the chain into the output stage).

@@ -119,13 +119,14 @@ func runAllPass(t *testing.T, cases []string, o Options) {
 	}
 }
 
-// TestNodeSuite runs the ONNX backend node tests: at least 450 must pass, and every case
-// that does not pass must say why (no crash, no silent failure).
+// TestNodeSuite runs the ONNX backend node tests on the reference evaluator: at least
+// 875 must pass (880 when last counted), and every case that does not pass must say why
+// (no crash, no silent failure).
 func TestNodeSuite(t *testing.T) {
 	s, n := runNodeSuite(t, opts(), "panic")
 	t.Logf("node suite: %v", s)
-	if s.Passed < 450 {
-		t.Errorf("only %d of %d node cases pass, want at least 450", s.Passed, n)
+	if s.Passed < 875 {
+		t.Errorf("only %d of %d node cases pass, want at least 875", s.Passed, n)
 	}
 }
 
@@ -225,12 +226,15 @@ func TestZooBoundsChecked(t *testing.T) {
 	runAllPass(t, cases, compiledOptsWith(t, CompiledOptions{Level: 3, BoundsCheck: true}))
 }
 
-// TestNodeSuiteCompiled runs the node suite on the compiled engine: no bar yet, but no
-// case may crash or fail without a reason.
+// TestNodeSuiteCompiled runs the node suite on the compiled engine: at least 795 pass,
+// and no case may crash or fail without a reason.
 func TestNodeSuiteCompiled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the node suite takes a while; skipped with -short")
 	}
-	s, _ := runNodeSuite(t, compiledOpts(t), "panic", "BUG")
+	s, n := runNodeSuite(t, compiledOpts(t), "panic", "BUG")
 	t.Logf("node suite, compiled engine: %v", s)
+	if s.Passed < 795 {
+		t.Errorf("only %d of %d node cases pass on the compiled engine, want at least 795 (801 when last counted)", s.Passed, n)
+	}
 }

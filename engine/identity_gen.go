@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 316 files; see Identity.
-const sourceDigest = "803319668eb84fb577deeb47e79cd680"
+const sourceDigest = "04bcd9025cf8f398e70f93779df7fd45"

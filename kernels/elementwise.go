@@ -23,6 +23,20 @@ func bin(op loopir.BinOp) func(a, b loopir.Expr) loopir.Expr {
 	return func(a, b loopir.Expr) loopir.Expr { return loopir.Bin(op, a, b) }
 }
 
+// nanPropagating is the Max or Min op of two elements as ONNX (numpy's maximum, the
+// reference evaluator) defines it: NaN when either is NaN. The printed min/max helpers
+// give the second operand when one is NaN (a compare and a blend, what relu, clip and
+// pooling vectorize to), so a NaN first operand is selected explicitly.
+func nanPropagating(op loopir.BinOp) func(a, b loopir.Expr) loopir.Expr {
+	return func(a, b loopir.Expr) loopir.Expr {
+		m := loopir.Bin(op, a, b)
+		if !a.DType().IsFloat() {
+			return m
+		}
+		return &loopir.Select{Cond: loopir.Bin(loopir.NE, a, a), T: a, F: m}
+	}
+}
+
 // floatOnly wraps an element function that needs a floating-point input.
 func floatOnly(f func(x loopir.Expr) loopir.Expr) unaryFunc {
 	return func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
@@ -285,7 +299,7 @@ func elementwiseComputes() map[graph.Op]ComputeFunc {
 		}
 	}
 	variadic := map[graph.Op]func(a, b loopir.Expr) loopir.Expr{
-		graph.OpSum: te.Add, graph.OpMean: te.Add, graph.OpMax: bin(loopir.Max), graph.OpMin: bin(loopir.Min),
+		graph.OpSum: te.Add, graph.OpMean: te.Add, graph.OpMax: nanPropagating(loopir.Max), graph.OpMin: nanPropagating(loopir.Min),
 	}
 	for op, f := range variadic {
 		m[op] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {

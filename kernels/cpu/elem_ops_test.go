@@ -250,3 +250,19 @@ func TestWindowOverASymbolicSize(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxMinPropagateNaN: Max and Min of float32 and float64 give NaN when either
+// operand is NaN, whichever side, as the reference evaluator does.
+func TestMaxMinPropagateNaN(t *testing.T) {
+	l := Strategies(kernels.Default())
+	a := []float64{nan, 1, nan, -2, 0, inf}
+	b := []float64{1, nan, nan, -3, -inf, nan}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		x := tensor.FromFloat64s(dt, tensor.Shape{len(a)}, a)
+		y := tensor.FromFloat64s(dt, tensor.Shape{len(b)}, b)
+		for _, op := range []graph.Op{graph.OpMax, graph.OpMin} {
+			nt.CheckNode(t, l, op, nil, 1, nt.In(x), nt.In(y))
+			nt.CheckNode(t, l, op, nil, 1, nt.In(y), nt.In(x))
+		}
+	}
+}

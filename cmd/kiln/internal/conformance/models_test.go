@@ -59,6 +59,7 @@ func TestRealModels(t *testing.T) {
 var realModelsCompiled = map[string]bool{
 	"oww_hello_deepa":        true,
 	"ppocr_mobile_v2_cls":    true,
+	"ppocr_v4_det":           true,
 	"ppocr_v4_rec":           true,
 	"silero_vad_legacy":      true,
 	"silero_vad_op18_ifless": true,

@@ -20,7 +20,7 @@ import (
 // bindRuntimeShapes emits n's host shape function when an output of n has a symbol
 // that is not bound yet and n's op has one.
 func (e *emitter) bindRuntimeShapes(n *graph.Node) error {
-	if !e.hasUnbound(n) {
+	if !e.needsHostShape(n) {
 		return nil
 	}
 	name, args, err := e.hostShapeCall(n)
@@ -62,6 +62,25 @@ func (e *emitter) bindRuntimeShapes(n *graph.Node) error {
 		}
 	}
 	return nil
+}
+
+// needsHostShape reports whether n's host shape function runs: an output names an
+// unbound symbol, or n is a Resize with run-time scales or sizes (its kernel trusts the
+// output extents, so the host checks them against the operands even when the type
+// knows them).
+func (e *emitter) needsHostShape(n *graph.Node) bool {
+	if e.hasUnbound(n) {
+		return true
+	}
+	if n.Op != graph.OpResize {
+		return false
+	}
+	for _, i := range []int{2, 3} {
+		if v := n.Input(i); v != nil && e.c.resolve(v).Const == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // hasUnbound reports whether an output of n names a symbol with no register yet.
@@ -193,6 +212,9 @@ func (e *emitter) hostShapeCall(n *graph.Node) (string, []vm.Reg, error) {
 			break
 		}
 		add(e.constInt(a.KeepDims), e.constInt(a.NoopWithEmptyAxes))
+	case graph.OpResize:
+		name = vm.BuiltinShapeResize
+		err = e.resizeOperands(n, &args)
 	default:
 		return "", nil, nil
 	}
@@ -200,6 +222,42 @@ func (e *emitter) hostShapeCall(n *graph.Node) (string, []vm.Reg, error) {
 		return "", nil, fmt.Errorf("%v: %w", n, err)
 	}
 	return name, args, nil
+}
+
+// resizeOperands adds Resize's input shape, axes, keep_aspect_ratio policy, and its
+// sizes (input 3, kind 1) or else its scales (input 2, kind 0).
+func (e *emitter) resizeOperands(n *graph.Node, args *[]vm.Reg) error {
+	if err := e.addInputShape(n, args); err != nil {
+		return err
+	}
+	x := e.c.resolve(n.Inputs[0]).Type
+	a := n.Attrs.(*graph.ResizeAttrs)
+	axes := a.Axes
+	if len(axes) == 0 {
+		for i := range x.Shape {
+			axes = append(axes, int64(i))
+		}
+	}
+	policy := map[string]int64{"": vm.ResizeStretch, "stretch": vm.ResizeStretch,
+		"not_larger": vm.ResizeNotLarger, "not_smaller": vm.ResizeNotSmaller}
+	p, ok := policy[a.KeepAspectRatioPolicy]
+	if !ok {
+		return fmt.Errorf("Resize keep_aspect_ratio_policy %q", a.KeepAspectRatioPolicy)
+	}
+	*args = append(*args, e.loadConst(tensor.MustFromSlice(tensor.Shape{len(axes)}, append([]int64{}, axes...))), e.constInt(p))
+	v, kind := n.Input(3), int64(1)
+	if v == nil || (e.c.resolve(v).Const != nil && e.c.resolve(v).Const.Len() == 0) {
+		v, kind = n.Input(2), 0
+	}
+	if v == nil {
+		return fmt.Errorf("Resize without scales or sizes")
+	}
+	r, err := e.hostOperand(v)
+	if err != nil {
+		return err
+	}
+	*args = append(*args, e.constInt(kind), r)
+	return nil
 }
 
 // sliceOperands adds Slice's starts, ends, axes and steps; absent axes before present
@@ -259,7 +317,7 @@ func (e *emitter) hostShapesReady(members []*graph.Node) bool {
 		}
 	}
 	for _, m := range members {
-		if !e.hasUnbound(m) {
+		if !e.needsHostShape(m) {
 			continue
 		}
 		for _, i := range hostReadInputs(m.Op) {
@@ -282,6 +340,8 @@ func hostReadInputs(op graph.Op) []int {
 		return []int{1, 3}
 	case graph.OpSlice:
 		return []int{1, 2, 3, 4}
+	case graph.OpResize:
+		return []int{2, 3}
 	}
 	return []int{1}
 }

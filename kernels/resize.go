@@ -40,15 +40,12 @@ func computeResize(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	var sizes []int64
 	var scales []float64
 	switch {
+	case given(3) && in[3].Const == nil, !given(3) && given(2) && in[2].Const == nil,
+		crop && given(1) && in[1].Const == nil:
+		return runtimeResize(n, in, a)
 	case given(3):
-		if in[3].Const == nil {
-			return nil, Unsupported("Resize with run-time sizes")
-		}
 		sizes = in[3].Const.Int64s()
 	case given(2):
-		if in[2].Const == nil {
-			return nil, Unsupported("Resize with run-time scales")
-		}
 		scales = in[2].Const.Float64s()
 	default:
 		return nil, Unsupported("Resize without scales or sizes")

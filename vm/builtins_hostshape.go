@@ -49,6 +49,10 @@ const (
 	// BuiltinShapeReduce(in, axes, keepdims, noop): a reduction's output shape over the
 	// axes (all of them when axes is empty, unless noop is 1: then in itself).
 	BuiltinShapeReduce = "shape.reduce"
+	// BuiltinShapeResize(in, axes, policy, kind, values): Resize's output shape from
+	// scales (kind 0, float values) or sizes (kind 1) over the axes, under the
+	// keep_aspect_ratio policy (ResizeStretch, ResizeNotLarger, ResizeNotSmaller).
+	BuiltinShapeResize = "shape.resize"
 )
 
 // maxHostRank bounds the rank a host shape function accepts or makes.
@@ -69,6 +73,7 @@ func hostShapeBuiltins() map[string]Builtin {
 		BuiltinShapeSplit:     shapeSplit,
 		BuiltinShapeOneHot:    shapeOneHot,
 		BuiltinShapeReduce:    shapeReduce,
+		BuiltinShapeResize:    shapeResize,
 	}
 }
 

@@ -100,6 +100,10 @@ func runtimeResize(n *graph.Node, in []Input, a *graph.ResizeAttrs) ([]*te.Tenso
 				roiStart, roiEnd = operand(1, k), operand(1, len(axes)+k)
 			}
 			c := resizeCoordExpr(a.CoordinateTransformationMode, f64(i[ax]), f64(x.Shape[ax]), f64(shape[ax]), scale[ax], roiStart, roiEnd)
+			if !crop { // an axis of unchanged extent and scale 1 is copied, whatever the mode
+				same := loopir.Bin(loopir.And, loopir.Bin(loopir.EQ, shape[ax], x.Shape[ax]), loopir.Bin(loopir.EQ, scale[ax], lit(1, scale[ax])))
+				c = te.Select(same, f64(i[ax]), c)
+			}
 			last := f64(sub(x.Shape[ax], i64(1)))
 			if crop {
 				o := loopir.Bin(loopir.Or, loopir.Bin(loopir.LT, c, lit(0, c)), loopir.Bin(loopir.GT, c, last))

@@ -205,14 +205,16 @@ func TestResizeNearestCopiesIntegersExactly(t *testing.T) {
 	nt.CheckNode(t, genericLowerer(), graph.OpResize, c.attrs(), 1, c.args(x)...)
 }
 
-// TestResizeRefusesWhatItCannotCompile: run-time scales or sizes, a run-time roi for
-// tf_crop_and_resize, interpolation of integers and a resized symbolic axis are refused
-// with ErrNoKernel and the reason.
+// TestResizeRefusesWhatItCannotCompile: antialiasing with run-time scales or sizes (its
+// taps depend on the scale), run-time scales of a length other than the axes',
+// interpolation of integers and a resized symbolic axis are refused with ErrNoKernel and
+// the reason.
 func TestResizeRefusesWhatItCannotCompile(t *testing.T) {
 	l := genericLowerer()
 	x := randomF32(1, 1, 2, 4, 4)
 	lin := resizeCase{mode: "linear", coord: "half_pixel"}
 	crop := resizeCase{mode: "linear", coord: "tf_crop_and_resize"}
+	aa := resizeCase{mode: "linear", coord: "half_pixel", antialias: 1}
 	ints := tensor.MustFromSlice(tensor.Shape{1, 1, 2, 2}, []int32{1, 2, 3, 4})
 	for _, c := range []struct {
 		name  string
@@ -220,9 +222,9 @@ func TestResizeRefusesWhatItCannotCompile(t *testing.T) {
 		args  []nt.Arg
 		want  string
 	}{
-		{"run-time scales", lin.attrs(), []nt.Arg{nt.In(x), nt.None, nt.In(f32s(1, 1, 2, 2))}, "run-time scales"},
-		{"run-time sizes", lin.attrs(), []nt.Arg{nt.In(x), nt.None, nt.None, nt.In(sizes(1, 2, 8, 8))}, "run-time sizes"},
-		{"run-time roi", crop.attrs(), []nt.Arg{nt.In(x), nt.In(f32s(0, 0, 0, 0, 1, 1, 1, 1)), nt.C(f32s(1, 1, 2, 2))}, "roi"},
+		{"antialias with run-time scales", aa.attrs(), []nt.Arg{nt.In(x), nt.None, nt.In(f32s(1, 1, 0.5, 0.5))}, "antialias"},
+		{"run-time scales for 2 of 4 axes", lin.attrs(), []nt.Arg{nt.In(x), nt.None, nt.In(f32s(2, 2))}, "static length 4"},
+		{"run-time roi for 2 of 4 axes", crop.attrs(), []nt.Arg{nt.In(x), nt.In(f32s(0, 0, 1, 1)), nt.C(f32s(1, 1, 2, 2))}, "roi not of static length 8"},
 		{"linear on int32", lin.attrs(), []nt.Arg{nt.In(ints), nt.None, nt.C(f32s(1, 1, 2, 2))}, "linear on i32"},
 	} {
 		err := nt.LowerErr(t, l, graph.OpResize, c.attrs, 1, c.args...)

@@ -11,6 +11,8 @@ import (
 
 func ints(v ...int64) *tensor.Tensor { return tensor.MustFromSlice(tensor.Shape{len(v)}, v) }
 
+func f32s(v ...float32) *tensor.Tensor { return tensor.MustFromSlice(tensor.Shape{len(v)}, v) }
+
 func scalar(v int64) *tensor.Tensor { return tensor.Scalar(v) }
 
 // hostShapeCase is one call of a host shape function: the extents it yields, or (want
@@ -88,6 +90,20 @@ func hostShapeCases() []hostShapeCase {
 		{"reduce over no axis", shapeReduce, []*tensor.Tensor{ints(2, 3), ints(), scalar(0), scalar(1)}, []int64{2, 3}},
 		{"reduce over a repeated axis", shapeReduce, []*tensor.Tensor{ints(2, 3), ints(0, -2), scalar(1), scalar(0)}, nil},
 		{"reduce over an axis out of range", shapeReduce, []*tensor.Tensor{ints(2, 3), ints(2), scalar(1), scalar(0)}, nil},
+		{"resize by scales", shapeResize, []*tensor.Tensor{ints(1, 2, 5, 6), ints(2, 3), scalar(ResizeStretch), scalar(0), f32s(1.7, 0.35)}, []int64{1, 2, 8, 2}},
+		{"resize to sizes", shapeResize, []*tensor.Tensor{ints(1, 2, 5, 6), ints(-1, 2), scalar(ResizeStretch), scalar(1), ints(9, 3)}, []int64{1, 2, 3, 9}},
+		{"resize to sizes not larger", shapeResize, []*tensor.Tensor{ints(1, 2, 6, 8), ints(2, 3), scalar(ResizeNotLarger), scalar(1), ints(4, 11)}, []int64{1, 2, 4, 5}},
+		{"resize to sizes not smaller", shapeResize, []*tensor.Tensor{ints(1, 2, 6, 8), ints(2, 3), scalar(ResizeNotSmaller), scalar(1), ints(4, 11)}, []int64{1, 2, 8, 11}},
+		{"resize by a zero scale", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 1), scalar(0), scalar(0), f32s(0, 2)}, nil},
+		{"resize by a negative scale", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 1), scalar(0), scalar(0), f32s(1, -2)}, nil},
+		{"resize by a NaN scale", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 1), scalar(0), scalar(0), f32s(float32(math.NaN()), 2)}, nil},
+		{"resize by an infinite scale", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 1), scalar(0), scalar(0), f32s(float32(math.Inf(1)), 2)}, nil},
+		{"resize by a scale past the limits", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 1), scalar(0), scalar(0), f32s(1e30, 2)}, nil},
+		{"resize to a negative size", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 1), scalar(0), scalar(1), ints(-1, 2)}, nil},
+		{"resize to a size past the limits", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 1), scalar(0), scalar(1), ints(1<<41, 2)}, nil},
+		{"resize with sizes not one per axis", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 1), scalar(0), scalar(1), ints(2)}, nil},
+		{"resize over an axis out of range", shapeResize, []*tensor.Tensor{ints(5, 6), ints(0, 2), scalar(0), scalar(1), ints(2, 2)}, nil},
+		{"resize of an empty axis to more", shapeResize, []*tensor.Tensor{ints(0, 6), ints(0, 1), scalar(0), scalar(1), ints(2, 2)}, nil},
 	}
 }
 

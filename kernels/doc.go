@@ -53,7 +53,12 @@
 // nearest indices and crop bounds alike; the plan derives each decision from the
 // float64 coordinate ONNX defines and pins the outputs where the fixed-point fit
 // decides otherwise (a coordinate an ulp from a tie), refusing an axis that needs too
-// many pins. Run-time scales, sizes or roi are refused.
+// many pins. With run-time scales, sizes or roi (resize_runtime.go) the extents are the
+// output type's, bound and checked on the host by vm.BuiltinShapeResize, and the kernel
+// reads the operands and computes each coordinate and its decisions in float64 (a
+// dialect without double does not print it: codegen's ErrUnsupported), every
+// float converted to an index only after a NaN-safe clamp; antialias is refused there
+// (its taps depend on the scale).
 //
 // Elementwise arithmetic on half floats (float16, bfloat16) is computed in float32
 // and narrowed once; Cast converts them through float32, and floats convert to integers

@@ -14,8 +14,8 @@ import (
 // tensors) and computes each source coordinate in float64 as ONNX defines it (no
 // compile-time plan is possible), then takes the decisions of resize_axis.go from it in
 // float64: float32 would round some coordinates to the other side of a nearest tie. A
-// target whose dialect has no double (OpenCL without cl_khr_fp64) refuses the kernel
-// when it prints it, and the node runs on the CPU. Every float → integer conversion is
+// dialect without double (OpenCL's) does not print the kernel (codegen's
+// ErrUnsupported) rather than compute it in float32. Every float → integer conversion is
 // clamped first (a NaN goes to 0), so no operand value makes an index out of range.
 
 // runtimeResize is computeResize for run-time scales or sizes (input 3 when present,

@@ -100,10 +100,6 @@ func runtimeResize(n *graph.Node, in []Input, a *graph.ResizeAttrs) ([]*te.Tenso
 				roiStart, roiEnd = operand(1, k), operand(1, len(axes)+k)
 			}
 			c := resizeCoordExpr(a.CoordinateTransformationMode, f64(i[ax]), f64(x.Shape[ax]), f64(shape[ax]), scale[ax], roiStart, roiEnd)
-			if !crop { // an axis of unchanged extent and scale 1 is copied, whatever the mode
-				same := loopir.Bin(loopir.And, loopir.Bin(loopir.EQ, shape[ax], x.Shape[ax]), loopir.Bin(loopir.EQ, scale[ax], lit(1, scale[ax])))
-				c = te.Select(same, f64(i[ax]), c)
-			}
 			last := f64(sub(x.Shape[ax], i64(1)))
 			if crop {
 				o := loopir.Bin(loopir.Or, loopir.Bin(loopir.LT, c, lit(0, c)), loopir.Bin(loopir.GT, c, last))
@@ -111,6 +107,15 @@ func runtimeResize(n *graph.Node, in []Input, a *graph.ResizeAttrs) ([]*te.Tenso
 			}
 			var sum loopir.Expr
 			tp[ax], sum = runtimeTaps(a, c, last, x.Shape[ax], x.DT)
+			if !crop { // an axis of unchanged extent and scale 1 is copied, whatever the mode
+				same := loopir.Bin(loopir.And, loopir.Bin(loopir.EQ, shape[ax], x.Shape[ax]), loopir.Bin(loopir.EQ, scale[ax], lit(1, scale[ax])))
+				for k, tap := range tp[ax] {
+					tp[ax][k].idx = te.Select(same, i[ax], tap.idx)
+					if tap.w != nil {
+						tp[ax][k].w = te.Select(same, lit(map[bool]float64{true: 1}[k == resizeCopyTap(len(tp[ax]))], tap.w), tap.w)
+					}
+				}
+			}
 			if sum != nil {
 				norm = mulOrFirst(norm, sum)
 			}
@@ -125,6 +130,15 @@ func runtimeResize(n *graph.Node, in []Input, a *graph.ResizeAttrs) ([]*te.Tenso
 		return v
 	})
 	return []*te.Tensor{out}, nil
+}
+
+// resizeCopyTap is the tap that carries weight 1 on a copied axis: the first of the
+// nearest or linear taps, the second of the 4 cubic ones.
+func resizeCopyTap(taps int) int {
+	if taps == 4 {
+		return 1
+	}
+	return 0
 }
 
 func resizeAxisIndex(axes []int, ax int) int {

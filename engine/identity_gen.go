@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 316 files; see Identity.
-const sourceDigest = "fca59727c73ae7935c394eac5a6deab4"
+const sourceDigest = "30410dab8cc592396fcf5b3fdee434eb"

@@ -190,8 +190,18 @@ func (d *Device) WarpSize() int { return d.warp }
 // MemoryBytes is the device's total memory.
 func (d *Device) MemoryBytes() int64 { return d.memory }
 
-// Target describes the device for the compiler.
-func (d *Device) Target() (target.Target, error) { return target.GPU(target.CUDA, d.arch, d.facts) }
+// Target describes the device for the compiler: its architecture's target (ArchTarget,
+// the same on every GPU of the architecture), with the probed limits where a GPU has
+// less than the architecture's.
+func (d *Device) Target() (target.Target, error) {
+	t, err := ArchTarget(d.arch)
+	if err != nil {
+		return target.Target{}, err
+	}
+	t.GPU.MaxWorkGroup = min(t.GPU.MaxWorkGroup, d.facts.MaxWorkGroup)
+	t.GPU.LocalMemBytes = min(t.GPU.LocalMemBytes, d.facts.LocalMemBytes)
+	return t, nil
+}
 
 // Compiler returns the NVRTC found at Open, or nil.
 func (d *Device) Compiler() *NVRTC { return d.nvrtc }

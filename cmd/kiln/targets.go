@@ -143,12 +143,12 @@ func (tf targetFlags) openGPU(kind target.Kind, index int) (gpuDevice, error) {
 	if kind == target.OpenCL {
 		return openOpenCL(index, tf.profiling)
 	}
-	return openCUDA(index)
+	return openCUDA(index, tf.profiling)
 }
 
-// openCUDA opens CUDA device index (-1: device 0).
-func openCUDA(index int) (*cuda.Device, error) {
-	d, err := cuda.Open(cuda.Options{Ordinal: max(index, 0)})
+// openCUDA opens CUDA device index (-1: device 0), with event timing when profiling.
+func openCUDA(index int, profiling bool) (*cuda.Device, error) {
+	d, err := cuda.Open(cuda.Options{Ordinal: max(index, 0), Profiling: profiling})
 	if errors.Is(err, devices.ErrUnavailable) {
 		return nil, fmt.Errorf("--target cuda: %w (kiln needs the NVIDIA driver's libcuda.so.1 and a GPU; --cuda-arch compiles without one)", err)
 	}

@@ -1177,29 +1177,40 @@ def run_model(name, path, args, device, precision, gpu):
     except (Unsupported, CheckFailed) as e:
         row.update(median_ms=None, p10_ms=None, p90_ms=None, check="FAILED", error=str(e))
         emit(row, args.json)
-        ok = False
-        return ok
+        return False
+    except Exception as e:  # a torch or file error on one model must not lose the others' rows
+        row.update(median_ms=None, p10_ms=None, p90_ms=None, check="FAILED", error="%s: %s" % (type(e).__name__, e))
+        emit(row, args.json)
+        return False
 
     arch = next((a for a in ("resnet18", "resnet50") if a in name.lower()), None)
     if arch:
         row = dict(base, impl="torchvision eager")
-        net = torchvision_model(arch).to(device)
-        x = args_dev[0]
-        with torch.inference_mode():
-            y = net(x)
-        sync(device)
-        npy = path + ".output.npy"
-        check, diff = "n/a (weights=None; same architecture, other weights)", None
-        if arch == "resnet50" and os.path.exists(npy):
-            ref = np.load(npy)
-            if tuple(ref.shape) == tuple(y.shape):
-                diff, rel = compare([y], [ref])
-                check = "max|d|=%.3g rel=%.3g vs %s" % (diff, rel, os.path.basename(npy))
-        med, p10, p90 = time_fn(lambda: net(x), device, args.iters, args.warmup)
-        row.update(median_ms=med, p10_ms=p10, p90_ms=p90, check=check, max_abs_diff=diff)
-        emit(row, args.json)
-        del net
+        try:
+            time_torchvision(arch, path, args_dev[0], args, device, row)
+        except Exception as e:
+            row.update(median_ms=None, p10_ms=None, p90_ms=None, check="FAILED", error="%s: %s" % (type(e).__name__, e))
+            emit(row, args.json)
+            ok = False
     return ok
+
+
+def time_torchvision(arch, path, x, args, device, row):
+    """The native torchvision module (weights=None, seed 0) on the same input."""
+    net = torchvision_model(arch).to(device)
+    with torch.inference_mode():
+        y = net(x)
+    sync(device)
+    npy = path + ".output.npy"
+    check, diff = "n/a (weights=None; same architecture, other weights)", None
+    if arch == "resnet50" and os.path.exists(npy):
+        ref = np.load(npy)
+        if tuple(ref.shape) == tuple(y.shape):
+            diff, rel = compare([y], [ref])
+            check = "max|d|=%.3g rel=%.3g vs %s" % (diff, rel, os.path.basename(npy))
+    med, p10, p90 = time_fn(lambda: net(x), device, args.iters, args.warmup)
+    row.update(median_ms=med, p10_ms=p10, p90_ms=p90, check=check, max_abs_diff=diff)
+    emit(row, args.json)
 
 
 def cmd_time(args):
@@ -1237,8 +1248,10 @@ def cmd_time(args):
 def export_legacy(net, x, out):
     kwargs = dict(opset_version=17, input_names=["input"], output_names=["output"], do_constant_folding=True)
     params = inspect.signature(torch.onnx.export).parameters
+    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        kwargs = {k: v for k, v in kwargs.items() if k in params}
     if "dynamo" in params:
-        kwargs["dynamo"] = False
+        kwargs["dynamo"] = False  # the TorchScript exporter: a plain Conv/Relu/... graph
     with torch.no_grad():
         torch.onnx.export(net, (x,), out, **kwargs)
 

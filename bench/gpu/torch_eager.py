@@ -1069,24 +1069,45 @@ def compare(outs, refs):
 # ---- precision, timing, reporting ---------------------------------------------------------
 
 
-def set_tf32(enabled):
-    """TF32 for cuBLAS matmuls and cuDNN convolutions. torch >= 2.9 has the fp32_precision API
-    and raises when it is mixed with the allow_tf32 flags, so only one of the two is used."""
-    mode = "tf32" if enabled else "ieee"
-    cm = torch.backends.cuda.matmul
-    cd = torch.backends.cudnn
-    if hasattr(cm, "fp32_precision") and hasattr(cd, "conv") and hasattr(cd.conv, "fp32_precision"):
-        try:
-            cm.fp32_precision = mode
-            cd.conv.fp32_precision = mode
-            if hasattr(cd, "rnn") and hasattr(cd.rnn, "fp32_precision"):
-                cd.rnn.fp32_precision = mode
-            return "fp32_precision: matmul=%s cudnn.conv=%s" % (cm.fp32_precision, cd.conv.fp32_precision)
-        except (AttributeError, RuntimeError, ValueError) as e:
-            print("# fp32_precision API refused (%s); using allow_tf32" % e, flush=True)
-    cm.allow_tf32 = enabled
-    cd.allow_tf32 = enabled
-    return "allow_tf32=%s (matmul, cudnn)" % enabled
+def has_attr(obj, name):
+    """hasattr that survives torch.backends.cuda.matmul raising AssertionError for a name it lacks."""
+    try:
+        getattr(obj, name)
+        return True
+    except Exception:
+        return False
+
+
+def set_tf32(enabled, device):
+    """TF32 on or off for cuBLAS matmuls and cuDNN convolutions; returns the state it reads back.
+
+    torch >= 2.9 keeps a legacy state (allow_tf32, float32_matmul_precision) and a per-op
+    fp32_precision state, and raises when a reader finds them disagreeing. The legacy setters
+    write both, so they are used on every version; the per-op state is then read back, and set
+    only if it did not follow."""
+    import warnings
+
+    cm, cd = torch.backends.cuda.matmul, torch.backends.cudnn
+    want = "tf32" if enabled else "ieee"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy setters warn about their deprecation
+        cm.allow_tf32 = enabled
+        cd.allow_tf32 = enabled
+        new_api = has_attr(cm, "fp32_precision") and has_attr(getattr(cd, "conv", None), "fp32_precision")
+        if new_api:
+            subs = [cd.conv] + ([cd.rnn] if has_attr(getattr(cd, "rnn", None), "fp32_precision") else [])
+            for obj in [cm] + subs:
+                if obj.fp32_precision != want:  # off: "ieee" rather than an inherited "none"
+                    obj.fp32_precision = want
+            state = "fp32_precision: cuda.matmul=%s cudnn.conv=%s" % (cm.fp32_precision, cd.conv.fp32_precision)
+        else:
+            state = "allow_tf32: cuda.matmul=%s cudnn=%s" % (cm.allow_tf32, cd.allow_tf32)
+        # A matmul and a convolution now, so that a refused flag state fails here, named.
+        a = torch.ones(8, 8, device=device)
+        torch.mm(a, a)
+        F.conv2d(torch.ones(1, 1, 4, 4, device=device), torch.ones(1, 1, 3, 3, device=device))
+        sync(device)
+    return state
 
 
 def sync(device):
@@ -1219,7 +1240,7 @@ def cmd_time(args):
         sys.exit("torch_eager: --device cuda but torch.cuda.is_available() is false")
     precision = "fp32"
     if device.type == "cuda":
-        how = set_tf32(args.tf32)
+        how = set_tf32(args.tf32, device)
         precision = "tf32" if args.tf32 else "fp32"
         torch.backends.cudnn.benchmark = args.cudnn_benchmark
         print("# %s, torch %s, %s, cudnn.benchmark=%s" % (device_name(device), torch.__version__, how,

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the script
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_eager as te  # noqa: E402
 

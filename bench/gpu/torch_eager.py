@@ -1333,6 +1333,27 @@ def export_manual(net, x, out):
     onnx.save(model, out)
 
 
+def verify_export(out, x, y):
+    """Loads what an exporter wrote, embeds external data, checks it, and runs it with the
+    interpreter on the CPU against the torchvision output; returns the loaded model."""
+    from onnx import external_data_helper
+
+    model = onnx.load(out)
+    if any(external_data_helper.uses_external_data(t) for t in model.graph.initializer):
+        onnx.save(model, out, save_as_external_data=False)  # load() pulled the data in: embed it
+        model = onnx.load(out)
+    onnx.checker.check_model(model)
+    names = [i.name for i in graph_inputs(model)]
+    outs = [o.name for o in model.graph.output]
+    if names != ["input"] or outs != ["output"]:
+        raise CheckFailed("inputs %s and outputs %s, want [input] and [output]" % (names, outs))
+    m = OnnxEager(model, {"input": x}, torch.device("cpu"))
+    diff, rel = compare(m.build_outputs, [y.numpy()])
+    if rel > 1e-3:
+        raise CheckFailed("the exported graph differs from torchvision: max abs diff %.3g (relative %.3g)" % (diff, rel))
+    return model, diff
+
+
 def cmd_export(args):
     import collections
 
@@ -1347,6 +1368,7 @@ def cmd_export(args):
     for how in order:
         try:
             (export_legacy if how == "legacy" else export_manual)(net, x, out)
+            model, diff = verify_export(out, x, y)
             used = how
             break
         except Exception as e:  # the exporter's own errors are many and version-dependent
@@ -1354,19 +1376,11 @@ def cmd_export(args):
             print("# %s" % errors[-1], file=sys.stderr, flush=True)
     else:
         sys.exit("torch_eager: export failed:\n  " + "\n  ".join(errors))
-    model = onnx.load(out)
-    from onnx import external_data_helper
-
-    if any(external_data_helper.uses_external_data(t) for t in model.graph.initializer):
-        onnx.save(model, out, save_as_external_data=False)  # load() pulled the data in: embed it
-        model = onnx.load(out)
-    onnx.checker.check_model(model)
     np.save(out + ".input.npy", x.numpy())
     np.save(out + ".output.npy", y.numpy())
     ops = collections.Counter(n.op_type for n in model.graph.node)
-    print("wrote %s (%.1f MB, %s exporter, opset %d, inputs %s, outputs %s)" % (
-        out, os.path.getsize(out) / 1e6, used, model_opset(model),
-        [i.name for i in graph_inputs(model)], [o.name for o in model.graph.output]))
+    print("wrote %s (%.1f MB, %s exporter, torch %s, opset %d, ir_version %d; interpreter vs torchvision max|d|=%.3g)" % (
+        out, os.path.getsize(out) / 1e6, used, torch.__version__, model_opset(model), model.ir_version, diff))
     print("ops: %s" % ", ".join("%s x%d" % kv for kv in sorted(ops.items())))
     print("wrote %s.input.npy and %s.output.npy (torchvision's output for that input)" % (out, out))
 

@@ -80,9 +80,9 @@ type Textures struct {
 type Backends map[target.Kind]*Backend
 
 // DefaultBackends is the table a compile uses unless Options.Backends replaces it: the
-// CPU and OpenCL.
+// CPU, OpenCL and CUDA.
 func DefaultBackends() Backends {
-	return Backends{target.CPU: CPUBackend(), target.OpenCL: OpenCLBackend()}
+	return Backends{target.CPU: CPUBackend(), target.OpenCL: OpenCLBackend(), target.CUDA: CUDABackend()}
 }
 
 // backendFor looks the target kind k up in opts.Backends (nil: DefaultBackends).

@@ -179,6 +179,7 @@ compiler is installed.`,
 	f.BoolVar(&boundsCheck, "bounds-check", false, boundsCheckHelp)
 	shapeInputs.register(cmd)
 	tf.register(cmd)
+	tf.registerCUDAArch(cmd, false)
 	return cmd
 }
 

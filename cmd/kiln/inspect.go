@@ -81,6 +81,7 @@ background for shapes it sees often).`,
 	cmd.Flags().IntVarP(&level, "opt", "O", defaultLevel, "with --plan: "+levelHelp())
 	shapeInputs.register(cmd)
 	tf.register(cmd)
+	tf.registerCUDAArch(cmd, false)
 	cmd.Flags().StringVar(&cf.dir, "cache-dir", "", "the journal whose executables of the model are listed (default $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)")
 	return cmd
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/serve/modelrepo"
@@ -106,41 +108,26 @@ shapes too. Executables already in the journal are not rebuilt.`,
 				return err
 			}
 			defer j.Close()
-			ds, err := tf.open(threads, true)
-			if err != nil {
-				return err
-			}
-			defer ds.Close()
-			buildInCache(ds.cpu, j)
-			e, err := newEngine(ds, j, compileOptions{level: defaultLevel})
+			passes, err := tf.cudaPasses()
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			failed := 0
 			start := time.Now()
-			for i, m := range models {
-				label := m.name
-				if m.version != "" {
-					label += "/" + m.version
-				}
-				fmt.Fprintf(w, "[%d/%d] %s: ", i+1, len(models), label)
-				built, err := prebuildOne(e, m, label, dims, quiet)
-				var parts []string
-				for _, c := range built {
-					parts = append(parts, fmt.Sprintf("%s in %v (key %s)", c.Outcome, c.Took.Round(time.Millisecond), c.Key.Short()))
-				}
+			for _, p := range passes {
+				n, err := prebuildOn(w, p, threads, j, models, dims, quiet, len(passes) > 1)
 				if err != nil {
-					failed++
-					parts = append(parts, "FAILED: "+err.Error())
+					return err
 				}
-				fmt.Fprintln(w, strings.Join(parts, "; "))
+				failed += n
 			}
 			st := j.Stats()
+			total := len(models) * len(passes)
 			fmt.Fprintf(w, "prebuilt %d of %d models in %v into %s (journal, executables and kernels: %d hits, %d builds)\n",
-				len(models)-failed, len(models), time.Since(start).Round(time.Millisecond), j.Dir(), st.Hits, st.Builds)
+				total-failed, total, time.Since(start).Round(time.Millisecond), j.Dir(), st.Hits, st.Builds)
 			if failed > 0 {
-				return fmt.Errorf("%d of %d models failed", failed, len(models))
+				return fmt.Errorf("%d of %d models failed", failed, total)
 			}
 			return nil
 		},
@@ -152,7 +139,46 @@ shapes too. Executables already in the journal are not rebuilt.`,
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
 	cf.register(f, "on")
 	tf.register(cmd)
+	tf.registerCUDAArch(cmd, true)
 	return cmd
+}
+
+// prebuildOn prebuilds every model for the target and devices tf opens, printing a line
+// per model; it returns how many failed. With several passes each line names the
+// target's architecture.
+func prebuildOn(w io.Writer, tf targetFlags, threads int, j *compilecache.Journal, models []repoModel, dims []string, quiet, named bool) (int, error) {
+	ds, err := tf.open(threads, true)
+	if err != nil {
+		return 0, err
+	}
+	defer ds.Close()
+	buildInCache(ds.cpu, j)
+	e, err := newEngine(ds, j, compileOptions{level: defaultLevel})
+	if err != nil {
+		return 0, err
+	}
+	failed := 0
+	for i, m := range models {
+		label := m.name
+		if m.version != "" {
+			label += "/" + m.version
+		}
+		if named {
+			label += " (" + ds.target.Arch + ")"
+		}
+		fmt.Fprintf(w, "[%d/%d] %s: ", i+1, len(models), label)
+		built, err := prebuildOne(e, m, label, dims, quiet)
+		var parts []string
+		for _, c := range built {
+			parts = append(parts, fmt.Sprintf("%s in %v (key %s)", c.Outcome, c.Took.Round(time.Millisecond), c.Key.Short()))
+		}
+		if err != nil {
+			failed++
+			parts = append(parts, "FAILED: "+err.Error())
+		}
+		fmt.Fprintln(w, strings.Join(parts, "; "))
+	}
+	return failed, nil
 }
 
 // prebuildOne builds into the journal what a server asks for first: for a model with

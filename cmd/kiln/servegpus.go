@@ -9,56 +9,69 @@ import (
 
 	"github.com/kilnrt/kiln/compilecache"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/devices/cuda"
 	"github.com/kilnrt/kiln/devices/opencl"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/serve"
 )
 
 // serveGPUs are the GPUs kiln serve offers its models' KIND_GPU instance groups: with
-// gpus: auto every OpenCL device in kiln's numbering (openCLDevices; GPU ordinal N is
-// opencl:N, and there is no CUDA backend to serve on), each opened on the first load a
-// model asks of it, so a server whose models want no GPU opens none; with gpus: none,
-// or no OpenCL driver, none (KIND_GPU groups then run on the CPU, with a warning from
-// serve). cfg is the CPU engine's configuration: each GPU's engine shares its journal,
-// compiler, limits and timeout, with the CPU as host. close closes the devices opened.
+// gpus: auto the CUDA GPUs when the NVIDIA driver reports any (GPU ordinal N is cuda:N,
+// as in Triton), else every OpenCL device in kiln's numbering (openCLDevices; ordinal N
+// is opencl:N), each opened on the first load a model asks of it, so a server whose
+// models want no GPU opens none; with gpus: none, or neither driver, none (KIND_GPU
+// groups then run on the CPU, with a warning from serve). cfg is the CPU engine's
+// configuration: each GPU's engine shares its journal, compiler, limits and timeout,
+// with the CPU as host. close closes the devices opened.
 func serveGPUs(mode string, cfg engine.Config, cpu *devcpu.Device, log *zap.Logger) (gpus []serve.GPU, close func()) {
 	if mode == "none" {
 		log.Info("gpus: none: every model instance runs on the CPU")
 		return nil, func() {}
 	}
-	all, err := openCLDevices()
-	if err != nil {
-		log.Info("no OpenCL device: KIND_GPU instance groups run on the CPU (install an OpenCL driver, e.g. Debian's pocl-opencl-icd, and the ICD loader ocl-icd-libopencl1)",
-			zap.Error(err))
-		return nil, func() {}
-	}
 	var engines []*gpuEngine
-	for i, d := range all {
-		g := &gpuEngine{name: fmt.Sprintf("opencl:%d", i), opts: opencl.Options{Platform: d.platform.Index, Device: d.device.Index}, cfg: cfg, cpu: cpu}
+	add := func(name string, open func() (gpuDevice, error), fields ...zap.Field) {
+		g := &gpuEngine{name: name, openDevice: open, cfg: cfg, cpu: cpu}
 		engines = append(engines, g)
 		gpus = append(gpus, serve.GPU{Name: g.name, Engine: g})
-		log.Info("GPU for KIND_GPU instance groups (opened when first needed)", zap.String("gpu", g.name),
-			zap.String("device", d.device.Name), zap.String("type", d.device.Type), zap.String("platform", d.platform.Name))
+		log.Info("GPU for KIND_GPU instance groups (opened when first needed)", append([]zap.Field{zap.String("gpu", g.name)}, fields...)...)
 	}
-	return gpus, func() {
+	closeAll := func() {
 		for _, g := range engines {
 			g.close()
 		}
 	}
+	if n, err := cuda.Count(); err == nil && n > 0 {
+		for i := 0; i < n; i++ {
+			add(fmt.Sprintf("cuda:%d", i), func() (gpuDevice, error) { return cuda.Open(cuda.Options{Ordinal: i}) })
+		}
+		return gpus, closeAll
+	}
+	all, err := openCLDevices()
+	if err != nil {
+		log.Info("no CUDA GPU or OpenCL device: KIND_GPU instance groups run on the CPU (install the NVIDIA driver, or an OpenCL driver, e.g. Debian's pocl-opencl-icd, and the ICD loader ocl-icd-libopencl1)",
+			zap.Error(err))
+		return nil, func() {}
+	}
+	for i, d := range all {
+		opts := opencl.Options{Platform: d.platform.Index, Device: d.device.Index}
+		add(fmt.Sprintf("opencl:%d", i), func() (gpuDevice, error) { return opencl.Open(opts) },
+			zap.String("device", d.device.Name), zap.String("type", d.device.Type), zap.String("platform", d.platform.Name))
+	}
+	return gpus, closeAll
 }
 
-// gpuEngine is the serve.Engine of one OpenCL device, opened on its first Load; a
-// device that does not open fails the loads asked of it (the models placed there),
+// gpuEngine is the serve.Engine of one GPU (CUDA or OpenCL), opened on its first Load;
+// a device that does not open fails the loads asked of it (the models placed there),
 // never the server.
 type gpuEngine struct {
-	name string
-	opts opencl.Options
-	cfg  engine.Config // the CPU engine's: Target, Device and Host are set on open
-	cpu  *devcpu.Device
+	name       string
+	openDevice func() (gpuDevice, error)
+	cfg        engine.Config // the CPU engine's: Target, Device and Host are set on open
+	cpu        *devcpu.Device
 
 	once sync.Once
 	mu   sync.Mutex
-	dev  *opencl.Device
+	dev  gpuDevice
 	eng  *engine.Engine
 	err  error
 }
@@ -66,7 +79,7 @@ type gpuEngine struct {
 // open opens the device and its engine, once.
 func (g *gpuEngine) open() (*engine.Engine, error) {
 	g.once.Do(func() {
-		dev, err := opencl.Open(g.opts)
+		dev, err := g.openDevice()
 		if err != nil {
 			g.err = fmt.Errorf("opening %s: %w", g.name, err)
 			return

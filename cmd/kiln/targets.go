@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilnrt/kiln/devices"
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/devices/cuda"
 	"github.com/kilnrt/kiln/devices/opencl"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/target"
@@ -20,7 +21,10 @@ import (
 // inspect).
 type targetFlags struct {
 	target string // cpu, opencl or cuda ("": from --device, else cpu)
-	device string // cpu, opencl:N ("": the target's default device)
+	device string // cpu, opencl:N, cuda:N ("": the target's default device)
+	// cudaArch compiles for a CUDA architecture with no GPU (--cuda-arch: compile and
+	// prebuild only; prebuild takes a comma-separated list)
+	cudaArch string
 	// profiling opens a GPU to time kernels on the device (bench --profile)
 	profiling bool
 	// textures (on, off) and textureLimit steer the OpenCL texture path
@@ -30,8 +34,8 @@ type targetFlags struct {
 
 func (tf *targetFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&tf.target, "target", "", "what to compile for: cpu, or opencl (GPU kernels where the GPU strategies build them, the rest on this CPU); cuda is not built yet (default: the --device's kind, else cpu)")
-	f.StringVar(&tf.device, "device", "", "the device to run on: cpu, or opencl:N (N as `kiln devices` numbers them; default: the first OpenCL GPU, else the first OpenCL device)")
+	f.StringVar(&tf.target, "target", "", "what to compile for: cpu, opencl or cuda (GPU kernels where the GPU strategies build them, the rest on this CPU) (default: the --device's kind, else cpu)")
+	f.StringVar(&tf.device, "device", "", "the device to run on: cpu, opencl:N or cuda:N (N as kiln devices numbers them; default: OpenCL's first GPU, else its first device; CUDA's device 0)")
 	f.StringVar(&tf.textures, "textures", "on", "with --target opencl: on keeps activations and weights of the convolutions and elementwise ops the texture kernels take in image2d textures (where the device has images), off keeps every tensor in buffers")
 	f.Int64Var(&tf.textureLimit, "texture-limit", 0, "with --target opencl: the largest image side in texels a tensor may take (0: the device's limits); larger tensors stay in buffers, for testing the fallback")
 }
@@ -93,22 +97,62 @@ func (tf targetFlags) open(threads int, needCompiler bool) (*deviceSet, error) {
 	switch kind {
 	case target.CPU:
 		return ds, nil
-	case target.OpenCL:
-		gpu, err := openOpenCL(index, tf.profiling)
-		if err != nil {
-			cpu.Close()
-			return nil, err
-		}
-		if ds.target, err = gpu.Target(); err != nil {
-			gpu.Close()
-			cpu.Close()
-			return nil, err
-		}
-		ds.gpu = gpu
-		return ds, nil
 	}
-	cpu.Close()
-	return nil, fmt.Errorf("--target %v: kiln cannot compile for CUDA yet (the CUDA device runs kernels, the compiler has no CUDA backend); use --target opencl or cpu", kind)
+	gpu, err := tf.openGPU(kind, index)
+	if err != nil {
+		cpu.Close()
+		return nil, err
+	}
+	if ds.target, err = gpu.Target(); err != nil {
+		gpu.Close()
+		cpu.Close()
+		return nil, err
+	}
+	ds.gpu = gpu
+	return ds, nil
+}
+
+// gpuDevice is a GPU that describes itself as a compile target.
+type gpuDevice interface {
+	devices.Device
+	Target() (target.Target, error)
+}
+
+// openGPU opens the GPU of kind (OpenCL or CUDA) numbered index (-1: the default), or
+// the compile-only CUDA architecture of --cuda-arch.
+func (tf targetFlags) openGPU(kind target.Kind, index int) (gpuDevice, error) {
+	if tf.cudaArch != "" {
+		if kind != target.CUDA {
+			return nil, usageError{fmt.Errorf("--cuda-arch %s: only with --target cuda", tf.cudaArch)}
+		}
+		if tf.device != "" {
+			return nil, usageError{fmt.Errorf("--cuda-arch %s compiles without a GPU: drop --device %s", tf.cudaArch, tf.device)}
+		}
+		if strings.Contains(tf.cudaArch, ",") {
+			return nil, usageError{fmt.Errorf("--cuda-arch %s: one architecture here (kiln prebuild takes several)", tf.cudaArch)}
+		}
+		o, err := cuda.NewOffline(tf.cudaArch)
+		if errors.Is(err, devices.ErrUnavailable) {
+			return nil, fmt.Errorf("--cuda-arch %s: %w (install NVRTC, e.g. Debian's libnvrtc11.2 from non-free, or set KILN_NVRTC)", tf.cudaArch, err)
+		}
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--cuda-arch: %w", err)}
+		}
+		return o, nil
+	}
+	if kind == target.OpenCL {
+		return openOpenCL(index, tf.profiling)
+	}
+	return openCUDA(index, tf.profiling)
+}
+
+// openCUDA opens CUDA device index (-1: device 0), with event timing when profiling.
+func openCUDA(index int, profiling bool) (*cuda.Device, error) {
+	d, err := cuda.Open(cuda.Options{Ordinal: max(index, 0), Profiling: profiling})
+	if errors.Is(err, devices.ErrUnavailable) {
+		return nil, fmt.Errorf("--target cuda: %w (kiln needs the NVIDIA driver's libcuda.so.1 and a GPU; --cuda-arch compiles without one)", err)
+	}
+	return d, err
 }
 
 // parse reads the flags: the target kind and the device index (-1: the default).
@@ -120,12 +164,12 @@ func (tf targetFlags) parse() (target.Kind, int, error) {
 		if found {
 			i, err := strconv.Atoi(n)
 			if err != nil || i < 0 {
-				return 0, 0, fmt.Errorf("--device %q: want cpu or opencl:N with N a device number (kiln devices lists them)", tf.device)
+				return 0, 0, fmt.Errorf("--device %q: want cpu, opencl:N or cuda:N with N a device number (kiln devices lists them)", tf.device)
 			}
 			index = i
 		}
 		if devKind != "cpu" && devKind != "opencl" && devKind != "cuda" {
-			return 0, 0, fmt.Errorf("--device %q: want cpu or opencl:N (kiln devices lists them)", tf.device)
+			return 0, 0, fmt.Errorf("--device %q: want cpu, opencl:N or cuda:N (kiln devices lists them)", tf.device)
 		}
 		if devKind == "cpu" && found {
 			return 0, 0, fmt.Errorf("--device %q: the CPU has no number", tf.device)
@@ -197,15 +241,52 @@ func openOpenCL(index int, profiling bool) (*opencl.Device, error) {
 }
 
 // forExecutable is tf with the target the executable was built for when tf names
-// none: an executable with an OpenCL binary runs on OpenCL.
+// none: an executable with an OpenCL (CUDA) binary runs on OpenCL (CUDA).
 func (tf targetFlags) forExecutable(exe *vm.Executable) targetFlags {
 	if tf.target != "" || tf.device != "" {
 		return tf
 	}
 	for _, b := range exe.Binaries {
-		if b.Device == "opencl" {
-			tf.target = "opencl"
+		if b.Device == "opencl" || b.Device == "cuda" {
+			tf.target = b.Device
 		}
 	}
 	return tf
+}
+
+// registerCUDAArch adds --cuda-arch (compile and prebuild: commands that build without
+// running); multi lets it take a comma-separated list.
+func (tf *targetFlags) registerCUDAArch(cmd *cobra.Command, multi bool) {
+	help := "with --target cuda: compile for this CUDA architecture (sm_80, sm_90, ...) with NVRTC on a machine without a GPU; the executable carries PTX, which every GPU of that architecture loads"
+	if multi {
+		help = "with --target cuda: compile for these CUDA architectures (sm_80,sm_90) with NVRTC on a machine without a GPU, filling the journal for GPU nodes of each"
+	}
+	cmd.Flags().StringVar(&tf.cudaArch, "cuda-arch", "", help)
+}
+
+// cudaPasses are the flag sets of one prebuild pass each: tf itself, or one per
+// architecture of --cuda-arch's list.
+func (tf targetFlags) cudaPasses() ([]targetFlags, error) {
+	if tf.cudaArch == "" {
+		return []targetFlags{tf}, nil
+	}
+	var out []targetFlags
+	seen := map[string]bool{}
+	for _, a := range strings.Split(tf.cudaArch, ",") {
+		a = strings.TrimSpace(a)
+		if _, _, err := cuda.ParseArch(a); err != nil {
+			return nil, usageError{fmt.Errorf("--cuda-arch %s: %w", tf.cudaArch, err)}
+		}
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		p := tf
+		p.cudaArch = a
+		if p.target == "" {
+			p.target = "cuda"
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -25,6 +25,7 @@ type Device struct {
 	warp    int
 	memory  int64
 	nvrtc   *NVRTC // nil when no NVRTC was found
+	timing  bool   // Options.Profiling
 	closed  atomic.Bool
 
 	mu    sync.Mutex
@@ -38,6 +39,8 @@ type Device struct {
 type Options struct {
 	// Ordinal is the device's number among the driver's devices (cuDeviceGet).
 	Ordinal int
+	// Profiling lets Time measure kernels with events (kiln bench --profile).
+	Profiling bool
 }
 
 // streamNonBlocking is CU_STREAM_NON_BLOCKING: the stream does not wait for the legacy
@@ -62,7 +65,7 @@ func Open(opts Options) (*Device, error) {
 	if opts.Ordinal < 0 || opts.Ordinal >= int(count) {
 		return nil, devices.Unavailablef("no CUDA device %d: the driver (%s) reports %d", opts.Ordinal, drv.path, count)
 	}
-	d := &Device{drv: drv, ordinal: opts.Ordinal, alive: map[*buffer]bool{}}
+	d := &Device{drv: drv, ordinal: opts.Ordinal, alive: map[*buffer]bool{}, timing: opts.Profiling}
 	if err := d.probe(); err != nil {
 		return nil, devices.Unavailablef("CUDA device %d: %v", opts.Ordinal, err)
 	}
@@ -190,8 +193,18 @@ func (d *Device) WarpSize() int { return d.warp }
 // MemoryBytes is the device's total memory.
 func (d *Device) MemoryBytes() int64 { return d.memory }
 
-// Target describes the device for the compiler.
-func (d *Device) Target() (target.Target, error) { return target.GPU(target.CUDA, d.arch, d.facts) }
+// Target describes the device for the compiler: its architecture's target (ArchTarget,
+// the same on every GPU of the architecture), with the probed limits where a GPU has
+// less than the architecture's.
+func (d *Device) Target() (target.Target, error) {
+	t, err := ArchTarget(d.arch)
+	if err != nil {
+		return target.Target{}, err
+	}
+	t.GPU.MaxWorkGroup = min(t.GPU.MaxWorkGroup, d.facts.MaxWorkGroup)
+	t.GPU.LocalMemBytes = min(t.GPU.LocalMemBytes, d.facts.LocalMemBytes)
+	return t, nil
+}
 
 // Compiler returns the NVRTC found at Open, or nil.
 func (d *Device) Compiler() *NVRTC { return d.nvrtc }
@@ -226,3 +239,17 @@ var (
 	_ devices.Device = (*Device)(nil)
 	_ devices.Slicer = (*Device)(nil)
 )
+
+// Count is the number of GPUs the driver reports; no driver (or a failed cuInit) is
+// devices.ErrUnavailable.
+func Count() (int, error) {
+	drv, err := loadDriver()
+	if err != nil {
+		return 0, devices.Unavailablef("%v", err)
+	}
+	var count int32
+	if err := drv.check("cuDeviceGetCount", drv.call(drv.deviceGetCount, uintptr(unsafe.Pointer(&count)))); err != nil {
+		return 0, devices.Unavailablef("%s: %v", drv.path, err)
+	}
+	return int(count), nil
+}

@@ -28,6 +28,7 @@ type driver struct {
 	memAlloc, memFree, memsetD8Async                             uintptr
 	memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync            uintptr
 	moduleLoadData, moduleUnload, moduleGetFunction, launch      uintptr
+	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy uintptr
 	// funcGetParamInfo (CUDA 12.4 and later) is 0 where the driver lacks it.
 	funcGetParamInfo uintptr
 }
@@ -68,6 +69,9 @@ func bindDriver() (*driver, error) {
 		"cuMemcpyDtoDAsync_v2": &d.memcpyDtoDAsync,
 		"cuModuleLoadData":     &d.moduleLoadData, "cuModuleUnload": &d.moduleUnload,
 		"cuModuleGetFunction": &d.moduleGetFunction, "cuLaunchKernel": &d.launch,
+		"cuEventCreate": &d.eventCreate, "cuEventRecord": &d.eventRecord,
+		"cuEventSynchronize": &d.eventSynchronize, "cuEventElapsedTime": &d.eventElapsedTime,
+		"cuEventDestroy_v2": &d.eventDestroy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)

@@ -13,7 +13,10 @@
 //   - fold-constants: a node whose inputs are all constants is evaluated on the host by
 //     Context.Eval (the compiler passes the reference evaluator; kernels are never
 //     JIT-compiled for constants) and replaced by its results; Shape and Size of
-//     statically shaped values fold without evaluating anything. A size cap keeps folding
+//     statically shaped values fold without evaluating anything. Every node's type is
+//     inferred again before it is considered, its subgraphs folded first, so that a
+//     folded chain's static extents reach the nodes after it, and an If whose condition
+//     became known (a rank guard) takes its branch's types. A size cap keeps folding
 //     from materializing large tensors out of small ones, a work cap (FoldWork) leaves
 //     a large product of constants to a kernel, and a run stops folding past FoldBudget
 //     operations or four times the module's constant elements created;

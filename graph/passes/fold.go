@@ -14,10 +14,14 @@ import (
 // of the Func that held the node. An integer result whose value the types already know
 // (shape arithmetic over Shape) becomes a constant when that value is constant, and a
 // kiln.ShapeExpr node when it uses symbols (shape folding: the chain that computed it
-// is left for dce). Subgraphs fold too, with the constants of their
-// enclosing Funcs. Nodes with subgraphs, random nodes and host-only nodes (sequences,
-// optionals) are left alone, and so is a result larger than both ctx.FoldLimit and the
-// node's inputs together.
+// is left for dce). Every node's output types are inferred again first (refine), since
+// its inputs may have become constants. Subgraphs fold too, with the constants of
+// their enclosing Funcs, when their node is reached: then the node is inferred again
+// from its folded subgraphs, so an If whose condition folding decided (a rank guard on
+// an extent a folded pads chain fixed) gets its branch's types for the nodes after it.
+// Nodes with subgraphs, random nodes and host-only nodes (sequences, optionals) are not
+// evaluated, and neither is a result larger than both ctx.FoldLimit and the node's
+// inputs together.
 //
 // Folding is bounded per node (ctx.FoldWork) and per run: the operations of all folds
 // together (ctx.FoldBudget) and the elements they create (four times the module's
@@ -41,13 +45,7 @@ func FoldConstants(ctx *Context, m *graph.Module) error {
 		}
 	})
 	fo.grow = max(fo.grow, 1<<24)
-	var err error
-	m.Main.Funcs(func(f *graph.Func) {
-		if err == nil {
-			err = fo.fold(f)
-		}
-	})
-	return err
+	return fo.fold(m.Main)
 }
 
 // defaultFoldBudget is Context.FoldBudget's default: some seconds of the reference
@@ -68,6 +66,11 @@ func (fo *folder) fold(f *graph.Func) error {
 	for _, n := range f.Nodes {
 		if err := fo.ctx.stopped(); err != nil {
 			return fmt.Errorf("at %v: %w", n, err)
+		}
+		for _, sub := range n.Subgraphs() {
+			if err := fo.fold(sub); err != nil {
+				return err
+			}
 		}
 		refine(fo.ic, n)
 		outs, err := fo.node(n)
@@ -263,11 +266,11 @@ func typeFits(t graph.Type, v *tensor.Tensor) bool {
 
 // refine infers n's output types again now that inputs may have become constants (a
 // Reshape whose shape was computed from Shape nodes): a result with fewer symbolic
-// extents replaces the old type.
+// extents replaces the old type. A node with subgraphs is refined after its subgraphs
+// have been folded (fold does them first): an If whose condition has become known (a
+// rank guard on an extent that a folded Pad or Reshape fixed) takes its branch's
+// types, and one whose condition is not known merges both branches' types.
 func refine(ic *graph.InferCtx, n *graph.Node) {
-	if len(n.Subgraphs()) > 0 {
-		return
-	}
 	types, err := graph.InferNode(ic, n)
 	if err != nil {
 		return

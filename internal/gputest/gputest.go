@@ -61,3 +61,23 @@ func CUDA(t testing.TB) *cuda.Device {
 	})
 	return d
 }
+
+// NVRTCHow says how to get NVRTC.
+const NVRTCHow = "install NVRTC (Debian: libnvrtc11.2 and libnvrtc-builtins11.8 from non-free; NVIDIA: the CUDA toolkit or the nvidia-cuda-nvrtc wheel), or set $KILN_NVRTC"
+
+// CUDAArch is the compile-only CUDA device of arch ("sm_90"), or skips the test when
+// there is no NVRTC (fails it under KILN_REQUIRE_DATA=1).
+func CUDAArch(t testing.TB, arch string) *cuda.Offline {
+	t.Helper()
+	o, err := cuda.NewOffline(arch)
+	if errors.Is(err, devices.ErrUnavailable) {
+		if testdata.Require() {
+			t.Fatalf("NVRTC is absent and KILN_REQUIRE_DATA=1 (%v): %s", err, NVRTCHow)
+		}
+		t.Skipf("NVRTC is absent (%v; %s); skipping", err, NVRTCHow)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}

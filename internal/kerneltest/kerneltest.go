@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/kilnrt/kiln/internal/testdata"
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices"
@@ -23,6 +24,20 @@ import (
 // inputs (float32 buffers in parameter order, the output last) and returns the output.
 // Without a C compiler it skips the test (fails it under KILN_REQUIRE_DATA=1).
 func Run(t testing.TB, f *loopir.PrimFunc, dims []int64, outLen int, inputs ...[]float32) []float32 {
+	t.Helper()
+	dev, k, done := compile(t, f)
+	defer done()
+	out, err := Launch(dev, k, dims, outLen, inputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// compile lowers f through the CPU pipeline, builds it and loads its kernel on a new
+// CPU device; done closes them. Without a C compiler it skips the test (fails it under
+// KILN_REQUIRE_DATA=1).
+func compile(t testing.TB, f *loopir.PrimFunc) (*cpu.Device, devices.Kernel, func()) {
 	t.Helper()
 	if err := loopir.Verify(f); err != nil {
 		t.Fatal(err)
@@ -42,25 +57,26 @@ func Run(t testing.TB, f *loopir.PrimFunc, dims []int64, outLen int, inputs ...[
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dev.Close()
 	bin, err := dev.Compiler().Build(context.Background(), src.Code)
 	if err != nil {
+		dev.Close()
 		t.Fatal(err)
 	}
 	mod, err := dev.Load(bin)
 	if err != nil {
+		dev.Close()
 		t.Fatal(err)
 	}
-	defer mod.Close()
 	k, err := mod.Kernel(src.Kernels[0])
 	if err != nil {
+		mod.Close()
+		dev.Close()
 		t.Fatal(err)
 	}
-	out, err := Launch(dev, k, dims, outLen, inputs...)
-	if err != nil {
-		t.Fatal(err)
+	return dev, k, func() {
+		mod.Close()
+		dev.Close()
 	}
-	return out
 }
 
 // Launch runs a loaded kernel on float32 inputs (in parameter order) with fresh buffers,

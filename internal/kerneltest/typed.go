@@ -1,16 +1,10 @@
 package kerneltest
 
 import (
-	"context"
-	"errors"
 	"testing"
 
-	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices"
-	"github.com/kilnrt/kiln/devices/cpu"
-	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/loopir"
-	"github.com/kilnrt/kiln/loopir/passes"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -19,38 +13,8 @@ import (
 // buffer), and the output, last, is returned as a tensor of dt and shape.
 func RunTensors(t testing.TB, f *loopir.PrimFunc, inputs []*tensor.Tensor, dt tensor.DType, shape tensor.Shape) *tensor.Tensor {
 	t.Helper()
-	if err := loopir.Verify(f); err != nil {
-		t.Fatal(err)
-	}
-	g, err := passes.CPUPipeline().Run(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := codegen.EmitC(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cpu.Open(cpu.Options{})
-	if errors.Is(err, devices.ErrUnavailable) {
-		testdata.NoCompiler(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	bin, err := dev.Compiler().Build(context.Background(), src.Code)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := dev.Load(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close()
-	k, err := mod.Kernel(src.Kernels[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, k, done := compile(t, f)
+	defer done()
 	var bufs []devices.Buffer
 	defer func() {
 		for _, b := range bufs {

@@ -61,6 +61,8 @@ var realModelsCompiled = map[string]bool{
 	"ppocr_mobile_v2_cls":    true,
 	"ppocr_v4_det":           true,
 	"ppocr_v4_rec":           true,
+	"silero_vad_16k_op15":    true,
+	"silero_vad_half":        true,
 	"silero_vad_legacy":      true,
 	"silero_vad_op18_ifless": true,
 }

@@ -189,19 +189,28 @@ func numbered(set, prefix string) []string {
 	}
 }
 
-func runSet(ctx context.Context, m *graph.Module, set string, opts Options) Result {
+// readInputs reads a data set's input_K.pb files as m's inputs, by position.
+func readInputs(m *graph.Module, set string) (map[string]ref.Value, error) {
 	inFiles := numbered(set, "input")
 	params := m.Main.Params
 	if len(inFiles) > len(params) {
-		return Result{Status: Fail, Reason: fmt.Sprintf("%d input files for %d graph inputs", len(inFiles), len(params))}
+		return nil, fmt.Errorf("%d input files for %d graph inputs", len(inFiles), len(params))
 	}
 	inputs := map[string]ref.Value{}
 	for k, f := range inFiles {
 		d, err := onnx.ReadData(f, params[k].Type)
 		if err != nil {
-			return Result{Status: Fail, Reason: fmt.Sprintf("input %d: %v", k, err)}
+			return nil, fmt.Errorf("input %d: %v", k, err)
 		}
 		inputs[params[k].Name] = toValue(d, params[k].Type)
+	}
+	return inputs, nil
+}
+
+func runSet(ctx context.Context, m *graph.Module, set string, opts Options) Result {
+	inputs, err := readInputs(m, set)
+	if err != nil {
+		return Result{Status: Fail, Reason: err.Error()}
 	}
 	if why := randomRun(m, inputs); why != "" {
 		return Result{Status: Unsupported, Reason: why}

@@ -109,11 +109,19 @@ func runtimeResize(n *graph.Node, in []Input, a *graph.ResizeAttrs) ([]*te.Tenso
 			tp[ax], sum = runtimeTaps(a, c, last, x.Shape[ax], x.DT)
 			if !crop { // an axis of unchanged extent and scale 1 is copied, whatever the mode
 				same := loopir.Bin(loopir.And, loopir.Bin(loopir.EQ, shape[ax], x.Shape[ax]), loopir.Bin(loopir.EQ, scale[ax], lit(1, scale[ax])))
+				copyTap := resizeCopyTap(len(tp[ax]))
 				for k, tap := range tp[ax] {
 					tp[ax][k].idx = te.Select(same, i[ax], tap.idx)
 					if tap.w != nil {
-						tp[ax][k].w = te.Select(same, lit(map[bool]float64{true: 1}[k == resizeCopyTap(len(tp[ax]))], tap.w), tap.w)
+						w := 0.0
+						if k == copyTap {
+							w = 1
+						}
+						tp[ax][k].w = te.Select(same, lit(w, tap.w), tap.w)
 					}
+				}
+				if sum != nil { // the copied axis's weights sum to 1
+					sum = te.Select(same, lit(1, sum), sum)
 				}
 			}
 			if sum != nil {

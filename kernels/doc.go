@@ -55,7 +55,8 @@
 // decides otherwise (a coordinate an ulp from a tie), refusing an axis that needs too
 // many pins. With run-time scales, sizes or roi (resize_runtime.go) the extents are the
 // output type's, bound and checked on the host by vm.BuiltinShapeResize, and the kernel
-// reads the operands and computes each coordinate and its decisions in float64 (a
+// reads the operands and computes each coordinate and its decisions in float64, once
+// per output index of each axis into tables of taps that the weighted sum reads (a
 // dialect without double does not print it: codegen's ErrUnsupported), every
 // float converted to an index only after a NaN-safe clamp; antialias is refused there
 // (its taps depend on the scale).

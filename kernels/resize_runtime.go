@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"fmt"
+
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
@@ -13,9 +15,11 @@ import (
 // count that does not match the axes). The kernel reads the operands (small 1-D
 // tensors) and computes each source coordinate in float64 as ONNX defines it (no
 // compile-time plan is possible), then takes the decisions of resize_axis.go from it in
-// float64: float32 would round some coordinates to the other side of a nearest tie. A
-// dialect without double (OpenCL's) does not print the kernel (codegen's
-// ErrUnsupported) rather than compute it in float32. Every float → integer conversion is
+// float64: float32 would round some coordinates to the other side of a nearest tie.
+// Those taps (indices and weights) are computed once per output index of each axis into
+// small tables that the weighted sum reads (runtimeResizeTables). A dialect without
+// double (OpenCL's) does not print the kernel (codegen's ErrUnsupported) rather than
+// compute it in float32. Every float → integer conversion is
 // clamped first (a NaN goes to 0), so no operand value makes an index out of range.
 
 // runtimeResize is computeResize for run-time scales or sizes (input 3 when present,
@@ -86,58 +90,116 @@ func runtimeResize(n *graph.Node, in []Input, a *graph.ResizeAttrs) ([]*te.Tenso
 			return nil, Unsupported("Resize roi not of static length %d", 2*len(axes))
 		}
 	}
+	tabs := make([]*runtimeResizeAxis, r)
+	for _, ax := range axes {
+		var roiStart, roiEnd loopir.Expr
+		if crop {
+			k := resizeAxisIndex(axes, ax)
+			roiStart, roiEnd = operand(1, k), operand(1, len(axes)+k)
+		}
+		tabs[ax] = runtimeResizeTables(a, ax, x, shape[ax], scale[ax], roiStart, roiEnd)
+	}
 	out := te.Compute("resize", shape, func(i []loopir.Expr) loopir.Expr {
-		var outside, norm loopir.Expr
+		var outside loopir.Expr
 		tp := make([][]resizeTap, r)
 		for ax := range r {
-			if scale[ax] == nil {
+			t := tabs[ax]
+			if t == nil {
 				tp[ax] = []resizeTap{{idx: i[ax]}}
 				continue
 			}
-			var roiStart, roiEnd loopir.Expr
-			if crop {
-				k := resizeAxisIndex(axes, ax)
-				roiStart, roiEnd = operand(1, k), operand(1, len(axes)+k)
-			}
-			c := resizeCoordExpr(a.CoordinateTransformationMode, f64(i[ax]), f64(x.Shape[ax]), f64(shape[ax]), scale[ax], roiStart, roiEnd)
-			last := f64(sub(x.Shape[ax], i64(1)))
-			if crop {
-				o := loopir.Bin(loopir.Or, loopir.Bin(loopir.LT, c, lit(0, c)), loopir.Bin(loopir.GT, c, last))
-				outside = orOrFirst(outside, o)
-			}
-			var sum loopir.Expr
-			tp[ax], sum = runtimeTaps(a, c, last, x.Shape[ax], x.DT)
-			if !crop { // an axis of unchanged extent and scale 1 is copied, whatever the mode
-				same := loopir.Bin(loopir.And, loopir.Bin(loopir.EQ, shape[ax], x.Shape[ax]), loopir.Bin(loopir.EQ, scale[ax], lit(1, scale[ax])))
-				copyTap := resizeCopyTap(len(tp[ax]))
-				for k, tap := range tp[ax] {
-					tp[ax][k].idx = te.Select(same, i[ax], tap.idx)
-					if tap.w != nil {
-						w := 0.0
-						if k == copyTap {
-							w = 1
-						}
-						tp[ax][k].w = te.Select(same, lit(w, tap.w), tap.w)
+			for k := range t.taps {
+				tap := resizeTap{idx: t.idx.At(i[ax], i64(int64(k)))}
+				if crop { // a coordinate outside the input has the index -1
+					if k == 0 {
+						outside = orOrFirst(outside, loopir.Bin(loopir.LT, tap.idx, i64(0)))
 					}
+					tap.idx = loopir.Bin(loopir.Max, tap.idx, i64(0))
 				}
-				if sum != nil { // the copied axis's weights sum to 1
-					sum = te.Select(same, lit(1, sum), sum)
+				if t.w != nil {
+					tap.w = t.w.At(i[ax], i64(int64(k)))
 				}
-			}
-			if sum != nil {
-				norm = mulOrFirst(norm, sum)
+				tp[ax] = append(tp[ax], tap)
 			}
 		}
 		v := resizeSum(x, tp, nil)
-		if norm != nil {
-			v = te.Select(loopir.Bin(loopir.NE, norm, lit(0, norm)), te.Div(v, norm), v)
-		}
 		if outside != nil {
 			v = te.Select(outside, lit(float64(a.ExtrapolationValue), v), v)
 		}
 		return v
 	})
 	return []*te.Tensor{out}, nil
+}
+
+// runtimeResizeAxis holds one resized axis's taps per output index o: idx[o, k] the
+// input index of tap k (-1 under tf_crop_and_resize where the coordinate is outside
+// the input), w[o, k] its weight (nil for nearest), divided by the sum of the weights
+// where they do not sum to 1.
+type runtimeResizeAxis struct {
+	idx, w *te.Tensor
+	taps   int
+}
+
+// runtimeResizeTables computes the taps of axis ax (output extent out) once per output
+// index into small tables the resize reads: the float64 coordinate and the Keys
+// weights stay out of the weighted sum, whose terms (up to 4 per axis, multiplied over
+// the axes) would each repeat them. An axis of unchanged extent and scale 1 is copied,
+// whatever the mode, as the reference does (except under tf_crop_and_resize).
+func runtimeResizeTables(a *graph.ResizeAttrs, ax int, x *te.Tensor, out, scale, roiStart, roiEnd loopir.Expr) *runtimeResizeAxis {
+	crop := a.CoordinateTransformationMode == "tf_crop_and_resize"
+	f64 := func(e loopir.Expr) loopir.Expr { return asType(tensor.Float64, e) }
+	n := x.Shape[ax]
+	taps := func(o loopir.Expr) []resizeTap {
+		c := resizeCoordExpr(a.CoordinateTransformationMode, f64(o), f64(n), f64(out), scale, roiStart, roiEnd)
+		last := f64(sub(n, i64(1)))
+		tp, sum := runtimeTaps(a, c, last, n, x.DT)
+		if sum != nil { // weights that sum to sum (not zero unless every tap is outside)
+			for k := range tp {
+				tp[k].w = te.Select(loopir.Bin(loopir.NE, sum, lit(0, sum)), te.Div(tp[k].w, sum), tp[k].w)
+			}
+		}
+		if crop {
+			o := loopir.Bin(loopir.Or, loopir.Bin(loopir.LT, c, lit(0, c)), loopir.Bin(loopir.GT, c, last))
+			for k := range tp {
+				tp[k].idx = te.Select(o, i64(-1), tp[k].idx)
+			}
+			return tp
+		}
+		same := loopir.Bin(loopir.And, loopir.Bin(loopir.EQ, out, n), loopir.Bin(loopir.EQ, scale, lit(1, scale)))
+		copyTap := resizeCopyTap(len(tp))
+		for k, t := range tp {
+			tp[k].idx = te.Select(same, o, t.idx)
+			if t.w != nil {
+				w := 0.0
+				if k == copyTap {
+					w = 1
+				}
+				tp[k].w = te.Select(same, lit(w, t.w), t.w)
+			}
+		}
+		return tp
+	}
+	// tap k of the taps at o, as a chain of selects on k
+	pick := func(o, k loopir.Expr, part func(resizeTap) loopir.Expr) loopir.Expr {
+		tp := taps(o)
+		v := part(tp[len(tp)-1])
+		for j := len(tp) - 2; j >= 0; j-- {
+			v = te.Select(loopir.Bin(loopir.EQ, k, i64(int64(j))), part(tp[j]), v)
+		}
+		return v
+	}
+	nt := len(taps(i64(0)))
+	ext := []loopir.Expr{out, i64(int64(nt))}
+	t := &runtimeResizeAxis{taps: nt}
+	t.idx = te.Compute(fmt.Sprintf("resize_idx%d", ax), ext, func(i []loopir.Expr) loopir.Expr {
+		return pick(i[0], i[1], func(t resizeTap) loopir.Expr { return t.idx })
+	})
+	if a.Mode != "nearest" {
+		t.w = te.Compute(fmt.Sprintf("resize_w%d", ax), ext, func(i []loopir.Expr) loopir.Expr {
+			return pick(i[0], i[1], func(t resizeTap) loopir.Expr { return t.w })
+		})
+	}
+	return t
 }
 
 // resizeCopyTap is the tap that carries weight 1 on a copied axis: the first of the
@@ -251,11 +313,4 @@ func orOrFirst(acc, v loopir.Expr) loopir.Expr {
 		return v
 	}
 	return loopir.Bin(loopir.Or, acc, v)
-}
-
-func mulOrFirst(acc, v loopir.Expr) loopir.Expr {
-	if acc == nil {
-		return v
-	}
-	return te.Mul(acc, v)
 }

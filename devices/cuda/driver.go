@@ -20,14 +20,14 @@ var driverDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local
 type driver struct {
 	path string
 
-	init, driverGetVersion, getErrorName, getErrorString         uintptr
-	deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute uintptr
-	deviceTotalMem, primaryCtxRetain, primaryCtxRelease          uintptr
-	ctxSetCurrent, ctxPushCurrent, ctxPopCurrent                 uintptr
-	streamCreate, streamDestroy, streamSynchronize               uintptr
-	memAlloc, memFree, memsetD8Async                             uintptr
-	memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync            uintptr
-	moduleLoadData, moduleUnload, moduleGetFunction, launch      uintptr
+	init, driverGetVersion, getErrorName, getErrorString                       uintptr
+	deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute               uintptr
+	deviceTotalMem, primaryCtxRetain, primaryCtxRelease                        uintptr
+	ctxSetCurrent, ctxPushCurrent, ctxPopCurrent                               uintptr
+	streamCreate, streamDestroy, streamSynchronize                             uintptr
+	memAlloc, memFree, memsetD8Async                                           uintptr
+	memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync                          uintptr
+	moduleLoadData, moduleUnload, moduleGetFunction, launch                    uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy uintptr
 	// funcGetParamInfo (CUDA 12.4 and later) is 0 where the driver lacks it.
 	funcGetParamInfo uintptr

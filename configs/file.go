@@ -60,8 +60,9 @@ type File struct {
 
 	// Threads is the number of threads kernels run on; 0 means one per core.
 	Threads int `yaml:"threads"`
-	// GPUs is "auto" (KIND_GPU instance groups run on the OpenCL devices kiln finds,
-	// numbered as `kiln devices` lists them, each opened when a model first needs it)
+	// GPUs is "auto" (KIND_GPU instance groups run on the CUDA GPUs, else on the OpenCL
+	// devices kiln finds, numbered as `kiln devices` lists them, each opened when a model
+	// first needs it)
 	// or "none" (every instance runs on the CPU).
 	GPUs string `yaml:"gpus"`
 	// ShutdownGrace is how long requests in flight may finish after SIGTERM.

@@ -13,8 +13,8 @@
 // device (internal/archtest enforces it).
 //
 // Instances and devices (instances.go). Options.Engine is the CPU's engine and
-// Options.GPUs the GPUs' (by ordinal: kiln serve gives the OpenCL devices in kiln's
-// numbering, opencl:N for gpus: [N]; there is no CUDA backend to serve on). A model
+// Options.GPUs the GPUs' (by ordinal: kiln serve gives the CUDA GPUs, cuda:N for gpus:
+// [N], or without them the OpenCL devices in kiln's numbering, opencl:N). A model
 // version's instance groups become instances on devices, as Triton places them: a
 // KIND_CPU (or KIND_MODEL) group's count on the CPU; a KIND_GPU group's count on each
 // GPU it lists, or on every GPU when it lists none; KIND_AUTO is KIND_GPU when the

@@ -16,7 +16,7 @@
 // build that turns the unique kernels' sources into the binary the executable carries,
 // the binary's device name and fingerprint, and the memory scopes a tensor may be in.
 // Build looks the target's kind up once in Options.Backends (nil: DefaultBackends, the
-// CPU and OpenCL) and fails with ErrNoBackend ("no backend for target cuda") for a kind
+// CPU, OpenCL and CUDA) and fails with ErrNoBackend ("no backend for target cuda") for a kind
 // without an entry; no other code tests the kind, so a new target is one new Backend
 // value with its strategies (TestSecondBackendIsOneTableEntry adds one). The CPU's
 // entry (CPUBackend, backend_cpu.go): kernels/cpu's strategies and channel-blocked
@@ -26,7 +26,11 @@
 // kernels/gpu's strategies, loopir/passes.GPUPipeline, launch geometry derived from the
 // bound loops and verified against the device (Launches), codegen.OpenCLDialect, every
 // GPU kernel in one program built by Options.GPU (a ProgramBuilder) with -w, its
-// program binary in the executable.
+// program binary in the executable. CUDA's (CUDABackend, backend_cuda.go): the same
+// strategies, pipeline and launches, codegen.CUDADialect, no texture path, every GPU
+// kernel in one translation unit that Options.GPU (a PTXBuilder: a GPU, or the
+// compile-only architecture devices/cuda.Offline) compiles to PTX with NVRTC, the PTX in
+// the executable.
 //
 // Placement (placement.go): a backend that Launches compiles for two devices, the CPU
 // (device 0: inputs, host builtins, constants; the CPU backend's strategies for

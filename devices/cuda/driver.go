@@ -29,6 +29,7 @@ type driver struct {
 	memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync                          uintptr
 	moduleLoadData, moduleUnload, moduleGetFunction, launch                    uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy uintptr
+	linkCreate, linkAddData, linkComplete, linkDestroy                         uintptr
 	// funcGetParamInfo (CUDA 12.4 and later) is 0 where the driver lacks it.
 	funcGetParamInfo uintptr
 }
@@ -72,6 +73,8 @@ func bindDriver() (*driver, error) {
 		"cuEventCreate": &d.eventCreate, "cuEventRecord": &d.eventRecord,
 		"cuEventSynchronize": &d.eventSynchronize, "cuEventElapsedTime": &d.eventElapsedTime,
 		"cuEventDestroy_v2": &d.eventDestroy,
+		"cuLinkCreate_v2": &d.linkCreate, "cuLinkAddData_v2": &d.linkAddData,
+		"cuLinkComplete": &d.linkComplete, "cuLinkDestroy": &d.linkDestroy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)

@@ -30,6 +30,10 @@
 // node): the same Info, Target and BuildPTX as a GPU of the architecture with the same
 // NVRTC, and every run-time call devices.ErrUnavailable.
 //
+// Finish (devices.Finisher) compiles PTX to a cubin for the GPU with the driver's linker
+// (the step cuModuleLoadData takes on every load of PTX), keyed by the driver's version
+// and the architecture (FinishKey), so that the engine can keep it in the journal.
+//
 // Profiling (Options.Profiling): Time (devices.Timer) records an event before and after
 // the launch on the stream and returns the GPU's time between them (kiln bench --profile).
 //

@@ -65,6 +65,10 @@ PY
 curl -s localhost:18002/metrics | grep -E '^kiln_(journal|compile_seconds_count)' | head
 kill $srv 2>/dev/null; wait $srv 2>/dev/null; grep -iE 'gpu|cuda|journal|error' "$OUT/serve.log" | head -20
 
+if [ -x "$S/bin/cpu.test" ]; then
+step "kernels/cpu on this machine's CPU"
+(cd kernels/cpu && timeout 200 "$S/bin/cpu.test" -test.count=1 -test.timeout 190s 2>&1 | grep -vE '^\s+\S+_test.go:[0-9]+: (ok|pass)' | tail -25)
+fi
 step "cold start: the PTX finished once and kept in the journal (driver cache off)"
 rm -rf /tmp/j2 && cp -r "$S/journal" /tmp/j2
 for i in 1 2; do

@@ -11,6 +11,14 @@ import (
 	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
+// DefaultModelFilename is the model file of each version folder, the only one kiln
+// reads.
+const DefaultModelFilename = "model.onnx"
+
+// Parameters are the config parameters kiln implements: "compile" ("eager": compile
+// at load) and "max_dims" (bounds of free dims, "seq=512"). Any other key is refused.
+var Parameters = []string{"compile", "max_dims"}
+
 // The platform and backend names under which Triton serves ONNX models; kiln serves no
 // other kind.
 const (
@@ -52,6 +60,9 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 	}
 	if name := c.GetDefaultModelFilename(); name != "" {
 		v.fileName("default_model_filename", name)
+		if name != DefaultModelFilename {
+			v.add("default_model_filename", "%q: kiln reads each version's %s; another file name is not implemented", name, DefaultModelFilename)
+		}
 	}
 
 	seen := map[string]bool{}
@@ -69,6 +80,12 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 		}
 		if in.GetIsShapeTensor() {
 			v.add(field+".is_shape_tensor", "shape tensors are a TensorRT feature; kiln does not support them")
+		}
+		if in.GetAllowRaggedBatch() {
+			v.add(field+".allow_ragged_batch", "input %q: ragged batches are not implemented by kiln", in.GetName())
+		}
+		if in.GetOptional() {
+			v.add(field+".optional", "input %q: kiln compiles every input of the model into its executable, so a request must give each one; optional inputs are not implemented", in.GetName())
 		}
 	}
 	seen = map[string]bool{}
@@ -89,9 +106,12 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 	for i, g := range c.GetInstanceGroup() {
 		v.instanceGroup(fmt.Sprintf("instance_group[%d]", i), g)
 	}
-	for k := range c.GetParameters() {
-		if k == "" {
+	for _, k := range slices.Sorted(maps.Keys(c.GetParameters())) {
+		switch {
+		case k == "":
 			v.add("parameters", "a parameter has an empty key")
+		case !slices.Contains(Parameters, k):
+			v.add(fmt.Sprintf("parameters[%q]", k), "kiln does not implement this parameter (it implements %s)", strings.Join(Parameters, ", "))
 		}
 	}
 	inputs := map[string]bool{}
@@ -228,6 +248,9 @@ func (v *validator) dynamicBatching(db *modelpb.ModelDynamicBatching, maxBatch i
 		}
 		if db.GetPreserveOrdering() && a == modelpb.ModelQueuePolicy_DELAY && q.GetDefaultTimeoutMicroseconds() != 0 {
 			v.add("dynamic_batching.default_queue_policy.timeout_action", "DELAY cannot be used with preserve_ordering")
+		}
+		if q.GetDefaultTimeoutMicroseconds() != 0 || q.GetAllowTimeoutOverride() || q.GetMaxQueueSize() != 0 {
+			v.add("dynamic_batching.default_queue_policy", "queue timeouts and queue size limits are not implemented by kiln")
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/kilnrt/kiln/serve/modelrepo"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
 // The repository's layout, names and files are modelrepo's (one scanner for the server
@@ -20,8 +21,9 @@ type version struct {
 // model.onnx, and an optional config.pbtxt.
 type modelDir struct {
 	name     string
-	dir      string // symlinks resolved
-	config   string // path of config.pbtxt ("" if absent)
+	dir      string               // symlinks resolved
+	config   string               // path of config.pbtxt ("" if absent)
+	override *modelpb.ModelConfig // the configuration given to the load API, used instead of config.pbtxt
 	versions []version
 }
 

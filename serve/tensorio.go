@@ -245,8 +245,8 @@ func intShape(s []int64) tensor.Shape {
 
 // classify1 replaces an output by its top k classes per batch entry (the whole tensor
 // when the model does not batch), in Triton's format: "<value>:<index>[:<label>]",
-// integer values in decimal and floating-point ones with 9 decimals, highest value
-// first (equal values by index).
+// integer values in decimal and floating-point ones as C's "%f" prints them (6
+// decimals), highest value first (equal values by index).
 func classify1(o Tensor, k int, batch bool, labels []string) (Tensor, error) {
 	values, err := classValues(o.Data)
 	if err != nil {
@@ -297,7 +297,7 @@ type classValue struct {
 // classValues reads the elements of a numeric output, as Triton's classification
 // accepts them (integers, FP32, FP64).
 func classValues(t *tensor.Tensor) ([]classValue, error) {
-	fl := func(f float64) classValue { return classValue{f, strconv.FormatFloat(f, 'f', 9, 64)} }
+	fl := func(f float64) classValue { return classValue{f, formatFixed(f)} }
 	in := func(i int64) classValue { return classValue{float64(i), strconv.FormatInt(i, 10)} }
 	switch d := t.Data.(type) {
 	case []float32:
@@ -353,4 +353,18 @@ func (io *tensorIO) clientShape(name string, input bool, model []int64) []int64 
 		return append([]int64{-1}, r.config...)
 	}
 	return slices.Clone(r.config)
+}
+
+// formatFixed prints a value as C's printf("%f") does, which Triton's classification
+// uses (std::to_string): 6 decimals, "nan", "inf", "-inf".
+func formatFixed(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'f', 6, 64)
 }

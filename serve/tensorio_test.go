@@ -227,4 +227,3 @@ func TestMissingLabelFileMakesTheModelUnavailable(t *testing.T) {
 		t.Errorf("index %+v, want densenet UNAVAILABLE naming label_filename", st)
 	}
 }
-

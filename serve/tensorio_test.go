@@ -14,56 +14,12 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// DensenetConfig is the densenet_onnx config.pbtxt of Triton's documentation with the
-// tensor names and the output's reshape adapted to the bundled SqueezeNet (input
-// "input" [1,3,224,224], output "logits" [1,1000]).
-const DensenetConfig = `name: "densenet"
-platform: "onnxruntime_onnx"
-max_batch_size: 0
-input [
-  {
-    name: "input"
-    data_type: TYPE_FP32
-    format: FORMAT_NCHW
-    dims: [ 3, 224, 224 ]
-    reshape { shape: [ 1, 3, 224, 224 ] }
-  }
-]
-output [
-  {
-    name: "logits"
-    data_type: TYPE_FP32
-    dims: [ 1000 ]
-    reshape { shape: [ 1, 1000 ] }
-    label_filename: "densenet_labels.txt"
-  }
-]
-`
-
-// densenetRepo is a repository holding the bundled SqueezeNet as the model
-// "densenet" with DensenetConfig and a label file naming class i "class<i>".
+// densenetRepo is servetest.WriteDensenetRepo in a temporary folder.
 func densenetRepo(t *testing.T) string {
 	t.Helper()
 	repo := t.TempDir()
-	dir := filepath.Join(repo, "densenet")
-	src, err := filepath.Abs("../examples/models/squeezenet1_1/1/model.onnx")
-	if err != nil {
+	if err := servetest.WriteDensenetRepo(repo, "../examples/models/squeezenet1_1/1/model.onnx"); err != nil {
 		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(src, filepath.Join(dir, "1", "model.onnx")); err != nil {
-		t.Fatal(err)
-	}
-	var labels strings.Builder
-	for i := range 1000 {
-		fmt.Fprintf(&labels, "class%d\n", i)
-	}
-	for name, text := range map[string]string{"config.pbtxt": DensenetConfig, "densenet_labels.txt": labels.String()} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return repo
 }
@@ -116,7 +72,7 @@ func TestDensenetConfigServesSqueezeNetWithReshapeAndClassification(t *testing.T
 	if got.Datatype != "BYTES" || !slices.Equal(got.Shape, []int64{3}) {
 		t.Fatalf("classification output %s %v, want BYTES [3]", got.Datatype, got.Shape)
 	}
-	if want := TopClasses(logits, 3); !slices.Equal(got.Data.Data.([]string), want) {
+	if want := servetest.TopClasses(logits, 3); !slices.Equal(got.Data.Data.([]string), want) {
 		t.Errorf("classes %q, want %q", got.Data.Data, want)
 	}
 
@@ -124,29 +80,6 @@ func TestDensenetConfigServesSqueezeNetWithReshapeAndClassification(t *testing.T
 	if _, err := svc.Infer(context.Background(), &InferRequest{Model: "densenet", Inputs: in}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "[3 224 224]") {
 		t.Errorf("the model's own shape instead of the config's dims: err = %v, want ErrInvalid naming the dims", err)
 	}
-}
-
-// TopClasses is what Triton's classification returns for logits: the k highest, as
-// "<value>:<index>:class<index>", the value as C's "%f" prints it.
-func TopClasses(logits []float32, k int) []string {
-	idx := make([]int, len(logits))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case logits[a] > logits[b]:
-			return -1
-		case logits[a] < logits[b]:
-			return 1
-		}
-		return 0
-	})
-	var out []string
-	for _, i := range idx[:k] {
-		out = append(out, fmt.Sprintf("%f:%d:class%d", logits[i], i, i))
-	}
-	return out
 }
 
 func TestClassificationFormatAndBatches(t *testing.T) {

@@ -256,9 +256,7 @@ func (s *Server) loadParams(r *http.Request) ([]byte, error) {
 	var req struct {
 		Parameters map[string]any `json:"parameters"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, fmt.Errorf("%w: load request: %v", errBadBody, err)
 	}
 	var configJSON []byte

@@ -52,6 +52,12 @@ type fixture struct {
 // real socket, and over REST beside it for comparisons.
 func start(t *testing.T, opts Options) *fixture {
 	t.Helper()
+	return startWith(t, serve.Options{Repository: mlpRepo(t)}, opts)
+}
+
+// mlpRepo is a repository holding the bundled example MLP as <repo>/mlp/1/model.onnx.
+func mlpRepo(t *testing.T) string {
+	t.Helper()
 	repo := t.TempDir()
 	src, err := os.ReadFile("../../examples/mlp/model.onnx")
 	if err != nil {
@@ -59,7 +65,15 @@ func start(t *testing.T, opts Options) *fixture {
 	}
 	os.MkdirAll(filepath.Join(repo, "mlp", "1"), 0o755)
 	os.WriteFile(filepath.Join(repo, "mlp", "1", "model.onnx"), src, 0o644)
-	svc, err := serve.New(serve.Options{Repository: repo, Engine: &servetest.Engine{Delay: 50 * time.Millisecond}})
+	return repo
+}
+
+// startWith serves a service opened with sopts on the test engine over gRPC on a real
+// socket, and over REST beside it.
+func startWith(t *testing.T, sopts serve.Options, opts Options) *fixture {
+	t.Helper()
+	sopts.Engine = &servetest.Engine{Delay: 50 * time.Millisecond}
+	svc, err := serve.New(sopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,4 +107,3 @@ func TestLoadWithConfigParameterOverREST(t *testing.T) {
 		t.Errorf("config after a plain load: %s", b)
 	}
 }
-

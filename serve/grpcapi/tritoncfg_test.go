@@ -20,6 +20,9 @@ func byteStrings(t *testing.T, b []byte) []string {
 	t.Helper()
 	var out []string
 	for len(b) > 0 {
+		if len(b) < 4 || uint64(binary.LittleEndian.Uint32(b)) > uint64(len(b)-4) {
+			t.Fatalf("not BYTES contents: %d bytes left", len(b))
+		}
 		n := binary.LittleEndian.Uint32(b)
 		out, b = append(out, string(b[4:4+n])), b[4+n:]
 	}

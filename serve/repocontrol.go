@@ -101,7 +101,7 @@ func (s *Service) loadModel(name string, configJSON []byte) error {
 		}
 		override = c
 	}
-	d, err := scanModel(s.repo, name)
+	d, err := scanModel(s.repo, name, override.GetDefaultModelFilename())
 	if err == errBadName {
 		return err
 	}
@@ -170,10 +170,11 @@ func (s *Service) reloadChanged(m *model) {
 		return // reloaded already
 	}
 	var fresh []*model
-	if d, err := scanModel(s.repo, m.name); err != nil {
+	if d, err := scanModel(s.repo, m.name, m.given.GetDefaultModelFilename()); err != nil {
 		fresh = s.unloaded(m.name)
 		fresh[0].reason = fmt.Sprintf("the model's files changed on disk and it cannot be read again: %v", err)
 	} else {
+		d.override = m.given
 		fresh = s.register(d)
 	}
 	s.replace(m.name, fresh)

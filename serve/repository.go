@@ -49,10 +49,11 @@ func scanRepository(r repoRoot) ([]modelDir, []string, error) {
 	return out, warnings, nil
 }
 
-// scanModel reads one model folder (modelrepo.Root.ScanModel); a name that is not a
-// model folder of the repository is errBadName.
-func scanModel(r repoRoot, name string) (modelDir, error) {
-	m, err := r.ScanModel(name)
+// scanModel reads one model folder (modelrepo.Root.ScanModelFile: the versions'
+// model file is file, or the config's default_model_filename when file is ""); a name
+// that is not a model folder of the repository is errBadName.
+func scanModel(r repoRoot, name, file string) (modelDir, error) {
+	m, err := r.ScanModelFile(name, file)
 	if errors.Is(err, modelrepo.ErrUnknownModel) {
 		return modelDir{}, errBadName
 	}

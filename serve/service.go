@@ -172,7 +172,7 @@ func (s *Service) register(d modelDir) []*model {
 	var out []*model
 	for _, v := range servedVersions(cfg, d.versions) {
 		m := &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{},
-			spec: spec, config: cfg, state: StateReady}
+			spec: spec, config: cfg, given: d.override, state: StateReady}
 		m.places, m.slots = newPlacements(spec.on)
 		sc := newest
 		if v.number != d.versions[0].number {

@@ -160,3 +160,39 @@ func TestMissingLabelFileMakesTheModelUnavailable(t *testing.T) {
 		t.Errorf("index %+v, want densenet UNAVAILABLE naming label_filename", st)
 	}
 }
+
+// TestDefaultModelFilenameFromConfigAndLoadAPI: default_model_filename names the
+// versions' file, from config.pbtxt and from a configuration given to the load API;
+// a plain load of a folder without model.onnx fails.
+func TestDefaultModelFilenameFromConfigAndLoadAPI(t *testing.T) {
+	repo := densenetRepo(t)
+	dir := filepath.Join(repo, "densenet")
+	if err := os.Rename(filepath.Join(dir, "1", "model.onnx"), filepath.Join(dir, "1", "squeeze.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.pbtxt"), []byte(servetest.DensenetConfig+"default_model_filename: \"squeeze.onnx\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(Options{Repository: repo, Engine: &servetest.Engine{}, RepositoryControl: true, Load: []string{"densenet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	in := []Tensor{{Name: "input", Datatype: "FP32", Shape: []int64{3, 224, 224}, Data: image()}}
+	if _, err := svc.Infer(context.Background(), &InferRequest{Model: "densenet", Inputs: in}); err != nil {
+		t.Fatalf("config.pbtxt's default_model_filename: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "config.pbtxt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.LoadModel("densenet"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "model.onnx") {
+		t.Errorf("plain load without model.onnx: err = %v, want ErrNotFound naming model.onnx", err)
+	}
+	if err := svc.LoadModelWithConfig("densenet", []byte(`{"default_model_filename": "squeeze.onnx"}`)); err != nil {
+		t.Fatalf("load API's default_model_filename: %v", err)
+	}
+	in[0].Shape, in[0].Data = []int64{1, 3, 224, 224}, tensor.New(tensor.Float32, tensor.Shape{1, 3, 224, 224})
+	if _, err := svc.Infer(context.Background(), &InferRequest{Model: "densenet", Inputs: in}); err != nil {
+		t.Errorf("after the load (auto-completed config, the model's own shapes): %v", err)
+	}
+}

@@ -322,7 +322,6 @@ func TestValidateModelConfig(t *testing.T) {
 		{"unimplemented parameter", func(c *modelpb.ModelConfig) {
 			c.Parameters["execution_mode"] = &modelpb.ModelParameter{StringValue: "1"}
 		}, `parameters["execution_mode"]`},
-		{"another model file name", func(c *modelpb.ModelConfig) { c.DefaultModelFilename = "resnet.onnx" }, "default_model_filename"},
 		{"negative count", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Count = -2 }, "instance_group[0].count"},
 		{"cpu group with gpus", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Gpus = []int32{0} }, "instance_group[0].gpus"},
 		{"negative gpu", func(c *modelpb.ModelConfig) {

@@ -11,8 +11,8 @@ import (
 	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
-// DefaultModelFilename is the model file of each version folder, the only one kiln
-// reads.
+// DefaultModelFilename is the model file of each version folder when the config
+// does not name another (default_model_filename).
 const DefaultModelFilename = "model.onnx"
 
 // Parameters are the config parameters kiln implements: "compile" ("eager": compile
@@ -60,9 +60,6 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 	}
 	if name := c.GetDefaultModelFilename(); name != "" {
 		v.fileName("default_model_filename", name)
-		if name != DefaultModelFilename {
-			v.add("default_model_filename", "%q: kiln reads each version's %s; another file name is not implemented", name, DefaultModelFilename)
-		}
 	}
 
 	seen := map[string]bool{}
@@ -312,7 +309,7 @@ func (v *validator) warmup(field string, w *modelpb.ModelWarmup, maxBatch int32,
 
 // fileName checks a file name that must name a file inside one directory.
 func (v *validator) fileName(field, name string) {
-	if name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) {
+	if !plainFileName(name) {
 		v.add(field, "%q must be a file name, without a directory", name)
 	}
 }

@@ -33,6 +33,11 @@ const (
 // model's directory, and inputs, outputs, version policy and instance groups that the
 // config leaves out from the model and its defaults, then validates the result.
 //
+// Refused because kiln does not implement them (Triton accepts them): optional and
+// allow_ragged_batch inputs (a compiled model takes every input), queue policies
+// beyond the default (timeouts, max_queue_size), and parameters other than those in
+// Parameters.
+//
 // Departures from Triton: a tensor with empty dims is a scalar (Triton rejects it;
 // ONNX models have scalar inputs); shape tensors are rejected (a TensorRT feature); a
 // warm-up sample's batch_size may not exceed max_batch_size (1 when the model does not

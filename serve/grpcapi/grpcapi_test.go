@@ -319,7 +319,7 @@ func TestInferRawAndTyped(t *testing.T) {
 	// request parameters pass; statistics count the four successes (REST's included)
 	req := rawRequest()
 	req.Parameters = map[string]*pb.InferParameter{"priority": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: 1}}}
-	req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "probs", Parameters: map[string]*pb.InferParameter{"classification": {ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: false}}}}}
+	req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "probs", Parameters: map[string]*pb.InferParameter{"binary_data": {ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: false}}}}}
 	if _, err := f.client.ModelInfer(c, req); err != nil {
 		t.Fatal(err)
 	}

@@ -167,17 +167,13 @@ func (io *tensorIO) reshapeInputs(model string, req *InferRequest) (*InferReques
 		if !ok || in.Data == nil {
 			continue
 		}
-		shape, ok := mapShape(in.Shape, r.config, r.model, io.batch)
+		t, shape, ok := io.toModel(in.Name, in.Data, in.Shape)
 		if !ok {
 			want := r.config
 			if io.batch {
 				want = append([]int64{-1}, want...)
 			}
 			return nil, fmt.Errorf("%w: input %q has shape %v, model %q takes %v", ErrInvalid, in.Name, in.Shape, model, want)
-		}
-		t, err := in.Data.Reshape(intShape(shape))
-		if err != nil {
-			return nil, fmt.Errorf("%w: input %q: %v", ErrInvalid, in.Name, err)
 		}
 		in.Shape, in.Data = shape, t
 	}
@@ -367,4 +363,26 @@ func formatFixed(f float64) string {
 		return "-inf"
 	}
 	return strconv.FormatFloat(f, 'f', 6, 64)
+}
+
+// toModel gives an input tensor in the config's dims the model's shape (itself when
+// the input has no reshape); it reports false when the shape does not match the
+// config's dims.
+func (io *tensorIO) toModel(name string, t *tensor.Tensor, shape []int64) (*tensor.Tensor, []int64, bool) {
+	if io == nil {
+		return t, shape, true
+	}
+	r, ok := io.inputs[name]
+	if !ok {
+		return t, shape, true
+	}
+	to, ok := mapShape(shape, r.config, r.model, io.batch)
+	if !ok {
+		return nil, nil, false
+	}
+	rt, err := t.Reshape(intShape(to))
+	if err != nil {
+		return nil, nil, false
+	}
+	return rt, to, true
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilnrt/kiln/serve/servetest"
 	"github.com/kilnrt/kiln/tensor"
@@ -194,5 +195,31 @@ func TestDefaultModelFilenameFromConfigAndLoadAPI(t *testing.T) {
 	in[0].Shape, in[0].Data = []int64{1, 3, 224, 224}, tensor.New(tensor.Float32, tensor.Shape{1, 3, 224, 224})
 	if _, err := svc.Infer(context.Background(), &InferRequest{Model: "densenet", Inputs: in}); err != nil {
 		t.Errorf("after the load (auto-completed config, the model's own shapes): %v", err)
+	}
+}
+
+// TestWarmupSampleInConfigDimsIsReshaped: a warm-up sample gives the config's dims, as
+// in Triton, and runs in the reshape's shape.
+func TestWarmupSampleInConfigDimsIsReshaped(t *testing.T) {
+	repo := densenetRepo(t)
+	cfg := servetest.DensenetConfig + `model_warmup [ { name: "zeros" batch_size: 1 inputs { key: "input" value: { data_type: TYPE_FP32 dims: [ 3, 224, 224 ] zero_data: true } } } ]`
+	if err := os.WriteFile(filepath.Join(repo, "densenet", "config.pbtxt"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(Options{Repository: repo, Engine: &servetest.Engine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st := svc.Index()[0]
+		if st.State == StateReady {
+			break
+		}
+		if st.State == StateUnavailable || time.Now().After(deadline) {
+			t.Fatalf("densenet %s: %s", st.State, st.Reason)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -107,6 +107,16 @@ func TestClassificationFormatAndBatches(t *testing.T) {
 	if _, err := classify1(strs, 1, false, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("classification of BYTES: err = %v, want ErrInvalid", err)
 	}
+	for _, dt := range []tensor.DType{tensor.String, tensor.Float16, tensor.BFloat16, tensor.Bool} {
+		if classifiable(dt) {
+			t.Errorf("%v is classifiable; Triton classifies integers, FP32 and FP64 only", dt)
+		}
+	}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int64, tensor.Uint8} {
+		if !classifiable(dt) {
+			t.Errorf("%v is not classifiable", dt)
+		}
+	}
 }
 
 func TestClassificationParameterMustBeAPositiveInteger(t *testing.T) {

@@ -83,7 +83,7 @@
 // JSON); the versions it loads keep it, so a reload after their files change uses it
 // again, and default_model_filename names each version's file (repository.go).
 //
-// Tensors as configured (tensorio.go): an input or output with a reshape is seen by
+// Tensors as configured (tensorio.go, classify.go): an input or output with a reshape is seen by
 // clients in the config's dims (requests are checked against them, metadata reports
 // them) and by the model in the reshape's shape; inputs are reshaped before the
 // request reaches the model (and its batcher), outputs after. An output's

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 317 files; see Identity.
-const sourceDigest = "4023523b61d7f970b6d482c9d0368b7b"
+// sourceDigest covers 319 files; see Identity.
+const sourceDigest = "8fd29f348915813309c0473b5c0e89a4"

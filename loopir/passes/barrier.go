@@ -166,7 +166,16 @@ func (b *barriers) accesses(s loopir.Stmt) phase {
 				p.writes[s.Buf][s] = true
 			}
 		case *loopir.IntrinCall:
-			for _, a := range s.Args {
+			// a shared tile the intrinsic only reads is a read of its buffer
+			readOnly := intrinReadOnly(s.Intrin)
+			for i, a := range s.Args {
+				if x, ok := a.(*loopir.Address); ok && b.shared[x.Buf] && readOnly[i] {
+					p.reads[x.Buf] = true
+					for _, i := range x.Index {
+						loads(i)
+					}
+					continue
+				}
 				loads(a)
 			}
 		case *loopir.Block:
@@ -310,4 +319,24 @@ func walkStmts(s loopir.Stmt, f func(loopir.Stmt)) {
 		f(x)
 		return nil
 	})
+}
+
+// intrinReadOnly marks the call arguments of in that are the addresses of parameters
+// its description only reads (by argument position, per the calling convention).
+func intrinReadOnly(in *loopir.TensorIntrin) map[int]bool {
+	loops, blk, ok := loopir.DescNest(in.Desc.Body)
+	if !ok {
+		panic("BUG: tensor intrinsic " + in.Name + " has a description that is not a perfect nest")
+	}
+	written := map[*loopir.Buffer]bool{}
+	for _, w := range blk.Writes {
+		written[w.Buf] = true
+	}
+	out := map[int]bool{}
+	for p, buf := range in.Desc.Params {
+		if !written[buf] {
+			out[p*(1+len(loops))] = true
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kilnrt/kiln/codegen"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/internal/gputest"
 	"github.com/kilnrt/kiln/kernels"
@@ -195,5 +197,45 @@ func TestTensorCoresAreRefusedBelowSM80AndOnOpenCL(t *testing.T) {
 		if impl.Strategy != "gpu-matmul-tiled" || strings.Contains(src.Code, "mma.sync") {
 			t.Errorf("%v %s: strategy %s (mma in the source: %v), want gpu-matmul-tiled without mma", tg.Kind, tg.Arch, impl.Strategy, strings.Contains(src.Code, "mma.sync"))
 		}
+	}
+}
+
+// TestRecipePrecisionChoosesTheTensorCoreRule: compiling a MatMul model for a CUDA
+// sm_90 (compile-only) with Recipe.Precision tf32 builds its kernel with gpu-matmul-mma
+// and the executable's PTX holds mma.sync; the default recipe builds gpu-matmul-tiled
+// without it; an unknown precision fails the compile.
+func TestRecipePrecisionChoosesTheTensorCoreRule(t *testing.T) {
+	off := gputest.CUDAArch(t, "sm_90")
+	tg, err := off.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mmaCases[0].module(t)
+	for _, c := range []struct {
+		precision engine.Precision
+		strategy  string
+		mma       bool
+	}{{engine.PrecisionTF32, "gpu-matmul-mma", true}, {"", "gpu-matmul-tiled", false}, {engine.PrecisionFP32, "gpu-matmul-tiled", false}} {
+		res, err := Build(m, tg, Options{CPU: openCPU(t), GPU: off, Recipe: engine.Recipe{Precision: c.precision}})
+		if err != nil {
+			t.Fatalf("%q: %v", c.precision, err)
+		}
+		var strategies []string
+		for _, g := range res.Stats.Groups {
+			strategies = append(strategies, g.Strategy)
+		}
+		if len(strategies) != 1 || strategies[0] != c.strategy {
+			t.Errorf("%q: strategies %v, want [%s]", c.precision, strategies, c.strategy)
+		}
+		mma := false
+		for _, b := range res.Exe.Binaries {
+			mma = mma || strings.Contains(string(b.Data), "mma.sync.aligned.m16n8k8")
+		}
+		if mma != c.mma {
+			t.Errorf("%q: mma.sync in the PTX: %v, want %v", c.precision, mma, c.mma)
+		}
+	}
+	if _, err := Build(m, tg, Options{CPU: openCPU(t), GPU: off, Recipe: engine.Recipe{Precision: "fp16"}}); !errors.Is(err, engine.ErrPrecision) {
+		t.Errorf("precision fp16: %v, want ErrPrecision", err)
 	}
 }

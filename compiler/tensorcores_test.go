@@ -129,7 +129,7 @@ func cudaArchTarget(t *testing.T, arch string) target.Target {
 }
 
 // TestTF32MatMulsTakeTheTensorCoreRule: every case lowers with gpu-matmul-mma for
-// sm_80, its kernel calls the mma intrinsic in warps of 32 lanes (blockDim.x 32), and
+// sm_80, its kernel calls the mma intrinsic between the two barriers of the k step, and
 // the printed unit holds the TF32 rounding and the m16n8k8 instruction.
 func TestTF32MatMulsTakeTheTensorCoreRule(t *testing.T) {
 	for _, c := range mmaCases {
@@ -138,10 +138,15 @@ func TestTF32MatMulsTakeTheTensorCoreRule(t *testing.T) {
 			t.Errorf("%s: strategy %s, want gpu-matmul-mma", c.name, impl.Strategy)
 			continue
 		}
-		for _, want := range []string{"cvt.rna.tf32.f32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "__syncthreads()", "kiln_mma_tf32_4x8_k16("} {
+		for _, want := range []string{"cvt.rna.tf32.f32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "kiln_mma_tf32_4x8_k16("} {
 			if !strings.Contains(src.Code, want) {
 				t.Errorf("%s: the CUDA source lacks %s", c.name, want)
 			}
+		}
+		// the call reads the shared tiles: a barrier after the copy and one before the
+		// next step's copy overwrites them
+		if n := strings.Count(src.Code, "__syncthreads()"); n != 2 {
+			t.Errorf("%s: %d barriers, want 2", c.name, n)
 		}
 	}
 }

@@ -21,7 +21,9 @@ import (
 // A loop's body is analysed with what its previous iteration left pending, to a fixed
 // point, so the copy–compute loop of a tiled kernel gets both barriers (the double-
 // barrier pattern: "for k { barrier; copy; barrier; compute }", the first one waiting for
-// the previous round's readers). The same store in two iterations is not a hazard: the
+// the previous round's readers). A tensor intrinsic's call reads the shared tiles whose
+// addresses it is passed for parameters its description only reads (a warp's mma reads
+// the copied A and B tiles); a shared tile it would write is a BUG. The same store in two iterations is not a hazard: the
 // schedules give each shared element one writer per phase (a cooperative copy's rounds
 // write distinct elements). Barriers only go where every thread of the block reaches
 // them: a barrier needed under a condition, or in a loop whose bounds depend on a

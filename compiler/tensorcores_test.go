@@ -162,7 +162,7 @@ func TestTF32KernelCompilesToPTXForSM80AndSM90(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s for %s: %v\n%s", c.name, arch, err, src.Code)
 			}
-			for _, want := range []string{".entry " + src.Kernels[0], "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"} {
+			for _, want := range []string{".entry " + src.Kernels[0], "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32", "%laneid;"} {
 				if !strings.Contains(string(ptx), want) {
 					t.Errorf("%s for %s: the PTX lacks %s", c.name, arch, want)
 				}

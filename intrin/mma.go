@@ -124,7 +124,7 @@ func mmaCUDA(name string, rm, rn, bk int64) string {
 	w("    const float *b, i64 b_sk, i64 b_si, i64 b_sj,\n")
 	w("    i64 kk, i64 m, i64 n) {\n")
 	w("  (void)c_sk; (void)a_sj; (void)b_si;\n")
-	w("  unsigned lane;\n  asm(\"mov.u32 %%0, %%laneid;\" : \"=r\"(lane));\n")
+	w("  unsigned lane;\n  asm(\"mov.u32 %%0, %%%%laneid;\" : \"=r\"(lane));\n")
 	w("  const int g = (int)(lane >> 2), t = (int)(lane & 3);\n")
 	w("  /* column g of each instruction's eight: lane (., g/2)'s column 2*nt + g%%2 */\n")
 	w("  const float *bw = b + ((i64)((g >> 1) - t) * %d + (g & 1)) * b_sj;\n", rn)

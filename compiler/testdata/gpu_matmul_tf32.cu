@@ -30,7 +30,7 @@ static __device__ __forceinline__ void kiln_mma_tf32_4x8_k16(
     i64 kk, i64 m, i64 n) {
   (void)c_sk; (void)a_sj; (void)b_si;
   unsigned lane;
-  asm("mov.u32 %0, %laneid;" : "=r"(lane));
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
   const int g = (int)(lane >> 2), t = (int)(lane & 3);
   /* column g of each instruction's eight: lane (., g/2)'s column 2*nt + g%2 */
   const float *bw = b + ((i64)((g >> 1) - t) * 8 + (g & 1)) * b_sj;
@@ -82,8 +82,8 @@ static __device__ __forceinline__ void kiln_mma_tf32_4x8_k16(
 
 extern "C" __global__ void v_matmul(float *__restrict__ v_in0, float *__restrict__ v_in1, float *__restrict__ v_matmul_1, i64 *kiln_status) {
   (void)kiln_status;
-  __shared__ float v_in0_shared[1024];
-  __shared__ float v_in1_shared[512];
+  __shared__ float v_in0_shared[1088];
+  __shared__ float v_in1_shared[544];
   {
     const i64 v_matmul_l0_0 = (i64)blockIdx.y;
     {
@@ -197,19 +197,19 @@ extern "C" __global__ void v_matmul(float *__restrict__ v_in0, float *__restrict
                 if ((((v_matmul_l0_2 * 4LL) + (v_matmul_l1_0 * 32LL)) + v_matmul_l1_1) < 100LL) {
                   for (i64 v_in1_shared_round = 0LL; v_in1_shared_round < 8LL; ++v_in1_shared_round) {
                     if ((((v_in1_shared_round * 2LL) + v_matmul_l0_1) + (v_matmul_r0_0 * 16LL)) < 45LL) {
-                      v_in1_shared[((((v_in1_shared_round * 64LL) + (v_matmul_l0_1 * 32LL)) + (v_matmul_l0_2 * 4LL)) + v_matmul_l1_1)] = v_in1[((((((v_in1_shared_round * 200LL) + (v_matmul_l0_1 * 100LL)) + (v_matmul_l0_2 * 4LL)) + (v_matmul_l1_0 * 32LL)) + v_matmul_l1_1) + (v_matmul_r0_0 * 1600LL))];
+                      v_in1_shared[((((v_in1_shared_round * 68LL) + (v_matmul_l0_1 * 34LL)) + (v_matmul_l0_2 * 4LL)) + v_matmul_l1_1)] = v_in1[((((((v_in1_shared_round * 200LL) + (v_matmul_l0_1 * 100LL)) + (v_matmul_l0_2 * 4LL)) + (v_matmul_l1_0 * 32LL)) + v_matmul_l1_1) + (v_matmul_r0_0 * 1600LL))];
                     }
                   }
                 }
                 if (((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) % 16LL) + (v_matmul_r0_0 * 16LL)) < 45LL) {
                   for (i64 v_in0_shared_round = 0LL; v_in0_shared_round < 16LL; ++v_in0_shared_round) {
                     if (((((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) / 16LL) + (v_in0_shared_round * 4LL)) + (v_matmul_l0_0 * 64LL)) + (v_matmul_l0_1 * 2LL)) < 70LL) {
-                      v_in0_shared[((((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) % 16LL) + ((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) / 16LL) * 16LL)) + (v_in0_shared_round * 64LL)) + (v_matmul_l0_1 * 32LL))] = v_in0[((((((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) % 16LL) + ((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) / 16LL) * 45LL)) + (v_in0_shared_round * 180LL)) + (v_matmul_l0_0 * 2880LL)) + (v_matmul_l0_1 * 90LL)) + (v_matmul_r0_0 * 16LL))];
+                      v_in0_shared[((((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) % 16LL) + ((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) / 16LL) * 17LL)) + (v_in0_shared_round * 68LL)) + (v_matmul_l0_1 * 34LL))] = v_in0[((((((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) % 16LL) + ((((v_matmul_l0_2 * 4LL) + v_matmul_l1_1) / 16LL) * 45LL)) + (v_in0_shared_round * 180LL)) + (v_matmul_l0_0 * 2880LL)) + (v_matmul_l0_1 * 90LL)) + (v_matmul_r0_0 * 16LL))];
                     }
                   }
                 }
                 __syncthreads();
-                kiln_mma_tf32_4x8_k16((v_matmul_local + 0LL), 0LL, 8LL, 1LL, (v_in0_shared + ((v_matmul_l0_1 * 512LL) + (v_matmul_l0_2 * 64LL))), 1LL, 16LL, 0LL, (v_in1_shared + (v_matmul_l1_1 * 8LL)), 32LL, 0LL, 1LL, kiln_min_i64(16LL, ((v_matmul_r0_0 * -16LL) + 45LL)), kiln_min_i64(4LL, ((((v_matmul_l0_0 * -64LL) + (v_matmul_l0_1 * -32LL)) + (v_matmul_l0_2 * -4LL)) + 70LL)), kiln_min_i64(8LL, (((v_matmul_l1_0 * -32LL) + (v_matmul_l1_1 * -8LL)) + 100LL)));
+                kiln_mma_tf32_4x8_k16((v_matmul_local + 0LL), 0LL, 8LL, 1LL, (v_in0_shared + ((v_matmul_l0_1 * 544LL) + (v_matmul_l0_2 * 68LL))), 1LL, 17LL, 0LL, (v_in1_shared + (v_matmul_l1_1 * 8LL)), 34LL, 0LL, 1LL, kiln_min_i64(16LL, ((v_matmul_r0_0 * -16LL) + 45LL)), kiln_min_i64(4LL, ((((v_matmul_l0_0 * -64LL) + (v_matmul_l0_1 * -32LL)) + (v_matmul_l0_2 * -4LL)) + 70LL)), kiln_min_i64(8LL, (((v_matmul_l1_0 * -32LL) + (v_matmul_l1_1 * -8LL)) + 100LL)));
               }
               for (i64 v_matmul_local_c0 = 0LL; v_matmul_local_c0 < 4LL; ++v_matmul_local_c0) {
                 if (((((v_matmul_l0_0 * 64LL) + (v_matmul_l0_1 * 32LL)) + (v_matmul_l0_2 * 4LL)) + v_matmul_local_c0) < 70LL) {

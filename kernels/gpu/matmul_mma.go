@@ -106,7 +106,9 @@ func chooseMMATile(t target.Target, mma WarpMMA, m loopir.Expr) (MMATile, error)
 //     warp's 32 lanes are g·ColGroups + t; k steps, then the thread's step, which
 //     tensorize replaces with the intrinsic's call (the row and column tails become its
 //     per-lane extents, K's tail its k extent);
-//   - accumulator init, output stage and shared copies as in ScheduleMatMulTiled.
+//   - accumulator init, output stage and shared copies as in ScheduleMatMulTiled, the
+//     shared tiles' rows padded (mmaSharedPad) so that the fragment loads do not
+//     conflict in the memory banks.
 //
 // A call left under a condition (a lane could skip it while the others of its warp
 // wait in mma.sync) is refused with ErrNotMatMul.
@@ -177,12 +179,15 @@ func ScheduleMatMulMMA(s *schedule.Schedule, product string, mma WarpMMA, tile M
 	if err := s.ReverseComputeAt(out, j[1]); err != nil {
 		return err
 	}
-	for read := range 2 { // A, then B
+	for read, pad := range mmaSharedPad { // A, then B
 		cp, err := s.CacheRead(c, read, loopir.ScopeShared)
 		if err != nil {
 			return err
 		}
 		if err := s.ComputeAt(cp, k[0]); err != nil {
+			return err
+		}
+		if err := s.StorageAlign(cp, 0, 0, 32, pad); err != nil {
 			return err
 		}
 	}
@@ -194,6 +199,13 @@ func ScheduleMatMulMMA(s *schedule.Schedule, product string, mma WarpMMA, tile M
 	}
 	return nil
 }
+
+// mmaSharedPad is the row stride of the shared A and B tiles modulo 32 banks
+// (storage_align): a warp's fragment loads read A at rows g·RM + r and k = t (a stride
+// of 17 puts the 32 lanes in 32 banks; the tile's own 16 would put the eight row groups
+// in one) and B at k = t and columns c(g) (a stride of 34 spreads the four k rows over
+// the banks two apart).
+var mmaSharedPad = [2]int64{17, 2}
 
 // productLoops checks that product's block is a matrix product (batch loops, rows,
 // columns, then the one reduction loop) and returns its loops.

@@ -19,7 +19,9 @@
 // strategies as parameters.
 //
 // Invariants: an implementation computes exactly its description for every run-time
-// extent its calling convention allows (Partial loops down to 0, any K). The tests live
+// extent its calling convention allows (Partial loops down to 0, any K); the one
+// exception is the TF32 MMA, which computes it with its A and B operands rounded to TF32
+// (what Recipe.Precision tf32 opts into; only that recipe's strategies use it). The tests live
 // with the strategies that use them (kernels/cpu: every micro-kernel the host can run, in
 // both forms, against the reference evaluator with tails in m, n and K) and in schedule
 // (the portable one); the MMA's fragment layout is emulated lane by lane here

@@ -178,7 +178,8 @@
 // family on the last and a middle axis, a symbolic row length, layer, instance, Lp and
 // batch normalization, a softmax with a fused epilogue; tiled: MatMul with tails on
 // every axis, symbolic rows and batches, broadcast batches, Gemm with transposes, alpha
-// and beta·C, an epilogue; block-wide: softmax and LayerNormalization over rows of 1,
+// and beta·C, an epilogue, the same cases under gpu-matmul-mma with a stand-in intrinsic
+// of the MMA's description whose C implementation is its per-thread meaning; block-wide: softmax and LayerNormalization over rows of 1,
 // 63, 64, 65, 768 and 1000, softmax and log-softmax over a symbolic row length, a
 // middle axis, an epilogue, instance and Lp normalization, sums, maxima, minima and a
 // mean to a scalar over 10⁵ elements, over two axes and over a symbolic axis, an int32

@@ -65,6 +65,10 @@ type File struct {
 	// first needs it)
 	// or "none" (every instance runs on the CPU).
 	GPUs string `yaml:"gpus"`
+	// Precision is the GPU engines' arithmetic for float32 matrix products: "fp32" or
+	// "" (exact, the default) or "tf32" (tensor cores of CUDA GPUs of sm_80 and later;
+	// other devices build fp32).
+	Precision string `yaml:"precision"`
 	// ShutdownGrace is how long requests in flight may finish after SIGTERM.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 }
@@ -415,6 +419,9 @@ func (f File) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log.level", "%q: must be debug, info, warn or error", f.Log.Level)
+	}
+	if f.Precision != "" && f.Precision != "fp32" && f.Precision != "tf32" {
+		bad("precision", "%q: must be fp32 or tf32", f.Precision)
 	}
 	if f.Threads < 0 {
 		bad("threads", "%d: must be 0 (one per core) or positive", f.Threads)

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 318 files; see Identity.
-const sourceDigest = "2d178674f994cc68f74d0468907bb3f9"
+// sourceDigest covers 320 files; see Identity.
+const sourceDigest = "90e64761c25329253fdf039cbfab4f88"

@@ -128,7 +128,11 @@ func runServe(stdout io.Writer, cfg configs.File) error {
 	if err != nil {
 		return err
 	}
-	gpus, closeGPUs := serveGPUs(cfg.GPUs, ecfg, dev, log)
+	gcfg := ecfg // the GPUs' engines: the CPU's recipe, with the GPU precision
+	if gcfg.Recipe.Precision, err = engine.ParsePrecision(cfg.Precision); err != nil {
+		return usageError{err}
+	}
+	gpus, closeGPUs := serveGPUs(cfg.GPUs, gcfg, dev, log)
 	defer closeGPUs() // after the service has closed its executables
 
 	if jit == nil {

@@ -41,9 +41,17 @@ step "kernels/gpu on CUDA"
 step "vm on CUDA"
 (cd vm && timeout 60 "$S/bin/vm.test" -test.run 'CUDA' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)' | head -40)
 
+if [ -x "$S/bin/compiler.test" ]; then
+step "compiler: tensor cores on CUDA (tf32)"
+(cd compiler && timeout 120 "$S/bin/compiler.test" -test.run 'TestTF32|TestTensorCores|TestRecipePrecision' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|tensorcores' | head -40)
+fi
 step "zoo on CUDA (TestZooOnCUDA)"
 (cd cmd/kiln/internal/conformance && timeout 200 "$S/bin/conf.test" -test.run 'TestZooOnCUDA' -test.count=1 -test.v 2>&1 | grep -vE '^=== ' | tail -60)
 
+if $K run --help 2>/dev/null | grep -q -- '--precision'; then
+step "the zoo at --precision tf32 (tolerance 1e-2)"
+timeout 120 $K conformance --engine compiled --target cuda --precision tf32 --atol 1e-2 --rtol 1e-2 "$S/zoo" 2>&1 | tail -12
+fi
 step "a journal prebuilt without a GPU (KILN_CPU_ISA=avx2), read-only"
 KILN_CPU_ISA=avx2 timeout 40 $K run --target cuda --cache readonly --cache-dir "$S/journal" "$S/zoo/squeezenet1_1/model.onnx" \
 	--input-dir "$S/zoo/squeezenet1_1/test_data_set_0"

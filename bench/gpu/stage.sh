@@ -14,7 +14,7 @@ repo=$(mktemp -d)
 rm -rf "$S" && mkdir -p "$S/bin" "$repo/squeezenet/1"
 export CGO_ENABLED=0
 go build -ldflags='-s -w' -o "$S/bin/kiln" ./cmd/kiln
-for p in devices/cuda:cuda kernels/gpu:gpu vm:vm cmd/kiln/internal/conformance:conf kernels/cpu:cpu; do
+for p in devices/cuda:cuda kernels/gpu:gpu vm:vm cmd/kiln/internal/conformance:conf kernels/cpu:cpu compiler:compiler; do
 	go test -c -ldflags='-s -w' -o "$S/bin/${p#*:}.test" "./${p%:*}"
 done
 cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$S/bin/" 2>/dev/null || true

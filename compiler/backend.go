@@ -45,6 +45,11 @@ type Backend struct {
 	// Textures is the backend's texture path (nil: none): used when the target's
 	// device has images and Options.Recipe.NoTextures is off.
 	Textures *Textures
+	// TensorCores are the backend's strategies for Options.Recipe.Precision tf32 (nil:
+	// the backend has none and builds exact float32), tried before its own for every
+	// op; each refuses (kernels.ErrNotApplicable) what it cannot take, so that the
+	// float32 rules build it.
+	TensorCores func(reg *kernels.Registry) []kernels.Strategy
 	// Scopes are the memory scopes a tensor may be in after the graph passes, with the
 	// rule's reason for the error; a tensor in another scope fails the compile.
 	Scopes     []graph.MemScope

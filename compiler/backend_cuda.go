@@ -7,6 +7,8 @@ import (
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/intrin"
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/gpu"
 	"github.com/kilnrt/kiln/loopir"
 	lpasses "github.com/kilnrt/kiln/loopir/passes"
@@ -34,6 +36,7 @@ func CUDABackend() *Backend {
 		Lowering:    lpasses.GPUPipeline,
 		Launches:    true,
 		Dialect:     codegen.CUDADialect(),
+		TensorCores: cudaTensorCores,
 		Scopes:      []graph.MemScope{graph.ScopeGlobal},
 		ScopesRule:  "the CUDA backend keeps every tensor in global memory",
 		Check:       checkCUDA,
@@ -42,6 +45,19 @@ func CUDABackend() *Backend {
 		Fingerprint: gpuFingerprint,
 		Toolchain:   gpuToolchain,
 	}
+}
+
+// cudaTensorCores is the CUDA backend's path for Recipe.Precision tf32: the tiled matrix
+// product with its inner product on the tensor cores (gpu.MatMulMMAStrategy over
+// intrin.MMATF32's mma.sync m16n8k8), on sm_80 and later.
+func cudaTensorCores(reg *kernels.Registry) []kernels.Strategy {
+	var out []kernels.Strategy
+	for _, m := range intrin.MMAs() {
+		out = append(out, gpu.MatMulMMAStrategy(reg, gpu.WarpMMA{Intrin: m.Intrin, RM: m.RM, RN: m.RN, BK: m.BK,
+			RowGroups: intrin.MMARowGroups, ColGroups: intrin.MMAColGroups, Supports: m.Supports,
+			Needs: fmt.Sprintf("CUDA sm_%d0 or later", m.MinMajor)}))
+	}
+	return out
 }
 
 func checkCUDA(opts Options) error {

@@ -123,6 +123,9 @@ func Build(m *graph.Module, t target.Target, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
 	}
+	if _, err := engine.ParsePrecision(string(opts.Recipe.Precision)); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)
+	}
 	if be.Check != nil {
 		if err := be.Check(opts); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCompile, model, err)

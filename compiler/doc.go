@@ -4,7 +4,8 @@
 // calls it on a miss.
 //
 // Options: Recipe (engine.Recipe) is every option that changes the generated code — the
-// graph optimization level, fusion, layout and bounds checks — resolved once: Pipeline
+// graph optimization level, fusion, layout, bounds checks, textures and the precision of
+// matrix products — resolved once: Pipeline
 // derives the graph pipeline from it, and engine keys the journal with the same value's
 // String, so the key and the compile cannot disagree. The other Options (Dims, Jobs,
 // Progress, Check, dumps, Context, Timeout, Graph, Limits, Backends, Cache) do not change
@@ -16,7 +17,7 @@
 // build that turns the unique kernels' sources into the binary the executable carries,
 // the binary's device name and fingerprint, and the memory scopes a tensor may be in.
 // Build looks the target's kind up once in Options.Backends (nil: DefaultBackends, the
-// CPU and OpenCL) and fails with ErrNoBackend ("no backend for target cuda") for a kind
+// CPU, OpenCL and CUDA) and fails with ErrNoBackend ("no backend for target cuda") for a kind
 // without an entry; no other code tests the kind, so a new target is one new Backend
 // value with its strategies (TestSecondBackendIsOneTableEntry adds one). The CPU's
 // entry (CPUBackend, backend_cpu.go): kernels/cpu's strategies and channel-blocked
@@ -26,7 +27,20 @@
 // kernels/gpu's strategies, loopir/passes.GPUPipeline, launch geometry derived from the
 // bound loops and verified against the device (Launches), codegen.OpenCLDialect, every
 // GPU kernel in one program built by Options.GPU (a ProgramBuilder) with -w, its
-// program binary in the executable.
+// program binary in the executable. CUDA's (CUDABackend, backend_cuda.go): the same
+// strategies, pipeline and launches, codegen.CUDADialect, no texture path, every GPU
+// kernel in one translation unit that Options.GPU (a PTXBuilder: a GPU, or the
+// compile-only architecture devices/cuda.Offline) compiles to PTX with NVRTC, the PTX in
+// the executable.
+//
+// Precision: Recipe.Precision tf32 puts the backend's TensorCores strategies ahead of
+// its own (placement.go). CUDA's (CUDABackend, cudaTensorCores) is kernels/gpu's
+// gpu-matmul-mma over intrin.MMAs: float32 MatMul and Gemm on the tensor cores of sm_80
+// and later with operands rounded to TF32 (10-bit mantissa) and float32 accumulation,
+// relative error about 1e-3; below sm_80, and for what the rule refuses, the exact
+// float32 rules build the node. The CPU and OpenCL backends have none and build exact
+// float32 whatever the precision (the recipe still keys the journal apart). Build
+// refuses a precision engine.ParsePrecision does not accept (fp16: not built).
 //
 // Placement (placement.go): a backend that Launches compiles for two devices, the CPU
 // (device 0: inputs, host builtins, constants; the CPU backend's strategies for

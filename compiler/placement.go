@@ -31,6 +31,9 @@ func (c *compile) placeDevices() error {
 	if tx := c.textures(); tx != nil && tx.Strategies != nil {
 		primary.strategies = primary.strategies.First(tx.Strategies(c.registry)...)
 	}
+	if c.opts.Recipe.TF32() && c.be.TensorCores != nil {
+		primary.strategies = primary.strategies.First(c.be.TensorCores(c.registry)...)
+	}
 	if !c.be.Launches {
 		c.places = []*place{primary}
 		c.order = c.places

@@ -60,10 +60,15 @@ type File struct {
 
 	// Threads is the number of threads kernels run on; 0 means one per core.
 	Threads int `yaml:"threads"`
-	// GPUs is "auto" (KIND_GPU instance groups run on the OpenCL devices kiln finds,
-	// numbered as `kiln devices` lists them, each opened when a model first needs it)
+	// GPUs is "auto" (KIND_GPU instance groups run on the CUDA GPUs, else on the OpenCL
+	// devices kiln finds, numbered as `kiln devices` lists them, each opened when a model
+	// first needs it)
 	// or "none" (every instance runs on the CPU).
 	GPUs string `yaml:"gpus"`
+	// Precision is the GPU engines' arithmetic for float32 matrix products: "fp32" or
+	// "" (exact, the default) or "tf32" (tensor cores of CUDA GPUs of sm_80 and later;
+	// other devices build fp32).
+	Precision string `yaml:"precision"`
 	// ShutdownGrace is how long requests in flight may finish after SIGTERM.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 }
@@ -414,6 +419,9 @@ func (f File) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log.level", "%q: must be debug, info, warn or error", f.Log.Level)
+	}
+	if f.Precision != "" && f.Precision != "fp32" && f.Precision != "tf32" {
+		bad("precision", "%q: must be fp32 or tf32", f.Precision)
 	}
 	if f.Threads < 0 {
 		bad("threads", "%d: must be 0 (one per core) or positive", f.Threads)

@@ -115,6 +115,17 @@ type Timer interface {
 	Time(k Kernel, g Geometry, bufs []Buffer, dims []int64) (time.Duration, error)
 }
 
+// Finisher is implemented by GPUs whose driver finishes compiling a binary when it loads
+// it (CUDA: PTX to the GPU's machine code in cuModuleLoadData). Finish does that step
+// ahead and returns a binary Load takes as it is, so that a journal can keep it and a
+// later start skips the step; a binary that needs none comes back unchanged. FinishKey
+// names what Finish's output depends on besides its input (the driver's version and the
+// architecture): part of the journal key.
+type Finisher interface {
+	Finish(binary []byte) ([]byte, error)
+	FinishKey() string
+}
+
 // HostMapper is implemented by devices that can use host memory as a buffer without
 // copying it (the CPU: constants mapped from an executable file). MapHost returns a
 // buffer over mem, which the caller keeps valid and unchanged until the buffer is freed:

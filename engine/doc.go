@@ -10,8 +10,10 @@
 // run, compile, bench, inspect, the conformance runners, bench/soak — goes through it.
 //
 // Recipe is every option that changes the generated code (graph optimization level,
-// fusion, layout, bounds checks), resolved once: its String is the "options" part of the
-// journal key and the compiler derives its pipeline from the same value
+// fusion, layout, bounds checks, textures, the precision of matrix products: Precision,
+// fp32 exact or tf32 on CUDA tensor cores, checked by ParsePrecision), resolved once: its
+// String is the "options" part of the journal key (a tf32 build never answers an fp32
+// request) and the compiler derives its pipeline from the same value
 // (compiler.Pipeline), so the key and the compile cannot disagree.
 //
 // Keys (key.go): an executable's entry is keyed by the model's digest, the canonical

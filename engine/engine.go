@@ -271,7 +271,7 @@ func (e *Engine) Load(ctx context.Context, m *Model, shapes map[string][]int64, 
 	if err != nil {
 		return nil, err
 	}
-	machine, err := e.LoadExecutable(b.Exe)
+	machine, err := e.LoadExecutable(e.finished(ctx, b.Exe))
 	if err != nil {
 		return nil, fmt.Errorf("model %q: loading its executable: %w", m.Name, err)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -59,10 +60,44 @@ type Recipe struct {
 	// NoTextures keeps every tensor of a texture-capable backend (OpenCL) in global
 	// buffers: the buffer path, for comparisons and for drivers whose images misbehave.
 	NoTextures bool
+	// Precision is the arithmetic of float32 matrix products: PrecisionFP32 ("" or
+	// "fp32": exact float32, the default) or PrecisionTF32 (float32 products on CUDA
+	// tensor cores with inputs rounded to TF32, 10-bit mantissas, accumulated in
+	// float32). Backends without tensor cores (the CPU, OpenCL) build exact float32
+	// whatever it says. ParsePrecision checks a user's value.
+	Precision Precision
 }
 
+// Precision is the arithmetic a compile may use for float32 matrix products.
+type Precision string
+
+const (
+	PrecisionFP32 Precision = "fp32"
+	PrecisionTF32 Precision = "tf32"
+)
+
+// ErrPrecision: a precision kiln does not build.
+var ErrPrecision = errors.New("unsupported precision")
+
+// ParsePrecision checks a precision named by a user ("" is fp32, the default).
+func ParsePrecision(s string) (Precision, error) {
+	switch Precision(s) {
+	case "", PrecisionFP32:
+		return PrecisionFP32, nil
+	case PrecisionTF32:
+		return PrecisionTF32, nil
+	case "fp16":
+		return "", fmt.Errorf("%w: precision fp16 is not built yet (fp32 or tf32)", ErrPrecision)
+	}
+	return "", fmt.Errorf("%w: precision %q: want fp32 or tf32", ErrPrecision, s)
+}
+
+// TF32 reports whether the recipe allows TF32 tensor-core products.
+func (r Recipe) TF32() bool { return r.Precision == PrecisionTF32 }
+
 // String is the canonical text form used in journal keys, e.g. "O3 layout=blocked";
-// no-fusion, bounds-check and texture-limit are named only when on, so that the default build's key
+// no-fusion, bounds-check, texture-limit and a precision other than fp32 are named only
+// when on, so that the default build's key
 // does not depend on options added later.
 func (r Recipe) String() string {
 	parts := []string{r.Level.String()}
@@ -82,6 +117,9 @@ func (r Recipe) String() string {
 	}
 	if r.TextureLimit != 0 {
 		parts = append(parts, fmt.Sprintf("texture-limit=%d", r.TextureLimit))
+	}
+	if r.Precision != "" && r.Precision != PrecisionFP32 {
+		parts = append(parts, "precision="+string(r.Precision))
 	}
 	return strings.Join(parts, " ")
 }

@@ -9,11 +9,24 @@
 // never contain hand-written C: strategies (kernels/cpu) schedule a te compute definition
 // and tensorize its innermost tile onto one of these.
 //
+// Warp-cooperative intrinsics (MMA, MMATF32): the tensor-core matrix multiply-accumulate
+// of CUDA (mma.sync m16n8k8 on TF32 operands, cvt.rna.tf32.f32 rounding, float32
+// accumulation; sm_80 and later, MMA.Supports), declared with a description of one
+// thread's register-tile step and a "cuda" implementation in inline PTX that is correct
+// only under the lane layout the calling schedule gives (kernels/gpu's
+// ScheduleMatMulMMA, documented on MMA): the 32 lanes exchange operands through the
+// instruction's fragments. MMAs lists them; the CUDA backend passes them to the GPU
+// strategies as parameters.
+//
 // Invariants: an implementation computes exactly its description for every run-time
-// extent its calling convention allows (Partial loops down to 0, any K). The tests live
+// extent its calling convention allows (Partial loops down to 0, any K); the one
+// exception is the TF32 MMA, which computes it with its A and B operands rounded to TF32
+// (what Recipe.Precision tf32 opts into; only that recipe's strategies use it). The tests live
 // with the strategies that use them (kernels/cpu: every micro-kernel the host can run, in
 // both forms, against the reference evaluator with tails in m, n and K) and in schedule
-// (the portable one). The table is built by Table and Gemms, never in init().
+// (the portable one); the MMA's fragment layout is emulated lane by lane here
+// (mma_test.go) and its kernels run against the reference evaluator in compiler's tests
+// (on a CUDA GPU). The table is built by Table and Gemms, never in init().
 //
 // References: the outer-product micro-kernels of GotoBLAS/BLIS (Goto & van de Geijn,
 // "Anatomy of High-Performance Matrix Multiplication", 2008) and TVM's tensorize.

@@ -151,6 +151,9 @@ func Table() []*loopir.TensorIntrin {
 	for _, g := range Gemms() {
 		out = append(out, g.Update, g.Init)
 	}
+	for _, m := range MMAs() {
+		out = append(out, m.Intrin)
+	}
 	return out
 }
 

@@ -3,9 +3,9 @@ package serve
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kilnrt/kiln/loader/onnx"
@@ -13,19 +13,23 @@ import (
 	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
-// loadConfig builds a model's configuration: its config.pbtxt when there is one
-// (ignored fields logged), completed from the model's interface as Triton's
-// auto-complete does (modelrepo.AutoComplete), validated, and checked against the
-// model.
+// loadConfig builds a model's configuration: the one given to the load API
+// (modelDir.override), else its config.pbtxt when there is one, where a Triton field
+// kiln does not implement is an error naming it; completed from the model's interface
+// as Triton's auto-complete does (modelrepo.AutoComplete), validated, and checked
+// against the model.
 func (s *Service) loadConfig(d modelDir, it *onnx.Interface) (*modelpb.ModelConfig, error) {
 	c := &modelpb.ModelConfig{}
-	if d.config != "" {
-		parsed, warnings, err := modelrepo.ReadModelConfig(d.config)
+	switch {
+	case d.override != nil:
+		c = proto.Clone(d.override).(*modelpb.ModelConfig)
+	case d.config != "":
+		parsed, unimplemented, err := modelrepo.ReadModelConfig(d.config)
 		if err != nil {
 			return nil, err
 		}
-		for _, w := range warnings {
-			s.log.Warn("model config", zap.String("model", d.name), zap.String("note", w))
+		if len(unimplemented) > 0 {
+			return nil, fmt.Errorf("%w: %s: %s", modelrepo.ErrModelConfig, d.config, strings.Join(unimplemented, "; "))
 		}
 		c = parsed
 	}

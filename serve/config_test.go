@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +30,6 @@ platform: "onnxruntime_onnx"
 max_batch_size: 8
 dynamic_batching { preferred_batch_size: [ 4, 8 ] max_queue_delay_microseconds: 20000 }
 instance_group [ { count: 2 kind: KIND_CPU } ]
-optimization { execution_accelerators { cpu_execution_accelerator: [ { name: "openvino" } ] } }
 `)
 	s := openService(t, repo, t.TempDir())
 	cfg, err := s.ModelConfig("mlp", "")
@@ -68,6 +68,14 @@ func TestBadConfigMakesModelUnavailable(t *testing.T) {
 		{`name: "other"`, `names the model "other"`},
 		{`max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 16 ] }`, "preferred_batch_size"},
 		{`max_batch_size: { oops`, "line 1"},
+		// Triton fields kiln does not implement are refused by name, never ignored.
+		{"max_batch_size: 4\noptimization { execution_accelerators { cpu_execution_accelerator: [ { name: \"openvino\" } ] } }", "field optimization (line 2:1): kiln does not implement it"},
+		{`parameters { key: "intra_op_thread_count" value { string_value: "4" } }`, `parameters["intra_op_thread_count"]: kiln does not implement this parameter`},
+		{`input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 8 ] optional: true } ]`, "input[0].optional"},
+		{`max_batch_size: 4 dynamic_batching { default_queue_policy { max_queue_size: 8 } }`, "dynamic_batching.default_queue_policy"},
+		{`output [ { name: "probs" data_type: TYPE_FP32 dims: [ -1, 4 ] label_filename: "labels.txt" } ]`, "output[0].label_filename"},
+		{`output [ { name: "probs" data_type: TYPE_FP32 dims: [ -1, 5 ] } ]`, `config output "probs" has dims [-1 5]`},
+		{`input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 2, 4 ] reshape { shape: [ -1, 9 ] } } ]`, "input[0].reshape"},
 	} {
 		repo, x, _ := testRepo(t)
 		writeConfig(t, repo, "mlp", c.text)
@@ -93,10 +101,23 @@ func TestVersionPolicy(t *testing.T) {
 	if err != nil || resp.Version != "3" {
 		t.Fatalf("newest: %v %v", resp, err)
 	}
-	writeConfig(t, repo, "mlp", `version_policy { all { } }`)
-	s2 := openService(t, repo, t.TempDir())
-	if _, err := s2.Infer(context.Background(), &InferRequest{Model: "mlp", Version: "1", Inputs: request(x).Inputs}); err != nil {
-		t.Fatalf("version 1 under policy all: %v", err)
+	for _, tc := range []struct {
+		policy string
+		served []string
+	}{
+		{`version_policy { all { } }`, []string{"1", "3"}},
+		{`version_policy { latest { num_versions: 2 } }`, []string{"1", "3"}},
+		{`version_policy { specific { versions: [ 1 ] } }`, []string{"1"}},
+		{`version_policy { latest { num_versions: 1 } }`, []string{"3"}},
+	} {
+		writeConfig(t, repo, "mlp", tc.policy)
+		s2 := openService(t, repo, t.TempDir())
+		for _, v := range []string{"1", "3"} {
+			_, err := s2.Infer(context.Background(), &InferRequest{Model: "mlp", Version: v, Inputs: request(x).Inputs})
+			if served := slices.Contains(tc.served, v); (err == nil) != served {
+				t.Errorf("%s: version %s: err = %v, want served %v", tc.policy, v, err, served)
+			}
+		}
 	}
 }
 

@@ -13,8 +13,8 @@
 // device (internal/archtest enforces it).
 //
 // Instances and devices (instances.go). Options.Engine is the CPU's engine and
-// Options.GPUs the GPUs' (by ordinal: kiln serve gives the OpenCL devices in kiln's
-// numbering, opencl:N for gpus: [N]; there is no CUDA backend to serve on). A model
+// Options.GPUs the GPUs' (by ordinal: kiln serve gives the CUDA GPUs, cuda:N for gpus:
+// [N], or without them the OpenCL devices in kiln's numbering, opencl:N). A model
 // version's instance groups become instances on devices, as Triton places them: a
 // KIND_CPU (or KIND_MODEL) group's count on the CPU; a KIND_GPU group's count on each
 // GPU it lists, or on every GPU when it lists none; KIND_AUTO is KIND_GPU when the
@@ -77,7 +77,20 @@
 // name, platform, inputs and outputs without the batch dim when max_batch_size > 0, one
 // CPU instance group of Options.Instances, version policy latest 1), validated, and
 // checked against the model (modelrepo.CheckAgainstModel, then max_dims); a config that
-// does not parse or contradicts the model makes the model UNAVAILABLE with the reason.
+// does not parse, contradicts the model or sets a Triton field kiln does not implement
+// makes the model UNAVAILABLE with the reason (naming the field). The load API may give
+// the configuration instead (LoadModelWithConfig, Triton's load parameter "config" in
+// JSON); the versions it loads keep it, so a reload after their files change uses it
+// again, and default_model_filename names each version's file (repository.go).
+//
+// Tensors as configured (tensorio.go, classify.go): an input or output with a reshape is seen by
+// clients in the config's dims (requests are checked against them, metadata reports
+// them) and by the model in the reshape's shape; inputs are reshaped before the
+// request reaches the model (and its batcher), outputs after. An output's
+// label_filename is read at load (a missing file makes the model UNAVAILABLE); an
+// output requested with the parameter classification: K is answered with Triton's
+// classification extension: BYTES, [K] or [batch, K], each "<value>:<index>[:<label>]"
+// with the value as C's %f prints it.
 // The version policy selects the versions served. instance_group counts are the
 // requests run at once, on the groups' devices; dynamic_batching with max_batch_size enables the batcher
 // (batcher.go): requests agreeing on all but the first dim join within the queue delay,
@@ -91,7 +104,8 @@
 // model_warmup samples compile and run before the model turns READY (warmup.go);
 // explicit model control loads and unloads models by API (repocontrol.go).
 //
-// Not built: queue policies, priorities, sequence batching.
+// Refused by name, not built: queue policies, priorities, sequence batching, optional
+// inputs, ragged batches.
 //
 // Names (names.go, modelrepo.ValidModelName): a model name from a client, a flag or the
 // repository is one validated path element whose folder, symlinks resolved, is inside the repository;

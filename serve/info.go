@@ -70,13 +70,14 @@ func (s *Service) ModelMetadata(name, version string) (*Metadata, error) {
 	}
 	s.mu.RUnlock()
 	for _, p := range m.iface.Inputs {
-		md.Inputs = append(md.Inputs, IOMeta{p.Name, Datatype(p.Type.DType), dimsOf(p.Type)})
+		md.Inputs = append(md.Inputs, IOMeta{p.Name, Datatype(p.Type.DType), m.spec.io.clientShape(p.Name, true, dimsOf(p.Type))})
 	}
 	for _, p := range m.iface.Outputs {
 		io := IOMeta{Name: p.Name, Datatype: Datatype(p.Type.DType)}
 		if !p.Type.UnknownRank {
 			io.Shape = dimsOf(p.Type)
 		}
+		io.Shape = m.spec.io.clientShape(p.Name, false, io.Shape)
 		md.Outputs = append(md.Outputs, io)
 	}
 	return md, nil

@@ -39,6 +39,7 @@ type model struct {
 	sig     *graph.Module
 	spec    *Spec
 	config  *modelpb.ModelConfig // nil when the model could not be read
+	given   *modelpb.ModelConfig // the configuration given to the load API (nil: config.pbtxt); a reload keeps it
 	stats   *modelStats
 	places  []*placement    // the devices its instances run on
 	slots   chan *placement // the free instances (each names its device): requests beyond them queue

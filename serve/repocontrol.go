@@ -5,6 +5,9 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+
+	"github.com/kilnrt/kiln/serve/modelrepo"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
 // Explicit model control (Triton's model_repository extension): with
@@ -68,20 +71,44 @@ func (s *Service) unloaded(name string) []*model {
 
 // LoadModel loads (or reloads) a model from the repository; the versions it replaces
 // are retired. It needs Options.RepositoryControl.
-func (s *Service) LoadModel(name string) error {
+func (s *Service) LoadModel(name string) error { return s.loadModel(name, nil) }
+
+// LoadModelWithConfig is LoadModel with a configuration given in JSON (Triton's load
+// parameter "config", modelrepo.ParseModelConfigJSON) used instead of the model's
+// config.pbtxt; it is completed, validated and checked against the model as
+// config.pbtxt is. A config that does not parse is ErrInvalid naming the problem.
+func (s *Service) LoadModelWithConfig(name string, configJSON []byte) error {
+	if configJSON == nil {
+		configJSON = []byte{}
+	}
+	return s.loadModel(name, configJSON)
+}
+
+// loadModel loads a model with the configuration configJSON, or with its config.pbtxt
+// when configJSON is nil.
+func (s *Service) loadModel(name string, configJSON []byte) error {
 	if !ValidModelName(name) {
 		return errBadName
 	}
 	if !s.opts.RepositoryControl {
 		return fmt.Errorf("%w: loading model %q: explicit model control is off (start the server with repository control enabled)", ErrDisabled, name)
 	}
-	d, err := scanModel(s.repo, name)
+	var override *modelpb.ModelConfig
+	if configJSON != nil {
+		c, err := modelrepo.ParseModelConfigJSON(configJSON)
+		if err != nil {
+			return fmt.Errorf("%w: loading model %q: parameter \"config\": %v", ErrInvalid, name, err)
+		}
+		override = c
+	}
+	d, err := scanModel(s.repo, name, override.GetDefaultModelFilename())
 	if err == errBadName {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%w: loading model %q: %v", ErrNotFound, name, err)
 	}
+	d.override = override
 	fresh := s.replace(name, s.register(d))
 	s.log.Info("model loaded", zap.String("model", name), zap.Int("versions", len(fresh)))
 	for _, m := range fresh {
@@ -143,10 +170,11 @@ func (s *Service) reloadChanged(m *model) {
 		return // reloaded already
 	}
 	var fresh []*model
-	if d, err := scanModel(s.repo, m.name); err != nil {
+	if d, err := scanModel(s.repo, m.name, m.given.GetDefaultModelFilename()); err != nil {
 		fresh = s.unloaded(m.name)
 		fresh[0].reason = fmt.Sprintf("the model's files changed on disk and it cannot be read again: %v", err)
 	} else {
+		d.override = m.given
 		fresh = s.register(d)
 	}
 	s.replace(m.name, fresh)

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/kilnrt/kiln/serve/modelrepo"
+	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
 // The repository's layout, names and files are modelrepo's (one scanner for the server
@@ -20,8 +21,9 @@ type version struct {
 // model.onnx, and an optional config.pbtxt.
 type modelDir struct {
 	name     string
-	dir      string // symlinks resolved
-	config   string // path of config.pbtxt ("" if absent)
+	dir      string               // symlinks resolved
+	config   string               // path of config.pbtxt ("" if absent)
+	override *modelpb.ModelConfig // the configuration given to the load API, used instead of config.pbtxt
 	versions []version
 }
 
@@ -47,10 +49,11 @@ func scanRepository(r repoRoot) ([]modelDir, []string, error) {
 	return out, warnings, nil
 }
 
-// scanModel reads one model folder (modelrepo.Root.ScanModel); a name that is not a
-// model folder of the repository is errBadName.
-func scanModel(r repoRoot, name string) (modelDir, error) {
-	m, err := r.ScanModel(name)
+// scanModel reads one model folder (modelrepo.Root.ScanModelFile: the versions'
+// model file is file, or the config's default_model_filename when file is ""); a name
+// that is not a model folder of the repository is errBadName.
+func scanModel(r repoRoot, name, file string) (modelDir, error) {
+	m, err := r.ScanModelFile(name, file)
 	if errors.Is(err, modelrepo.ErrUnknownModel) {
 		return modelDir{}, errBadName
 	}

@@ -57,6 +57,7 @@ type Spec struct {
 	Batching     *BatchSpec // nil: no dynamic batching
 	Eager        bool       // compile at start (parameter compile: "eager")
 	on           []instancesOn
+	io           *tensorIO // reshapes and label files (tensorio.go)
 }
 
 // Service is the protocol-neutral inference service: the repository, the models'
@@ -165,10 +166,13 @@ func (s *Service) register(d modelDir) []*model {
 		return unavailable(d.versions, err)
 	}
 	spec := s.specOf(cfg)
+	if spec.io, err = tensorIOOf(cfg, d.dir); err != nil {
+		return unavailable(d.versions, err)
+	}
 	var out []*model
 	for _, v := range servedVersions(cfg, d.versions) {
 		m := &model{svc: s, name: d.name, version: v.number, path: v.path, stats: &modelStats{},
-			spec: spec, config: cfg, state: StateReady}
+			spec: spec, config: cfg, given: d.override, state: StateReady}
 		m.places, m.slots = newPlacements(spec.on)
 		sc := newest
 		if v.number != d.versions[0].number {
@@ -342,7 +346,7 @@ func (s *Service) inferOn(ctx context.Context, m *model, req *InferRequest) (*In
 	}
 	defer m.release()
 	start := time.Now()
-	resp, err := m.infer(ctx, req)
+	resp, err := m.inferConfigured(ctx, req)
 	if err != nil {
 		if !errors.Is(err, errChanged) {
 			m.stats.failed(time.Since(start))

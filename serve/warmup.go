@@ -49,6 +49,9 @@ func (s *Service) warmup(m *model) error {
 			if t.DType != p.Type.DType {
 				return fmt.Errorf("warm-up sample %q: input %q is %v, the model takes %v", w.Name, p.Name, t.DType, p.Type.DType)
 			}
+			if t, shape, ok = m.spec.io.toModel(p.Name, t, shape); !ok { // the sample's dims are the config's
+				return fmt.Errorf("warm-up sample %q: input %q has dims %v, not the config's", w.Name, p.Name, in.Dims)
+			}
 			args[i], shapes[p.Name] = t, shape
 		}
 		for _, p := range m.places {

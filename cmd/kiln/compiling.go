@@ -71,7 +71,7 @@ func newEngine(ds *deviceSet, j *compilecache.Journal, co compileOptions) (*engi
 			fmt.Fprintf(co.dump, "=== before %s ===\n%s\n=== after %s ===\n%s\n", pass, before, pass, after)
 		}
 	}
-	r.NoTextures, r.TextureLimit = ds.noTextures, ds.textureLimit
+	r.NoTextures, r.TextureLimit, r.Precision = ds.noTextures, ds.textureLimit, ds.precision
 	cfg := ds.config()
 	cfg.Journal, cfg.Compiler, cfg.Recipe = j, jit, r
 	return engine.New(cfg)

@@ -50,7 +50,7 @@ func conformanceCmd() *cobra.Command {
 				}
 				defer ds.Close()
 				run, closeEngine := conformance.CompiledEngineWith(ds.cpu, conformance.CompiledOptions{Level: level, BoundsCheck: boundsCheck, GPU: ds.gpu, Target: ds.target,
-					NoTextures: ds.noTextures, TextureLimit: ds.textureLimit})
+					NoTextures: ds.noTextures, TextureLimit: ds.textureLimit, Precision: ds.precision})
 				defer closeEngine()
 				opts.Engine = run
 			}

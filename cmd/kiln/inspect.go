@@ -15,6 +15,7 @@ import (
 
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/target"
 )
 
 func inspectCmd() *cobra.Command {
@@ -139,7 +140,9 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 		}
 		fmt.Fprintf(out, "devices: %d kernel launches on %s, %d on the CPU; %d copies between them\n",
 			on[ds.target.Kind.String()], ds.target.Kind, on["cpu"], st.Copies)
-		printTensorPlaces(out, st)
+		if ds.target.Kind == target.OpenCL { // the backend with a texture path
+			printTensorPlaces(out, st)
+		}
 	}
 	fmt.Fprintln(out, "kernel launches (device, kernel, strategy, anchor + fused nodes):")
 	for i, g := range st.Groups {

@@ -24,9 +24,9 @@ type repoModel struct {
 }
 
 // repositoryModels lists every version of every model of a repository as kiln serve
-// finds them (modelrepo.Root.Scan: valid model names, canonical version folders,
-// model.onnx a regular file), by name, then oldest version first; the warnings name
-// the folders passed over and why.
+// finds them (modelrepo.Root.Scan: valid model names, canonical version folders, the
+// model file, model.onnx or the config's default_model_filename, a regular file), by
+// name, then oldest version first; the warnings name the folders passed over and why.
 func repositoryModels(dir string) ([]repoModel, []string, error) {
 	root, err := modelrepo.Open(dir)
 	if err != nil {

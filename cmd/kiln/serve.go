@@ -49,8 +49,8 @@ request (--eager: at start) through the binary journal, so restarts and replicas
 false, requests in flight finish (up to --grace), then the server exits.
 Each model's config.pbtxt (Triton's format; optional) sets batching (max_batch_size,
 dynamic_batching), instance groups and the version policy. A KIND_GPU instance group
-runs on OpenCL devices (gpus: [N] is opencl:N as kiln devices lists them; --gpus none:
-everything on the CPU); a group asking for a GPU kiln lacks runs on the CPU, with a
+runs on the CUDA GPUs (gpus: [N] is cuda:N), or without them on the OpenCL devices
+(gpus: [N] is opencl:N as kiln devices lists them); --gpus none: everything on the CPU; a group asking for a GPU kiln lacks runs on the CPU, with a
 warning. Prometheus metrics
 (Triton's nv_inference_* names, kiln_compile_seconds, kiln_journal_*_total,
 kiln_model_state) are on --metrics-address at /metrics (plain HTTP, no auth).
@@ -128,7 +128,11 @@ func runServe(stdout io.Writer, cfg configs.File) error {
 	if err != nil {
 		return err
 	}
-	gpus, closeGPUs := serveGPUs(cfg.GPUs, ecfg, dev, log)
+	gcfg := ecfg // the GPUs' engines: the CPU's recipe, with the GPU precision
+	if gcfg.Recipe.Precision, err = engine.ParsePrecision(cfg.Precision); err != nil {
+		return usageError{err}
+	}
+	gpus, closeGPUs := serveGPUs(cfg.GPUs, gcfg, dev, log)
 	defer closeGPUs() // after the service has closed its executables
 
 	if jit == nil {

@@ -37,6 +37,7 @@ type serveFlags struct {
 	logFormat, logLevel                   string
 	controlMode                           string
 	gpus                                  string
+	precision                             string
 	loadModels                            []string // Triton's --load-model
 	cache                                 cacheFlags
 }
@@ -65,7 +66,8 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&fl.grpcMaxConns, "grpc-max-connections", 0, "gRPC connections open at once; beyond, new ones are closed (0: from the open-file limit) [grpc.max_connections]")
 	f.DurationVar(&fl.requestTimeout, "request-timeout", 0, "bound on a request's time in the server, e.g. 30s (0: none; a client's shorter gRPC deadline stays) [limits.request_timeout]")
 	f.IntVar(&fl.threads, "threads", 0, "threads of the CPU device (0: every core) [threads]")
-	f.StringVar(&fl.gpus, "gpus", "auto", "auto: KIND_GPU instance groups run on the OpenCL devices that kiln devices lists (gpus: [N] is opencl:N), each opened when a model first needs it; none: every instance on the CPU [gpus]")
+	f.StringVar(&fl.gpus, "gpus", "auto", "auto: KIND_GPU instance groups run on the CUDA GPUs (gpus: [N] is cuda:N), else on the OpenCL devices that kiln devices lists (gpus: [N] is opencl:N), each opened when a model first needs it; none: every instance on the CPU [gpus]")
+	f.StringVar(&fl.precision, "precision", "", "float32 matrix products on the GPUs: fp32 (exact) or tf32 (CUDA sm_80 and later: tensor cores, inputs rounded to TF32, relative error about 1e-3) [precision]")
 	f.IntVar(&fl.instances, "instances", 1, "requests one model version runs at once when its config.pbtxt sets no instance_group (the rest queue) [instances]")
 	f.IntVar(&fl.specializeAfter, "specialize-after", 3, "models with free input dims: serve every shape from one generic executable and build a specialized one in the background after this many requests of a shape (0: compile each new shape before answering it) [specialize_after]")
 	f.StringVar(&fl.controlMode, "model-control-mode", "none", "none (serve every model of the repository) or explicit (load/unload through the repository API) [model_control_mode]")
@@ -168,6 +170,9 @@ func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (
 	}
 	if set("gpus") {
 		cfg.GPUs = fl.gpus
+	}
+	if set("precision") {
+		cfg.Precision = fl.precision
 	}
 	if set("model-control-mode") {
 		cfg.ModelControlMode = fl.controlMode

@@ -209,6 +209,7 @@ func TestServeConfigErrors(t *testing.T) {
 			[]string{"load_models: [\"mlp\"]: needs model_control_mode: explicit"}},
 		{"negative instances", "model_repository: /m\n", []string{"--instances", "-1"}, []string{"instances: -1"}},
 		{"gpus by number", "model_repository: /m\n", []string{"--gpus", "0"}, []string{"gpus: \"0\": must be auto or none"}},
+		{"precision fp16", "model_repository: /m\n", []string{"--precision", "fp16"}, []string{`precision: "fp16": must be fp32 or tf32`}},
 		{"bad control mode flag", "model_repository: /m\n", []string{"--model-control-mode", "poll"}, []string{"model_control_mode: \"poll\""}},
 		{"no repository in the file", "threads: 2\n", nil, []string{"model_repository: must be set"}},
 		{"unknown key", "model_repository: /m\nthread: 2\n", nil, []string{"unknown key thread"}},

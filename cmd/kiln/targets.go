@@ -30,6 +30,8 @@ type targetFlags struct {
 	// textures (on, off) and textureLimit steer the OpenCL texture path
 	textures     string
 	textureLimit int64
+	// precision (fp32, tf32) is the recipe's arithmetic for float32 matrix products
+	precision string
 }
 
 func (tf *targetFlags) register(cmd *cobra.Command) {
@@ -37,6 +39,7 @@ func (tf *targetFlags) register(cmd *cobra.Command) {
 	f.StringVar(&tf.target, "target", "", "what to compile for: cpu, opencl or cuda (GPU kernels where the GPU strategies build them, the rest on this CPU) (default: the --device's kind, else cpu)")
 	f.StringVar(&tf.device, "device", "", "the device to run on: cpu, opencl:N or cuda:N (N as kiln devices numbers them; default: OpenCL's first GPU, else its first device; CUDA's device 0)")
 	f.StringVar(&tf.textures, "textures", "on", "with --target opencl: on keeps activations and weights of the convolutions and elementwise ops the texture kernels take in image2d textures (where the device has images), off keeps every tensor in buffers")
+	f.StringVar(&tf.precision, "precision", "fp32", "float32 matrix products: fp32 (exact) or tf32 (with --target cuda on sm_80 and later: tensor cores, inputs rounded to TF32's 10-bit mantissa, float32 accumulation, relative error about 1e-3; other targets build fp32)")
 	f.Int64Var(&tf.textureLimit, "texture-limit", 0, "with --target opencl: the largest image side in texels a tensor may take (0: the device's limits); larger tensors stay in buffers, for testing the fallback")
 }
 
@@ -46,9 +49,11 @@ type deviceSet struct {
 	target target.Target
 	cpu    *devcpu.Device
 	gpu    devices.Device // nil for the CPU target
-	// noTextures and textureLimit go into the compile recipe (--textures, --texture-limit)
+	// noTextures, textureLimit and precision go into the compile recipe (--textures,
+	// --texture-limit, --precision)
 	noTextures   bool
 	textureLimit int64
+	precision    engine.Precision
 }
 
 // Close closes the devices.
@@ -89,11 +94,15 @@ func (tf targetFlags) open(threads int, needCompiler bool) (*deviceSet, error) {
 	if tf.textureLimit < 0 {
 		return nil, usageError{fmt.Errorf("--texture-limit %d: want a number of texels, or 0 for the device's limits", tf.textureLimit)}
 	}
+	precision, err := engine.ParsePrecision(tf.precision)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--precision: %w", err)}
+	}
 	cpu, err := openCPU(threads, needCompiler)
 	if err != nil {
 		return nil, err
 	}
-	ds := &deviceSet{target: target.Host(), cpu: cpu, noTextures: tf.textures == "off", textureLimit: tf.textureLimit}
+	ds := &deviceSet{target: target.Host(), cpu: cpu, noTextures: tf.textures == "off", textureLimit: tf.textureLimit, precision: precision}
 	switch kind {
 	case target.CPU:
 		return ds, nil

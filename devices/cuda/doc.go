@@ -18,9 +18,24 @@
 // stream. Buffers are device pointers with a size; views (devices.Slicer) are offsets
 // into their buffer and are valid while it is; a zero-size buffer holds one byte so
 // every buffer has its own address. Info's Fingerprint is "cuda/" and the architecture
-// ("cuda/sm_90"): what a cubin is valid for; Toolchain is NVRTC's version. Facts gives the
-// target's GPU limits (threads and static shared memory per block, multiprocessor count,
-// fp16), WarpSize the warp.
+// ("cuda/sm_90"); Toolchain is NVRTC's version. Facts gives the probed GPU limits
+// (threads and static shared memory per block, multiprocessor count, fp16), WarpSize the
+// warp. Target, what the compiler schedules for, is the architecture's (ArchTarget: 1024
+// threads and 48 KiB of shared memory per block, the architecture's data-center
+// multiprocessor count; lowered only where the probed GPU has less), so an executable's
+// journal key is the same on every GPU of an architecture. BuildPTX compiles a
+// translation unit with NVRTC to PTX for the device's architecture.
+//
+// Offline is an architecture without a GPU (`kiln prebuild --cuda-arch sm_90` on a CPU
+// node): the same Info, Target and BuildPTX as a GPU of the architecture with the same
+// NVRTC, and every run-time call devices.ErrUnavailable.
+//
+// Finish (devices.Finisher) compiles PTX to a cubin for the GPU with the driver's linker
+// (the step cuModuleLoadData takes on every load of PTX), keyed by the driver's version
+// and the architecture (FinishKey), so that the engine can keep it in the journal.
+//
+// Profiling (Options.Profiling): Time (devices.Timer) records an event before and after
+// the launch on the stream and returns the GPU's time between them (kiln bench --profile).
 //
 // Contexts are current per OS thread, and goroutines move between threads, so every
 // call that needs the context locks its goroutine to its thread, pushes the context,

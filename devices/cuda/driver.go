@@ -20,15 +20,16 @@ var driverDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local
 type driver struct {
 	path string
 
-	init, driverGetVersion, getErrorName, getErrorString         uintptr
-	deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute uintptr
-	deviceTotalMem, primaryCtxRetain, primaryCtxRelease          uintptr
-	ctxSetCurrent, ctxPushCurrent, ctxPopCurrent                 uintptr
-	streamCreate, streamDestroy, streamSynchronize               uintptr
-	memAlloc, memFree, memsetD8Async                             uintptr
-	memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync            uintptr
-	moduleLoadData, moduleUnload, moduleGetFunction, launch      uintptr
+	init, driverGetVersion, getErrorName, getErrorString                       uintptr
+	deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute               uintptr
+	deviceTotalMem, primaryCtxRetain, primaryCtxRelease                        uintptr
+	ctxSetCurrent, ctxPushCurrent, ctxPopCurrent                               uintptr
+	streamCreate, streamDestroy, streamSynchronize                             uintptr
+	memAlloc, memFree, memsetD8Async                                           uintptr
+	memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync                          uintptr
+	moduleLoadData, moduleUnload, moduleGetFunction, launch                    uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy uintptr
+	linkCreate, linkAddData, linkComplete, linkDestroy                         uintptr
 	// funcGetParamInfo (CUDA 12.4 and later) is 0 where the driver lacks it.
 	funcGetParamInfo uintptr
 }
@@ -72,6 +73,8 @@ func bindDriver() (*driver, error) {
 		"cuEventCreate": &d.eventCreate, "cuEventRecord": &d.eventRecord,
 		"cuEventSynchronize": &d.eventSynchronize, "cuEventElapsedTime": &d.eventElapsedTime,
 		"cuEventDestroy_v2": &d.eventDestroy,
+		"cuLinkCreate_v2": &d.linkCreate, "cuLinkAddData_v2": &d.linkAddData,
+		"cuLinkComplete": &d.linkComplete, "cuLinkDestroy": &d.linkDestroy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)

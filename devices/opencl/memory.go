@@ -103,8 +103,10 @@ func (d *Device) Slice(b devices.Buffer, offset, size int64) (devices.Buffer, er
 	return &buffer{mem: cb.mem, offset: cb.offset + offset, size: size, root: cb.root}, nil
 }
 
-// Free implements devices.Device. OpenCL keeps the memory until the commands queued on
-// it have finished, so Free does not wait.
+// Free implements devices.Device. A buffer without sub-buffers is released at once
+// (OpenCL keeps a memory object until the commands queued on it have finished); one with
+// sub-buffers waits for the queue first, the defensive order: NVIDIA's driver (580, on an
+// H200) once crashed inside clReleaseMemObject of such a sub-buffer as a VM closed.
 func (d *Device) Free(b devices.Buffer) error {
 	cb, err := d.own(b)
 	if err != nil {
@@ -121,6 +123,11 @@ func (d *Device) Free(b devices.Buffer) error {
 	d.mu.Unlock()
 	if !live { // freed concurrently
 		return fmt.Errorf("%w: buffer was freed", devices.ErrBadBuffer)
+	}
+	if len(subs) > 0 {
+		if err := check("clFinish", d.api.call(d.api.finish, d.queue)); err != nil {
+			return fmt.Errorf("freeing a buffer: %w", err)
+		}
 	}
 	for _, s := range subs {
 		d.api.call(d.api.releaseMemObject, s)

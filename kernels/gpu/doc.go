@@ -21,6 +21,23 @@
 //     predicates. Anything else (other dtypes, a 1-D operand, a stage the register tile
 //     cannot feed) is kernels.ErrNotApplicable and goes to the rules below.
 //
+//     Tensor cores: gpu-matmul-mma (MatMulMMAStrategy, the rule ScheduleMatMulMMA) is
+//     not in Strategies; a backend puts it first when its recipe asks for TF32
+//     (compiler's Backend.TensorCores), with a WarpMMA that the target's package
+//     declares (intrin.MMATF32: mma.sync m16n8k8 on TF32 operands, sm_80 and later;
+//     this package names no instruction). It takes what gpu-matmul-tiled takes, with
+//     the same block tile, shared-memory k steps, register tile, tails and epilogues,
+//     but its threads laid out as warps: threadIdx.x is the lane's column group (4),
+//     threadIdx.y its row group (8), threadIdx.z the warp, so a warp's lanes are
+//     g·4 + t as the instruction's fragments need; each thread owns 4 contiguous rows
+//     and 8 contiguous columns (MMATiles: 128×32, 64×32 or 32×32 blocks of 4, 2 or 1
+//     warps), and its step (k within the step, its rows and columns) is tensorized
+//     (schedule.Tensorize) onto the intrinsic, the row and column tails becoming the
+//     call's per-lane extents and K's its k extent. A call that a condition could make
+//     a lane skip, a target the intrinsic does not support (OpenCL, CUDA below
+//     sm_80) and whatever the tiled rule refuses are kernels.ErrNotApplicable, so the
+//     exact float32 rules build the node.
+//
 //   - gpu-injective, the rule ScheduleInjective, for every op whose compute definition
 //     is elementwise, broadcasting or injective (the definition of package kernels,
 //     unchanged): intermediate stages inlined into the output, the output's loops fused
@@ -161,7 +178,8 @@
 // family on the last and a middle axis, a symbolic row length, layer, instance, Lp and
 // batch normalization, a softmax with a fused epilogue; tiled: MatMul with tails on
 // every axis, symbolic rows and batches, broadcast batches, Gemm with transposes, alpha
-// and beta·C, an epilogue; block-wide: softmax and LayerNormalization over rows of 1,
+// and beta·C, an epilogue, the same cases under gpu-matmul-mma with a stand-in intrinsic
+// of the MMA's description whose C implementation is its per-thread meaning; block-wide: softmax and LayerNormalization over rows of 1,
 // 63, 64, 65, 768 and 1000, softmax and log-softmax over a symbolic row length, a
 // middle axis, an epilogue, instance and Lp normalization, sums, maxima, minima and a
 // mean to a scalar over 10⁵ elements, over two axes and over a symbolic axis, an int32

@@ -56,6 +56,8 @@ type gcase struct {
 	consts map[int]*tensor.Tensor
 	stages []stage
 	binds  []map[string]int64
+	// first, when set, are strategies tried before the table's (a tensor-core rule)
+	first func(reg *kernels.Registry) []kernels.Strategy
 }
 
 // lowered is a case lowered for a GPU: the graph, its kernel and launch.
@@ -121,7 +123,11 @@ func lower(t testing.TB, c gcase, tg target.Target) *lowered {
 		}
 		return in
 	}
-	st := gpu.Strategies(kernels.Default())
+	reg := kernels.Default()
+	st := gpu.Strategies(reg)
+	if c.first != nil {
+		st = st.First(c.first(reg)...)
+	}
 	in := placeholders(l.nodes[0].Inputs)
 	if len(c.stages) == 0 {
 		l.impl, err = st.Lower(l.nodes[0], in, tg)

@@ -147,8 +147,8 @@ func eachThread(s loopir.Stmt, threads []*loopir.For) loopir.Stmt {
 }
 
 // privatize gives a local buffer that lives across barriers one copy per thread: the
-// copies side by side, each access offset by the thread's linear index times the
-// buffer's size.
+// copies side by side, each access (and each tile address passed to an intrinsic)
+// offset by the thread's linear index times the buffer's size.
 func privatize(a *loopir.Allocate, threads []*loopir.For) loopir.Stmt {
 	size := a.Buf.Elements()
 	var tid, n loopir.Expr = loopir.Int(0), loopir.Int(1)
@@ -169,6 +169,9 @@ func privatize(a *loopir.Allocate, threads []*loopir.For) loopir.Stmt {
 	body := loopir.MapStmt(a.Body, func(e loopir.Expr) loopir.Expr {
 		if l, ok := e.(*loopir.Load); ok && l.Buf == a.Buf {
 			return &loopir.Load{Buf: nb, Index: at(l.Index)}
+		}
+		if ad, ok := e.(*loopir.Address); ok && ad.Buf == a.Buf { // a tensor intrinsic's tile
+			return &loopir.Address{Buf: nb, Index: at(ad.Index)}
 		}
 		return e
 	}, func(s loopir.Stmt) loopir.Stmt {

@@ -84,10 +84,28 @@ func notApplicable(n *graph.Node, format string, args ...any) error {
 	return fmt.Errorf("%v: %w: %s", n, kernels.ErrNotApplicable, fmt.Sprintf(format, args...))
 }
 
-// buildMatMulTiled builds n's product as one reduction block, composes its stages and
-// epilogues, lowers the kernel and schedules it with ScheduleMatMulTiled; a kernel
-// whose launch the target refuses (launchable) is not applicable.
+// buildMatMulTiled builds n's product with the rule ScheduleMatMulTiled.
 func buildMatMulTiled(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	return buildMatMul(reg, n, in, epi, t, func(s *schedule.Schedule, product string, rows, cols loopir.Expr) error {
+		tile, err := ChooseMatMulTile(t, rows, cols)
+		if err != nil {
+			return notApplicable(n, "%v", err)
+		}
+		if err := ScheduleMatMulTiled(s, product, tile); err != nil {
+			return fmt.Errorf("%v: schedule: %w", n, err)
+		}
+		return nil
+	})
+}
+
+// matmulRule schedules the product block (named product) of a lowered matrix product of
+// rows × cols outputs.
+type matmulRule func(s *schedule.Schedule, product string, rows, cols loopir.Expr) error
+
+// buildMatMul builds n's product as one reduction block, composes its stages and
+// epilogues, lowers the kernel and schedules it with rule; a kernel whose launch the
+// target refuses (launchable) is not applicable.
+func buildMatMul(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, rule matmulRule) (*kernels.Impl, error) {
 	if t.Kind != target.CUDA && t.Kind != target.OpenCL {
 		return nil, notApplicable(n, "%v is not a GPU target", t.Kind)
 	}
@@ -131,10 +149,6 @@ func buildMatMulTiled(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	if m, ok := rows.(*loopir.IntImm); ok && m.V < MinTiledRows {
 		return nil, notApplicable(n, "%d rows: a thin product wastes a tile's threads (gpu-reduce takes it)", m.V)
 	}
-	tile, err := ChooseMatMulTile(t, rows, cols)
-	if err != nil {
-		return nil, notApplicable(n, "%v", err)
-	}
 	out, eparams, efeeds, err := kernels.ApplyEpilogues(reg, out, epi)
 	if err != nil {
 		return nil, err
@@ -167,8 +181,8 @@ func buildMatMulTiled(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
 	s := schedule.New(f)
-	if err := ScheduleMatMulTiled(s, product, tile); err != nil {
-		return nil, fmt.Errorf("%v: schedule: %w", n, err)
+	if err := rule(s, product, rows, cols); err != nil {
+		return nil, err
 	}
 	if err := launchable(s.Func(), t); errors.Is(err, passes.ErrLaunch) {
 		return nil, notApplicable(n, "%v", err)

@@ -21,7 +21,9 @@ import (
 // A loop's body is analysed with what its previous iteration left pending, to a fixed
 // point, so the copy–compute loop of a tiled kernel gets both barriers (the double-
 // barrier pattern: "for k { barrier; copy; barrier; compute }", the first one waiting for
-// the previous round's readers). The same store in two iterations is not a hazard: the
+// the previous round's readers). A tensor intrinsic's call reads the shared tiles whose
+// addresses it is passed for parameters its description only reads (a warp's mma reads
+// the copied A and B tiles); a shared tile it would write is a BUG. The same store in two iterations is not a hazard: the
 // schedules give each shared element one writer per phase (a cooperative copy's rounds
 // write distinct elements). Barriers only go where every thread of the block reaches
 // them: a barrier needed under a condition, or in a loop whose bounds depend on a
@@ -166,7 +168,16 @@ func (b *barriers) accesses(s loopir.Stmt) phase {
 				p.writes[s.Buf][s] = true
 			}
 		case *loopir.IntrinCall:
-			for _, a := range s.Args {
+			// a shared tile the intrinsic only reads is a read of its buffer
+			readOnly := intrinReadOnly(s.Intrin)
+			for i, a := range s.Args {
+				if x, ok := a.(*loopir.Address); ok && b.shared[x.Buf] && readOnly[i] {
+					p.reads[x.Buf] = true
+					for _, i := range x.Index {
+						loads(i)
+					}
+					continue
+				}
 				loads(a)
 			}
 		case *loopir.Block:
@@ -310,4 +321,24 @@ func walkStmts(s loopir.Stmt, f func(loopir.Stmt)) {
 		f(x)
 		return nil
 	})
+}
+
+// intrinReadOnly marks the call arguments of in that are the addresses of parameters
+// its description only reads (by argument position, per the calling convention).
+func intrinReadOnly(in *loopir.TensorIntrin) map[int]bool {
+	loops, blk, ok := loopir.DescNest(in.Desc.Body)
+	if !ok {
+		panic("BUG: tensor intrinsic " + in.Name + " has a description that is not a perfect nest")
+	}
+	written := map[*loopir.Buffer]bool{}
+	for _, w := range blk.Writes {
+		written[w.Buf] = true
+	}
+	out := map[int]bool{}
+	for p, buf := range in.Desc.Params {
+		if !written[buf] {
+			out[p*(1+len(loops))] = true
+		}
+	}
+	return out
 }

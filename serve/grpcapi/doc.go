@@ -35,7 +35,9 @@
 // never a crash. ServerMetadata advertises the same extensions as the REST face.
 //
 // RepositoryModelLoad/Unload call the service's explicit model control (UNAVAILABLE,
-// as Triton answers, when the server runs without it).
+// as Triton answers, when the server runs without it). A load's parameter "config"
+// (string_param: the ModelConfig as JSON) is serve.Service.LoadModelWithConfig; any
+// other parameter is INVALID_ARGUMENT.
 //
 // Not implemented: the shared-memory RPCs (SystemSharedMemory*,
 // CudaSharedMemory*), TraceSetting and LogSettings are declared in the .proto so that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -67,7 +68,7 @@ const DefaultMaxConcurrentStreams = 128
 // server's, the same as the REST face advertises: binary tensor data is a REST
 // extension (gRPC always carries raw contents), and the repository extension is not
 // claimed while load and unload are not offered.
-var extensions = []string{"binary_tensor_data", "statistics", "model_configuration", "model_repository"}
+var extensions = []string{"binary_tensor_data", "classification", "statistics", "model_configuration", "model_repository"}
 
 // server implements inference.GRPCInferenceService on a serve.Service. The embedded
 // Unimplemented server answers the RPCs kiln does not offer (shared memory, tracing,
@@ -237,9 +238,28 @@ func (s *server) RepositoryIndex(_ context.Context, req *pb.RepositoryIndexReque
 }
 
 // RepositoryModelLoad and RepositoryModelUnload are Triton's explicit model control
-// (serve.ErrDisabled unless the server runs with repository control).
+// (serve.ErrDisabled unless the server runs with repository control). A load's
+// parameter "config" (a string: the ModelConfig as JSON) is used instead of
+// config.pbtxt; any other parameter is refused (INVALID_ARGUMENT).
 func (s *server) RepositoryModelLoad(_ context.Context, req *pb.RepositoryModelLoadRequest) (*pb.RepositoryModelLoadResponse, error) {
-	if err := s.svc.LoadModel(req.ModelName); err != nil {
+	var configJSON []byte
+	for _, k := range slices.Sorted(maps.Keys(req.Parameters)) {
+		p, ok := req.Parameters[k].GetParameterChoice().(*pb.ModelRepositoryParameter_StringParam)
+		switch {
+		case k != "config":
+			return nil, s.fail(fmt.Errorf("%w: load request: parameter %q is not implemented (kiln takes \"config\")", serve.ErrInvalid, k))
+		case !ok:
+			return nil, s.fail(fmt.Errorf("%w: load request: parameter \"config\" must be a string_param holding the model configuration as JSON", serve.ErrInvalid))
+		}
+		configJSON = []byte(p.StringParam)
+	}
+	var err error
+	if configJSON != nil {
+		err = s.svc.LoadModelWithConfig(req.ModelName, configJSON)
+	} else {
+		err = s.svc.LoadModel(req.ModelName)
+	}
+	if err != nil {
 		return nil, s.fail(err)
 	}
 	return &pb.RepositoryModelLoadResponse{}, nil

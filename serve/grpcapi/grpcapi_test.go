@@ -52,6 +52,12 @@ type fixture struct {
 // real socket, and over REST beside it for comparisons.
 func start(t *testing.T, opts Options) *fixture {
 	t.Helper()
+	return startWith(t, serve.Options{Repository: mlpRepo(t)}, opts)
+}
+
+// mlpRepo is a repository holding the bundled example MLP as <repo>/mlp/1/model.onnx.
+func mlpRepo(t *testing.T) string {
+	t.Helper()
 	repo := t.TempDir()
 	src, err := os.ReadFile("../../examples/mlp/model.onnx")
 	if err != nil {
@@ -59,7 +65,15 @@ func start(t *testing.T, opts Options) *fixture {
 	}
 	os.MkdirAll(filepath.Join(repo, "mlp", "1"), 0o755)
 	os.WriteFile(filepath.Join(repo, "mlp", "1", "model.onnx"), src, 0o644)
-	svc, err := serve.New(serve.Options{Repository: repo, Engine: &servetest.Engine{Delay: 50 * time.Millisecond}})
+	return repo
+}
+
+// startWith serves a service opened with sopts on the test engine over gRPC on a real
+// socket, and over REST beside it.
+func startWith(t *testing.T, sopts serve.Options, opts Options) *fixture {
+	t.Helper()
+	sopts.Engine = &servetest.Engine{Delay: 50 * time.Millisecond}
+	svc, err := serve.New(sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +159,7 @@ func TestHealthAndMetadata(t *testing.T) {
 		}
 	}
 	sm, err := f.client.ServerMetadata(c, &pb.ServerMetadataRequest{})
-	if err != nil || sm.Name != "kiln" || sm.Version != "test" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,statistics,model_configuration,model_repository" {
+	if err != nil || sm.Name != "kiln" || sm.Version != "test" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,classification,statistics,model_configuration,model_repository" {
 		t.Fatalf("ServerMetadata: %v %v", sm, err)
 	}
 	md, err := f.client.ModelMetadata(c, &pb.ModelMetadataRequest{Name: "mlp"})
@@ -305,7 +319,7 @@ func TestInferRawAndTyped(t *testing.T) {
 	// request parameters pass; statistics count the four successes (REST's included)
 	req := rawRequest()
 	req.Parameters = map[string]*pb.InferParameter{"priority": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: 1}}}
-	req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "probs", Parameters: map[string]*pb.InferParameter{"classification": {ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: false}}}}}
+	req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "probs", Parameters: map[string]*pb.InferParameter{"binary_data": {ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: false}}}}}
 	if _, err := f.client.ModelInfer(c, req); err != nil {
 		t.Fatal(err)
 	}

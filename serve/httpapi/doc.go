@@ -12,7 +12,11 @@
 // Triton's status class (400 invalid, 404 unknown model/version/endpoint, 503 not
 // available or shutting down, 413 too large, 500 internal); a bad request never
 // disturbs other requests; GET /v2 advertises only the extensions implemented
-// (binary_tensor_data, statistics, model_configuration, model_repository).
+// (binary_tensor_data, classification, statistics, model_configuration,
+// model_repository). Output parameters (classification among them) pass through to
+// the service, which answers them. A repository load's body may carry
+// {"parameters": {"config": "<JSON>"}} (serve.Service.LoadModelWithConfig); any other
+// load parameter is 400.
 //
 // Middleware (routes.go installs it, in this order): accessLog gives each request an
 // id (X-Request-ID from the client when it is 1–128 printable characters, else 16
@@ -61,5 +65,5 @@
 // and wakes it once, not twice (cork.go; plain TCP on Linux only).
 //
 // References: KServe Open Inference Protocol REST spec; Triton's binary tensor data,
-// statistics and model repository extensions.
+// classification, statistics and model repository extensions.
 package httpapi

@@ -1,8 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -80,7 +84,7 @@ var routes = []route{
 
 // extensions lists the protocol extensions this server implements (GET /v2 advertises
 // exactly these).
-var extensions = []string{"binary_tensor_data", "statistics", "model_configuration", "model_repository"}
+var extensions = []string{"binary_tensor_data", "classification", "statistics", "model_configuration", "model_repository"}
 
 // New builds the HTTP handler.
 func New(svc *serve.Service, opts Options) http.Handler {
@@ -217,13 +221,56 @@ func (s *Server) stats(c *gin.Context) {
 }
 
 // repositoryLoad and repositoryUnload are Triton's explicit model control (403 unless
-// the server runs with repository control).
+// the server runs with repository control). A load's optional body is
+// {"parameters": {"config": "<ModelConfig as JSON>"}}, the configuration used instead
+// of config.pbtxt; any other parameter is refused (400).
 func (s *Server) repositoryLoad(c *gin.Context) {
-	if err := s.svc.LoadModel(c.Param("model")); err != nil {
+	configJSON, err := s.loadParams(c.Request)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if configJSON != nil {
+		err = s.svc.LoadModelWithConfig(c.Param("model"), configJSON)
+	} else {
+		err = s.svc.LoadModel(c.Param("model"))
+	}
+	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.Status(http.StatusOK)
+}
+
+// loadParams reads a load request's body: the config parameter's JSON, nil when the
+// body or the parameter is absent.
+func (s *Server) loadParams(r *http.Request) ([]byte, error) {
+	body, held, err := s.readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	defer held.Release()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil
+	}
+	var req struct {
+		Parameters map[string]any `json:"parameters"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("%w: load request: %v", errBadBody, err)
+	}
+	var configJSON []byte
+	for _, k := range slices.Sorted(maps.Keys(req.Parameters)) {
+		if k != "config" {
+			return nil, fmt.Errorf("%w: load request: parameter %q is not implemented (kiln takes \"config\")", errBadBody, k)
+		}
+		v, ok := req.Parameters[k].(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: load request: parameter \"config\" must be a string holding the model configuration as JSON", errBadBody)
+		}
+		configJSON = []byte(v)
+	}
+	return configJSON, nil
 }
 
 func (s *Server) repositoryUnload(c *gin.Context) {

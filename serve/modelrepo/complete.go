@@ -93,39 +93,22 @@ func configTensor(p onnx.NamedType, batch bool) (modelpb.DataType, []int64, erro
 }
 
 // CheckAgainstModel checks a configuration against the model it configures: every
-// configured input exists in the model with the same type and compatible dims (and a
-// free first dim when the model batches), and every input of the model is configured.
+// configured input and output exists in the model with the same type and compatible
+// dims (its reshape's shape when it has one: the dims are what clients send and
+// receive, the reshape is what the model takes and gives; and a free first dim when
+// the model batches), and every input of the model is configured.
 func CheckAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 	byName := map[string]onnx.NamedType{}
 	for _, p := range it.Inputs {
 		byName[p.Name] = p
 	}
-	batch := c.MaxBatchSize > 0
 	for _, in := range c.Input {
 		p, ok := byName[in.Name]
 		if !ok {
-			return fmt.Errorf("config input %q is not an input of the model (inputs: %v)", in.Name, inputNames(it))
+			return fmt.Errorf("config input %q is not an input of the model (inputs: %v)", in.Name, names(it.Inputs))
 		}
-		if want, _ := DataTypeToOIP(in.DataType); want != DTypeToOIP(p.Type.DType) {
-			return fmt.Errorf("config input %q is %s, the model's is %s", in.Name, want, DTypeToOIP(p.Type.DType))
-		}
-		if p.Type.UnknownRank {
-			continue
-		}
-		model := dimsOf(p.Type)
-		if batch {
-			if len(model) == 0 || model[0] >= 0 {
-				return fmt.Errorf("max_batch_size is %d, but the model's input %q has no free batch dimension (%v)", c.MaxBatchSize, in.Name, model)
-			}
-			model = model[1:]
-		}
-		if len(model) != len(in.Dims) {
-			return fmt.Errorf("config input %q has dims %v, the model's has %v (after the batch dim)", in.Name, in.Dims, model)
-		}
-		for i, d := range in.Dims {
-			if d >= 0 && model[i] >= 0 && d != model[i] {
-				return fmt.Errorf("config input %q has dims %v, the model's has %v", in.Name, in.Dims, model)
-			}
+		if err := checkTensor("input", c.MaxBatchSize, in.Name, in.DataType, ModelDims(in.Dims, in.Reshape), p); err != nil {
+			return err
 		}
 	}
 	for _, p := range it.Inputs {
@@ -133,12 +116,61 @@ func CheckAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 			return fmt.Errorf("the model's input %q is not in config.pbtxt", p.Name)
 		}
 	}
+	byName = map[string]onnx.NamedType{}
+	for _, p := range it.Outputs {
+		byName[p.Name] = p
+	}
+	for _, out := range c.Output {
+		p, ok := byName[out.Name]
+		if !ok {
+			return fmt.Errorf("config output %q is not an output of the model (outputs: %v)", out.Name, names(it.Outputs))
+		}
+		if err := checkTensor("output", c.MaxBatchSize, out.Name, out.DataType, ModelDims(out.Dims, out.Reshape), p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-func inputNames(it *onnx.Interface) []string {
+// ModelDims is the shape the model itself takes or gives for a configured tensor
+// (without the batch dim): the reshape's shape when there is one, else the dims.
+func ModelDims(dims []int64, reshape *modelpb.ModelTensorReshape) []int64 {
+	if reshape != nil {
+		return reshape.GetShape()
+	}
+	return dims
+}
+
+// checkTensor checks one configured tensor (its dims as the model sees them) against
+// the model's declaration.
+func checkTensor(kind string, maxBatch int32, name string, dt modelpb.DataType, dims []int64, p onnx.NamedType) error {
+	if want, _ := DataTypeToOIP(dt); want != DTypeToOIP(p.Type.DType) {
+		return fmt.Errorf("config %s %q is %s, the model's is %s", kind, name, want, DTypeToOIP(p.Type.DType))
+	}
+	if p.Type.UnknownRank {
+		return nil
+	}
+	model := dimsOf(p.Type)
+	if maxBatch > 0 {
+		if len(model) == 0 || model[0] >= 0 {
+			return fmt.Errorf("max_batch_size is %d, but the model's %s %q has no free batch dimension (%v)", maxBatch, kind, name, model)
+		}
+		model = model[1:]
+	}
+	if len(model) != len(dims) {
+		return fmt.Errorf("config %s %q has dims %v, the model's has %v (after the batch dim)", kind, name, dims, model)
+	}
+	for i, d := range dims {
+		if d >= 0 && model[i] >= 0 && d != model[i] {
+			return fmt.Errorf("config %s %q has dims %v, the model's has %v", kind, name, dims, model)
+		}
+	}
+	return nil
+}
+
+func names(ps []onnx.NamedType) []string {
 	var out []string
-	for _, p := range it.Inputs {
+	for _, p := range ps {
 		out = append(out, p.Name)
 	}
 	return out

@@ -11,7 +11,8 @@
 // resolved) whose name passes ValidModelName (one path element of at most 255 bytes of
 // UTF-8, no control characters, separators or leading dot); its versions are the
 // folders whose names are canonical decimals (ParseVersion: "1", not "01" or "+1")
-// holding a regular file model.onnx. Below a model folder the operator's symlinks are
+// holding a regular file model.onnx, or the file the config's default_model_filename
+// names (a plain file name; ScanModelFile takes it from the caller instead). Below a model folder the operator's symlinks are
 // followed; what a client names stops at the model folder. Hidden entries and entries
 // that are not directories inside the repository are passed over; an invalid folder
 // name, or a model folder without a usable version, is returned as a warning so that a
@@ -25,13 +26,15 @@
 // message is wire-compatible with Triton's gRPC ModelConfigResponse. ParseModelConfig
 // reads text format (ReadModelConfig: from a model's file); Triton fields kiln does not
 // transcribe (optimization, sequence_batching, ensemble_scheduling, response_cache, ...)
-// and unknown fields are dropped, and each one is returned as a warning naming it and
-// its line, so the server logs what it ignores instead of refusing a model Triton would
-// serve. AutoComplete fills in what a config leaves out from the model's interface, as
-// Triton's auto-complete does; ValidateModelConfig applies Triton's rules that make
-// sense for kiln (see its comment for the departures); CheckAgainstModel checks a
-// config against the model's inputs; ModelConfigJSON renders the JSON of Triton's REST
-// config endpoint.
+// and unknown fields are left out of the result and each is returned naming it and its
+// line: the server refuses such a config, since a field silently ignored would change
+// what the model answers. ParseModelConfigJSON reads the JSON the load API takes, with
+// the same refusal (an unknown-field error). AutoComplete fills in what a config
+// leaves out from the model's interface, as Triton's auto-complete does;
+// ValidateModelConfig applies Triton's rules that make sense for kiln and refuses, by
+// field, what kiln transcribes but does not implement (see its comment);
+// CheckAgainstModel checks a config's inputs and outputs against the model's, through
+// their reshapes; ModelConfigJSON renders the JSON of Triton's REST config endpoint.
 //
 // Datatypes. One table (datatype.go) relates the protocol's datatype strings ("FP32",
 // "BYTES"), kiln's element types and Triton's config data types; DataTypeToOIP,

@@ -8,7 +8,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
@@ -154,4 +156,24 @@ func writeString(b *bytes.Buffer, s string) {
 	enc.SetEscapeHTML(false)
 	enc.Encode(s)           // a string always encodes
 	b.Truncate(b.Len() - 1) // Encode's newline
+}
+
+// ParseModelConfigJSON parses a model configuration in protobuf's JSON mapping, as
+// Triton's load API takes it (parameter "config"; what ModelConfigJSON renders parses
+// back). A field kiln does not transcribe, known to Triton or not, is an error naming
+// it, as are bad JSON and wrong value types; every error is a *SyntaxError (wrapping
+// ErrModelConfig). The result is not validated: see ValidateModelConfig.
+func ParseModelConfigJSON(data []byte) (*modelpb.ModelConfig, error) {
+	if len(data) > MaxModelConfigBytes {
+		return nil, &SyntaxError{Msg: fmt.Sprintf("%d bytes is more than the limit of %d", len(data), MaxModelConfigBytes)}
+	}
+	c := &modelpb.ModelConfig{}
+	if err := protojson.Unmarshal(data, c); err != nil {
+		e := syntaxError(data, err).(*SyntaxError)
+		if strings.Contains(e.Msg, "unknown field") {
+			e.Msg += " (not a field of Triton's ModelConfig, or one kiln does not implement)"
+		}
+		return nil, e
+	}
+	return c, nil
 }

@@ -19,7 +19,7 @@ var ErrModelConfig = errors.New("invalid model config")
 // MaxModelConfigBytes bounds the size of a config.pbtxt that ParseModelConfig reads.
 const MaxModelConfigBytes = 1 << 20
 
-// maxWarnings bounds the list of ignored fields that ParseModelConfig returns.
+// maxWarnings bounds the list of untranscribed fields that ParseModelConfig returns.
 const maxWarnings = 64
 
 // A SyntaxError is a model config that is not valid protobuf text format for
@@ -55,8 +55,9 @@ func (e *FieldError) Unwrap() error { return ErrModelConfig }
 
 // ParseModelConfig parses a Triton model configuration in protobuf text format (a
 // config.pbtxt). Fields that kiln does not transcribe (Triton's optimization,
-// sequence_batching, ..., or anything unknown) are discarded; each is named, with its
-// position, in the returned warnings. Unknown enum value names in known fields are
+// sequence_batching, ..., or anything unknown) are left out of the result; each is
+// named, with its position, in the returned list, and the server refuses a config
+// whose list is not empty (kiln does not implement those fields). Unknown enum value names in known fields are
 // errors, as in Triton. Every error wraps ErrModelConfig; a parse error is a
 // *SyntaxError with the line and column. The result is not validated: see
 // ValidateModelConfig.
@@ -77,7 +78,7 @@ func ParseModelConfig(data []byte) (*modelpb.ModelConfig, []string, error) {
 		}
 		// The scanner disagrees with the protobuf decoder about input the decoder
 		// accepted; fall back to the decoder's result rather than reject it.
-		return lenient, []string{"fields unknown to kiln may have been ignored: " + err.Error()}, nil
+		return lenient, []string{"the fields kiln does not implement cannot be listed: " + err.Error()}, nil
 	}
 	// Second pass: strict, with the unknown fields blanked out (newlines kept, so that
 	// positions in errors are those of the original).
@@ -93,11 +94,11 @@ func ParseModelConfig(data []byte) (*modelpb.ModelConfig, []string, error) {
 			}
 			if i < maxWarnings {
 				line, col := position(data, f.start)
-				warnings = append(warnings, fmt.Sprintf("ignored field %s (line %d:%d): kiln does not use it", f.path, line, col))
+				warnings = append(warnings, fmt.Sprintf("field %s (line %d:%d): kiln does not implement it", f.path, line, col))
 			}
 		}
 		if len(ignored) > maxWarnings {
-			warnings = append(warnings, fmt.Sprintf("ignored %d more fields", len(ignored)-maxWarnings))
+			warnings = append(warnings, fmt.Sprintf("%d more fields kiln does not implement", len(ignored)-maxWarnings))
 		}
 	}
 	c := &modelpb.ModelConfig{}

@@ -118,8 +118,15 @@ func TestParseTritonConfig(t *testing.T) {
 	if len(w) != 1 || w[0].GetBatchSize() != 4 || w[0].GetCount() != 3 || !w[0].GetInputs()["images"].GetZeroData() {
 		t.Errorf("model_warmup: %v", w)
 	}
-	if err := ValidateModelConfig(c); err != nil {
-		t.Errorf("validate: %v", err)
+	// What kiln transcribes but does not implement is refused by name.
+	err = ValidateModelConfig(c)
+	for _, field := range []string{"dynamic_batching.default_queue_policy:", `parameters["intra_op_thread_count"]:`, `parameters["cudnn_conv_algo_search"]:`} {
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("validate: %v does not refuse %s", err, field)
+		}
+	}
+	if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 3 {
+		t.Errorf("validate: %d errors, want 3: %v", n, err)
 	}
 
 	// Each untranscribed field is named once, with its line, and nothing else is.
@@ -135,7 +142,7 @@ func TestParseTritonConfig(t *testing.T) {
 	for field, line := range want {
 		found := false
 		for _, w := range warnings {
-			if strings.Contains(w, "ignored field "+field+" ") && strings.Contains(w, line) {
+			if strings.Contains(w, "field "+field+" ") && strings.Contains(w, line) {
 				found = true
 			}
 		}
@@ -176,7 +183,7 @@ func TestParseIgnoredFieldForms(t *testing.T) {
 				t.Fatalf("warnings = %q, want %q", warnings, tc.ignored)
 			}
 			for i, w := range warnings {
-				if !strings.HasPrefix(w, "ignored field "+tc.ignored[i]+" (line ") {
+				if !strings.HasPrefix(w, "field "+tc.ignored[i]+" (line ") {
 					t.Errorf("warning %q does not name %s", w, tc.ignored[i])
 				}
 			}
@@ -251,6 +258,8 @@ func TestValidateModelConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		c.Parameters = map[string]*modelpb.ModelParameter{} // kiln implements neither
+		c.GetDynamicBatching().DefaultQueuePolicy = &modelpb.ModelQueuePolicy{}
 		return c
 	}
 	if err := ValidateModelConfig(base()); err != nil {
@@ -303,7 +312,16 @@ func TestValidateModelConfig(t *testing.T) {
 		{"ordering with delay", func(c *modelpb.ModelConfig) {
 			c.GetDynamicBatching().PreserveOrdering = true
 			c.GetDynamicBatching().DefaultQueuePolicy.TimeoutAction = modelpb.ModelQueuePolicy_DELAY
+			c.GetDynamicBatching().DefaultQueuePolicy.DefaultTimeoutMicroseconds = 1000
 		}, "dynamic_batching.default_queue_policy.timeout_action"},
+		{"queue size limit", func(c *modelpb.ModelConfig) {
+			c.GetDynamicBatching().DefaultQueuePolicy.MaxQueueSize = 64
+		}, "dynamic_batching.default_queue_policy"},
+		{"optional input", func(c *modelpb.ModelConfig) { c.Input[0].Optional = true }, "input[0].optional"},
+		{"ragged input", func(c *modelpb.ModelConfig) { c.Input[0].AllowRaggedBatch = true }, "input[0].allow_ragged_batch"},
+		{"unimplemented parameter", func(c *modelpb.ModelConfig) {
+			c.Parameters["execution_mode"] = &modelpb.ModelParameter{StringValue: "1"}
+		}, `parameters["execution_mode"]`},
 		{"negative count", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Count = -2 }, "instance_group[0].count"},
 		{"cpu group with gpus", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Gpus = []int32{0} }, "instance_group[0].gpus"},
 		{"negative gpu", func(c *modelpb.ModelConfig) {

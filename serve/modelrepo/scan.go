@@ -6,10 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // A Version is one servable version of a model: a canonical decimal folder holding a
-// regular file model.onnx.
+// regular file named by the model's default_model_filename (model.onnx by default).
 type Version struct {
 	Number int64
 	Path   string // the model file
@@ -61,10 +62,20 @@ func (r Root) Scan() ([]Model, []string, error) {
 }
 
 // ScanModel reads one model folder: its versions (canonical decimal folder names,
-// each holding a regular file model.onnx, symlinks followed) and its config.pbtxt (a
-// regular file when present). A name that is not a model folder of the repository is
-// ErrUnknownModel; a folder without a usable version is an error naming the model.
+// each holding a regular file named by the config's default_model_filename, else
+// model.onnx; symlinks followed) and its config.pbtxt (a regular file when present). A
+// name that is not a model folder of the repository is ErrUnknownModel; a folder
+// without a usable version is an error naming the model. A config.pbtxt that does not
+// parse, or whose default_model_filename is not a plain file name, is scanned for
+// model.onnx: the server reports the config's error when it loads the model.
 func (r Root) ScanModel(name string) (Model, error) {
+	return r.ScanModelFile(name, "")
+}
+
+// ScanModelFile is ScanModel with the versions' model file named by file instead of
+// the config (ScanModel when file is ""): the server's load API passes the
+// default_model_filename of the configuration it is given.
+func (r Root) ScanModelFile(name, file string) (Model, error) {
 	dir, err := r.modelPath(name)
 	if err != nil {
 		return Model{}, err
@@ -77,6 +88,14 @@ func (r Root) ScanModel(name string) (Model, error) {
 	case !isMissing(err):
 		return m, fmt.Errorf("model %q: config.pbtxt: %v", name, err)
 	}
+	if file == "" && m.Config != "" {
+		if c, _, err := ReadModelConfig(m.Config); err == nil {
+			file = c.GetDefaultModelFilename()
+		}
+	}
+	if !plainFileName(file) {
+		file = DefaultModelFilename
+	}
 	subs, err := os.ReadDir(dir)
 	if err != nil {
 		return m, fmt.Errorf("model %q: %v", name, err)
@@ -87,10 +106,10 @@ func (r Root) ScanModel(name string) (Model, error) {
 		if !ok {
 			continue
 		}
-		p := filepath.Join(dir, s.Name(), "model.onnx")
+		p := filepath.Join(dir, s.Name(), file)
 		if err := regularFile(p); err != nil {
 			if !isMissing(err) {
-				refused = append(refused, fmt.Sprintf("%s/model.onnx: %v", s.Name(), err))
+				refused = append(refused, fmt.Sprintf("%s/%s: %v", s.Name(), file, err))
 			}
 			continue
 		}
@@ -98,10 +117,16 @@ func (r Root) ScanModel(name string) (Model, error) {
 	}
 	if len(m.Versions) == 0 {
 		if len(refused) > 0 {
-			return m, fmt.Errorf("model %q: no usable <version>/model.onnx: %v", name, refused)
+			return m, fmt.Errorf("model %q: no usable <version>/%s: %v", name, file, refused)
 		}
-		return m, fmt.Errorf("model %q: no <version>/model.onnx in its folder", name)
+		return m, fmt.Errorf("model %q: no <version>/%s in its folder", name, file)
 	}
 	sort.Slice(m.Versions, func(a, b int) bool { return m.Versions[a].Number > m.Versions[b].Number })
 	return m, nil
+}
+
+// plainFileName reports whether name names a file inside a directory, with no
+// directory part (ValidateModelConfig's rule for the config's file names).
+func plainFileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) && !strings.ContainsRune(name, 0)
 }

@@ -68,3 +68,40 @@ func TestScanListsOnlyServableVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultModelFilenameNamesTheVersionsFile: a config's default_model_filename is
+// the file each version folder must hold; ScanModelFile's file overrides it; a name
+// with a directory part is not followed (model.onnx is looked for instead).
+func TestDefaultModelFilenameNamesTheVersionsFile(t *testing.T) {
+	repo := t.TempDir()
+	write := func(rel, text string) {
+		p := filepath.Join(repo, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("net/1/net.onnx", "")
+	write("net/2/model.onnx", "")
+	write("net/config.pbtxt", `default_model_filename: "net.onnx"`)
+	write("up/1/model.onnx", "")
+	write("up/config.pbtxt", `default_model_filename: "../1/model.onnx"`)
+	root, err := Open(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := root.ScanModel("net")
+	if err != nil || len(m.Versions) != 1 || m.Versions[0].Path != filepath.Join(m.Dir, "1", "net.onnx") {
+		t.Errorf("ScanModel(net) = %+v, %v; want version 1's net.onnx only", m.Versions, err)
+	}
+	m, err = root.ScanModelFile("net", "model.onnx")
+	if err != nil || len(m.Versions) != 1 || m.Versions[0].Number != 2 {
+		t.Errorf("ScanModelFile(net, model.onnx) = %+v, %v; want version 2 only", m.Versions, err)
+	}
+	m, err = root.ScanModel("up")
+	if err != nil || len(m.Versions) != 1 || filepath.Base(m.Versions[0].Path) != "model.onnx" {
+		t.Errorf("ScanModel(up) = %+v, %v; want model.onnx, the path in the config not followed", m.Versions, err)
+	}
+}

@@ -11,6 +11,14 @@ import (
 	"github.com/kilnrt/kiln/serve/modelrepo/modelpb"
 )
 
+// DefaultModelFilename is the model file of each version folder when the config
+// does not name another (default_model_filename).
+const DefaultModelFilename = "model.onnx"
+
+// Parameters are the config parameters kiln implements: "compile" ("eager": compile
+// at load) and "max_dims" (bounds of free dims, "seq=512"). Any other key is refused.
+var Parameters = []string{"compile", "max_dims"}
+
 // The platform and backend names under which Triton serves ONNX models; kiln serves no
 // other kind.
 const (
@@ -24,6 +32,11 @@ const (
 // what the config states and fills nothing in: the server sets the name from the
 // model's directory, and inputs, outputs, version policy and instance groups that the
 // config leaves out from the model and its defaults, then validates the result.
+//
+// Refused because kiln does not implement them (Triton accepts them): optional and
+// allow_ragged_batch inputs (a compiled model takes every input), queue policies
+// beyond the default (timeouts, max_queue_size), and parameters other than those in
+// Parameters.
 //
 // Departures from Triton: a tensor with empty dims is a scalar (Triton rejects it;
 // ONNX models have scalar inputs); shape tensors are rejected (a TensorRT feature); a
@@ -70,6 +83,12 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 		if in.GetIsShapeTensor() {
 			v.add(field+".is_shape_tensor", "shape tensors are a TensorRT feature; kiln does not support them")
 		}
+		if in.GetAllowRaggedBatch() {
+			v.add(field+".allow_ragged_batch", "input %q: ragged batches are not implemented by kiln", in.GetName())
+		}
+		if in.GetOptional() {
+			v.add(field+".optional", "input %q: kiln compiles every input of the model into its executable, so a request must give each one; optional inputs are not implemented", in.GetName())
+		}
 	}
 	seen = map[string]bool{}
 	for i, out := range c.GetOutput() {
@@ -89,9 +108,12 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 	for i, g := range c.GetInstanceGroup() {
 		v.instanceGroup(fmt.Sprintf("instance_group[%d]", i), g)
 	}
-	for k := range c.GetParameters() {
-		if k == "" {
+	for _, k := range slices.Sorted(maps.Keys(c.GetParameters())) {
+		switch {
+		case k == "":
 			v.add("parameters", "a parameter has an empty key")
+		case !slices.Contains(Parameters, k):
+			v.add(fmt.Sprintf("parameters[%q]", k), "kiln does not implement this parameter (it implements %s)", strings.Join(Parameters, ", "))
 		}
 	}
 	inputs := map[string]bool{}
@@ -229,6 +251,9 @@ func (v *validator) dynamicBatching(db *modelpb.ModelDynamicBatching, maxBatch i
 		if db.GetPreserveOrdering() && a == modelpb.ModelQueuePolicy_DELAY && q.GetDefaultTimeoutMicroseconds() != 0 {
 			v.add("dynamic_batching.default_queue_policy.timeout_action", "DELAY cannot be used with preserve_ordering")
 		}
+		if q.GetDefaultTimeoutMicroseconds() != 0 || q.GetAllowTimeoutOverride() || q.GetMaxQueueSize() != 0 {
+			v.add("dynamic_batching.default_queue_policy", "queue timeouts and queue size limits are not implemented by kiln")
+		}
 	}
 }
 
@@ -289,7 +314,7 @@ func (v *validator) warmup(field string, w *modelpb.ModelWarmup, maxBatch int32,
 
 // fileName checks a file name that must name a file inside one directory.
 func (v *validator) fileName(field, name string) {
-	if name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) {
+	if !plainFileName(name) {
 		v.add(field, "%q must be a file name, without a directory", name)
 	}
 }

@@ -10,4 +10,9 @@
 // to wait for, honouring the context), re-reads the file through onnx.LoadVerified
 // (files changed since Open are onnx.ErrChanged, as with the real engine) and returns a
 // runner that evaluates the module per request.
+//
+// Fixtures: WriteDensenetRepo writes the repository of Triton's documented
+// densenet_onnx configuration (DensenetConfig: reshapes and a label file) around the
+// bundled SqueezeNet, and TopClasses is what Triton's classification extension answers
+// for its logits, so each protocol's tests check the same thing.
 package servetest

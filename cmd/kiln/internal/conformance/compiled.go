@@ -38,6 +38,8 @@ type CompiledOptions struct {
 	// NoTextures and TextureLimit steer a GPU target's textures (engine.Recipe).
 	NoTextures   bool
 	TextureLimit int64
+	// Precision is the recipe's arithmetic for float32 matrix products (engine.Recipe).
+	Precision engine.Precision
 	// Built, when set, sees every executable compiled for a model (its statistics:
 	// the kernels, their devices).
 	Built func(m *graph.Module, b *engine.Built)
@@ -51,7 +53,7 @@ func newEngine(dev *devcpu.Device, o CompiledOptions) *engine.Engine {
 		panic("BUG: conformance: " + err.Error())
 	}
 	cfg := engine.Config{Target: target.Host(), Device: dev, Compiler: compiler.JIT{Jobs: runtime.NumCPU()},
-		Recipe: engine.Recipe{Level: level, BoundsCheck: o.BoundsCheck, NoTextures: o.NoTextures, TextureLimit: o.TextureLimit}}
+		Recipe: engine.Recipe{Level: level, BoundsCheck: o.BoundsCheck, NoTextures: o.NoTextures, TextureLimit: o.TextureLimit, Precision: o.Precision}}
 	if o.GPU != nil {
 		cfg.Target, cfg.Device, cfg.Host = o.Target, o.GPU, dev
 	}

@@ -27,6 +27,7 @@ func Strategies(reg *kernels.Registry) *kernels.Strategies {
 	perOp := map[graph.Op][]kernels.Strategy{
 		graph.OpMatMul: {matmulStrategy(reg)},
 		graph.OpGemm:   {matmulStrategy(reg)},
+		graph.OpConv:   {convStrategy(reg)},
 	}
 	everyOp := []kernels.Strategy{
 		injectiveStrategy(reg),

@@ -14,11 +14,9 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// Stage names of the implicit GEMM a convolution is built as (BuildConvGEMM): the
-// weights viewed as an M×K matrix, the input gathered as im2col's K×P matrix per image,
-// and their product.
+// Stage names of the implicit GEMM a convolution is built as (buildConvStages): the
+// input gathered as im2col's K×P matrix per image, and its product with the weights.
 const (
-	convWeights = "conv_wmat"
 	convGather  = "conv_im2col"
 	convProduct = "conv_gemm"
 )
@@ -117,25 +115,46 @@ func convShapeOf(n *graph.Node, in []kernels.Input) (convShape, error) {
 func (cs convShape) k() int64 { return cs.c * cs.kh * cs.kw }
 func (cs convShape) p() int64 { return cs.oh * cs.ow }
 
-// BuildConvGEMM defines the convolution of x [N, C, H, W] by w [M, C, KH, KW] (bias b
-// [M] or nil) as an implicit GEMM over a [N, M, OH·OW] view of the output:
+// pointwise: a 1×1 window at stride 1 without padding, whose im2col is the input.
+func (cs convShape) pointwise() bool {
+	return cs.kh == 1 && cs.kw == 1 && cs.stride == [2]int64{1, 1} && cs.pad == [2]int64{} && cs.oh == cs.h && cs.ow == cs.w
+}
+
+// buildConvStages defines the convolution of x [N, C, H, W] by w (bias b [M] or nil)
+// as an implicit GEMM over a [N, M, OH·OW] view of the output, the weights read as the
+// M×K matrix wm ([M, C, KH, KW] in its own order: K = C·KH·KW, k = (c·KH + kh)·KW + kw):
 //
-//	conv_wmat[m, k]      = w[m, k / (KH·KW), k / KW % KH, k % KW]
 //	conv_im2col[n, k, p] = x[n, c, ih, iw] when (ih, iw) is inside the input, else 0,
-//	                       ih = (p / OW)·sh + (k / KW % KH)·dh − ph (iw alike), read at
-//	                       indices clamped into the input
-//	conv_gemm[n, m, p]   = Σ_k conv_wmat[m, k] · conv_im2col[n, k, p]
+//	                       ih = (p / OW)·sh + kh·dh − ph (iw alike), read at indices
+//	                       clamped into the input
+//	conv_gemm[n, m, p]   = Σ_k wm[m, k] · conv_im2col[n, k, p]
 //
-// and the bias as a stage after it.
-func buildConvStages(x, w, b *te.Tensor, cs convShape) *te.Tensor {
+// and the bias as a stage after it. A pointwise convolution (1×1, stride 1, no
+// padding) reads x as its [N, C, H·W] view xp itself: no gather.
+func buildConvStages(x, xp, wm, b *te.Tensor, cs convShape) *te.Tensor {
+	K, P := loopir.Int(cs.k()), loopir.Int(cs.p())
+	col := xp
+	if col == nil {
+		col = gather(x, cs)
+	}
+	r := te.RAxis("rk", K)
+	out := te.Compute(convProduct, []loopir.Expr{cs.n, loopir.Int(cs.m), P}, func(ix []loopir.Expr) loopir.Expr {
+		return te.Sum(te.Mul(wm.At(ix[1], r.Var), col.At(ix[0], r.Var, ix[2])), r)
+	})
+	if b == nil {
+		return out
+	}
+	return te.Compute(convProduct+"_bias", out.Shape, func(ix []loopir.Expr) loopir.Expr {
+		return te.Add(out.At(ix...), b.At(ix[1]))
+	})
+}
+
+// gather is conv_im2col (see buildConvStages).
+func gather(x *te.Tensor, cs convShape) *te.Tensor {
 	K, P := loopir.Int(cs.k()), loopir.Int(cs.p())
 	taps := cs.kh * cs.kw
 	i := loopir.Int
-	wm := te.Compute(convWeights, []loopir.Expr{loopir.Int(cs.m), K}, func(ix []loopir.Expr) loopir.Expr {
-		k := ix[1]
-		return w.At(ix[0], te.Div(k, i(taps)), loopir.Bin(loopir.Mod, te.Div(k, i(cs.kw)), i(cs.kh)), loopir.Bin(loopir.Mod, k, i(cs.kw)))
-	})
-	col := te.Compute(convGather, []loopir.Expr{cs.n, K, P}, func(ix []loopir.Expr) loopir.Expr {
+	return te.Compute(convGather, []loopir.Expr{cs.n, K, P}, func(ix []loopir.Expr) loopir.Expr {
 		k, p := ix[1], ix[2]
 		c := te.Div(k, i(taps))
 		kh, kw := loopir.Bin(loopir.Mod, te.Div(k, i(cs.kw)), i(cs.kh)), loopir.Bin(loopir.Mod, k, i(cs.kw))
@@ -162,16 +181,6 @@ func buildConvStages(x, w, b *te.Tensor, cs convShape) *te.Tensor {
 			return v
 		}
 		return te.Select(cond, v, loopir.Float(0, tensor.Float32))
-	})
-	r := te.RAxis("rk", K)
-	out := te.Compute(convProduct, []loopir.Expr{cs.n, loopir.Int(cs.m), P}, func(ix []loopir.Expr) loopir.Expr {
-		return te.Sum(te.Mul(wm.At(ix[1], r.Var), col.At(ix[0], r.Var, ix[2])), r)
-	})
-	if b == nil {
-		return out
-	}
-	return te.Compute(convProduct+"_bias", out.Shape, func(ix []loopir.Expr) loopir.Expr {
-		return te.Add(out.At(ix...), b.At(ix[1]))
 	})
 }
 
@@ -200,7 +209,16 @@ func buildConvGEMM(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi
 	if len(in) > 2 {
 		b = in[2].T
 	}
-	out := buildConvStages(in[0].T, in[1].T, b, cs)
+	// views over the same elements: the weights as an M×K matrix, a pointwise
+	// convolution's input as [N, C, H·W]
+	ops := append([]kernels.Input{}, in...)
+	ops[1].T = te.Placeholder(in[1].T.Name+"_mk", tensor.Float32, loopir.Int(cs.m), loopir.Int(cs.k()))
+	var xp *te.Tensor
+	if cs.pointwise() {
+		xp = te.Placeholder(in[0].T.Name+"_pixels", tensor.Float32, cs.n, loopir.Int(cs.c), loopir.Int(cs.p()))
+		ops[0].T = xp
+	}
+	out := buildConvStages(in[0].T, xp, ops[1].T, b, cs)
 	out, eparams, efeeds, err := convEpilogues(reg, out, epi, cs)
 	if err != nil {
 		return nil, err
@@ -211,7 +229,7 @@ func buildConvGEMM(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi
 	}
 	var params []*te.Tensor
 	var feeds []kernels.Param
-	for i, x := range in {
+	for i, x := range ops {
 		if x.T != nil && used[x.T] {
 			params = append(params, x.T)
 			feeds = append(feeds, kernels.Param{Input: i})
@@ -246,12 +264,12 @@ func buildConvGEMM(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi
 
 // ScheduleConvGEMM is ScheduleMatMulTiled over the implicit GEMM of a convolution
 // (rows: output channels, columns: output pixels of one image, the batch on
-// blockIdx.z), whose operand stages (conv_wmat, conv_im2col) are not inlined into the
-// product but into the shared tiles' cooperative copies: each k step's copy gathers
-// its im2col tile from the input (padding taps as zeros, never read) and its weight
-// tile from the weights.
+// blockIdx.z), whose gather stage (conv_im2col) is not inlined into the product but
+// into its shared tile's cooperative copy: each k step's copy gathers its im2col tile
+// from the input (padding taps as zeros, never read); the weight tile is copied from
+// the weights' M×K view.
 func ScheduleConvGEMM(s *schedule.Schedule, tile MatMulTile) error {
-	return scheduleTiled(s, convProduct, tile, map[string]bool{convWeights: true, convGather: true})
+	return scheduleTiled(s, convProduct, tile, map[string]bool{convGather: true})
 }
 
 // convEpilogues composes the epilogues onto the GEMM's [N, M, OH·OW] output, each an

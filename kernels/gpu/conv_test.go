@@ -140,7 +140,7 @@ func TestConvGEMMGathersItsTilesInSharedMemory(t *testing.T) {
 		t.Errorf("launch %s, want %s", got, want)
 	}
 	text := loopir.Print(l.f)
-	for _, want := range []string{"conv_wmat_shared", "conv_im2col_shared", "select("} {
+	for _, want := range []string{"_mk_shared", "conv_im2col_shared", "select("} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the kernel lacks %s:\n%s", want, text)
 		}

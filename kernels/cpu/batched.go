@@ -28,8 +28,10 @@ func buildMatMulBatched(reg *kernels.Registry, n *graph.Node, in []kernels.Input
 		return nil, notApplicable("float32 operands of rank ≥ 2")
 	}
 	g := intrin.GemmFor(t)
-	if c, ok := b.Shape[len(b.Shape)-1].(*loopir.IntImm); ok && c.V < g.NR {
-		return nil, notApplicable("%d columns, fewer than the micro-kernel's %d", c.V, g.NR)
+	if c, ok := b.Shape[len(b.Shape)-1].(*loopir.IntImm); ok {
+		if g = intrin.GemmTile(t, c.V, 0); c.V < g.NR {
+			return nil, notApplicable("%d columns, fewer than the micro-kernel's %d", c.V, g.NR)
+		}
 	}
 	out, err := kernels.MatMulReduction(a, b)
 	if err != nil {

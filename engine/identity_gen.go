@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 319 files; see Identity.
-const sourceDigest = "a362197e74676c9e3533afd493e8bc4b"
+const sourceDigest = "667a032ea0621348eedaea3c3491e299"

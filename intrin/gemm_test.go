@@ -51,6 +51,35 @@ func TestGemmTileFitsTheOutputChannels(t *testing.T) {
 	}
 }
 
+// TestGemmTileCountsPaddedRows: where the default tile does not divide the columns,
+// the choice weighs the row tiles' padding too: a 7-wide output row costs 14×16 7
+// padded rows on AVX-512 (224 slots against 8×48's 384), one matmul row costs 4×24
+// three (the classifier's 1000 columns: 4032 slots against 6048 for 6×16 and 8000 for
+// 8×8); where the default divides, the rows do not change it.
+func TestGemmTileCountsPaddedRows(t *testing.T) {
+	declared := map[string]bool{}
+	for _, in := range intrin.Table() {
+		declared[in.Name] = true
+	}
+	for _, c := range []struct {
+		features   []target.Feature
+		cols, rows int64
+		mr, nr     int64
+	}{
+		{avx512, 16, 7, 14, 16}, {avx512, 96, 7, 8, 48}, {avx512, 64, 7, 6, 64}, {avx512, 24, 56, 14, 32},
+		{avx2, 1000, 1, 4, 24}, {avx2, 40, 56, 8, 8}, {avx2, 24, 7, 4, 24}, {avx2, 16, 7, 7, 16}, {avx2, 1280, 1, 6, 16},
+	} {
+		tg := target.Target{Kind: target.CPU, Features: c.features}
+		g := intrin.GemmTile(tg, c.cols, c.rows)
+		if g.MR != c.mr || g.NR != c.nr {
+			t.Errorf("%v, %d columns, %d rows: %dx%d, want %dx%d", c.features, c.cols, c.rows, g.MR, g.NR, c.mr, c.nr)
+		}
+		if !declared[g.Update.Name] || !declared[g.Init.Name] {
+			t.Errorf("%s is not in intrin.Table", g.Update.Name)
+		}
+	}
+}
+
 // TestGemmTileFitsNarrowRows: on AVX2 a 7-row tile takes the narrow widths it pads to
 // fewer slots than six rows do; the default serves unknown columns.
 func TestGemmTileFitsNarrowRows(t *testing.T) {

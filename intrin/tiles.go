@@ -81,50 +81,47 @@ func GemmFor(t target.Target) Gemm {
 
 // GemmTile chooses the float32 micro-kernel of a CPU target for a product with cols
 // output columns (the tiles' j axis: a convolution's output channels, a matmul's
-// columns; 0 when unknown) whose row tiles run along rows of width columns (a
-// convolution's output row; 0 when unknown):
+// columns) and rows rows along which the row tiles run (a convolution's output row, a
+// matmul's rows); 0 is an unknown extent:
 //
-//   - the tile width NR: the default's when it divides cols (or cols is unknown), else
-//     the widest declared tile whose NR divides cols, else the one that pads cols to the
-//     fewest columns (the wider on a tie): the strategies take a partial last tile
-//     (zero-padded weights, or the micro-kernel's partial-n path);
-//   - the rows MR: the tile's, or its narrow-row count when width is at most 16 and
-//     that pads width to fewer slots (a partial row tile costs a full one).
+//   - where the default tile's width divides cols (or cols is unknown), the default;
+//   - else the declared tile that computes the fewest padded slots, whole column tiles
+//     times whole row tiles (columns alone when rows is unknown): so the widest tile
+//     that divides cols unless its row tiles pad rows more, and where none divides, the
+//     least padding (the strategies take a partial last tile: zero-padded weights, or
+//     the micro-kernel's partial paths). A tie goes to the wider tile;
+//   - the rows MR: the tile's, or its narrow-row count when rows is at most 16 and that
+//     pads rows to fewer slots (a partial row tile costs a full one).
 //
 // The choice depends on the target and the two extents only, so that a layout decided
 // before the strategy runs (the blocked convolution's output block) matches it.
-func GemmTile(t target.Target, cols, width int64) Gemm {
+func GemmTile(t target.Target, cols, rows int64) Gemm {
 	f := familyFor(t)
-	tl := f.pickColumns(cols)
-	mr := tl.mr
-	if tl.narrowMR != 0 && width > 0 && width <= 16 && slots(width, int64(tl.narrowMR)) < slots(width, int64(mr)) {
-		mr = tl.narrowMR
+	tl := f.tiles[0]
+	if cols > 0 && cols%f.nr(tl) != 0 {
+		best := int64(-1)
+		for _, c := range f.tiles {
+			cost := slots(cols, f.nr(c))
+			if rows > 0 {
+				cost *= slots(rows, c.rowsFor(rows))
+			}
+			if best < 0 || cost < best || (cost == best && f.nr(c) > f.nr(tl)) {
+				tl, best = c, cost
+			}
+		}
 	}
-	return f.kernel(mr, tl.nv)
+	return f.kernel(int(tl.rowsFor(rows)), tl.nv)
 }
 
-// pickColumns is GemmTile's choice of tile width for cols columns.
-func (f family) pickColumns(cols int64) tile {
-	nr := func(tl tile) int64 { return int64(tl.nv * f.lanes) }
-	def := f.tiles[0]
-	if cols <= 0 || cols%nr(def) == 0 {
-		return def
+func (f family) nr(tl tile) int64 { return int64(tl.nv * f.lanes) }
+
+// rowsFor is the tile's row count for row tiles along rows rows (0: unknown).
+func (tl tile) rowsFor(rows int64) int64 {
+	mr := int64(tl.mr)
+	if n := int64(tl.narrowMR); n != 0 && rows > 0 && rows <= 16 && slots(rows, n) < slots(rows, mr) {
+		return n
 	}
-	best := def
-	for _, tl := range f.tiles[1:] {
-		if cols%nr(tl) == 0 && (cols%nr(best) != 0 || nr(tl) > nr(best)) {
-			best = tl
-		}
-	}
-	if cols%nr(best) == 0 {
-		return best
-	}
-	for _, tl := range f.tiles {
-		if p, q := slots(cols, nr(tl)), slots(cols, nr(best)); p < q || (p == q && nr(tl) > nr(best)) {
-			best = tl
-		}
-	}
-	return best
+	return mr
 }
 
 // slots is n rounded up to whole tiles of t.

@@ -29,7 +29,11 @@ func buildMatMulBatched(reg *kernels.Registry, n *graph.Node, in []kernels.Input
 	}
 	g := intrin.GemmFor(t)
 	if c, ok := b.Shape[len(b.Shape)-1].(*loopir.IntImm); ok {
-		if g = intrin.GemmTile(t, c.V, 0); c.V < g.NR {
+		rows := int64(0)
+		if r, ok := a.Shape[len(a.Shape)-2].(*loopir.IntImm); ok {
+			rows = r.V
+		}
+		if g = intrin.GemmTile(t, c.V, rows); c.V < g.NR {
 			return nil, notApplicable("%d columns, fewer than the micro-kernel's %d", c.V, g.NR)
 		}
 	}

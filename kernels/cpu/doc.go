@@ -43,9 +43,9 @@
 // is read (intrin.GemmTile, DefaultRNN): it picks the micro-kernels and passes vector
 // widths to the target-neutral definitions of package kernels as parameters. The
 // micro-kernel is chosen per layer from the product's columns (a convolution's output
-// channels, a matmul's columns) and a convolution's output row (convGemm): a tile width
-// that divides them where one is declared, so no shape loses the tensorized strategies
-// (or pads its last tile) to the host's default tile width. The blocked layout's anchor
+// channels, a matmul's columns) and rows (a convolution's output row, convGemm; a
+// matmul's rows): the tile that pads them least, so no shape loses the tensorized
+// strategies (or computes a mostly empty last tile) to the host's default tile width. The blocked layout's anchor
 // (LayoutPolicy) takes the same choice, so a blocked convolution output's block is the
 // width of the tile that writes it.
 //

@@ -273,7 +273,11 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	if c, ok := ak.(*loopir.IntImm); !ok || c.V != k {
 		return nil, notApplicable("A %v times B with %d rows", a.T.Shape, k)
 	}
-	g := intrin.GemmTile(t, cols, 0)
+	rows := int64(0)
+	if r, ok := rowsOf(lead).(*loopir.IntImm); ok {
+		rows = r.V
+	}
+	g := intrin.GemmTile(t, cols, rows)
 	a2 := te.Placeholder("a", tensor.Float32, rowsOf(lead), loopir.Int(k))
 	bp := te.Placeholder("bp", tensor.Float32, kernels.Static((cols+g.NR-1)/g.NR, k, g.NR)...)
 	params := []*te.Tensor{a2, bp}

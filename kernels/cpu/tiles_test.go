@@ -139,3 +139,59 @@ func TestBlockedConvOutputMatchesItsTile(t *testing.T) {
 		})
 	}
 }
+
+// avx512Target is an AVX-512 CPU, for lowering (never running) kernels on any host.
+var avx512Target = target.Target{Kind: target.CPU, Arch: "amd64", Cores: 2, VectorBits: 512,
+	Features: []target.Feature{"avx", "avx2", "avx512f", "avx512vl", "fma", "sse4.1", "sse4.2"}}
+
+// TestAVX512KeepsTheFastPathOnMobileNetChannels lowers (without running: the host may
+// lack AVX-512) MobileNet's pointwise and 3×3 convolutions for an AVX-512 CPU: every one
+// takes a tensorized strategy on the tile GemmTile chooses, the output channel counts
+// that 64 does not divide but a narrower tile does (16, 96, 160) keep a blocked output
+// in that tile's width, and a 3×3 convolution with 96 output channels takes Winograd
+// (its products on whole 48-column tiles).
+func TestAVX512KeepsTheFastPathOnMobileNetChannels(t *testing.T) {
+	reg := kernels.Default()
+	l := Strategies(reg)
+	policy := LayoutPolicy(avx512Target, reg)
+	lower := func(n *graph.Node) *kernels.Impl {
+		t.Helper()
+		in, err := nt.Placeholders(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, err := l.Lower(n, in, avx512Target)
+		if err != nil {
+			t.Fatalf("%v: %v", n, err)
+		}
+		return impl
+	}
+	for _, m := range []int{16, 24, 32, 64, 96, 160, 320} {
+		const c, h, w = 32, 4, 56
+		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+		a.KernelShape = []int64{1, 1}
+		mod, _ := nt.Build(t, graph.OpConv, a, 1, nt.In(f32(51, 1, c, h, w)), nt.C(f32(52, m, c, 1, 1)))
+		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		_, out, ok := policy.Anchor(n)
+		if !ok {
+			t.Fatalf("%d channels: not anchored", m)
+		}
+		g := intrin.GemmTile(avx512Target, int64(m), w)
+		if m == 16 || m == 96 || m == 160 {
+			if out == 0 || out != g.NR || int64(m)%out != 0 {
+				t.Errorf("%d channels: output block %d, tile %dx%d", m, out, g.MR, g.NR)
+			}
+		}
+		n.Outputs[0].Type.Block = out
+		impl := lower(n)
+		if impl.Strategy != "conv2d-nchwc-tensorized" || !strings.Contains(impl.Trace.String(), g.Update.Name) {
+			t.Errorf("%d channels: strategy %s, want the tensorized one on %s", m, impl.Strategy, g.Update.Name)
+		}
+	}
+	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	a.Pads, a.KernelShape = []int64{1, 1, 1, 1}, []int64{3, 3}
+	mod, _ := nt.Build(t, graph.OpConv, a, 1, nt.In(f32(53, 1, 128, 28, 28)), nt.C(f32(54, 96, 128, 3, 3)))
+	if impl := lower(mod.Main.Nodes[len(mod.Main.Nodes)-1]); impl.Strategy != "conv2d-winograd-tensorized" || !strings.Contains(impl.Trace.String(), "kiln_gemm_f32_avx512_8x48") {
+		t.Errorf("3×3, 96 channels: strategy %s, want Winograd on 8×48 tiles", impl.Strategy)
+	}
+}

@@ -28,6 +28,13 @@
 // (mma_test.go) and its kernels run against the reference evaluator in compiler's tests
 // (on a CUDA GPU). The table is built by Table and Gemms, never in init().
 //
+// The GEMM micro-kernels come in one family per instruction set (tiles.go): a default
+// tile and narrower ones, each with its rows sized to the register file (accumulators,
+// B's vectors and a broadcast within 32 zmm or 16 ymm registers). GemmTile chooses one
+// per product from its column and row counts only (the default where its width divides
+// the columns, else the tile that computes the fewest padded slots, the wider on a tie),
+// so that a layout decided before the strategy runs can repeat the choice.
+//
 // References: the outer-product micro-kernels of GotoBLAS/BLIS (Goto & van de Geijn,
 // "Anatomy of High-Performance Matrix Multiplication", 2008) and TVM's tensorize.
 package intrin

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/kilnrt/kiln/loopir"
-	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -132,61 +131,6 @@ func gemmC(name string, lanes, mr, nv int, zero bool) string {
 	w("  }\n")
 	w("}\n")
 	return b.String()
-}
-
-// Gemms lists every declared GEMM micro-kernel.
-func Gemms() []Gemm {
-	return []Gemm{
-		GemmF32("avx512", 16, 6, 4),
-		GemmF32("avx512", 16, 14, 2),
-		GemmF32("avx2", 8, 6, 2),
-		GemmF32("avx2", 8, 7, 2),
-		GemmF32("generic", 4, 4, 2),
-	}
-}
-
-// Table lists every declared intrinsic (for trace replay by name).
-func Table() []*loopir.TensorIntrin {
-	var out []*loopir.TensorIntrin
-	for _, g := range Gemms() {
-		out = append(out, g.Update, g.Init)
-	}
-	for _, m := range MMAs() {
-		out = append(out, m.Intrin)
-	}
-	return out
-}
-
-// GemmFor picks the float32 GEMM micro-kernel for a CPU target: 6×64 on AVX-512 (24 of
-// 32 vector registers accumulate; it measured ~8% faster than 14×32 on Zen 5), 6×16 on
-// AVX2 (12 of 16), and a 4×8 kernel on 128-bit vectors otherwise.
-func GemmFor(t target.Target) Gemm {
-	switch {
-	case t.Has("avx512f"):
-		return GemmF32("avx512", 16, 6, 4)
-	case t.Has("avx2") && t.Has("fma"):
-		return GemmF32("avx2", 8, 6, 2)
-	}
-	return GemmF32("generic", 4, 4, 2)
-}
-
-// GemmForWidth is GemmFor with the tile rows fitted to n columns (a convolution's
-// output row): a partial tile costs a full one. On AVX2 a 7-row tile (14 accumulators;
-// B is read as a memory operand, so no register spills) serves narrow rows, the 7- and
-// 14-wide ones of a convnet's last stages, without the partial tile six rows leave
-// (7 columns: 12 slots). Measured on resnet18 (1 thread, Zen 3): its layer-4 convs
-// 12-14% faster; on the 28- to 112-wide rows 7 rows did not measure faster than 6
-// (mixed, within noise), so wider rows keep the default.
-func GemmForWidth(t target.Target, n int64) Gemm {
-	g := GemmFor(t)
-	if n <= 0 || n > 16 || !(t.Has("avx2") && t.Has("fma")) || t.Has("avx512f") {
-		return g
-	}
-	slots := func(mr int64) int64 { return (n + mr - 1) / mr * mr }
-	if slots(7) < slots(g.MR) {
-		return GemmF32("avx2", 8, 7, 2)
-	}
-	return g
 }
 
 // gemmTile prints the register-tile loop: load the C tile (zero it with zero), then per

@@ -7,14 +7,82 @@ import (
 	"github.com/kilnrt/kiln/target"
 )
 
-// TestGemmForWidth: on AVX2 a 7-row tile takes the narrow widths it pads to fewer slots
-// than six rows do; every choice is a declared kernel (traces replay by name).
-func TestGemmForWidth(t *testing.T) {
+var (
+	avx512 = []target.Feature{"avx512f", "avx2", "fma"}
+	avx2   = []target.Feature{"avx2", "fma"}
+)
+
+// TestGemmTileFitsTheOutputChannels: the tile width is the default's where it divides
+// the columns (resnet's 64 to 512 channels keep 6×64 and 6×16), else the widest declared
+// tile that divides them (MobileNet's 16, 24, 96, 160 on AVX-512; 24, 40, 1000 on AVX2),
+// else the least padding; every choice is a declared kernel (traces replay by name).
+func TestGemmTileFitsTheOutputChannels(t *testing.T) {
 	declared := map[string]bool{}
 	for _, in := range intrin.Table() {
 		declared[in.Name] = true
 	}
-	avx2 := []target.Feature{"avx2", "fma"}
+	for _, c := range []struct {
+		features []target.Feature
+		cols     int64
+		mr, nr   int64
+	}{
+		{avx512, 0, 6, 64}, {avx512, 64, 6, 64}, {avx512, 128, 6, 64}, {avx512, 512, 6, 64}, {avx512, 192, 6, 64},
+		{avx512, 96, 8, 48}, {avx512, 144, 8, 48},
+		{avx512, 160, 14, 32}, {avx512, 32, 14, 32},
+		{avx512, 16, 14, 16}, {avx512, 80, 14, 16}, {avx512, 112, 14, 16},
+		{avx512, 24, 14, 32},  // none divides: 32 columns with 32 or 16, the wider
+		{avx512, 40, 8, 48},   // 48 with 48 or 16
+		{avx512, 1000, 8, 48}, // 1008 columns against 1024
+		{avx2, 0, 6, 16}, {avx2, 64, 6, 16}, {avx2, 48, 6, 16}, {avx2, 16, 6, 16}, {avx2, 1280, 6, 16},
+		{avx2, 24, 4, 24}, {avx2, 72, 4, 24}, {avx2, 120, 4, 24},
+		{avx2, 40, 8, 8}, {avx2, 56, 8, 8}, {avx2, 1000, 8, 8},
+		{avx2, 12, 6, 16}, // 16 columns with 16 or 8
+		{avx2, 3, 8, 8},   // 8 with 8 (a partial tile)
+		{nil, 0, 4, 8}, {nil, 24, 4, 8}, {nil, 12, 8, 4}, {nil, 3, 8, 4},
+	} {
+		tg := target.Target{Kind: target.CPU, Features: c.features}
+		g := intrin.GemmTile(tg, c.cols, 0)
+		if g.MR != c.mr || g.NR != c.nr {
+			t.Errorf("%v, %d columns: %dx%d, want %dx%d", c.features, c.cols, g.MR, g.NR, c.mr, c.nr)
+		}
+		if !declared[g.Update.Name] || !declared[g.Init.Name] {
+			t.Errorf("%s is not in intrin.Table", g.Update.Name)
+		}
+	}
+}
+
+// TestGemmTileCountsPaddedRows: where the default tile does not divide the columns,
+// the choice weighs the row tiles' padding too: a 7-wide output row costs 14×16 7
+// padded rows on AVX-512 (224 slots against 8×48's 384), one matmul row costs 4×24
+// three (the classifier's 1000 columns: 4032 slots against 6048 for 6×16 and 8000 for
+// 8×8); where the default divides, the rows do not change it.
+func TestGemmTileCountsPaddedRows(t *testing.T) {
+	declared := map[string]bool{}
+	for _, in := range intrin.Table() {
+		declared[in.Name] = true
+	}
+	for _, c := range []struct {
+		features   []target.Feature
+		cols, rows int64
+		mr, nr     int64
+	}{
+		{avx512, 16, 7, 14, 16}, {avx512, 96, 7, 8, 48}, {avx512, 64, 7, 6, 64}, {avx512, 24, 56, 14, 32},
+		{avx2, 1000, 1, 4, 24}, {avx2, 40, 56, 8, 8}, {avx2, 24, 7, 4, 24}, {avx2, 16, 7, 7, 16}, {avx2, 1280, 1, 6, 16},
+	} {
+		tg := target.Target{Kind: target.CPU, Features: c.features}
+		g := intrin.GemmTile(tg, c.cols, c.rows)
+		if g.MR != c.mr || g.NR != c.nr {
+			t.Errorf("%v, %d columns, %d rows: %dx%d, want %dx%d", c.features, c.cols, c.rows, g.MR, g.NR, c.mr, c.nr)
+		}
+		if !declared[g.Update.Name] || !declared[g.Init.Name] {
+			t.Errorf("%s is not in intrin.Table", g.Update.Name)
+		}
+	}
+}
+
+// TestGemmTileFitsNarrowRows: on AVX2 a 7-row tile takes the narrow widths it pads to
+// fewer slots than six rows do; the default serves unknown columns.
+func TestGemmTileFitsNarrowRows(t *testing.T) {
 	for _, c := range []struct {
 		features []target.Feature
 		width    int64
@@ -24,15 +92,12 @@ func TestGemmForWidth(t *testing.T) {
 		{avx2, 64, 6}, // 66 slots against 70
 		{avx2, 12, 6}, // 12 against 14
 		{avx2, 0, 6},  // unknown width: the default
-		{[]target.Feature{"avx512f", "avx2", "fma"}, 7, 6},
+		{avx512, 7, 6},
 	} {
 		tg := target.Target{Kind: target.CPU, Features: c.features}
-		g := intrin.GemmForWidth(tg, c.width)
+		g := intrin.GemmTile(tg, 0, c.width)
 		if g.MR != c.mr || g.NR != intrin.GemmFor(tg).NR {
 			t.Errorf("%v width %d: %dx%d, want %d rows of %d", c.features, c.width, g.MR, g.NR, c.mr, intrin.GemmFor(tg).NR)
-		}
-		if !declared[g.Update.Name] || !declared[g.Init.Name] {
-			t.Errorf("%s is not in intrin.Table", g.Update.Name)
 		}
 	}
 }

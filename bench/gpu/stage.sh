@@ -14,7 +14,10 @@ repo=$(mktemp -d)
 rm -rf "$S" && mkdir -p "$S/bin" "$repo/squeezenet/1"
 export CGO_ENABLED=0
 go build -ldflags='-s -w' -o "$S/bin/kiln" ./cmd/kiln
-for p in devices/cuda:cuda kernels/gpu:gpu vm:vm cmd/kiln/internal/conformance:conf kernels/cpu:cpu compiler:compiler; do
+# CPU_TESTS=1 adds kernels/cpu's tests, run on the GPU machine's CPU (minutes)
+tests="devices/cuda:cuda kernels/gpu:gpu vm:vm cmd/kiln/internal/conformance:conf compiler:compiler"
+[ "${CPU_TESTS:-}" = 1 ] && tests="$tests kernels/cpu:cpu"
+for p in $tests; do
 	go test -c -ldflags='-s -w' -o "$S/bin/${p#*:}.test" "./${p%:*}"
 done
 cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$S/bin/" 2>/dev/null || true

@@ -28,8 +28,14 @@ func buildMatMulBatched(reg *kernels.Registry, n *graph.Node, in []kernels.Input
 		return nil, notApplicable("float32 operands of rank ≥ 2")
 	}
 	g := intrin.GemmFor(t)
-	if c, ok := b.Shape[len(b.Shape)-1].(*loopir.IntImm); ok && c.V < g.NR {
-		return nil, notApplicable("%d columns, fewer than the micro-kernel's %d", c.V, g.NR)
+	if c, ok := b.Shape[len(b.Shape)-1].(*loopir.IntImm); ok {
+		rows := int64(0)
+		if r, ok := a.Shape[len(a.Shape)-2].(*loopir.IntImm); ok {
+			rows = r.V
+		}
+		if g = intrin.GemmTile(t, c.V, rows); c.V < g.NR {
+			return nil, notApplicable("%d columns, fewer than the micro-kernel's %d", c.V, g.NR)
+		}
 	}
 	out, err := kernels.MatMulReduction(a, b)
 	if err != nil {

@@ -40,8 +40,14 @@
 // packed by PackConvWeights) and Conv2DNCHWc (blocked in and out), MatMulPacked (B, and
 // optionally A, repacked into panels inside the kernel) and MatMulPrepacked (B in column
 // panels packed at compile time by PackMatMulB). This package is where the target's ISA
-// is read (intrin.GemmFor, DefaultRNN): it picks the micro-kernels and passes vector
-// widths to the target-neutral definitions of package kernels as parameters.
+// is read (intrin.GemmTile, DefaultRNN): it picks the micro-kernels and passes vector
+// widths to the target-neutral definitions of package kernels as parameters. The
+// micro-kernel is chosen per layer from the product's columns (a convolution's output
+// channels, a matmul's columns) and rows (a convolution's output row, convGemm; a
+// matmul's rows): the tile that pads them least, so no shape loses the tensorized
+// strategies (or computes a mostly empty last tile) to the host's default tile width. The blocked layout's anchor
+// (LayoutPolicy) takes the same choice, so a blocked convolution output's block is the
+// width of the tile that writes it.
 //
 // Recurrent layers (RNN, rnn_build.go) have no compute definition: their loop nest is
 // built directly, per direction an input projection for all time steps on the GEMM

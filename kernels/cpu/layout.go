@@ -3,24 +3,24 @@ package cpu
 import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/graph/passes"
-	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/target"
 )
 
 // LayoutPolicy is alter-layout's policy for the CPU, consistent with Strategies: a
 // convolution the tensorized strategy takes stores its output in blocks of the
-// micro-kernel's width (when the output channels are a multiple of it) and reads its
+// micro-kernel's width that convolution's strategy chooses (convGemm: when the output
+// channels are a multiple of it) and reads its
 // input as it is stored; elementwise ops whose non-scalar inputs share one block and
 // the output's shape, 2-D and global pooling, and concats along the channel axis
 // accept blocked inputs.
 func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
-	g := intrin.GemmFor(t)
 	return &passes.LayoutPolicy{
 		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
 			if n.Op != graph.OpConv {
 				return nil, 0, false
 			}
+			g := convGemm(t, n)
 			if _, err := convBlocked(n, g); err != nil {
 				return nil, 0, false
 			}

@@ -157,6 +157,22 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (ConvBlockedAttrs, error) {
 	return attrs, nil
 }
 
+// convGemm is the micro-kernel of the blocked convolution n on t: its tiles span output
+// channels (the columns) along an output row (the rows). The strategy and the layout
+// policy's anchor both take it, so that a blocked output's block is the tile width.
+func convGemm(t target.Target, n *graph.Node) intrin.Gemm {
+	var cols, width int64
+	if len(n.Inputs) > 1 && n.Inputs[1] != nil && n.Inputs[1].Const != nil && len(n.Inputs[1].Const.Shape) > 0 {
+		cols = int64(n.Inputs[1].Const.Shape[0])
+	}
+	if ot := n.Outputs[0].Type; len(ot.Shape) == 4 {
+		if w, ok := ot.Shape[3].Value(); ok {
+			width = w
+		}
+	}
+	return intrin.GemmTile(t, cols, width)
+}
+
 // staticPadWindow is the window of a 2-D convolution with a weight of shape weight when
 // its padding does not depend on the input extent (explicit or VALID): the strategies
 // that pad a copy of the input by fixed amounts take only those.
@@ -174,12 +190,7 @@ func staticPadWindow(a *graph.ConvAttrs, weight tensor.Shape) (graph.Window, err
 // buildConvBlocked lowers a convolution through ConvNCHWBlocked, reading its
 // input as it is stored and leaving its output blocked when the graph says so.
 func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
-	g := intrin.GemmFor(t)
-	if ot := n.Outputs[0].Type; len(ot.Shape) == 4 {
-		if w, ok := ot.Shape[3].Value(); ok {
-			g = intrin.GemmForWidth(t, w) // the tiles run along the output row
-		}
-	}
+	g := convGemm(t, n)
 	attrs, err := convBlocked(n, g)
 	if err != nil {
 		return nil, err
@@ -262,7 +273,11 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	if c, ok := ak.(*loopir.IntImm); !ok || c.V != k {
 		return nil, notApplicable("A %v times B with %d rows", a.T.Shape, k)
 	}
-	g := intrin.GemmFor(t)
+	rows := int64(0)
+	if r, ok := rowsOf(lead).(*loopir.IntImm); ok {
+		rows = r.V
+	}
+	g := intrin.GemmTile(t, cols, rows)
 	a2 := te.Placeholder("a", tensor.Float32, rowsOf(lead), loopir.Int(k))
 	bp := te.Placeholder("bp", tensor.Float32, kernels.Static((cols+g.NR-1)/g.NR, k, g.NR)...)
 	params := []*te.Tensor{a2, bp}

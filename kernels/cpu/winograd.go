@@ -34,7 +34,6 @@ const winogradPlaneAlign = 1024
 // transformed on the host at compile time) and the output transform with bias and
 // epilogues, reading and writing the layouts the graph says.
 func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
-	g := intrin.GemmFor(t)
 	a, _ := n.Attrs.(*graph.ConvAttrs)
 	if a == nil || len(n.Inputs) < 2 || n.Inputs[1] == nil || len(in) < 2 || in[1].Const == nil {
 		return nil, notApplicable("convolution without constant weights")
@@ -52,6 +51,9 @@ func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 			return nil, notApplicable("strides %v, dilations %v", a.Strides, a.Dilations)
 		}
 	}
+	// the products' columns are the output channels: a tile that divides them, since a
+	// partial column tile would take the micro-kernel's scalar path
+	g := intrin.GemmTile(t, int64(w.Shape[0]), 0)
 	if int64(w.Shape[0])%g.NR != 0 {
 		return nil, notApplicable("%d output channels, not whole micro-kernel tiles of %d", w.Shape[0], g.NR)
 	}

@@ -38,6 +38,28 @@
 //     sm_80) and whatever the tiled rule refuses are kernels.ErrNotApplicable, so the
 //     exact float32 rules build the node.
 //
+//   - gpu-conv-gemm, the rule ScheduleConvGEMM, Conv's own: a 2-D float32 convolution
+//     of one group (any stride, dilation and pads, auto_pad resolved; static channels
+//     and spatial extents, a symbolic batch) as an implicit GEMM on the tiled
+//     product's schedule: rows the M output channels, columns the OH·OW output pixels
+//     of one image (the batch on blockIdx.z), K = C·KH·KW; the kernel writes a
+//     [N, M, OH·OW] view of the output. The weight tile is copied from the weights'
+//     M×K view (OIHW in its own order); the input tile is conv_im2col's, a gather stage
+//     inlined into the tile's cooperative copy rather than into the product, so each
+//     k step's copy computes its elements from the input: a tap in the padding is a
+//     zero under a select, its read clamped into the input, never out of bounds. A
+//     pointwise convolution (1×1, stride 1, no pads) reads the input as its
+//     [N, C, H·W] view and gathers nothing. Epilogues are those of the product
+//     (bias, the Add of a residual, Relu, Clip, any elementwise or broadcasting op),
+//     an operand other than a stage read through a [N, M, OH·OW] view of it (its own
+//     axes broadcast, the pixels flattened). ChooseConvTile takes the largest of
+//     MatMulTiles with at least MinConvThreads (64) threads that gives ComputeUnits
+//     blocks or more, else the smallest of them: resnet18's 64 channels × 112·112
+//     pixels take 64×64 tiles, its last layers' 512 × 7·7 take 16×16 (128 blocks;
+//     K is not split across blocks). Grouped and depthwise convolutions, 1-D and 3-D
+//     ones, symbolic spatial extents and other dtypes are kernels.ErrNotApplicable
+//     with the reason, and gpu-reduce takes them.
+//
 //   - gpu-injective, the rule ScheduleInjective, for every op whose compute definition
 //     is elementwise, broadcasting or injective (the definition of package kernels,
 //     unchanged): intermediate stages inlined into the output, the output's loops fused
@@ -164,8 +186,9 @@
 // (TestLayerNormTreeAgainstOneThreadPerRowOnOpenCL measures both), which the rows-count
 // threshold limits to devices with few rows per compute unit.
 //
-// Not yet here: warp-level steps of the tree without barriers, shared-memory tiles for
-// convolution, vectorized loads, and more than one output stage per kernel.
+// Not yet here: warp-level steps of the tree without barriers, a convolution's K split
+// across blocks (few output pixels and channels leave compute units idle), vectorized
+// loads, and more than one output stage per kernel.
 //
 // Invariants: a strategy only calls schedule primitives, which check their
 // preconditions (bind's among them), so it cannot produce a wrong kernel, only fail;
@@ -179,7 +202,12 @@
 // batch normalization, a softmax with a fused epilogue; tiled: MatMul with tails on
 // every axis, symbolic rows and batches, broadcast batches, Gemm with transposes, alpha
 // and beta·C, an epilogue, the same cases under gpu-matmul-mma with a stand-in intrinsic
-// of the MMA's description whose C implementation is its per-thread meaning; block-wide: softmax and LayerNormalization over rows of 1,
+// of the MMA's description whose C implementation is its per-thread meaning; implicit
+// GEMM: the convolutions of resnet18 and resnet50 (the 7×7 stride-2 stem, 3×3 and 1×1 at
+// strides 1 and 2, 512 channels over 7×7), mobilenet_v2's pointwise ones, 3 channels
+// over 13×13 into 10 with asymmetric pads, a dilation and a stride per axis, a symbolic
+// batch, with and without a bias, Relu, Clip, a residual Add and a per-channel scale;
+// block-wide: softmax and LayerNormalization over rows of 1,
 // 63, 64, 65, 768 and 1000, softmax and log-softmax over a symbolic row length, a
 // middle axis, an epilogue, instance and Lp normalization, sums, maxima, minima and a
 // mean to a scalar over 10⁵ elements, over two axes and over a symbolic axis, an int32

@@ -127,7 +127,7 @@ func ScheduleMatMulMMA(s *schedule.Schedule, product string, mma WarpMMA, tile M
 	nb := len(loops) - 3
 	var out schedule.BlockRV
 	if last := lastStage(s, product); last != "" {
-		out, err = inlineStages(s, product, last)
+		out, err = inlineStages(s, product, last, nil)
 	} else {
 		out, err = s.CacheWrite(c, 0, loopir.ScopeLocal)
 	}

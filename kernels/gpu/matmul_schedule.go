@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/schedule"
@@ -35,6 +36,14 @@ var ErrNotMatMul = errors.New("not a matrix product")
 // ErrNotMatMul; a stage that cannot be inlined or read from the register tile fails
 // with the schedule's error.
 func ScheduleMatMulTiled(s *schedule.Schedule, product string, tile MatMulTile) error {
+	return scheduleTiled(s, product, tile, nil)
+}
+
+// scheduleTiled is ScheduleMatMulTiled, except that the stages named in operands (the
+// producers of the product's A or B, read by nothing else) are not inlined into the
+// product: each is inlined into the cooperative copy of its shared tile instead, so
+// the copy computes the tile's elements (a convolution's gathered im2col tile).
+func scheduleTiled(s *schedule.Schedule, product string, tile MatMulTile, operands map[string]bool) error {
 	if tile.TY < 1 || tile.TX < 1 || tile.BK < 1 || tile.BM%tile.TY != 0 || tile.BN%tile.TX != 0 {
 		return fmt.Errorf("BUG: ScheduleMatMulTiled: tile %v", tile)
 	}
@@ -63,7 +72,7 @@ func ScheduleMatMulTiled(s *schedule.Schedule, product string, tile MatMulTile) 
 	// output from the register tile
 	var out schedule.BlockRV
 	if last := lastStage(s, product); last != "" {
-		out, err = inlineStages(s, product, last)
+		out, err = inlineStages(s, product, last, operands)
 	} else {
 		out, err = s.CacheWrite(c, 0, loopir.ScopeLocal)
 	}
@@ -119,6 +128,15 @@ func ScheduleMatMulTiled(s *schedule.Schedule, product string, tile MatMulTile) 
 		if err != nil {
 			return err
 		}
+		if src := strings.TrimSuffix(s.BlockName(cp), "_"+loopir.ScopeShared); operands[src] {
+			b, err := s.GetBlock(src)
+			if err != nil {
+				return err
+			}
+			if err := s.ComputeInline(b); err != nil {
+				return err
+			}
+		}
 		if err := s.ComputeAt(cp, k[0]); err != nil {
 			return err
 		}
@@ -135,11 +153,11 @@ func lastStage(s *schedule.Schedule, product string) string {
 	return names[len(names)-1]
 }
 
-// inlineStages inlines every block but the product and the last stage, and returns the
-// last stage's block.
-func inlineStages(s *schedule.Schedule, product, last string) (schedule.BlockRV, error) {
+// inlineStages inlines every block but the product, the last stage and the operand
+// stages, and returns the last stage's block.
+func inlineStages(s *schedule.Schedule, product, last string, operands map[string]bool) (schedule.BlockRV, error) {
 	for _, name := range s.BlockNames() {
-		if name == product || name == last {
+		if name == product || name == last || operands[name] {
 			continue
 		}
 		b, err := s.GetBlock(name)

@@ -142,7 +142,8 @@ func TestReduceKernelsCompileToPTX(t *testing.T) {
 // TestReduceCasesTakeTheReductionRule: every reduction case is lowered by gpu-reduce,
 // or gpu-reduce-tree for few output elements of a long reduction (a case the injective
 // rule took would test nothing here), but float32 MatMul and Gemm, whose own rule
-// gpu-matmul-tiled comes first.
+// gpu-matmul-tiled comes first, and float32 2-D convolutions of one group, whose own
+// rule gpu-conv-gemm comes first (grouped and depthwise ones stay here).
 func TestReduceCasesTakeTheReductionRule(t *testing.T) {
 	tree := map[string]bool{"reduce_sum_outer_keep": true, "reduce_mean_outer": true, "reduce_min_two_axes": true,
 		"reduce_sum_all": true, "reduce_mean_all": true, "reduce_mean_all_keep": true}
@@ -151,6 +152,8 @@ func TestReduceCasesTakeTheReductionRule(t *testing.T) {
 		want := "gpu-reduce"
 		if c.op == graph.OpMatMul || c.op == graph.OpGemm {
 			want = "gpu-matmul-tiled"
+		} else if c.op == graph.OpConv && c.attrs.(*graph.ConvAttrs).Group == 1 {
+			want = "gpu-conv-gemm"
 		} else if tree[c.name] {
 			want = "gpu-reduce-tree"
 		}

@@ -1,0 +1,131 @@
+package intrin
+
+import (
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/target"
+)
+
+// tile is one declared micro-kernel shape of a family: nv vectors per row of the tile,
+// mr rows; narrowMR, when set, is a row count that serves output rows of at most 16
+// columns when it pads them to fewer slots than mr does.
+type tile struct {
+	nv, mr, narrowMR int
+}
+
+// family is the micro-kernels of one instruction set: vectors of lanes floats, the
+// default tile first, then the others widest first. Each tile's rows are sized to the
+// register file: mr·nv accumulators, nv vectors of B and one broadcast of A.
+type family struct {
+	isa   string
+	lanes int
+	tiles []tile
+}
+
+// The families. AVX-512 (32 zmm): 6×64 is the default (24 accumulators; it measured ~8%
+// faster than 14×32 on Zen 5); 8×48 (24 accumulators + 3 B), 14×32 (28 + 2) and 14×16
+// (14 accumulators: enough independent chains to cover the FMA latency) serve channel
+// counts that 64 does not divide. AVX2 (16 ymm): 6×16 is the default (12 of 16), with 7
+// rows for narrow output rows (14 accumulators; B is read as a memory operand, so no
+// register spills: resnet18's 7- and 14-wide layer-4 convs measured 12-14% faster on
+// Zen 3, wider rows within noise, so they keep 6); 4×24 (12 accumulators + 3 B: the
+// same loads per FMA as 6×16) and 8×8 serve multiples of 8 that 16 does not divide.
+// Otherwise 4×8 and 8×4 on 128-bit vectors.
+var (
+	familyAVX512  = family{"avx512", 16, []tile{{nv: 4, mr: 6}, {nv: 3, mr: 8}, {nv: 2, mr: 14}, {nv: 1, mr: 14}}}
+	familyAVX2    = family{"avx2", 8, []tile{{nv: 2, mr: 6, narrowMR: 7}, {nv: 3, mr: 4}, {nv: 1, mr: 8}}}
+	familyGeneric = family{"generic", 4, []tile{{nv: 2, mr: 4}, {nv: 1, mr: 8}}}
+)
+
+// familyFor is the micro-kernel family a CPU target runs.
+func familyFor(t target.Target) family {
+	switch {
+	case t.Has("avx512f"):
+		return familyAVX512
+	case t.Has("avx2") && t.Has("fma"):
+		return familyAVX2
+	}
+	return familyGeneric
+}
+
+func (f family) kernel(mr, nv int) Gemm { return GemmF32(f.isa, f.lanes, mr, nv) }
+
+// Gemms lists every declared GEMM micro-kernel.
+func Gemms() []Gemm {
+	var out []Gemm
+	for _, f := range []family{familyAVX512, familyAVX2, familyGeneric} {
+		for _, tl := range f.tiles {
+			out = append(out, f.kernel(tl.mr, tl.nv))
+			if tl.narrowMR != 0 {
+				out = append(out, f.kernel(tl.narrowMR, tl.nv))
+			}
+		}
+	}
+	return out
+}
+
+// Table lists every declared intrinsic (for trace replay by name).
+func Table() []*loopir.TensorIntrin {
+	var out []*loopir.TensorIntrin
+	for _, g := range Gemms() {
+		out = append(out, g.Update, g.Init)
+	}
+	for _, m := range MMAs() {
+		out = append(out, m.Intrin)
+	}
+	return out
+}
+
+// GemmFor is the default float32 GEMM micro-kernel of a CPU target: 6×64 on AVX-512,
+// 6×16 on AVX2, 4×8 on 128-bit vectors. GemmTile chooses per product.
+func GemmFor(t target.Target) Gemm {
+	f := familyFor(t)
+	return f.kernel(f.tiles[0].mr, f.tiles[0].nv)
+}
+
+// GemmTile chooses the float32 micro-kernel of a CPU target for a product with cols
+// output columns (the tiles' j axis: a convolution's output channels, a matmul's
+// columns) and rows rows along which the row tiles run (a convolution's output row, a
+// matmul's rows); 0 is an unknown extent:
+//
+//   - where the default tile's width divides cols (or cols is unknown), the default;
+//   - else the declared tile that computes the fewest padded slots, whole column tiles
+//     times whole row tiles (columns alone when rows is unknown): so the widest tile
+//     that divides cols unless its row tiles pad rows more, and where none divides, the
+//     least padding (the strategies take a partial last tile: zero-padded weights, or
+//     the micro-kernel's partial paths). A tie goes to the wider tile;
+//   - the rows MR: the tile's, or its narrow-row count when rows is at most 16 and that
+//     pads rows to fewer slots (a partial row tile costs a full one).
+//
+// The choice depends on the target and the two extents only, so that a layout decided
+// before the strategy runs (the blocked convolution's output block) matches it.
+func GemmTile(t target.Target, cols, rows int64) Gemm {
+	f := familyFor(t)
+	tl := f.tiles[0]
+	if cols > 0 && cols%f.nr(tl) != 0 {
+		best := int64(-1)
+		for _, c := range f.tiles {
+			cost := slots(cols, f.nr(c))
+			if rows > 0 {
+				cost *= slots(rows, c.rowsFor(rows))
+			}
+			if best < 0 || cost < best || (cost == best && f.nr(c) > f.nr(tl)) {
+				tl, best = c, cost
+			}
+		}
+	}
+	return f.kernel(int(tl.rowsFor(rows)), tl.nv)
+}
+
+func (f family) nr(tl tile) int64 { return int64(tl.nv * f.lanes) }
+
+// rowsFor is the tile's row count for row tiles along rows rows (0: unknown).
+func (tl tile) rowsFor(rows int64) int64 {
+	mr := int64(tl.mr)
+	if n := int64(tl.narrowMR); n != 0 && rows > 0 && rows <= 16 && slots(rows, n) < slots(rows, mr) {
+		return n
+	}
+	return mr
+}
+
+// slots is n rounded up to whole tiles of t.
+func slots(n, t int64) int64 { return (n + t - 1) / t * t }

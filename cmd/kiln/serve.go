@@ -42,9 +42,13 @@ func serveCmd() *cobra.Command {
 		Long: `Serve every <repo>/<model>/<version>/model.onnx over HTTP (Open Inference Protocol v2,
 Triton-compatible paths, JSON and binary tensor data) and over gRPC (Triton's
 inference.GRPCInferenceService, grpc.health.v1 and server reflection; --grpc-address,
-empty to disable). A model compiles on its first
-request (--eager: at start) through the binary journal, so restarts and replicas sharing
---cache-dir start warm. Without --model-repository it serves the bundled examples
+empty to disable). Every model compiles at start in the background
+(--load-mode background; eager: readiness waits for it; lazy: on its first request)
+through the binary journal, so restarts and replicas sharing --cache-dir start warm; a
+request that comes before its model is compiled waits for that compile and says so in
+the kiln-compile-wait-ms header. Readiness is strict, as Triton's: false while a model
+that should serve failed to load (--strict-readiness=false: ignore them), never for a
+compile that readiness does not wait for. Without --model-repository it serves the bundled examples
 (examples/models: a small MLP and SqueezeNet 1.1). SIGTERM or Ctrl-C: readiness turns
 false, requests in flight finish (up to --grace), then the server exits.
 Each model's config.pbtxt (Triton's format; optional) sets batching (max_batch_size,
@@ -135,7 +139,8 @@ func runServe(stdout io.Writer, cfg configs.File) error {
 		log.Info("serve-only build: models run from prebuilt journal entries; a model or shape not in the journal is an error (fill it with `kiln prebuild`)")
 	}
 	explicit := cfg.ModelControlMode == "explicit"
-	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, GPUs: gpus, Log: log, Eager: cfg.LoadMode == "eager",
+	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, GPUs: gpus, Log: log, LoadMode: serve.LoadMode(cfg.LoadMode),
+		LenientReadiness:  !cfg.StrictReadiness,
 		RepositoryControl: explicit, Load: cfg.LoadModels, Instances: cfg.Instances, SpecializeAfter: cfg.SpecializeAfter,
 		Compiles: cfg.Limits.Compiles})
 	if err != nil {

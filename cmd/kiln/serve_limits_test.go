@@ -48,8 +48,8 @@ func startServeConfig(t *testing.T, bin, yaml string, nofile ...int) (cmd *exec.
 	if len(nofile) > 0 {
 		cmd = exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" serve --config "$1"`, nofile[0]), bin, cfg)
 	}
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
+	out, _ := cmd.StderrPipe() // the log, whose "serving" line names the addresses
+	cmd.Stdout = io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

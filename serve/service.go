@@ -101,6 +101,11 @@ func New(opts Options) (*Service, error) {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
+	switch opts.LoadMode {
+	case "", LoadLazy, LoadEager, LoadBackground:
+	default:
+		return nil, fmt.Errorf("serve: load mode %q: want %s, %s or %s", opts.LoadMode, LoadLazy, LoadEager, LoadBackground)
+	}
 	if opts.Instances <= 0 {
 		opts.Instances = 1
 	}

@@ -280,3 +280,11 @@ func TestUnreadableModelMakesTheServerUnready(t *testing.T) {
 		t.Fatalf("not ready with only the unloaded model broken: %+v", s2.Index())
 	}
 }
+
+// TestUnknownLoadModeIsRefused: a load mode other than lazy, eager or background is an
+// error, not lazy.
+func TestUnknownLoadModeIsRefused(t *testing.T) {
+	if _, err := New(Options{Repository: t.TempDir(), Engine: &servetest.Engine{}, LoadMode: "later"}); err == nil || !strings.Contains(err.Error(), "later") {
+		t.Fatalf("load mode later: %v", err)
+	}
+}

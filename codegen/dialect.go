@@ -60,6 +60,12 @@ type Dialect struct {
 	// GlobalQualifier is the address space of a kernel's buffer parameters (OpenCL's
 	// "__global"; none elsewhere).
 	GlobalQualifier string
+	// ByteOffsets passes each buffer parameter of a GPU kernel as its buffer and a byte
+	// offset into it (two parameters: `__global char *kiln_base_x, long kiln_off_x`,
+	// and x declared from them at the top of the body), so that a device places a
+	// tensor inside a larger buffer without a sub-buffer object (OpenCL: drivers differ
+	// in how they keep sub-buffers; NVIDIA's crashed releasing one).
+	ByteOffsets bool
 	// SharedQualifier declares a shared buffer (loopir.ScopeShared), one per block, at
 	// kernel scope (CUDA "__shared__", OpenCL "__local"). Empty: the dialect prints a
 	// shared buffer as any other allocation (C: the emulation of a launch on the CPU).

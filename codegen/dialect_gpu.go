@@ -113,6 +113,7 @@ typedef uchar u8;
 		HelperQualifier: "static inline",
 		Int64Suffix:     "L",
 		GlobalQualifier: "__global",
+		ByteOffsets:     true,
 		IndexHelper: gpuIndexHelper("", "static inline", "__global ",
 			"atomic_cmpxchg((volatile __global int *)status, 0, %d) == 0"),
 		ThreadIndex: func(a loopir.ThreadAxis) string {

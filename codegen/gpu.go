@@ -11,7 +11,8 @@ import (
 // gpuFunction prints f as one GPU kernel in the calling convention of the GPU devices
 // (devices/cuda's doc): the buffers' pointers (inputs, then outputs), each runtime dim
 // by value in PrimFunc.Dims order, then the status block (three int64 words: code and
-// two details); a texture parameter (loopir.ScopeTexture) is an image in the
+// two details); with the dialect's ByteOffsets each buffer is two parameters, its
+// buffer and the byte offset of the tensor in it; a texture parameter (loopir.ScopeTexture) is an image in the
 // dialect's ImageForm, read-only unless the kernel writes it. Loops bound to thread axes print as the launch indices; the kernel is
 // correct when launched with the geometry loopir/passes.DeriveLaunch gives for f.
 func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
@@ -28,13 +29,20 @@ func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
 		global = e.d.GlobalQualifier + " "
 	}
 	images := e.imageParams(f)
-	var params []string
+	var params, offsets []string
 	for _, p := range f.Params {
 		if p.Scope == loopir.ScopeTexture {
 			params = append(params, e.imageParam(p, images))
 			continue
 		}
-		params = append(params, fmt.Sprintf("%s%s *%s%s", global, e.ctype(p.DT), e.restrict(), e.ident(p, p.Name)))
+		name := e.ident(p, p.Name)
+		if e.d.ByteOffsets {
+			params = append(params, fmt.Sprintf("%schar *kiln_base_%s, %s kiln_off_%s", global, name, e.ctype(tensor.Int64), name))
+			offsets = append(offsets, fmt.Sprintf("  %s%s *%s%s = (%s%s *)(kiln_base_%s + kiln_off_%s);\n",
+				global, e.ctype(p.DT), e.restrict(), name, global, e.ctype(p.DT), name, name))
+			continue
+		}
+		params = append(params, fmt.Sprintf("%s%s *%s%s", global, e.ctype(p.DT), e.restrict(), name))
 	}
 	i64 := e.ctype(tensor.Int64)
 	for _, d := range f.Dims {
@@ -46,6 +54,9 @@ func (e *cEmitter) gpuFunction(f *loopir.PrimFunc) error {
 	e.b.WriteString("  (void)kiln_status;\n")
 	e.samplerDecl(images)
 	e.sharedArrays(f.Body)
+	for _, o := range offsets {
+		e.b.WriteString(o)
+	}
 	e.stmt(f.Body, 1)
 	e.b.WriteString("}\n")
 	return e.err

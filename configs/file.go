@@ -40,9 +40,14 @@ type File struct {
 	// LoadModels are the models loaded at start with model_control_mode explicit
 	// (Triton's --load-model); "*" loads every model. Empty: none.
 	LoadModels []string `yaml:"load_models,omitempty"`
-	// LoadMode is "lazy" (compile a model on its first request) or "eager" (compile
-	// every model at start; the server is not ready until they are).
+	// LoadMode is when models compile: "background" (default: at start, in the
+	// background; the server is ready meanwhile and a request that comes first waits
+	// for that same compile), "eager" (at start; the server is not ready until they
+	// have) or "lazy" (on a model's first request).
 	LoadMode string `yaml:"load_mode"`
+	// StrictReadiness (default true, as Triton's --strict-readiness): the server is
+	// not ready while a model that should serve failed to load. false: it is.
+	StrictReadiness bool `yaml:"strict_readiness"`
 	// Instances is how many requests one model version runs at once when its
 	// config.pbtxt has no instance_group; the rest queue. Default 1; 0 means 1.
 	Instances int `yaml:"instances"`
@@ -183,7 +188,8 @@ func DefaultFile() File {
 		GRPC:             GRPC{Address: ":8001", Enabled: true, MaxMessageBytes: 256 * MiB, MaxConcurrentStreams: 128, IdleTimeout: Duration(10 * time.Minute)},
 		Metrics:          Listener{Address: ":8002", Enabled: true},
 		ModelControlMode: "none",
-		LoadMode:         "lazy",
+		LoadMode:         "background",
+		StrictReadiness:  true,
 		Instances:        1,
 		SpecializeAfter:  3,
 		GPUs:             "auto",
@@ -359,8 +365,8 @@ func (f File) Validate() error {
 			bad(fmt.Sprintf("load_models[%d]", i), "must be a model name or *")
 		}
 	}
-	if f.LoadMode != "lazy" && f.LoadMode != "eager" {
-		bad("load_mode", "%q: must be lazy or eager", f.LoadMode)
+	if f.LoadMode != "lazy" && f.LoadMode != "eager" && f.LoadMode != "background" {
+		bad("load_mode", "%q: must be background, eager or lazy", f.LoadMode)
 	}
 	if f.GPUs != "auto" && f.GPUs != "none" {
 		bad("gpus", "%q: must be auto or none", f.GPUs)

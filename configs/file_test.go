@@ -43,7 +43,8 @@ func TestDefaultFile(t *testing.T) {
 		{"metrics.address", f.Metrics.Address, ":8002"},
 		{"metrics.enabled", f.Metrics.Enabled, true},
 		{"model_control_mode", f.ModelControlMode, "none"},
-		{"load_mode", f.LoadMode, "lazy"},
+		{"load_mode", f.LoadMode, "background"},
+		{"strict_readiness", f.StrictReadiness, true},
 		{"load_models", len(f.LoadModels), 0},
 		{"instances", f.Instances, 1},
 		{"specialize_after", f.SpecializeAfter, 3},
@@ -94,6 +95,7 @@ metrics: {enabled: false}
 model_control_mode: explicit
 load_models: [mlp, "*"]
 load_mode: eager
+strict_readiness: false
 instances: 4
 specialize_after: 0
 cache:

@@ -55,6 +55,7 @@ type batchResult struct {
 	outIdx          map[string]int
 	err             error
 	queued, compute time.Duration
+	compileWait     time.Duration // waited for the executable to compile (InferResponse.CompileWait)
 	batch           int
 	device          string // where the batch ran
 }
@@ -224,7 +225,7 @@ func (b *batcher) run(p *placement, batch []*pending, rows int) {
 		}
 		shapes[b.m.iface.Inputs[i].Name] = shape
 	}
-	v, err := b.m.variantFor(b.m.svc.ctx, p, shapes)
+	v, wait, err := b.m.variantWaiting(b.m.svc.ctx, p, shapes)
 	if err != nil {
 		fail(err)
 		return
@@ -252,7 +253,7 @@ func (b *batcher) run(p *placement, batch []*pending, rows int) {
 		for i, o := range outs {
 			mine[i] = sliceRows(o, row, r.rows)
 		}
-		r.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(r.enq), compute: compute, batch: size, device: p.dev.name}
+		r.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(r.enq), compute: compute, compileWait: wait, batch: size, device: p.dev.name}
 		row += r.rows
 	}
 }

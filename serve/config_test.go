@@ -130,12 +130,7 @@ max_batch_size: 4
 model_warmup [ { name: "zeros" batch_size: 2 count: 3 inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 8 ] zero_data: true } } } ]
 `)
 	s := openService(t, repo, t.TempDir())
-	for i := 0; !s.Ready(); i++ {
-		if i > 600 {
-			t.Fatal("not ready after 60 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitSettled(t, s, time.Minute)
 	var st Status
 	for _, x := range s.Index() {
 		if x.Name == "mlp" {
@@ -156,11 +151,9 @@ model_warmup [ { name: "zeros" batch_size: 2 count: 3 inputs { key: "x" value: {
 model_warmup [ { name: "bad" inputs { key: "x" value: { data_type: TYPE_INT64 dims: [ 1, 8 ] zero_data: true } } } ]
 `)
 	s2 := openService(t, repo2, t.TempDir())
-	for i := 0; !s2.Ready(); i++ {
-		if i > 600 {
-			t.Fatal("not ready after 60 s")
-		}
-		time.Sleep(100 * time.Millisecond)
+	waitSettled(t, s2, time.Minute)
+	if s2.Ready() {
+		t.Fatal("ready with a model whose warm-up failed")
 	}
 	for _, x := range s2.Index() {
 		if x.Name == "mlp" && (x.State != StateUnavailable || !strings.Contains(x.Reason, "warm-up")) {

@@ -27,7 +27,7 @@
 // wait in one queue of free instances: a request (or a batch) takes the first free one
 // and runs on its device, compiling for that device first if it has to. A failed first
 // compile on any device is the model's load error (UNAVAILABLE, the reason naming the
-// device). Eager compiles and warm-up samples run on every device of the version.
+// device). Loads at start and warm-up samples run on every device of the version.
 // kiln_device_exec_count counts executions per model version and device.
 //
 // Model. A repository in Triton's layout (<repo>/<model>/<version>/model.onnx) is
@@ -39,10 +39,12 @@
 // were replaced: the model is read again (reloadChanged) and the request runs on the new
 // content. So an executable is never stored under the key of other content.
 //
-// A model compiles on its first request (or at start with Options.Eager, for models
-// whose input shapes are static), through the engine and its binary journal: once per
-// input-shape signature, once per process (singleflight) and once across processes
-// sharing the journal. With Options.SpecializeAfter > 0 (kiln serve's default, 3) a
+// A model compiles at start or on its first request, as Options.LoadMode says
+// (startup.go: lazy, eager or background), through the engine and its binary journal:
+// once per input-shape signature, once per process (singleflight) and once across
+// processes sharing the journal; a request that comes while its executable compiles
+// waits for that compile and its response says how long (InferResponse.CompileWait,
+// the kiln-compile-wait-ms header). With Options.SpecializeAfter > 0 (kiln serve's default, 3) a
 // model with free input dims is served from one generic executable (specialize.go:
 // compiled with the symbolic dims left free, so a new shape compiles nothing); a shape
 // signature requested that many times gets an executable of its own, built in the
@@ -51,10 +53,11 @@
 // (a kernel without run-time extents, a dim that depends on data) compiles per
 // signature, as it always does with SpecializeAfter 0: each new signature compiles
 // before its first answer. Lifecycle: UNAVAILABLE (unreadable model, failed compile: the
-// reason is kept) / LOADING (compiling, with progress) / READY. A lazy model is READY
-// before its first compile, so readiness probes and clients do not wait for traffic
-// that would trigger it; an eager model is LOADING until compiled, and Ready (the
-// server's readiness) is false while any model is LOADING.
+// reason is kept) / LOADING (compiling, with progress) / READY. Readiness (Ready) is
+// strict, as Triton's: the server is unready while draining, while a load at start
+// that readiness waits for runs (LoadEager, warm-up), and while a model that should
+// serve has failed (Options.LenientReadiness ignores those); a compile for a request
+// or in the background never makes it unready.
 //
 // Invariants: every error returned wraps one of ErrInvalid, ErrNotFound,
 // ErrUnavailable, ErrInternal, ErrDisabled or ErrDeadline and names the model, input or
@@ -95,7 +98,8 @@
 // requests run at once, on the groups' devices; dynamic_batching with max_batch_size enables the batcher
 // (batcher.go): requests agreeing on all but the first dim join within the queue delay,
 // run padded to the smallest preferred size that holds them (so only preferred sizes
-// compile), and are split back. The parameter compile: "eager" compiles at start.
+// compile), and are split back. The parameter compile: "eager" compiles at start, and
+// readiness waits for it, whatever Options.LoadMode.
 // When max_batch_size, fixed config dims and the parameter max_dims ("seq=512")
 // bound every free dim, the generic executable's memory pool is sized for those bounds
 // by one inference on zeros when it is built (bounds.go): requests up to the bounds

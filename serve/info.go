@@ -7,20 +7,6 @@ import "fmt"
 // Live: the process is up and serving its APIs (true while models compile).
 func (s *Service) Live() bool { return true }
 
-// Ready: not shutting down, and every model that is not failed is ready (eager models
-// are ready once compiled; lazy ones are ready before their first compile).
-func (s *Service) Ready() bool {
-	if s.draining.Load() {
-		return false
-	}
-	for _, m := range s.allModels() {
-		if m.status().State == StateLoading {
-			return false
-		}
-	}
-	return true
-}
-
 // ModelReady reports whether a model version can take requests now.
 func (s *Service) ModelReady(name, version string) (bool, error) {
 	m, err := s.lookup(name, version)

@@ -48,7 +48,9 @@ type model struct {
 	mu       sync.Mutex
 	retired  bool // unloaded or replaced: no new requests
 	warming  bool // running its warm-up samples: stays LOADING
-	eager    bool // compiles (or warms up) at load, not yet started (compileEager)
+	startup  bool // compiles (or warms up) at load, not yet started (startup.go)
+	gates    bool // the server's readiness waits for its load at start (eager, warm-up)
+	dormant  bool // listed but not meant to serve (explicit control): readiness ignores it
 	active   int  // requests in progress
 	state    State
 	reason   string
@@ -69,12 +71,13 @@ func (m *model) versionString() string {
 	return fmt.Sprint(m.version)
 }
 
-// takeEager reports whether the model waits for its eager compile, and clears it.
-func (m *model) takeEager() bool {
+// takeStartup reports whether the model has a load at start not yet begun, and clears
+// it.
+func (m *model) takeStartup() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.eager
-	m.eager = false
+	e := m.startup
+	m.startup = false
 	return e
 }
 
@@ -89,7 +92,7 @@ type Status struct {
 	Name, Version string
 	State         State
 	Reason        string // why unavailable, or the compile's progress while loading
-	Compiled      int    // executables loaded (per device, one per input shape signature served)
+	Compiled      int    // executables loaded (per device: one per input shape signature served, and the generic one)
 }
 
 func (m *model) status() Status {
@@ -98,6 +101,9 @@ func (m *model) status() Status {
 	st := Status{Name: m.name, Version: m.versionString(), State: m.state, Reason: m.reason}
 	for _, p := range m.places {
 		st.Compiled += len(p.variants)
+		if p.generic != nil {
+			st.Compiled++
+		}
 	}
 	if m.state == StateLoading && m.progress != "" {
 		st.Reason = m.progress
@@ -174,21 +180,34 @@ func dimsOf(t graph.Type) []int64 {
 // per process) if needed. The compile stops when every request waiting for it has
 // given up.
 func (m *model) variantFor(ctx context.Context, p *placement, shapes map[string][]int64) (*variant, error) {
+	v, _, err := m.variantWaiting(ctx, p, shapes)
+	return v, err
+}
+
+// variantWaiting is variantFor that also reports how long the caller waited for a
+// compile, its own or one already running (a load at start, another request's): 0
+// when the executable was loaded already.
+func (m *model) variantWaiting(ctx context.Context, p *placement, shapes map[string][]int64) (*variant, time.Duration, error) {
 	key := fmt.Sprint(shapes) // fmt prints maps sorted by key
 	m.mu.Lock()
 	v := p.variants[key]
 	m.mu.Unlock()
 	if v != nil {
-		return v, nil
+		return v, 0, nil
 	}
-	if g, err := m.genericFor(ctx, p, shapes, key); g != nil || err != nil {
-		return g, err
+	start := time.Now()
+	waited := func() time.Duration { return max(time.Since(start), time.Nanosecond) }
+	if g, compiled, err := m.genericFor(ctx, p, shapes, key); g != nil || err != nil {
+		if !compiled {
+			return g, 0, err
+		}
+		return g, waited(), err
 	}
 	v, err := p.flights.do(ctx, m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, p, shapes, key) })
 	if err == errGaveUp {
-		return nil, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
+		return nil, waited(), fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
 	}
-	return v, err
+	return v, waited(), err
 }
 
 // build compiles (or loads from the journal), loads and registers the variant for one
@@ -349,7 +368,7 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 		return nil, fmt.Errorf("%w: queued for model %q: %v", ErrDeadline, m.name, ctx.Err())
 	}
 	queued := time.Since(start)
-	v, err := m.variantFor(ctx, p, shapes) // the compile is neither queue nor compute time
+	v, wait, err := m.variantWaiting(ctx, p, shapes) // the compile is neither queue nor compute time
 	if err != nil {
 		m.slots <- p
 		return nil, err
@@ -372,7 +391,7 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	if err != nil {
 		return nil, err
 	}
-	resp.Device = p.dev.name
+	resp.Device, resp.CompileWait = p.dev.name, wait
 	m.stats.ok(queued, compute, true)
 	return resp, nil
 }
@@ -391,7 +410,7 @@ func (m *model) inferBatched(ctx context.Context, req *InferRequest, args []*ten
 	if err != nil {
 		return nil, err
 	}
-	resp.Device = r.device
+	resp.Device, resp.CompileWait = r.device, r.compileWait
 	m.stats.ok(r.queued, r.compute, false)
 	return resp, nil
 }

@@ -136,13 +136,7 @@ func TestWarmupFileStaysInItsFolder(t *testing.T) {
 model_warmup [ { name: "file" inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 3, 8 ] input_data_file: "x.bin" } } } ]
 `)
 			s := openService(t, repo, t.TempDir())
-			deadline := time.Now().Add(60 * time.Second)
-			for !s.Ready() {
-				if time.Now().After(deadline) {
-					t.Fatal("not ready after 60 s")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			waitSettled(t, s, time.Minute)
 			for _, st := range s.Index() {
 				if st.Name == "mlp" && (st.State != StateUnavailable || !strings.Contains(st.Reason, "x.bin")) {
 					t.Fatalf("warm-up data through a %s: %+v", kind, st)

@@ -66,7 +66,7 @@ func (m *model) closeVariants() {
 // unloaded is the placeholder listed for a model that is not loaded.
 func (s *Service) unloaded(name string) []*model {
 	return []*model{{svc: s, name: name, version: -1, stats: &modelStats{}, spec: &Spec{},
-		state: StateUnavailable, reason: "unloaded"}}
+		state: StateUnavailable, reason: "unloaded", dormant: true}}
 }
 
 // LoadModel loads (or reloads) a model from the repository; the versions it replaces
@@ -116,7 +116,7 @@ func (s *Service) loadModel(name string, configJSON []byte) error {
 			return fmt.Errorf("%w: model %q version %d: %s", ErrUnavailable, name, m.version, m.status().Reason)
 		}
 	}
-	go s.compileEager()
+	s.startLoads()
 	return nil
 }
 
@@ -173,11 +173,12 @@ func (s *Service) reloadChanged(m *model) {
 	if d, err := scanModel(s.repo, m.name, m.given.GetDefaultModelFilename()); err != nil {
 		fresh = s.unloaded(m.name)
 		fresh[0].reason = fmt.Sprintf("the model's files changed on disk and it cannot be read again: %v", err)
+		fresh[0].dormant = false // it should serve: readiness counts it as failed
 	} else {
 		d.override = m.given
 		fresh = s.register(d)
 	}
 	s.replace(m.name, fresh)
 	s.log.Warn("model files changed on disk: reloaded", zap.String("model", m.name), zap.Int64("version", m.version))
-	go s.compileEager()
+	s.startLoads()
 }

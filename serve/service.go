@@ -25,10 +25,13 @@ type Options struct {
 	// gpus: [N] is GPUs[N] (instances.go). Empty: every instance runs on the CPU.
 	GPUs []GPU
 	Log  *zap.Logger
-	// Eager compiles every model at start for the shapes its interface fixes (models
-	// with free dims compile on their first request); the server is ready when all
-	// are compiled.
-	Eager bool
+	// LoadMode is when models compile (startup.go): LoadLazy (the zero value) on their
+	// first request, LoadEager at start with readiness waiting for it, LoadBackground
+	// at start without holding readiness back.
+	LoadMode LoadMode
+	// LenientReadiness: the server is ready even while models that should serve failed
+	// to load (Triton's --strict-readiness=false). By default it is not.
+	LenientReadiness bool
 	// RepositoryControl enables loading and unloading models by API (Triton's
 	// explicit model control): only the models in Load are loaded at start ("*": every
 	// model); without it every model is, and the load/unload API answers ErrDisabled.
@@ -90,14 +93,19 @@ type Service struct {
 }
 
 // New scans the repository and registers every model it finds (a model that cannot be
-// read is listed as UNAVAILABLE with the reason, never fatal). With Eager it compiles
-// them in the background; Ready turns true when that is done.
+// read is listed as UNAVAILABLE with the reason, never fatal), and starts the loads at
+// start that Options.LoadMode and the models' configurations ask for (startup.go).
 func New(opts Options) (*Service, error) {
 	if opts.Engine == nil {
 		return nil, errors.New("serve: no engine")
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
+	}
+	switch opts.LoadMode {
+	case "", LoadLazy, LoadEager, LoadBackground:
+	default:
+		return nil, fmt.Errorf("serve: load mode %q: want %s, %s or %s", opts.LoadMode, LoadLazy, LoadEager, LoadBackground)
 	}
 	if opts.Instances <= 0 {
 		opts.Instances = 1
@@ -139,7 +147,7 @@ func New(opts Options) (*Service, error) {
 		}
 		s.models[d.name] = s.register(d)
 	}
-	go s.compileEager()
+	s.startLoads()
 	return s, nil
 }
 
@@ -187,8 +195,8 @@ func (s *Service) register(d modelDir) []*model {
 		if err != nil {
 			m.state, m.reason = StateUnavailable, err.Error()
 			s.log.Error("model unavailable", zap.String("model", d.name), zap.Int64("version", v.number), zap.Error(err))
-		} else if s.opts.Eager || spec.Eager {
-			m.state, m.eager = StateLoading, true
+		} else {
+			s.markStartup(m)
 		}
 		if spec.Batching != nil && m.state != StateUnavailable {
 			m.batcher = newBatcher(m, *spec.Batching)
@@ -210,76 +218,6 @@ func (s *Service) startBuild() bool {
 	}
 	s.building.Add(1)
 	return true
-}
-
-// compileEager compiles the models marked eager (Options.Eager, the parameter
-// compile: "eager", or warm-up samples): those with samples by running them
-// (warmup.go), the others when their input shapes are static.
-func (s *Service) compileEager() {
-	for _, m := range s.allModels() {
-		if !m.takeEager() {
-			continue
-		}
-		if m.config != nil && len(m.config.ModelWarmup) > 0 {
-			if err := s.warmup(m); errors.Is(err, errChanged) {
-				s.reloadChanged(m)
-			} else if err != nil {
-				m.setState(StateUnavailable, "warm-up failed: "+err.Error())
-				s.log.Error("model warm-up failed", zap.String("model", m.name), zap.Error(err))
-			} else {
-				m.setState(StateReady, "")
-			}
-			continue
-		}
-		shapes, ok := staticShapes(m)
-		if !ok {
-			m.setState(StateReady, "")
-			s.log.Info("model has free input dims: it compiles on its first request", zap.String("model", m.name))
-			continue
-		}
-		if err := s.compileOnEvery(m, shapes); errors.Is(err, errChanged) {
-			s.reloadChanged(m) // the reload compiles the new content eagerly
-		}
-	}
-}
-
-// compileOnEvery compiles a model version for the shapes on each of its devices at
-// once, and returns errChanged when one of them found its files replaced (the other
-// failures are logged, and the first on a device is the model's state).
-func (s *Service) compileOnEvery(m *model, shapes map[string][]int64) error {
-	errs := make([]error, len(m.places))
-	var wg sync.WaitGroup
-	for i, p := range m.places {
-		wg.Go(func() {
-			if _, errs[i] = m.variantFor(s.ctx, p, shapes); errs[i] != nil && !errors.Is(errs[i], errChanged) {
-				s.log.Error("eager compile failed", zap.String("model", m.name), zap.String("device", p.dev.name), zap.Error(errs[i]))
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if errors.Is(err, errChanged) {
-			return err
-		}
-	}
-	return nil
-}
-
-func staticShapes(m *model) (map[string][]int64, bool) {
-	out := map[string][]int64{}
-	for _, p := range m.iface.Inputs {
-		if p.Type.UnknownRank {
-			return nil, false
-		}
-		d := dimsOf(p.Type)
-		for _, x := range d {
-			if x < 0 {
-				return nil, false
-			}
-		}
-		out[p.Name] = d
-	}
-	return out, true
 }
 
 func (s *Service) allModels() []*model {

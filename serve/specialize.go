@@ -32,28 +32,29 @@ func (m *model) hasSymbolicInputs() bool {
 // building it the first time (the caller waits, as for any first compile), and counting
 // the request's shape signature, whose specialized executable is built in the
 // background once it has been seen SpecializeAfter times on that device. nil and no
-// error: compile per shape.
-func (m *model) genericFor(ctx context.Context, p *placement, shapes map[string][]int64, key string) (*variant, error) {
+// error: compile per shape. waited: the caller waited for the generic executable's
+// compile (its own, or one already running).
+func (m *model) genericFor(ctx context.Context, p *placement, shapes map[string][]int64, key string) (g *variant, waited bool, err error) {
 	after := m.svc.opts.SpecializeAfter
 	if after <= 0 || !m.hasSymbolicInputs() {
-		return nil, nil
+		return nil, false, nil
 	}
 	m.mu.Lock()
 	g, no := p.generic, p.noGen
 	m.mu.Unlock()
 	if no != "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	if g == nil {
-		var err error
-		g, err = p.flights.do(ctx, m.svc.ctx, genericKey, func(bctx context.Context) (*variant, error) { return m.buildGeneric(bctx, p) })
+		waited = true
+		g, err = m.genericOn(ctx, p)
 		switch {
 		case err == errGaveUp:
-			return nil, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
+			return nil, true, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
 		case errors.Is(err, errChanged):
-			return nil, err
+			return nil, true, err
 		case err != nil:
-			return nil, nil // recorded in noGen, or cancelled: compile per shape
+			return nil, true, nil // recorded in noGen, or cancelled: compile per shape
 		}
 	}
 	m.mu.Lock()
@@ -69,7 +70,13 @@ func (m *model) genericFor(ctx context.Context, p *placement, shapes map[string]
 		// not awaited: requests go on generically
 		p.flights.start(m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, p, shapes, key) })
 	}
-	return g, nil
+	return g, waited, nil
+}
+
+// genericOn waits for p's device's generic executable, building it (or joining the
+// build in progress) under the service's context.
+func (m *model) genericOn(ctx context.Context, p *placement) (*variant, error) {
+	return p.flights.do(ctx, m.svc.ctx, genericKey, func(bctx context.Context) (*variant, error) { return m.buildGeneric(bctx, p) })
 }
 
 // buildGeneric builds the executable for every shape on p's device; a failure is

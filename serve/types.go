@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"time"
 
 	"github.com/kilnrt/kiln/serve/modelrepo"
 	"github.com/kilnrt/kiln/tensor"
@@ -52,6 +54,20 @@ type InferResponse struct {
 	Model, Version, ID string
 	Outputs            []Tensor
 	Device             string
+	// CompileWait is how long the request waited for its executable to compile (its
+	// own compile, a load at start, or another request's); 0: it was loaded already.
+	CompileWait time.Duration
+}
+
+// CompileWaitHeader is the response header (REST) or header metadata (gRPC) of a
+// request that waited for its model to compile: the wait in milliseconds
+// (CompileWaitMillis).
+const CompileWaitHeader = "kiln-compile-wait-ms"
+
+// CompileWaitMillis prints a compile wait as CompileWaitHeader's value: whole
+// milliseconds, rounded up (a request that waited never reads 0).
+func CompileWaitMillis(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }
 
 // DTypeOf returns the element type of an OIP datatype name (modelrepo's datatype

@@ -20,7 +20,8 @@ import (
 const imageKernels = `
 __constant sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
 
-__kernel void from_image(__read_only image2d_t in, __global float *out, long w, long h, __global long *status) {
+__kernel void from_image(__read_only image2d_t in, __global char *out_b, long out_o, long w, long h, __global long *status) {
+	__global float *out = (__global float *)(out_b + out_o);
 	int x = get_global_id(0), y = get_global_id(1);
 	if (x >= w || y >= h)
 		return;
@@ -28,7 +29,8 @@ __kernel void from_image(__read_only image2d_t in, __global float *out, long w, 
 	vstore4(2.0f * v + 1.0f, (size_t)y * (size_t)w + (size_t)x, out);
 }
 
-__kernel void to_image(__global const float *in, __write_only image2d_t out, long w, long h, __global long *status) {
+__kernel void to_image(__global char *in_b, long in_o, __write_only image2d_t out, long w, long h, __global long *status) {
+	__global const float *in = (__global const float *)(in_b + in_o);
 	int x = get_global_id(0), y = get_global_id(1);
 	if (x >= w || y >= h)
 		return;

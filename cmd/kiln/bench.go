@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -67,6 +68,9 @@ integers 0) with the shapes given by --dims.`,
 				tf.profiling = profile
 				if ds, err = tf.open(threads, !isKiln); err == nil {
 					r.Device = ds.describe()
+					if r.Threads <= 0 { // the CPU device's rule for --threads 0: every core
+						r.Threads = runtime.NumCPU()
+					}
 				}
 				return err
 			}
@@ -181,10 +185,7 @@ integers 0) with the shapes given by --dims.`,
 			if r.LoadS > 0 {
 				fmt.Fprintf(w, "loaded from the journal in %.1f ms (no compile)\n", r.LoadS*1000)
 			}
-			on := fmt.Sprintf("%d threads", threads)
-			if threads == 0 {
-				on = "every core"
-			}
+			on := fmt.Sprintf("%d threads", r.Threads)
 			fmt.Fprintf(w, "%s on %s: %d inferences on %s: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, min %.3f ms, mean %.3f ms, %.1f inferences/s\n",
 				r.Model, r.Device, r.Iters, on, r.P50, r.P90, r.P99, r.Min, r.Mean, r.Throughput)
 			return nil

@@ -128,6 +128,9 @@ kernels as a shared object (and an OpenCL program binary), so it runs where no C
 compiler is installed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLevel(level); err != nil {
+				return err
+			}
 			if out == "" {
 				out = strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0])) + ".kiln"
 			}
@@ -191,6 +194,11 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	// CreateTemp's file is the owner's alone; an executable is read by whoever runs it
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err

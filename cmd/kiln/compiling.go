@@ -34,6 +34,14 @@ func levelHelp() string {
 	return fmt.Sprintf("graph optimization level: 0 (%s), 1 (%s), 2 and 3 (%s)", names(0), names(1), names(3))
 }
 
+// checkLevel refuses an -O outside the levels the pipelines define (a usage error).
+func checkLevel(level int) error {
+	if level < 0 || level > defaultLevel {
+		return usageError{fmt.Errorf("-O %d: the optimization level is 0, 1, 2 or 3", level)}
+	}
+	return nil
+}
+
 // boundsCheckHelp describes --bounds-check (compile, run, bench, conformance).
 const boundsCheckHelp = "debug build: every kernel checks each buffer access against the buffer's extent; an access outside one fails the inference with an error naming the kernel, node, buffer and offset (a compiler bug). Slower; cached apart from default builds"
 

@@ -35,6 +35,9 @@ func conformanceCmd() *cobra.Command {
 			if err := checkEngine(engine); err != nil {
 				return err
 			}
+			if err := checkLevel(level); err != nil {
+				return err
+			}
 			opts := conformance.Options{
 				Engine:    conformance.RefEngine,
 				Tolerance: conformance.Tolerance{Atol: atol, Rtol: rtol},

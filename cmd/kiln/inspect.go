@@ -38,6 +38,9 @@ shape, and those specialized for one shape signature (kiln serve builds them in 
 background for shapes it sees often).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLevel(level); err != nil {
+				return err
+			}
 			if plan {
 				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, tf, level, asJSON)
 			}

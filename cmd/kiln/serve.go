@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -42,9 +41,13 @@ func serveCmd() *cobra.Command {
 		Long: `Serve every <repo>/<model>/<version>/model.onnx over HTTP (Open Inference Protocol v2,
 Triton-compatible paths, JSON and binary tensor data) and over gRPC (Triton's
 inference.GRPCInferenceService, grpc.health.v1 and server reflection; --grpc-address,
-empty to disable). A model compiles on its first
-request (--eager: at start) through the binary journal, so restarts and replicas sharing
---cache-dir start warm. Without --model-repository it serves the bundled examples
+empty to disable). Every model compiles at start in the background
+(--load-mode background; eager: readiness waits for it; lazy: on its first request)
+through the binary journal, so restarts and replicas sharing --cache-dir start warm; a
+request that comes before its model is compiled waits for that compile and says so in
+the kiln-compile-wait-ms header. Readiness is strict, as Triton's: false while a model
+that should serve failed to load (--strict-readiness=false: ignore them), never for a
+compile that readiness does not wait for. Without --model-repository it serves the bundled examples
 (examples/models: a small MLP and SqueezeNet 1.1). SIGTERM or Ctrl-C: readiness turns
 false, requests in flight finish (up to --grace), then the server exits.
 Each model's config.pbtxt (Triton's format; optional) sets batching (max_batch_size,
@@ -78,7 +81,7 @@ a message is read.`,
 			if err != nil {
 				return err
 			}
-			return runServe(cmd.OutOrStdout(), cfg)
+			return runServe(cfg)
 		},
 	}
 	fl.register(cmd.Flags())
@@ -86,7 +89,7 @@ a message is read.`,
 }
 
 // runServe serves until SIGTERM or Ctrl-C, then drains.
-func runServe(stdout io.Writer, cfg configs.File) error {
+func runServe(cfg configs.File) error {
 	log, err := newServeLogger(cfg.Log)
 	if err != nil {
 		return err
@@ -139,7 +142,8 @@ func runServe(stdout io.Writer, cfg configs.File) error {
 		log.Info("serve-only build: models run from prebuilt journal entries; a model or shape not in the journal is an error (fill it with `kiln prebuild`)")
 	}
 	explicit := cfg.ModelControlMode == "explicit"
-	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, GPUs: gpus, Log: log, Eager: cfg.LoadMode == "eager",
+	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, GPUs: gpus, Log: log, LoadMode: serve.LoadMode(cfg.LoadMode),
+		LenientReadiness:  !cfg.StrictReadiness,
 		RepositoryControl: explicit, Load: cfg.LoadModels, Instances: cfg.Instances, SpecializeAfter: cfg.SpecializeAfter,
 		Compiles: cfg.Limits.Compiles})
 	if err != nil {
@@ -232,21 +236,23 @@ func runServe(stdout io.Writer, cfg configs.File) error {
 	for _, st := range svc.Index() {
 		log.Info("model", zap.String("name", st.Name), zap.String("version", st.Version), zap.String("state", string(st.State)), zap.String("reason", st.Reason))
 	}
-	log.Info("serving", zap.String("http", httpShown), zap.Bool("tls", tlsConf != nil), zap.Bool("auth", token != ""), zap.String("grpc", grpcShown),
-		zap.String("metrics", metricsShown), zap.String("repository", cfg.ModelRepository), zap.String("journal", j.Dir()),
-		zap.String("load_mode", cfg.LoadMode), zap.String("model_control_mode", cfg.ModelControlMode), zap.Duration("request_timeout", timeout),
-		zap.Int("open_file_limit", nofile), zap.Int("http_max_connections", caps.http), zap.Int("grpc_max_connections", caps.grpc),
-		zap.Stringer("max_inflight_bytes", cfg.Limits.MaxInflightBytes), zap.Int64("memory_limit", debug.SetMemoryLimit(-1)))
-	switch {
-	case srv != nil:
-		grpcNote := ""
+	// the banner is the log's "serving" line (JSON with log.format json), with the
+	// addresses in its message for a reader and in its fields for a collector
+	banner := fmt.Sprintf("kiln is serving %s over gRPC on %s (REST is off)", cfg.ModelRepository, grpcShown)
+	var try []zap.Field
+	if srv != nil {
+		banner = fmt.Sprintf("kiln is serving %s on %s://%s", cfg.ModelRepository, scheme, httpShown)
 		if gsrv != nil {
-			grpcNote = " and gRPC on " + grpcShown
+			banner += " and gRPC on " + grpcShown
 		}
-		fmt.Fprintf(stdout, "kiln is serving %s on %s://%s%s. Try:\n\n%s\n\n", cfg.ModelRepository, scheme, httpShown, grpcNote, exampleCurl(scheme, httpShown, token != "", svc))
-	default:
-		fmt.Fprintf(stdout, "kiln is serving %s over gRPC on %s (REST is off).\n", cfg.ModelRepository, grpcShown)
+		try = append(try, zap.String("try", exampleCurl(scheme, httpShown, token != "", svc)))
 	}
+	log.Info(banner, append([]zap.Field{zap.String("http", httpShown), zap.Bool("tls", tlsConf != nil), zap.Bool("auth", token != ""), zap.String("grpc", grpcShown),
+		zap.String("metrics", metricsShown), zap.String("repository", cfg.ModelRepository), zap.String("journal", j.Dir()),
+		zap.String("load_mode", cfg.LoadMode), zap.Bool("strict_readiness", cfg.StrictReadiness), zap.String("model_control_mode", cfg.ModelControlMode),
+		zap.Duration("request_timeout", timeout), zap.Int("open_file_limit", nofile), zap.Int("http_max_connections", caps.http), zap.Int("grpc_max_connections", caps.grpc),
+		zap.Stringer("max_inflight_bytes", cfg.Limits.MaxInflightBytes), zap.Int64("memory_limit", debug.SetMemoryLimit(-1))}, try...)...)
+	log.Sync() // now, not at the next flush: scripts wait for this line
 	grace := time.Duration(cfg.ShutdownGrace)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)

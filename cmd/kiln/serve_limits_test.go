@@ -48,8 +48,8 @@ func startServeConfig(t *testing.T, bin, yaml string, nofile ...int) (cmd *exec.
 	if len(nofile) > 0 {
 		cmd = exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" serve --config "$1"`, nofile[0]), bin, cfg)
 	}
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
+	out, _ := cmd.StderrPipe() // the log, whose "serving" line names the addresses
+	cmd.Stdout = io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ grpc: {address: "127.0.0.1:0"}
 metrics: {enabled: false}
 auth: {bearer_token_file: %s}
 limits: {memory_limit: 1200MiB}
-log: {level: warn}
+log: {level: info}  # the serving line, which names the addresses, is at info
 threads: 1
 `, tokenPath))
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -212,7 +212,7 @@ func TestServeAnswersProbesThroughAConnectionFlood(t *testing.T) {
 	cmd, httpAddr, _ := startServeConfig(t, bin, `http: {address: "127.0.0.1:0", read_timeout: 2s, idle_timeout: 1s}
 grpc: {address: "127.0.0.1:0"}
 metrics: {enabled: false}
-log: {level: warn}
+log: {level: info}  # the serving line, which names the addresses, is at info
 threads: 1
 `, 256)
 	dial := func() (net.Conn, *bufio.Reader) {

@@ -103,14 +103,12 @@ shutdown_grace: 10s
 		}
 		return nil
 	}
-	sc := bufio.NewScanner(stdout)
-	re := regexp.MustCompile(`on (https://127\.0\.0\.1:[0-9]+) and gRPC on (127\.0\.0\.1:[0-9]+)`)
+	// the banner is the log's serving line, in JSON like every other
+	re := regexp.MustCompile(`^kiln is serving .* on (https://127\.0\.0\.1:[0-9]+) and gRPC on (127\.0\.0\.1:[0-9]+)$`)
 	var base, grpcAddr string
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			base, grpcAddr = m[1], m[2]
-			break
-		}
+	if banner := findLog(func(m map[string]any) bool { msg, _ := m["msg"].(string); return re.MatchString(msg) }); banner != nil {
+		sm := re.FindStringSubmatch(banner["msg"].(string))
+		base, grpcAddr = sm[1], sm[2]
 	}
 	if base == "" {
 		mu.Lock()
@@ -224,7 +222,7 @@ shutdown_grace: 10s
 	}
 
 	// the metrics port stays plain HTTP, without auth
-	serving := findLog(func(m map[string]any) bool { return m["msg"] == "serving" })
+	serving := findLog(func(m map[string]any) bool { return re.MatchString(fmt.Sprint(m["msg"])) })
 	if serving == nil || serving["tls"] != true || serving["auth"] != true {
 		t.Fatalf("no serving line with tls and auth: %v", serving)
 	}

@@ -22,8 +22,8 @@ func startServe(t *testing.T, bin, repo string, extra ...string) (*exec.Cmd, str
 	args := append([]string{"serve", "--model-repository", repo, "--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0",
 		"--cache-dir", t.TempDir(), "--threads", "2"}, extra...)
 	cmd := exec.Command(bin, args...)
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
+	out, _ := cmd.StderrPipe() // the log, whose "serving" line names the addresses
+	cmd.Stdout = io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,8 @@ type serveFlags struct {
 	grpcStreams                           int
 	grpcIdle                              time.Duration
 	threads, instances, specializeAfter   int
-	eager                                 bool
+	loadMode                              string
+	strictReadiness                       bool
 	tlsCert, tlsKey, tokenFile            string
 	logFormat, logLevel                   string
 	controlMode                           string
@@ -72,7 +73,8 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&fl.specializeAfter, "specialize-after", 3, "models with free input dims: serve every shape from one generic executable and build a specialized one in the background after this many requests of a shape (0: compile each new shape before answering it) [specialize_after]")
 	f.StringVar(&fl.controlMode, "model-control-mode", "none", "none (serve every model of the repository) or explicit (load/unload through the repository API) [model_control_mode]")
 	f.StringArrayVar(&fl.loadModels, "load-model", nil, "with --model-control-mode explicit: a model to load at start (repeatable; * for every model) [load_models]")
-	f.BoolVar(&fl.eager, "eager", false, "compile every model with static input shapes at start (readiness waits for it) [load_mode: eager]")
+	f.StringVar(&fl.loadMode, "load-mode", "background", "when models compile: background (at start, in the background; a request that comes first waits for it), eager (at start; the server is not ready until done) or lazy (on a model's first request) [load_mode]")
+	f.BoolVar(&fl.strictReadiness, "strict-readiness", true, "the server is not ready while a model that should serve failed to load (false: it is ready anyway) [strict_readiness]")
 	f.DurationVar(&fl.grace, "grace", 30*time.Second, "how long SIGTERM waits for requests in flight [shutdown_grace]")
 	f.StringVar(&fl.tlsCert, "tls-cert-file", "", "PEM certificate (chain): serve HTTPS and gRPC over TLS, with --tls-key-file [tls.cert_file]")
 	f.StringVar(&fl.tlsKey, "tls-key-file", "", "PEM private key of --tls-cert-file [tls.key_file]")
@@ -186,8 +188,11 @@ func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (
 	if set("load-model") {
 		cfg.LoadModels = fl.loadModels
 	}
-	if set("eager") {
-		cfg.LoadMode = map[bool]string{true: "eager", false: "lazy"}[fl.eager]
+	if set("load-mode") {
+		cfg.LoadMode = fl.loadMode
+	}
+	if set("strict-readiness") {
+		cfg.StrictReadiness = fl.strictReadiness
 	}
 	if set("grace") {
 		cfg.ShutdownGrace = configs.Duration(fl.grace)

@@ -87,6 +87,7 @@ grpc: {address: "127.0.0.1:9001", max_message_bytes: 32MiB, max_concurrent_strea
 metrics: {enabled: false}
 model_control_mode: explicit
 load_mode: eager
+strict_readiness: false
 cache: {dir: /var/cache/kiln, policy: readonly, budget: 2GiB}
 limits: {max_request_bytes: 1MiB, request_timeout: 45s, max_inflight_bytes: 512MiB, memory_limit: 2GiB, request_memory: 1GiB, tensor_memory: 256MiB, compile_timeout: 2m, compiles: 3}
 tls: {cert_file: /tls/crt, key_file: /tls/key}
@@ -109,6 +110,7 @@ shutdown_grace: 10s
 		Metrics:          configs.Listener{Address: ":8002", Enabled: false},
 		ModelControlMode: "explicit",
 		LoadMode:         "eager",
+		StrictReadiness:  false,
 		Instances:        1,
 		SpecializeAfter:  3,
 		Cache:            configs.Cache{Dir: "/var/cache/kiln", Policy: "readonly", Budget: 2 * configs.GiB},
@@ -126,7 +128,7 @@ shutdown_grace: 10s
 	}
 	cfg, err = parseServe(t, nil, "--config", file,
 		"--model-repository", "/from/flag", "--http-address", "127.0.0.1:7000", "--grpc-address", "", "--metrics-address", ":7002",
-		"--grpc-max-message-bytes", "64MiB", "--eager=false", "--model-control-mode", "none", "--cache-dir", "/tmp/j", "--cache", "redo", "--cache-budget", "1GiB",
+		"--grpc-max-message-bytes", "64MiB", "--load-mode", "lazy", "--strict-readiness", "--model-control-mode", "none", "--cache-dir", "/tmp/j", "--cache", "redo", "--cache-budget", "1GiB",
 		"--max-request-bytes", "2MiB", "--request-timeout", "5s", "--tls-cert-file", "/c", "--tls-key-file", "/k",
 		"--bearer-token-file", "/t", "--log-format", "json", "--log-level", "debug", "--threads", "1", "--grace", "1m",
 		"--http-read-header-timeout", "3s", "--http-read-timeout", "2s", "--http-write-timeout", "0s", "--http-idle-timeout", "30s", "--http-max-connections", "100",
@@ -143,6 +145,7 @@ shutdown_grace: 10s
 		Metrics:          configs.Listener{Address: ":7002", Enabled: true},
 		ModelControlMode: "none",
 		LoadMode:         "lazy",
+		StrictReadiness:  true,
 		Instances:        1,
 		SpecializeAfter:  3,
 		Cache:            configs.Cache{Dir: "/tmp/j", Policy: "redo", Budget: configs.GiB},

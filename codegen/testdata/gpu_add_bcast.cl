@@ -12,8 +12,11 @@ typedef uchar u8;
 static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
-__kernel void v_add_bcast(__global float *restrict v_X, __global float *restrict v_B, __global float *restrict v_Y, i64 v_n, __global i64 *kiln_status) {
+__kernel void v_add_bcast(__global char *kiln_base_v_X, i64 kiln_off_v_X, __global char *kiln_base_v_B, i64 kiln_off_v_B, __global char *kiln_base_v_Y, i64 kiln_off_v_Y, i64 v_n, __global i64 *kiln_status) {
   (void)kiln_status;
+  __global float *restrict v_X = (__global float *)(kiln_base_v_X + kiln_off_v_X);
+  __global float *restrict v_B = (__global float *)(kiln_base_v_B + kiln_off_v_B);
+  __global float *restrict v_Y = (__global float *)(kiln_base_v_Y + kiln_off_v_Y);
   {
     const i64 v_Y_l0_fused_0 = (i64)get_group_id(0);
     {

@@ -20,8 +20,11 @@ static inline i64 kiln_index(i64 v, i64 n, __global i64 *status) {
   return w;
 }
 
-__kernel void v_gather_rows(__global float *restrict v_X, __global i64 *restrict v_I, __global float *restrict v_Y, __global i64 *kiln_status) {
+__kernel void v_gather_rows(__global char *kiln_base_v_X, i64 kiln_off_v_X, __global char *kiln_base_v_I, i64 kiln_off_v_I, __global char *kiln_base_v_Y, i64 kiln_off_v_Y, __global i64 *kiln_status) {
   (void)kiln_status;
+  __global float *restrict v_X = (__global float *)(kiln_base_v_X + kiln_off_v_X);
+  __global i64 *restrict v_I = (__global i64 *)(kiln_base_v_I + kiln_off_v_I);
+  __global float *restrict v_Y = (__global float *)(kiln_base_v_Y + kiln_off_v_Y);
   {
     const i64 v_Y_l0_0 = (i64)get_group_id(0);
     {

@@ -12,10 +12,13 @@ typedef uchar u8;
 static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
-__kernel void v_mm_shared(__global float *restrict v_A, __global float *restrict v_B, __global float *restrict v_C, i64 v_n, __global i64 *kiln_status) {
+__kernel void v_mm_shared(__global char *kiln_base_v_A, i64 kiln_off_v_A, __global char *kiln_base_v_B, i64 kiln_off_v_B, __global char *kiln_base_v_C, i64 kiln_off_v_C, i64 v_n, __global i64 *kiln_status) {
   (void)kiln_status;
   __local float v_A_shared[32];
   __local float v_B_shared[32];
+  __global float *restrict v_A = (__global float *)(kiln_base_v_A + kiln_off_v_A);
+  __global float *restrict v_B = (__global float *)(kiln_base_v_B + kiln_off_v_B);
+  __global float *restrict v_C = (__global float *)(kiln_base_v_C + kiln_off_v_C);
   {
     const i64 v_C_l0_0 = (i64)get_group_id(1);
     {

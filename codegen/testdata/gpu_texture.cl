@@ -31,9 +31,10 @@ __kernel void v_tex_relu(__read_only image2d_t v_X, __write_only image2d_t v_Y, 
   }
 }
 
-__kernel void v_tex_unpack(__read_only image2d_t v_X, __global float *restrict v_Y, __global i64 *kiln_status) {
+__kernel void v_tex_unpack(__read_only image2d_t v_X, __global char *kiln_base_v_Y, i64 kiln_off_v_Y, __global i64 *kiln_status) {
   (void)kiln_status;
   const sampler_t kiln_smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
+  __global float *restrict v_Y = (__global float *)(kiln_base_v_Y + kiln_off_v_Y);
   {
     const i64 v_c = (i64)get_group_id(1);
     {
@@ -48,8 +49,9 @@ __kernel void v_tex_unpack(__read_only image2d_t v_X, __global float *restrict v
   }
 }
 
-__kernel void v_tex_pack(__global float *restrict v_X, __write_only image2d_t v_Y, __global i64 *kiln_status) {
+__kernel void v_tex_pack(__global char *kiln_base_v_X, i64 kiln_off_v_X, __write_only image2d_t v_Y, __global i64 *kiln_status) {
   (void)kiln_status;
+  __global float *restrict v_X = (__global float *)(kiln_base_v_X + kiln_off_v_X);
   {
     const i64 v_c = (i64)get_group_id(1);
     {

@@ -24,7 +24,7 @@ type api struct {
 
 	getPlatformIDs, getPlatformInfo, getDeviceIDs, getDeviceInfo           uintptr
 	createContext, releaseContext, createCommandQueue, releaseCommandQueue uintptr
-	createBuffer, createSubBuffer, releaseMemObject                        uintptr
+	createBuffer, releaseMemObject                                         uintptr
 	enqueueWriteBuffer, enqueueReadBuffer, enqueueCopyBuffer               uintptr
 	enqueueFillBuffer, finish                                              uintptr
 	createProgramWithSource, createProgramWithBinary, buildProgram         uintptr
@@ -61,7 +61,7 @@ func bindAPI() (*api, error) {
 		"clGetDeviceIDs": &a.getDeviceIDs, "clGetDeviceInfo": &a.getDeviceInfo,
 		"clCreateContext": &a.createContext, "clReleaseContext": &a.releaseContext,
 		"clCreateCommandQueue": &a.createCommandQueue, "clReleaseCommandQueue": &a.releaseCommandQueue,
-		"clCreateBuffer": &a.createBuffer, "clCreateSubBuffer": &a.createSubBuffer,
+		"clCreateBuffer":       &a.createBuffer,
 		"clReleaseMemObject":   &a.releaseMemObject,
 		"clEnqueueWriteBuffer": &a.enqueueWriteBuffer, "clEnqueueReadBuffer": &a.enqueueReadBuffer,
 		"clEnqueueCopyBuffer": &a.enqueueCopyBuffer, "clEnqueueFillBuffer": &a.enqueueFillBuffer,

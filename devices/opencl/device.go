@@ -154,8 +154,9 @@ func (d *Device) Facts() target.GPUFacts { return d.dinfo.Facts }
 // Arch names the device for the compiler's target: its CL_DEVICE_NAME.
 func (d *Device) Arch() string { return d.dinfo.Name }
 
-// BaseAlign is the alignment in bytes a view needs to be passed to a kernel
-// (CL_DEVICE_MEM_BASE_ADDR_ALIGN).
+// BaseAlign is the device's base address alignment in bytes
+// (CL_DEVICE_MEM_BASE_ADDR_ALIGN): where the VM places views for kernels, so that each
+// tensor starts as aligned as a buffer of its own.
 func (d *Device) BaseAlign() int64 { return d.dinfo.BaseAlign }
 
 // Target describes the device for the compiler.
@@ -187,9 +188,6 @@ func (d *Device) Close() error {
 	err := check("clFinish", a.call(a.finish, d.queue))
 	d.mu.Lock()
 	for b := range d.alive {
-		for _, s := range b.subs {
-			a.call(a.releaseMemObject, s)
-		}
 		a.call(a.releaseMemObject, b.mem)
 		delete(d.alive, b)
 	}

@@ -30,17 +30,12 @@
 // Memory: buffers are cl_mems with a size; OpenCL refuses empty buffers, so a zero-size
 // one holds a byte. A view (devices.Slicer) is its buffer at an offset and is valid while
 // the buffer is. Copies reach a view at any offset through the transfer's own offset.
-// A kernel receives a view at offset 0, or an empty view, as its buffer itself, and any
-// other view as a sub-buffer (clCreateSubBuffer) made at the region's first launch and
-// kept with its buffer until Free (at most 1024 a buffer; past that a launch makes its
-// own and releases it once queued: on PoCL making and releasing one costs about 1 us,
-// finding a kept one 35 ns). OpenCL allows sub-buffers only at a multiple of the
-// device's base alignment (CL_DEVICE_MEM_BASE_ADDR_ALIGN, BaseAlign: 128 bytes on
-// PoCL). A view elsewhere passed to a kernel is devices.ErrBadBuffer naming the
-// alignment: passing the offset as an extra argument would change the calling
-// convention, and staging the view through a temporary buffer would copy it twice per
-// launch and break kernels whose views overlap; whoever places views for kernels (the
-// VM's memory plan) aligns them to BaseAlign instead.
+// A kernel receives every buffer as two arguments, its root cl_mem and the view's byte
+// offset in it (codegen's ByteOffsets: the kernel adds the offset to the root's address),
+// and an image alone. There are no sub-buffers (clCreateSubBuffer): their lifetimes are
+// kept differently by different drivers, and NVIDIA's (580, an H200) crashed inside
+// clReleaseMemObject of one as a VM closed. BaseAlign (CL_DEVICE_MEM_BASE_ADDR_ALIGN, 128
+// bytes on PoCL) is where the VM places views, so each tensor is as aligned as a buffer.
 //
 // Images (devices.Imager): AllocImage makes a zeroed read-write image2d of width×height
 // texels, RGBA float32 (CL_FLOAT), or RGBA half (CL_HALF_FLOAT) where the device has
@@ -69,9 +64,10 @@
 //
 // Kernel calling convention (the GPU one, see devices/cuda): a kernel is
 //
-//	__kernel void name(__global T0 *b0, ..., __global Tn *bn, long d0, ..., long dk, __global long *status)
+//	__kernel void name(__global char *b0, long o0, ..., __global char *bn, long on, long d0, ..., long dk, __global long *status)
 //
-// with the buffers (inputs, then outputs), each runtime dim by value, and the device's
+// with the buffers (inputs, then outputs) each as its cl_mem and a byte offset (an image
+// as itself alone), each runtime dim by value, and the device's
 // status block: three longs {code, detail0, detail1}, zeroed when the device opens and
 // after each read. A kernel that fails claims the block once with a 32-bit
 // atomic_cmpxchg from 0 on the code's first half (the base atomics of OpenCL C 1.1; the

@@ -9,11 +9,13 @@ import (
 )
 
 // fixtureSource is the device-conformance fixture (see devicetest.FixtureKernel) in the
-// GPU calling convention, kiln_test_fail, which writes its code and details to the
+// GPU calling convention (each buffer a cl_mem and a byte offset), kiln_test_fail, which writes its code and details to the
 // status block from every work-item (only the first claim may land), and
 // kiln_test_fill, which writes its value into every element of a view.
 const fixtureSource = `
-__kernel void kiln_test_axpy(__global const float *in, __global float *out, long n, long code, __global long *status) {
+__kernel void kiln_test_axpy(__global char *in_b, long in_o, __global char *out_b, long out_o, long n, long code, __global long *status) {
+	__global const float *in = (__global const float *)(in_b + in_o);
+	__global float *out = (__global float *)(out_b + out_o);
 	long stride = (long)get_global_size(0);
 	for (long i = (long)get_global_id(0); i < n; i += stride)
 		out[i] = 2.0f * in[i] + 1.0f;
@@ -31,7 +33,8 @@ __kernel void kiln_test_fail(long code, long d0, long d1, __global long *status)
 	}
 }
 
-__kernel void kiln_test_fill(__global int *out, long n, long value, __global long *status) {
+__kernel void kiln_test_fill(__global char *out_b, long out_o, long n, long value, __global long *status) {
+	__global int *out = (__global int *)(out_b + out_o);
 	for (long i = (long)get_global_id(0); i < n; i += (long)get_global_size(0))
 		out[i] = (int)value;
 }

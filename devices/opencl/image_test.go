@@ -224,11 +224,12 @@ func TestImageLimitsAndFormatsAreChecked(t *testing.T) {
 
 // imageSource reads image a, writes image b = 2a+1, and writes buffer out with a's
 // texels as floats (the layout a tensor in NCHW4c order has), in the kernel calling
-// convention: images are cl_mem arguments like buffers.
+// convention: an image is one cl_mem argument, a buffer a cl_mem and a byte offset.
 const imageSource = `
 __constant sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
 
-__kernel void kiln_test_image(__read_only image2d_t a, __write_only image2d_t b, __global float *out, long width, long height, __global long *status) {
+__kernel void kiln_test_image(__read_only image2d_t a, __write_only image2d_t b, __global char *out_b, long out_o, long width, long height, __global long *status) {
+	__global float *out = (__global float *)(out_b + out_o);
 	int x = get_global_id(0), y = get_global_id(1);
 	if (x >= width || y >= height)
 		return;

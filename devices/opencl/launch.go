@@ -61,32 +61,23 @@ func (d *Device) launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 		}
 		global[i], local[i] = uintptr(gr)*uintptr(bl), uintptr(bl)
 	}
-	n := len(bufs) + len(dims) + 1
-	if kk.nargs != n {
-		return 0, fmt.Errorf("%w: kernel %q takes %d parameters, given %d buffers, %d dims and the status block", devices.ErrLaunch, kk.name, kk.nargs, len(bufs), len(dims))
-	}
-	mems := make([]uintptr, len(bufs))
-	var subs []uintptr // sub-buffers owned by this launch, released after it is queued
-	a := d.api
-	defer func() {
-		for _, s := range subs {
-			a.call(a.releaseMemObject, s)
-		}
-	}()
+	args := make([]bufferArg, len(bufs))
+	n := len(dims) + 1
 	for i, b := range bufs {
 		cb, err := d.own(b)
 		if err != nil {
 			return 0, fmt.Errorf("kernel %q argument %d: %w", kk.name, i, err)
 		}
-		mem, sub, err := d.argMem(cb)
-		if err != nil {
-			return 0, fmt.Errorf("kernel %q argument %d: %w", kk.name, i, err)
-		}
-		mems[i] = mem
-		if sub {
-			subs = append(subs, mem)
+		args[i] = bufferArg{mem: cb.mem, offset: cb.offset, image: cb.img != nil}
+		n += 2
+		if args[i].image {
+			n--
 		}
 	}
+	if kk.nargs != n {
+		return 0, fmt.Errorf("%w: kernel %q takes %d parameters, given %d buffers (each a buffer and its byte offset, an image alone), %d dims and the status block", devices.ErrLaunch, kk.name, kk.nargs, len(bufs), len(dims))
+	}
+	a := d.api
 	kk.mod.mu.Lock()
 	closed := kk.mod.closed
 	kk.mu.Lock() // before the module's lock is released: Close waits for it
@@ -95,7 +86,7 @@ func (d *Device) launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 	if closed {
 		return 0, fmt.Errorf("%w: kernel %q of a closed module", devices.ErrLaunch, kk.name)
 	}
-	if err := d.setArgs(kk, mems, dims); err != nil {
+	if err := d.setArgs(kk, args, dims); err != nil {
 		return 0, err
 	}
 	var ev uintptr // cl_event, when withEvent
@@ -116,18 +107,17 @@ func (d *Device) launch(k devices.Kernel, g devices.Geometry, bufs []devices.Buf
 	return ev, nil
 }
 
-// argMem is the cl_mem a kernel receives for b: the buffer itself for a whole buffer,
-// a view at offset 0 or an empty view (nothing may be accessed through it), else the
-// view's sub-buffer (owned: the caller releases it once the launch is queued).
-func (d *Device) argMem(b *buffer) (mem uintptr, owned bool, err error) {
-	if b.offset == 0 || b.size == 0 {
-		return b.mem, false, nil
-	}
-	return d.subBuffer(b)
+// bufferArg is one buffer argument of a launch: the buffer a view lies in and the
+// view's byte offset, passed as two kernel parameters (codegen's ByteOffsets), or an
+// image, passed alone.
+type bufferArg struct {
+	mem    uintptr
+	offset int64
+	image  bool
 }
 
 // setArgs sets the convention's arguments; the caller holds the kernel's lock.
-func (d *Device) setArgs(k *kernel, mems []uintptr, dims []int64) error {
+func (d *Device) setArgs(k *kernel, bufs []bufferArg, dims []int64) error {
 	a := d.api
 	arg := new(uint64) // a cl_mem (pointer-sized) or a long, read before the call returns
 	set := func(i int, v uint64, size uintptr) error {
@@ -138,17 +128,27 @@ func (d *Device) setArgs(k *kernel, mems []uintptr, dims []int64) error {
 		return nil
 	}
 	const memSize, longSize = unsafe.Sizeof(uintptr(0)), 8
-	for i, m := range mems {
-		if err := set(i, uint64(m), memSize); err != nil {
+	i := 0
+	for _, b := range bufs {
+		if err := set(i, uint64(b.mem), memSize); err != nil {
 			return err
 		}
-	}
-	for i, v := range dims {
-		if err := set(len(mems)+i, uint64(v), longSize); err != nil {
+		i++
+		if b.image {
+			continue
+		}
+		if err := set(i, uint64(b.offset), longSize); err != nil {
 			return err
 		}
+		i++
 	}
-	return set(len(mems)+len(dims), uint64(d.status), memSize)
+	for _, v := range dims {
+		if err := set(i, uint64(v), longSize); err != nil {
+			return err
+		}
+		i++
+	}
+	return set(i, uint64(d.status), memSize)
 }
 
 // Sync implements devices.Device: it waits for the queue, then reads the status block.

@@ -9,22 +9,15 @@ import (
 
 // buffer is a cl_mem (root set to itself), or a view of one: the root's memory at an
 // offset. A view is not a cl_mem of its own: copies address it as the root at the
-// offset, and Launch passes it as a sub-buffer of the root (see subBuffer).
+// offset, and Launch passes the root and the offset (kernels take both).
 type buffer struct {
 	mem    uintptr // cl_mem of the root
 	offset int64   // inside the root; 0 for a root
 	size   int64
 	root   *buffer // the buffer itself for a root
-	// subs are a root's sub-buffers by region {offset, size}, made for launches and
-	// released with the root; guarded by the device's mu.
-	subs map[[2]int64]uintptr
 	// img is an image's shape and format; nil for a buffer.
 	img *imageShape
 }
-
-// maxSubs bounds the sub-buffers a root keeps; past it a launch makes its own and
-// releases it once queued.
-const maxSubs = 1024
 
 func (b *buffer) Size() int64 { return b.size }
 
@@ -87,8 +80,8 @@ func (d *Device) own(b devices.Buffer) (*buffer, error) {
 }
 
 // Slice implements devices.Slicer: a view of size bytes at offset inside b, valid while
-// b is; views are not freed themselves. A view at any offset can be copied to and from;
-// one passed to a kernel must start at a multiple of BaseAlign (see Launch).
+// b is; views are not freed themselves. A view at any offset can be copied to and from
+// and passed to a kernel (as its root and the offset).
 func (d *Device) Slice(b devices.Buffer, offset, size int64) (devices.Buffer, error) {
 	cb, err := d.own(b)
 	if err != nil {
@@ -103,10 +96,8 @@ func (d *Device) Slice(b devices.Buffer, offset, size int64) (devices.Buffer, er
 	return &buffer{mem: cb.mem, offset: cb.offset + offset, size: size, root: cb.root}, nil
 }
 
-// Free implements devices.Device. A buffer without sub-buffers is released at once
-// (OpenCL keeps a memory object until the commands queued on it have finished); one with
-// sub-buffers waits for the queue first, the defensive order: NVIDIA's driver (580, on an
-// H200) once crashed inside clReleaseMemObject of such a sub-buffer as a VM closed.
+// Free implements devices.Device. OpenCL keeps the memory until the commands queued on
+// it have finished, so Free does not wait.
 func (d *Device) Free(b devices.Buffer) error {
 	cb, err := d.own(b)
 	if err != nil {
@@ -118,59 +109,11 @@ func (d *Device) Free(b devices.Buffer) error {
 	d.mu.Lock()
 	live := d.alive[cb]
 	delete(d.alive, cb)
-	subs := cb.subs
-	cb.subs = nil
 	d.mu.Unlock()
 	if !live { // freed concurrently
 		return fmt.Errorf("%w: buffer was freed", devices.ErrBadBuffer)
 	}
-	if len(subs) > 0 {
-		if err := check("clFinish", d.api.call(d.api.finish, d.queue)); err != nil {
-			return fmt.Errorf("freeing a buffer: %w", err)
-		}
-	}
-	for _, s := range subs {
-		d.api.call(d.api.releaseMemObject, s)
-	}
 	return check("clReleaseMemObject", d.api.call(d.api.releaseMemObject, cb.mem))
-}
-
-// subBuffer is the sub-buffer for view b, made at its first launch and kept with its
-// root (at most maxSubs a root; past that owned tells the caller to release it once the
-// launch is queued). OpenCL allows sub-buffers only at multiples of the base alignment.
-func (d *Device) subBuffer(b *buffer) (mem uintptr, owned bool, err error) {
-	if b.offset%d.dinfo.BaseAlign != 0 {
-		return 0, false, fmt.Errorf("%w: a view at byte %d cannot be passed to a kernel: %s places views at multiples of %d bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN)", devices.ErrBadBuffer, b.offset, d.where, d.dinfo.BaseAlign)
-	}
-	region := [2]int64{b.offset, b.size}
-	d.mu.Lock()
-	mem, ok := b.root.subs[region]
-	d.mu.Unlock()
-	if ok {
-		return mem, false, nil
-	}
-	a := d.api
-	r := []uintptr{uintptr(b.offset), uintptr(b.size)} // cl_buffer_region
-	mem, s := a.create(a.createSubBuffer, b.mem, memReadWrite, bufferCreateTypeRegion, uintptr(unsafe.Pointer(&r[0])))
-	if s != success {
-		return 0, false, fmt.Errorf("%w: view [%d, %d): %v", devices.ErrBadBuffer, b.offset, b.offset+b.size, check("clCreateSubBuffer", s))
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	switch prev, ok := b.root.subs[region]; {
-	case ok: // made concurrently
-		a.call(a.releaseMemObject, mem)
-		return prev, false, nil
-	case !d.alive[b.root]: // freed concurrently
-		return mem, true, nil
-	case len(b.root.subs) >= maxSubs:
-		return mem, true, nil
-	}
-	if b.root.subs == nil {
-		b.root.subs = map[[2]int64]uintptr{}
-	}
-	b.root.subs[region] = mem
-	return mem, false, nil
 }
 
 // CopyIn implements devices.Device: a blocking write queued after the work before it, so

@@ -155,7 +155,7 @@ func TestLaunchRefusesZeroGeometryAndWrongArity(t *testing.T) {
 			t.Errorf("geometry %+v: got %v, want ErrLaunch", g, err)
 		}
 	}
-	if err := d.Launch(k, fixtureGeometry(4), bufs, []int64{4}); !errors.Is(err, devices.ErrLaunch) || !strings.Contains(err.Error(), "takes 5 parameters") {
+	if err := d.Launch(k, fixtureGeometry(4), bufs, []int64{4}); !errors.Is(err, devices.ErrLaunch) || !strings.Contains(err.Error(), "takes 7 parameters") {
 		t.Errorf("a missing dim: got %v, want ErrLaunch naming the parameter count", err)
 	}
 	if err := d.Sync(); err != nil {

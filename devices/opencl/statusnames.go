@@ -72,7 +72,6 @@ const (
 	contextPlatform        = 0x1084
 	queueProfilingEnable   = 1 << 1
 	memReadWrite           = 1 << 0
-	bufferCreateTypeRegion = 0x1220
 	programBinarySizes     = 0x1165
 	programBinaries        = 0x1166
 	programBuildLog        = 0x1183

@@ -15,9 +15,12 @@
 // always come back as raw_output_contents, in the order of the response's outputs (as
 // Triton does), with contents unset. ModelStreamInfer answers a stream's requests in
 // order, one at a time; a failed request gets an error_message and the stream goes on.
+// A ModelInfer that waited for its model to compile carries the wait in its header
+// metadata (serve.CompileWaitHeader, milliseconds).
 //
 // Health: the overall service ("") and "inference.GRPCInferenceService" are SERVING
-// while svc.Ready() and NOT_SERVING otherwise (eager models compiling, draining). The
+// while svc.Ready() and NOT_SERVING otherwise (a model that should serve failed to
+// load, eager loads at start in progress, draining), as ServerReady answers. The
 // status is re-read on every Check and List and every 500 ms while a Watch is open, so
 // it follows the service without a background goroutine of its own.
 //

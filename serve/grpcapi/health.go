@@ -23,7 +23,8 @@ var errStopping = status.Error(codes.Unavailable, "the server is shutting down")
 
 // healthServer is grpc.health.v1 with two services, the server as a whole ("") and
 // inference.GRPCInferenceService, both SERVING while svc.Ready() and NOT_SERVING
-// otherwise (models compiling eagerly, or draining). The status is re-read from the
+// otherwise (a model that should serve failed to load, models compiling eagerly, or
+// draining). The status is re-read from the
 // service on every Check and List, and every watchInterval while a Watch call is
 // open, so it is current without a goroutine that outlives the calls.
 type healthServer struct {

@@ -7,6 +7,10 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/kilnrt/kiln/internal/membudget"
 	"github.com/kilnrt/kiln/serve"
@@ -14,11 +18,15 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// ModelInfer runs one inference under the call's deadline.
+// ModelInfer runs one inference under the call's deadline. A request that waited for
+// its model to compile says how long in the header metadata serve.CompileWaitHeader.
 func (s *server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
-	resp, err := s.infer(ctx, req)
+	resp, wait, err := s.infer(ctx, req)
 	if err != nil {
 		return nil, s.failCtx(ctx, err)
+	}
+	if wait > 0 {
+		grpc.SetHeader(ctx, metadata.Pairs(serve.CompileWaitHeader, serve.CompileWaitMillis(wait)))
 	}
 	return resp, nil
 }
@@ -78,7 +86,7 @@ func (s *server) ModelStreamInfer(stream pb.GRPCInferenceService_ModelStreamInfe
 // error returned ends the stream.
 func (s *server) answer(ctx context.Context, stream pb.GRPCInferenceService_ModelStreamInferServer, req *pb.ModelInferRequest) error {
 	out := &pb.ModelStreamInferResponse{}
-	resp, err := s.infer(ctx, req)
+	resp, _, err := s.infer(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return s.failCtx(ctx, err)
@@ -90,21 +98,23 @@ func (s *server) answer(ctx context.Context, stream pb.GRPCInferenceService_Mode
 	return stream.Send(out)
 }
 
-func (s *server) infer(ctx context.Context, req *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
+// infer runs one request; wait is how long it waited for its model to compile.
+func (s *server) infer(ctx context.Context, req *pb.ModelInferRequest) (_ *pb.ModelInferResponse, wait time.Duration, _ error) {
 	in, err := decodeRequest(req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	res, err := s.svc.Infer(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if c := callOf(ctx); c != nil { // the access log names the device
 		c.mu.Lock()
 		c.device = res.Device
 		c.mu.Unlock()
 	}
-	return encodeResponse(res)
+	out, err := encodeResponse(res)
+	return out, res.CompileWait, err
 }
 
 // decodeRequest translates a ModelInferRequest. An input's data is either in

@@ -6,7 +6,10 @@
 // binary tensor data extension: Inference-Header-Content-Length, per-input
 // binary_data_size, per-output binary_data and request-level binary_data_output);
 // responses are encoded back the same way. Bodies may be gzip or deflate encoded; the
-// size limit applies after decompression.
+// size limit applies after decompression. A response to an inference that waited for
+// its model to compile has the header Kiln-Compile-Wait-Ms (serve.CompileWaitHeader:
+// the wait in milliseconds). /v2/health/ready is 200 when svc.Ready() (strict: a model
+// that should serve and failed to load makes it 503), else 503.
 //
 // Invariants: every error is {"error": "..."} naming the model, tensor or field, with
 // Triton's status class (400 invalid, 404 unknown model/version/endpoint, 503 not

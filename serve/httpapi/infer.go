@@ -237,6 +237,9 @@ func (s *Server) infer(c *gin.Context) {
 		return
 	}
 	c.Set(deviceKey, resp.Device) // for the request's log line
+	if resp.CompileWait > 0 {
+		c.Header(serve.CompileWaitHeader, serve.CompileWaitMillis(resp.CompileWait))
+	}
 	binary := map[string]bool{}
 	for _, o := range req.Outputs {
 		if v, ok := o.Params["binary_data"].(bool); ok {

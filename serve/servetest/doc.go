@@ -7,7 +7,9 @@
 //
 // Model: Open reads a model version as the real engine does (engine.Open); Load waits
 // Delay (standing in for a compile, so deadline and concurrency tests have a compile
-// to wait for, honouring the context), re-reads the file through onnx.LoadVerified
+// to wait for, honouring the context), runs Hook (a test's stand-in for one model's slow
+// or failing compile: it blocks until the test releases it, so a "10 s compile" takes
+// no 10 s), re-reads the file through onnx.LoadVerified
 // (files changed since Open are onnx.ErrChanged, as with the real engine) and returns a
 // runner that evaluates the module per request.
 //

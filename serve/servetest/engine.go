@@ -3,6 +3,7 @@ package servetest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,11 +20,25 @@ import (
 type Engine struct {
 	// Delay is how long each Load takes (a compile's stand-in).
 	Delay time.Duration
-	loads atomic.Int64
+	// Hook, when set, runs at the start of each Load with the model (its Name is the
+	// label the service opened it under, "model/version"): it may block, as a slow
+	// compile does, until the test lets it go or ctx ends, and its error fails the
+	// Load, as a failed compile does.
+	Hook   func(ctx context.Context, m *engine.Model) error
+	loads  atomic.Int64
+	mu     sync.Mutex
+	byName map[string]int64
 }
 
 // Loads is how many executables Load has produced.
 func (e *Engine) Loads() int64 { return e.loads.Load() }
+
+// LoadsOf is how many executables Load has produced for one model ("model/version").
+func (e *Engine) LoadsOf(name string) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.byName[name]
+}
 
 // Open reads a model version's file once, as the real engine does.
 func (e *Engine) Open(name, path string) (*engine.Model, error) { return engine.Open(name, path) }
@@ -36,6 +51,11 @@ func (e *Engine) Load(ctx context.Context, m *engine.Model, shapes map[string][]
 	start := time.Now()
 	if progress != nil {
 		progress(engine.Progress{Stage: "reference"})
+	}
+	if e.Hook != nil {
+		if err := e.Hook(ctx, m); err != nil {
+			return nil, err
+		}
 	}
 	if e.Delay > 0 {
 		t := time.NewTimer(e.Delay)
@@ -70,6 +90,12 @@ func (e *Engine) Load(ctx context.Context, m *engine.Model, shapes map[string][]
 		outs[i] = r.Name
 	}
 	e.loads.Add(1)
+	e.mu.Lock()
+	if e.byName == nil {
+		e.byName = map[string]int64{}
+	}
+	e.byName[m.Name]++
+	e.mu.Unlock()
 	built := &engine.Built{Stats: &engine.Stats{}, Outcome: compilecache.Uncached, Miss: compilecache.MissCause{Kind: compilecache.MissOff, Detail: "test engine"}, Took: time.Since(start)}
 	return &engine.Loaded{Built: built, Runner: &runner{mod: mod, inputs: names}, Outputs: outs}, nil
 }

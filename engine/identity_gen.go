@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 322 files; see Identity.
-const sourceDigest = "26a843be92b5bc106b06fb50fde2d41e"
+const sourceDigest = "8626bec77c85d8c99d4f36de2013ccb7"

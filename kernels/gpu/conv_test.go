@@ -7,6 +7,7 @@ import (
 	"github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/devices/cuda"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/kernels/gpu"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
@@ -30,6 +31,14 @@ func conv2D(kh, kw int64, pads [4]int64, sh, sw, dh, dw int64) *graph.ConvAttrs 
 // axis, SAME_UPPER auto padding over a batch of two), with and without a bias, and each epilogue: Relu, Clip, the Add of a residual,
 // a per-channel scale broadcast over the pixels; a symbolic batch where it applies.
 func convGEMMCases(t testing.TB) []gcase {
+	cases := convGEMMCaseList(t)
+	for i := range cases {
+		cases[i].first = func(reg *kernels.Registry) []kernels.Strategy { return []kernels.Strategy{gpu.ConvGEMMStrategy(reg)} }
+	}
+	return cases
+}
+
+func convGEMMCaseList(t testing.TB) []gcase {
 	f32 := func(dims ...string) graph.Type { return ty(t, tensor.Float32, dims...) }
 	one := []map[string]int64{{}}
 	batch := []map[string]int64{{"n": 1}, {"n": 2}}
@@ -198,6 +207,7 @@ func TestConvGEMMLeavesOtherConvolutionsToTheReductionRule(t *testing.T) {
 		{name: "depthwise", op: graph.OpConv, attrs: depthwise, args: []graph.Type{f32("1", "8", "9", "9"), f32("8", "1", "3", "3")}, binds: one},
 		{name: "conv1d", op: graph.OpConv, attrs: conv1D, args: []graph.Type{f32("1", "4", "20"), f32("5", "4", "3")}, binds: one},
 	} {
+		c.first = func(reg *kernels.Registry) []kernels.Strategy { return []kernels.Strategy{gpu.ConvGEMMStrategy(reg)} }
 		l := lower(t, c, testGPU(t))
 		if !strings.HasPrefix(l.impl.Strategy, "gpu-reduce") && l.impl.Strategy != "gpu-injective" {
 			t.Errorf("%s: strategy %s, want gpu-reduce", c.name, l.impl.Strategy)

@@ -38,7 +38,8 @@
 //     sm_80) and whatever the tiled rule refuses are kernels.ErrNotApplicable, so the
 //     exact float32 rules build the node.
 //
-//   - gpu-conv-gemm, the rule ScheduleConvGEMM, Conv's own: a 2-D float32 convolution
+//   - gpu-conv-gemm (ConvGEMMStrategy), the rule ScheduleConvGEMM, not in Strategies
+//     (measured slower than gpu-reduce: see ConvGEMMStrategy): a 2-D float32 convolution
 //     of one group (any stride, dilation and pads, auto_pad resolved; static channels
 //     and spatial extents, a symbolic batch) as an implicit GEMM on the tiled
 //     product's schedule: rows the M output channels, columns the OH·OW output pixels

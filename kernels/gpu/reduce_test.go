@@ -152,8 +152,6 @@ func TestReduceCasesTakeTheReductionRule(t *testing.T) {
 		want := "gpu-reduce"
 		if c.op == graph.OpMatMul || c.op == graph.OpGemm {
 			want = "gpu-matmul-tiled"
-		} else if c.op == graph.OpConv && c.attrs.(*graph.ConvAttrs).Group == 1 {
-			want = "gpu-conv-gemm"
 		} else if tree[c.name] {
 			want = "gpu-reduce-tree"
 		}

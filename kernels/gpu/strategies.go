@@ -11,8 +11,7 @@ import (
 )
 
 // Strategies is the GPU strategy table, shared by CUDA and OpenCL targets: the tiled
-// matrix product (ScheduleMatMulTiled) first for MatMul and Gemm, the implicit GEMM
-// (ScheduleConvGEMM) first for Conv, then the injective
+// matrix product (ScheduleMatMulTiled) first for MatMul and Gemm, then the injective
 // rule (ScheduleInjective) for every op whose compute definition is elementwise,
 // broadcasting or injective, the reduction rule (ScheduleReduce) for definitions with
 // one reduction stage, and the rows rule (ScheduleRows) for definitions of several
@@ -28,7 +27,6 @@ func Strategies(reg *kernels.Registry) *kernels.Strategies {
 	perOp := map[graph.Op][]kernels.Strategy{
 		graph.OpMatMul: {matmulStrategy(reg)},
 		graph.OpGemm:   {matmulStrategy(reg)},
-		graph.OpConv:   {convStrategy(reg)},
 	}
 	everyOp := []kernels.Strategy{
 		injectiveStrategy(reg),

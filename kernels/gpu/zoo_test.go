@@ -19,7 +19,7 @@ import (
 // TestZooNodesLowerForOpenCLAndReductionsMatchRef lowers every node of every zoo model
 // with the GPU strategies for the OpenCL device: each is a kernel or refused (no
 // strategy applies), never an error; the first node of each op that the reduction rule,
-// the rows rule, the tiled matmul or the implicit GEMM takes in each model runs on the device at its real
+// the rows rule or the tiled matmul takes in each model runs on the device at its real
 // shape against the reference evaluator (symbols bound to 2).
 func TestZooNodesLowerForOpenCLAndReductionsMatchRef(t *testing.T) {
 	zoo := testdata.Zoo(t)

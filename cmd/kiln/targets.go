@@ -103,8 +103,11 @@ func (tf targetFlags) open(threads int, needCompiler bool) (*deviceSet, error) {
 		return nil, err
 	}
 	ds := &deviceSet{target: target.Host(), cpu: cpu, noTextures: tf.textures == "off", textureLimit: tf.textureLimit, precision: precision}
-	switch kind {
-	case target.CPU:
+	if kind == target.CPU {
+		if tf.cudaArch != "" {
+			cpu.Close()
+			return nil, usageError{fmt.Errorf("--cuda-arch %s: only with --target cuda", tf.cudaArch)}
+		}
 		return ds, nil
 	}
 	gpu, err := tf.openGPU(kind, index)
@@ -187,6 +190,9 @@ func (tf targetFlags) parse() (target.Kind, int, error) {
 	name := tf.target
 	if name == "" {
 		name = devKind
+	}
+	if name == "" && tf.cudaArch != "" {
+		name = "cuda" // --cuda-arch alone compiles for CUDA
 	}
 	if name == "" {
 		name = "cpu"

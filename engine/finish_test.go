@@ -19,8 +19,10 @@ type finishingGPU struct {
 	calls     int
 }
 
-func (g *finishingGPU) Info() devices.Info { return devices.Info{Kind: g.kind, Fingerprint: g.kind + "/sm_90"} }
-func (g *finishingGPU) FinishKey() string  { return g.key }
+func (g *finishingGPU) Info() devices.Info {
+	return devices.Info{Kind: g.kind, Fingerprint: g.kind + "/sm_90"}
+}
+func (g *finishingGPU) FinishKey() string { return g.key }
 func (g *finishingGPU) Finish(b []byte) ([]byte, error) {
 	g.calls++
 	return append([]byte("SASS:"), b...), nil

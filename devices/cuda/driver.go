@@ -73,7 +73,7 @@ func bindDriver() (*driver, error) {
 		"cuEventCreate": &d.eventCreate, "cuEventRecord": &d.eventRecord,
 		"cuEventSynchronize": &d.eventSynchronize, "cuEventElapsedTime": &d.eventElapsedTime,
 		"cuEventDestroy_v2": &d.eventDestroy,
-		"cuLinkCreate_v2": &d.linkCreate, "cuLinkAddData_v2": &d.linkAddData,
+		"cuLinkCreate_v2":   &d.linkCreate, "cuLinkAddData_v2": &d.linkAddData,
 		"cuLinkComplete": &d.linkComplete, "cuLinkDestroy": &d.linkDestroy,
 	})
 	if err != nil {

@@ -118,23 +118,10 @@ func Generic(reg *Registry, name string, n *graph.Node, in []Input, rule func(*s
 	return GenericFused(reg, name, n, in, nil, rule)
 }
 
-// GenericFused is Generic with elementwise epilogues composed onto the node's single
-// output.
-func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []Epilogue, rule func(*schedule.Schedule) error) (*Impl, error) {
-	outs, err := reg.Build(n, in)
-	if err != nil {
-		return nil, err
-	}
-	var eparams []*te.Tensor
-	var efeeds []Param
-	if len(epi) > 0 {
-		if len(outs) != 1 {
-			return nil, fmt.Errorf("%w: %v has %d outputs", ErrNotApplicable, n, len(outs))
-		}
-		if outs[0], eparams, efeeds, err = ApplyEpilogues(reg, outs[0], epi); err != nil {
-			return nil, err
-		}
-	}
+// KernelParams are the parameters of a kernel computing outs, in order: the node's inputs
+// the definition reads (fed by position), then the epilogues' operands it reads (fed as
+// efeeds says). A placeholder that is neither is a broken definition (BUG error).
+func KernelParams(n *graph.Node, outs []*te.Tensor, in []Input, eparams []*te.Tensor, efeeds []Param) ([]*te.Tensor, []Param, error) {
 	used := map[*te.Tensor]bool{}
 	for _, t := range te.Inputs(outs...) {
 		used[t] = true
@@ -156,7 +143,31 @@ func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []E
 		}
 	}
 	if len(used) > 0 {
-		return nil, fmt.Errorf("BUG: %v: the definition reads a placeholder that is not among its inputs", n)
+		return nil, nil, fmt.Errorf("BUG: %v: the definition reads a placeholder that is not among its inputs", n)
+	}
+	return params, feeds, nil
+}
+
+// GenericFused is Generic with elementwise epilogues composed onto the node's single
+// output.
+func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []Epilogue, rule func(*schedule.Schedule) error) (*Impl, error) {
+	outs, err := reg.Build(n, in)
+	if err != nil {
+		return nil, err
+	}
+	var eparams []*te.Tensor
+	var efeeds []Param
+	if len(epi) > 0 {
+		if len(outs) != 1 {
+			return nil, fmt.Errorf("%w: %v has %d outputs", ErrNotApplicable, n, len(outs))
+		}
+		if outs[0], eparams, efeeds, err = ApplyEpilogues(reg, outs[0], epi); err != nil {
+			return nil, err
+		}
+	}
+	params, feeds, err := KernelParams(n, outs, in, eparams, efeeds)
+	if err != nil {
+		return nil, err
 	}
 	f, err := te.Lower(name, params, outs)
 	if err != nil {

@@ -153,28 +153,9 @@ func buildMatMul(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi [
 	if err != nil {
 		return nil, err
 	}
-	used := map[*te.Tensor]bool{}
-	for _, x := range te.Inputs(out) {
-		used[x] = true
-	}
-	var params []*te.Tensor
-	var feeds []kernels.Param
-	for i, x := range in {
-		if x.T != nil && used[x.T] {
-			params = append(params, x.T)
-			feeds = append(feeds, kernels.Param{Input: i})
-			delete(used, x.T)
-		}
-	}
-	for i, p := range eparams {
-		if used[p] {
-			params = append(params, p)
-			feeds = append(feeds, efeeds[i])
-			delete(used, p)
-		}
-	}
-	if len(used) > 0 {
-		return nil, fmt.Errorf("BUG: %v: the definition reads a placeholder that is not among its inputs", n)
+	params, feeds, err := kernels.KernelParams(n, []*te.Tensor{out}, in, eparams, efeeds)
+	if err != nil {
+		return nil, err
 	}
 	f, err := te.Lower(kernels.KernelName(n), params, []*te.Tensor{out})
 	if err != nil {

@@ -15,7 +15,15 @@
 // Rounds alternate the servers; the report gives each one's p50 per round, the median
 // over rounds and the median overhead over the compute time.
 //
+// With --kiln BIN --model ZOO/MODEL the same run also measures kiln itself: each round
+// times the model in process (`kiln bench` on the server's journal entry), then kiln
+// serve's REST endpoint with the same C client and the model's binary-extension request,
+// then its gRPC endpoint (a Go client), and runs the floor servers with that round's
+// in-process p50 as their compute and the model's request and response sizes. The report
+// sets kiln's REST overhead over in process beside net/http's over its compute.
+//
 //	go run ./bench/httpfloor [--rounds 5] [--requests 1000] [--compute 3ms]
+//	go run ./bench/httpfloor --kiln ./kiln --model $KILN_ZOO/bert_tiny [--seq 32] [--threads 2]
 package main
 
 import (
@@ -47,6 +55,8 @@ type config struct {
 	rounds, requests, requestBytes, responseBytes int
 	compute                                       time.Duration
 	cc                                            string
+	kiln, model                                   string // measure kiln serve on this zoo model too
+	seq, threads                                  int
 }
 
 var servers = []string{"c", "go-tcp", "net/http"}
@@ -62,6 +72,10 @@ func main() {
 	flag.IntVar(&c.requestBytes, "request-bytes", 1296, "request body size (bert_tiny s32's binary request is 1296 bytes with headers)")
 	flag.IntVar(&c.responseBytes, "response-bytes", 33792, "response body size (bert_tiny s32's two outputs: 33792 bytes)")
 	flag.StringVar(&c.cc, "cc", "cc", "the C compiler")
+	flag.StringVar(&c.kiln, "kiln", "", "a kiln binary: measure kiln serve and kiln bench on --model in the same run")
+	flag.StringVar(&c.model, "model", "", "with --kiln, a zoo model folder (model.onnx, test_data_set_0)")
+	flag.IntVar(&c.seq, "seq", 32, "with --kiln, the length of int64 token inputs")
+	flag.IntVar(&c.threads, "threads", 2, "with --kiln, kiln's threads (in process and served)")
 	flag.Parse()
 	if *role != "" {
 		if err := serveGo(*role, *listen, *lib, c); err != nil {
@@ -117,6 +131,9 @@ func build(c config, dir string) error {
 }
 
 func run(c config) error {
+	if (c.kiln == "") != (c.model == "") {
+		return fmt.Errorf("--kiln and --model go together")
+	}
 	dir, err := os.MkdirTemp("", "httpfloor")
 	if err != nil {
 		return err
@@ -129,65 +146,129 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("compute %v per request on two threads, %d-byte requests, %d-byte responses, %d requests per server per round\n",
-		c.compute, c.requestBytes, c.responseBytes, c.requests)
+	var k *kilnServer
+	if c.kiln != "" {
+		if k, err = startKiln(c, dir); err != nil {
+			return err
+		}
+		defer k.stop()
+		c.requestBytes = k.requestLen
+		// the response's size, from one request through the C client
+		if _, _, body, err := measure(c, dir, self, "kiln", k, 1); err != nil {
+			return err
+		} else {
+			c.responseBytes = body
+		}
+		fmt.Printf("kiln serve on %s, %d threads: %d-byte REST requests, %d-byte responses; floor servers at each round's in-process p50\n",
+			c.model, c.threads, c.requestBytes, c.responseBytes)
+	} else {
+		fmt.Printf("compute %v per request on two threads, %d-byte requests, %d-byte responses, %d requests per server per round\n",
+			c.compute, c.requestBytes, c.responseBytes, c.requests)
+	}
+	over := map[string][]float64{} // per server, per round: p50 minus that round's compute
 	p50s := map[string][]float64{}
 	for r := range c.rounds {
 		var row []string
+		us := float64(c.compute.Microseconds())
+		if k != nil {
+			if us, err = k.inProcess(); err != nil {
+				return fmt.Errorf("round %d: %w", r+1, err)
+			}
+			c.compute = time.Duration(us) * time.Microsecond
+			row = append(row, fmt.Sprintf("in-process p50 %.3f ms", us/1e3))
+			p50, p90, _, err := measure(c, dir, self, "kiln", k, c.requests)
+			if err != nil {
+				return fmt.Errorf("round %d, kiln REST: %w", r+1, err)
+			}
+			over["kiln REST"] = append(over["kiln REST"], p50-us)
+			p50s["kiln REST"] = append(p50s["kiln REST"], p50)
+			row = append(row, fmt.Sprintf("kiln REST p50 %.3f p90 %.3f ms", p50/1e3, p90/1e3))
+			g50, g90, err := k.grpcP50(c.requests)
+			if err != nil {
+				return fmt.Errorf("round %d, kiln gRPC: %w", r+1, err)
+			}
+			over["kiln gRPC"] = append(over["kiln gRPC"], g50-us)
+			p50s["kiln gRPC"] = append(p50s["kiln gRPC"], g50)
+			row = append(row, fmt.Sprintf("kiln gRPC p50 %.3f p90 %.3f ms", g50/1e3, g90/1e3))
+		}
 		for _, s := range servers {
-			p50, p90, err := measure(c, dir, self, s)
+			p50, p90, _, err := measure(c, dir, self, s, nil, c.requests)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r+1, s, err)
 			}
 			p50s[s] = append(p50s[s], p50)
+			over[s] = append(over[s], p50-us)
 			row = append(row, fmt.Sprintf("%s p50 %.3f p90 %.3f ms", s, p50/1e3, p90/1e3))
 		}
 		fmt.Printf("round %d: %s\n", r+1, strings.Join(row, ", "))
 	}
-	us := float64(c.compute.Microseconds())
-	for _, s := range servers {
-		m := median(p50s[s])
+	names := servers
+	if k != nil {
+		names = append([]string{"kiln REST", "kiln gRPC"}, servers...)
+	}
+	for _, s := range names {
+		m, o := median(p50s[s]), median(over[s])
+		base := m - o
 		pct := ""
-		if us > 0 {
-			pct = fmt.Sprintf(" (%+.1f%%)", 100*(m-us)/us)
+		if base > 0 {
+			pct = fmt.Sprintf(" (%+.1f%%)", 100*o/base)
 		}
-		fmt.Printf("%-9s median p50 %.3f ms: %+.3f ms over the compute%s\n", s, m/1e3, (m-us)/1e3, pct)
+		what := "the compute"
+		if k != nil {
+			what = "in process"
+		}
+		fmt.Printf("%-9s median p50 %.3f ms: %+.3f ms over %s%s\n", s, m/1e3, o/1e3, what, pct)
+	}
+	if k != nil {
+		d := median(over["kiln REST"]) - median(over["net/http"])
+		fmt.Printf("kiln REST overhead minus net/http's: %+.3f ms\n", d/1e3)
 	}
 	return nil
 }
 
-// measure starts one server, runs the client against it and stops the server.
-func measure(c config, dir, self, server string) (p50, p90 float64, err error) {
-	port, err := freePort()
-	if err != nil {
-		return 0, 0, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	var srv *exec.Cmd
-	if server == "c" {
-		srv = exec.Command(filepath.Join(dir, "server"), strconv.Itoa(port), strconv.FormatInt(c.compute.Microseconds(), 10), strconv.Itoa(c.responseBytes))
+// measure starts one server (none for "kiln": it is running), runs the C client against
+// it for n timed requests and stops the server. It returns the p50 and p90 in
+// microseconds and the response's body size.
+func measure(c config, dir, self, server string, k *kilnServer, n int) (p50, p90 float64, body int, err error) {
+	reqFile := filepath.Join(dir, "floor-request")
+	port := 0
+	if server == "kiln" {
+		port, reqFile = k.httpPort, k.restFile
 	} else {
-		srv = exec.Command(self, "--serve", server, "--listen", addr, "--lib", filepath.Join(dir, "libfloor.so"),
-			"--compute", c.compute.String(), "--response-bytes", strconv.Itoa(c.responseBytes))
-	}
-	srv.Stderr = os.Stderr
-	if err := srv.Start(); err != nil {
-		return 0, 0, err
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	if err := waitListening(addr); err != nil {
-		return 0, 0, err
+		if port, err = freePort(); err != nil {
+			return 0, 0, 0, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		var srv *exec.Cmd
+		if server == "c" {
+			srv = exec.Command(filepath.Join(dir, "server"), strconv.Itoa(port), strconv.FormatInt(c.compute.Microseconds(), 10), strconv.Itoa(c.responseBytes))
+		} else {
+			srv = exec.Command(self, "--serve", server, "--listen", addr, "--lib", filepath.Join(dir, "libfloor.so"),
+				"--compute", c.compute.String(), "--response-bytes", strconv.Itoa(c.responseBytes))
+		}
+		srv.Stderr = os.Stderr
+		if err := srv.Start(); err != nil {
+			return 0, 0, 0, err
+		}
+		defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+		if err := waitListening(addr); err != nil {
+			return 0, 0, 0, err
+		}
+		head := fmt.Sprintf("POST /v2/models/floor/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", c.requestBytes)
+		if err := os.WriteFile(reqFile, append([]byte(head), make([]byte, c.requestBytes)...), 0o644); err != nil {
+			return 0, 0, 0, err
+		}
 	}
 	var out bytes.Buffer
-	cl := exec.Command(filepath.Join(dir, "client"), strconv.Itoa(port), strconv.Itoa(c.requests), strconv.Itoa(c.requestBytes))
+	cl := exec.Command(filepath.Join(dir, "client"), strconv.Itoa(port), strconv.Itoa(n), reqFile)
 	cl.Stdout, cl.Stderr = &out, os.Stderr
 	if err := cl.Run(); err != nil {
-		return 0, 0, fmt.Errorf("client: %w", err)
+		return 0, 0, 0, fmt.Errorf("client: %w", err)
 	}
-	if _, err := fmt.Sscan(out.String(), &p50, &p90); err != nil {
-		return 0, 0, fmt.Errorf("client printed %q: %w", out.String(), err)
+	if _, err := fmt.Sscan(out.String(), &p50, &p90, &body); err != nil {
+		return 0, 0, 0, fmt.Errorf("client printed %q: %w", out.String(), err)
 	}
-	return p50, p90, nil
+	return p50, p90, body, nil
 }
 
 func freePort() (int, error) {

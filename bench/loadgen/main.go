@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,9 +32,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kilnrt/kiln/loader/onnx"
-	"github.com/kilnrt/kiln/serve"
-	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/bench/internal/zooreq"
 )
 
 type config struct {
@@ -333,55 +330,11 @@ func serverURL(r io.Reader) (string, error) {
 // request builds a binary-tensor request for the model's inputs: the zoo's test data,
 // or for token-id inputs with a free sequence dim, random ids of length --seq.
 func request(c config, model string) ([]byte, map[string]string, map[string][]int64, error) {
-	it, err := onnx.ReadInterface(filepath.Join(c.zoo, model, "model.onnx"))
+	r, err := zooreq.Build(filepath.Join(c.zoo, model), c.seq)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	type in struct {
-		Name       string         `json:"name"`
-		Datatype   string         `json:"datatype"`
-		Shape      []int64        `json:"shape"`
-		Parameters map[string]int `json:"parameters"`
-	}
-	var ins []in
-	var raw []byte
-	shapes := map[string][]int64{}
-	rng := rand.New(rand.NewSource(1))
-	for k, p := range it.Inputs {
-		var t *tensor.Tensor
-		if p.Type.DType == tensor.Int64 {
-			// token ids, an attention mask of ones, token types of zeros
-			t = tensor.New(tensor.Int64, tensor.Shape{1, c.seq})
-			for i := range t.Data.([]int64) {
-				switch {
-				case strings.Contains(p.Name, "mask"):
-					t.Data.([]int64)[i] = 1
-				case strings.Contains(p.Name, "type"):
-				default:
-					t.Data.([]int64)[i] = int64(rng.Intn(1000))
-				}
-			}
-		} else {
-			d, err := onnx.ReadData(filepath.Join(c.zoo, model, "test_data_set_0", fmt.Sprintf("input_%d.pb", k)), p.Type)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			t = d.Tensor
-		}
-		b, err := serve.EncodeRaw(t)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		shape := make([]int64, len(t.Shape))
-		for i, d := range t.Shape {
-			shape[i] = int64(d)
-		}
-		shapes[p.Name] = shape
-		ins = append(ins, in{p.Name, serve.Datatype(t.DType), shape, map[string]int{"binary_data_size": len(b)}})
-		raw = append(raw, b...)
-	}
-	head, _ := json.Marshal(map[string]any{"inputs": ins, "parameters": map[string]bool{"binary_data_output": true}})
-	return append(head, raw...), map[string]string{"Inference-Header-Content-Length": strconv.Itoa(len(head))}, shapes, nil
+	return r.Body, r.Header, r.Shapes(), nil
 }
 
 func send(client *http.Client, base, model string, body []byte, hdr map[string]string) error {

@@ -1,6 +1,8 @@
 /* client.c: one HTTP/1.1 keep-alive connection, one request at a time, like a
-   perf_analyzer client at concurrency 1. Usage: client PORT REQUESTS REQUEST_BYTES.
-   Prints the p50 and p90 round trip in microseconds after 50 untimed requests. */
+   perf_analyzer client at concurrency 1. Usage: client PORT REQUESTS REQUEST_FILE, the
+   file holding the whole request (head and body), sent as is each time. Prints the p50
+   and p90 round trip in microseconds after 50 untimed requests, and the last response's
+   body size. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,7 +26,7 @@ static int cmp(const void *a, const void *b) {
 }
 
 /* roundtrip sends req and reads one whole response; 0 on success. */
-static int roundtrip(int fd, const char *req, int len, char *buf, int cap) {
+static int roundtrip(int fd, const char *req, int len, char *buf, int cap, int *body) {
   if (send(fd, req, len, 0) != len) return -1;
   int got = 0, need = -1;
   while (need < 0 || got < need) {
@@ -37,7 +39,9 @@ static int roundtrip(int fd, const char *req, int len, char *buf, int cap) {
       *end = 0;
       char *cl = strcasestr(buf, "Content-Length:");
       if (!cl) return -1;
-      need = (int)(end + 4 - buf) + atoi(cl + 15);
+      if (strncmp(buf, "HTTP/1.1 200", 12) != 0) { fprintf(stderr, "client: %.200s\n", buf); return -1; }
+      *body = atoi(cl + 15);
+      need = (int)(end + 4 - buf) + *body;
       if (need > cap) return -1;
     }
   }
@@ -45,27 +49,31 @@ static int roundtrip(int fd, const char *req, int len, char *buf, int cap) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) { fprintf(stderr, "usage: client PORT REQUESTS REQUEST_BYTES\n"); return 2; }
-  int port = atoi(argv[1]), n = atoi(argv[2]), body = atoi(argv[3]);
+  if (argc != 4) { fprintf(stderr, "usage: client PORT REQUESTS REQUEST_FILE\n"); return 2; }
+  int port = atoi(argv[1]), n = atoi(argv[2]), body = 0;
+  FILE *f = fopen(argv[3], "rb");
+  if (!f) { perror("client: request file"); return 1; }
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  rewind(f);
+  char *req = malloc(len > 0 ? len : 1);
+  if (len <= 0 || fread(req, 1, len, f) != (size_t)len) { fprintf(stderr, "client: cannot read the request\n"); return 1; }
+  fclose(f);
   int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(0x7f000001)};
   if (connect(fd, (void *)&a, sizeof a) != 0) { perror("client: connect"); return 1; }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  char *req = calloc(1, body + 256);
-  int len = sprintf(req, "POST /v2/models/floor/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                         "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", body);
-  len += body;
   int cap = 1 << 24;
   char *buf = malloc(cap);
   double *ts = malloc(n * sizeof *ts);
   for (int i = 0; i < 50; i++)
-    if (roundtrip(fd, req, len, buf, cap)) { fprintf(stderr, "client: bad response\n"); return 1; }
+    if (roundtrip(fd, req, (int)len, buf, cap, &body)) { fprintf(stderr, "client: bad response\n"); return 1; }
   for (int i = 0; i < n; i++) {
     double t = now_us();
-    if (roundtrip(fd, req, len, buf, cap)) { fprintf(stderr, "client: bad response\n"); return 1; }
+    if (roundtrip(fd, req, (int)len, buf, cap, &body)) { fprintf(stderr, "client: bad response\n"); return 1; }
     ts[i] = now_us() - t;
   }
   qsort(ts, n, sizeof *ts, cmp);
-  printf("%.1f %.1f\n", ts[n / 2], ts[n * 9 / 10]);
+  printf("%.1f %.1f %d\n", ts[n / 2], ts[n * 9 / 10], body);
   return 0;
 }

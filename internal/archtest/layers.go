@@ -29,6 +29,8 @@ var layers = map[string]int{
 	"cmd/kiln/...": 9, "cmd/kiln": 9, "bench/...": 9,
 	// CLI-only helpers sit just below the command that imports them
 	"cmd/kiln/internal/...": 8,
+	// helpers shared by the benchmark programs sit just below them
+	"bench/internal/...": 8,
 }
 
 // configOnly packages may be imported only by the packages matching configImporters:

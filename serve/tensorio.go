@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -54,7 +53,7 @@ func tensorIOOf(c *modelpb.ModelConfig, dir string) (*tensorIO, error) {
 		if out.LabelFilename == "" {
 			continue
 		}
-		labels, err := readLabels(filepath.Join(dir, out.LabelFilename))
+		labels, err := readLabels(dir, out.LabelFilename)
 		if err != nil {
 			return nil, fmt.Errorf("%w: output[%d].label_filename: %v", modelrepo.ErrModelConfig, i, err)
 		}
@@ -63,9 +62,15 @@ func tensorIOOf(c *modelpb.ModelConfig, dir string) (*tensorIO, error) {
 	return io, nil
 }
 
-// readLabels reads a label file: one label per line, the line's number (from 0) its
-// class index.
-func readLabels(path string) ([]string, error) {
+// readLabels reads the label file a configuration names in the model's folder dir: one
+// label per line, the line's number (from 0) its class index. Like every file a
+// configuration names, it stays inside that folder, symlinks resolved: a label file
+// must not serve another file's lines to clients.
+func readLabels(dir, name string) ([]string, error) {
+	path, err := safefile.Within(dir, name)
+	if err != nil {
+		return nil, err
+	}
 	data, err := safefile.ReadFile(path, maxLabelFileBytes)
 	if err != nil {
 		return nil, err

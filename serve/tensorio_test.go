@@ -172,6 +172,33 @@ func TestMissingLabelFileMakesTheModelUnavailable(t *testing.T) {
 	}
 }
 
+// TestLabelFileLinkedOutsideTheModelFolderIsRefused: a label file that is a symlink to a
+// file outside its model's folder makes the model unavailable, and the file's lines are
+// never served as labels.
+func TestLabelFileLinkedOutsideTheModelFolderIsRefused(t *testing.T) {
+	repo := densenetRepo(t)
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("root:x:0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	labels := filepath.Join(repo, "densenet", "densenet_labels.txt")
+	if err := os.Remove(labels); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, labels); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(Options{Repository: repo, Engine: &servetest.Engine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	st := svc.Index()
+	if len(st) != 1 || st[0].State != StateUnavailable || !strings.Contains(st[0].Reason, "label_filename") {
+		t.Errorf("index %+v, want densenet UNAVAILABLE naming label_filename", st)
+	}
+}
+
 // TestDefaultModelFilenameFromConfigAndLoadAPI: default_model_filename names the
 // versions' file, from config.pbtxt and from a configuration given to the load API;
 // a plain load of a folder without model.onnx fails.

@@ -3,6 +3,7 @@ package modelrepo
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -323,6 +324,11 @@ func TestValidateModelConfig(t *testing.T) {
 			c.Parameters["execution_mode"] = &modelpb.ModelParameter{StringValue: "1"}
 		}, `parameters["execution_mode"]`},
 		{"negative count", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Count = -2 }, "instance_group[0].count"},
+		{"huge count", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Count = math.MaxInt32 }, "instance_group"},
+		{"counts over the limit in all", func(c *modelpb.ModelConfig) {
+			c.InstanceGroup[0].Count = 600
+			c.InstanceGroup = append(c.InstanceGroup, &modelpb.ModelInstanceGroup{Count: 300, Kind: modelpb.ModelInstanceGroup_KIND_GPU, Gpus: []int32{0, 1}})
+		}, "instance_group"},
 		{"cpu group with gpus", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Gpus = []int32{0} }, "instance_group[0].gpus"},
 		{"negative gpu", func(c *modelpb.ModelConfig) {
 			c.InstanceGroup[0].Kind = modelpb.ModelInstanceGroup_KIND_GPU

@@ -105,8 +105,14 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 	if db := c.GetDynamicBatching(); db != nil {
 		v.dynamicBatching(db, c.GetMaxBatchSize())
 	}
+	total := int64(0)
 	for i, g := range c.GetInstanceGroup() {
 		v.instanceGroup(fmt.Sprintf("instance_group[%d]", i), g)
+		// a group places count instances on each GPU it lists
+		total += int64(max(g.GetCount(), 1)) * int64(max(len(g.GetGpus()), 1))
+	}
+	if total > MaxInstances {
+		v.add("instance_group", "%d instances in all: at most %d per model", total, MaxInstances)
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.GetParameters())) {
 		switch {
@@ -256,6 +262,11 @@ func (v *validator) dynamicBatching(db *modelpb.ModelDynamicBatching, maxBatch i
 		}
 	}
 }
+
+// MaxInstances bounds a model's instances over all its instance groups: each is a slot
+// that runs one request at a time with its own memory, and a count from a configuration
+// (or the load API) must not make the server allocate without bound.
+const MaxInstances = 1024
 
 func (v *validator) instanceGroup(field string, g *modelpb.ModelInstanceGroup) {
 	if g.GetCount() < 0 {

@@ -324,6 +324,7 @@ func TestValidateModelConfig(t *testing.T) {
 			c.Parameters["execution_mode"] = &modelpb.ModelParameter{StringValue: "1"}
 		}, `parameters["execution_mode"]`},
 		{"negative count", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Count = -2 }, "instance_group[0].count"},
+		{"huge max_batch_size", func(c *modelpb.ModelConfig) { c.MaxBatchSize = math.MaxInt32 }, "max_batch_size"},
 		{"huge count", func(c *modelpb.ModelConfig) { c.InstanceGroup[0].Count = math.MaxInt32 }, "instance_group"},
 		{"counts over the limit in all", func(c *modelpb.ModelConfig) {
 			c.InstanceGroup[0].Count = 600

@@ -59,6 +59,8 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 	}
 	if c.GetMaxBatchSize() < 0 {
 		v.add("max_batch_size", "must be 0 (no batching) or positive, not %d", c.GetMaxBatchSize())
+	} else if c.GetMaxBatchSize() > MaxBatchSize {
+		v.add("max_batch_size", "%d is more than kiln's limit of %d", c.GetMaxBatchSize(), MaxBatchSize)
 	}
 	if c.GetVersionPolicy() != nil {
 		v.versionPolicy(c.GetVersionPolicy())
@@ -262,6 +264,10 @@ func (v *validator) dynamicBatching(db *modelpb.ModelDynamicBatching, maxBatch i
 		}
 	}
 }
+
+// MaxBatchSize bounds max_batch_size: the batcher's queues are sized from it, and a
+// batch of more rows than this is far past what one execution can usefully take.
+const MaxBatchSize = 1 << 16
 
 // MaxInstances bounds a model's instances over all its instance groups: each is a slot
 // that runs one request at a time with its own memory, and a count from a configuration

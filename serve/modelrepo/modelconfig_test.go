@@ -339,6 +339,7 @@ func TestValidateModelConfig(t *testing.T) {
 		{"empty parameter key", func(c *modelpb.ModelConfig) { c.Parameters[""] = &modelpb.ModelParameter{} }, "parameters"},
 		{"unnamed warmup", func(c *modelpb.ModelConfig) { c.ModelWarmup[0].Name = "" }, "model_warmup[0].name"},
 		{"warmup batch too large", func(c *modelpb.ModelConfig) { c.ModelWarmup[0].BatchSize = 33 }, "model_warmup[0].batch_size"},
+		{"warmup runs without end", func(c *modelpb.ModelConfig) { c.ModelWarmup[0].Count = math.MaxUint32 }, "model_warmup[0].count"},
 		{"warmup without inputs", func(c *modelpb.ModelConfig) { c.ModelWarmup[0].Inputs = nil }, "model_warmup[0].inputs"},
 		{"warmup unknown input", func(c *modelpb.ModelConfig) {
 			c.ModelWarmup[0].Inputs["image"] = c.ModelWarmup[0].Inputs["images"]

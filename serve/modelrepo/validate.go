@@ -269,6 +269,9 @@ func (v *validator) dynamicBatching(db *modelpb.ModelDynamicBatching, maxBatch i
 // batch of more rows than this is far past what one execution can usefully take.
 const MaxBatchSize = 1 << 16
 
+// MaxWarmupCount bounds a warm-up sample's runs.
+const MaxWarmupCount = 1000
+
 // MaxInstances bounds a model's instances over all its instance groups: each is a slot
 // that runs one request at a time with its own memory, and a count from a configuration
 // (or the load API) must not make the server allocate without bound.
@@ -300,6 +303,9 @@ func (v *validator) warmup(field string, w *modelpb.ModelWarmup, maxBatch int32,
 	}
 	if limit := max(int64(maxBatch), 1); int64(w.GetBatchSize()) > limit {
 		v.add(field+".batch_size", "%d is more than the model's largest batch, %d", w.GetBatchSize(), limit)
+	}
+	if w.GetCount() > MaxWarmupCount {
+		v.add(field+".count", "%d runs: at most %d (a model is not ready until its warm-up ends)", w.GetCount(), MaxWarmupCount)
 	}
 	if len(w.GetInputs()) == 0 && w.GetBatchSize() > 0 {
 		v.add(field+".inputs", "must give at least one input")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -58,11 +57,15 @@ Inputs come from --input/--input-dir; missing ones are random (floats in [-1, 1)
 integers 0) with the shapes given by --dims.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := benchResult{Engine: "kiln", Model: filepath.Base(args[0]), Threads: threads}
+			model, name, err := modelArg(args[0])
+			if err != nil {
+				return err
+			}
+			args = []string{model}
+			r := benchResult{Engine: "kiln", Model: name, Threads: threads}
 			var exe *vm.Executable
 			var inputs map[string]*tensor.Tensor
 			isKiln := isKilnFile(args[0])
-			var err error
 			var ds *deviceSet
 			open := func(tf targetFlags) (err error) {
 				tf.profiling = profile

@@ -128,11 +128,16 @@ kernels as a shared object (and an OpenCL program binary), so it runs where no C
 compiler is installed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			model, name, err := modelArg(args[0])
+			if err != nil {
+				return err
+			}
+			args = []string{model}
 			if err := checkLevel(level); err != nil {
 				return err
 			}
 			if out == "" {
-				out = strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0])) + ".kiln"
+				out = strings.TrimSuffix(name, filepath.Ext(name)) + ".kiln"
 			}
 			m, err := onnx.Load(args[0], onnx.Options{})
 			if err != nil {
@@ -166,7 +171,7 @@ compiler is installed.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			printStats(w, filepath.Base(args[0]), res.Stats, took)
+			printStats(w, name, res.Stats, took)
 			fmt.Fprintf(w, "wrote %s (%s)\n", out, byteSize(int64(len(blob))))
 			return nil
 		},

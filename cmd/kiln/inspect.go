@@ -38,6 +38,11 @@ shape, and those specialized for one shape signature (kiln serve builds them in 
 background for shapes it sees often).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			model, _, err := modelArg(args[0])
+			if err != nil {
+				return err
+			}
+			args = []string{model}
 			if err := checkLevel(level); err != nil {
 				return err
 			}

@@ -45,6 +45,11 @@ compile writes the executable to a file instead); --engine ref evaluates it with
 reference evaluator. A .kiln file runs on the compiled engine.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			model, name, err := modelArg(args[0])
+			if err != nil {
+				return err
+			}
+			args = []string{model}
 			if err := checkEngine(engine); err != nil {
 				return err
 			}
@@ -154,7 +159,7 @@ reference evaluator. A .kiln file runs on the compiled engine.`,
 				took = time.Since(start)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "ran %s with engine %s in %v\n", filepath.Base(args[0]), engine, took.Round(time.Millisecond))
+			fmt.Fprintf(w, "ran %s with engine %s in %v\n", name, engine, took.Round(time.Millisecond))
 			for i, v := range outs {
 				if outDir != "" {
 					if err := writeOutput(outDir, names[i], v); err != nil {

@@ -91,7 +91,7 @@ func (s *Service) loadModel(name string, configJSON []byte) error {
 		return errBadName
 	}
 	if !s.opts.RepositoryControl {
-		return fmt.Errorf("%w: loading model %q: explicit model control is off (start the server with repository control enabled)", ErrDisabled, name)
+		return fmt.Errorf("%w: loading model %q: explicit model control is off (start the server with --model-control-mode explicit)", ErrDisabled, name)
 	}
 	var override *modelpb.ModelConfig
 	if configJSON != nil {
@@ -127,7 +127,7 @@ func (s *Service) UnloadModel(name string) error {
 		return errBadName
 	}
 	if !s.opts.RepositoryControl {
-		return fmt.Errorf("%w: unloading model %q: explicit model control is off", ErrDisabled, name)
+		return fmt.Errorf("%w: unloading model %q: explicit model control is off (start the server with --model-control-mode explicit)", ErrDisabled, name)
 	}
 	s.mu.Lock()
 	old, ok := s.models[name]

@@ -85,8 +85,9 @@ func Datatype(dt tensor.DType) string { return modelrepo.DTypeToOIP(dt) }
 // maxElements bounds a request tensor's element count (a shape cannot ask for more).
 const maxElements = 1 << 32
 
-// checkShape validates a request shape and returns its element count.
-func checkShape(name string, shape []int64) (int, error) {
+// CheckShape validates a request input's shape and returns its element count; the
+// error (ErrInvalid) says what is wrong with it.
+func CheckShape(name string, shape []int64) (int, error) {
 	n := int64(1)
 	for _, d := range shape {
 		if d < 0 {
@@ -108,7 +109,7 @@ func DecodeRaw(name, datatype string, shape []int64, raw []byte) (*tensor.Tensor
 	if err != nil {
 		return nil, fmt.Errorf("input %q: %w", name, err)
 	}
-	n, err := checkShape(name, shape)
+	n, err := CheckShape(name, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func WrapRaw(name, datatype string, shape []int64, raw []byte) (*tensor.Tensor, 
 		return nil, fmt.Errorf("input %q: %w", name, err)
 	}
 	if dt != tensor.Bool && dt != tensor.String {
-		if _, err := checkShape(name, shape); err != nil {
+		if _, err := CheckShape(name, shape); err != nil {
 			return nil, err
 		}
 		ts := make(tensor.Shape, len(shape))

@@ -205,9 +205,6 @@ func encodeResponse(res *serve.InferResponse) (*pb.ModelInferResponse, error) {
 	return out, nil
 }
 
-// maxElements bounds the element count a request shape may declare (as serve does).
-const maxElements = 1 << 32
-
 // contentLists names InferTensorContents' lists; listFor says which one a datatype
 // uses.
 var contentLists = []string{"bool_contents", "int_contents", "int64_contents", "uint_contents", "uint64_contents", "fp32_contents", "fp64_contents", "bytes_contents"}
@@ -248,12 +245,12 @@ func decodeContents(name, datatype string, shape []int64, c *pb.InferTensorConte
 	if err != nil {
 		return nil, fmt.Errorf("input %q: %w", name, err)
 	}
-	n, ts := int64(1), make(tensor.Shape, len(shape))
+	count, err := serve.CheckShape(name, shape)
+	if err != nil {
+		return nil, err
+	}
+	n, ts := int64(count), make(tensor.Shape, len(shape))
 	for i, d := range shape {
-		if d < 0 || d > 0 && n > maxElements/d {
-			return nil, bad("bad shape %v", shape)
-		}
-		n *= d
 		ts[i] = int(d)
 	}
 	want, ok := listFor(dt)

@@ -162,8 +162,11 @@ func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest,
 	head, bin := body, []byte(nil)
 	if h := c.GetHeader(headerLength); h != "" {
 		n, err := strconv.ParseInt(h, 10, 64)
-		if err != nil || n < 0 || n > int64(len(body)) {
-			return nil, false, fmt.Errorf("%w: %s: %q for a %d-byte body", serve.ErrInvalid, headerLength, h, len(body))
+		if err != nil || n < 0 {
+			return nil, false, fmt.Errorf("%w: %s: %q is not a byte count (a non-negative decimal integer)", serve.ErrInvalid, headerLength, h)
+		}
+		if n > int64(len(body)) {
+			return nil, false, fmt.Errorf("%w: %s: %d is more than the %d-byte body", serve.ErrInvalid, headerLength, n, len(body))
 		}
 		head, bin = body[:n], body[n:]
 		if len(bin) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(bin)))%8 != 0 {

@@ -17,13 +17,13 @@ func decodeJSONData(name, datatype string, shape []int64, raw json.RawMessage) (
 	if err != nil {
 		return nil, fmt.Errorf("input %q: %w", name, err)
 	}
-	n := int64(1)
+	count, err := serve.CheckShape(name, shape)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(count)
 	ts := make(tensor.Shape, len(shape))
 	for i, d := range shape {
-		if d < 0 || d > 0 && n > (1<<32)/d {
-			return nil, fmt.Errorf("%w: input %q: bad shape %v", serve.ErrInvalid, name, shape)
-		}
-		n *= d
 		ts[i] = int(d)
 	}
 	bad := func(format string, args ...any) error {

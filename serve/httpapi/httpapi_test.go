@@ -277,7 +277,7 @@ func TestMalformedRequests(t *testing.T) {
 		t.Fatalf("after %d malformed requests: %d %s", len(cases), code, b)
 	}
 	t.Logf("%d malformed requests answered", len(cases))
-	if code, _, b := do(t, "POST", url+"/v2/repository/models/mlp/unload", nil, nil); code != 403 || !strings.Contains(string(b), "explicit model control is off") {
+	if code, _, b := do(t, "POST", url+"/v2/repository/models/mlp/unload", nil, nil); code != 403 || !strings.Contains(string(b), "explicit model control is off (start the server with --model-control-mode explicit)") {
 		t.Fatalf("unload without repository control: %d %s", code, b)
 	}
 }

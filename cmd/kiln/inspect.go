@@ -114,7 +114,7 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 	if err != nil {
 		return err
 	}
-	res, took, err := compileModel(m, shapes, ds, compileOptions{quiet: true, level: level})
+	res, took, err := compileModel(m, shapes, ds, compileOptions{level: level}) // progress on stderr
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

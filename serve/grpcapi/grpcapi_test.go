@@ -159,7 +159,7 @@ func TestHealthAndMetadata(t *testing.T) {
 		}
 	}
 	sm, err := f.client.ServerMetadata(c, &pb.ServerMetadataRequest{})
-	if err != nil || sm.Name != "kiln" || sm.Version != "test" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,classification,statistics,model_configuration,model_repository" {
+	if err != nil || sm.Name != "kiln" || sm.Version != "test" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,classification,statistics,model_configuration,model_repository,system_shared_memory" {
 		t.Fatalf("ServerMetadata: %v %v", sm, err)
 	}
 	md, err := f.client.ModelMetadata(c, &pb.ModelMetadataRequest{Name: "mlp"})

@@ -128,12 +128,12 @@ func decodeRequest(req *pb.ModelInferRequest) (*serve.InferRequest, error) {
 		return nil, err
 	}
 	raw := req.RawInputContents
-	inShm, err := inputsInSharedMemory(req)
+	inShm, carried, err := inputsInSharedMemory(req)
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) > 0 && len(raw) != len(req.Inputs)-len(inShm) {
-		return nil, fmt.Errorf("%w: model %q: %d raw_input_contents for %d inputs not in shared memory (one per such input, in the order of inputs)", serve.ErrInvalid, req.ModelName, len(raw), len(req.Inputs)-len(inShm))
+	if len(raw) > 0 && len(raw) != carried {
+		return nil, fmt.Errorf("%w: model %q: %d raw_input_contents for %d inputs not in shared memory (one per such input, in the order of inputs)", serve.ErrInvalid, req.ModelName, len(raw), carried)
 	}
 	r := 0 // the next raw_input_contents
 	for i, in := range req.Inputs {

@@ -56,20 +56,23 @@ func (s *server) CudaSharedMemoryUnregister(context.Context, *pb.CudaSharedMemor
 }
 
 // inputsInSharedMemory reads each input's shared memory parameters (nil entries for
-// the inputs whose data the request carries).
-func inputsInSharedMemory(req *pb.ModelInferRequest) ([]*serve.SharedMemoryRef, error) {
-	refs := make([]*serve.SharedMemoryRef, len(req.Inputs))
+// the inputs whose data the request carries, carried of them).
+func inputsInSharedMemory(req *pb.ModelInferRequest) (refs []*serve.SharedMemoryRef, carried int, _ error) {
+	refs = make([]*serve.SharedMemoryRef, len(req.Inputs))
 	for i, in := range req.Inputs {
 		what := fmt.Sprintf("input %q", in.Name)
 		p, err := params(in.Parameters, what)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if refs[i], err = serve.SharedMemoryOf(what, p); err != nil {
-			return nil, err
+			return nil, 0, err
+		}
+		if refs[i] == nil {
+			carried++
 		}
 	}
-	return refs, nil
+	return refs, carried, nil
 }
 
 // shmParams is the response parameters of an output written to shared memory.

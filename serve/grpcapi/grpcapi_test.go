@@ -591,8 +591,8 @@ func TestRepositoryAndConfig(t *testing.T) {
 		t.Fatalf("RepositoryModelUnload: %v", err)
 	}
 	// the RPCs kiln declares without offering them
-	if _, err := f.client.SystemSharedMemoryStatus(c, &pb.SystemSharedMemoryStatusRequest{}); status.Code(err) != codes.Unimplemented {
-		t.Fatalf("SystemSharedMemoryStatus: %v", err)
+	if _, err := f.client.CudaSharedMemoryStatus(c, &pb.CudaSharedMemoryStatusRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("CudaSharedMemoryStatus: %v", err)
 	}
 	if _, err := f.client.TraceSetting(c, &pb.TraceSettingRequest{}); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("TraceSetting: %v", err)

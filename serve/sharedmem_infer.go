@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // RegisterSystemSharedMemory registers the region name: byteSize bytes from offset of
@@ -106,6 +108,9 @@ func (s *Service) inferShared(ctx context.Context, req *InferRequest) (*InferRes
 		if in.Data != nil {
 			return nil, fmt.Errorf("%w: %s has both data and %s", ErrInvalid, what, shmRegionParam)
 		}
+		if err := checkShmSize(in, ref); err != nil {
+			return nil, err
+		}
 		reg, err := h.acquire(what, ref.Region)
 		if err != nil {
 			return nil, err
@@ -143,4 +148,22 @@ func (s *Service) inferShared(ctx context.Context, req *InferRequest) (*InferRes
 		out.SharedMemory = &SharedMemoryRef{Region: ref.Region, Offset: ref.Offset, ByteSize: uint64(len(b))}
 	}
 	return resp, nil
+}
+
+// checkShmSize refuses an input whose shared_memory_byte_size is not what its
+// datatype and shape take, before its bytes are read (BYTES elements have no fixed
+// size: the region bounds them).
+func checkShmSize(in *Tensor, ref *SharedMemoryRef) error {
+	dt, err := DTypeOf(in.Datatype)
+	if err != nil {
+		return fmt.Errorf("input %q: %w", in.Name, err)
+	}
+	n, err := checkShape(in.Name, in.Shape)
+	if err != nil || dt == tensor.String {
+		return err
+	}
+	if want := uint64(n) * uint64(dt.Size()); ref.ByteSize != want {
+		return fmt.Errorf("%w: input %q: shared_memory_byte_size %d for %s%v, which takes %d bytes", ErrInvalid, in.Name, ref.ByteSize, in.Datatype, in.Shape, want)
+	}
+	return nil
 }

@@ -152,6 +152,11 @@ func TestHostileSharedMemoryOverREST(t *testing.T) {
 	if code, _, b := do(t, "POST", base+"/v2/models/mlp/infer", shmInfer("small", 0, 64), nil); code != 400 || !strings.Contains(string(b), `region \"small\"`) {
 		t.Errorf("an input past its region: %d %s", code, b)
 	}
+	wrongSize := jsonBody(map[string]any{"inputs": []any{map[string]any{"name": "x", "datatype": "FP32", "shape": []int{3, 8},
+		"parameters": map[string]any{"shared_memory_region": "small", "shared_memory_byte_size": 64}}}})
+	if code, _, b := do(t, "POST", base+"/v2/models/mlp/infer", wrongSize, nil); code != 400 || !strings.Contains(string(b), "takes 96 bytes") {
+		t.Errorf("a byte size that is not the tensor's: %d %s", code, b)
+	}
 	big, bigPath := testdata.SharedMemoryObject(t, 4096)
 	if code, b := register(t, base, "shrinks", big, 0, 4096); code != 200 {
 		t.Fatalf("register: %d %s", code, b)

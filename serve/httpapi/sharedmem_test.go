@@ -191,3 +191,49 @@ func TestCUDASharedMemoryIsRefusedByName(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedMemoryUnregisterDuringInferences: inferences on a region while it is
+// unregistered and registered again answer 200 or 400, never anything else, and each
+// 200 leaves a softmax in the region.
+func TestSharedMemoryUnregisterDuringInferences(t *testing.T) {
+	base := startShmServer(t)
+	key, path := testdata.SharedMemoryObject(t, 4096)
+	obj := make([]byte, 4096)
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(obj[4*i:], math.Float32bits(v))
+	}
+	os.WriteFile(path, obj, 0o600)
+	register(t, base, "flaky", key, 0, 4096)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 50 {
+			do(t, "POST", base+"/v2/systemsharedmemory/region/flaky/unregister", nil, nil)
+			register(t, base, "flaky", key, 0, 4096)
+		}
+	}()
+	ok := 0
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			if ok == 0 {
+				t.Log("no inference found the region registered")
+			}
+			return
+		default:
+		}
+		code, _, b := do(t, "POST", base+"/v2/models/mlp/infer", shmInfer("flaky", 1024, 48), nil)
+		switch {
+		case code == 200:
+			ok++
+			out, _ := os.ReadFile(path)
+			probs := make([]float64, 12)
+			for j := range probs {
+				probs[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(out[1024+4*j:])))
+			}
+			checkProbs(t, probs)
+		case code != 400 || !strings.Contains(string(b), `region \"flaky\"`):
+			t.Fatalf("inference %d: %d %s", i, code, b)
+		}
+	}
+}

@@ -32,6 +32,11 @@ func TestSharedMemoryKeyIsANameNeverAPath(t *testing.T) {
 			t.Errorf("key %q: %v, want ErrInvalid naming the region", key, err)
 		}
 	}
+	for kind, key := range hostile { // refused as what they are, not for their size
+		if err := r.register("region-a", key, 0, 0x1p20); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), errNotShmObject.Error()) {
+			t.Errorf("%s: %v", kind, err)
+		}
+	}
 	if st, _ := r.status(""); len(st) != 0 {
 		t.Fatalf("hostile keys registered: %+v", st)
 	}

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/serve"
 )
@@ -234,6 +238,25 @@ func TestSharedMemoryUnregisterDuringInferences(t *testing.T) {
 			checkProbs(t, probs)
 		case code != 400 || !strings.Contains(string(b), `region \"flaky\"`):
 			t.Fatalf("inference %d: %d %s", i, code, b)
+		}
+	}
+}
+
+// TestHostileRegionNameIsNotLogged: the access log shows the route's pattern, not a
+// region name that is not a valid name.
+func TestHostileRegionNameIsNotLogged(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	svc := openService(t, serve.Options{Repository: mlpRepo(t)})
+	srv := httptest.NewServer(New(svc, Options{Log: zap.New(core)}))
+	t.Cleanup(srv.Close)
+	for _, name := range []string{"%1b[31mred", "..%2Fevil", "a%0Ab"} {
+		if code, _, b := do(t, "POST", srv.URL+"/v2/systemsharedmemory/region/"+name+"/register", []byte(`{"key":"/k","byte_size":4}`), nil); code != 400 {
+			t.Fatalf("%s: %d %s", name, code, b)
+		}
+	}
+	for _, e := range logs.All() {
+		if p := e.ContextMap()["path"]; p != "/v2/systemsharedmemory/region/:region/register" {
+			t.Errorf("logged path %q", p)
 		}
 	}
 }

@@ -260,3 +260,33 @@ func TestHostileRegionNameIsNotLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileRegionNamesGetOneRefusal: every hostile name that is not a valid name,
+// escaped into the path of every region endpoint, gets the same 400 and body, which
+// does not echo it, and nothing is registered.
+func TestHostileRegionNamesGetOneRefusal(t *testing.T) {
+	base := startShmServer(t)
+	key, _ := testdata.SharedMemoryObject(t, 64)
+	body := jsonBody(map[string]any{"key": key, "offset": 0, "byte_size": 64})
+	var want string
+	tried := 0
+	for _, name := range testdata.HostileModelNames {
+		if serve.ValidModelName(name) {
+			continue
+		}
+		tried++
+		r := "/v2/systemsharedmemory/region/" + url.PathEscape(name)
+		for _, ep := range []struct{ method, path string }{{"POST", r + "/register"}, {"POST", r + "/unregister"}, {"GET", r + "/status"}} {
+			code, _, b := do(t, ep.method, base+ep.path, body, nil)
+			if want == "" {
+				want = string(b)
+			}
+			if code != 400 || string(b) != want || !strings.Contains(want, "region name") {
+				t.Errorf("%s %q: %d %s, want 400 %s", ep.method, ep.path, code, b, want)
+			}
+		}
+	}
+	if _, _, b := do(t, "GET", base+"/v2/systemsharedmemory/status", nil, nil); tried < 30 || string(b) != "[]" {
+		t.Fatalf("%d names tried; regions %s", tried, b)
+	}
+}

@@ -108,16 +108,33 @@
 // model_warmup samples compile and run before the model turns READY (warmup.go);
 // explicit model control loads and unloads models by API (repocontrol.go).
 //
+// System shared memory (sharedmem.go, Triton's extension): clients register regions
+// (a name, a key naming a POSIX shared memory object under Options.SharedMemoryDir,
+// /dev/shm by default, an offset and a byte size) and name them in an inference's
+// inputs and outputs instead of sending data. The key is a name, never a path
+// (validKey); the object is opened once with O_NOFOLLOW relative to the directory and
+// must be a regular file (fstat on the descriptor); regions are read and written with
+// pread/pwrite, bounds checked without overflow against the region and, on every
+// access, against the object's size then, so an object truncated by its owner fails
+// that request with ErrInvalid and never faults the process (a mapping would SIGBUS).
+// Inputs are copied out before the model runs. A request holds its regions; one
+// unregistered meanwhile closes when the last request holding it ends. CUDA shared
+// memory is refused by name.
+//
 // Refused by name, not built: queue policies, priorities, sequence batching, optional
 // inputs, ragged batches.
 //
 // Names (names.go, modelrepo.ValidModelName): a model name from a client, a flag or the
-// repository is one validated path element whose folder, symlinks resolved, is inside the repository;
-// below it the operator's symlinks are followed, but what a model or its configuration
-// names (external data, warm-up data) stays inside its own folder, and every file the
-// service opens is opened as a regular file only (internal/safefile). Any other name gets one fixed refusal, and only valid names reach
-// logs and metric labels.
+// repository is one validated path element whose folder, symlinks resolved, is inside
+// the repository; below it the operator's symlinks are followed, but what a model or its
+// configuration names (external data, warm-up data) stays inside its own folder, and
+// every file the service opens is opened as a regular file only (internal/safefile). A
+// shared memory region name follows the model names' rule, and a shared memory key is
+// one file name in the shared memory directory (sharedmem.go). Any other name gets one
+// fixed refusal, and only valid names reach logs and metric labels.
+// FuzzNamesAreNotPaths checks model names, region names and keys.
 //
 // References: the KServe Open Inference Protocol (REST and gRPC), Triton's model
-// repository, model configuration and statistics extensions.
+// repository, model configuration, statistics and shared memory extensions; POSIX
+// shm_open(3).
 package serve

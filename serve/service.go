@@ -50,6 +50,9 @@ type Options struct {
 	// Compiles is how many models compile at once (0: one per core), so that one slow
 	// model does not hold back every other model's first request.
 	Compiles int
+	// SharedMemoryDir is where the system shared memory extension finds the objects
+	// that clients register by key ("": DefaultSharedMemoryDir, /dev/shm).
+	SharedMemoryDir string
 }
 
 // Spec is what the server does with a model, derived from its configuration.
@@ -90,6 +93,8 @@ type Service struct {
 
 	mu     sync.RWMutex
 	models map[string][]*model // by name, newest version first
+
+	shm *shmRegistry // system shared memory regions (sharedmem.go)
 }
 
 // New scans the repository and registers every model it finds (a model that cannot be
@@ -115,7 +120,7 @@ func New(opts Options) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var err error
-	s := &Service{opts: opts, log: opts.Log, engine: opts.Engine, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, opts.Compiles), models: map[string][]*model{}, idle: make(chan struct{}), compileHist: newCompileHistogram()}
+	s := &Service{opts: opts, log: opts.Log, engine: opts.Engine, ctx: ctx, cancel: cancel, compiles: make(chan struct{}, opts.Compiles), models: map[string][]*model{}, idle: make(chan struct{}), compileHist: newCompileHistogram(), shm: newShmRegistry(opts.SharedMemoryDir)}
 	s.cpu = &device{name: cpuName, engine: opts.Engine}
 	for i, g := range opts.GPUs {
 		if g.Engine == nil || g.Name == "" {
@@ -264,6 +269,14 @@ func (s *Service) Infer(ctx context.Context, req *InferRequest) (*InferResponse,
 		return nil, fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
 	}
 	defer s.leave()
+	if usesSharedMemory(req) {
+		return s.inferShared(ctx, req)
+	}
+	return s.inferModel(ctx, req)
+}
+
+// inferModel runs a request whose inputs hold their data on the model it names.
+func (s *Service) inferModel(ctx context.Context, req *InferRequest) (*InferResponse, error) {
 	for attempt := 0; ; attempt++ {
 		m, err := s.lookup(req.Model, req.Version)
 		if err != nil {
@@ -347,5 +360,6 @@ func (s *Service) Close() error {
 	for _, m := range s.allModels() {
 		m.closeVariants()
 	}
+	s.shm.close()
 	return nil
 }

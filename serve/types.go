@@ -30,6 +30,9 @@ type Tensor struct {
 	Datatype string
 	Shape    []int64
 	Data     *tensor.Tensor
+	// SharedMemory, on a request's input, is where its data is (Data is nil); on a
+	// response's output, where its data was written (the protocols send no data).
+	SharedMemory *SharedMemoryRef
 }
 
 // RequestedOutput names an output to return; Params carries protocol parameters (e.g.
@@ -37,6 +40,8 @@ type Tensor struct {
 type RequestedOutput struct {
 	Name   string
 	Params map[string]any
+	// SharedMemory is where to write the output instead of returning its data.
+	SharedMemory *SharedMemoryRef
 }
 
 // InferRequest is one inference, already decoded from its protocol.

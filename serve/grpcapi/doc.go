@@ -42,8 +42,16 @@
 // (string_param: the ModelConfig as JSON) is serve.Service.LoadModelWithConfig; any
 // other parameter is INVALID_ARGUMENT.
 //
-// Not implemented: the shared-memory RPCs (SystemSharedMemory*,
-// CudaSharedMemory*), TraceSetting and LogSettings are declared in the .proto so that
+// SystemSharedMemoryRegister/Unregister/Status call the service's system shared memory
+// (sharedmem.go); an input or output with the parameters shared_memory_region and
+// shared_memory_byte_size (shared_memory_offset optional) is read from or written to
+// the region: raw_input_contents then holds one entry per input not in shared memory,
+// in order, and an output written to a region has an empty raw_output_contents entry
+// (so entries stay in the order of outputs) and those parameters, with the byte size
+// written. The CudaSharedMemory* RPCs answer UNIMPLEMENTED saying kiln does not
+// implement CUDA shared memory.
+//
+// Not implemented: TraceSetting and LogSettings are declared in the .proto so that
 // clients get UNIMPLEMENTED rather than an unknown method; compute_input,
 // compute_output and cache statistics are zero.
 //
@@ -81,6 +89,6 @@
 // MaxConnectionIdle, a GOAWAY).
 //
 // References: KServe Open Inference Protocol (gRPC); Triton Inference Server's
-// grpc_service.proto and its statistics, model configuration and model repository
-// extensions; gRPC health checking protocol (grpc.health.v1); gRPC server reflection.
+// grpc_service.proto and its statistics, model configuration, model repository and
+// shared memory extensions; gRPC health checking protocol (grpc.health.v1); gRPC server reflection.
 package grpcapi

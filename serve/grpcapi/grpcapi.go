@@ -68,11 +68,11 @@ const DefaultMaxConcurrentStreams = 128
 // server's, the same as the REST face advertises: binary tensor data is a REST
 // extension (gRPC always carries raw contents), and the repository extension is not
 // claimed while load and unload are not offered.
-var extensions = []string{"binary_tensor_data", "classification", "statistics", "model_configuration", "model_repository"}
+var extensions = []string{"binary_tensor_data", "classification", "statistics", "model_configuration", "model_repository", "system_shared_memory"}
 
 // server implements inference.GRPCInferenceService on a serve.Service. The embedded
-// Unimplemented server answers the RPCs kiln does not offer (shared memory, tracing,
-// log settings) with UNIMPLEMENTED.
+// Unimplemented server answers the RPCs kiln does not offer (tracing, log settings)
+// with UNIMPLEMENTED; the CUDA shared memory RPCs answer it with their own message.
 type server struct {
 	pb.UnimplementedGRPCInferenceServiceServer
 	svc        *serve.Service

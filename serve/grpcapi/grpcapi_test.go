@@ -159,7 +159,7 @@ func TestHealthAndMetadata(t *testing.T) {
 		}
 	}
 	sm, err := f.client.ServerMetadata(c, &pb.ServerMetadataRequest{})
-	if err != nil || sm.Name != "kiln" || sm.Version != "test" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,classification,statistics,model_configuration,model_repository" {
+	if err != nil || sm.Name != "kiln" || sm.Version != "test" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,classification,statistics,model_configuration,model_repository,system_shared_memory" {
 		t.Fatalf("ServerMetadata: %v %v", sm, err)
 	}
 	md, err := f.client.ModelMetadata(c, &pb.ModelMetadataRequest{Name: "mlp"})
@@ -591,8 +591,8 @@ func TestRepositoryAndConfig(t *testing.T) {
 		t.Fatalf("RepositoryModelUnload: %v", err)
 	}
 	// the RPCs kiln declares without offering them
-	if _, err := f.client.SystemSharedMemoryStatus(c, &pb.SystemSharedMemoryStatusRequest{}); status.Code(err) != codes.Unimplemented {
-		t.Fatalf("SystemSharedMemoryStatus: %v", err)
+	if _, err := f.client.CudaSharedMemoryStatus(c, &pb.CudaSharedMemoryStatusRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("CudaSharedMemoryStatus: %v", err)
 	}
 	if _, err := f.client.TraceSetting(c, &pb.TraceSettingRequest{}); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("TraceSetting: %v", err)

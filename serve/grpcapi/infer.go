@@ -128,19 +128,28 @@ func decodeRequest(req *pb.ModelInferRequest) (*serve.InferRequest, error) {
 		return nil, err
 	}
 	raw := req.RawInputContents
-	if len(raw) > 0 && len(raw) != len(req.Inputs) {
-		return nil, fmt.Errorf("%w: model %q: %d raw_input_contents for %d inputs (one per input, in the order of inputs)", serve.ErrInvalid, req.ModelName, len(raw), len(req.Inputs))
+	inShm, carried, err := inputsInSharedMemory(req)
+	if err != nil {
+		return nil, err
 	}
+	if len(raw) > 0 && len(raw) != carried {
+		return nil, fmt.Errorf("%w: model %q: %d raw_input_contents for %d inputs not in shared memory (one per such input, in the order of inputs)", serve.ErrInvalid, req.ModelName, len(raw), carried)
+	}
+	r := 0 // the next raw_input_contents
 	for i, in := range req.Inputs {
 		if in.Name == "" {
 			return nil, fmt.Errorf("%w: model %q: input %d has no name", serve.ErrInvalid, req.ModelName, i)
 		}
-		t := serve.Tensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
+		t := serve.Tensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape, SharedMemory: inShm[i]}
 		switch {
+		case t.SharedMemory != nil && in.Contents != nil:
+			return nil, fmt.Errorf("%w: model %q: input %q has contents and shared_memory_region", serve.ErrInvalid, req.ModelName, in.Name)
+		case t.SharedMemory != nil:
 		case len(raw) > 0 && in.Contents != nil:
 			return nil, fmt.Errorf("%w: model %q: input %q has contents while the request uses raw_input_contents (use one or the other for every input)", serve.ErrInvalid, req.ModelName, in.Name)
 		case len(raw) > 0:
-			t.Data, err = serve.DecodeRaw(in.Name, in.Datatype, in.Shape, raw[i])
+			t.Data, err = serve.DecodeRaw(in.Name, in.Datatype, in.Shape, raw[r])
+			r++
 		case in.Contents != nil:
 			t.Data, err = decodeContents(in.Name, in.Datatype, in.Shape, in.Contents)
 		default:
@@ -159,7 +168,11 @@ func decodeRequest(req *pb.ModelInferRequest) (*serve.InferRequest, error) {
 		if err != nil {
 			return nil, err
 		}
-		out.Outputs = append(out.Outputs, serve.RequestedOutput{Name: o.Name, Params: p})
+		ref, err := serve.SharedMemoryOf(fmt.Sprintf("output %q", o.Name), p)
+		if err != nil {
+			return nil, err
+		}
+		out.Outputs = append(out.Outputs, serve.RequestedOutput{Name: o.Name, Params: p, SharedMemory: ref})
 	}
 	return out, nil
 }
@@ -195,11 +208,17 @@ func params(ps map[string]*pb.InferParameter, where string) (map[string]any, err
 func encodeResponse(res *serve.InferResponse) (*pb.ModelInferResponse, error) {
 	out := &pb.ModelInferResponse{ModelName: res.Model, ModelVersion: res.Version, Id: res.ID}
 	for _, o := range res.Outputs {
+		t := &pb.ModelInferResponse_InferOutputTensor{Name: o.Name, Datatype: o.Datatype, Shape: o.Shape}
+		out.Outputs = append(out.Outputs, t)
+		if o.SharedMemory != nil { // written to the region: an empty entry keeps the order
+			t.Parameters = shmParams(o.SharedMemory)
+			out.RawOutputContents = append(out.RawOutputContents, nil)
+			continue
+		}
 		b, err := serve.EncodeRaw(o.Data)
 		if err != nil {
 			return nil, fmt.Errorf("model %q: output %q: %w", res.Model, o.Name, err)
 		}
-		out.Outputs = append(out.Outputs, &pb.ModelInferResponse_InferOutputTensor{Name: o.Name, Datatype: o.Datatype, Shape: o.Shape})
 		out.RawOutputContents = append(out.RawOutputContents, b)
 	}
 	return out, nil

@@ -16,7 +16,7 @@
 // available or shutting down, 413 too large, 500 internal); a bad request never
 // disturbs other requests; GET /v2 advertises only the extensions implemented
 // (binary_tensor_data, classification, statistics, model_configuration,
-// model_repository). Output parameters (classification among them) pass through to
+// model_repository, system_shared_memory). Output parameters (classification among them) pass through to
 // the service, which answers them. A repository load's body may carry
 // {"parameters": {"config": "<JSON>"}} (serve.Service.LoadModelWithConfig); any other
 // load parameter is 400.
@@ -67,6 +67,14 @@
 // response beyond net/http's 4 KiB connection buffer reaches the client in one send
 // and wakes it once, not twice (cork.go; plain TCP on Linux only).
 //
+// System shared memory (sharedmem.go): /v2/systemsharedmemory[/region/NAME]/register
+// ({"key", "offset", "byte_size"}), /unregister and /status (a JSON list of {name, key,
+// offset, byte_size}) call the service; an input with the parameters
+// shared_memory_region and shared_memory_byte_size (shared_memory_offset optional)
+// carries no data, and an output requested with them comes back with those parameters
+// (the byte size written) and no data. The CUDA shared memory endpoints
+// (/v2/cudasharedmemory/...) answer 501 saying kiln does not implement it.
+//
 // References: KServe Open Inference Protocol REST spec; Triton's binary tensor data,
-// classification, statistics and model repository extensions.
+// classification, statistics, model repository and shared memory extensions.
 package httpapi

@@ -137,7 +137,7 @@ func TestHealthAndMetadata(t *testing.T) {
 		Extensions []string `json:"extensions"`
 	}
 	json.Unmarshal(b, &sm)
-	if sm.Name != "kiln" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,classification,statistics,model_configuration,model_repository" {
+	if sm.Name != "kiln" || strings.Join(sm.Extensions, ",") != "binary_tensor_data,classification,statistics,model_configuration,model_repository,system_shared_memory" {
 		t.Fatalf("server metadata %s", b)
 	}
 	code, _, b := do(t, "GET", url+"/v2/models/mlp/config", nil, nil)

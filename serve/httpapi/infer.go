@@ -186,7 +186,17 @@ func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest,
 		}
 		t := serve.Tensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
 		var err error
-		if size, ok := in.Parameters["binary_data_size"]; ok {
+		if t.SharedMemory, err = serve.SharedMemoryOf(fmt.Sprintf("input %q", in.Name), in.Parameters); err != nil {
+			return nil, false, err
+		}
+		_, binSize := in.Parameters["binary_data_size"]
+		switch {
+		case t.SharedMemory != nil:
+			if len(in.Data) > 0 || binSize {
+				return nil, false, fmt.Errorf("%w: input %q has both data and shared_memory_region", serve.ErrInvalid, in.Name)
+			}
+		case binSize:
+			size := in.Parameters["binary_data_size"]
 			n, ok := size.(float64)
 			if !ok || n < 0 || n != float64(int64(n)) {
 				return nil, false, fmt.Errorf("%w: input %q: binary_data_size %v is not a byte count", serve.ErrInvalid, in.Name, size)
@@ -199,7 +209,7 @@ func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest,
 			}
 			t.Data, err = serve.WrapRaw(in.Name, in.Datatype, in.Shape, bin[:int64(n)])
 			bin = bin[int64(n):]
-		} else {
+		default:
 			if len(in.Data) == 0 {
 				return nil, false, fmt.Errorf("%w: input %q has no data (and no binary_data_size)", serve.ErrInvalid, in.Name)
 			}
@@ -215,7 +225,11 @@ func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest,
 	}
 	allBinary := paramTrue(jr.Parameters, "binary_data_output")
 	for _, o := range jr.Outputs {
-		req.Outputs = append(req.Outputs, serve.RequestedOutput{Name: o.Name, Params: o.Parameters})
+		ref, err := serve.SharedMemoryOf(fmt.Sprintf("output %q", o.Name), o.Parameters)
+		if err != nil {
+			return nil, false, err
+		}
+		req.Outputs = append(req.Outputs, serve.RequestedOutput{Name: o.Name, Params: o.Parameters, SharedMemory: ref})
 	}
 	return req, allBinary, nil
 }
@@ -259,7 +273,10 @@ func (s *Server) infer(c *gin.Context) {
 		if !named {
 			isBin = allBinary
 		}
-		if isBin {
+		switch {
+		case o.SharedMemory != nil: // written to the region: no data here
+			e["parameters"] = shmParams(o.SharedMemory)
+		case isBin:
 			raw, err := serve.EncodeRaw(o.Data)
 			if err != nil {
 				fail(c, err)
@@ -267,7 +284,7 @@ func (s *Server) infer(c *gin.Context) {
 			}
 			e["parameters"] = gin.H{"binary_data_size": len(raw)}
 			blobs = append(blobs, raw)
-		} else {
+		default:
 			data, err := encodeJSONData(o.Data)
 			if err != nil {
 				fail(c, fmt.Errorf("%w: output %q: %v (ask for it as binary data)", serve.ErrInternal, o.Name, err))

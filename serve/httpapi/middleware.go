@@ -128,11 +128,13 @@ func newRequestID() string {
 }
 
 // loggedPath is the request's path for the access log: the path itself when the route
-// names a valid model (or none), the route's pattern when a client's model name is
-// not one, and at most 256 bytes of an unrouted path.
+// names a valid model or shared memory region (or none), the route's pattern when a
+// client's name is not one, and at most 256 bytes of an unrouted path.
 func loggedPath(c *gin.Context) string {
-	if m := c.Param("model"); m != "" && !serve.ValidModelName(m) {
-		return c.FullPath()
+	for _, name := range []string{c.Param("model"), c.Param("region")} {
+		if name != "" && !serve.ValidModelName(name) {
+			return c.FullPath()
+		}
 	}
 	p := c.Request.URL.Path
 	if c.FullPath() == "" && len(p) > 256 {

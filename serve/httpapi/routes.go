@@ -80,11 +80,23 @@ var routes = []route{
 	{http.MethodPost, "/v2/repository/index", (*Server).repositoryIndex},
 	{http.MethodPost, "/v2/repository/models/:model/load", (*Server).repositoryLoad},
 	{http.MethodPost, "/v2/repository/models/:model/unload", (*Server).repositoryUnload},
+	{http.MethodGet, "/v2/systemsharedmemory/status", (*Server).shmStatus},
+	{http.MethodGet, "/v2/systemsharedmemory/region/:region/status", (*Server).shmStatus},
+	{http.MethodPost, "/v2/systemsharedmemory/register", (*Server).shmRegister},
+	{http.MethodPost, "/v2/systemsharedmemory/region/:region/register", (*Server).shmRegister},
+	{http.MethodPost, "/v2/systemsharedmemory/unregister", (*Server).shmUnregister},
+	{http.MethodPost, "/v2/systemsharedmemory/region/:region/unregister", (*Server).shmUnregister},
+	{http.MethodGet, "/v2/cudasharedmemory/status", (*Server).noCUDASharedMemory},
+	{http.MethodGet, "/v2/cudasharedmemory/region/:region/status", (*Server).noCUDASharedMemory},
+	{http.MethodPost, "/v2/cudasharedmemory/register", (*Server).noCUDASharedMemory},
+	{http.MethodPost, "/v2/cudasharedmemory/region/:region/register", (*Server).noCUDASharedMemory},
+	{http.MethodPost, "/v2/cudasharedmemory/unregister", (*Server).noCUDASharedMemory},
+	{http.MethodPost, "/v2/cudasharedmemory/region/:region/unregister", (*Server).noCUDASharedMemory},
 }
 
 // extensions lists the protocol extensions this server implements (GET /v2 advertises
 // exactly these).
-var extensions = []string{"binary_tensor_data", "classification", "statistics", "model_configuration", "model_repository"}
+var extensions = []string{"binary_tensor_data", "classification", "statistics", "model_configuration", "model_repository", "system_shared_memory"}
 
 // New builds the HTTP handler.
 func New(svc *serve.Service, opts Options) http.Handler {

@@ -339,10 +339,10 @@ func (b *seqBatcher) formDirect(now time.Time) ([]seqRow, bool, time.Time) {
 			wake = earliest(wake, at)
 			continue
 		}
-		key := l.oldest.queue[0].key
+		key := b.rowKey(l.oldest)
 		var rows []seqRow
 		for i, s := range b.places[l.from:min(l.from+per, len(b.places))] {
-			if s.ready() && s.queue[0].key == key {
+			if s.ready() && b.rowKey(s) == key {
 				for len(rows) < i { // the slots between: padding
 					rows = append(rows, seqRow{})
 				}
@@ -368,10 +368,10 @@ func (b *seqBatcher) formOldest(now time.Time) ([]seqRow, bool, time.Time) {
 		return nil, false, time.Time{}
 	}
 	sort.SliceStable(ready, func(i, j int) bool { return ready[i].queue[0].enq.Before(ready[j].queue[0].enq) })
-	key := ready[0].queue[0].key
+	key := b.rowKey(ready[0])
 	var rows []seqRow
 	for _, s := range ready {
-		if len(rows) < b.spec.maxBatch && s.queue[0].key == key {
+		if len(rows) < b.spec.maxBatch && b.rowKey(s) == key {
 			rows = append(rows, seqRow{s: s})
 		}
 	}
@@ -382,6 +382,16 @@ func (b *seqBatcher) formOldest(now time.Time) ([]seqRow, bool, time.Time) {
 		return rows, true, time.Time{}
 	}
 	return nil, false, at
+}
+
+// rowKey is what a ready sequence's next request must share with the other rows of
+// a batch: its client inputs' shapes and its states' (b.mu held).
+func (b *seqBatcher) rowKey(s *sequence) string {
+	k := s.queue[0].key
+	for _, st := range s.state {
+		k += fmt.Sprint(st.Shape) + ";"
+	}
+	return k
 }
 
 // loop runs batches as they become due and instances free, and releases idle

@@ -18,9 +18,13 @@ import (
 // the request parameters that place a request in its sequence, the control tensors
 // and the implicit state the server feeds the model.
 
-// The request parameters of a sequence (Triton's names).
+// ParamSequenceID is the request parameter naming a request's sequence (Triton's
+// correlation ID): a uint64 or a string.
+const ParamSequenceID = "sequence_id"
+
+// The request parameters that start and end a sequence (Triton's names).
 const (
-	paramSequenceID    = "sequence_id"
+	paramSequenceID    = ParamSequenceID
 	paramSequenceStart = "sequence_start"
 	paramSequenceEnd   = "sequence_end"
 )
@@ -70,7 +74,7 @@ func sequenceParams(model string, p map[string]any) (seqParams, error) {
 		sp.id.num = uint64(v)
 	case float64:
 		if v < 0 || v != math.Trunc(v) || v > 1<<53 {
-			return sp, fmt.Errorf("%w: model %q: %s %v is not an unsigned integer up to 2^53 (give larger IDs as strings)", ErrInvalid, model, paramSequenceID, v)
+			return sp, fmt.Errorf("%w: model %q: %s %v is not an unsigned 64-bit integer", ErrInvalid, model, paramSequenceID, v)
 		}
 		sp.id.num = uint64(v)
 	case json.Number:

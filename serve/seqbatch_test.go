@@ -299,3 +299,40 @@ func TestSequencesBeyondTheSlotsWaitInTheBacklog(t *testing.T) {
 		t.Fatalf("sequence b's second request: %v, want %v (its first request ran)", resp.Outputs[0].Data, y)
 	}
 }
+
+// TestInterleavedSequencesOnTheCompiledEngine: the interleaved sequences on compiled
+// executables (the C compiler's) get the state recurrence's answers.
+func TestInterleavedSequencesOnTheCompiledEngine(t *testing.T) {
+	repo := t.TempDir()
+	if err := servetest.WriteStatefulRepo(repo); err != nil {
+		t.Fatal(err)
+	}
+	s := openServiceWith(t, repo, t.TempDir(), Options{SpecializeAfter: 3})
+	const seqs, steps = 4, 20
+	var wg sync.WaitGroup
+	for i := range seqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := runSequence(t, s, i, steps, uint64(1+i))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			state := make([]float32, servetest.StatefulWidth)
+			for k := range steps {
+				var y []float32
+				state, y = servetest.StatefulStep(state, stepInput(i, k))
+				for j := range y {
+					if math.Abs(float64(got[k][j]-y[j])) > 1e-5 {
+						t.Errorf("sequence %d step %d: %v, want %v", i, k, got[k], y)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st, _ := s.Stats("stateful", "1")
+	t.Logf("compiled: %d requests, batch sizes %v", st[0].Success.Count, st[0].Batches)
+}

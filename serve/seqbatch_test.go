@@ -336,3 +336,43 @@ func TestInterleavedSequencesOnTheCompiledEngine(t *testing.T) {
 	st, _ := s.Stats("stateful", "1")
 	t.Logf("compiled: %d requests, batch sizes %v", st[0].Success.Count, st[0].Batches)
 }
+
+// TestSequenceConfigIsCheckedAgainstTheModel: a configuration listing a state input
+// among the client inputs, or giving a control input another type than the model's,
+// makes the model unavailable with a reason naming the tensor; the completed
+// configuration of the stateful model leaves the state to the server.
+func TestSequenceConfigIsCheckedAgainstTheModel(t *testing.T) {
+	s := statefulService(t, "")
+	c, err := s.ModelConfig("stateful", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Input) != 1 || c.Input[0].Name != "x" || len(c.Output) != 1 || c.Output[0].Name != "y" {
+		t.Fatalf("completed config: inputs %v outputs %v, want x and y alone", c.Input, c.Output)
+	}
+	for _, b := range []struct{ name, config, want string }{
+		{"state as a config input", strings.Replace(servetest.StatefulConfig, "max_batch_size: 4",
+			`max_batch_size: 4 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "state_in" data_type: TYPE_FP32 dims: [ 4 ] } ]`, 1), `"state_in"`},
+		{"control of another type", strings.Replace(servetest.ControlsConfig, "int32_false_true", "fp32_false_true", 1), `control input "START" is INT32 in the model`},
+	} {
+		repo := t.TempDir()
+		if err := servetest.WriteStatefulRepo(repo); err != nil {
+			t.Fatal(err)
+		}
+		model := "stateful"
+		if strings.Contains(b.config, "controls") {
+			model = "controls"
+		}
+		writeConfig(t, repo, model, b.config)
+		s, _ := openOnDevices(t, repo, &servetest.Engine{})
+		var st Status
+		for _, x := range s.Index() {
+			if x.Name == model {
+				st = x
+			}
+		}
+		if st.State != StateUnavailable || !strings.Contains(st.Reason, b.want) {
+			t.Errorf("%s: %s %q, want UNAVAILABLE naming %s", b.name, st.State, st.Reason, b.want)
+		}
+	}
+}

@@ -33,6 +33,12 @@ sequence_batching {
 	if err := check(valid); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
+	c, _, _ := ParseModelConfig([]byte(valid))
+	js, err := ModelConfigJSON(c)
+	if err != nil || !strings.Contains(string(js), `"max_queue_delay_microseconds":100,"preserve_ordering":false},"max_sequence_idle_microseconds":5000000,`) ||
+		!strings.Contains(string(js), `"kind":"CONTROL_SEQUENCE_CORRID"`) {
+		t.Errorf("config JSON: %v %s, want sequence_batching rendered as Triton does", err, js)
+	}
 	for _, c := range []struct{ name, from, to, field string }{
 		{"two false/true lists", "fp32_false_true: [ 0, 1 ]", "fp32_false_true: [ 0, 1 ] int32_false_true: [ 0, 1 ]", "sequence_batching.control_input[0].control[0]"},
 		{"one value", "fp32_false_true: [ 0, 1 ]", "fp32_false_true: [ 1 ]", "sequence_batching.control_input[0].control[0]"},

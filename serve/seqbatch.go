@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -270,7 +272,7 @@ func (b *seqBatcher) expire(now time.Time) time.Time {
 		}
 		at := s.idleSince.Add(b.spec.idle)
 		if !now.Before(at) {
-			b.m.svc.log.Debug("sequence released after idling")
+			b.m.svc.log.Debug("sequence released after idling", zap.String("model", b.m.name), zap.Stringer("sequence", s.id), zap.Duration("limit", b.spec.idle))
 			b.free(s)
 			continue
 		}

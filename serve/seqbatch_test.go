@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -87,7 +88,8 @@ func sameRows(a, b [][]float32) bool {
 // TestInterleavedSequencesMatchEachSequenceAlone: 4 sequences of 20 steps sent at once
 // (each step after its previous answer) get, with the direct and the oldest strategy,
 // the answers each gets when run alone, which are the state recurrence computed here;
-// the waits in both configurations make the sequences share executions.
+// the waits in both configurations make the sequences share executions. Without a
+// batch dim (max_batch_size 0) each request runs alone, with the same answers.
 func TestInterleavedSequencesMatchEachSequenceAlone(t *testing.T) {
 	const seqs, steps = 4, 20
 	want := make([][][]float32, seqs)
@@ -103,10 +105,14 @@ func TestInterleavedSequencesMatchEachSequenceAlone(t *testing.T) {
 		"direct": `direct { max_queue_delay_microseconds: 30000 minimum_slot_utilization: 1.0 }`,
 		"oldest": `oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2, 4 ] max_queue_delay_microseconds: 30000 }`,
 	}
+	strategies["unbatched"] = "direct { }" // max_batch_size 0: each request its own execution
 	for name, strategy := range strategies {
 		t.Run(name, func(t *testing.T) {
 			config := strings.Replace(servetest.StatefulConfig, "direct { }", strategy, 1)
 			config = strings.Replace(config, "count: 2", "count: 1", 1) // one lane of 4 slots
+			if name == "unbatched" {
+				config = strings.NewReplacer("max_batch_size: 4", "max_batch_size: 0", "dims: [ 4 ]", "dims: [ 1, 4 ]").Replace(config)
+			}
 			s := statefulService(t, config)
 			for i := range seqs {
 				alone, err := runSequence(t, s, i, steps, uint64(100+i))
@@ -141,7 +147,10 @@ func TestInterleavedSequencesMatchEachSequenceAlone(t *testing.T) {
 			if st[0].Success.Count != 2*seqs*steps {
 				t.Errorf("%d successes counted, want %d", st[0].Success.Count, 2*seqs*steps)
 			}
-			if execs >= seqs*steps {
+			switch {
+			case name == "unbatched" && execs != seqs*steps:
+				t.Errorf("%d executions for %d requests to a model without a batch dim", execs, seqs*steps)
+			case name != "unbatched" && execs >= seqs*steps:
 				t.Errorf("%d executions for %d interleaved requests: the sequences never shared one", execs, seqs*steps)
 			}
 		})
@@ -205,34 +214,45 @@ func TestSequenceControlsReachTheModel(t *testing.T) {
 			t.Errorf("request %d: start end ready %q corrid %v y %v, want %q, %d, %d", k, seen, got["corrid"], got["y"], c.want, id, k)
 		}
 	}
+	// sequence 5 holds slot 0 and sequence 6 slot 1: 6's request alone runs as a batch
+	// of 2, slot 0 a padding row, and gets row 1's controls
+	for _, c := range []struct {
+		id   uint64
+		want string
+	}{{5, "1 0 true"}, {6, "1 1 true"}} {
+		resp, err := s.Infer(context.Background(), seqRequest("controls", c.id, true, c.id == 6, []float32{float32(c.id)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]*tensor.Tensor{}
+		for _, o := range resp.Outputs {
+			got[o.Name] = o.Data
+		}
+		seen := strings.Join([]string{fmtElem(got["start"]), fmtElem(got["end"]), fmtElem(got["ready"])}, " ")
+		if seen != c.want || got["corrid"].Data.([]uint64)[0] != c.id || got["y"].Data.([]float32)[0] != float32(c.id) {
+			t.Errorf("sequence %d: start end ready %q corrid %v y %v, want %q", c.id, seen, got["corrid"], got["y"], c.want)
+		}
+	}
+	st, _ := s.Stats("controls", "1")
+	if st[0].Batches[2].Count != 1 {
+		t.Errorf("batch sizes %v, want one batch of 2 (a padding row in slot 0)", st[0].Batches)
+	}
 }
 
+// fmtElem prints a control's first element ("missing" when the output is absent).
 func fmtElem(t *tensor.Tensor) string {
 	if t == nil {
 		return "missing"
 	}
 	switch d := t.Data.(type) {
 	case []int32:
-		return strings.TrimSpace(strings.Repeat(" ", 0) + itoa(int64(d[0])))
+		return fmt.Sprint(d[0])
 	case []float32:
-		return itoa(int64(d[0]))
+		return fmt.Sprint(d[0])
 	case []bool:
-		if d[0] {
-			return "true"
-		}
-		return "false"
+		return fmt.Sprint(d[0])
 	}
 	return "?"
-}
-
-func itoa(v int64) string {
-	if v == 0 {
-		return "0"
-	}
-	if v == 1 {
-		return "1"
-	}
-	return "other"
 }
 
 // TestSequenceRequestErrors: a request without a correlation ID, one continuing a

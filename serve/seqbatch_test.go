@@ -360,7 +360,8 @@ func TestInterleavedSequencesOnTheCompiledEngine(t *testing.T) {
 // TestSequenceConfigIsCheckedAgainstTheModel: a configuration listing a state input
 // among the client inputs, or giving a control input another type than the model's,
 // makes the model unavailable with a reason naming the tensor; the completed
-// configuration of the stateful model leaves the state to the server.
+// configuration and the metadata of the stateful models leave the state and the
+// controls to the server.
 func TestSequenceConfigIsCheckedAgainstTheModel(t *testing.T) {
 	s := statefulService(t, "")
 	c, err := s.ModelConfig("stateful", "1")
@@ -369,6 +370,13 @@ func TestSequenceConfigIsCheckedAgainstTheModel(t *testing.T) {
 	}
 	if len(c.Input) != 1 || c.Input[0].Name != "x" || len(c.Output) != 1 || c.Output[0].Name != "y" {
 		t.Fatalf("completed config: inputs %v outputs %v, want x and y alone", c.Input, c.Output)
+	}
+	md, err := s.ModelMetadata("controls", "")
+	if err != nil || len(md.Inputs) != 1 || md.Inputs[0].Name != "x" || len(md.Outputs) != 5 {
+		t.Fatalf("metadata of the controls model: %+v %v, want the input x alone (the controls are the server's) and the 5 outputs", md, err)
+	}
+	if md, err = s.ModelMetadata("stateful", ""); err != nil || len(md.Inputs) != 1 || len(md.Outputs) != 1 || md.Outputs[0].Name != "y" {
+		t.Fatalf("metadata of the stateful model: %+v %v, want x and y alone", md, err)
 	}
 	for _, b := range []struct{ name, config, want string }{
 		{"state as a config input", strings.Replace(servetest.StatefulConfig, "max_batch_size: 4",

@@ -381,6 +381,7 @@ func TestSequenceConfigIsCheckedAgainstTheModel(t *testing.T) {
 	for _, b := range []struct{ name, config, want string }{
 		{"state as a config input", strings.Replace(servetest.StatefulConfig, "max_batch_size: 4",
 			`max_batch_size: 4 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "state_in" data_type: TYPE_FP32 dims: [ 4 ] } ]`, 1), `"state_in"`},
+		{"state of other dims", strings.ReplaceAll(servetest.StatefulConfig, "dims: [ 4 ]", "dims: [ 5 ]"), `state input "state_in" has dims [5]`},
 		{"control of another type", strings.Replace(servetest.ControlsConfig, "int32_false_true", "fp32_false_true", 1), `control input "START" is INT32 in the model`},
 	} {
 		repo := t.TempDir()

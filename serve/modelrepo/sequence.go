@@ -186,7 +186,8 @@ func (v *validator) sequenceBatching(sb *modelpb.ModelSequenceBatching, maxBatch
 }
 
 // checkSequenceAgainstModel checks that every control input and state input is an
-// input of the model and every state output an output, of the configured types.
+// input of the model and every state output an output, of the configured types, and
+// that a state's dims agree with its input's.
 func checkSequenceAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 	sb := c.GetSequenceBatching()
 	if sb == nil {
@@ -219,6 +220,10 @@ func checkSequenceAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error
 	}
 	for _, st := range sb.GetState() {
 		if err := typeOf("state input", st.GetInputName(), it.Inputs, st.GetDataType()); err != nil {
+			return err
+		}
+		p, _ := find(it.Inputs, st.GetInputName())
+		if err := checkTensor("sequence_batching state input", c.MaxBatchSize, st.GetInputName(), st.GetDataType(), st.GetDims(), p); err != nil {
 			return err
 		}
 		if err := typeOf("state output", st.GetOutputName(), it.Outputs, st.GetDataType()); err != nil {

@@ -65,6 +65,13 @@ func ControlType(ctl *modelpb.ModelSequenceBatching_Control) modelpb.DataType {
 	return t[0]
 }
 
+// sequenceBatching applies Triton's rules to sequence_batching: one control per
+// control input and each kind once, a CORRID of an integer or string type, the other
+// kinds with exactly one false/true pair of two values, a state on an input no control
+// uses with at most one initial state of its type and dims, the initial state's file
+// inside the model's folder. Departures from Triton: iterative_sequence and
+// use_growable_memory (a CUDA memory feature) are refused; a state with a free dim
+// needs an initial state giving its first value's dims.
 func (v *validator) sequenceBatching(sb *modelpb.ModelSequenceBatching, maxBatch int32) {
 	const f = "sequence_batching"
 	if sb.GetIterativeSequence() {

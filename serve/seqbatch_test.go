@@ -2,9 +2,12 @@ package serve
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -402,6 +405,47 @@ func TestSequenceConfigIsCheckedAgainstTheModel(t *testing.T) {
 		}
 		if st.State != StateUnavailable || !strings.Contains(st.Reason, b.want) {
 			t.Errorf("%s: %s %q, want UNAVAILABLE naming %s", b.name, st.State, st.Reason, b.want)
+		}
+	}
+}
+
+// TestInitialStateFromDataFile: a state's initial_state data_file (raw little-endian
+// elements in the model's initial_state folder) is the state of each sequence's first
+// request; a missing file makes the model unavailable naming the field.
+func TestInitialStateFromDataFile(t *testing.T) {
+	init := []float32{0.5, -0.25, 1, 0}
+	raw := make([]byte, 0, 16)
+	for _, f := range init {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(f))
+	}
+	config := strings.Replace(servetest.StatefulConfig, "zero_data: true", `data_file: "h0.bin"`, 1)
+	for _, present := range []bool{true, false} {
+		repo := t.TempDir()
+		if err := servetest.WriteStatefulRepo(repo); err != nil {
+			t.Fatal(err)
+		}
+		writeConfig(t, repo, "stateful", config)
+		if present {
+			os.MkdirAll(filepath.Join(repo, "stateful", "initial_state"), 0o755)
+			if err := os.WriteFile(filepath.Join(repo, "stateful", "initial_state", "h0.bin"), raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, _ := openOnDevices(t, repo, &servetest.Engine{})
+		x := stepInput(3, 0)
+		resp, err := s.Infer(context.Background(), seqRequest("stateful", uint64(1), true, true, x))
+		if !present {
+			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "initial_state") {
+				t.Errorf("without the data file: %v, want the model unavailable naming initial_state", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, y := servetest.StatefulStep(init, x)
+		if !sameRows([][]float32{resp.Outputs[0].Data.Data.([]float32)}, [][]float32{y}) {
+			t.Fatalf("first request from the file's state: %v, want %v", resp.Outputs[0].Data, y)
 		}
 	}
 }

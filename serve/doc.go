@@ -121,8 +121,23 @@
 // unregistered meanwhile closes when the last request holding it ends. CUDA shared
 // memory is refused by name.
 //
-// Refused by name, not built: queue policies, priorities, sequence batching, optional
-// inputs, ragged batches.
+// Sequences (sequence.go, seqbatch.go, seqrun.go): sequence_batching with its
+// requests' sequence_id, sequence_start and sequence_end parameters. A sequence's
+// requests run one at a time, in order; the server gives the model the control inputs
+// (START, END, READY, CORRID) and the implicit state (each state output kept per
+// sequence, without the batch dim, and given back as its input on the next request;
+// the initial state on the first), so neither is a configured input or output.
+// Started sequences hold a place, a slot of an instance's lane (direct) or a candidate
+// place (oldest), and more wait in a backlog in order; a batch is one request of each
+// ready place (direct: of one lane, gaps padded with READY false; oldest: the oldest
+// requests), rows of equal shapes only. A sequence idle past
+// max_sequence_idle_microseconds is released. Invariants: a request of a sequence
+// runs only after the previous one has finished and its state is stored; a state is
+// replaced, never modified in place; a request whose client gave up still runs in its
+// turn, so that the state is what the sequence's requests made it.
+//
+// Refused by name, not built: queue policies, priorities, iterative sequences,
+// optional inputs, ragged batches.
 //
 // Names (names.go, modelrepo.ValidModelName): a model name from a client, a flag or the
 // repository is one validated path element whose folder, symlinks resolved, is inside

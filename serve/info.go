@@ -56,9 +56,15 @@ func (s *Service) ModelMetadata(name, version string) (*Metadata, error) {
 	}
 	s.mu.RUnlock()
 	for _, p := range m.iface.Inputs {
+		if m.seq != nil && m.seq.spec.fills[p.Name] { // the server's, as Triton's metadata
+			continue
+		}
 		md.Inputs = append(md.Inputs, IOMeta{p.Name, Datatype(p.Type.DType), m.spec.io.clientShape(p.Name, true, dimsOf(p.Type))})
 	}
 	for _, p := range m.iface.Outputs {
+		if m.seq != nil && m.seq.spec.keeps[p.Name] {
+			continue
+		}
 		io := IOMeta{Name: p.Name, Datatype: Datatype(p.Type.DType)}
 		if !p.Type.UnknownRank {
 			io.Shape = dimsOf(p.Type)

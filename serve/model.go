@@ -44,6 +44,7 @@ type model struct {
 	places  []*placement    // the devices its instances run on
 	slots   chan *placement // the free instances (each names its device): requests beyond them queue
 	batcher *batcher        // nil: every request is its own execution
+	seq     *seqBatcher     // sequence_batching (seqbatch.go); nil: none
 
 	mu       sync.Mutex
 	retired  bool // unloaded or replaced: no new requests
@@ -125,6 +126,9 @@ func (m *model) checkInputs(req *InferRequest) ([]*tensor.Tensor, map[string][]i
 	args := make([]*tensor.Tensor, len(m.iface.Inputs))
 	shapes := map[string][]int64{}
 	for i, p := range m.iface.Inputs {
+		if m.seq != nil && m.seq.spec.fills[p.Name] {
+			continue // given by the sequence batcher
+		}
 		in, ok := byName[p.Name]
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: model %q needs input %q (%s), which the request lacks", ErrInvalid, m.name, p.Name, describe(p.Type))
@@ -151,6 +155,9 @@ func (m *model) checkInputs(req *InferRequest) ([]*tensor.Tensor, map[string][]i
 	}
 	for name := range byName {
 		return nil, nil, fmt.Errorf("%w: model %q has no input %q", ErrInvalid, m.name, name)
+	}
+	if m.seq != nil {
+		return args, shapes, nil // checked with the server's inputs (seqBatcher.enqueue)
 	}
 	if _, err := engine.DimsFromShapes(m.sig, shapes); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -348,6 +355,9 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	m.mu.Unlock()
 	if state == StateUnavailable {
 		return nil, fmt.Errorf("%w: model %q version %d is not available: %s", ErrUnavailable, m.name, m.version, reason)
+	}
+	if m.seq != nil {
+		return m.inferSequence(ctx, req)
 	}
 	args, shapes, err := m.checkInputs(req)
 	if err != nil {

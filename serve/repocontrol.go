@@ -52,6 +52,9 @@ func (m *model) closeVariants() {
 	if m.batcher != nil {
 		m.batcher.stop()
 	}
+	if m.seq != nil {
+		m.seq.stop()
+	}
 	m.mu.Lock()
 	var vs []*variant
 	for _, p := range m.places {

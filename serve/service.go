@@ -206,6 +206,13 @@ func (s *Service) register(d modelDir) []*model {
 		if spec.Batching != nil && m.state != StateUnavailable {
 			m.batcher = newBatcher(m, *spec.Batching)
 		}
+		if cfg.GetSequenceBatching() != nil && m.state != StateUnavailable {
+			if sp, err := seqSpecOf(m, cfg, d.dir); err != nil {
+				m.state, m.reason = StateUnavailable, err.Error()
+			} else {
+				m.seq = newSeqBatcher(m, sp)
+			}
+		}
 		out = append(out, m)
 	}
 	if len(out) == 0 {

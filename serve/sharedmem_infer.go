@@ -158,7 +158,7 @@ func checkShmSize(in *Tensor, ref *SharedMemoryRef) error {
 	if err != nil {
 		return fmt.Errorf("input %q: %w", in.Name, err)
 	}
-	n, err := checkShape(in.Name, in.Shape)
+	n, err := CheckShape(in.Name, in.Shape)
 	if err != nil || dt == tensor.String {
 		return err
 	}

@@ -180,6 +180,15 @@ func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest,
 		return nil, false, fmt.Errorf("%w: the request is not valid JSON: %v", serve.ErrInvalid, err)
 	}
 	req := &serve.InferRequest{Model: c.Param("model"), Version: c.Param("version"), ID: jr.ID, Params: jr.Parameters}
+	if _, ok := jr.Parameters[serve.ParamSequenceID].(float64); ok {
+		// a uint64 correlation ID loses its low bits as a float64: keep its digits
+		var exact struct {
+			Parameters map[string]json.RawMessage `json:"parameters"`
+		}
+		if json.Unmarshal(head, &exact) == nil {
+			req.Params[serve.ParamSequenceID] = json.Number(exact.Parameters[serve.ParamSequenceID])
+		}
+	}
 	for _, in := range jr.Inputs {
 		if in.Name == "" {
 			return nil, false, fmt.Errorf("%w: an input without a name", serve.ErrInvalid)

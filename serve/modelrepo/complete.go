@@ -45,8 +45,12 @@ func AutoComplete(c *modelpb.ModelConfig, name string, it *onnx.Interface, insta
 		c.Platform = PlatformONNX
 	}
 	batch := c.MaxBatchSize > 0
+	seqIn, seqOut := SequenceInputs(c), SequenceOutputs(c) // the server's, not the clients'
 	if len(c.Input) == 0 {
 		for _, p := range it.Inputs {
+			if seqIn[p.Name] {
+				continue
+			}
 			dt, dims, err := configTensor(p, batch)
 			if err != nil {
 				return err
@@ -56,6 +60,9 @@ func AutoComplete(c *modelpb.ModelConfig, name string, it *onnx.Interface, insta
 	}
 	if len(c.Output) == 0 {
 		for _, p := range it.Outputs {
+			if seqOut[p.Name] {
+				continue
+			}
 			dt, dims, err := configTensor(p, batch)
 			if err != nil {
 				return err
@@ -111,8 +118,14 @@ func CheckAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 			return err
 		}
 	}
+	seqIn := SequenceInputs(c)
+	for _, in := range c.Input {
+		if seqIn[in.Name] {
+			return fmt.Errorf("config input %q is a control or state input of sequence_batching, which the server gives the model", in.Name)
+		}
+	}
 	for _, p := range it.Inputs {
-		if !slices.ContainsFunc(c.Input, func(in *modelpb.ModelInput) bool { return in.Name == p.Name }) {
+		if !seqIn[p.Name] && !slices.ContainsFunc(c.Input, func(in *modelpb.ModelInput) bool { return in.Name == p.Name }) {
 			return fmt.Errorf("the model's input %q is not in config.pbtxt", p.Name)
 		}
 	}
@@ -121,6 +134,9 @@ func CheckAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 		byName[p.Name] = p
 	}
 	for _, out := range c.Output {
+		if SequenceOutputs(c)[out.Name] {
+			return fmt.Errorf("config output %q is a state output of sequence_batching, which the server keeps", out.Name)
+		}
 		p, ok := byName[out.Name]
 		if !ok {
 			return fmt.Errorf("config output %q is not an output of the model (outputs: %v)", out.Name, names(it.Outputs))
@@ -129,7 +145,7 @@ func CheckAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 			return err
 		}
 	}
-	return nil
+	return checkSequenceAgainstModel(c, it)
 }
 
 // ModelDims is the shape the model itself takes or gives for a configured tensor

@@ -25,7 +25,7 @@
 // numbers, so an existing Triton repository's config.pbtxt parses unchanged and the
 // message is wire-compatible with Triton's gRPC ModelConfigResponse. ParseModelConfig
 // reads text format (ReadModelConfig: from a model's file); Triton fields kiln does not
-// transcribe (optimization, sequence_batching, ensemble_scheduling, response_cache, ...)
+// transcribe (optimization, ensemble_scheduling, response_cache, ...)
 // and unknown fields are left out of the result and each is returned naming it and its
 // line: the server refuses such a config, since a field silently ignored would change
 // what the model answers. ParseModelConfigJSON reads the JSON the load API takes, with
@@ -35,6 +35,10 @@
 // field, what kiln transcribes but does not implement (see its comment);
 // CheckAgainstModel checks a config's inputs and outputs against the model's, through
 // their reshapes; ModelConfigJSON renders the JSON of Triton's REST config endpoint.
+// sequence_batching's control inputs and state inputs are model inputs the server
+// fills and its state outputs model outputs the server keeps (sequence.go): they are
+// never configured inputs or outputs, auto-complete leaves them out, and
+// CheckAgainstModel checks them against the model's types.
 //
 // Datatypes. One table (datatype.go) relates the protocol's datatype strings ("FP32",
 // "BYTES"), kiln's element types and Triton's config data types; DataTypeToOIP,

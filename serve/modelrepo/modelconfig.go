@@ -55,7 +55,7 @@ func (e *FieldError) Unwrap() error { return ErrModelConfig }
 
 // ParseModelConfig parses a Triton model configuration in protobuf text format (a
 // config.pbtxt). Fields that kiln does not transcribe (Triton's optimization,
-// sequence_batching, ..., or anything unknown) are left out of the result; each is
+// ensemble_scheduling, ..., or anything unknown) are left out of the result; each is
 // named, with its position, in the returned list, and the server refuses a config
 // whose list is not empty (kiln does not implement those fields). Unknown enum value names in known fields are
 // errors, as in Triton. Every error wraps ErrModelConfig; a parse error is a

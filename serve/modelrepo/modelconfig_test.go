@@ -158,7 +158,7 @@ func TestParseIgnoredFieldForms(t *testing.T) {
 		name, text string
 		ignored    []string
 	}{
-		{"empty message", "name: \"m\"\nsequence_batching {}\nmax_batch_size: 4", []string{"sequence_batching"}},
+		{"empty message", "name: \"m\"\nensemble_scheduling {}\nmax_batch_size: 4", []string{"ensemble_scheduling"}},
 		{"angle brackets", "ensemble_scheduling < step [ < model_name: \"a\" > ] >; max_batch_size: 4", []string{"ensemble_scheduling"}},
 		{"scalar with comma", "runtime: \"model.py\", max_batch_size: 4", []string{"runtime"}},
 		{"spaced negative", "max_batch_size: 4 mystery: -  # comment\n 12", []string{"mystery"}},

@@ -107,6 +107,9 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 	if db := c.GetDynamicBatching(); db != nil {
 		v.dynamicBatching(db, c.GetMaxBatchSize())
 	}
+	if sb := c.GetSequenceBatching(); sb != nil {
+		v.sequenceBatching(sb, c.GetMaxBatchSize())
+	}
 	total := int64(0)
 	for i, g := range c.GetInstanceGroup() {
 		v.instanceGroup(fmt.Sprintf("instance_group[%d]", i), g)
@@ -127,6 +130,9 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 	inputs := map[string]bool{}
 	for _, in := range c.GetInput() {
 		inputs[in.GetName()] = true
+	}
+	for name := range SequenceInputs(c) { // a warm-up sample gives the model every input
+		inputs[name] = true
 	}
 	for i, w := range c.GetModelWarmup() {
 		v.warmup(fmt.Sprintf("model_warmup[%d]", i), w, c.GetMaxBatchSize(), inputs)

@@ -267,6 +267,62 @@ func (ModelQueuePolicy_TimeoutAction) EnumDescriptor() ([]byte, []int) {
 	return file_model_config_proto_rawDescGZIP(), []int{5, 0}
 }
 
+type ModelSequenceBatching_Control_Kind int32
+
+const (
+	// True on the first request of a sequence.
+	ModelSequenceBatching_Control_CONTROL_SEQUENCE_START ModelSequenceBatching_Control_Kind = 0
+	// True when the batch slot holds a request (false: padding).
+	ModelSequenceBatching_Control_CONTROL_SEQUENCE_READY ModelSequenceBatching_Control_Kind = 1
+	// True on the last request of a sequence.
+	ModelSequenceBatching_Control_CONTROL_SEQUENCE_END ModelSequenceBatching_Control_Kind = 2
+	// The sequence's correlation ID, of data_type.
+	ModelSequenceBatching_Control_CONTROL_SEQUENCE_CORRID ModelSequenceBatching_Control_Kind = 3
+)
+
+// Enum value maps for ModelSequenceBatching_Control_Kind.
+var (
+	ModelSequenceBatching_Control_Kind_name = map[int32]string{
+		0: "CONTROL_SEQUENCE_START",
+		1: "CONTROL_SEQUENCE_READY",
+		2: "CONTROL_SEQUENCE_END",
+		3: "CONTROL_SEQUENCE_CORRID",
+	}
+	ModelSequenceBatching_Control_Kind_value = map[string]int32{
+		"CONTROL_SEQUENCE_START":  0,
+		"CONTROL_SEQUENCE_READY":  1,
+		"CONTROL_SEQUENCE_END":    2,
+		"CONTROL_SEQUENCE_CORRID": 3,
+	}
+)
+
+func (x ModelSequenceBatching_Control_Kind) Enum() *ModelSequenceBatching_Control_Kind {
+	p := new(ModelSequenceBatching_Control_Kind)
+	*p = x
+	return p
+}
+
+func (x ModelSequenceBatching_Control_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ModelSequenceBatching_Control_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_model_config_proto_enumTypes[4].Descriptor()
+}
+
+func (ModelSequenceBatching_Control_Kind) Type() protoreflect.EnumType {
+	return &file_model_config_proto_enumTypes[4]
+}
+
+func (x ModelSequenceBatching_Control_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ModelSequenceBatching_Control_Kind.Descriptor instead.
+func (ModelSequenceBatching_Control_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_model_config_proto_rawDescGZIP(), []int{7, 0, 0}
+}
+
 // A set of identical execution instances of one model version.
 type ModelInstanceGroup struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -817,6 +873,123 @@ func (x *ModelDynamicBatching) GetDefaultQueuePolicy() *ModelQueuePolicy {
 	return nil
 }
 
+// Batching of stateful models: the requests of one sequence (a correlation ID) run in
+// order, and the server feeds the model its control inputs and implicit state.
+type ModelSequenceBatching struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to StrategyChoice:
+	//
+	//	*ModelSequenceBatching_Direct
+	//	*ModelSequenceBatching_Oldest
+	StrategyChoice isModelSequenceBatching_StrategyChoice `protobuf_oneof:"strategy_choice"`
+	// A sequence without a request for this long is released; 0 means 1 second.
+	MaxSequenceIdleMicroseconds uint64                                `protobuf:"varint,1,opt,name=max_sequence_idle_microseconds,json=maxSequenceIdleMicroseconds,proto3" json:"max_sequence_idle_microseconds,omitempty"`
+	ControlInput                []*ModelSequenceBatching_ControlInput `protobuf:"bytes,2,rep,name=control_input,json=controlInput,proto3" json:"control_input,omitempty"`
+	State                       []*ModelSequenceBatching_State        `protobuf:"bytes,5,rep,name=state,proto3" json:"state,omitempty"`
+	IterativeSequence           bool                                  `protobuf:"varint,6,opt,name=iterative_sequence,json=iterativeSequence,proto3" json:"iterative_sequence,omitempty"`
+	unknownFields               protoimpl.UnknownFields
+	sizeCache                   protoimpl.SizeCache
+}
+
+func (x *ModelSequenceBatching) Reset() {
+	*x = ModelSequenceBatching{}
+	mi := &file_model_config_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelSequenceBatching) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelSequenceBatching) ProtoMessage() {}
+
+func (x *ModelSequenceBatching) ProtoReflect() protoreflect.Message {
+	mi := &file_model_config_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelSequenceBatching.ProtoReflect.Descriptor instead.
+func (*ModelSequenceBatching) Descriptor() ([]byte, []int) {
+	return file_model_config_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ModelSequenceBatching) GetStrategyChoice() isModelSequenceBatching_StrategyChoice {
+	if x != nil {
+		return x.StrategyChoice
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching) GetDirect() *ModelSequenceBatching_StrategyDirect {
+	if x != nil {
+		if x, ok := x.StrategyChoice.(*ModelSequenceBatching_Direct); ok {
+			return x.Direct
+		}
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching) GetOldest() *ModelSequenceBatching_StrategyOldest {
+	if x != nil {
+		if x, ok := x.StrategyChoice.(*ModelSequenceBatching_Oldest); ok {
+			return x.Oldest
+		}
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching) GetMaxSequenceIdleMicroseconds() uint64 {
+	if x != nil {
+		return x.MaxSequenceIdleMicroseconds
+	}
+	return 0
+}
+
+func (x *ModelSequenceBatching) GetControlInput() []*ModelSequenceBatching_ControlInput {
+	if x != nil {
+		return x.ControlInput
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching) GetState() []*ModelSequenceBatching_State {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching) GetIterativeSequence() bool {
+	if x != nil {
+		return x.IterativeSequence
+	}
+	return false
+}
+
+type isModelSequenceBatching_StrategyChoice interface {
+	isModelSequenceBatching_StrategyChoice()
+}
+
+type ModelSequenceBatching_Direct struct {
+	Direct *ModelSequenceBatching_StrategyDirect `protobuf:"bytes,3,opt,name=direct,proto3,oneof"`
+}
+
+type ModelSequenceBatching_Oldest struct {
+	Oldest *ModelSequenceBatching_StrategyOldest `protobuf:"bytes,4,opt,name=oldest,proto3,oneof"`
+}
+
+func (*ModelSequenceBatching_Direct) isModelSequenceBatching_StrategyChoice() {}
+
+func (*ModelSequenceBatching_Oldest) isModelSequenceBatching_StrategyChoice() {}
+
 // A named model parameter; Triton passes them to the backend as strings.
 type ModelParameter struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -827,7 +1000,7 @@ type ModelParameter struct {
 
 func (x *ModelParameter) Reset() {
 	*x = ModelParameter{}
-	mi := &file_model_config_proto_msgTypes[7]
+	mi := &file_model_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +1012,7 @@ func (x *ModelParameter) String() string {
 func (*ModelParameter) ProtoMessage() {}
 
 func (x *ModelParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[7]
+	mi := &file_model_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +1025,7 @@ func (x *ModelParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelParameter.ProtoReflect.Descriptor instead.
 func (*ModelParameter) Descriptor() ([]byte, []int) {
-	return file_model_config_proto_rawDescGZIP(), []int{7}
+	return file_model_config_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ModelParameter) GetStringValue() string {
@@ -878,7 +1051,7 @@ type ModelWarmup struct {
 
 func (x *ModelWarmup) Reset() {
 	*x = ModelWarmup{}
-	mi := &file_model_config_proto_msgTypes[8]
+	mi := &file_model_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +1063,7 @@ func (x *ModelWarmup) String() string {
 func (*ModelWarmup) ProtoMessage() {}
 
 func (x *ModelWarmup) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[8]
+	mi := &file_model_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1076,7 @@ func (x *ModelWarmup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelWarmup.ProtoReflect.Descriptor instead.
 func (*ModelWarmup) Descriptor() ([]byte, []int) {
-	return file_model_config_proto_rawDescGZIP(), []int{8}
+	return file_model_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ModelWarmup) GetName() string {
@@ -948,12 +1121,12 @@ type ModelConfig struct {
 	MaxBatchSize int32          `protobuf:"varint,4,opt,name=max_batch_size,json=maxBatchSize,proto3" json:"max_batch_size,omitempty"`
 	Input        []*ModelInput  `protobuf:"bytes,5,rep,name=input,proto3" json:"input,omitempty"`
 	Output       []*ModelOutput `protobuf:"bytes,6,rep,name=output,proto3" json:"output,omitempty"`
-	// Triton's scheduling choice; kiln implements only dynamic batching (the sequence
-	// batcher and ensembles are reserved below).
+	// Triton's scheduling choice (ensembles are reserved below).
 	//
 	// Types that are valid to be assigned to SchedulingChoice:
 	//
 	//	*ModelConfig_DynamicBatching
+	//	*ModelConfig_SequenceBatching
 	SchedulingChoice isModelConfig_SchedulingChoice `protobuf_oneof:"scheduling_choice"`
 	InstanceGroup    []*ModelInstanceGroup          `protobuf:"bytes,7,rep,name=instance_group,json=instanceGroup,proto3" json:"instance_group,omitempty"`
 	// The model file inside a version directory; empty means model.onnx.
@@ -966,7 +1139,7 @@ type ModelConfig struct {
 
 func (x *ModelConfig) Reset() {
 	*x = ModelConfig{}
-	mi := &file_model_config_proto_msgTypes[9]
+	mi := &file_model_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1151,7 @@ func (x *ModelConfig) String() string {
 func (*ModelConfig) ProtoMessage() {}
 
 func (x *ModelConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[9]
+	mi := &file_model_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1164,7 @@ func (x *ModelConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelConfig.ProtoReflect.Descriptor instead.
 func (*ModelConfig) Descriptor() ([]byte, []int) {
-	return file_model_config_proto_rawDescGZIP(), []int{9}
+	return file_model_config_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ModelConfig) GetName() string {
@@ -1059,6 +1232,15 @@ func (x *ModelConfig) GetDynamicBatching() *ModelDynamicBatching {
 	return nil
 }
 
+func (x *ModelConfig) GetSequenceBatching() *ModelSequenceBatching {
+	if x != nil {
+		if x, ok := x.SchedulingChoice.(*ModelConfig_SequenceBatching); ok {
+			return x.SequenceBatching
+		}
+	}
+	return nil
+}
+
 func (x *ModelConfig) GetInstanceGroup() []*ModelInstanceGroup {
 	if x != nil {
 		return x.InstanceGroup
@@ -1095,7 +1277,13 @@ type ModelConfig_DynamicBatching struct {
 	DynamicBatching *ModelDynamicBatching `protobuf:"bytes,11,opt,name=dynamic_batching,json=dynamicBatching,proto3,oneof"`
 }
 
+type ModelConfig_SequenceBatching struct {
+	SequenceBatching *ModelSequenceBatching `protobuf:"bytes,13,opt,name=sequence_batching,json=sequenceBatching,proto3,oneof"`
+}
+
 func (*ModelConfig_DynamicBatching) isModelConfig_SchedulingChoice() {}
+
+func (*ModelConfig_SequenceBatching) isModelConfig_SchedulingChoice() {}
 
 // The highest num_versions versions.
 type ModelVersionPolicy_Latest struct {
@@ -1107,7 +1295,7 @@ type ModelVersionPolicy_Latest struct {
 
 func (x *ModelVersionPolicy_Latest) Reset() {
 	*x = ModelVersionPolicy_Latest{}
-	mi := &file_model_config_proto_msgTypes[10]
+	mi := &file_model_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1307,7 @@ func (x *ModelVersionPolicy_Latest) String() string {
 func (*ModelVersionPolicy_Latest) ProtoMessage() {}
 
 func (x *ModelVersionPolicy_Latest) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[10]
+	mi := &file_model_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1339,7 @@ type ModelVersionPolicy_All struct {
 
 func (x *ModelVersionPolicy_All) Reset() {
 	*x = ModelVersionPolicy_All{}
-	mi := &file_model_config_proto_msgTypes[11]
+	mi := &file_model_config_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1351,7 @@ func (x *ModelVersionPolicy_All) String() string {
 func (*ModelVersionPolicy_All) ProtoMessage() {}
 
 func (x *ModelVersionPolicy_All) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[11]
+	mi := &file_model_config_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1377,7 @@ type ModelVersionPolicy_Specific struct {
 
 func (x *ModelVersionPolicy_Specific) Reset() {
 	*x = ModelVersionPolicy_Specific{}
-	mi := &file_model_config_proto_msgTypes[12]
+	mi := &file_model_config_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1389,7 @@ func (x *ModelVersionPolicy_Specific) String() string {
 func (*ModelVersionPolicy_Specific) ProtoMessage() {}
 
 func (x *ModelVersionPolicy_Specific) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[12]
+	mi := &file_model_config_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,6 +1412,466 @@ func (x *ModelVersionPolicy_Specific) GetVersions() []int64 {
 	return nil
 }
 
+// A signal the server gives the model through a control input.
+type ModelSequenceBatching_Control struct {
+	state protoimpl.MessageState             `protogen:"open.v1"`
+	Kind  ModelSequenceBatching_Control_Kind `protobuf:"varint,1,opt,name=kind,proto3,enum=inference.ModelSequenceBatching_Control_Kind" json:"kind,omitempty"`
+	// Exactly one of the three gives the false and the true value, in that order.
+	Int32FalseTrue []int32   `protobuf:"varint,2,rep,packed,name=int32_false_true,json=int32FalseTrue,proto3" json:"int32_false_true,omitempty"`
+	Fp32FalseTrue  []float32 `protobuf:"fixed32,3,rep,packed,name=fp32_false_true,json=fp32FalseTrue,proto3" json:"fp32_false_true,omitempty"`
+	BoolFalseTrue  []bool    `protobuf:"varint,5,rep,packed,name=bool_false_true,json=boolFalseTrue,proto3" json:"bool_false_true,omitempty"`
+	// The element type of a CORRID control.
+	DataType      DataType `protobuf:"varint,4,opt,name=data_type,json=dataType,proto3,enum=inference.DataType" json:"data_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelSequenceBatching_Control) Reset() {
+	*x = ModelSequenceBatching_Control{}
+	mi := &file_model_config_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelSequenceBatching_Control) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelSequenceBatching_Control) ProtoMessage() {}
+
+func (x *ModelSequenceBatching_Control) ProtoReflect() protoreflect.Message {
+	mi := &file_model_config_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelSequenceBatching_Control.ProtoReflect.Descriptor instead.
+func (*ModelSequenceBatching_Control) Descriptor() ([]byte, []int) {
+	return file_model_config_proto_rawDescGZIP(), []int{7, 0}
+}
+
+func (x *ModelSequenceBatching_Control) GetKind() ModelSequenceBatching_Control_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return ModelSequenceBatching_Control_CONTROL_SEQUENCE_START
+}
+
+func (x *ModelSequenceBatching_Control) GetInt32FalseTrue() []int32 {
+	if x != nil {
+		return x.Int32FalseTrue
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching_Control) GetFp32FalseTrue() []float32 {
+	if x != nil {
+		return x.Fp32FalseTrue
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching_Control) GetBoolFalseTrue() []bool {
+	if x != nil {
+		return x.BoolFalseTrue
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching_Control) GetDataType() DataType {
+	if x != nil {
+		return x.DataType
+	}
+	return DataType_TYPE_INVALID
+}
+
+// A model input that carries a control.
+type ModelSequenceBatching_ControlInput struct {
+	state         protoimpl.MessageState           `protogen:"open.v1"`
+	Name          string                           `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Control       []*ModelSequenceBatching_Control `protobuf:"bytes,2,rep,name=control,proto3" json:"control,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelSequenceBatching_ControlInput) Reset() {
+	*x = ModelSequenceBatching_ControlInput{}
+	mi := &file_model_config_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelSequenceBatching_ControlInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelSequenceBatching_ControlInput) ProtoMessage() {}
+
+func (x *ModelSequenceBatching_ControlInput) ProtoReflect() protoreflect.Message {
+	mi := &file_model_config_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelSequenceBatching_ControlInput.ProtoReflect.Descriptor instead.
+func (*ModelSequenceBatching_ControlInput) Descriptor() ([]byte, []int) {
+	return file_model_config_proto_rawDescGZIP(), []int{7, 1}
+}
+
+func (x *ModelSequenceBatching_ControlInput) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModelSequenceBatching_ControlInput) GetControl() []*ModelSequenceBatching_Control {
+	if x != nil {
+		return x.Control
+	}
+	return nil
+}
+
+// The value an implicit state has on a sequence's first request.
+type ModelSequenceBatching_InitialState struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	DataType DataType               `protobuf:"varint,1,opt,name=data_type,json=dataType,proto3,enum=inference.DataType" json:"data_type,omitempty"`
+	// Without the batch dim.
+	Dims []int64 `protobuf:"varint,2,rep,packed,name=dims,proto3" json:"dims,omitempty"`
+	// Types that are valid to be assigned to StateData:
+	//
+	//	*ModelSequenceBatching_InitialState_ZeroData
+	//	*ModelSequenceBatching_InitialState_DataFile
+	StateData     isModelSequenceBatching_InitialState_StateData `protobuf_oneof:"state_data"`
+	Name          string                                         `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelSequenceBatching_InitialState) Reset() {
+	*x = ModelSequenceBatching_InitialState{}
+	mi := &file_model_config_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelSequenceBatching_InitialState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelSequenceBatching_InitialState) ProtoMessage() {}
+
+func (x *ModelSequenceBatching_InitialState) ProtoReflect() protoreflect.Message {
+	mi := &file_model_config_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelSequenceBatching_InitialState.ProtoReflect.Descriptor instead.
+func (*ModelSequenceBatching_InitialState) Descriptor() ([]byte, []int) {
+	return file_model_config_proto_rawDescGZIP(), []int{7, 2}
+}
+
+func (x *ModelSequenceBatching_InitialState) GetDataType() DataType {
+	if x != nil {
+		return x.DataType
+	}
+	return DataType_TYPE_INVALID
+}
+
+func (x *ModelSequenceBatching_InitialState) GetDims() []int64 {
+	if x != nil {
+		return x.Dims
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching_InitialState) GetStateData() isModelSequenceBatching_InitialState_StateData {
+	if x != nil {
+		return x.StateData
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching_InitialState) GetZeroData() bool {
+	if x != nil {
+		if x, ok := x.StateData.(*ModelSequenceBatching_InitialState_ZeroData); ok {
+			return x.ZeroData
+		}
+	}
+	return false
+}
+
+func (x *ModelSequenceBatching_InitialState) GetDataFile() string {
+	if x != nil {
+		if x, ok := x.StateData.(*ModelSequenceBatching_InitialState_DataFile); ok {
+			return x.DataFile
+		}
+	}
+	return ""
+}
+
+func (x *ModelSequenceBatching_InitialState) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type isModelSequenceBatching_InitialState_StateData interface {
+	isModelSequenceBatching_InitialState_StateData()
+}
+
+type ModelSequenceBatching_InitialState_ZeroData struct {
+	ZeroData bool `protobuf:"varint,3,opt,name=zero_data,json=zeroData,proto3,oneof"`
+}
+
+type ModelSequenceBatching_InitialState_DataFile struct {
+	// A file under <model>/initial_state/ with the raw little-endian elements.
+	DataFile string `protobuf:"bytes,4,opt,name=data_file,json=dataFile,proto3,oneof"`
+}
+
+func (*ModelSequenceBatching_InitialState_ZeroData) isModelSequenceBatching_InitialState_StateData() {
+}
+
+func (*ModelSequenceBatching_InitialState_DataFile) isModelSequenceBatching_InitialState_StateData() {
+}
+
+// An input/output pair of the model: the output of one request of a sequence is the
+// input of its next request.
+type ModelSequenceBatching_State struct {
+	state                       protoimpl.MessageState                `protogen:"open.v1"`
+	InputName                   string                                `protobuf:"bytes,1,opt,name=input_name,json=inputName,proto3" json:"input_name,omitempty"`
+	OutputName                  string                                `protobuf:"bytes,2,opt,name=output_name,json=outputName,proto3" json:"output_name,omitempty"`
+	DataType                    DataType                              `protobuf:"varint,3,opt,name=data_type,json=dataType,proto3,enum=inference.DataType" json:"data_type,omitempty"`
+	Dims                        []int64                               `protobuf:"varint,4,rep,packed,name=dims,proto3" json:"dims,omitempty"`
+	InitialState                []*ModelSequenceBatching_InitialState `protobuf:"bytes,5,rep,name=initial_state,json=initialState,proto3" json:"initial_state,omitempty"`
+	UseSameBufferForInputOutput bool                                  `protobuf:"varint,6,opt,name=use_same_buffer_for_input_output,json=useSameBufferForInputOutput,proto3" json:"use_same_buffer_for_input_output,omitempty"`
+	UseGrowableMemory           bool                                  `protobuf:"varint,7,opt,name=use_growable_memory,json=useGrowableMemory,proto3" json:"use_growable_memory,omitempty"`
+	unknownFields               protoimpl.UnknownFields
+	sizeCache                   protoimpl.SizeCache
+}
+
+func (x *ModelSequenceBatching_State) Reset() {
+	*x = ModelSequenceBatching_State{}
+	mi := &file_model_config_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelSequenceBatching_State) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelSequenceBatching_State) ProtoMessage() {}
+
+func (x *ModelSequenceBatching_State) ProtoReflect() protoreflect.Message {
+	mi := &file_model_config_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelSequenceBatching_State.ProtoReflect.Descriptor instead.
+func (*ModelSequenceBatching_State) Descriptor() ([]byte, []int) {
+	return file_model_config_proto_rawDescGZIP(), []int{7, 3}
+}
+
+func (x *ModelSequenceBatching_State) GetInputName() string {
+	if x != nil {
+		return x.InputName
+	}
+	return ""
+}
+
+func (x *ModelSequenceBatching_State) GetOutputName() string {
+	if x != nil {
+		return x.OutputName
+	}
+	return ""
+}
+
+func (x *ModelSequenceBatching_State) GetDataType() DataType {
+	if x != nil {
+		return x.DataType
+	}
+	return DataType_TYPE_INVALID
+}
+
+func (x *ModelSequenceBatching_State) GetDims() []int64 {
+	if x != nil {
+		return x.Dims
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching_State) GetInitialState() []*ModelSequenceBatching_InitialState {
+	if x != nil {
+		return x.InitialState
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching_State) GetUseSameBufferForInputOutput() bool {
+	if x != nil {
+		return x.UseSameBufferForInputOutput
+	}
+	return false
+}
+
+func (x *ModelSequenceBatching_State) GetUseGrowableMemory() bool {
+	if x != nil {
+		return x.UseGrowableMemory
+	}
+	return false
+}
+
+// Each sequence holds a batch slot for its whole life.
+type ModelSequenceBatching_StrategyDirect struct {
+	state                     protoimpl.MessageState `protogen:"open.v1"`
+	MaxQueueDelayMicroseconds uint64                 `protobuf:"varint,1,opt,name=max_queue_delay_microseconds,json=maxQueueDelayMicroseconds,proto3" json:"max_queue_delay_microseconds,omitempty"`
+	MinimumSlotUtilization    float32                `protobuf:"fixed32,2,opt,name=minimum_slot_utilization,json=minimumSlotUtilization,proto3" json:"minimum_slot_utilization,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
+}
+
+func (x *ModelSequenceBatching_StrategyDirect) Reset() {
+	*x = ModelSequenceBatching_StrategyDirect{}
+	mi := &file_model_config_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelSequenceBatching_StrategyDirect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelSequenceBatching_StrategyDirect) ProtoMessage() {}
+
+func (x *ModelSequenceBatching_StrategyDirect) ProtoReflect() protoreflect.Message {
+	mi := &file_model_config_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelSequenceBatching_StrategyDirect.ProtoReflect.Descriptor instead.
+func (*ModelSequenceBatching_StrategyDirect) Descriptor() ([]byte, []int) {
+	return file_model_config_proto_rawDescGZIP(), []int{7, 4}
+}
+
+func (x *ModelSequenceBatching_StrategyDirect) GetMaxQueueDelayMicroseconds() uint64 {
+	if x != nil {
+		return x.MaxQueueDelayMicroseconds
+	}
+	return 0
+}
+
+func (x *ModelSequenceBatching_StrategyDirect) GetMinimumSlotUtilization() float32 {
+	if x != nil {
+		return x.MinimumSlotUtilization
+	}
+	return 0
+}
+
+// Up to max_candidate_sequences sequences are candidates, and batches take the
+// oldest requests among them.
+type ModelSequenceBatching_StrategyOldest struct {
+	state                     protoimpl.MessageState `protogen:"open.v1"`
+	MaxCandidateSequences     int32                  `protobuf:"varint,1,opt,name=max_candidate_sequences,json=maxCandidateSequences,proto3" json:"max_candidate_sequences,omitempty"`
+	PreferredBatchSize        []int32                `protobuf:"varint,2,rep,packed,name=preferred_batch_size,json=preferredBatchSize,proto3" json:"preferred_batch_size,omitempty"`
+	MaxQueueDelayMicroseconds uint64                 `protobuf:"varint,3,opt,name=max_queue_delay_microseconds,json=maxQueueDelayMicroseconds,proto3" json:"max_queue_delay_microseconds,omitempty"`
+	PreserveOrdering          bool                   `protobuf:"varint,4,opt,name=preserve_ordering,json=preserveOrdering,proto3" json:"preserve_ordering,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
+}
+
+func (x *ModelSequenceBatching_StrategyOldest) Reset() {
+	*x = ModelSequenceBatching_StrategyOldest{}
+	mi := &file_model_config_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelSequenceBatching_StrategyOldest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelSequenceBatching_StrategyOldest) ProtoMessage() {}
+
+func (x *ModelSequenceBatching_StrategyOldest) ProtoReflect() protoreflect.Message {
+	mi := &file_model_config_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelSequenceBatching_StrategyOldest.ProtoReflect.Descriptor instead.
+func (*ModelSequenceBatching_StrategyOldest) Descriptor() ([]byte, []int) {
+	return file_model_config_proto_rawDescGZIP(), []int{7, 5}
+}
+
+func (x *ModelSequenceBatching_StrategyOldest) GetMaxCandidateSequences() int32 {
+	if x != nil {
+		return x.MaxCandidateSequences
+	}
+	return 0
+}
+
+func (x *ModelSequenceBatching_StrategyOldest) GetPreferredBatchSize() []int32 {
+	if x != nil {
+		return x.PreferredBatchSize
+	}
+	return nil
+}
+
+func (x *ModelSequenceBatching_StrategyOldest) GetMaxQueueDelayMicroseconds() uint64 {
+	if x != nil {
+		return x.MaxQueueDelayMicroseconds
+	}
+	return 0
+}
+
+func (x *ModelSequenceBatching_StrategyOldest) GetPreserveOrdering() bool {
+	if x != nil {
+		return x.PreserveOrdering
+	}
+	return false
+}
+
 // The value of one input in the warm-up request.
 type ModelWarmup_Input struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -1242,7 +1890,7 @@ type ModelWarmup_Input struct {
 
 func (x *ModelWarmup_Input) Reset() {
 	*x = ModelWarmup_Input{}
-	mi := &file_model_config_proto_msgTypes[13]
+	mi := &file_model_config_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1902,7 @@ func (x *ModelWarmup_Input) String() string {
 func (*ModelWarmup_Input) ProtoMessage() {}
 
 func (x *ModelWarmup_Input) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[13]
+	mi := &file_model_config_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1915,7 @@ func (x *ModelWarmup_Input) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelWarmup_Input.ProtoReflect.Descriptor instead.
 func (*ModelWarmup_Input) Descriptor() ([]byte, []int) {
-	return file_model_config_proto_rawDescGZIP(), []int{8, 0}
+	return file_model_config_proto_rawDescGZIP(), []int{9, 0}
 }
 
 func (x *ModelWarmup_Input) GetDataType() DataType {
@@ -1405,7 +2053,55 @@ const file_model_config_proto_rawDesc = "" +
 	"\x14preferred_batch_size\x18\x01 \x03(\x05R\x12preferredBatchSize\x12?\n" +
 	"\x1cmax_queue_delay_microseconds\x18\x02 \x01(\x04R\x19maxQueueDelayMicroseconds\x12+\n" +
 	"\x11preserve_ordering\x18\x03 \x01(\bR\x10preserveOrdering\x12M\n" +
-	"\x14default_queue_policy\x18\x06 \x01(\v2\x1b.inference.ModelQueuePolicyR\x12defaultQueuePolicyJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\bR\x0fpriority_levelsR\x16default_priority_levelR\x15priority_queue_policy\"3\n" +
+	"\x14default_queue_policy\x18\x06 \x01(\v2\x1b.inference.ModelQueuePolicyR\x12defaultQueuePolicyJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\bR\x0fpriority_levelsR\x16default_priority_levelR\x15priority_queue_policy\"\xab\x0e\n" +
+	"\x15ModelSequenceBatching\x12I\n" +
+	"\x06direct\x18\x03 \x01(\v2/.inference.ModelSequenceBatching.StrategyDirectH\x00R\x06direct\x12I\n" +
+	"\x06oldest\x18\x04 \x01(\v2/.inference.ModelSequenceBatching.StrategyOldestH\x00R\x06oldest\x12C\n" +
+	"\x1emax_sequence_idle_microseconds\x18\x01 \x01(\x04R\x1bmaxSequenceIdleMicroseconds\x12R\n" +
+	"\rcontrol_input\x18\x02 \x03(\v2-.inference.ModelSequenceBatching.ControlInputR\fcontrolInput\x12<\n" +
+	"\x05state\x18\x05 \x03(\v2&.inference.ModelSequenceBatching.StateR\x05state\x12-\n" +
+	"\x12iterative_sequence\x18\x06 \x01(\bR\x11iterativeSequence\x1a\xef\x02\n" +
+	"\aControl\x12A\n" +
+	"\x04kind\x18\x01 \x01(\x0e2-.inference.ModelSequenceBatching.Control.KindR\x04kind\x12(\n" +
+	"\x10int32_false_true\x18\x02 \x03(\x05R\x0eint32FalseTrue\x12&\n" +
+	"\x0ffp32_false_true\x18\x03 \x03(\x02R\rfp32FalseTrue\x12&\n" +
+	"\x0fbool_false_true\x18\x05 \x03(\bR\rboolFalseTrue\x120\n" +
+	"\tdata_type\x18\x04 \x01(\x0e2\x13.inference.DataTypeR\bdataType\"u\n" +
+	"\x04Kind\x12\x1a\n" +
+	"\x16CONTROL_SEQUENCE_START\x10\x00\x12\x1a\n" +
+	"\x16CONTROL_SEQUENCE_READY\x10\x01\x12\x18\n" +
+	"\x14CONTROL_SEQUENCE_END\x10\x02\x12\x1b\n" +
+	"\x17CONTROL_SEQUENCE_CORRID\x10\x03\x1af\n" +
+	"\fControlInput\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12B\n" +
+	"\acontrol\x18\x02 \x03(\v2(.inference.ModelSequenceBatching.ControlR\acontrol\x1a\xb4\x01\n" +
+	"\fInitialState\x120\n" +
+	"\tdata_type\x18\x01 \x01(\x0e2\x13.inference.DataTypeR\bdataType\x12\x12\n" +
+	"\x04dims\x18\x02 \x03(\x03R\x04dims\x12\x1d\n" +
+	"\tzero_data\x18\x03 \x01(\bH\x00R\bzeroData\x12\x1d\n" +
+	"\tdata_file\x18\x04 \x01(\tH\x00R\bdataFile\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04nameB\f\n" +
+	"\n" +
+	"state_data\x1a\xd8\x02\n" +
+	"\x05State\x12\x1d\n" +
+	"\n" +
+	"input_name\x18\x01 \x01(\tR\tinputName\x12\x1f\n" +
+	"\voutput_name\x18\x02 \x01(\tR\n" +
+	"outputName\x120\n" +
+	"\tdata_type\x18\x03 \x01(\x0e2\x13.inference.DataTypeR\bdataType\x12\x12\n" +
+	"\x04dims\x18\x04 \x03(\x03R\x04dims\x12R\n" +
+	"\rinitial_state\x18\x05 \x03(\v2-.inference.ModelSequenceBatching.InitialStateR\finitialState\x12E\n" +
+	" use_same_buffer_for_input_output\x18\x06 \x01(\bR\x1buseSameBufferForInputOutput\x12.\n" +
+	"\x13use_growable_memory\x18\a \x01(\bR\x11useGrowableMemory\x1a\x8b\x01\n" +
+	"\x0eStrategyDirect\x12?\n" +
+	"\x1cmax_queue_delay_microseconds\x18\x01 \x01(\x04R\x19maxQueueDelayMicroseconds\x128\n" +
+	"\x18minimum_slot_utilization\x18\x02 \x01(\x02R\x16minimumSlotUtilization\x1a\xe8\x01\n" +
+	"\x0eStrategyOldest\x126\n" +
+	"\x17max_candidate_sequences\x18\x01 \x01(\x05R\x15maxCandidateSequences\x120\n" +
+	"\x14preferred_batch_size\x18\x02 \x03(\x05R\x12preferredBatchSize\x12?\n" +
+	"\x1cmax_queue_delay_microseconds\x18\x03 \x01(\x04R\x19maxQueueDelayMicroseconds\x12+\n" +
+	"\x11preserve_ordering\x18\x04 \x01(\bR\x10preserveOrderingB\x11\n" +
+	"\x0fstrategy_choice\"3\n" +
 	"\x0eModelParameter\x12!\n" +
 	"\fstring_value\x18\x01 \x01(\tR\vstringValue\"\xba\x03\n" +
 	"\vModelWarmup\x12\x12\n" +
@@ -1424,7 +2120,7 @@ const file_model_config_proto_rawDesc = "" +
 	"\x0finput_data_type\x1aW\n" +
 	"\vInputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x122\n" +
-	"\x05value\x18\x02 \x01(\v2\x1c.inference.ModelWarmup.InputR\x05value:\x028\x01\"\xe5\a\n" +
+	"\x05value\x18\x02 \x01(\v2\x1c.inference.ModelWarmup.InputR\x05value:\x028\x01\"\x9d\b\n" +
 	"\vModelConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bplatform\x18\x02 \x01(\tR\bplatform\x12\x18\n" +
@@ -1433,7 +2129,8 @@ const file_model_config_proto_rawDesc = "" +
 	"\x0emax_batch_size\x18\x04 \x01(\x05R\fmaxBatchSize\x12+\n" +
 	"\x05input\x18\x05 \x03(\v2\x15.inference.ModelInputR\x05input\x12.\n" +
 	"\x06output\x18\x06 \x03(\v2\x16.inference.ModelOutputR\x06output\x12L\n" +
-	"\x10dynamic_batching\x18\v \x01(\v2\x1f.inference.ModelDynamicBatchingH\x00R\x0fdynamicBatching\x12D\n" +
+	"\x10dynamic_batching\x18\v \x01(\v2\x1f.inference.ModelDynamicBatchingH\x00R\x0fdynamicBatching\x12O\n" +
+	"\x11sequence_batching\x18\r \x01(\v2 .inference.ModelSequenceBatchingH\x00R\x10sequenceBatching\x12D\n" +
 	"\x0einstance_group\x18\a \x03(\v2\x1d.inference.ModelInstanceGroupR\rinstanceGroup\x124\n" +
 	"\x16default_model_filename\x18\b \x01(\tR\x14defaultModelFilename\x12F\n" +
 	"\n" +
@@ -1445,7 +2142,7 @@ const file_model_config_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2\x19.inference.ModelParameterR\x05value:\x028\x01B\x13\n" +
 	"\x11scheduling_choiceJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
-	"\x10\vJ\x04\b\f\x10\rJ\x04\b\r\x10\x0eJ\x04\b\x0f\x10\x10J\x04\b\x12\x10\x16J\x04\b\x17\x10\x1bR\x12cc_model_filenamesR\vmetric_tagsR\foptimizationR\x11sequence_batchingR\x13ensemble_schedulingR\x10model_operationsR\x18model_transaction_policyR\vbatch_inputR\fbatch_outputR\x17model_repository_agentsR\x0eresponse_cacheR\aruntimeR\rmodel_metrics*\xfa\x01\n" +
+	"\x10\vJ\x04\b\f\x10\rJ\x04\b\x0f\x10\x10J\x04\b\x12\x10\x16J\x04\b\x17\x10\x1bR\x12cc_model_filenamesR\vmetric_tagsR\foptimizationR\x13ensemble_schedulingR\x10model_operationsR\x18model_transaction_policyR\vbatch_inputR\fbatch_outputR\x17model_repository_agentsR\x0eresponse_cacheR\aruntimeR\rmodel_metrics*\xfa\x01\n" +
 	"\bDataType\x12\x10\n" +
 	"\fTYPE_INVALID\x10\x00\x12\r\n" +
 	"\tTYPE_BOOL\x10\x01\x12\x0e\n" +
@@ -1480,58 +2177,77 @@ func file_model_config_proto_rawDescGZIP() []byte {
 	return file_model_config_proto_rawDescData
 }
 
-var file_model_config_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_model_config_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_model_config_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_model_config_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_model_config_proto_goTypes = []any{
-	(DataType)(0),                       // 0: inference.DataType
-	(ModelInstanceGroup_Kind)(0),        // 1: inference.ModelInstanceGroup.Kind
-	(ModelInput_Format)(0),              // 2: inference.ModelInput.Format
-	(ModelQueuePolicy_TimeoutAction)(0), // 3: inference.ModelQueuePolicy.TimeoutAction
-	(*ModelInstanceGroup)(nil),          // 4: inference.ModelInstanceGroup
-	(*ModelTensorReshape)(nil),          // 5: inference.ModelTensorReshape
-	(*ModelInput)(nil),                  // 6: inference.ModelInput
-	(*ModelOutput)(nil),                 // 7: inference.ModelOutput
-	(*ModelVersionPolicy)(nil),          // 8: inference.ModelVersionPolicy
-	(*ModelQueuePolicy)(nil),            // 9: inference.ModelQueuePolicy
-	(*ModelDynamicBatching)(nil),        // 10: inference.ModelDynamicBatching
-	(*ModelParameter)(nil),              // 11: inference.ModelParameter
-	(*ModelWarmup)(nil),                 // 12: inference.ModelWarmup
-	(*ModelConfig)(nil),                 // 13: inference.ModelConfig
-	(*ModelVersionPolicy_Latest)(nil),   // 14: inference.ModelVersionPolicy.Latest
-	(*ModelVersionPolicy_All)(nil),      // 15: inference.ModelVersionPolicy.All
-	(*ModelVersionPolicy_Specific)(nil), // 16: inference.ModelVersionPolicy.Specific
-	(*ModelWarmup_Input)(nil),           // 17: inference.ModelWarmup.Input
-	nil,                                 // 18: inference.ModelWarmup.InputsEntry
-	nil,                                 // 19: inference.ModelConfig.ParametersEntry
+	(DataType)(0),                                // 0: inference.DataType
+	(ModelInstanceGroup_Kind)(0),                 // 1: inference.ModelInstanceGroup.Kind
+	(ModelInput_Format)(0),                       // 2: inference.ModelInput.Format
+	(ModelQueuePolicy_TimeoutAction)(0),          // 3: inference.ModelQueuePolicy.TimeoutAction
+	(ModelSequenceBatching_Control_Kind)(0),      // 4: inference.ModelSequenceBatching.Control.Kind
+	(*ModelInstanceGroup)(nil),                   // 5: inference.ModelInstanceGroup
+	(*ModelTensorReshape)(nil),                   // 6: inference.ModelTensorReshape
+	(*ModelInput)(nil),                           // 7: inference.ModelInput
+	(*ModelOutput)(nil),                          // 8: inference.ModelOutput
+	(*ModelVersionPolicy)(nil),                   // 9: inference.ModelVersionPolicy
+	(*ModelQueuePolicy)(nil),                     // 10: inference.ModelQueuePolicy
+	(*ModelDynamicBatching)(nil),                 // 11: inference.ModelDynamicBatching
+	(*ModelSequenceBatching)(nil),                // 12: inference.ModelSequenceBatching
+	(*ModelParameter)(nil),                       // 13: inference.ModelParameter
+	(*ModelWarmup)(nil),                          // 14: inference.ModelWarmup
+	(*ModelConfig)(nil),                          // 15: inference.ModelConfig
+	(*ModelVersionPolicy_Latest)(nil),            // 16: inference.ModelVersionPolicy.Latest
+	(*ModelVersionPolicy_All)(nil),               // 17: inference.ModelVersionPolicy.All
+	(*ModelVersionPolicy_Specific)(nil),          // 18: inference.ModelVersionPolicy.Specific
+	(*ModelSequenceBatching_Control)(nil),        // 19: inference.ModelSequenceBatching.Control
+	(*ModelSequenceBatching_ControlInput)(nil),   // 20: inference.ModelSequenceBatching.ControlInput
+	(*ModelSequenceBatching_InitialState)(nil),   // 21: inference.ModelSequenceBatching.InitialState
+	(*ModelSequenceBatching_State)(nil),          // 22: inference.ModelSequenceBatching.State
+	(*ModelSequenceBatching_StrategyDirect)(nil), // 23: inference.ModelSequenceBatching.StrategyDirect
+	(*ModelSequenceBatching_StrategyOldest)(nil), // 24: inference.ModelSequenceBatching.StrategyOldest
+	(*ModelWarmup_Input)(nil),                    // 25: inference.ModelWarmup.Input
+	nil,                                          // 26: inference.ModelWarmup.InputsEntry
+	nil,                                          // 27: inference.ModelConfig.ParametersEntry
 }
 var file_model_config_proto_depIdxs = []int32{
 	1,  // 0: inference.ModelInstanceGroup.kind:type_name -> inference.ModelInstanceGroup.Kind
 	0,  // 1: inference.ModelInput.data_type:type_name -> inference.DataType
 	2,  // 2: inference.ModelInput.format:type_name -> inference.ModelInput.Format
-	5,  // 3: inference.ModelInput.reshape:type_name -> inference.ModelTensorReshape
+	6,  // 3: inference.ModelInput.reshape:type_name -> inference.ModelTensorReshape
 	0,  // 4: inference.ModelOutput.data_type:type_name -> inference.DataType
-	5,  // 5: inference.ModelOutput.reshape:type_name -> inference.ModelTensorReshape
-	14, // 6: inference.ModelVersionPolicy.latest:type_name -> inference.ModelVersionPolicy.Latest
-	15, // 7: inference.ModelVersionPolicy.all:type_name -> inference.ModelVersionPolicy.All
-	16, // 8: inference.ModelVersionPolicy.specific:type_name -> inference.ModelVersionPolicy.Specific
+	6,  // 5: inference.ModelOutput.reshape:type_name -> inference.ModelTensorReshape
+	16, // 6: inference.ModelVersionPolicy.latest:type_name -> inference.ModelVersionPolicy.Latest
+	17, // 7: inference.ModelVersionPolicy.all:type_name -> inference.ModelVersionPolicy.All
+	18, // 8: inference.ModelVersionPolicy.specific:type_name -> inference.ModelVersionPolicy.Specific
 	3,  // 9: inference.ModelQueuePolicy.timeout_action:type_name -> inference.ModelQueuePolicy.TimeoutAction
-	9,  // 10: inference.ModelDynamicBatching.default_queue_policy:type_name -> inference.ModelQueuePolicy
-	18, // 11: inference.ModelWarmup.inputs:type_name -> inference.ModelWarmup.InputsEntry
-	8,  // 12: inference.ModelConfig.version_policy:type_name -> inference.ModelVersionPolicy
-	6,  // 13: inference.ModelConfig.input:type_name -> inference.ModelInput
-	7,  // 14: inference.ModelConfig.output:type_name -> inference.ModelOutput
-	10, // 15: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
-	4,  // 16: inference.ModelConfig.instance_group:type_name -> inference.ModelInstanceGroup
-	19, // 17: inference.ModelConfig.parameters:type_name -> inference.ModelConfig.ParametersEntry
-	12, // 18: inference.ModelConfig.model_warmup:type_name -> inference.ModelWarmup
-	0,  // 19: inference.ModelWarmup.Input.data_type:type_name -> inference.DataType
-	17, // 20: inference.ModelWarmup.InputsEntry.value:type_name -> inference.ModelWarmup.Input
-	11, // 21: inference.ModelConfig.ParametersEntry.value:type_name -> inference.ModelParameter
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	10, // 10: inference.ModelDynamicBatching.default_queue_policy:type_name -> inference.ModelQueuePolicy
+	23, // 11: inference.ModelSequenceBatching.direct:type_name -> inference.ModelSequenceBatching.StrategyDirect
+	24, // 12: inference.ModelSequenceBatching.oldest:type_name -> inference.ModelSequenceBatching.StrategyOldest
+	20, // 13: inference.ModelSequenceBatching.control_input:type_name -> inference.ModelSequenceBatching.ControlInput
+	22, // 14: inference.ModelSequenceBatching.state:type_name -> inference.ModelSequenceBatching.State
+	26, // 15: inference.ModelWarmup.inputs:type_name -> inference.ModelWarmup.InputsEntry
+	9,  // 16: inference.ModelConfig.version_policy:type_name -> inference.ModelVersionPolicy
+	7,  // 17: inference.ModelConfig.input:type_name -> inference.ModelInput
+	8,  // 18: inference.ModelConfig.output:type_name -> inference.ModelOutput
+	11, // 19: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
+	12, // 20: inference.ModelConfig.sequence_batching:type_name -> inference.ModelSequenceBatching
+	5,  // 21: inference.ModelConfig.instance_group:type_name -> inference.ModelInstanceGroup
+	27, // 22: inference.ModelConfig.parameters:type_name -> inference.ModelConfig.ParametersEntry
+	14, // 23: inference.ModelConfig.model_warmup:type_name -> inference.ModelWarmup
+	4,  // 24: inference.ModelSequenceBatching.Control.kind:type_name -> inference.ModelSequenceBatching.Control.Kind
+	0,  // 25: inference.ModelSequenceBatching.Control.data_type:type_name -> inference.DataType
+	19, // 26: inference.ModelSequenceBatching.ControlInput.control:type_name -> inference.ModelSequenceBatching.Control
+	0,  // 27: inference.ModelSequenceBatching.InitialState.data_type:type_name -> inference.DataType
+	0,  // 28: inference.ModelSequenceBatching.State.data_type:type_name -> inference.DataType
+	21, // 29: inference.ModelSequenceBatching.State.initial_state:type_name -> inference.ModelSequenceBatching.InitialState
+	0,  // 30: inference.ModelWarmup.Input.data_type:type_name -> inference.DataType
+	25, // 31: inference.ModelWarmup.InputsEntry.value:type_name -> inference.ModelWarmup.Input
+	13, // 32: inference.ModelConfig.ParametersEntry.value:type_name -> inference.ModelParameter
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_model_config_proto_init() }
@@ -1544,10 +2260,19 @@ func file_model_config_proto_init() {
 		(*ModelVersionPolicy_All_)(nil),
 		(*ModelVersionPolicy_Specific_)(nil),
 	}
-	file_model_config_proto_msgTypes[9].OneofWrappers = []any{
-		(*ModelConfig_DynamicBatching)(nil),
+	file_model_config_proto_msgTypes[7].OneofWrappers = []any{
+		(*ModelSequenceBatching_Direct)(nil),
+		(*ModelSequenceBatching_Oldest)(nil),
 	}
-	file_model_config_proto_msgTypes[13].OneofWrappers = []any{
+	file_model_config_proto_msgTypes[10].OneofWrappers = []any{
+		(*ModelConfig_DynamicBatching)(nil),
+		(*ModelConfig_SequenceBatching)(nil),
+	}
+	file_model_config_proto_msgTypes[16].OneofWrappers = []any{
+		(*ModelSequenceBatching_InitialState_ZeroData)(nil),
+		(*ModelSequenceBatching_InitialState_DataFile)(nil),
+	}
+	file_model_config_proto_msgTypes[20].OneofWrappers = []any{
 		(*ModelWarmup_Input_ZeroData)(nil),
 		(*ModelWarmup_Input_RandomData)(nil),
 		(*ModelWarmup_Input_InputDataFile)(nil),
@@ -1557,8 +2282,8 @@ func file_model_config_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_model_config_proto_rawDesc), len(file_model_config_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   16,
+			NumEnums:      5,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -753,10 +753,17 @@ type ModelDynamicBatching struct {
 	// How long a request may wait for others to join its batch.
 	MaxQueueDelayMicroseconds uint64 `protobuf:"varint,2,opt,name=max_queue_delay_microseconds,json=maxQueueDelayMicroseconds,proto3" json:"max_queue_delay_microseconds,omitempty"`
 	// Responses leave in the order their requests arrived.
-	PreserveOrdering   bool              `protobuf:"varint,3,opt,name=preserve_ordering,json=preserveOrdering,proto3" json:"preserve_ordering,omitempty"`
-	DefaultQueuePolicy *ModelQueuePolicy `protobuf:"bytes,6,opt,name=default_queue_policy,json=defaultQueuePolicy,proto3" json:"default_queue_policy,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	PreserveOrdering bool `protobuf:"varint,3,opt,name=preserve_ordering,json=preserveOrdering,proto3" json:"preserve_ordering,omitempty"`
+	// The number of priority levels; 1 is the highest. 0: one level, no priorities.
+	PriorityLevels uint64 `protobuf:"varint,4,opt,name=priority_levels,json=priorityLevels,proto3" json:"priority_levels,omitempty"`
+	// The level of a request that names none (or one outside 1..priority_levels).
+	DefaultPriorityLevel uint64            `protobuf:"varint,5,opt,name=default_priority_level,json=defaultPriorityLevel,proto3" json:"default_priority_level,omitempty"`
+	DefaultQueuePolicy   *ModelQueuePolicy `protobuf:"bytes,6,opt,name=default_queue_policy,json=defaultQueuePolicy,proto3" json:"default_queue_policy,omitempty"`
+	// The queue policy of a priority level, by level; the others use
+	// default_queue_policy.
+	PriorityQueuePolicy map[uint64]*ModelQueuePolicy `protobuf:"bytes,7,rep,name=priority_queue_policy,json=priorityQueuePolicy,proto3" json:"priority_queue_policy,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ModelDynamicBatching) Reset() {
@@ -810,9 +817,30 @@ func (x *ModelDynamicBatching) GetPreserveOrdering() bool {
 	return false
 }
 
+func (x *ModelDynamicBatching) GetPriorityLevels() uint64 {
+	if x != nil {
+		return x.PriorityLevels
+	}
+	return 0
+}
+
+func (x *ModelDynamicBatching) GetDefaultPriorityLevel() uint64 {
+	if x != nil {
+		return x.DefaultPriorityLevel
+	}
+	return 0
+}
+
 func (x *ModelDynamicBatching) GetDefaultQueuePolicy() *ModelQueuePolicy {
 	if x != nil {
 		return x.DefaultQueuePolicy
+	}
+	return nil
+}
+
+func (x *ModelDynamicBatching) GetPriorityQueuePolicy() map[uint64]*ModelQueuePolicy {
+	if x != nil {
+		return x.PriorityQueuePolicy
 	}
 	return nil
 }
@@ -1242,7 +1270,7 @@ type ModelWarmup_Input struct {
 
 func (x *ModelWarmup_Input) Reset() {
 	*x = ModelWarmup_Input{}
-	mi := &file_model_config_proto_msgTypes[13]
+	mi := &file_model_config_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1282,7 @@ func (x *ModelWarmup_Input) String() string {
 func (*ModelWarmup_Input) ProtoMessage() {}
 
 func (x *ModelWarmup_Input) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[13]
+	mi := &file_model_config_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,12 +1428,18 @@ const file_model_config_proto_rawDesc = "" +
 	"\rTimeoutAction\x12\n" +
 	"\n" +
 	"\x06REJECT\x10\x00\x12\t\n" +
-	"\x05DELAY\x10\x01\"\xd7\x02\n" +
+	"\x05DELAY\x10\x01\"\xb7\x04\n" +
 	"\x14ModelDynamicBatching\x120\n" +
 	"\x14preferred_batch_size\x18\x01 \x03(\x05R\x12preferredBatchSize\x12?\n" +
 	"\x1cmax_queue_delay_microseconds\x18\x02 \x01(\x04R\x19maxQueueDelayMicroseconds\x12+\n" +
-	"\x11preserve_ordering\x18\x03 \x01(\bR\x10preserveOrdering\x12M\n" +
-	"\x14default_queue_policy\x18\x06 \x01(\v2\x1b.inference.ModelQueuePolicyR\x12defaultQueuePolicyJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\bR\x0fpriority_levelsR\x16default_priority_levelR\x15priority_queue_policy\"3\n" +
+	"\x11preserve_ordering\x18\x03 \x01(\bR\x10preserveOrdering\x12'\n" +
+	"\x0fpriority_levels\x18\x04 \x01(\x04R\x0epriorityLevels\x124\n" +
+	"\x16default_priority_level\x18\x05 \x01(\x04R\x14defaultPriorityLevel\x12M\n" +
+	"\x14default_queue_policy\x18\x06 \x01(\v2\x1b.inference.ModelQueuePolicyR\x12defaultQueuePolicy\x12l\n" +
+	"\x15priority_queue_policy\x18\a \x03(\v28.inference.ModelDynamicBatching.PriorityQueuePolicyEntryR\x13priorityQueuePolicy\x1ac\n" +
+	"\x18PriorityQueuePolicyEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x04R\x03key\x121\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.inference.ModelQueuePolicyR\x05value:\x028\x01\"3\n" +
 	"\x0eModelParameter\x12!\n" +
 	"\fstring_value\x18\x01 \x01(\tR\vstringValue\"\xba\x03\n" +
 	"\vModelWarmup\x12\x12\n" +
@@ -1481,7 +1515,7 @@ func file_model_config_proto_rawDescGZIP() []byte {
 }
 
 var file_model_config_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_model_config_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_model_config_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_model_config_proto_goTypes = []any{
 	(DataType)(0),                       // 0: inference.DataType
 	(ModelInstanceGroup_Kind)(0),        // 1: inference.ModelInstanceGroup.Kind
@@ -1500,9 +1534,10 @@ var file_model_config_proto_goTypes = []any{
 	(*ModelVersionPolicy_Latest)(nil),   // 14: inference.ModelVersionPolicy.Latest
 	(*ModelVersionPolicy_All)(nil),      // 15: inference.ModelVersionPolicy.All
 	(*ModelVersionPolicy_Specific)(nil), // 16: inference.ModelVersionPolicy.Specific
-	(*ModelWarmup_Input)(nil),           // 17: inference.ModelWarmup.Input
-	nil,                                 // 18: inference.ModelWarmup.InputsEntry
-	nil,                                 // 19: inference.ModelConfig.ParametersEntry
+	nil,                                 // 17: inference.ModelDynamicBatching.PriorityQueuePolicyEntry
+	(*ModelWarmup_Input)(nil),           // 18: inference.ModelWarmup.Input
+	nil,                                 // 19: inference.ModelWarmup.InputsEntry
+	nil,                                 // 20: inference.ModelConfig.ParametersEntry
 }
 var file_model_config_proto_depIdxs = []int32{
 	1,  // 0: inference.ModelInstanceGroup.kind:type_name -> inference.ModelInstanceGroup.Kind
@@ -1516,22 +1551,24 @@ var file_model_config_proto_depIdxs = []int32{
 	16, // 8: inference.ModelVersionPolicy.specific:type_name -> inference.ModelVersionPolicy.Specific
 	3,  // 9: inference.ModelQueuePolicy.timeout_action:type_name -> inference.ModelQueuePolicy.TimeoutAction
 	9,  // 10: inference.ModelDynamicBatching.default_queue_policy:type_name -> inference.ModelQueuePolicy
-	18, // 11: inference.ModelWarmup.inputs:type_name -> inference.ModelWarmup.InputsEntry
-	8,  // 12: inference.ModelConfig.version_policy:type_name -> inference.ModelVersionPolicy
-	6,  // 13: inference.ModelConfig.input:type_name -> inference.ModelInput
-	7,  // 14: inference.ModelConfig.output:type_name -> inference.ModelOutput
-	10, // 15: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
-	4,  // 16: inference.ModelConfig.instance_group:type_name -> inference.ModelInstanceGroup
-	19, // 17: inference.ModelConfig.parameters:type_name -> inference.ModelConfig.ParametersEntry
-	12, // 18: inference.ModelConfig.model_warmup:type_name -> inference.ModelWarmup
-	0,  // 19: inference.ModelWarmup.Input.data_type:type_name -> inference.DataType
-	17, // 20: inference.ModelWarmup.InputsEntry.value:type_name -> inference.ModelWarmup.Input
-	11, // 21: inference.ModelConfig.ParametersEntry.value:type_name -> inference.ModelParameter
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	17, // 11: inference.ModelDynamicBatching.priority_queue_policy:type_name -> inference.ModelDynamicBatching.PriorityQueuePolicyEntry
+	19, // 12: inference.ModelWarmup.inputs:type_name -> inference.ModelWarmup.InputsEntry
+	8,  // 13: inference.ModelConfig.version_policy:type_name -> inference.ModelVersionPolicy
+	6,  // 14: inference.ModelConfig.input:type_name -> inference.ModelInput
+	7,  // 15: inference.ModelConfig.output:type_name -> inference.ModelOutput
+	10, // 16: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
+	4,  // 17: inference.ModelConfig.instance_group:type_name -> inference.ModelInstanceGroup
+	20, // 18: inference.ModelConfig.parameters:type_name -> inference.ModelConfig.ParametersEntry
+	12, // 19: inference.ModelConfig.model_warmup:type_name -> inference.ModelWarmup
+	9,  // 20: inference.ModelDynamicBatching.PriorityQueuePolicyEntry.value:type_name -> inference.ModelQueuePolicy
+	0,  // 21: inference.ModelWarmup.Input.data_type:type_name -> inference.DataType
+	18, // 22: inference.ModelWarmup.InputsEntry.value:type_name -> inference.ModelWarmup.Input
+	11, // 23: inference.ModelConfig.ParametersEntry.value:type_name -> inference.ModelParameter
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_model_config_proto_init() }
@@ -1547,7 +1584,7 @@ func file_model_config_proto_init() {
 	file_model_config_proto_msgTypes[9].OneofWrappers = []any{
 		(*ModelConfig_DynamicBatching)(nil),
 	}
-	file_model_config_proto_msgTypes[13].OneofWrappers = []any{
+	file_model_config_proto_msgTypes[14].OneofWrappers = []any{
 		(*ModelWarmup_Input_ZeroData)(nil),
 		(*ModelWarmup_Input_RandomData)(nil),
 		(*ModelWarmup_Input_InputDataFile)(nil),
@@ -1558,7 +1595,7 @@ func file_model_config_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_model_config_proto_rawDesc), len(file_model_config_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -91,7 +91,11 @@ func (s *Service) Stats(name, version string) ([]ModelStats, error) {
 	}
 	var out []ModelStats
 	for _, m := range ms {
-		out = append(out, m.stats.snapshot(m.name, m.versionString()))
+		st := m.stats.snapshot(m.name, m.versionString())
+		if m.batcher != nil {
+			st.Pending += int64(m.batcher.queue.size())
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }

@@ -75,7 +75,7 @@ func levelOf(spec BatchSpec, priority uint64) int {
 		return 0
 	}
 	if priority == 0 || priority > uint64(spec.PriorityLevels) {
-		return spec.DefaultPriority - 1
+		return min(max(spec.DefaultPriority, 1), spec.PriorityLevels) - 1 // validated: 1..PriorityLevels
 	}
 	return int(priority) - 1
 }

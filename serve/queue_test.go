@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -295,6 +296,38 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 	for _, done := range []<-chan error{a, b, c} {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestQueueParametersAsEitherProtocolSendsThem: "priority" and "timeout" are read from
+// JSON numbers and gRPC's integer parameters; anything but a non-negative integer is
+// ErrInvalid naming the parameter.
+func TestQueueParametersAsEitherProtocolSendsThem(t *testing.T) {
+	for _, c := range []struct {
+		params   map[string]any
+		priority uint64
+		timeout  time.Duration
+	}{
+		{nil, 0, 0},
+		{map[string]any{"priority": float64(3), "timeout": float64(1500)}, 3, 1500 * time.Microsecond},
+		{map[string]any{"priority": int64(2), "timeout": uint64(7)}, 2, 7 * time.Microsecond},
+		{map[string]any{"priority": json.Number("4")}, 4, 0},
+	} {
+		got, err := queueingOf(c.params)
+		if err != nil || got.priority != c.priority || got.timeout != c.timeout {
+			t.Errorf("%v: %+v %v, want priority %d timeout %v", c.params, got, err, c.priority, c.timeout)
+		}
+	}
+	for _, bad := range []map[string]any{{"priority": "high"}, {"priority": 1.5}, {"timeout": int64(-1)}, {"timeout": true}} {
+		if _, err := queueingOf(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%v: %v, want ErrInvalid", bad, err)
+		}
+	}
+	spec := BatchSpec{PriorityLevels: 3, DefaultPriority: 2}
+	for priority, want := range map[uint64]int{0: 1, 1: 0, 3: 2, 4: 1, 1 << 40: 1} {
+		if got := levelOf(spec, priority); got != want {
+			t.Errorf("priority %d is level index %d, want %d", priority, got, want)
 		}
 	}
 }

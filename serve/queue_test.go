@@ -181,7 +181,7 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 func TestDelayActionRunsExpiredRequestAfterOthers(t *testing.T) {
 	repo := queueRepo(t, `
 max_batch_size: 1
-dynamic_batching { default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 20000 } }
+dynamic_batching { default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 200000 } }
 instance_group [ { count: 1 kind: KIND_CPU } ]
 `, "")
 	e := &orderEngine{Engine: &servetest.Engine{}}
@@ -189,7 +189,7 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 	m, release := holdInstance(t, s, "mlp")
 	late := inferAsync(s, marked("mlp", 1, nil))
 	waitQueued(t, m, 1)
-	time.Sleep(60 * time.Millisecond) // request 1 expires: delayed
+	time.Sleep(400 * time.Millisecond) // request 1 expires: delayed
 	fresh := inferAsync(s, marked("mlp", 2, nil))
 	waitQueued(t, m, 2)
 	release()

@@ -73,8 +73,12 @@ func (s *Service) ModelMetadata(name, version string) (*Metadata, error) {
 // model when name is "".
 func (s *Service) Stats(name, version string) ([]ModelStats, error) {
 	var ms []*model
-	if name == "" {
-		ms = s.allModels()
+	if name == "" { // every loaded version: an unloaded model has none
+		for _, m := range s.allModels() {
+			if m.version >= 0 {
+				ms = append(ms, m)
+			}
+		}
 	} else if version == "" {
 		s.mu.RLock()
 		ms = append(ms, s.models[name]...)

@@ -66,11 +66,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d string, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(descs[d], prometheus.CounterValue, v, lv...)
 	}
-	st, _ := s.Stats("", "")
+	st, _ := s.Stats("", "") // the loaded versions: an unloaded model's series are gone
 	for _, x := range st {
-		if x.Version == "" { // an unloaded model's placeholder: its series are gone
-			continue
-		}
 		counter("success", float64(x.Success.Count), x.Name, x.Version)
 		counter("failure", float64(x.Fail.Count), x.Name, x.Version)
 		counter("count", float64(x.InferenceCount), x.Name, x.Version)
@@ -94,7 +91,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(descs["state"], prometheus.GaugeValue, v, st.Name, st.Version, string(state))
 		}
-		if st.Version != "" {
+		if st.Version != "" { // not an unloaded model
 			ch <- prometheus.MustNewConstMetric(descs["compiled"], prometheus.GaugeValue, float64(st.Compiled), st.Name, st.Version)
 		}
 	}

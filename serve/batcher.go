@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kilnrt/kiln/tensor"
@@ -22,6 +23,13 @@ type BatchSpec struct {
 	Preferred []int
 	// MaxDelay is how long the first request of a batch waits for others.
 	MaxDelay time.Duration
+	// PriorityLevels is the number of priority levels (0: one, no priorities); a
+	// request's "priority" parameter picks one, 1 first, and a request naming none
+	// (or a level past them) has DefaultPriority.
+	PriorityLevels, DefaultPriority int
+	// QueuePolicy is every level's queue policy but those in LevelPolicies.
+	QueuePolicy   QueuePolicy
+	LevelPolicies map[int]QueuePolicy
 }
 
 // buckets returns the batch sizes that executables are compiled for.
@@ -43,11 +51,13 @@ func (b BatchSpec) buckets() []int {
 
 // pending is one request waiting in a batcher.
 type pending struct {
-	args []*tensor.Tensor
-	rows int    // the request's size along the batch dim
-	key  string // its shapes without the batch dim: only equal keys batch together
-	enq  time.Time
-	done chan batchResult
+	args     []*tensor.Tensor
+	rows     int    // the request's size along the batch dim
+	key      string // its shapes without the batch dim: only equal keys batch together
+	enq      time.Time
+	deadline time.Time   // its queue timeout (zero: none)
+	gone     atomic.Bool // its caller gave up: it leaves the queue unrun
+	done     chan batchResult
 }
 
 type batchResult struct {
@@ -55,6 +65,7 @@ type batchResult struct {
 	outIdx          map[string]int
 	err             error
 	queued, compute time.Duration
+	input, output   time.Duration // joining the batch's inputs; splitting its outputs
 	compileWait     time.Duration // waited for the executable to compile (InferResponse.CompileWait)
 	batch           int
 	device          string // where the batch ran
@@ -64,7 +75,7 @@ type batchResult struct {
 type batcher struct {
 	m      *model
 	spec   BatchSpec
-	in     chan *pending
+	queue  *requestQueue
 	warmMu sync.Mutex
 	warmed map[warmKey]bool   // shape keys whose other batch sizes are compiling or compiled, per device
 	stop   context.CancelFunc // ends the loop: the model version is retired and idle
@@ -72,7 +83,7 @@ type batcher struct {
 
 func newBatcher(m *model, spec BatchSpec) *batcher {
 	ctx, stop := context.WithCancel(m.svc.ctx)
-	b := &batcher{m: m, spec: spec, in: make(chan *pending, 4*spec.MaxBatchSize), warmed: map[warmKey]bool{}, stop: stop}
+	b := &batcher{m: m, spec: spec, queue: newRequestQueue(spec), warmed: map[warmKey]bool{}, stop: stop}
 	go b.loop(ctx)
 	return b
 }
@@ -98,95 +109,84 @@ func batchKey(args []*tensor.Tensor, max int) (int, string, error) {
 	return rows, key.String(), nil
 }
 
-// submit queues a request and waits for its share of an execution.
-func (b *batcher) submit(ctx context.Context, p *pending) batchResult {
+// submit queues a request at its priority level and waits for its share of an
+// execution. A full level refuses it at once; a caller that gives up leaves the queue.
+func (b *batcher) submit(ctx context.Context, p *pending, qr requestQueueing) batchResult {
 	p.enq, p.done = time.Now(), make(chan batchResult, 1)
-	select {
-	case b.in <- p:
-	case <-ctx.Done():
-		return batchResult{err: fmt.Errorf("%w: queueing for model %q: %v", ErrDeadline, b.m.name, ctx.Err())}
+	if err := b.queue.push(p, levelOf(b.spec, qr.priority), qr.timeout); err != nil {
+		return batchResult{err: fmt.Errorf("%w (model %q)", err, b.m.name)}
 	}
 	select {
 	case r := <-p.done:
 		return r
 	case <-ctx.Done():
-		// the batch still runs; its result for this request is dropped
+		p.gone.Store(true) // dropped from the queue, or its batch's result for it is
+		select {
+		case b.queue.ready <- struct{}{}:
+		default:
+		}
 		return batchResult{err: fmt.Errorf("%w: waiting for model %q: %v", ErrDeadline, b.m.name, ctx.Err())}
 	}
 }
 
-// loop forms batches: once an instance is free, the oldest request takes what is
-// queued with its key and waits up to MaxDelay (from its arrival) for more, until
-// MaxBatchSize rows are there; requests with another key wait for a later batch in
-// arrival order.
+// loop forms batches. Once an instance is free, the first request in priority order
+// takes what is queued with its shape key, and the batch runs when it holds
+// MaxBatchSize rows or the first request has waited MaxDelay since its arrival;
+// requests arriving meanwhile join it (a higher-priority one becomes its first).
+// Queue timeouts are applied as they fall due: expired requests are answered
+// (REJECT) or moved behind their level (DELAY).
 func (b *batcher) loop(ctx context.Context) {
-	var stash []*pending
+	var inst *placement // held while a batch forms
+	defer func() {
+		if inst != nil {
+			b.m.slots <- inst
+		}
+		for _, p := range b.queue.drain() {
+			p.done <- batchResult{err: fmt.Errorf("%w: model %q was unloaded", ErrUnavailable, b.m.name)}
+		}
+	}()
 	for {
-		var first *pending
-		if len(stash) > 0 {
-			first, stash = stash[0], stash[1:]
-		} else {
-			select {
-			case first = <-b.in:
-			case <-ctx.Done():
-				return
+		now := time.Now()
+		rejected, wake := b.queue.expire(now)
+		for _, p := range rejected {
+			p.done <- batchResult{err: fmt.Errorf("%w: %s (model %q)", ErrUnavailable, msgExpired, b.m.name)}
+		}
+		batch, rows := b.queue.peek(b.spec.MaxBatchSize)
+		var slots chan *placement
+		switch {
+		case batch == nil && inst != nil: // nothing to run: the instance goes back
+			b.m.slots <- inst
+			inst = nil
+		case batch != nil && inst == nil:
+			slots = b.m.slots
+		case batch != nil:
+			due := batch[0].enq.Add(b.spec.MaxDelay)
+			if rows >= b.spec.MaxBatchSize || !now.Before(due) {
+				b.queue.remove(batch)
+				go b.run(inst, batch, rows)
+				inst = nil
+				continue
+			}
+			if wake.IsZero() || due.Before(wake) {
+				wake = due
 			}
 		}
-		// an instance first: while every instance is busy, requests pile up and the
-		// batch formed once one is free is as large as they allow
-		var inst *placement
+		var timer *time.Timer
+		var fired <-chan time.Time
+		if !wake.IsZero() {
+			timer = time.NewTimer(wake.Sub(now))
+			fired = timer.C
+		}
 		select {
-		case inst = <-b.m.slots: // given back by run
+		case inst = <-slots: // given back by run
+		case <-b.queue.ready:
+		case <-fired:
 		case <-ctx.Done():
 			return
 		}
-		batch, rows := []*pending{first}, first.rows
-		var rest []*pending
-		for _, p := range stash { // earlier arrivals first
-			if p.key == first.key && rows+p.rows <= b.spec.MaxBatchSize {
-				batch, rows = append(batch, p), rows+p.rows
-			} else {
-				rest = append(rest, p)
-			}
+		if timer != nil {
+			timer.Stop()
 		}
-		stash = rest
-		take := func(p *pending) {
-			if p.key == first.key && rows+p.rows <= b.spec.MaxBatchSize {
-				batch, rows = append(batch, p), rows+p.rows
-			} else {
-				stash = append(stash, p)
-			}
-		}
-		// what is already queued joins at once (requests that piled up while every
-		// instance was busy), then the first request's delay runs out
-		drain := func() {
-			for rows < b.spec.MaxBatchSize {
-				select {
-				case p := <-b.in:
-					take(p)
-				default:
-					return
-				}
-			}
-		}
-		drain()
-		timer := time.NewTimer(time.Until(first.enq.Add(b.spec.MaxDelay)))
-	collect:
-		for rows < b.spec.MaxBatchSize {
-			select {
-			case p := <-b.in:
-				take(p)
-			case <-timer.C:
-				drain()
-				break collect
-			case <-ctx.Done():
-				timer.Stop()
-				b.m.slots <- inst
-				return
-			}
-		}
-		timer.Stop()
-		go b.run(inst, batch, rows)
 	}
 }
 
@@ -206,6 +206,7 @@ func (b *batcher) run(p *placement, batch []*pending, rows int) {
 			r.done <- batchResult{err: err}
 		}
 	}
+	t0 := time.Now()
 	joined := make([]*tensor.Tensor, len(batch[0].args))
 	shapes := map[string][]int64{}
 	for i := range joined {
@@ -225,6 +226,7 @@ func (b *batcher) run(p *placement, batch []*pending, rows int) {
 		}
 		shapes[b.m.iface.Inputs[i].Name] = shape
 	}
+	input := time.Since(t0)
 	v, wait, err := b.m.variantWaiting(b.m.svc.ctx, p, shapes)
 	if err != nil {
 		fail(err)
@@ -246,15 +248,23 @@ func (b *batcher) run(p *placement, batch []*pending, rows int) {
 			return
 		}
 	}
-	b.m.stats.execution(size, compute)
+	t1 := time.Now()
+	shares := make([][]*tensor.Tensor, len(batch))
 	row := 0
-	for _, r := range batch {
-		mine := make([]*tensor.Tensor, len(outs))
+	for k, r := range batch {
+		shares[k] = make([]*tensor.Tensor, len(outs))
 		for i, o := range outs {
-			mine[i] = sliceRows(o, row, r.rows)
+			shares[k][i] = sliceRows(o, row, r.rows)
 		}
-		r.done <- batchResult{outs: mine, outIdx: v.outIdx, queued: start.Sub(r.enq), compute: compute, compileWait: wait, batch: size, device: p.dev.name}
 		row += r.rows
+	}
+	output := time.Since(t1)
+	b.m.stats.execution(size, input, compute, output)
+	for k, r := range batch {
+		// the queue time ends where the batch's own work begins; the wait for a
+		// compile is neither queue nor compute time
+		r.done <- batchResult{outs: shares[k], outIdx: v.outIdx, queued: t0.Sub(r.enq), compute: compute, input: input, output: output,
+			compileWait: wait, batch: size, device: p.dev.name}
 	}
 }
 

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -51,6 +52,14 @@ func checkAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 	if err := modelrepo.CheckAgainstModel(c, it); err != nil {
 		return err
 	}
+	for i, in := range c.GetInput() {
+		// every input of the model's interface is a graph input without a default
+		// (an initializer makes it a constant), so the model cannot run without it
+		if in.GetOptional() {
+			return &modelrepo.FieldError{Field: fmt.Sprintf("input[%d].optional", i),
+				Msg: fmt.Sprintf("input %q is optional, but the model cannot run without it: it has no default value", in.GetName())}
+		}
+	}
 	return checkMaxDims(c, it)
 }
 
@@ -69,6 +78,14 @@ func (s *Service) specOf(c *modelpb.ModelConfig) *Spec {
 		for _, p := range db.PreferredBatchSize {
 			b.Preferred = append(b.Preferred, int(p))
 		}
+		b.PriorityLevels, b.DefaultPriority = int(db.PriorityLevels), int(db.DefaultPriorityLevel)
+		b.QueuePolicy = queuePolicyOf(db.DefaultQueuePolicy)
+		for level, q := range db.PriorityQueuePolicy {
+			if b.LevelPolicies == nil {
+				b.LevelPolicies = map[int]QueuePolicy{}
+			}
+			b.LevelPolicies[int(level)] = queuePolicyOf(q)
+		}
 		sp.Batching = b
 	}
 	if p, ok := c.Parameters["compile"]; ok && p.StringValue == "eager" {
@@ -78,6 +95,17 @@ func (s *Service) specOf(c *modelpb.ModelConfig) *Spec {
 		sp.Eager = true
 	}
 	return sp
+}
+
+// queuePolicyOf is a configured queue policy (nil: Triton's default, an unbounded
+// queue without timeouts).
+func queuePolicyOf(q *modelpb.ModelQueuePolicy) QueuePolicy {
+	return QueuePolicy{
+		Timeout:       time.Duration(min(q.GetDefaultTimeoutMicroseconds(), math.MaxInt64/uint64(time.Microsecond))) * time.Microsecond,
+		Delay:         q.GetTimeoutAction() == modelpb.ModelQueuePolicy_DELAY,
+		AllowOverride: q.GetAllowTimeoutOverride(),
+		MaxSize:       int(q.GetMaxQueueSize()),
+	}
 }
 
 // servedVersions applies the version policy to the versions present (newest first).

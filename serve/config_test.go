@@ -71,8 +71,9 @@ func TestBadConfigMakesModelUnavailable(t *testing.T) {
 		// Triton fields kiln does not implement are refused by name, never ignored.
 		{"max_batch_size: 4\noptimization { execution_accelerators { cpu_execution_accelerator: [ { name: \"openvino\" } ] } }", "field optimization (line 2:1): kiln does not implement it"},
 		{`parameters { key: "intra_op_thread_count" value { string_value: "4" } }`, `parameters["intra_op_thread_count"]: kiln does not implement this parameter`},
-		{`input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 8 ] optional: true } ]`, "input[0].optional"},
-		{`max_batch_size: 4 dynamic_batching { default_queue_policy { max_queue_size: 8 } }`, "dynamic_batching.default_queue_policy"},
+		// an optional input the model cannot run without (it has no default) is refused
+		{`input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 8 ] optional: true } ]`, `input[0].optional: input "x" is optional, but the model cannot run without it`},
+		{`max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 3 }`, "dynamic_batching.default_priority_level"},
 		{`output [ { name: "probs" data_type: TYPE_FP32 dims: [ -1, 4 ] label_filename: "labels.txt" } ]`, "output[0].label_filename"},
 		{`output [ { name: "probs" data_type: TYPE_FP32 dims: [ -1, 5 ] } ]`, `config output "probs" has dims [-1 5]`},
 		{`input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 2, 4 ] reshape { shape: [ -1, 9 ] } } ]`, "input[0].reshape"},

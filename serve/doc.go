@@ -98,8 +98,26 @@
 // requests run at once, on the groups' devices; dynamic_batching with max_batch_size enables the batcher
 // (batcher.go): requests agreeing on all but the first dim join within the queue delay,
 // run padded to the smallest preferred size that holds them (so only preferred sizes
-// compile), and are split back. The parameter compile: "eager" compiles at start, and
-// readiness waits for it, whatever Options.LoadMode.
+// compile), and are split back. The batcher's queue (queue.go) follows Triton's
+// priorities and queue policies: priority_levels levels, 1 served first, a request's
+// "priority" parameter choosing its level (0 or past the levels: default_priority_level);
+// per level (default_queue_policy, or its priority_queue_policy) max_queue_size refuses
+// a request beyond it at once (ErrUnavailable, "Exceeds maximum queue size"), and a
+// request waiting past its timeout (default_timeout_microseconds, shortened by its
+// "timeout" parameter only with allow_timeout_override) fails with ErrUnavailable
+// "Request timeout expired" (REJECT) or runs after its level's unexpired requests
+// (DELAY). A request whose caller gives up leaves the queue. The parameter compile:
+// "eager" compiles at start, and readiness waits for it, whatever Options.LoadMode.
+//
+// Statistics (stats.go) are Triton's: a successful request's whole time in the service
+// splits into queue, compute_input (inputs checked and put in the model's order and
+// shapes; a batch's join), compute_infer and compute_output (a batch's split, the
+// outputs picked, reshaped, classified); inference_count counts rows for a model with
+// max_batch_size > 0 and requests otherwise, execution_count runs of the model, and
+// batch_stats the runs per batch size (1 for a model without a batch dim). The
+// metrics (metrics.go) read them at scrape time, with Triton's names, and
+// nv_inference_pending_request_count counts the requests waiting for an instance or in
+// the batcher's queue; an unloaded model's series are gone.
 // When max_batch_size, fixed config dims and the parameter max_dims ("seq=512")
 // bound every free dim, the generic executable's memory pool is sized for those bounds
 // by one inference on zeros when it is built (bounds.go): requests up to the bounds
@@ -136,8 +154,9 @@
 // replaced, never modified in place; a request whose client gave up still runs in its
 // turn, so that the state is what the sequence's requests made it.
 //
-// Refused by name, not built: queue policies, priorities, iterative sequences,
-// optional inputs, ragged batches.
+// Refused by name, not built: iterative sequences, ragged batches. An optional input is
+// refused naming it (checkAgainstModel): every input of the model's interface is a
+// graph input without a default value, so the model cannot run without it.
 //
 // Names (names.go, modelrepo.ValidModelName): a model name from a client, a flag or the
 // repository is one validated path element whose folder, symlinks resolved, is inside

@@ -79,8 +79,12 @@ func (s *Service) ModelMetadata(name, version string) (*Metadata, error) {
 // model when name is "".
 func (s *Service) Stats(name, version string) ([]ModelStats, error) {
 	var ms []*model
-	if name == "" {
-		ms = s.allModels()
+	if name == "" { // every loaded version: an unloaded model has none
+		for _, m := range s.allModels() {
+			if m.version >= 0 {
+				ms = append(ms, m)
+			}
+		}
 	} else if version == "" {
 		s.mu.RLock()
 		ms = append(ms, s.models[name]...)
@@ -97,7 +101,11 @@ func (s *Service) Stats(name, version string) ([]ModelStats, error) {
 	}
 	var out []ModelStats
 	for _, m := range ms {
-		out = append(out, m.stats.snapshot(m.name, m.versionString()))
+		st := m.stats.snapshot(m.name, m.versionString())
+		if m.batcher != nil {
+			st.Pending += int64(m.batcher.queue.size())
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }

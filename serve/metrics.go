@@ -5,7 +5,10 @@ import (
 )
 
 // Metrics exposes the service to Prometheus: Triton's nv_inference_* counters per model
-// and version (read from the statistics at scrape time, so there is one bookkeeping),
+// and version, with Triton's names (read from the statistics at scrape time, so there
+// is one bookkeeping), and the gauge nv_inference_pending_request_count (requests
+// waiting for an instance or in the batcher's queue); a model's per-version series
+// leave with its unloading (the repository index keeps it as kiln_model_state),
 // kiln_compile_seconds (a histogram of times to an executable, journal hits included,
 // labelled by outcome), kiln_journal_{hits,misses,corrupt}_total,
 // kiln_model_state (1 for the state a model version is in), and
@@ -24,7 +27,10 @@ var (
 		"exec":     prometheus.NewDesc("nv_inference_exec_count", "Model executions (a batch counts once).", labels, nil),
 		"request":  prometheus.NewDesc("nv_inference_request_duration_us", "Cumulative successful request duration, microseconds.", labels, nil),
 		"queue":    prometheus.NewDesc("nv_inference_queue_duration_us", "Cumulative time requests waited for an instance, microseconds.", labels, nil),
+		"input":    prometheus.NewDesc("nv_inference_compute_input_duration_us", "Cumulative time preparing inputs for the model, microseconds.", labels, nil),
 		"compute":  prometheus.NewDesc("nv_inference_compute_infer_duration_us", "Cumulative compute time, microseconds.", labels, nil),
+		"output":   prometheus.NewDesc("nv_inference_compute_output_duration_us", "Cumulative time taking the outputs out of the model, microseconds.", labels, nil),
+		"pending":  prometheus.NewDesc("nv_inference_pending_request_count", "Requests waiting now for an instance or in the batcher's queue.", labels, nil),
 		"hits":     prometheus.NewDesc("kiln_journal_hits_total", "Journal lookups that found an entry (executables and kernels).", nil, nil),
 		"misses":   prometheus.NewDesc("kiln_journal_misses_total", "Journal lookups that found no usable entry.", nil, nil),
 		"corrupt":  prometheus.NewDesc("kiln_journal_corrupt_total", "Journal entries found damaged, quarantined and rebuilt.", nil, nil),
@@ -60,7 +66,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d string, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(descs[d], prometheus.CounterValue, v, lv...)
 	}
-	st, _ := s.Stats("", "")
+	st, _ := s.Stats("", "") // the loaded versions: an unloaded model's series are gone
 	for _, x := range st {
 		counter("success", float64(x.Success.Count), x.Name, x.Version)
 		counter("failure", float64(x.Fail.Count), x.Name, x.Version)
@@ -68,7 +74,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		counter("exec", float64(x.ExecutionCount), x.Name, x.Version)
 		counter("request", float64(x.Success.Ns)/1e3, x.Name, x.Version)
 		counter("queue", float64(x.Queue.Ns)/1e3, x.Name, x.Version)
+		counter("input", float64(x.ComputeInput.Ns)/1e3, x.Name, x.Version)
 		counter("compute", float64(x.Compute.Ns)/1e3, x.Name, x.Version)
+		counter("output", float64(x.ComputeOut.Ns)/1e3, x.Name, x.Version)
+		ch <- prometheus.MustNewConstMetric(descs["pending"], prometheus.GaugeValue, float64(x.Pending), x.Name, x.Version)
 	}
 	js := s.engine.JournalStats()
 	counter("hits", float64(js.Hits))
@@ -82,10 +91,12 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(descs["state"], prometheus.GaugeValue, v, st.Name, st.Version, string(state))
 		}
-		ch <- prometheus.MustNewConstMetric(descs["compiled"], prometheus.GaugeValue, float64(st.Compiled), st.Name, st.Version)
+		if st.Version != "" { // not an unloaded model
+			ch <- prometheus.MustNewConstMetric(descs["compiled"], prometheus.GaugeValue, float64(st.Compiled), st.Name, st.Version)
+		}
 	}
 	for _, m := range s.allModels() {
-		for _, p := range m.places {
+		for _, p := range m.places { // an unloaded model's placeholder has none
 			counter("device", float64(p.runs.Load()), m.name, m.versionString(), p.dev.name)
 		}
 	}

@@ -359,6 +359,7 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	if m.seq != nil {
 		return m.inferSequence(ctx, req)
 	}
+	t0 := time.Now()
 	args, shapes, err := m.checkInputs(req)
 	if err != nil {
 		return nil, err
@@ -367,14 +368,18 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	if err != nil {
 		return nil, err
 	}
+	input := time.Since(t0)
 	if m.batcher != nil {
-		return m.inferBatched(ctx, req, args, outs)
+		return m.inferBatched(ctx, req, args, outs, input)
 	}
 	start := time.Now()
 	var p *placement // the first free instance, of whichever device
+	m.stats.waiting.Add(1)
 	select {
 	case p = <-m.slots:
+		m.stats.waiting.Add(-1)
 	case <-ctx.Done():
+		m.stats.waiting.Add(-1)
 		return nil, fmt.Errorf("%w: queued for model %q: %v", ErrDeadline, m.name, ctx.Err())
 	}
 	queued := time.Since(start)
@@ -383,10 +388,10 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 		m.slots <- p
 		return nil, err
 	}
-	t0 := time.Now()
+	run := time.Now()
 	res, err := v.machine.Run(ctx, args)
 	m.slots <- p
-	compute := time.Since(t0)
+	compute := time.Since(run)
 	p.runs.Add(1)
 	if err != nil {
 		if errors.Is(err, vm.ErrInput) {
@@ -397,31 +402,50 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 		}
 		return nil, fmt.Errorf("%w: model %q%s: %v", ErrInternal, m.name, p.dev.on, err)
 	}
+	t1 := time.Now()
 	resp, err := m.response(req, outs, res, v.outIdx)
 	if err != nil {
 		return nil, err
 	}
+	output := time.Since(t1)
+	rows := m.inferences(args)
+	m.stats.execution(int(rows), input, compute, output)
 	resp.Device, resp.CompileWait = p.dev.name, wait
-	m.stats.ok(queued, compute, true)
+	resp.timing = requestTiming{queued: queued, input: input, compute: compute, output: output, inferences: rows}
 	return resp, nil
 }
 
-// inferBatched hands a request to the batcher and waits for its rows.
-func (m *model) inferBatched(ctx context.Context, req *InferRequest, args []*tensor.Tensor, outs []string) (*InferResponse, error) {
+// inferences is what a request counts in InferenceCount: its rows for a model with a
+// batch dim (max_batch_size > 0), else 1.
+func (m *model) inferences(args []*tensor.Tensor) int64 {
+	if m.spec.MaxBatchSize > 0 && len(args) > 0 && len(args[0].Shape) > 0 {
+		return int64(args[0].Shape[0])
+	}
+	return 1
+}
+
+// inferBatched hands a request to the batcher, at the priority and with the queue
+// timeout its parameters ask for, and waits for its rows.
+func (m *model) inferBatched(ctx context.Context, req *InferRequest, args []*tensor.Tensor, outs []string, input time.Duration) (*InferResponse, error) {
+	qr, err := queueingOf(req.Params)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", m.name, err)
+	}
 	rows, key, err := batchKey(args, m.batcher.spec.MaxBatchSize)
 	if err != nil {
 		return nil, fmt.Errorf("%w: model %q batches requests: %v", ErrInvalid, m.name, err)
 	}
-	r := m.batcher.submit(ctx, &pending{args: args, rows: rows, key: key})
+	r := m.batcher.submit(ctx, &pending{args: args, rows: rows, key: key}, qr)
 	if r.err != nil {
 		return nil, r.err
 	}
+	t1 := time.Now()
 	resp, err := m.response(req, outs, r.outs, r.outIdx)
 	if err != nil {
 		return nil, err
 	}
 	resp.Device, resp.CompileWait = r.device, r.compileWait
-	m.stats.ok(r.queued, r.compute, false)
+	resp.timing = requestTiming{queued: r.queued, input: input + r.input, compute: r.compute, output: r.output + time.Since(t1), inferences: int64(rows)}
 	return resp, nil
 }
 

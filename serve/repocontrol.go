@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/kilnrt/kiln/serve/modelrepo"
@@ -141,6 +142,7 @@ func (s *Service) UnloadModel(name string) error {
 	if !ok {
 		return unknownModel(name)
 	}
+	s.compileHist.DeletePartialMatch(prometheus.Labels{"model": name}) // its series leave with it
 	for _, m := range old {
 		m.retire()
 	}

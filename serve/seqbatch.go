@@ -131,7 +131,7 @@ func (m *model) inferSequence(ctx context.Context, req *InferRequest) (*InferRes
 		return nil, err
 	}
 	resp.Device, resp.CompileWait = r.device, r.compileWait
-	m.stats.ok(r.queued, r.compute, false)
+	m.stats.ok(requestTiming{queued: r.queued, compute: r.compute, inferences: 1}, r.queued+r.compute) // one row per request of a sequence
 	return resp, nil
 }
 

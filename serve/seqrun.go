@@ -38,7 +38,7 @@ func (b *seqBatcher) run(p *placement, rows []seqRow) {
 			case err != nil:
 				err = fmt.Errorf("%w: model %q%s: %v", ErrInternal, m.name, p.dev.on, err)
 			default:
-				m.stats.execution(size, res.compute)
+				m.stats.execution(size, 0, res.compute, 0) // the batch is joined and split outside the timed run
 				state, err = b.split(rows, outs, v)
 			}
 		}

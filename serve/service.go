@@ -311,6 +311,7 @@ func (s *Service) inferOn(ctx context.Context, m *model, req *InferRequest) (*In
 		}
 		return nil, err
 	}
+	m.stats.ok(resp.timing, time.Since(start))
 	return resp, nil
 }
 

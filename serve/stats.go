@@ -24,51 +24,76 @@ func (c *counter) get() Counter { return Counter{c.n.Load(), c.ns.Load()} }
 
 type counter struct{ n, ns atomic.Int64 }
 
-// ModelStats is one model version's statistics: Triton's InferStatistics, as far as
-// kiln measures them (success and fail counts with total time, time queued for an
-// instance, time computing; one execution per request until dynamic batching).
+// ModelStats is one model version's statistics: Triton's InferStatistics. Success
+// counts successful requests with their whole time in the service; Queue, ComputeInput,
+// ComputeInfer and ComputeOutput split it as Triton does: waiting for an instance (or
+// a batch), preparing the inputs in the model's order and shapes (a batch's joined
+// inputs), running the model, and taking the outputs out (a batch's split, reshapes,
+// classification). A request of a batch counts its batch's compute times whole.
+// InferenceCount counts inferences (a request of n rows counts n for a model with
+// max_batch_size > 0, else 1) and ExecutionCount runs of the model (a batch is one;
+// without batching, one per request); Batches counts the executions per batch size.
 type ModelStats struct {
-	Name, Version  string
-	LastInference  int64 // milliseconds since the epoch (0: never)
-	InferenceCount int64
-	ExecutionCount int64
-	Success, Fail  Counter
-	Queue, Compute Counter
-	Batches        map[int]Counter // batched executions per batch size, with compute time
+	Name, Version                            string
+	LastInference                            int64 // milliseconds since the epoch (0: never)
+	InferenceCount                           int64
+	ExecutionCount                           int64
+	Success, Fail                            Counter
+	Queue, ComputeInput, Compute, ComputeOut Counter
+	Batches                                  map[int]BatchStats
+	// Pending is the requests waiting now for an instance or in the batcher's queue.
+	Pending int64
+}
+
+// BatchStats are the executions of one batch size with their compute times.
+type BatchStats struct {
+	ComputeInput, ComputeInfer, ComputeOutput Counter
+}
+
+// requestTiming is how one successful request spent its time (InferResponse.timing).
+type requestTiming struct {
+	queued, input, compute, output time.Duration
+	inferences                     int64 // rows, or 1 for a model without a batch dim
 }
 
 type modelStats struct {
-	last                            atomic.Int64
-	success, fail, queue, computeNs counter
-	executions                      atomic.Int64 // runs of the model (a batch is one)
-	mu                              sync.Mutex
-	batches                         map[int]Counter // executions per batch size, with compute time
+	last                                       atomic.Int64
+	success, fail, queue, input, compute, outp counter
+	inferences, executions                     atomic.Int64
+	waiting                                    atomic.Int64 // requests waiting for an instance (batched ones: the batcher's queue)
+	mu                                         sync.Mutex
+	batches                                    map[int]BatchStats
 }
 
-// execution counts one batched run of the given size.
-func (s *modelStats) execution(size int, compute time.Duration) {
+// execution counts one run of the model on a batch of the given size.
+func (s *modelStats) execution(size int, input, compute, output time.Duration) {
 	s.executions.Add(1)
 	s.mu.Lock()
 	if s.batches == nil {
-		s.batches = map[int]Counter{}
+		s.batches = map[int]BatchStats{}
 	}
-	c := s.batches[size]
-	c.Count++
-	c.Ns += int64(compute)
-	s.batches[size] = c
+	b := s.batches[size]
+	b.ComputeInput.add(input)
+	b.ComputeInfer.add(compute)
+	b.ComputeOutput.add(output)
+	s.batches[size] = b
 	s.mu.Unlock()
 }
 
-// ok counts a successful request; alone says it was an execution of its own (not a
-// share of a batch, which execution counts).
-func (s *modelStats) ok(queued, compute time.Duration, alone bool) {
-	if alone {
-		s.executions.Add(1)
-	}
+func (c *Counter) add(d time.Duration) {
+	c.Count++
+	c.Ns += int64(d)
+}
+
+// ok counts a successful request that spent total in the service.
+func (s *modelStats) ok(t requestTiming, total time.Duration) {
 	s.last.Store(time.Now().UnixMilli())
-	s.success.add(queued + compute)
-	s.queue.add(queued)
-	s.computeNs.add(compute)
+	s.inferences.Add(t.inferences)
+	s.success.add(total)
+	s.queue.add(t.queued)
+	s.input.add(t.input)
+	s.compute.add(t.compute)
+	s.outp.add(t.output)
 }
 
 func (s *modelStats) failed(total time.Duration) {
@@ -77,10 +102,10 @@ func (s *modelStats) failed(total time.Duration) {
 }
 
 func (s *modelStats) snapshot(name, version string) ModelStats {
-	ok := s.success.get()
-	execs := s.executions.Load()
-	st := ModelStats{Name: name, Version: version, LastInference: s.last.Load(), InferenceCount: ok.Count, ExecutionCount: execs,
-		Success: ok, Fail: s.fail.get(), Queue: s.queue.get(), Compute: s.computeNs.get(), Batches: map[int]Counter{}}
+	st := ModelStats{Name: name, Version: version, LastInference: s.last.Load(), InferenceCount: s.inferences.Load(),
+		ExecutionCount: s.executions.Load(), Success: s.success.get(), Fail: s.fail.get(), Queue: s.queue.get(),
+		ComputeInput: s.input.get(), Compute: s.compute.get(), ComputeOut: s.outp.get(), Batches: map[int]BatchStats{},
+		Pending: s.waiting.Load()}
 	s.mu.Lock()
 	for k, v := range s.batches {
 		st.Batches[k] = v

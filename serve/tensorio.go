@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kilnrt/kiln/internal/safefile"
 	"github.com/kilnrt/kiln/serve/modelrepo"
@@ -100,15 +101,18 @@ func (m *model) inferConfigured(ctx context.Context, req *InferRequest) (*InferR
 			}
 		}
 	}
+	t0 := time.Now()
 	if len(io.inputs) > 0 {
 		if req, err = io.reshapeInputs(m.name, req); err != nil {
 			return nil, err
 		}
 	}
+	input := time.Since(t0)
 	resp, err := m.infer(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	for i := range resp.Outputs {
 		o := &resp.Outputs[i]
 		if r, ok := io.outputs[o.Name]; ok {
@@ -127,6 +131,8 @@ func (m *model) inferConfigured(ctx context.Context, req *InferRequest) (*InferR
 			}
 		}
 	}
+	resp.timing.input += input
+	resp.timing.output += time.Since(t1)
 	return resp, nil
 }
 

@@ -62,6 +62,7 @@ type InferResponse struct {
 	// CompileWait is how long the request waited for its executable to compile (its
 	// own compile, a load at start, or another request's); 0: it was loaded already.
 	CompileWait time.Duration
+	timing      requestTiming // for the statistics
 }
 
 // CompileWaitHeader is the response header (REST) or header metadata (gRPC) of a

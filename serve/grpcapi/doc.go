@@ -52,8 +52,7 @@
 // implement CUDA shared memory.
 //
 // Not implemented: TraceSetting and LogSettings are declared in the .proto so that
-// clients get UNIMPLEMENTED rather than an unknown method; compute_input,
-// compute_output and cache statistics are zero.
+// clients get UNIMPLEMENTED rather than an unknown method; cache statistics are zero.
 //
 // Authentication, interceptors and the access log (auth.go, accesslog.go). With
 // Options.BearerToken the metadata "authorization: Bearer <token>" is checked by the

@@ -193,10 +193,10 @@ func (s *server) ModelMetadata(_ context.Context, req *pb.ModelMetadataRequest) 
 	return &pb.ModelMetadataResponse{Name: md.Name, Versions: md.Versions, Platform: md.Platform, Inputs: io(md.Inputs), Outputs: io(md.Outputs)}, nil
 }
 
-// ModelStatistics answers Triton's statistics extension from svc.Stats. kiln measures
-// success, fail, queue and compute (reported as compute_infer), and per batch size
-// the batched executions with their compute time; compute_input, compute_output and
-// the cache counters are zero.
+// ModelStatistics answers Triton's statistics extension from svc.Stats: success, fail,
+// queue, compute_input, compute_infer and compute_output, and per batch size the
+// executions with their compute times; the cache counters are zero (kiln has no
+// response cache).
 func (s *server) ModelStatistics(_ context.Context, req *pb.ModelStatisticsRequest) (*pb.ModelStatisticsResponse, error) {
 	st, err := s.svc.Stats(req.Name, req.Version)
 	if err != nil {
@@ -212,7 +212,7 @@ func (s *server) ModelStatistics(_ context.Context, req *pb.ModelStatisticsReque
 			InferenceCount: uint64(max(m.InferenceCount, 0)), ExecutionCount: uint64(max(m.ExecutionCount, 0)),
 			InferenceStats: &pb.InferStatistics{
 				Success: dur(m.Success), Fail: dur(m.Fail), Queue: dur(m.Queue),
-				ComputeInput: dur(serve.Counter{}), ComputeInfer: dur(m.Compute), ComputeOutput: dur(serve.Counter{}),
+				ComputeInput: dur(m.ComputeInput), ComputeInfer: dur(m.Compute), ComputeOutput: dur(m.ComputeOut),
 				CacheHit: dur(serve.Counter{}), CacheMiss: dur(serve.Counter{}),
 			},
 			BatchStats: batchStats(m.Batches, dur),
@@ -283,8 +283,8 @@ func (s *server) ModelConfig(_ context.Context, req *pb.ModelConfigRequest) (*pb
 	return &pb.ModelConfigResponse{Config: cfg}, nil
 }
 
-// batchStats lists batched executions by increasing batch size.
-func batchStats(b map[int]serve.Counter, dur func(serve.Counter) *pb.StatisticDuration) []*pb.InferBatchStatistics {
+// batchStats lists the executions by increasing batch size.
+func batchStats(b map[int]serve.BatchStats, dur func(serve.Counter) *pb.StatisticDuration) []*pb.InferBatchStatistics {
 	sizes := make([]int, 0, len(b))
 	for n := range b {
 		sizes = append(sizes, n)
@@ -292,7 +292,7 @@ func batchStats(b map[int]serve.Counter, dur func(serve.Counter) *pb.StatisticDu
 	slices.Sort(sizes)
 	var out []*pb.InferBatchStatistics
 	for _, n := range sizes {
-		out = append(out, &pb.InferBatchStatistics{BatchSize: uint64(max(n, 0)), ComputeInput: dur(serve.Counter{}), ComputeInfer: dur(b[n]), ComputeOutput: dur(serve.Counter{})})
+		out = append(out, &pb.InferBatchStatistics{BatchSize: uint64(max(n, 0)), ComputeInput: dur(b[n].ComputeInput), ComputeInfer: dur(b[n].ComputeInfer), ComputeOutput: dur(b[n].ComputeOutput)})
 	}
 	return out
 }

@@ -632,8 +632,9 @@ func TestBatchStats(t *testing.T) {
 	dur := func(c serve.Counter) *pb.StatisticDuration {
 		return &pb.StatisticDuration{Count: uint64(c.Count), Ns: uint64(c.Ns)}
 	}
-	got := batchStats(map[int]serve.Counter{8: {Count: 2, Ns: 50}, 1: {Count: 5, Ns: 10}}, dur)
-	if len(got) != 2 || got[0].BatchSize != 1 || got[0].ComputeInfer.Count != 5 || got[1].BatchSize != 8 || got[1].ComputeInfer.Ns != 50 || got[1].ComputeInput.Count != 0 {
+	got := batchStats(map[int]serve.BatchStats{8: {ComputeInfer: serve.Counter{Count: 2, Ns: 50}, ComputeInput: serve.Counter{Count: 2, Ns: 7}},
+		1: {ComputeInfer: serve.Counter{Count: 5, Ns: 10}}}, dur)
+	if len(got) != 2 || got[0].BatchSize != 1 || got[0].ComputeInfer.Count != 5 || got[1].BatchSize != 8 || got[1].ComputeInfer.Ns != 50 || got[1].ComputeInput.Ns != 7 {
 		t.Fatalf("%v", got)
 	}
 }

@@ -217,13 +217,14 @@ func (s *Server) stats(c *gin.Context) {
 	var out []gin.H
 	for _, m := range st {
 		batches := []gin.H{}
-		for size, c := range m.Batches {
-			batches = append(batches, gin.H{"batch_size": size, "compute_infer": cnt(c)})
+		for _, size := range slices.Sorted(maps.Keys(m.Batches)) {
+			b := m.Batches[size]
+			batches = append(batches, gin.H{"batch_size": size, "compute_input": cnt(b.ComputeInput), "compute_infer": cnt(b.ComputeInfer), "compute_output": cnt(b.ComputeOutput)})
 		}
 		out = append(out, gin.H{"name": m.Name, "version": m.Version, "last_inference": m.LastInference,
 			"inference_count": m.InferenceCount, "execution_count": m.ExecutionCount,
 			"inference_stats": gin.H{"success": cnt(m.Success), "fail": cnt(m.Fail), "queue": cnt(m.Queue),
-				"compute_input": cnt(serve.Counter{}), "compute_infer": cnt(m.Compute), "compute_output": cnt(serve.Counter{})},
+				"compute_input": cnt(m.ComputeInput), "compute_infer": cnt(m.Compute), "compute_output": cnt(m.ComputeOut)},
 			"batch_stats": batches})
 	}
 	if out == nil {

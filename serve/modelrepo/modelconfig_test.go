@@ -50,7 +50,9 @@ dynamic_batching {
   preferred_batch_size: [ 8, 16 ]
   max_queue_delay_microseconds: 500
   priority_levels: 2
+  default_priority_level: 2
   default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 100000 max_queue_size: 64 }
+  priority_queue_policy { key: 1 value { timeout_action: DELAY default_timeout_microseconds: 2000 allow_timeout_override: true } }
 }
 instance_group [
   {
@@ -104,7 +106,9 @@ func TestParseTritonConfig(t *testing.T) {
 	}
 	db := c.GetDynamicBatching()
 	if !slices.Equal(db.GetPreferredBatchSize(), []int32{8, 16}) || db.GetMaxQueueDelayMicroseconds() != 500 ||
-		db.GetDefaultQueuePolicy().GetMaxQueueSize() != 64 || db.GetDefaultQueuePolicy().GetDefaultTimeoutMicroseconds() != 100000 {
+		db.GetDefaultQueuePolicy().GetMaxQueueSize() != 64 || db.GetDefaultQueuePolicy().GetDefaultTimeoutMicroseconds() != 100000 ||
+		db.GetPriorityLevels() != 2 || db.GetDefaultPriorityLevel() != 2 ||
+		db.GetPriorityQueuePolicy()[1].GetTimeoutAction() != modelpb.ModelQueuePolicy_DELAY || !db.GetPriorityQueuePolicy()[1].GetAllowTimeoutOverride() {
 		t.Errorf("dynamic_batching: %v", db)
 	}
 	ig := c.GetInstanceGroup()
@@ -121,21 +125,20 @@ func TestParseTritonConfig(t *testing.T) {
 	}
 	// What kiln transcribes but does not implement is refused by name.
 	err = ValidateModelConfig(c)
-	for _, field := range []string{"dynamic_batching.default_queue_policy:", `parameters["intra_op_thread_count"]:`, `parameters["cudnn_conv_algo_search"]:`} {
+	for _, field := range []string{`parameters["intra_op_thread_count"]:`, `parameters["cudnn_conv_algo_search"]:`} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("validate: %v does not refuse %s", err, field)
 		}
 	}
-	if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 3 {
-		t.Errorf("validate: %d errors, want 3: %v", n, err)
+	if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 2 {
+		t.Errorf("validate: %d errors, want 2: %v", n, err)
 	}
 
 	// Each untranscribed field is named once, with its line, and nothing else is.
 	want := map[string]string{
-		"dynamic_batching.priority_levels": "(line 31:3)",
-		"instance_group.rate_limiter":      "(line 38:5)",
-		"optimization":                     "(line 41:1)",
-		"response_cache":                   "(line 47:1)",
+		"instance_group.rate_limiter": "(line 40:5)",
+		"optimization":                "(line 43:1)",
+		"response_cache":              "(line 49:1)",
 	}
 	if len(warnings) != len(want) {
 		t.Errorf("warnings = %q, want %d", warnings, len(want))
@@ -315,10 +318,17 @@ func TestValidateModelConfig(t *testing.T) {
 			c.GetDynamicBatching().DefaultQueuePolicy.TimeoutAction = modelpb.ModelQueuePolicy_DELAY
 			c.GetDynamicBatching().DefaultQueuePolicy.DefaultTimeoutMicroseconds = 1000
 		}, "dynamic_batching.default_queue_policy.timeout_action"},
-		{"queue size limit", func(c *modelpb.ModelConfig) {
-			c.GetDynamicBatching().DefaultQueuePolicy.MaxQueueSize = 64
-		}, "dynamic_batching.default_queue_policy"},
-		{"optional input", func(c *modelpb.ModelConfig) { c.Input[0].Optional = true }, "input[0].optional"},
+		{"ordering with delay at a level", func(c *modelpb.ModelConfig) {
+			c.GetDynamicBatching().PreserveOrdering = true
+		}, "dynamic_batching.priority_queue_policy[1].timeout_action"},
+		{"default priority past the levels", func(c *modelpb.ModelConfig) { c.GetDynamicBatching().DefaultPriorityLevel = 3 }, "dynamic_batching.default_priority_level"},
+		{"default priority zero", func(c *modelpb.ModelConfig) { c.GetDynamicBatching().DefaultPriorityLevel = 0 }, "dynamic_batching.default_priority_level"},
+		{"policy of a level past the levels", func(c *modelpb.ModelConfig) {
+			c.GetDynamicBatching().PriorityQueuePolicy[5] = &modelpb.ModelQueuePolicy{}
+		}, "dynamic_batching.priority_queue_policy[5]"},
+		{"unknown timeout action", func(c *modelpb.ModelConfig) {
+			c.GetDynamicBatching().DefaultQueuePolicy.TimeoutAction = 9
+		}, "dynamic_batching.default_queue_policy.timeout_action"},
 		{"ragged input", func(c *modelpb.ModelConfig) { c.Input[0].AllowRaggedBatch = true }, "input[0].allow_ragged_batch"},
 		{"unimplemented parameter", func(c *modelpb.ModelConfig) {
 			c.Parameters["execution_mode"] = &modelpb.ModelParameter{StringValue: "1"}
@@ -427,8 +437,9 @@ func TestModelConfigJSON(t *testing.T) {
 		`{"name":"resnet50","platform":"onnxruntime_onnx","backend":"","version_policy":{"latest":{"num_versions":2}},"max_batch_size":32,`,
 		`"input":[{"name":"images","data_type":"TYPE_FP32","format":"FORMAT_NCHW","dims":[3,224,224],"is_shape_tensor":false,"allow_ragged_batch":false,"optional":false}]`,
 		`"reshape":{"shape":[-1,1]}`,
-		`"dynamic_batching":{"preferred_batch_size":[8,16],"max_queue_delay_microseconds":500,"preserve_ordering":false,` +
-			`"default_queue_policy":{"timeout_action":"REJECT","default_timeout_microseconds":100000,"allow_timeout_override":false,"max_queue_size":64}}`,
+		`"dynamic_batching":{"preferred_batch_size":[8,16],"max_queue_delay_microseconds":500,"preserve_ordering":false,"priority_levels":2,"default_priority_level":2,` +
+			`"default_queue_policy":{"timeout_action":"REJECT","default_timeout_microseconds":100000,"allow_timeout_override":false,"max_queue_size":64},` +
+			`"priority_queue_policy":{"1":{"timeout_action":"DELAY","default_timeout_microseconds":2000,"allow_timeout_override":true,"max_queue_size":0}}}`,
 		`"instance_group":[{"name":"","kind":"KIND_CPU","count":2,"gpus":[]}]`,
 		`"default_model_filename":""`,
 		`"parameters":{"cudnn_conv_algo_search":{"string_value":"heuristic"},"intra_op_thread_count":{"string_value":"4"}}`,

@@ -33,10 +33,10 @@ const (
 // model's directory, and inputs, outputs, version policy and instance groups that the
 // config leaves out from the model and its defaults, then validates the result.
 //
-// Refused because kiln does not implement them (Triton accepts them): optional and
-// allow_ragged_batch inputs (a compiled model takes every input), queue policies
-// beyond the default (timeouts, max_queue_size), and parameters other than those in
-// Parameters.
+// Refused because kiln does not implement them (Triton accepts them):
+// allow_ragged_batch inputs and parameters other than those in Parameters. Whether
+// the model can run without an optional input is the server's check against the
+// model, not this one.
 //
 // Departures from Triton: a tensor with empty dims is a scalar (Triton rejects it;
 // ONNX models have scalar inputs); shape tensors are rejected (a TensorRT feature); a
@@ -87,9 +87,6 @@ func ValidateModelConfig(c *modelpb.ModelConfig) error {
 		}
 		if in.GetAllowRaggedBatch() {
 			v.add(field+".allow_ragged_batch", "input %q: ragged batches are not implemented by kiln", in.GetName())
-		}
-		if in.GetOptional() {
-			v.add(field+".optional", "input %q: kiln compiles every input of the model into its executable, so a request must give each one; optional inputs are not implemented", in.GetName())
 		}
 	}
 	seen = map[string]bool{}
@@ -258,16 +255,29 @@ func (v *validator) dynamicBatching(db *modelpb.ModelDynamicBatching, maxBatch i
 		}
 	}
 	if q := db.GetDefaultQueuePolicy(); q != nil {
-		a := q.GetTimeoutAction()
-		if _, ok := modelpb.ModelQueuePolicy_TimeoutAction_name[int32(a)]; !ok {
-			v.add("dynamic_batching.default_queue_policy.timeout_action", "unknown action %d", a)
+		v.queuePolicy("dynamic_batching.default_queue_policy", q, db.GetPreserveOrdering())
+	}
+	levels := db.GetPriorityLevels()
+	if levels > 0 && (db.GetDefaultPriorityLevel() < 1 || db.GetDefaultPriorityLevel() > levels) {
+		v.add("dynamic_batching.default_priority_level", "%d is outside 1..%d (priority_levels)", db.GetDefaultPriorityLevel(), levels)
+	}
+	for _, level := range slices.Sorted(maps.Keys(db.GetPriorityQueuePolicy())) {
+		field := fmt.Sprintf("dynamic_batching.priority_queue_policy[%d]", level)
+		if level < 1 || level > levels {
+			v.add(field, "priority level %d is outside 1..%d (priority_levels)", level, levels)
 		}
-		if db.GetPreserveOrdering() && a == modelpb.ModelQueuePolicy_DELAY && q.GetDefaultTimeoutMicroseconds() != 0 {
-			v.add("dynamic_batching.default_queue_policy.timeout_action", "DELAY cannot be used with preserve_ordering")
-		}
-		if q.GetDefaultTimeoutMicroseconds() != 0 || q.GetAllowTimeoutOverride() || q.GetMaxQueueSize() != 0 {
-			v.add("dynamic_batching.default_queue_policy", "queue timeouts and queue size limits are not implemented by kiln")
-		}
+		v.queuePolicy(field, db.GetPriorityQueuePolicy()[level], db.GetPreserveOrdering())
+	}
+}
+
+// queuePolicy checks a queue policy of the dynamic batcher.
+func (v *validator) queuePolicy(field string, q *modelpb.ModelQueuePolicy, preserveOrdering bool) {
+	a := q.GetTimeoutAction()
+	if _, ok := modelpb.ModelQueuePolicy_TimeoutAction_name[int32(a)]; !ok {
+		v.add(field+".timeout_action", "unknown action %d", a)
+	}
+	if preserveOrdering && a == modelpb.ModelQueuePolicy_DELAY && q.GetDefaultTimeoutMicroseconds() != 0 {
+		v.add(field+".timeout_action", "DELAY cannot be used with preserve_ordering")
 	}
 }
 

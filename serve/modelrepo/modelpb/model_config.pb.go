@@ -809,10 +809,17 @@ type ModelDynamicBatching struct {
 	// How long a request may wait for others to join its batch.
 	MaxQueueDelayMicroseconds uint64 `protobuf:"varint,2,opt,name=max_queue_delay_microseconds,json=maxQueueDelayMicroseconds,proto3" json:"max_queue_delay_microseconds,omitempty"`
 	// Responses leave in the order their requests arrived.
-	PreserveOrdering   bool              `protobuf:"varint,3,opt,name=preserve_ordering,json=preserveOrdering,proto3" json:"preserve_ordering,omitempty"`
-	DefaultQueuePolicy *ModelQueuePolicy `protobuf:"bytes,6,opt,name=default_queue_policy,json=defaultQueuePolicy,proto3" json:"default_queue_policy,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	PreserveOrdering bool `protobuf:"varint,3,opt,name=preserve_ordering,json=preserveOrdering,proto3" json:"preserve_ordering,omitempty"`
+	// The number of priority levels; 1 is the highest. 0: one level, no priorities.
+	PriorityLevels uint64 `protobuf:"varint,4,opt,name=priority_levels,json=priorityLevels,proto3" json:"priority_levels,omitempty"`
+	// The level of a request that names none (or one outside 1..priority_levels).
+	DefaultPriorityLevel uint64            `protobuf:"varint,5,opt,name=default_priority_level,json=defaultPriorityLevel,proto3" json:"default_priority_level,omitempty"`
+	DefaultQueuePolicy   *ModelQueuePolicy `protobuf:"bytes,6,opt,name=default_queue_policy,json=defaultQueuePolicy,proto3" json:"default_queue_policy,omitempty"`
+	// The queue policy of a priority level, by level; the others use
+	// default_queue_policy.
+	PriorityQueuePolicy map[uint64]*ModelQueuePolicy `protobuf:"bytes,7,rep,name=priority_queue_policy,json=priorityQueuePolicy,proto3" json:"priority_queue_policy,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ModelDynamicBatching) Reset() {
@@ -866,9 +873,30 @@ func (x *ModelDynamicBatching) GetPreserveOrdering() bool {
 	return false
 }
 
+func (x *ModelDynamicBatching) GetPriorityLevels() uint64 {
+	if x != nil {
+		return x.PriorityLevels
+	}
+	return 0
+}
+
+func (x *ModelDynamicBatching) GetDefaultPriorityLevel() uint64 {
+	if x != nil {
+		return x.DefaultPriorityLevel
+	}
+	return 0
+}
+
 func (x *ModelDynamicBatching) GetDefaultQueuePolicy() *ModelQueuePolicy {
 	if x != nil {
 		return x.DefaultQueuePolicy
+	}
+	return nil
+}
+
+func (x *ModelDynamicBatching) GetPriorityQueuePolicy() map[uint64]*ModelQueuePolicy {
+	if x != nil {
+		return x.PriorityQueuePolicy
 	}
 	return nil
 }
@@ -1428,7 +1456,7 @@ type ModelSequenceBatching_Control struct {
 
 func (x *ModelSequenceBatching_Control) Reset() {
 	*x = ModelSequenceBatching_Control{}
-	mi := &file_model_config_proto_msgTypes[14]
+	mi := &file_model_config_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1468,7 @@ func (x *ModelSequenceBatching_Control) String() string {
 func (*ModelSequenceBatching_Control) ProtoMessage() {}
 
 func (x *ModelSequenceBatching_Control) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[14]
+	mi := &file_model_config_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1530,7 @@ type ModelSequenceBatching_ControlInput struct {
 
 func (x *ModelSequenceBatching_ControlInput) Reset() {
 	*x = ModelSequenceBatching_ControlInput{}
-	mi := &file_model_config_proto_msgTypes[15]
+	mi := &file_model_config_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1542,7 @@ func (x *ModelSequenceBatching_ControlInput) String() string {
 func (*ModelSequenceBatching_ControlInput) ProtoMessage() {}
 
 func (x *ModelSequenceBatching_ControlInput) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[15]
+	mi := &file_model_config_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1590,7 @@ type ModelSequenceBatching_InitialState struct {
 
 func (x *ModelSequenceBatching_InitialState) Reset() {
 	*x = ModelSequenceBatching_InitialState{}
-	mi := &file_model_config_proto_msgTypes[16]
+	mi := &file_model_config_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1602,7 @@ func (x *ModelSequenceBatching_InitialState) String() string {
 func (*ModelSequenceBatching_InitialState) ProtoMessage() {}
 
 func (x *ModelSequenceBatching_InitialState) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[16]
+	mi := &file_model_config_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1700,7 @@ type ModelSequenceBatching_State struct {
 
 func (x *ModelSequenceBatching_State) Reset() {
 	*x = ModelSequenceBatching_State{}
-	mi := &file_model_config_proto_msgTypes[17]
+	mi := &file_model_config_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1712,7 @@ func (x *ModelSequenceBatching_State) String() string {
 func (*ModelSequenceBatching_State) ProtoMessage() {}
 
 func (x *ModelSequenceBatching_State) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[17]
+	mi := &file_model_config_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +1788,7 @@ type ModelSequenceBatching_StrategyDirect struct {
 
 func (x *ModelSequenceBatching_StrategyDirect) Reset() {
 	*x = ModelSequenceBatching_StrategyDirect{}
-	mi := &file_model_config_proto_msgTypes[18]
+	mi := &file_model_config_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1772,7 +1800,7 @@ func (x *ModelSequenceBatching_StrategyDirect) String() string {
 func (*ModelSequenceBatching_StrategyDirect) ProtoMessage() {}
 
 func (x *ModelSequenceBatching_StrategyDirect) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[18]
+	mi := &file_model_config_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1844,7 @@ type ModelSequenceBatching_StrategyOldest struct {
 
 func (x *ModelSequenceBatching_StrategyOldest) Reset() {
 	*x = ModelSequenceBatching_StrategyOldest{}
-	mi := &file_model_config_proto_msgTypes[19]
+	mi := &file_model_config_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +1856,7 @@ func (x *ModelSequenceBatching_StrategyOldest) String() string {
 func (*ModelSequenceBatching_StrategyOldest) ProtoMessage() {}
 
 func (x *ModelSequenceBatching_StrategyOldest) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[19]
+	mi := &file_model_config_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +1918,7 @@ type ModelWarmup_Input struct {
 
 func (x *ModelWarmup_Input) Reset() {
 	*x = ModelWarmup_Input{}
-	mi := &file_model_config_proto_msgTypes[20]
+	mi := &file_model_config_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1902,7 +1930,7 @@ func (x *ModelWarmup_Input) String() string {
 func (*ModelWarmup_Input) ProtoMessage() {}
 
 func (x *ModelWarmup_Input) ProtoReflect() protoreflect.Message {
-	mi := &file_model_config_proto_msgTypes[20]
+	mi := &file_model_config_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,12 +2076,18 @@ const file_model_config_proto_rawDesc = "" +
 	"\rTimeoutAction\x12\n" +
 	"\n" +
 	"\x06REJECT\x10\x00\x12\t\n" +
-	"\x05DELAY\x10\x01\"\xd7\x02\n" +
+	"\x05DELAY\x10\x01\"\xb7\x04\n" +
 	"\x14ModelDynamicBatching\x120\n" +
 	"\x14preferred_batch_size\x18\x01 \x03(\x05R\x12preferredBatchSize\x12?\n" +
 	"\x1cmax_queue_delay_microseconds\x18\x02 \x01(\x04R\x19maxQueueDelayMicroseconds\x12+\n" +
-	"\x11preserve_ordering\x18\x03 \x01(\bR\x10preserveOrdering\x12M\n" +
-	"\x14default_queue_policy\x18\x06 \x01(\v2\x1b.inference.ModelQueuePolicyR\x12defaultQueuePolicyJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\bR\x0fpriority_levelsR\x16default_priority_levelR\x15priority_queue_policy\"\xab\x0e\n" +
+	"\x11preserve_ordering\x18\x03 \x01(\bR\x10preserveOrdering\x12'\n" +
+	"\x0fpriority_levels\x18\x04 \x01(\x04R\x0epriorityLevels\x124\n" +
+	"\x16default_priority_level\x18\x05 \x01(\x04R\x14defaultPriorityLevel\x12M\n" +
+	"\x14default_queue_policy\x18\x06 \x01(\v2\x1b.inference.ModelQueuePolicyR\x12defaultQueuePolicy\x12l\n" +
+	"\x15priority_queue_policy\x18\a \x03(\v28.inference.ModelDynamicBatching.PriorityQueuePolicyEntryR\x13priorityQueuePolicy\x1ac\n" +
+	"\x18PriorityQueuePolicyEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x04R\x03key\x121\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.inference.ModelQueuePolicyR\x05value:\x028\x01\"\xab\x0e\n" +
 	"\x15ModelSequenceBatching\x12I\n" +
 	"\x06direct\x18\x03 \x01(\v2/.inference.ModelSequenceBatching.StrategyDirectH\x00R\x06direct\x12I\n" +
 	"\x06oldest\x18\x04 \x01(\v2/.inference.ModelSequenceBatching.StrategyOldestH\x00R\x06oldest\x12C\n" +
@@ -2178,7 +2212,7 @@ func file_model_config_proto_rawDescGZIP() []byte {
 }
 
 var file_model_config_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_model_config_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_model_config_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_model_config_proto_goTypes = []any{
 	(DataType)(0),                                // 0: inference.DataType
 	(ModelInstanceGroup_Kind)(0),                 // 1: inference.ModelInstanceGroup.Kind
@@ -2199,15 +2233,16 @@ var file_model_config_proto_goTypes = []any{
 	(*ModelVersionPolicy_Latest)(nil),            // 16: inference.ModelVersionPolicy.Latest
 	(*ModelVersionPolicy_All)(nil),               // 17: inference.ModelVersionPolicy.All
 	(*ModelVersionPolicy_Specific)(nil),          // 18: inference.ModelVersionPolicy.Specific
-	(*ModelSequenceBatching_Control)(nil),        // 19: inference.ModelSequenceBatching.Control
-	(*ModelSequenceBatching_ControlInput)(nil),   // 20: inference.ModelSequenceBatching.ControlInput
-	(*ModelSequenceBatching_InitialState)(nil),   // 21: inference.ModelSequenceBatching.InitialState
-	(*ModelSequenceBatching_State)(nil),          // 22: inference.ModelSequenceBatching.State
-	(*ModelSequenceBatching_StrategyDirect)(nil), // 23: inference.ModelSequenceBatching.StrategyDirect
-	(*ModelSequenceBatching_StrategyOldest)(nil), // 24: inference.ModelSequenceBatching.StrategyOldest
-	(*ModelWarmup_Input)(nil),                    // 25: inference.ModelWarmup.Input
-	nil,                                          // 26: inference.ModelWarmup.InputsEntry
-	nil,                                          // 27: inference.ModelConfig.ParametersEntry
+	nil,                                          // 19: inference.ModelDynamicBatching.PriorityQueuePolicyEntry
+	(*ModelSequenceBatching_Control)(nil),        // 20: inference.ModelSequenceBatching.Control
+	(*ModelSequenceBatching_ControlInput)(nil),   // 21: inference.ModelSequenceBatching.ControlInput
+	(*ModelSequenceBatching_InitialState)(nil),   // 22: inference.ModelSequenceBatching.InitialState
+	(*ModelSequenceBatching_State)(nil),          // 23: inference.ModelSequenceBatching.State
+	(*ModelSequenceBatching_StrategyDirect)(nil), // 24: inference.ModelSequenceBatching.StrategyDirect
+	(*ModelSequenceBatching_StrategyOldest)(nil), // 25: inference.ModelSequenceBatching.StrategyOldest
+	(*ModelWarmup_Input)(nil),                    // 26: inference.ModelWarmup.Input
+	nil,                                          // 27: inference.ModelWarmup.InputsEntry
+	nil,                                          // 28: inference.ModelConfig.ParametersEntry
 }
 var file_model_config_proto_depIdxs = []int32{
 	1,  // 0: inference.ModelInstanceGroup.kind:type_name -> inference.ModelInstanceGroup.Kind
@@ -2221,33 +2256,35 @@ var file_model_config_proto_depIdxs = []int32{
 	18, // 8: inference.ModelVersionPolicy.specific:type_name -> inference.ModelVersionPolicy.Specific
 	3,  // 9: inference.ModelQueuePolicy.timeout_action:type_name -> inference.ModelQueuePolicy.TimeoutAction
 	10, // 10: inference.ModelDynamicBatching.default_queue_policy:type_name -> inference.ModelQueuePolicy
-	23, // 11: inference.ModelSequenceBatching.direct:type_name -> inference.ModelSequenceBatching.StrategyDirect
-	24, // 12: inference.ModelSequenceBatching.oldest:type_name -> inference.ModelSequenceBatching.StrategyOldest
-	20, // 13: inference.ModelSequenceBatching.control_input:type_name -> inference.ModelSequenceBatching.ControlInput
-	22, // 14: inference.ModelSequenceBatching.state:type_name -> inference.ModelSequenceBatching.State
-	26, // 15: inference.ModelWarmup.inputs:type_name -> inference.ModelWarmup.InputsEntry
-	9,  // 16: inference.ModelConfig.version_policy:type_name -> inference.ModelVersionPolicy
-	7,  // 17: inference.ModelConfig.input:type_name -> inference.ModelInput
-	8,  // 18: inference.ModelConfig.output:type_name -> inference.ModelOutput
-	11, // 19: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
-	12, // 20: inference.ModelConfig.sequence_batching:type_name -> inference.ModelSequenceBatching
-	5,  // 21: inference.ModelConfig.instance_group:type_name -> inference.ModelInstanceGroup
-	27, // 22: inference.ModelConfig.parameters:type_name -> inference.ModelConfig.ParametersEntry
-	14, // 23: inference.ModelConfig.model_warmup:type_name -> inference.ModelWarmup
-	4,  // 24: inference.ModelSequenceBatching.Control.kind:type_name -> inference.ModelSequenceBatching.Control.Kind
-	0,  // 25: inference.ModelSequenceBatching.Control.data_type:type_name -> inference.DataType
-	19, // 26: inference.ModelSequenceBatching.ControlInput.control:type_name -> inference.ModelSequenceBatching.Control
-	0,  // 27: inference.ModelSequenceBatching.InitialState.data_type:type_name -> inference.DataType
-	0,  // 28: inference.ModelSequenceBatching.State.data_type:type_name -> inference.DataType
-	21, // 29: inference.ModelSequenceBatching.State.initial_state:type_name -> inference.ModelSequenceBatching.InitialState
-	0,  // 30: inference.ModelWarmup.Input.data_type:type_name -> inference.DataType
-	25, // 31: inference.ModelWarmup.InputsEntry.value:type_name -> inference.ModelWarmup.Input
-	13, // 32: inference.ModelConfig.ParametersEntry.value:type_name -> inference.ModelParameter
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	19, // 11: inference.ModelDynamicBatching.priority_queue_policy:type_name -> inference.ModelDynamicBatching.PriorityQueuePolicyEntry
+	24, // 12: inference.ModelSequenceBatching.direct:type_name -> inference.ModelSequenceBatching.StrategyDirect
+	25, // 13: inference.ModelSequenceBatching.oldest:type_name -> inference.ModelSequenceBatching.StrategyOldest
+	21, // 14: inference.ModelSequenceBatching.control_input:type_name -> inference.ModelSequenceBatching.ControlInput
+	23, // 15: inference.ModelSequenceBatching.state:type_name -> inference.ModelSequenceBatching.State
+	27, // 16: inference.ModelWarmup.inputs:type_name -> inference.ModelWarmup.InputsEntry
+	9,  // 17: inference.ModelConfig.version_policy:type_name -> inference.ModelVersionPolicy
+	7,  // 18: inference.ModelConfig.input:type_name -> inference.ModelInput
+	8,  // 19: inference.ModelConfig.output:type_name -> inference.ModelOutput
+	11, // 20: inference.ModelConfig.dynamic_batching:type_name -> inference.ModelDynamicBatching
+	12, // 21: inference.ModelConfig.sequence_batching:type_name -> inference.ModelSequenceBatching
+	5,  // 22: inference.ModelConfig.instance_group:type_name -> inference.ModelInstanceGroup
+	28, // 23: inference.ModelConfig.parameters:type_name -> inference.ModelConfig.ParametersEntry
+	14, // 24: inference.ModelConfig.model_warmup:type_name -> inference.ModelWarmup
+	10, // 25: inference.ModelDynamicBatching.PriorityQueuePolicyEntry.value:type_name -> inference.ModelQueuePolicy
+	4,  // 26: inference.ModelSequenceBatching.Control.kind:type_name -> inference.ModelSequenceBatching.Control.Kind
+	0,  // 27: inference.ModelSequenceBatching.Control.data_type:type_name -> inference.DataType
+	20, // 28: inference.ModelSequenceBatching.ControlInput.control:type_name -> inference.ModelSequenceBatching.Control
+	0,  // 29: inference.ModelSequenceBatching.InitialState.data_type:type_name -> inference.DataType
+	0,  // 30: inference.ModelSequenceBatching.State.data_type:type_name -> inference.DataType
+	22, // 31: inference.ModelSequenceBatching.State.initial_state:type_name -> inference.ModelSequenceBatching.InitialState
+	0,  // 32: inference.ModelWarmup.Input.data_type:type_name -> inference.DataType
+	26, // 33: inference.ModelWarmup.InputsEntry.value:type_name -> inference.ModelWarmup.Input
+	13, // 34: inference.ModelConfig.ParametersEntry.value:type_name -> inference.ModelParameter
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_model_config_proto_init() }
@@ -2268,11 +2305,11 @@ func file_model_config_proto_init() {
 		(*ModelConfig_DynamicBatching)(nil),
 		(*ModelConfig_SequenceBatching)(nil),
 	}
-	file_model_config_proto_msgTypes[16].OneofWrappers = []any{
+	file_model_config_proto_msgTypes[17].OneofWrappers = []any{
 		(*ModelSequenceBatching_InitialState_ZeroData)(nil),
 		(*ModelSequenceBatching_InitialState_DataFile)(nil),
 	}
-	file_model_config_proto_msgTypes[20].OneofWrappers = []any{
+	file_model_config_proto_msgTypes[21].OneofWrappers = []any{
 		(*ModelWarmup_Input_ZeroData)(nil),
 		(*ModelWarmup_Input_RandomData)(nil),
 		(*ModelWarmup_Input_InputDataFile)(nil),
@@ -2283,7 +2320,7 @@ func file_model_config_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_model_config_proto_rawDesc), len(file_model_config_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

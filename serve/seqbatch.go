@@ -131,7 +131,7 @@ func (m *model) inferSequence(ctx context.Context, req *InferRequest) (*InferRes
 		return nil, err
 	}
 	resp.Device, resp.CompileWait = r.device, r.compileWait
-	m.stats.ok(requestTiming{queued: r.queued, compute: r.compute, inferences: 1}, r.queued+r.compute) // one row per request of a sequence
+	resp.timing = requestTiming{queued: r.queued, compute: r.compute, inferences: 1} // one row per request of a sequence; counted by the caller
 	return resp, nil
 }
 

@@ -237,7 +237,7 @@ func TestSequenceControlsReachTheModel(t *testing.T) {
 		}
 	}
 	st, _ := s.Stats("controls", "1")
-	if st[0].Batches[2].Count != 1 {
+	if st[0].Batches[2].ComputeInfer.Count != 1 {
 		t.Errorf("batch sizes %v, want one batch of 2 (a padding row in slot 0)", st[0].Batches)
 	}
 }

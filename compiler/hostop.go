@@ -38,13 +38,29 @@ func buildHostOps() [graph.NumOps]hostLowering {
 	for _, r := range []struct {
 		op graph.Op
 		hl hostLowering
-	}{} {
+	}{
+		{graph.OpNonZero, hostLowering{name: vm.HostNonZero}},
+		{graph.OpCompress, hostLowering{name: vm.HostCompress}},
+		{graph.OpUnique, hostLowering{name: vm.HostUnique}},
+		{graph.OpNonMaxSuppression, hostLowering{name: vm.HostNMS}},
+		{graph.OpTopK, hostLowering{name: vm.HostTopK, when: runtimeInput(1)}},
+		{graph.OpMaxUnpool, hostLowering{name: vm.HostMaxUnpool, when: runtimeInput(2)}},
+	} {
 		if t[r.op].name != "" {
 			panic(fmt.Sprintf("BUG: host op %v listed twice", r.op))
 		}
 		t[r.op] = r.hl
 	}
 	return t
+}
+
+// runtimeInput is the test of ops that run on the host when input i is present and
+// not a constant (TopK's k, MaxUnpool's output_shape); otherwise they have kernels.
+func runtimeInput(i int) func(n *graph.Node) bool {
+	return func(n *graph.Node) bool {
+		v := n.Input(i)
+		return v != nil && v.Const == nil
+	}
 }
 
 // hostOpFor returns the host op n runs as ("" when it runs as kernels).

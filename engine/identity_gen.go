@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 327 files; see Identity.
-const sourceDigest = "99bcbca0fe40209108bed26ae0e4c282"
+// sourceDigest covers 332 files; see Identity.
+const sourceDigest = "baea90f65602037de2baa69c7a9b7bf2"

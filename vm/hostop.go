@@ -39,7 +39,14 @@ type HostOps map[string]HostOp
 
 // StdHostOps is the table of host ops every VM may use (hostop_*.go).
 func StdHostOps() HostOps {
-	return HostOps{}
+	return HostOps{
+		HostNonZero:   {Outputs: 1, Run: hostNonZero},
+		HostCompress:  {Outputs: 1, Run: hostCompress},
+		HostUnique:    {Outputs: 4, Check: checkUnique, Run: hostUnique},
+		HostNMS:       {Outputs: 1, Check: checkNMS, Run: hostNMS},
+		HostTopK:      {Outputs: 2, Run: hostTopK},
+		HostMaxUnpool: {Outputs: 1, Check: checkMaxUnpool, Run: hostMaxUnpool},
+	}
 }
 
 // HostCall is one entry of an executable's host call table: the op (a name in the VM's

@@ -98,7 +98,7 @@ func hostTopK(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, e
 			for j := 0; j < kk; j++ {
 				pos := (o*kk+j)*inner + i
 				src[pos] = order[j]
-				iv[pos] = int64((order[j]/inner)%d)
+				iv[pos] = int64((order[j] / inner) % d)
 			}
 		}
 	}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 332 files; see Identity.
-const sourceDigest = "baea90f65602037de2baa69c7a9b7bf2"
+// sourceDigest covers 333 files; see Identity.
+const sourceDigest = "1ae6e111acb8cfec97750dc646da92ec"

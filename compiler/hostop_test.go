@@ -10,6 +10,7 @@ import (
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/gputest"
 	"github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/target"
@@ -181,5 +182,27 @@ func TestNonZeroFeedsGatherInsideLoop(t *testing.T) {
 			nodetest.CloseTensor(t, "loop result", got[0], want[0].(*tensor.Tensor))
 		}
 		machine.Close()
+	}
+}
+
+// TestOpenCLTargetRunsHostOps: on OpenCL the host ops read their inputs from the
+// device's kernels and feed kernels there (copies through host memory each way), and
+// match the reference.
+func TestOpenCLTargetRunsHostOps(t *testing.T) {
+	gpu := gputest.OpenCL(t)
+	tg, err := gpu.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res := checkSymbolic(t, dataDependentModule(t), tg, Options{GPU: gpu}, [][]*tensor.Tensor{
+		dataDependentRun(1, []int{0, 5}, []bool{true, false, true, true}, 2, 3, []float32{2, 1, 1, 3, 4, 3, 2}, []int64{1, 1, 4, 4}),
+		dataDependentRun(2, nil, []bool{false, false, false, false}, 0, 1, []float32{5, 5, 5, 5, 5, 5, 5}, []int64{1, 1, 5, 6}),
+	})
+	on := map[string]int{}
+	for _, g := range res.Stats.Groups {
+		on[g.Device]++
+	}
+	if on["opencl"] == 0 {
+		t.Errorf("no kernel on the OpenCL device: %v", on)
 	}
 }

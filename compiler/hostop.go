@@ -20,10 +20,11 @@ import (
 // device).
 
 // hostLowering is one entry of the host op table: the name in vm.StdHostOps and, when
-// the op runs on the host only in some uses, the test for them.
+// the op runs on the host only in some uses, the test for them (resolve maps a value
+// of an inlined subgraph to the outer value it stands for).
 type hostLowering struct {
 	name string
-	when func(n *graph.Node) bool
+	when func(n *graph.Node, resolve func(*graph.Value) *graph.Value) bool
 }
 
 // hostOpTable lists the ops that run as host ops, by op.
@@ -56,20 +57,20 @@ func buildHostOps() [graph.NumOps]hostLowering {
 
 // runtimeInput is the test of ops that run on the host when input i is present and
 // not a constant (TopK's k, MaxUnpool's output_shape); otherwise they have kernels.
-func runtimeInput(i int) func(n *graph.Node) bool {
-	return func(n *graph.Node) bool {
+func runtimeInput(i int) func(*graph.Node, func(*graph.Value) *graph.Value) bool {
+	return func(n *graph.Node, resolve func(*graph.Value) *graph.Value) bool {
 		v := n.Input(i)
-		return v != nil && v.Const == nil
+		return v != nil && resolve(v).Const == nil
 	}
 }
 
 // hostOpFor returns the host op n runs as ("" when it runs as kernels).
-func hostOpFor(n *graph.Node) string {
+func (c *compile) hostOpFor(n *graph.Node) string {
 	if n.Op <= graph.OpInvalid || n.Op >= graph.NumOps {
 		return ""
 	}
 	hl := hostOpTable()[n.Op]
-	if hl.name == "" || (hl.when != nil && !hl.when(n)) {
+	if hl.name == "" || (hl.when != nil && !hl.when(n, c.resolve)) {
 		return ""
 	}
 	return hl.name

@@ -206,3 +206,22 @@ func TestOpenCLTargetRunsHostOps(t *testing.T) {
 		t.Errorf("no kernel on the OpenCL device: %v", on)
 	}
 }
+
+// TestHostOpTableNamesStandardHostOps: every op the compiler lowers to a host op names
+// an entry of vm.StdHostOps (else every executable using it would fail to load).
+func TestHostOpTableNamesStandardHostOps(t *testing.T) {
+	std := vm.StdHostOps()
+	n := 0
+	for op, hl := range hostOpTable() {
+		if hl.name == "" {
+			continue
+		}
+		n++
+		if _, ok := std[hl.name]; !ok {
+			t.Errorf("%v lowers to host op %q, which vm.StdHostOps lacks", graph.Op(op), hl.name)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the host op table is empty")
+	}
+}

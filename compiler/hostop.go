@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
@@ -27,14 +28,10 @@ type hostLowering struct {
 	when func(n *graph.Node, resolve func(*graph.Value) *graph.Value) bool
 }
 
-// hostOpTable lists the ops that run as host ops, by op.
-func hostOpTable() *[graph.NumOps]hostLowering {
-	return &hostOps
-}
+// hostOpTable lists the ops that run as host ops, by op (built on first use).
+var hostOpTable = sync.OnceValue(buildHostOps)
 
-var hostOps = buildHostOps()
-
-func buildHostOps() [graph.NumOps]hostLowering {
+func buildHostOps() *[graph.NumOps]hostLowering {
 	var t [graph.NumOps]hostLowering
 	for _, r := range []struct {
 		op graph.Op
@@ -52,7 +49,7 @@ func buildHostOps() [graph.NumOps]hostLowering {
 		}
 		t[r.op] = r.hl
 	}
-	return t
+	return &t
 }
 
 // runtimeInput is the test of ops that run on the host when input i is present and

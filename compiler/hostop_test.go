@@ -225,3 +225,49 @@ func TestHostOpTableNamesStandardHostOps(t *testing.T) {
 		t.Fatal("the host op table is empty")
 	}
 }
+
+// TestHostOpInsideIfBranch: a TopK with a run-time k in one branch of an If and a
+// NonZero in the other, each reduced to a scalar; both branches match the reference.
+func TestHostOpInsideIfBranch(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.Const(8)))
+	k := b.Param("k", graph.TensorType(tensor.Int64, graph.Const(1)))
+	cond := b.Param("c", graph.TensorType(tensor.Bool))
+	sum := func(fb *graph.Builder, v *graph.Value) *graph.Value {
+		ra := graph.OpReduceSum.NewAttrs().(*graph.ReduceAttrs)
+		ra.KeepDims = 0
+		s, err := fb.Op1(graph.OpReduceSum, ra, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	tb := b.Sub("then")
+	top, err := tb.Node(graph.OpTopK, graph.OpTopK.NewAttrs(), 2, x, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb := b.Sub("else")
+	nz, err := eb.Op1(graph.OpNonZero, nil, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nzf, _ := eb.Op1(graph.OpCast, &graph.CastAttrs{To: int64(tensor.Float32), Saturate: 1}, nz)
+	ia := graph.OpIf.NewAttrs().(*graph.IfAttrs)
+	ia.ThenBranch, ia.ElseBranch = tb.Return(sum(tb, top[0])), eb.Return(sum(eb, nzf))
+	res, err := b.Node(graph.OpIf, ia, 1, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(res[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := f32(5, 8)
+	xs.Data.([]float32)[2], xs.Data.([]float32)[6] = 0, 0
+	checkSymbolic(t, m, target.Host(), Options{}, [][]*tensor.Tensor{
+		{xs, i64s(3), tensor.Scalar(true)},
+		{xs, i64s(0), tensor.Scalar(true)},
+		{xs, i64s(3), tensor.Scalar(false)},
+	})
+}

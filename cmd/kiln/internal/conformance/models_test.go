@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilnrt/kiln/internal/testdata"
 )
@@ -48,9 +49,13 @@ func realModelCases(t *testing.T) []string {
 
 // TestRealModels: every model of the real-model set (ONNX files that npm packages ship:
 // voice-activity detectors with LSTMs in nested Ifs on values of unknown rank, OCR
-// networks, a wake-word head) answers on the reference evaluator as on ONNX Runtime.
+// networks, a wake-word head; and torchvision networks exported with PyTorch:
+// EfficientNet-B0, MobileNetV3, ResNet-50, RegNet, ConvNeXt-tiny, ViT-B/16) answers on
+// the reference evaluator as on ONNX Runtime.
 func TestRealModels(t *testing.T) {
-	runAllPass(t, realModelCases(t), opts())
+	o := opts()
+	o.Timeout = 5 * time.Minute // ViT-B/16 is 17 GFLOPs for the plain Go evaluator
+	runAllPass(t, realModelCases(t), o)
 }
 
 // realModelsCompiled are the cases of the real-model set that the compiled engine
@@ -65,14 +70,26 @@ var realModelsCompiled = map[string]bool{
 	"silero_vad_half":        true,
 	"silero_vad_legacy":      true,
 	"silero_vad_op18_ifless": true,
+	"tv_efficientnet_b0":     true,
+	"tv_mobilenet_v3_large":  true,
+	"tv_resnet50":            true,
+	"tv_regnet_y_400mf":      true,
+	"tv_convnext_tiny":       true,
+	"tv_vit_b_16":            true,
 }
 
 // TestRealModelsCompiled: the real models the compiled engine builds match ONNX
 // Runtime, and the others are refused at compile time with a reason, not answered
 // wrongly.
-func TestRealModelsCompiled(t *testing.T) {
+func TestRealModelsCompiled(t *testing.T) { checkRealModelsCompiled(t, 3) }
+
+// TestRealModelsCompiledAtO0: the same without the graph optimizer's rewrites and
+// fusion, so a model's answer does not depend on them.
+func TestRealModelsCompiledAtO0(t *testing.T) { checkRealModelsCompiled(t, 0) }
+
+func checkRealModelsCompiled(t *testing.T, level int) {
 	cases := realModelCases(t)
-	o := compiledOpts(t)
+	o := compiledOptsAt(t, level)
 	for _, c := range cases {
 		name := filepath.Base(c)
 		r := RunCase(c, o)

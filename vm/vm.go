@@ -36,7 +36,7 @@ type VM struct {
 	kernels  []devices.Kernel
 	builtins []Builtin
 	vbuilt   []valueBuiltin // the sequence and optional builtins, by builtin index (zero: a tensor builtin)
-	consts   []*Tensor // constants uploaded to device 0
+	consts   []*Tensor      // constants uploaded to device 0
 	modules  []devices.Module
 	storages []*Storage // the constants' storage
 	pool     *pool      // best-fit allocator of storages, keeping finished calls' memory
@@ -298,4 +298,3 @@ func (c *call) release(s *Storage) {
 		}
 	}
 }
-

@@ -129,7 +129,7 @@ func (c *compiled) run(ctx context.Context, m *graph.Module, inputs map[string]r
 	}
 	vr, ok := machine.(engine.ValueRunner)
 	if !ok {
-		return nil, fmt.Errorf("%w: the compiled engine's runner %T takes tensors only", ref.ErrUnsupported, machine)
+		return nil, fmt.Errorf("%w: its runner %T takes tensors only", ErrCompiledUnsupported, machine)
 	}
 	got, err := vr.RunValues(ctx, args)
 	if err != nil {

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kilnrt/kiln/graph"
@@ -8,6 +9,10 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )
+
+// ErrCompiledUnsupported: a test input the compiled engine cannot take (a case it
+// skips, not a failure).
+var ErrCompiledUnsupported = errors.New("not supported by the compiled engine")
 
 // vmValue is a test's input as the VM takes it: a tensor, a vm.SeqValue or a
 // vm.OptValue.
@@ -29,7 +34,7 @@ func vmValue(v ref.Value) (any, error) {
 		}
 		return &vm.OptValue{V: inner}, nil
 	}
-	return nil, fmt.Errorf("%w: %s", ref.ErrUnsupported, ref.Describe(v))
+	return nil, fmt.Errorf("%w: %s", ErrCompiledUnsupported, ref.Describe(v))
 }
 
 // refValue is the VM's output as the reference evaluator's value of type t (an

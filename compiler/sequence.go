@@ -2,8 +2,10 @@ package compiler
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
 )
@@ -17,7 +19,7 @@ import (
 // isSeqOpt reports whether a node reads or writes a sequence or an optional (Identity
 // of one is a move), or is a sequence or optional op.
 func isSeqOpt(n *graph.Node) bool {
-	if _, ok := seqBuiltin[n.Op]; ok || n.Op == graph.OpSequenceMap {
+	if _, ok := seqBuiltin[n.Op]; ok || n.Op == graph.OpSequenceMap || n.Op == graph.OpShape {
 		return true
 	}
 	for _, v := range append(append([]*graph.Value{}, n.Inputs...), n.Outputs...) {
@@ -44,6 +46,8 @@ func (e *emitter) lowerSeqOpt(n *graph.Node) error {
 	switch n.Op {
 	case graph.OpSequenceMap:
 		return e.lowerSequenceMap(n)
+	case graph.OpShape:
+		return e.lowerShapeOf(n)
 	case graph.OpIdentity:
 		r, err := e.read(n.Inputs[0])
 		if err != nil {
@@ -220,4 +224,24 @@ func elemType(t graph.Type) graph.Type {
 		t = *t.Elem
 	}
 	return t
+}
+
+// lowerShapeOf reads a tensor's shape at run time (ShapeOf): a Shape that folding left
+// because its input's extents are known only then (an item of a sequence).
+func (e *emitter) lowerShapeOf(n *graph.Node) error {
+	a := n.Attrs.(*graph.ShapeAttrs)
+	x := n.Inputs[0].Type
+	if a.Start != 0 || (a.End != math.MinInt64 && (x.UnknownRank || a.End < int64(len(x.Shape)))) {
+		return fmt.Errorf("%w: %v: the shape of a tensor known only at run time, with start %d and end %d", kernels.ErrNoKernel, n, a.Start, a.End)
+	}
+	r, err := e.read(n.Inputs[0])
+	if err != nil {
+		return err
+	}
+	dst := e.newReg()
+	e.use(r)
+	e.emit(vm.Instr{Op: vm.ShapeOf, Dst: dst, Args: []vm.Reg{r}})
+	e.host[dst] = true
+	e.reg[n.Outputs[0]] = dst
+	return nil
 }

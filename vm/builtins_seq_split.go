@@ -138,7 +138,7 @@ func seqConcat(c *call, _ *Instr, args []Value) (Value, error) {
 			return nil, fmt.Errorf("%w: item %d is %v%v, item 0 is %v%v", ErrInput, i, h.T.DType, h.T.Shape, first.DType, first.Shape)
 		}
 		for k := range sh {
-			if k != axis && sh[k] != shapes[0][k] && i > 0 {
+			if i > 0 && k != axis && sh[k] != shapes[0][k] {
 				return nil, fmt.Errorf("%w: item %d is %v%v, item 0 is %v%v", ErrInput, i, h.T.DType, h.T.Shape, first.DType, first.Shape)
 			}
 		}

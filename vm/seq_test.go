@@ -146,3 +146,34 @@ func TestVerifyRefusesMalformedSequenceSignature(t *testing.T) {
 		}
 	}
 }
+
+func TestSequenceConcatStacksAlongANewAxis(t *testing.T) {
+	x := &vm.Executable{
+		Functions: []vm.Function{{Name: "main", Params: 1, Regs: 4, Code: []vm.Instr{
+			{Op: vm.LoadConstInt, Dst: 1, Imm: 1},
+			{Op: vm.CallBuiltin, Dst: 2, Args: []vm.Reg{0, 1, 1}, Imm: 0, Str: "ConcatFromSequence(stack)"},
+			{Op: vm.Ret, Args: []vm.Reg{2}},
+		}}},
+		Builtins: []string{vm.BuiltinSeqConcat},
+	}
+	m, err := vm.Load(x, []devices.Device{openCPU(t)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	a := tensor.MustFromSlice(tensor.Shape{2, 2}, []float32{1, 2, 3, 4})
+	b := tensor.MustFromSlice(tensor.Shape{2, 2}, []float32{5, 6, 7, 8})
+	out, err := m.RunValues(context.Background(), []any{&vm.SeqValue{Elem: tensor.Float32, Items: []*tensor.Tensor{a, b}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out[0].(*tensor.Tensor)
+	if !reflect.DeepEqual([]int(got.Shape), []int{2, 2, 2}) || !reflect.DeepEqual(got.Data.([]float32), []float32{1, 2, 5, 6, 3, 4, 7, 8}) {
+		t.Fatalf("stacked along axis 1: %v %v, want [2 2 2] [1 2 5 6 3 4 7 8]", got.Shape, got.Data)
+	}
+	c := tensor.MustFromSlice(tensor.Shape{1, 2}, []float32{9, 9})
+	_, err = m.RunValues(context.Background(), []any{&vm.SeqValue{Elem: tensor.Float32, Items: []*tensor.Tensor{a, c}}})
+	if !errors.Is(err, vm.ErrInput) || !strings.Contains(err.Error(), "ConcatFromSequence(stack)") {
+		t.Fatalf("stacking [2,2] and [1,2]: %v, want ErrInput naming the node", err)
+	}
+}

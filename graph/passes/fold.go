@@ -317,10 +317,25 @@ func knownValue(n *graph.Node) []*tensor.Tensor {
 // shapeExpr returns the value type of a single-output node whose integer result is a
 // known expression over symbols.
 func shapeExpr(n *graph.Node) (graph.Type, bool) {
-	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 || !intTensor(n.Outputs[0].Type) {
+	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 || !intTensor(n.Outputs[0].Type) || readsItem(n) {
 		return graph.Type{}, false
 	}
 	return graph.ShapeExprOf(n.Outputs[0].Type)
+}
+
+// readsItem reports whether n reads a tensor taken out of a sequence or an optional:
+// its symbolic extents are the item's, bound only from the item itself at run time, so
+// the node must stay (and keep the item's producer alive).
+func readsItem(n *graph.Node) bool {
+	for _, v := range n.Inputs {
+		if v == nil || v.Def == nil || v.Type.Kind != graph.KindTensor {
+			continue
+		}
+		if info := v.Def.Op.Info(); info != nil && info.Flags&graph.HostOnly != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // intTensor is the cheap half of graph.CheckShapeExpr, which builds an error for every

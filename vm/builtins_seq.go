@@ -130,7 +130,12 @@ func seqConstruct(c *call, _ *Instr, args []Value) (Value, error) {
 	return s, nil
 }
 
-func seqEmpty(_ *call, in *Instr, _ []Value) (Value, error) { return &Seq{Elem: in.DType}, nil }
+func seqEmpty(_ *call, in *Instr, _ []Value) (Value, error) {
+	if !in.DType.Valid() {
+		return nil, fmt.Errorf("an empty sequence of element type %d", in.DType)
+	}
+	return &Seq{Elem: in.DType}, nil
+}
 
 func seqAt(c *call, _ *Instr, args []Value) (Value, error) {
 	s, err := seqArg(args[0])

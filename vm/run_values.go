@@ -127,6 +127,9 @@ func (c *call) input(v any, name string, elem tensor.DType) (Value, error) {
 func hostSeq(s *SeqValue, l Limits, name string) (*Seq, error) {
 	out := &Seq{Elem: s.Elem}
 	for i, t := range s.Items {
+		if t == nil {
+			return nil, fmt.Errorf("%w: %s: item %d is missing", ErrInput, name, i)
+		}
 		if i > 0 && t.DType != out.Elem {
 			return nil, fmt.Errorf("%w: %s: items of types %v and %v", ErrInput, name, out.Elem, t.DType)
 		}

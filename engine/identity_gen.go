@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 329 files; see Identity.
-const sourceDigest = "649d48d5e63fb2a07682f96fbba6a005"
+const sourceDigest = "1ce41eca3df60dca2c85e88b2c566e9e"

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 329 files; see Identity.
-const sourceDigest = "de5d38d4107bb7afdf29b040485dca1c"
+const sourceDigest = "3dbd982890775cadf32a2ca50a5abced"

@@ -20,9 +20,9 @@ import (
 // from its folded subgraphs, so an If whose condition folding decided (a rank guard on
 // an extent a folded pads chain fixed) gets its branch's types for the nodes after it.
 // Nodes with subgraphs, random nodes and host-only nodes (sequences, optionals) are not
-// evaluated, a node reading a tensor taken out of a sequence or optional never becomes a
-// ShapeExpr (its extents are that item's, known only at run time), and neither is a result larger than both ctx.FoldLimit and the node's
-// inputs together.
+// evaluated, and neither is a result larger than both ctx.FoldLimit and the node's
+// inputs together. A node reading a tensor taken out of a sequence or optional never
+// becomes a ShapeExpr: its extents are that item's, known only at run time.
 //
 // Folding is bounded per node (ctx.FoldWork) and per run: the operations of all folds
 // together (ctx.FoldBudget) and the elements they create (four times the module's

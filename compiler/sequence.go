@@ -135,6 +135,15 @@ func (e *emitter) lowerSequenceMap(n *graph.Node) error {
 	e.use(ins[0])
 	e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: length, Args: []vm.Reg{ins[0]}, Imm: e.builtin(vm.BuiltinSeqLength), Str: n.String()})
 	e.host[length] = true
+	for i := 1; i < len(ins); i++ {
+		if n.Inputs[i].Type.Kind == graph.KindSequence { // every sequence as long as the first
+			chk := e.newReg()
+			e.use(ins[i])
+			e.use(length)
+			e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: chk, Args: []vm.Reg{ins[i], length}, Imm: e.builtin(vm.BuiltinSeqLength), Str: n.String()})
+			e.host[chk] = true
+		}
+	}
 	always := e.loadConst(tensor.Scalar(true))
 	iter := e.newReg()
 	e.emit(vm.Instr{Op: vm.LoadConstInt, Dst: iter, Imm: 0})

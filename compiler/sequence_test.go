@@ -92,3 +92,54 @@ func TestSequencesRunAsVMValuesAndMatchReference(t *testing.T) {
 		t.Fatalf("position 2 of 2 items: %v, want ErrInput naming SequenceAt", err)
 	}
 }
+
+// TestSequenceMapRunsItsBodyPerItem: SequenceMap over two sequences of items of
+// different lengths runs its body (a kernel over the item's symbolic extent) once per
+// position and matches the reference; sequences of different lengths are ErrInput.
+func TestSequenceMapRunsItsBodyPerItem(t *testing.T) {
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%a: seq<f32[n]>, %b: seq<f32[n]>) {
+  %r = SequenceMap(%a, %b) : seq<f32[n]>
+    body =
+      func @body(%x: f32[n], %y: f32[n]) {
+        %z = Add(%x, %y) : f32[n]
+        return %z
+      }
+  return %r
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := openCPU(t)
+	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(res.Exe, []devices.Device{dev}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	a := &ref.Sequence{Elem: tensor.Float32, Items: []*tensor.Tensor{f32(1, 3), f32(2, 5), f32(3, 1)}}
+	b := &ref.Sequence{Elem: tensor.Float32, Items: []*tensor.Tensor{f32(4, 3), f32(5, 5), f32(6, 1)}}
+	got, err := machine.RunValues(context.Background(), []any{&vm.SeqValue{Elem: a.Elem, Items: a.Items}, &vm.SeqValue{Elem: b.Elem, Items: b.Items}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.Eval(m, map[string]ref.Value{"a": a, "b": b}, ref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, ws := got[0].(*vm.SeqValue), want[0].(*ref.Sequence)
+	if len(gs.Items) != len(ws.Items) {
+		t.Fatalf("%d items, want %d", len(gs.Items), len(ws.Items))
+	}
+	for i := range gs.Items {
+		nodetest.CloseTensor(t, "r", gs.Items[i], ws.Items[i])
+	}
+	short := &vm.SeqValue{Elem: tensor.Float32, Items: a.Items[:2]}
+	_, err = machine.RunValues(context.Background(), []any{short, &vm.SeqValue{Elem: b.Elem, Items: b.Items}})
+	if !errors.Is(err, vm.ErrInput) || !strings.Contains(err.Error(), "SequenceMap") || !strings.Contains(err.Error(), "lengths 2 and 3") {
+		t.Fatalf("sequences of 2 and 3 items: %v, want ErrInput naming SequenceMap and the lengths", err)
+	}
+}

@@ -23,7 +23,8 @@ const (
 	BuiltinSeqInsert = "seq.insert"
 	// BuiltinSeqErase(s[, pos]) is s without item pos (default: the last).
 	BuiltinSeqErase = "seq.erase"
-	// BuiltinSeqLength(s) is the int64 scalar len(s).
+	// BuiltinSeqLength(s[, n]) is the int64 scalar len(s); given n, a length other than
+	// n is an error (SequenceMap's sequences must agree).
 	BuiltinSeqLength = "seq.length"
 	// BuiltinSeqSplit(t, axis, keepdims[, split]) is SplitToSequence.
 	BuiltinSeqSplit = "seq.split"
@@ -50,7 +51,7 @@ func valueBuiltins() map[string]valueBuiltin {
 	return map[string]valueBuiltin{
 		BuiltinSeqConstruct: {seqConstruct, 0, -1}, BuiltinSeqEmpty: {seqEmpty, 0, 0},
 		BuiltinSeqAt: {seqAt, 2, 2}, BuiltinSeqInsert: {seqInsert, 2, 3},
-		BuiltinSeqErase: {seqErase, 1, 2}, BuiltinSeqLength: {seqLength, 1, 1},
+		BuiltinSeqErase: {seqErase, 1, 2}, BuiltinSeqLength: {seqLength, 1, 2},
 		BuiltinSeqSplit: {seqSplit, 3, 4}, BuiltinSeqConcat: {seqConcat, 3, 3},
 		BuiltinOptSome: {optSome, 1, 1}, BuiltinOptNone: {optNone, 0, 0},
 		BuiltinOptHas: {optHas, 0, 1}, BuiltinOptGet: {optGet, 1, 1},
@@ -202,10 +203,19 @@ func seqErase(c *call, _ *Instr, args []Value) (Value, error) {
 	return &Seq{Elem: s.Elem, Items: items}, nil
 }
 
-func seqLength(_ *call, _ *Instr, args []Value) (Value, error) {
+func seqLength(c *call, _ *Instr, args []Value) (Value, error) {
 	s, err := seqArg(args[0])
 	if err != nil {
 		return nil, err
+	}
+	if len(args) > 1 { // the length another sequence of the node has
+		want, err := c.intArg(args[1], "the expected length")
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(s.Items)) != want {
+			return nil, fmt.Errorf("%w: sequences of lengths %d and %d", ErrInput, want, len(s.Items))
+		}
 	}
 	return &Host{T: tensor.Scalar(int64(len(s.Items)))}, nil
 }

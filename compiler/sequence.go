@@ -58,7 +58,7 @@ func (e *emitter) lowerSeqOpt(n *graph.Node) error {
 	}
 	name, ok := seqBuiltin[n.Op]
 	if !ok {
-		return fmt.Errorf("%v: the compiled engine has no lowering of %v over sequences or optionals", n, n.Op)
+		return fmt.Errorf("%w: %v: the compiled engine has no lowering of %v over sequences or optionals", kernels.ErrNoKernel, n, n.Op)
 	}
 	var args []vm.Reg
 	for i, v := range n.Inputs {

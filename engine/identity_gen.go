@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 329 files; see Identity.
-const sourceDigest = "5dd553fee6f3e2de6d040fe1dfa03f18"
+const sourceDigest = "2b9213eb8bcfe311de7166a86077ec54"

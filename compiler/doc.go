@@ -88,6 +88,14 @@
 //     standard builtins; a Loop's scan outputs are stacked on the host one row per
 //     iteration (scan.append, scan.finish); Scan runs the same way over its inputs'
 //     slices (scan.slice, either direction; scan outputs along axis 0, forward).
+//     Sequences and optionals (sequence.go) are VM values: their ops become the VM's
+//     seq.* and opt.* builtins (Identity of one a move), an item read out is a host
+//     value whose symbols are bound from its shape (or checked, shape.expect), a Shape
+//     of an item reads it at run time (ShapeOf), and SequenceMap is a loop over its
+//     body like Loop, each sequence input's item at the position binding the body's
+//     parameter and the body's symbols bound afresh per item; control flow carries
+//     sequences and optionals in registers as it does tensors. The entry signature
+//     records each input's and output's kind (vm.IOKind).
 //  3. build — the backend's Build turns the unique kernels into one binary (a
 //     BuildJob gives it the journal's per-unit object cache and progress). On the CPU
 //     each kernel is compiled to its own object by the C compiler, as many at a time as

@@ -177,8 +177,8 @@ func (e *emitter) readTensor(v *graph.Value) (vm.Reg, error) {
 // later reads (its source register is never written again there).
 func (e *emitter) readOn(v *graph.Value, dev int) (vm.Reg, error) {
 	r, err := e.read(v)
-	if err != nil || e.anyDev[r] || (!e.host[r] && e.dev[r] == dev) {
-		return r, err
+	if err != nil || e.anyDev[r] || (!e.host[r] && e.dev[r] == dev) || e.c.resolve(v).Type.Kind != graph.KindTensor {
+		return r, err // a sequence or optional stays a host value
 	}
 	key := copyKey{r, dev}
 	if d, ok := e.copies[key]; ok {
@@ -278,6 +278,8 @@ func (e *emitter) node(n *graph.Node) error {
 		return e.lowerLoop(n)
 	case n.Op == graph.OpScan:
 		return e.lowerScan(n)
+	case isSeqOpt(n):
+		return e.lowerSeqOpt(n)
 	case n.Op == graph.OpFused:
 		return e.lowerFused(n)
 	case n.Op == graph.OpShapeExpr:

@@ -18,8 +18,8 @@ func (c *compile) lower(m *graph.Module) error {
 	c.kt = newKernelTable()
 	f := m.Main
 	for _, p := range f.Params {
-		if p.Type.Kind != graph.KindTensor {
-			return fmt.Errorf("input %q has type %v; the compiled engine takes tensors only", p.Name, p.Type)
+		if p.Type.Kind != graph.KindTensor && kindOf(p.Type) == 0 {
+			return fmt.Errorf("input %q has type %v; the compiled engine takes tensors, sequences of tensors and optionals of either", p.Name, p.Type)
 		}
 		e.reg[p] = e.newReg()
 	}

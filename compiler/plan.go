@@ -60,8 +60,16 @@ func (c *compile) plan() error {
 
 // ioInfo describes a value for the executable's signature (-1: a dynamic extent).
 func ioInfo(v *graph.Value) vm.IOInfo {
-	io := vm.IOInfo{Name: v.Name, DType: v.Type.DType, Shape: make([]int64, len(v.Type.Shape))}
-	for i, d := range v.Type.Shape {
+	t := v.Type
+	kind := kindOf(t)
+	if kind != vm.IOTensor {
+		t = elemType(t)
+	}
+	io := vm.IOInfo{Name: v.Name, Kind: kind, DType: t.DType, Shape: make([]int64, len(t.Shape)), UnknownRank: kind != vm.IOTensor && t.UnknownRank}
+	if io.UnknownRank {
+		io.Shape = nil
+	}
+	for i, d := range t.Shape {
 		if x, ok := d.Value(); ok {
 			io.Shape[i] = x
 		} else {

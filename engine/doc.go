@@ -6,7 +6,8 @@
 // JIT). A Model is one model version read once (Open: interface, signature, digest and
 // stamp from the same bytes); Executable returns its executable for a set of input
 // shapes (or the generic one, every shape) from the journal or compiled into it; Load
-// also loads it into a VM. Every caller — `kiln serve` (through serve.Engine), prebuild,
+// also loads it into a VM (a Runner; a ValueRunner, RunValues, for an entry that takes
+// or returns sequences and optionals). Every caller — `kiln serve` (through serve.Engine), prebuild,
 // run, compile, bench, inspect, the conformance runners, bench/soak — goes through it.
 //
 // Recipe is every option that changes the generated code (graph optimization level,

@@ -258,6 +258,13 @@ type Runner interface {
 	Close() error
 }
 
+// ValueRunner is a Runner whose entry may take and return sequences and optionals
+// (vm.SeqValue, vm.OptValue; the executable's signature says which): a *vm.VM.
+type ValueRunner interface {
+	Runner
+	RunValues(ctx context.Context, inputs []any) ([]any, error)
+}
+
 // Loaded is an executable loaded on the engine's device, ready to run.
 type Loaded struct {
 	*Built

@@ -34,6 +34,9 @@ func (s *Service) loadConfig(d modelDir, it *onnx.Interface) (*modelpb.ModelConf
 		}
 		c = parsed
 	}
+	if err := tensorsOnly(it); err != nil {
+		return nil, err
+	}
 	if err := modelrepo.AutoComplete(c, d.name, it, s.opts.Instances); err != nil {
 		return nil, err
 	}

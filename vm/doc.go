@@ -131,11 +131,26 @@
 // sides, of another element type, or with an AllocStorage size other than its bytes;
 // a device without images fails the call naming the image.
 //
-// Binary format (FormatVersion 7, see HeaderSize): a fixed header (magic, version, the
+// Sequences and optionals (adt.go, builtins_seq*.go, run_values.go): a register may
+// hold a *Seq (an ONNX sequence: an immutable list of *Host tensors of one element type,
+// each with its own shape) or an *Opt (a tensor, a sequence or nothing), as the Relay
+// VM's ADT objects. The builtins that build and read them (seq.*, opt.*) are the VM's
+// own, like mem.plan: bound at load, called with the registers' values (argument counts
+// checked), and a tensor entering a sequence is copied to the host, so a sequence never
+// aliases memory the static plan reuses. A position out of range, a sequence of mixed
+// element types, a split that does not cover its axis or an empty optional read is an
+// ErrInput naming the node (the instruction's Str). The signature's IOInfo.Kind says
+// whether an entry input or output is a tensor, a sequence, an optional or an optional
+// sequence (DType and Shape then describe each item; UnknownRank: any rank); RunValues
+// takes and returns *tensor.Tensor, *SeqValue and *OptValue and checks every item's
+// element type, rank and static extents (ErrInput); Run refuses a non-tensor output.
+//
+// Binary format (FormatVersion 9, see HeaderSize): a fixed header (magic, version, the
 // CRC-32C and length of the metadata payload, the offset and length of the data section
 // and its CRC-32C), the metadata payload (functions, the constant table, kernel table
 // with each argument's element type and extent program and the launch geometry,
-// binaries, builtins, signature, host calls; each constant is an element type, a shape and the
+// binaries, builtins, signature (each entry's name, kind, element type, unknown-rank
+// flag and shape), host calls; each constant is an element type, a shape and the
 // offset and length of its bytes in the data section), zero padding to a DataAlign
 // (64-byte) boundary, then the data section: every constant's raw little-endian bytes,
 // each at a 64-byte aligned offset. DataOffset finds the split from the header, so a

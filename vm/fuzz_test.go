@@ -6,6 +6,8 @@ import (
 	"errors"
 	"hash/crc32"
 	"testing"
+
+	"github.com/kilnrt/kiln/tensor"
 )
 
 func FuzzUnmarshal(f *testing.F) {
@@ -16,6 +18,14 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add(v2File())
 	withLaunch, _ := sampleLaunch().MarshalBinary()
 	f.Add(withLaunch)
+	seq := sampleConsts()
+	seq.Inputs = []IOInfo{{Name: "s", Kind: IOSequence, DType: tensor.Float32, Shape: []int64{-1, 4}}}
+	seq.Outputs = []IOInfo{{Name: "o", Kind: IOOptSequence, DType: tensor.Float32, UnknownRank: true}}
+	withSeq, err := seq.MarshalBinary()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(withSeq)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var x Executable
 		if err := x.UnmarshalBinary(data); err != nil {

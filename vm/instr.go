@@ -2,8 +2,6 @@ package vm
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -128,24 +126,28 @@ type Executable struct {
 	backing any
 }
 
-// IOInfo names one input or output of the entry function with its element type and
-// shape; an extent of -1 is dynamic.
+// IOInfo names one input or output of the entry function with its kind, element type
+// and shape; an extent of -1 is dynamic. For a sequence or an optional, DType and Shape
+// describe each element (UnknownRank: elements of any rank); a tensor's rank is known.
 type IOInfo struct {
-	Name  string
-	DType tensor.DType
-	Shape []int64
+	Name        string
+	Kind        IOKind
+	DType       tensor.DType
+	Shape       []int64
+	UnknownRank bool
 }
 
-// TypeString prints the element type and shape as graph types do: "f32[1,3,224,224]",
-// a dynamic extent as "?".
+// TypeString prints the type as graph types do: "f32[1,3,224,224]", a dynamic extent
+// as "?", "seq<f32[?]>", "opt<f32[4]>", "opt<seq<f32[*]>>".
 func (io IOInfo) TypeString() string {
-	parts := make([]string, len(io.Shape))
-	for i, d := range io.Shape {
-		if d < 0 {
-			parts[i] = "?"
-		} else {
-			parts[i] = strconv.FormatInt(d, 10)
-		}
+	e := elemString(io.DType, io.Shape, io.UnknownRank)
+	switch io.Kind {
+	case IOSequence:
+		return "seq<" + e + ">"
+	case IOOptional:
+		return "opt<" + e + ">"
+	case IOOptSequence:
+		return "opt<seq<" + e + ">>"
 	}
-	return io.DType.String() + "[" + strings.Join(parts, ",") + "]"
+	return e
 }

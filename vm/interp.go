@@ -76,6 +76,9 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 	case InvokeKernel:
 		return pc + 1, nil, c.launch(regs, in)
 	case CallBuiltin:
+		if vb := c.m.vbuilt[in.Imm]; vb.f != nil {
+			return c.stepValue(vb, in, arg, set)
+		}
 		args := make([]*tensor.Tensor, len(in.Args))
 		for i := range args {
 			v, err := arg(i)

@@ -123,7 +123,15 @@ func (x *Executable) decode(meta, data []byte, alias bool) error {
 	for _, sig := range []*[]IOInfo{&y.Inputs, &y.Outputs} {
 		n := d.count("signature entries")
 		for i := 0; i < n && d.err == nil; i++ {
-			io := IOInfo{Name: d.str(), DType: tensor.DType(d.count("dtype"))}
+			io := IOInfo{Name: d.str(), Kind: IOKind(d.byte())}
+			io.DType = tensor.DType(d.count("dtype"))
+			switch d.byte() {
+			case 0:
+			case 1:
+				io.UnknownRank = true
+			default:
+				d.fail("signature entry %q: bad unknown-rank flag", io.Name)
+			}
 			rank := d.count("rank")
 			for k := 0; k < rank && d.err == nil; k++ {
 				io.Shape = append(io.Shape, d.int())

@@ -10,9 +10,9 @@ import (
 // MarshalBinary verifies the executable, then writes it in format FormatVersion: the header (see
 // HeaderSize), the metadata payload (entry, functions, constants as element type, shape
 // and the offset and length of their bytes in the data section, kernel table, binaries,
-// builtins, the entry's input and output signature, the host call table
-// (hostop_marshal.go); a kernel's launch geometry is a flag, then its six extents when
-// set), zero padding to a DataAlign
+// builtins, the entry's input and output signature (name, kind, element type, unknown
+// rank, shape), the host call table (hostop_marshal.go); a kernel's launch
+// geometry is a flag, then its six extents when set), zero padding to a DataAlign
 // boundary, then the data section: each constant's raw little-endian bytes at the next
 // DataAlign-aligned offset, zero padding between them, nothing after the last.
 func (x *Executable) MarshalBinary() ([]byte, error) {
@@ -99,7 +99,9 @@ func (x *Executable) encode() ([]byte, error) {
 		p.uint(uint64(len(sig)))
 		for _, io := range sig {
 			p.str(io.Name)
+			p.b.WriteByte(byte(io.Kind))
 			p.uint(uint64(io.DType))
+			p.b.WriteByte(boolByte(io.UnknownRank))
 			p.uint(uint64(len(io.Shape)))
 			for _, d := range io.Shape {
 				p.int(d)

@@ -50,6 +50,9 @@ func (x *Executable) Verify() error {
 		if !io.DType.Valid() {
 			return fmt.Errorf("%w: signature entry %q has element type %d", ErrFormat, io.Name, io.DType)
 		}
+		if err := io.verifyKind(); err != nil {
+			return fmt.Errorf("%w: signature entry %q: %v", ErrFormat, io.Name, err)
+		}
 	}
 	if err := x.verifyHostCalls(); err != nil {
 		return err

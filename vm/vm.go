@@ -35,8 +35,9 @@ type VM struct {
 	devs     []devices.Device
 	kernels  []devices.Kernel
 	builtins []Builtin
-	hostOps  []HostOp  // by host call
-	consts   []*Tensor // constants uploaded to device 0
+	hostOps  []HostOp       // by host call
+	vbuilt   []valueBuiltin // the sequence and optional builtins, by builtin index (zero: a tensor builtin)
+	consts   []*Tensor      // constants uploaded to device 0
 	modules  []devices.Module
 	storages []*Storage // the constants' storage
 	pool     *pool      // best-fit allocator of storages, keeping finished calls' memory
@@ -121,7 +122,14 @@ func LoadWith(exe *Executable, devs []devices.Device, table map[string]Builtin, 
 		}
 		m.argBytes = append(m.argBytes, ab)
 	}
+	vtable := valueBuiltins()
+	m.vbuilt = make([]valueBuiltin, len(exe.Builtins))
 	for i, name := range exe.Builtins {
+		if vb, ok := vtable[name]; ok { // the VM's own: they take registers' values
+			m.vbuilt[i] = vb
+			m.builtins = append(m.builtins, nil)
+			continue
+		}
 		if name == BuiltinMemPlan { // the VM's own: it reads the call's memory
 			m.memPlanAt = i
 			m.builtins = append(m.builtins, nil)
@@ -195,12 +203,25 @@ type call struct {
 }
 
 // Run invokes the entry function on host inputs and returns its result as host tensors
-// (a tuple result gives one tensor per field).
+// (a tuple result gives one tensor per field). An executable whose entry takes or
+// returns sequences or optionals runs with RunValues.
 func (m *VM) Run(ctx context.Context, inputs []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	return m.run(ctx, inputs, nil)
 }
 
-func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (out []*tensor.Tensor, err error) {
+func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) ([]*tensor.Tensor, error) {
+	vals := make([]any, len(inputs))
+	for i, t := range inputs {
+		vals[i] = t
+	}
+	outs, err := m.runValues(ctx, vals, prof)
+	if err != nil {
+		return nil, err
+	}
+	return tensorsOf(outs, m.exe.Outputs)
+}
+
+func (m *VM) runValues(ctx context.Context, inputs []any, prof *Profile) (out []any, err error) {
 	defer func() {
 		// a panicking builtin must not take the daemon down
 		if r := recover(); r != nil {
@@ -218,15 +239,19 @@ func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (o
 	defer c.free()
 	args := make([]Value, len(inputs))
 	for i, in := range inputs {
-		name := fmt.Sprintf("input %d", i)
+		name, elem := fmt.Sprintf("input %d", i), tensor.DType(0)
 		if i < len(m.exe.Inputs) {
-			name = fmt.Sprintf("input %q", m.exe.Inputs[i].Name)
+			io := m.exe.Inputs[i]
+			name, elem = fmt.Sprintf("input %q", io.Name), io.DType
+			if _, isOpt := in.(*OptValue); !isOpt && (io.Kind == IOOptional || io.Kind == IOOptSequence) {
+				in = &OptValue{V: in} // an optional's content given bare
+			}
 		}
-		t, err := c.upload(0, in, name)
+		v, err := c.input(in, name, elem)
 		if err != nil {
 			return nil, fmt.Errorf("%w: input %d: %w", ErrRun, i, err)
 		}
-		args[i] = t
+		args[i] = v
 	}
 	ret, err := c.invoke(m.exe.Entry, args, 0)
 	if err != nil {
@@ -241,9 +266,9 @@ func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (o
 	} else {
 		flat = []Value{ret}
 	}
-	res := make([]*tensor.Tensor, len(flat))
+	res := make([]any, len(flat))
 	for i, v := range flat {
-		if res[i], err = c.host(v); err != nil {
+		if res[i], err = c.output(v); err != nil {
 			return nil, fmt.Errorf("%w: output %d: %v", ErrRun, i, err)
 		}
 	}
@@ -278,26 +303,4 @@ func (c *call) release(s *Storage) {
 			return
 		}
 	}
-}
-
-// checkInputs compares inputs with the executable's signature, when it has one.
-func (m *VM) checkInputs(inputs []*tensor.Tensor) error {
-	if len(m.exe.Inputs) == 0 {
-		return nil
-	}
-	for i, in := range inputs {
-		want := m.exe.Inputs[i]
-		bad := in == nil || in.DType != want.DType || len(in.Shape) != len(want.Shape)
-		for k := 0; !bad && k < len(want.Shape); k++ {
-			bad = want.Shape[k] >= 0 && int64(in.Shape[k]) != want.Shape[k]
-		}
-		if bad {
-			got := "nothing"
-			if in != nil {
-				got = fmt.Sprintf("%v%v", in.DType, in.Shape)
-			}
-			return fmt.Errorf("%w: input %q: got %s, the executable takes %s", ErrInput, want.Name, got, want.TypeString())
-		}
-	}
-	return nil
 }

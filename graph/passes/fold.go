@@ -21,7 +21,8 @@ import (
 // an extent a folded pads chain fixed) gets its branch's types for the nodes after it.
 // Nodes with subgraphs, random nodes and host-only nodes (sequences, optionals) are not
 // evaluated, and neither is a result larger than both ctx.FoldLimit and the node's
-// inputs together.
+// inputs together. A node reading a tensor taken out of a sequence or optional never
+// becomes a ShapeExpr: its extents are that item's, known only at run time.
 //
 // Folding is bounded per node (ctx.FoldWork) and per run: the operations of all folds
 // together (ctx.FoldBudget) and the elements they create (four times the module's
@@ -317,10 +318,25 @@ func knownValue(n *graph.Node) []*tensor.Tensor {
 // shapeExpr returns the value type of a single-output node whose integer result is a
 // known expression over symbols.
 func shapeExpr(n *graph.Node) (graph.Type, bool) {
-	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 || !intTensor(n.Outputs[0].Type) {
+	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 || !intTensor(n.Outputs[0].Type) || readsItem(n) {
 		return graph.Type{}, false
 	}
 	return graph.ShapeExprOf(n.Outputs[0].Type)
+}
+
+// readsItem reports whether n reads a tensor taken out of a sequence or an optional:
+// its symbolic extents are the item's, bound only from the item itself at run time, so
+// the node must stay (and keep the item's producer alive).
+func readsItem(n *graph.Node) bool {
+	for _, v := range n.Inputs {
+		if v == nil || v.Def == nil || v.Type.Kind != graph.KindTensor {
+			continue
+		}
+		if info := v.Def.Op.Info(); info != nil && info.Flags&graph.HostOnly != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // intTensor is the cheap half of graph.CheckShapeExpr, which builds an error for every

@@ -104,34 +104,44 @@ func GenericEngineWith(dev *devcpu.Device, o CompiledOptions) (run Engine, compi
 func (c *compiled) run(ctx context.Context, m *graph.Module, inputs map[string]ref.Value) ([]ref.Value, error) {
 	ts := map[string]*tensor.Tensor{}
 	for k, v := range inputs {
-		t, ok := v.(*tensor.Tensor)
-		if !ok {
-			return nil, fmt.Errorf("%w: input %q is %s; the compiled engine takes tensors", ref.ErrUnsupported, k, ref.Describe(v))
+		if t, ok := v.(*tensor.Tensor); ok {
+			ts[k] = t
 		}
-		ts[k] = t
 	}
 	machine, err := c.load(ctx, m, ts)
 	if err != nil {
 		return nil, err
 	}
-	var args []*tensor.Tensor
+	var args []any
 	for _, p := range m.Main.Params {
-		t, ok := ts[p.Name]
+		v, ok := inputs[p.Name]
 		if !ok && p.Const != nil {
-			t = p.Const
+			v = p.Const
 		}
-		if t == nil {
+		if v == nil && p.Type.Kind != graph.KindOptional {
 			return nil, fmt.Errorf("missing input %q", p.Name)
 		}
-		args = append(args, t)
+		a, err := vmValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", p.Name, err)
+		}
+		args = append(args, a)
 	}
-	got, err := machine.Run(ctx, args)
+	vr, ok := machine.(engine.ValueRunner)
+	if !ok {
+		return nil, fmt.Errorf("%w: its runner %T takes tensors only", ErrCompiledUnsupported, machine)
+	}
+	got, err := vr.RunValues(ctx, args)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]ref.Value, len(got))
-	for i, t := range got {
-		out[i] = t
+	for i, v := range got {
+		var t graph.Type
+		if i < len(m.Main.Results) {
+			t = m.Main.Results[i].Type
+		}
+		out[i] = refValue(v, t)
 	}
 	return out, nil
 }

@@ -7,6 +7,10 @@
 // compiled per model and shape binding; CompiledEngineWith also builds them
 // bounds-checked, engine.Recipe.BoundsCheck, as TestZooBoundsChecked does for the
 // zoo) and GenericEngine (one executable per model, its symbolic dims left free).
+// The compiled engines feed a test's sequences and optionals to the VM
+// (vm.SeqValue, vm.OptValue through engine.ValueRunner) and hand its results back as
+// the reference evaluator's values; an input they cannot take is
+// ErrCompiledUnsupported (the case is skipped, not failed).
 //
 // Invariants: one case can never stop the run (errors, panics and timeouts become that
 // case's result); a model the loader reports as unsupported is "unsupported", never a

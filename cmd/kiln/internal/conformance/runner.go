@@ -217,7 +217,7 @@ func runSet(ctx context.Context, m *graph.Module, set string, opts Options) Resu
 	}
 	got, err := opts.Engine(ctx, m, inputs)
 	if err != nil {
-		if errors.Is(err, ref.ErrUnsupported) || errors.Is(err, kernels.ErrNoKernel) || errors.Is(err, codegen.ErrUnsupported) {
+		if errors.Is(err, ref.ErrUnsupported) || errors.Is(err, ErrCompiledUnsupported) || errors.Is(err, kernels.ErrNoKernel) || errors.Is(err, codegen.ErrUnsupported) {
 			return Result{Status: Unsupported, Reason: err.Error()}
 		}
 		return Result{Status: Fail, Reason: err.Error()}

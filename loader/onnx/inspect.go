@@ -118,7 +118,7 @@ func unsupportedReason(dom, op string, opsets map[string]int64) string {
 	if _, ok := opsets[dom]; !ok {
 		return fmt.Sprintf("domain %q is not in the model's opset imports", dom)
 	}
-	if dom != "" {
+	if dom != "" && dom != graph.TrainingDomain {
 		return fmt.Sprintf("domain %q is not supported", dom)
 	}
 	if op == "Constant" {

@@ -142,9 +142,16 @@
 // before the kernel, unless one reads a value computed inside the group (then the
 // members are lowered one by one). A reduction over run-time axes that drops them runs
 // as its kept form and a view. Storages sized by such symbols are checked when they
-// are allocated, not by the prologue's mem.plan. A dim no host function determines
-// (data-dependent: NonZero, a Loop-carried shape) is a compile error naming it, as is a
-// symbolic tensor in a channel-blocked layout. Shape inference takes symbols to be at
+// are allocated, not by the prologue's mem.plan. A dim no host function determines (a
+// Loop-carried shape) is a compile error naming it, as is a symbolic tensor in a
+// channel-blocked layout.
+//
+// Host ops (hostop.go): a node whose op is in the host op table (by graph.Op, with a
+// test for ops that run on the host only in some uses) is one vm.CallHost: its present
+// inputs (the call's slots say which), its attribute struct encoded field by field
+// under the ONNX names, and a GetField per output; each output's fresh symbols are bound
+// from the result's shape and its known extents checked (shape.expect), as for host
+// shape functions. Shape inference takes symbols to be at
 // least 1 where ONNX gives 0 a meaning of its own (a Reshape entry 0).
 //
 // Sizes and limits: every static tensor's byte count is checked (tensor.CheckedBytes)

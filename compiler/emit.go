@@ -34,6 +34,7 @@ type emitter struct {
 	constIdx   map[*tensor.Tensor]int
 	builtins   []string
 	builtinIdx map[string]int
+	hostCalls  []vm.HostCall // the CallHost instructions' table (hostop.go)
 
 	// static plan bookkeeping: one arena per device, allocated by the instruction at
 	// arenaPC (its size set by the plan)
@@ -283,6 +284,9 @@ func (e *emitter) node(n *graph.Node) error {
 		return e.lowerShapeExpr(n)
 	case isView(n):
 		return e.lowerView(n)
+	}
+	if name := hostOpFor(n); name != "" {
+		return e.lowerHostOp(n, name)
 	}
 	_, err := e.lowerKernel(n, nil)
 	return err

@@ -42,6 +42,7 @@ func (c *compile) plan() error {
 		Constants: e.consts,
 		Kernels:   c.kt.kernelInfos(),
 		Builtins:  e.builtins,
+		HostCalls: e.hostCalls,
 		Binaries:  c.kt.bins,
 	}
 	for _, v := range c.mod.Main.Params {

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 324 files; see Identity.
-const sourceDigest = "be0d84ff502d22a15e9e0dfe9566b65b"
+// sourceDigest covers 332 files; see Identity.
+const sourceDigest = "baea90f65602037de2baa69c7a9b7bf2"

@@ -36,6 +36,18 @@
 // 2^40 is an ErrInput error (the instruction's Str names the node), never a panic or an
 // allocation.
 //
+// Host ops (hostop.go): CallHost runs an entry of the executable's host call table
+// (HostCalls: an op name, its attributes as named lists of ints, floats or strings, and
+// the op input each argument is) on host copies of its arguments and sets its register
+// to the tuple of the outputs, host tensors. The op table (HostOps, StdHostOps unless
+// Options.HostOps is given) is resolved by name at load, where each op's Check validates
+// the call's attributes; Verify checks the table's form (attributes sorted and distinct,
+// values of their kind, slots ascending and below 64, the instruction's index and
+// argument count). An op allocates through its HostCtx: each tensor within TensorBytes,
+// all of them within what the call may still hold of RequestBytes (ErrInput and
+// ErrMemoryLimit otherwise); a value a request gets wrong is an ErrInput, and a panic is
+// recovered into an error; both name the node.
+//
 // Sizes and limits: every byte count, offset and extent computed from an executable or
 // a request is checked (tensor.CheckedSize and friends; shape programs evaluate with
 // checked arithmetic), so none wraps around. Limits (LoadWith's Options; zero fields
@@ -103,11 +115,11 @@
 // sides, of another element type, or with an AllocStorage size other than its bytes;
 // a device without images fails the call naming the image.
 //
-// Binary format (FormatVersion 6, see HeaderSize): a fixed header (magic, version, the
+// Binary format (FormatVersion 7, see HeaderSize): a fixed header (magic, version, the
 // CRC-32C and length of the metadata payload, the offset and length of the data section
 // and its CRC-32C), the metadata payload (functions, the constant table, kernel table
 // with each argument's element type and extent program and the launch geometry,
-// binaries, builtins, signature; each constant is an element type, a shape and the
+// binaries, builtins, signature, host calls; each constant is an element type, a shape and the
 // offset and length of its bytes in the data section), zero padding to a DataAlign
 // (64-byte) boundary, then the data section: every constant's raw little-endian bytes,
 // each at a 64-byte aligned offset. DataOffset finds the split from the header, so a

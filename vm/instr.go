@@ -8,8 +8,8 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// Opcode is a VM instruction kind. New capability goes into the builtin table, not into
-// new opcodes.
+// Opcode is a VM instruction kind. New capability goes into the builtin or host op
+// tables, not into new opcodes.
 type Opcode uint8
 
 const (
@@ -32,12 +32,13 @@ const (
 	GetField                     // Dst = Args[0].fields[Imm]
 	KillRegister                 // Args[0] is dead; its value may be freed (a storage of this call returns to the pool at once)
 	Fatal                        // stop with the message Constants... (Str)
+	CallHost                     // Dst = the tuple of HostCalls[Imm](Args...)'s outputs, host tensors (hostop.go); Str names the node
 	numOpcodes
 )
 
 var opNames = [...]string{"move", "ret", "invoke", "invoke_kernel", "call_builtin", "alloc_storage",
 	"alloc_tensor", "alloc_tensor_reg", "load_const", "load_const_int", "if", "goto", "shape_of",
-	"reshape_tensor", "device_copy", "alloc_tuple", "get_field", "kill_register", "fatal"}
+	"reshape_tensor", "device_copy", "alloc_tuple", "get_field", "kill_register", "fatal", "call_host"}
 
 func (o Opcode) String() string {
 	if o < numOpcodes {
@@ -113,6 +114,9 @@ type Executable struct {
 	Kernels   []KernelInfo
 	Binaries  []Binary
 	Builtins  []string // names resolved against the VM's builtin table at load time
+	// HostCalls are the host op uses CallHost indexes: op names resolved against the
+	// VM's host op table at load time, with their attributes.
+	HostCalls []HostCall
 	// Inputs and Outputs describe the entry function's parameters and results (a
 	// multi-output entry returns a tuple): what a server checks requests against.
 	Inputs, Outputs []IOInfo

@@ -103,6 +103,22 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 			return 0, nil, fmt.Errorf("%w: %w", ErrInput, c.m.limits.TensorError("the result of builtin "+c.m.exe.Builtins[in.Imm], b))
 		}
 		return set(&Host{T: out})
+	case CallHost:
+		args := make([]*tensor.Tensor, len(in.Args))
+		for i := range args {
+			v, err := arg(i)
+			if err != nil {
+				return 0, nil, err
+			}
+			if args[i], err = c.host(v); err != nil {
+				return 0, nil, err
+			}
+		}
+		v, err := c.callHost(in, args)
+		if err != nil {
+			return 0, nil, err
+		}
+		return set(v)
 	case AllocStorage:
 		if k, ok, err := imageOf(in); err != nil || ok {
 			if err != nil {

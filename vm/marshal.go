@@ -17,7 +17,7 @@ var (
 )
 
 // FormatVersion is bumped whenever the encoding or the meaning of an opcode changes.
-const FormatVersion = 6
+const FormatVersion = 7
 
 var magic = [8]byte{'K', 'I', 'L', 'N', 'E', 'X', 'E', 0}
 

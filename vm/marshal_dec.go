@@ -131,6 +131,7 @@ func (x *Executable) decode(meta, data []byte, alias bool) error {
 			*sig = append(*sig, io)
 		}
 	}
+	y.decodeHostCalls(d)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the last section", len(d.b))
 	}

@@ -10,8 +10,9 @@ import (
 // MarshalBinary verifies the executable, then writes it in format FormatVersion: the header (see
 // HeaderSize), the metadata payload (entry, functions, constants as element type, shape
 // and the offset and length of their bytes in the data section, kernel table, binaries,
-// builtins, the entry's input and output signature; a kernel's launch
-// geometry is a flag, then its six extents when set), zero padding to a DataAlign
+// builtins, the entry's input and output signature, the host call table
+// (hostop_marshal.go); a kernel's launch geometry is a flag, then its six extents when
+// set), zero padding to a DataAlign
 // boundary, then the data section: each constant's raw little-endian bytes at the next
 // DataAlign-aligned offset, zero padding between them, nothing after the last.
 func (x *Executable) MarshalBinary() ([]byte, error) {
@@ -105,6 +106,7 @@ func (x *Executable) encode() ([]byte, error) {
 			}
 		}
 	}
+	x.encodeHostCalls(&p)
 	meta := p.b.Bytes()
 	dataOff := alignUp(HeaderSize + int64(len(meta)))
 	out := make([]byte, dataOff+dataLen)

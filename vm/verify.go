@@ -51,6 +51,9 @@ func (x *Executable) Verify() error {
 			return fmt.Errorf("%w: signature entry %q has element type %d", ErrFormat, io.Name, io.DType)
 		}
 	}
+	if err := x.verifyHostCalls(); err != nil {
+		return err
+	}
 	for fi, f := range x.Functions {
 		if f.Params < 0 || f.Regs < f.Params {
 			return fmt.Errorf("%w: function %s has %d registers for %d parameters", ErrFormat, f.Name, f.Regs, f.Params)
@@ -116,6 +119,8 @@ func (x *Executable) verifyInstr(f Function, pc int, in Instr) error {
 		}
 	case CallBuiltin:
 		err = index(len(x.Builtins), "builtin")
+	case CallHost:
+		err = x.verifyCallHost(&in)
 	case AllocStorage:
 		if len(in.Args) > 0 {
 			err = args(1)

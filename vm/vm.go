@@ -35,6 +35,7 @@ type VM struct {
 	devs     []devices.Device
 	kernels  []devices.Kernel
 	builtins []Builtin
+	hostOps  []HostOp  // by host call
 	consts   []*Tensor // constants uploaded to device 0
 	modules  []devices.Module
 	storages []*Storage // the constants' storage
@@ -55,6 +56,8 @@ type VM struct {
 type Options struct {
 	// Limits bound one call's memory (zero fields: DefaultLimits).
 	Limits Limits
+	// HostOps resolves the executable's host calls (nil: StdHostOps).
+	HostOps HostOps
 }
 
 // Load is LoadWith with default Options.
@@ -129,6 +132,9 @@ func LoadWith(exe *Executable, devs []devices.Device, table map[string]Builtin, 
 			return fail(fmt.Errorf("%w: builtin %q is not in this VM's table", ErrRun, name))
 		}
 		m.builtins = append(m.builtins, b)
+	}
+	if err := m.resolveHostOps(opts.HostOps); err != nil {
+		return fail(err)
 	}
 	mapper, _ := devs[0].(devices.HostMapper)
 	if !exe.Mapped() {

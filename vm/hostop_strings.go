@@ -424,3 +424,13 @@ func (a HostAttrs) Floats(name string) []float64 {
 	}
 	return nil
 }
+
+// stringBytes is what a string tensor holds: its bytes and one header per element.
+func stringBytes(t *tensor.Tensor) int64 {
+	s, _ := t.Data.([]string)
+	n := int64(len(s)) * stringHeader
+	for _, x := range s {
+		n += int64(len(x))
+	}
+	return n
+}

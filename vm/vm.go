@@ -222,6 +222,14 @@ func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (o
 		if i < len(m.exe.Inputs) {
 			name = fmt.Sprintf("input %q", m.exe.Inputs[i].Name)
 		}
+		if in.DType == tensor.String {
+			// strings have no device layout: host ops read them where they are
+			if err := c.reserve(stringBytes(in), name); err != nil {
+				return nil, fmt.Errorf("%w: input %d: %w", ErrRun, i, err)
+			}
+			args[i] = &Host{T: in}
+			continue
+		}
 		t, err := c.upload(0, in, name)
 		if err != nil {
 			return nil, fmt.Errorf("%w: input %d: %w", ErrRun, i, err)

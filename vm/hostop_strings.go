@@ -280,9 +280,10 @@ func hostTfIdf(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, 
 // shortest form that reads back to the same value of their type ("INF", "-INF" and
 // "NaN" for the special values, integers in decimal, bools as 0 and 1). Strings parse as
 // decimal or scientific numbers; "INF", "+INF", "-INF", "INFINITY" and "NaN" in any case
-// are the special values; an integer target reads an integer literal exactly and
-// truncates a decimal one; text that is no number (which ONNX leaves undefined) is NaN
-// for a float target and an ErrInput for any other.
+// are the special values, and a number beyond float64's range the infinity of its sign;
+// an integer target reads an integer literal exactly and truncates a decimal one. Text
+// that is no number (ONNX leaves it undefined; its reference implementation refuses it)
+// is an ErrInput, as is NaN, an infinity or a value out of range for an integer target.
 func hostCastString(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x, err := hostInput(in, 0)
 	if err != nil {
@@ -353,7 +354,11 @@ func ParseStrings(s []string, to tensor.DType, shape tensor.Shape) (*tensor.Tens
 	if to.IsFloat() {
 		v := make([]float64, len(s))
 		for i, str := range s {
-			v[i] = parseFloat(str)
+			f, ok := parseFloat(str)
+			if !ok {
+				return nil, fmt.Errorf("string %d (%s) is not a number", i, quoteShort(str))
+			}
+			v[i] = f
 		}
 		return tensor.FromFloat64s(to, shape, v), nil
 	}
@@ -364,49 +369,48 @@ func ParseStrings(s []string, to tensor.DType, shape tensor.Shape) (*tensor.Tens
 			v[i] = n
 			continue
 		}
-		if n, err := strconv.ParseUint(t, 10, 64); err == nil {
+		if n, err := strconv.ParseUint(t, 10, 64); err == nil && to == tensor.Uint64 {
 			v[i] = int64(n)
 			continue
 		}
-		f := parseFloat(t)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
+		f, ok := parseFloat(t)
+		switch {
+		case !ok || math.IsNaN(f) || math.IsInf(f, 0):
 			return nil, fmt.Errorf("string %d (%s) is not a number of %v", i, quoteShort(str), to)
-		}
-		if to == tensor.Bool {
+		case to == tensor.Bool:
 			v[i] = 0
 			if f != 0 {
 				v[i] = 1
 			}
-			continue
-		}
-		if f >= 9.223372036854775807e18 || f < -9.223372036854775808e18 {
+		case f >= 9.223372036854775807e18 || f < -9.223372036854775808e18:
 			return nil, fmt.Errorf("string %d (%s) is out of the range of %v", i, quoteShort(str), to)
+		default:
+			v[i] = int64(f)
 		}
-		v[i] = int64(f)
 	}
 	return tensor.FromInt64s(to, shape, v), nil
 }
 
-// parseFloat reads a decimal or scientific number, or a special value; anything else is
-// NaN. A number beyond float64's range is the infinity of its sign.
-func parseFloat(s string) float64 {
+// parseFloat reads a decimal or scientific number, or a special value; ok is false for
+// anything else. A number beyond float64's range is the infinity of its sign.
+func parseFloat(s string) (float64, bool) {
 	t := strings.TrimSpace(s)
 	switch strings.ToUpper(t) {
 	case "INF", "+INF", "INFINITY", "+INFINITY":
-		return math.Inf(1)
+		return math.Inf(1), true
 	case "-INF", "-INFINITY":
-		return math.Inf(-1)
+		return math.Inf(-1), true
 	case "NAN", "+NAN", "-NAN":
-		return math.NaN()
+		return math.NaN(), true
 	}
-	if strings.ContainsAny(t, "xXpP_") { // no hexadecimal floats or digit separators
-		return math.NaN()
+	if t == "" || strings.ContainsAny(t, "xXpP_nNiI") { // no hexadecimal floats, digit separators or other spellings
+		return 0, false
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil && !math.IsInf(f, 0) {
-		return math.NaN()
+		return 0, false
 	}
-	return f
+	return f, true
 }
 
 // quoteShort quotes at most the first 32 bytes of s for an error message.

@@ -224,9 +224,11 @@ func (m *VM) run(ctx context.Context, inputs []*tensor.Tensor, prof *Profile) (o
 		}
 		if in.DType == tensor.String {
 			// strings have no device layout: host ops read them where they are
-			if err := c.reserve(stringBytes(in), name); err != nil {
+			n := stringBytes(in)
+			if err := c.reserve(n, name); err != nil {
 				return nil, fmt.Errorf("%w: input %d: %w", ErrRun, i, err)
 			}
+			c.held += n
 			args[i] = &Host{T: in}
 			continue
 		}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 332 files; see Identity.
-const sourceDigest = "baea90f65602037de2baa69c7a9b7bf2"
+// sourceDigest covers 341 files; see Identity.
+const sourceDigest = "d614a65ff4847b4e0985b1bf0e968db8"

@@ -34,7 +34,7 @@ func momentumModel(t *testing.T, version int64) []byte {
 		}}
 	v17, ir := int64(17), int64(8)
 	b, err := proto.Marshal(&onnxpb.ModelProto{
-		IrVersion: &ir,
+		IrVersion:   &ir,
 		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: s(""), Version: &v17}, {Domain: s(graph.TrainingDomain), Version: &version}},
 		Graph: &onnxpb.GraphProto{Name: s("g"),
 			Input:  []*onnxpb.ValueInfoProto{vi("R", f32), vi("T", i64), vi("X", f32, 4), vi("G", f32, 4), vi("V", f32, 4)},

@@ -285,7 +285,7 @@ func (e *emitter) node(n *graph.Node) error {
 	case isView(n):
 		return e.lowerView(n)
 	}
-	if name := hostOpFor(n); name != "" {
+	if name := e.c.hostOpFor(n); name != "" {
 		return e.lowerHostOp(n, name)
 	}
 	_, err := e.lowerKernel(n, nil)

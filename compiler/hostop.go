@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/tensor"
@@ -20,10 +21,11 @@ import (
 // device).
 
 // hostLowering is one entry of the host op table: the name in vm.StdHostOps and, when
-// the op runs on the host only in some uses, the test for them.
+// the op runs on the host only in some uses, the test for them (resolve maps a value
+// of an inlined subgraph to the outer value it stands for).
 type hostLowering struct {
 	name string
-	when func(n *graph.Node) bool
+	when func(n *graph.Node, resolve func(*graph.Value) *graph.Value) bool
 }
 
 // hostRow is one row of the host op table's source lists.
@@ -32,14 +34,10 @@ type hostRow struct {
 	hl hostLowering
 }
 
-// hostOpTable lists the ops that run as host ops, by op.
-func hostOpTable() *[graph.NumOps]hostLowering {
-	return &hostOps
-}
+// hostOpTable lists the ops that run as host ops, by op (built on first use).
+var hostOpTable = sync.OnceValue(buildHostOps)
 
-var hostOps = buildHostOps()
-
-func buildHostOps() [graph.NumOps]hostLowering {
+func buildHostOps() *[graph.NumOps]hostLowering {
 	var t [graph.NumOps]hostLowering
 	rows := []hostRow{
 		{graph.OpNonZero, hostLowering{name: vm.HostNonZero}},
@@ -55,25 +53,25 @@ func buildHostOps() [graph.NumOps]hostLowering {
 		}
 		t[r.op] = r.hl
 	}
-	return t
+	return &t
 }
 
 // runtimeInput is the test of ops that run on the host when input i is present and
 // not a constant (TopK's k, MaxUnpool's output_shape); otherwise they have kernels.
-func runtimeInput(i int) func(n *graph.Node) bool {
-	return func(n *graph.Node) bool {
+func runtimeInput(i int) func(*graph.Node, func(*graph.Value) *graph.Value) bool {
+	return func(n *graph.Node, resolve func(*graph.Value) *graph.Value) bool {
 		v := n.Input(i)
-		return v != nil && v.Const == nil
+		return v != nil && resolve(v).Const == nil
 	}
 }
 
 // hostOpFor returns the host op n runs as ("" when it runs as kernels).
-func hostOpFor(n *graph.Node) string {
+func (c *compile) hostOpFor(n *graph.Node) string {
 	if n.Op <= graph.OpInvalid || n.Op >= graph.NumOps {
 		return ""
 	}
 	hl := hostOpTable()[n.Op]
-	if hl.name == "" || (hl.when != nil && !hl.when(n)) {
+	if hl.name == "" || (hl.when != nil && !hl.when(n, c.resolve)) {
 		return ""
 	}
 	return hl.name

@@ -21,7 +21,7 @@ func stringHostRows() []hostRow {
 }
 
 // castsString reports a cast whose source or target holds strings.
-func castsString(n *graph.Node) bool {
+func castsString(n *graph.Node, _ func(*graph.Value) *graph.Value) bool {
 	in, out := n.Input(0), n.Outputs[0]
 	return (in != nil && in.Type.DType == tensor.String) || out.Type.DType == tensor.String
 }

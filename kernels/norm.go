@@ -10,13 +10,14 @@ import (
 // normComputes: the softmax family and the normalizations.
 func normComputes() map[graph.Op]ComputeFunc {
 	return map[graph.Op]ComputeFunc{
-		graph.OpSoftmax:               computeSoftmax,
-		graph.OpLogSoftmax:            computeSoftmax,
-		graph.OpHardmax:               computeSoftmax,
-		graph.OpLayerNormalization:    computeLayerNorm,
-		graph.OpBatchNormalization:    computeBatchNorm,
-		graph.OpInstanceNormalization: computeInstanceNorm,
-		graph.OpLpNormalization:       computeLpNorm,
+		graph.OpSoftmax:                   computeSoftmax,
+		graph.OpLogSoftmax:                computeSoftmax,
+		graph.OpHardmax:                   computeSoftmax,
+		graph.OpLayerNormalization:        computeLayerNorm,
+		graph.OpBatchNormalization:        computeBatchNorm,
+		graph.OpInstanceNormalization:     computeInstanceNorm,
+		graph.OpLpNormalization:           computeLpNorm,
+		graph.OpMeanVarianceNormalization: computeMVN,
 	}
 }
 

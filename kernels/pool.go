@@ -94,7 +94,10 @@ func (w PoolWindow) read(x *te.Tensor, i []loopir.Expr, rk []loopir.Expr) (loopi
 func computePool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	a := attrs[graph.PoolAttrs](n)
 	x := in[0].T
-	if !plainFloat(x.DT) {
+	// MaxPool compares only, so integers pool as floats do (padding taps are the
+	// type's least value); the others divide or take powers
+	maxOnly := n.Op == graph.OpMaxPool && len(n.Outputs) == 1
+	if !plainFloat(x.DT) && !(maxOnly && x.DT.IsInt()) {
 		return nil, Unsupported("%v on %v", n.Op, x.DT)
 	}
 	if len(x.Shape) < 3 || len(a.KernelShape) != len(x.Shape)-2 {
@@ -141,7 +144,10 @@ func computePool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	case graph.OpMaxPool:
 		return []*te.Tensor{te.Compute("maxpool", outShape, func(i []loopir.Expr) loopir.Expr {
 			v, ok := w.read(x, i, rk)
-			return te.Max(guard(v, ok, math.Inf(-1)), rv...)
+			if ok != nil { // a padding tap: the least value of the type
+				v = te.Select(ok, v, loopir.MaxReduce.Identity(x.DT))
+			}
+			return te.Max(v, rv...)
 		})}, nil
 	case graph.OpLpPool:
 		p := a.P

@@ -55,6 +55,22 @@
 // each text op counts its output strings' bytes before it makes them; text that is not
 // valid UTF-8 where case matters, or is no number where one is read, is an ErrInput.
 //
+// The standard host ops (StdHostOps) are the ops whose output extents depend on the
+// data: NonZero and Compress (hostop_select.go: count, allocate, fill; on the host
+// because the count needs the whole input before the output exists, and a device
+// kernel would need a second launch and a read-back of the count anyway), Unique
+// (hostop_unique.go: a hash of each item's values, then a stable sort), NonMaxSuppression
+// (hostop_nms.go: a sort and a sequential suppression loop per class), TopK with a k
+// known only at run time (hostop_topk.go: a stable sort per row; a constant k has a
+// kernel) and MaxUnpool with a run-time output_shape (hostop_maxunpool.go: a scatter
+// whose output extents are the operand's values; without one it has a kernel). Their
+// checks: k a single integer in [0, the axis's extent]; an axis in range; a Compress
+// condition of one dimension; boxes and scores of fitting shapes, no NaN or infinite
+// coordinate, no NaN score or threshold, and at most batches × classes × boxes rows
+// whatever max_output_boxes_per_class says; MaxUnpool indices inside the unpooled shape
+// and inside output_shape, which keeps X's batch and channels. Each output is allocated
+// through the HostCtx, after the count that sizes it.
+//
 // Sizes and limits: every byte count, offset and extent computed from an executable or
 // a request is checked (tensor.CheckedSize and friends; shape programs evaluate with
 // checked arithmetic), so none wraps around. Limits (LoadWith's Options; zero fields

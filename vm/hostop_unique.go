@@ -37,7 +37,8 @@ func elemCompare(t *tensor.Tensor) func(i, j int) int {
 }
 
 // elemKeys returns a string per item of t (item k is elements k·inner+… of each outer
-// block) that is equal exactly for items of equal values.
+// block) that is equal exactly for items of equal values (NaN equals nothing, so an
+// item holding one is unique; -0 equals 0).
 func elemKeys(t *tensor.Tensor, outer, d, inner int) []string {
 	keys := make([]string, d)
 	var parts []string
@@ -60,7 +61,11 @@ func elemKeys(t *tensor.Tensor, outer, d, inner int) []string {
 		parts = parts[:0]
 		for o := 0; o < outer; o++ {
 			for i := 0; i < inner; i++ {
-				parts = append(parts, vals[(o*d+k)*inner+i])
+				v := vals[(o*d+k)*inner+i]
+				if v == "NaN" && !t.DType.IsInt() && t.DType != tensor.String {
+					v = fmt.Sprintf("NaN of item %d", k)
+				}
+				parts = append(parts, v)
 			}
 		}
 		keys[k] = fmt.Sprintf("%q", parts)

@@ -237,14 +237,15 @@ func hostTfIdf(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, 
 	}
 	out := y.Data.([]float32)
 	idx, weights, mode := a.Ints("ngram_indexes"), a.Floats("weights"), a.Strings("mode")
-	lo, hi, maxSkip := int(a.Int("min_gram_length", 1)), int(a.Int("max_gram_length", 1)), int(a.Int("max_skip_count", 0))
+	lo, hi, maxSkip := int(a.Int("min_gram_length", 1)), int(a.Int("max_gram_length", 1)), a.Int("max_skip_count", 0)
 	counts := make([]float32, tab.width)
 	items := make([]string, hi)
 	for r := 0; r < rows; r++ {
 		row := tokens[r*cols : (r+1)*cols]
 		clear(counts)
 		for size := lo; size <= hi; size++ {
-			for skip := 0; skip <= maxSkip && (size > 1 || skip == 0); skip++ {
+			// a skip of len(row) or more fits no n-gram of two items or more
+			for skip := 0; int64(skip) <= min(maxSkip, int64(len(row))) && (size > 1 || skip == 0); skip++ {
 				step := skip + 1
 				for s := 0; s+(size-1)*step < len(row); s++ {
 					for j := 0; j < size; j++ {

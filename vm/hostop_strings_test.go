@@ -147,3 +147,23 @@ func TestTfIdfRefusesAnInputOfThePoolsOtherKind(t *testing.T) {
 		t.Fatalf("counts %v, want [1 2]", got)
 	}
 }
+
+func TestTfIdfWithAHugeSkipCountEndsAtTheRowsLength(t *testing.T) {
+	attrs := vm.HostAttrs{
+		{Name: "max_gram_length", Kind: vm.AttrInts, Ints: []int64{2}},
+		{Name: "min_gram_length", Kind: vm.AttrInts, Ints: []int64{2}},
+		{Name: "max_skip_count", Kind: vm.AttrInts, Ints: []int64{1 << 62}},
+		{Name: "mode", Kind: vm.AttrStrings, Strings: []string{"TF"}},
+		{Name: "ngram_counts", Kind: vm.AttrInts, Ints: []int64{0, 0}},
+		{Name: "ngram_indexes", Kind: vm.AttrInts, Ints: []int64{0}},
+		{Name: "pool_int64s", Kind: vm.AttrInts, Ints: []int64{2, 3}},
+	}
+	out, err := runText(t, vm.HostTfIdfVectorizer, attrs, vm.Limits{}, tensor.MustFromSlice(tensor.Shape{4}, []int64{2, 2, 3, 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (2,3) at skips 0 (positions 1,2), 1 (0,2; 1,3) and 2 (0,3)
+	if got := out.Data.([]float32); got[0] != 4 {
+		t.Fatalf("count %v, want 4", got)
+	}
+}

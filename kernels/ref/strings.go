@@ -126,7 +126,7 @@ func tfIdfVectorizer(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, erro
 		row := tokens[r*cols : (r+1)*cols]
 		counts := make([]float32, width)
 		for size := int(a.MinGramLength); size <= int(a.MaxGramLength); size++ {
-			for skip := 0; skip <= int(a.MaxSkipCount); skip++ {
+			for skip := 0; int64(skip) <= min(a.MaxSkipCount, int64(len(row))); skip++ { // a larger skip fits no n-gram
 				if size == 1 && skip > 0 {
 					break
 				}

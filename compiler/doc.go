@@ -159,7 +159,9 @@
 // inputs (the call's slots say which), its attribute struct encoded field by field
 // under the ONNX names, and a GetField per output; each output's fresh symbols are bound
 // from the result's shape and its known extents checked (shape.expect), as for host
-// shape functions. Shape inference takes symbols to be at
+// shape functions. Text runs there (hostop_strings.go: StringNormalizer,
+// TfIdfVectorizer, every Cast or CastLike to or from strings), since a string tensor has
+// no device layout; graph fusion leaves any node with strings in or out alone. Shape inference takes symbols to be at
 // least 1 where ONNX gives 0 a meaning of its own (a Reshape entry 0).
 //
 // Sizes and limits: every static tensor's byte count is checked (tensor.CheckedBytes)

@@ -28,22 +28,26 @@ type hostLowering struct {
 	when func(n *graph.Node, resolve func(*graph.Value) *graph.Value) bool
 }
 
+// hostRow is one row of the host op table's source lists.
+type hostRow struct {
+	op graph.Op
+	hl hostLowering
+}
+
 // hostOpTable lists the ops that run as host ops, by op (built on first use).
 var hostOpTable = sync.OnceValue(buildHostOps)
 
 func buildHostOps() *[graph.NumOps]hostLowering {
 	var t [graph.NumOps]hostLowering
-	for _, r := range []struct {
-		op graph.Op
-		hl hostLowering
-	}{
+	rows := []hostRow{
 		{graph.OpNonZero, hostLowering{name: vm.HostNonZero}},
 		{graph.OpCompress, hostLowering{name: vm.HostCompress}},
 		{graph.OpUnique, hostLowering{name: vm.HostUnique}},
 		{graph.OpNonMaxSuppression, hostLowering{name: vm.HostNMS}},
 		{graph.OpTopK, hostLowering{name: vm.HostTopK, when: runtimeInput(1)}},
 		{graph.OpMaxUnpool, hostLowering{name: vm.HostMaxUnpool, when: runtimeInput(2)}},
-	} {
+	}
+	for _, r := range append(rows, stringHostRows()...) {
 		if t[r.op].name != "" {
 			panic(fmt.Sprintf("BUG: host op %v listed twice", r.op))
 		}

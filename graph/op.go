@@ -89,7 +89,7 @@ func LookupOp(domain, name string) (op Op, known bool) {
 	if domain == "ai.onnx" {
 		domain = ""
 	}
-	if domain != "" && domain != KilnDomain {
+	if domain != "" && domain != KilnDomain && domain != TrainingDomain {
 		return OpInvalid, false
 	}
 	o, ok := opByName[name]
@@ -102,6 +102,10 @@ func LookupOp(domain, name string) (op Op, known bool) {
 // KilnDomain is the domain of kiln's own ops (LayoutTransform): the text form and passes
 // use them; a model file cannot name them as ONNX ops.
 const KilnDomain = "kiln"
+
+// TrainingDomain is ONNX's domain of training operators (the optimizers Adagrad, Adam
+// and Momentum, opset 1).
+const TrainingDomain = "ai.onnx.preview.training"
 
 func opDomain(o Op) string {
 	if info := o.Info(); info != nil {
@@ -148,6 +152,8 @@ var opTable = buildOpTable(
 	controlOps(),
 	miscOps(),
 	extraOps(),
+	trainingOps(),
+	stringOps(),
 )
 
 func buildOpTable(families ...[]OpInfo) [NumOps]OpInfo {

@@ -197,6 +197,10 @@ const (
 	// strings and text
 	OpStringNormalizer
 	OpTfIdfVectorizer
+	// training optimizers (domain ai.onnx.preview.training)
+	OpAdagrad
+	OpAdam
+	OpMomentum
 	// kiln's own ops (domain "kiln"): made by passes, never read from a model file
 	OpLayoutTransform
 	OpFused
@@ -267,6 +271,7 @@ var opNames = [NumOps]string{
 	OpOptionalGetElement: "OptionalGetElement", OpOptionalHasElement: "OptionalHasElement",
 	OpIf: "If", OpLoop: "Loop", OpScan: "Scan",
 	OpStringNormalizer: "StringNormalizer", OpTfIdfVectorizer: "TfIdfVectorizer",
+	OpAdagrad: "Adagrad", OpAdam: "Adam", OpMomentum: "Momentum",
 	OpLayoutTransform: "LayoutTransform", OpFused: "Fused", OpShapeExpr: "ShapeExpr",
 	OpAttentionMask: "AttentionMask",
 }

@@ -28,7 +28,9 @@
 // element, see dropout.go); LRN (a guarded window over the channels); Einsum (the
 // equation parsed at compile time into one reduction: diagonals, traces, "..."
 // broadcasting, implicit outputs); MaxUnpool (a gather over the pooling windows that
-// cover each output; an index outside its window fails the kernel). Recurrent layers
+// cover each output; an index outside its window fails the kernel); the optimizers of
+// the training domain (training.go: Adagrad, Adam, Momentum, elementwise in float64 over
+// the scalars R and T, one compute per output). Recurrent layers
 // (LSTM, GRU, RNN) have no te definition: a recurrence cannot be written as index
 // expressions, so a target builds their loop nest directly (kernels/cpu); so do the
 // scatters (ScatterElements, ScatterND: updates applied in order, last one winning,

@@ -46,7 +46,14 @@
 // argument count). An op allocates through its HostCtx: each tensor within TensorBytes,
 // all of them within what the call may still hold of RequestBytes (ErrInput and
 // ErrMemoryLimit otherwise); a value a request gets wrong is an ErrInput, and a panic is
-// recovered into an error; both name the node.
+// recovered into an error; both name the node. The text host ops (hostop_strings.go)
+// run on the host because a string tensor has no device layout (its elements are Go
+// strings of any length): StringNormalizer, TfIdfVectorizer (on integer inputs too: a
+// hash of n-grams, no loop nest) and CastString, every Cast or CastLike to or from
+// strings with ONNX's printing and parsing rules. String inputs of a call stay host
+// values (never uploaded), counted in the call's bytes with the strings they hold, and
+// each text op counts its output strings' bytes before it makes them; text that is not
+// valid UTF-8 where case matters, or is no number where one is read, is an ErrInput.
 //
 // The standard host ops (StdHostOps) are the ops whose output extents depend on the
 // data: NonZero and Compress (hostop_select.go: count, allocate, fill; on the host

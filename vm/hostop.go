@@ -39,7 +39,7 @@ type HostOps map[string]HostOp
 
 // StdHostOps is the table of host ops every VM may use (hostop_*.go).
 func StdHostOps() HostOps {
-	return HostOps{
+	t := HostOps{
 		HostNonZero:   {Outputs: 1, Run: hostNonZero},
 		HostCompress:  {Outputs: 1, Run: hostCompress},
 		HostUnique:    {Outputs: 4, Check: checkUnique, Run: hostUnique},
@@ -47,6 +47,10 @@ func StdHostOps() HostOps {
 		HostTopK:      {Outputs: 2, Run: hostTopK},
 		HostMaxUnpool: {Outputs: 1, Check: checkMaxUnpool, Run: hostMaxUnpool},
 	}
+	for name, op := range stringHostOps() {
+		t[name] = op
+	}
+	return t
 }
 
 // HostCall is one entry of an executable's host call table: the op (a name in the VM's

@@ -95,6 +95,15 @@ func (io IOInfo) seqMatches(v any) bool {
 func (c *call) input(v any, name string, elem tensor.DType) (Value, error) {
 	switch x := v.(type) {
 	case *tensor.Tensor:
+		if x.DType == tensor.String {
+			// strings have no device layout: host ops read them where they are
+			n := stringBytes(x)
+			if err := c.reserve(n, name); err != nil {
+				return nil, err
+			}
+			c.held += n
+			return &Host{T: x}, nil
+		}
 		return c.upload(0, x, name)
 	case *SeqValue:
 		s, err := hostSeq(x, c.m.limits, name)

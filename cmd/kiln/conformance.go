@@ -82,6 +82,8 @@ func conformanceCmd() *cobra.Command {
 						fmt.Fprintf(out, "PASS %s (%.2fs, max err %.2g)\n", r.Case, r.Seconds, r.MaxErr)
 					case conformance.Fail:
 						fmt.Fprintf(out, "FAIL %s: %s\n", r.Case, r.Reason)
+					case conformance.BadData:
+						fmt.Fprintf(out, "BADDATA %s: %s\n", r.Case, r.Reason)
 					default:
 						fmt.Fprintf(out, "UNSUPPORTED %s: %s\n", r.Case, r.Reason)
 					}
@@ -92,7 +94,7 @@ func conformanceCmd() *cobra.Command {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(map[string]any{"engine": engine, "cases": results,
-					"passed": sum.Passed, "failed": sum.Failed, "skipped": sum.Skipped}); err != nil {
+					"passed": sum.Passed, "failed": sum.Failed, "skipped": sum.Skipped, "baddata": sum.BadData}); err != nil {
 					return err
 				}
 			} else {

@@ -1,6 +1,9 @@
 package passes
 
-import "github.com/kilnrt/kiln/graph"
+import (
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/tensor"
+)
 
 // The indexed forward graph and post-dominator tree that fuse-ops works on (TVM's
 // IndexedForwardGraph and DominatorTree, rebuilt here over one graph.Func).
@@ -21,11 +24,16 @@ type fwdGraph struct {
 }
 
 // fusible reports whether a node may join a group at all: one tensor output, no
-// subgraphs, a lowerable op.
+// subgraphs, a lowerable op, no strings in or out (text runs on the host).
 func fusible(n *graph.Node) bool {
 	info := n.Op.Info()
-	if info == nil || len(n.Outputs) != 1 || n.Outputs[0].Type.Kind != graph.KindTensor {
+	if info == nil || len(n.Outputs) != 1 || n.Outputs[0].Type.Kind != graph.KindTensor || n.Outputs[0].Type.DType == tensor.String {
 		return false
+	}
+	for _, v := range n.Inputs {
+		if v != nil && v.Type.DType == tensor.String {
+			return false
+		}
 	}
 	return info.Flags&(graph.HasSubgraphs|graph.HostOnly|graph.DataDependent|graph.Stochastic) == 0 &&
 		info.Pattern != graph.Opaque

@@ -16,10 +16,12 @@ func elementwiseKernels() map[graph.Op]Kernel {
 	k := map[graph.Op]Kernel{
 		graph.OpIdentity: func(_ *Ctx, _ *graph.Node, in []Value) ([]Value, error) { return []Value{in[0]}, nil },
 		graph.OpCast: T(func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			return []*tensor.Tensor{in[0].Cast(tensor.DType(attrs[graph.CastAttrs](n).To))}, nil
+			y, err := castTensor(in[0], tensor.DType(attrs[graph.CastAttrs](n).To))
+			return []*tensor.Tensor{y}, err
 		}),
 		graph.OpCastLike: T(func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			return []*tensor.Tensor{in[0].Cast(in[1].DType)}, nil
+			y, err := castTensor(in[0], in[1].DType)
+			return []*tensor.Tensor{y}, err
 		}),
 		graph.OpAttentionMask: T(elemAttentionMask),
 		graph.OpNot: T(func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {

@@ -67,6 +67,8 @@ var kernelTable = buildKernels(
 	controlKernels(),
 	miscKernels(),
 	extraKernels(),
+	trainingKernels(),
+	stringKernels(),
 )
 
 func buildKernels(families ...map[graph.Op]Kernel) [graph.NumOps]Kernel {

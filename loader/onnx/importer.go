@@ -157,7 +157,10 @@ func (im *importer) node(b *graph.Builder, sc *scope, np *onnxpb.NodeProto) erro
 	if !imported {
 		return c.unsupported("domain %q is not in the model's opset imports", np.GetDomain())
 	}
-	if dom != "" {
+	switch {
+	case dom == graph.TrainingDomain && opset != 1:
+		return c.unsupported("domain %q at opset %d (kiln knows opset 1)", np.GetDomain(), opset)
+	case dom != "" && dom != graph.TrainingDomain:
 		return c.unsupported("domain %q is not supported", np.GetDomain())
 	}
 	for _, a := range np.GetAttribute() {

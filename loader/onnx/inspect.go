@@ -118,7 +118,10 @@ func unsupportedReason(dom, op string, opsets map[string]int64) string {
 	if _, ok := opsets[dom]; !ok {
 		return fmt.Sprintf("domain %q is not in the model's opset imports", dom)
 	}
-	if dom != "" {
+	if dom == graph.TrainingDomain && opsets[dom] != 1 {
+		return fmt.Sprintf("domain %q at opset %d (kiln knows opset 1)", dom, opsets[dom])
+	}
+	if dom != "" && dom != graph.TrainingDomain {
 		return fmt.Sprintf("domain %q is not supported", dom)
 	}
 	if op == "Constant" {

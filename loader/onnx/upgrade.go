@@ -51,12 +51,7 @@ func upgradeRules() map[graph.Op]func(c *nodeConv) (bool, error) {
 		graph.OpLSTM: upRNN,
 		graph.OpGRU:  upRNN,
 		graph.OpRNN:  upRNN,
-		graph.OpScan: func(c *nodeConv) (bool, error) {
-			if c.opset < 9 {
-				return false, c.unsupported("Scan before opset 9 (batched form with sequence_lens)")
-			}
-			return false, nil
-		},
+		graph.OpScan: upScan,
 		graph.OpScatter: func(c *nodeConv) (bool, error) {
 			c.op = graph.OpScatterElements
 			return false, nil

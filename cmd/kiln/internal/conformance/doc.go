@@ -17,5 +17,9 @@
 // failure, and every non-passing case carries a reason; a run that is random (a
 // stochastic op, or Dropout in training mode with a positive ratio, read from the
 // case's constants and inputs) is "unsupported" for every engine, never compared with
-// the stored outputs, which only the generator that made them could reproduce.
+// the stored outputs, which only the generator that made them could reproduce. A case
+// whose test data contradicts its model or ONNX's rules is "baddata" with the proof
+// (baddata.go: an input shape the model does not declare, bfloat16 outputs that are an
+// input truncated, stored outputs that match other attributes than the model's), never
+// a failure.
 package conformance

@@ -148,6 +148,7 @@ var opTable = buildOpTable(
 	controlOps(),
 	miscOps(),
 	extraOps(),
+	signalOps(),
 )
 
 func buildOpTable(families ...[]OpInfo) [NumOps]OpInfo {

@@ -67,6 +67,8 @@ var kernelTable = buildKernels(
 	controlKernels(),
 	miscKernels(),
 	extraKernels(),
+	signalKernels(),
+	samplingKernels(),
 )
 
 func buildKernels(families ...map[graph.Op]Kernel) [graph.NumOps]Kernel {

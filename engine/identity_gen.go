@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 327 files; see Identity.
-const sourceDigest = "a8bc2c423188d005c66220825fa1aabe"
+// sourceDigest covers 329 files; see Identity.
+const sourceDigest = "dfcbad0e7fb8b89ed0b87a5a9a0ff937"

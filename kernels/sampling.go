@@ -8,7 +8,8 @@ import (
 )
 
 // GridSample and RoiAlign: gathers at coordinates computed from data, each tap's index
-// and weight an expression, in float64 as the reference computes them. Every float
+// and weight an expression, computed in the element type as ONNX's reference does
+// (float32 for float32 tensors, so a float32-only dialect prints them). Every float
 // becomes an index through floatToInt and is clamped into its axis, so a NaN or an
 // infinite coordinate reads in bounds.
 
@@ -21,30 +22,33 @@ func samplingComputes() map[graph.Op]ComputeFunc {
 
 func floorF(x loopir.Expr) loopir.Expr { return te.Floor(x) }
 
+// litOf is the constant v in e's float type.
+func litOf(e loopir.Expr, v float64) loopir.Expr { return loopir.Float(v, e.DType()) }
+
 // isEven reports whether the integral float f is even: f − 2·⌊f/2⌋ = 0.
 func isEven(f loopir.Expr) loopir.Expr {
-	return cmp(loopir.EQ, te.Sub(f, te.Mul(f64(2), floorF(te.Div(f, f64(2))))), f64(0))
+	return cmp(loopir.EQ, te.Sub(f, te.Mul(litOf(f, 2), floorF(te.Div(f, litOf(f, 2))))), litOf(f, 0))
 }
 
 // roundHalfEven is x rounded to the nearest integer, ties to even (C's nearbyint).
 func roundHalfEven(x loopir.Expr) loopir.Expr {
 	f := floorF(x)
 	frac := te.Sub(x, f)
-	up := te.Add(f, f64(1))
-	return te.Select(cmp(loopir.GT, frac, f64(0.5)), up,
-		te.Select(cmp(loopir.LT, frac, f64(0.5)), f, te.Select(isEven(f), f, up)))
+	up := te.Add(f, litOf(x, 1))
+	return te.Select(cmp(loopir.GT, frac, litOf(x, 0.5)), up,
+		te.Select(cmp(loopir.LT, frac, litOf(x, 0.5)), f, te.Select(isEven(f), f, up)))
 }
 
 // roundHalfAway is x rounded to the nearest integer, ties away from zero (C's round).
 func roundHalfAway(x loopir.Expr) loopir.Expr {
-	return te.Select(cmp(loopir.GE, x, f64(0)), floorF(te.Add(x, f64(0.5))), te.Ceil(te.Sub(x, f64(0.5))))
+	return te.Select(cmp(loopir.GE, x, litOf(x, 0)), floorF(te.Add(x, litOf(x, 0.5))), te.Ceil(te.Sub(x, litOf(x, 0.5))))
 }
 
 // gridReflect folds x into [lo, hi] as kernels/ref's GridReflect does; a span of 0
 // gives lo.
 func gridReflect(x, lo, hi loopir.Expr) loopir.Expr {
 	span := te.Sub(hi, lo)
-	safe := te.Select(cmp(loopir.GT, span, f64(0)), span, f64(1))
+	safe := te.Select(cmp(loopir.GT, span, litOf(x, 0)), span, litOf(x, 1))
 	fold := func(d loopir.Expr, even, odd func(r loopir.Expr) loopir.Expr) loopir.Expr {
 		k := floorF(te.Div(d, safe))
 		r := te.Sub(d, te.Mul(k, safe))
@@ -55,7 +59,7 @@ func gridReflect(x, lo, hi loopir.Expr) loopir.Expr {
 	below := fold(te.Sub(lo, x), fromLo, fromHi)
 	above := fold(te.Sub(x, hi), fromHi, fromLo)
 	v := te.Select(cmp(loopir.LT, x, lo), below, te.Select(cmp(loopir.GT, x, hi), above, x))
-	return te.Select(cmp(loopir.GT, span, f64(0)), v, lo)
+	return te.Select(cmp(loopir.GT, span, litOf(x, 0)), v, lo)
 }
 
 // gridAxis is one spatial axis of a GridSample: its extent as an int and a float64
@@ -64,12 +68,12 @@ type gridAxis struct {
 	n, nf, lo, hi loopir.Expr
 }
 
-func newGridAxis(n loopir.Expr, align bool) gridAxis {
-	nf := toF64(n)
+func newGridAxis(n loopir.Expr, align bool, ct tensor.DType) gridAxis {
+	nf := asType(ct, n)
 	if align {
-		return gridAxis{n, nf, f64(0), te.Sub(nf, f64(1))}
+		return gridAxis{n, nf, litOf(nf, 0), te.Sub(nf, litOf(nf, 1))}
 	}
-	return gridAxis{n, nf, f64(-0.5), te.Sub(nf, f64(0.5))}
+	return gridAxis{n, nf, litOf(nf, -0.5), te.Sub(nf, litOf(nf, 0.5))}
 }
 
 // coord is the pixel coordinate of grid value g on the axis, rounded for nearest, then
@@ -77,9 +81,9 @@ func newGridAxis(n loopir.Expr, align bool) gridAxis {
 func (ax gridAxis) coord(g loopir.Expr, align bool, mode graph.GridMode, pad graph.GridPad, spatial int) loopir.Expr {
 	var c loopir.Expr
 	if align {
-		c = te.Mul(te.Div(te.Add(g, f64(1)), f64(2)), te.Sub(ax.nf, f64(1)))
+		c = te.Mul(te.Div(te.Add(g, litOf(g, 1)), litOf(g, 2)), te.Sub(ax.nf, litOf(g, 1)))
 	} else {
-		c = te.Div(te.Sub(te.Mul(te.Add(g, f64(1)), ax.nf), f64(1)), f64(2))
+		c = te.Div(te.Sub(te.Mul(te.Add(g, litOf(g, 1)), ax.nf), litOf(g, 1)), litOf(g, 2))
 	}
 	if mode == graph.GridNearest {
 		if spatial == 3 {
@@ -91,7 +95,7 @@ func (ax gridAxis) coord(g loopir.Expr, align bool, mode graph.GridMode, pad gra
 	out := loopir.Bin(loopir.Or, cmp(loopir.LT, c, ax.lo), cmp(loopir.GT, c, ax.hi))
 	switch pad {
 	case graph.GridBorder:
-		c = te.Select(out, te.MaxOf(te.MinOf(c, te.Sub(ax.nf, f64(1))), f64(0)), c)
+		c = te.Select(out, te.MaxOf(te.MinOf(c, te.Sub(ax.nf, litOf(g, 1))), litOf(g, 0)), c)
 	case graph.GridReflection:
 		c = te.Select(out, gridReflect(c, ax.lo, ax.hi), c)
 	}
@@ -114,24 +118,24 @@ func (ax gridAxis) tapIndex(f loopir.Expr, pad graph.GridPad) (loopir.Expr, loop
 // gridTaps are the taps of one axis at coordinate c: their float indices and weights.
 func gridTaps(c loopir.Expr, mode graph.GridMode) (idx, w []loopir.Expr) {
 	if mode == graph.GridNearest {
-		return []loopir.Expr{c}, []loopir.Expr{f64(1)}
+		return []loopir.Expr{c}, []loopir.Expr{litOf(c, 1)}
 	}
 	f := floorF(c)
 	t := te.Sub(c, f)
 	if mode == graph.GridLinear {
-		return []loopir.Expr{f, te.Add(f, f64(1))}, []loopir.Expr{te.Sub(f64(1), t), t}
+		return []loopir.Expr{f, te.Add(f, litOf(c, 1))}, []loopir.Expr{te.Sub(litOf(c, 1), t), t}
 	}
 	const a = -0.75
 	near := func(s loopir.Expr) loopir.Expr { // ((a+2)s − (a+3))s² + 1
-		return te.Add(te.Mul(te.Sub(te.Mul(f64(a+2), s), f64(a+3)), te.Mul(s, s)), f64(1))
+		return te.Add(te.Mul(te.Sub(te.Mul(litOf(c, a+2), s), litOf(c, a+3)), te.Mul(s, s)), litOf(c, 1))
 	}
 	far := func(s loopir.Expr) loopir.Expr { // ((a·s − 5a)s + 8a)s − 4a
-		return te.Sub(te.Mul(te.Add(te.Mul(te.Sub(te.Mul(f64(a), s), f64(5*a)), s), f64(8*a)), s), f64(4*a))
+		return te.Sub(te.Mul(te.Add(te.Mul(te.Sub(te.Mul(litOf(c, a), s), litOf(c, 5*a)), s), litOf(c, 8*a)), s), litOf(c, 4*a))
 	}
 	for k := -1; k <= 2; k++ {
-		idx = append(idx, te.Add(f, f64(float64(k))))
+		idx = append(idx, te.Add(f, litOf(c, float64(k))))
 	}
-	return idx, []loopir.Expr{far(te.Add(t, f64(1))), near(t), near(te.Sub(f64(1), t)), far(te.Sub(f64(2), t))}
+	return idx, []loopir.Expr{far(te.Add(t, litOf(c, 1))), near(t), near(te.Sub(litOf(c, 1), t)), far(te.Sub(litOf(c, 2), t))}
 }
 
 // computeGridSample is GridSample over 2-D images: out[n, c, h, w] = Σ over the taps
@@ -149,28 +153,29 @@ func computeGridSample(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		return nil, Unsupported("GridSample of %v%v on a %v grid of rank %d (2-D images only)", x.DT, x.Shape, grid.DT, len(grid.Shape))
 	}
 	align := a.AlignCorners != 0
-	axes := [2]gridAxis{newGridAxis(x.Shape[2], align), newGridAxis(x.Shape[3], align)}
+	ct := x.DT // the reference's precision: coordinates in the element type
+	axes := [2]gridAxis{newGridAxis(x.Shape[2], align, ct), newGridAxis(x.Shape[3], align, ct)}
 	shape, err := genShape(n, in, x.DT)
 	if err != nil {
 		return nil, err
 	}
 	// grid[..., 0] is the x (width, axis 1 here) coordinate, grid[..., 1] the y
 	coords := te.Compute("grid_coords", []loopir.Expr{grid.Shape[0], grid.Shape[1], grid.Shape[2], i64(2)}, func(i []loopir.Expr) loopir.Expr {
-		g := toF64(grid.At(i[0], i[1], i[2], sub(i64(1), i[3])))
+		g := asType(ct, grid.At(i[0], i[1], i[2], sub(i64(1), i[3])))
 		y, xx := axes[0].coord(g, align, mode, pad, 2), axes[1].coord(g, align, mode, pad, 2)
 		return te.Select(cmp(loopir.EQ, i[3], i64(0)), y, xx)
 	})
 	acc := te.Compute("grid_sample_sum", shape, func(i []loopir.Expr) loopir.Expr {
 		yi, yw := gridTaps(coords.At(i[0], i[2], i[3], i64(0)), mode)
 		xi, xw := gridTaps(coords.At(i[0], i[2], i[3], i64(1)), mode)
-		var sum loopir.Expr = f64(0)
+		var sum loopir.Expr = loopir.Float(0, ct)
 		for p := range yi {
 			iy, okY := axes[0].tapIndex(yi[p], pad)
 			for q := range xi {
 				ix, okX := axes[1].tapIndex(xi[q], pad)
-				v := te.Mul(te.Mul(yw[p], xw[q]), toF64(x.At(i[0], i[1], iy, ix)))
+				v := te.Mul(te.Mul(yw[p], xw[q]), asType(ct, x.At(i[0], i[1], iy, ix)))
 				if okY != nil {
-					v = te.Select(and(okY, okX), v, f64(0))
+					v = te.Select(and(okY, okX), v, loopir.Float(0, ct))
 				}
 				sum = te.Add(sum, v)
 			}
@@ -206,37 +211,39 @@ func computeRoiAlign(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	ct := x.DT // the sampling arithmetic in the element type, as the reference's
+	fc := func(v float64) loopir.Expr { return loopir.Float(v, ct) }
 	h, w := x.Shape[2], x.Shape[3]
-	hf, wf := toF64(h), toF64(w)
+	hf, wf := asType(ct, h), asType(ct, w)
 	g := a.SamplingRatio
 	ry, rx := te.RAxis("roi_iy", i64(g)), te.RAxis("roi_ix", i64(g))
-	scale := f64(float64(a.SpatialScale))
-	offset := f64(0)
+	scale := fc(float64(a.SpatialScale))
+	offset := fc(0)
 	if half {
-		offset = f64(0.5)
+		offset = fc(0.5)
 	}
 	acc := te.Compute("roi_align_sum", shape, func(i []loopir.Expr) loopir.Expr {
 		r := i[0]
-		box := func(k int64) loopir.Expr { return te.Sub(te.Mul(toF64(rois.At(r, i64(k))), scale), offset) }
+		box := func(k int64) loopir.Expr { return te.Sub(te.Mul(asType(ct, rois.At(r, i64(k))), scale), offset) }
 		x0, y0 := box(0), box(1)
 		rw, rh := te.Sub(box(2), x0), te.Sub(box(3), y0)
 		if !half {
-			rw, rh = te.MaxOf(rw, f64(1)), te.MaxOf(rh, f64(1))
+			rw, rh = te.MaxOf(rw, fc(1)), te.MaxOf(rh, fc(1))
 		}
-		bh, bw := te.Div(rh, f64(float64(a.OutputHeight))), te.Div(rw, f64(float64(a.OutputWidth)))
+		bh, bw := te.Div(rh, fc(float64(a.OutputHeight))), te.Div(rw, fc(float64(a.OutputWidth)))
 		pos := func(start, bin, o loopir.Expr, k loopir.IterVar) loopir.Expr {
-			sub := te.Div(te.Mul(te.Add(toF64(k.Var), f64(0.5)), bin), f64(float64(g)))
-			return te.Add(te.Add(start, te.Mul(toF64(o), bin)), sub)
+			sub := te.Div(te.Mul(te.Add(asType(ct, k.Var), fc(0.5)), bin), fc(float64(g)))
+			return te.Add(te.Add(start, te.Mul(asType(ct, o), bin)), sub)
 		}
 		y, xx := pos(y0, bh, i[2], ry), pos(x0, bw, i[3], rx)
 		b := asType(tensor.Int64, bi.At(r))
 		b = te.CheckedIndex(te.Select(cmp(loopir.LT, b, i64(0)), x.Shape[0], b), x.Shape[0])
 		// the bilinear read: a clamped low corner, the high one past it unless at the edge
-		outside := loopir.Bin(loopir.Or, loopir.Bin(loopir.Or, cmp(loopir.LT, y, f64(-1)), cmp(loopir.GT, y, hf)),
-			loopir.Bin(loopir.Or, cmp(loopir.LT, xx, f64(-1)), cmp(loopir.GT, xx, wf)))
+		outside := loopir.Bin(loopir.Or, loopir.Bin(loopir.Or, cmp(loopir.LT, y, fc(-1)), cmp(loopir.GT, y, hf)),
+			loopir.Bin(loopir.Or, cmp(loopir.LT, xx, fc(-1)), cmp(loopir.GT, xx, wf)))
 		corner := func(c, n, nf loopir.Expr) (lo, hi, frac loopir.Expr) {
-			c = te.MaxOf(c, f64(0))
-			last := te.Sub(nf, f64(1))
+			c = te.MaxOf(c, fc(0))
+			last := te.Sub(nf, fc(1))
 			edge := cmp(loopir.GE, floorF(c), last)
 			c = te.Select(edge, last, c)
 			lo = clampExpr(floatToInt(floorF(c), tensor.Int64), n)
@@ -245,18 +252,18 @@ func computeRoiAlign(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		}
 		yl, yh, ly := corner(y, h, hf)
 		xl, xh, lx := corner(xx, w, wf)
-		hy, hx := te.Sub(f64(1), ly), te.Sub(f64(1), lx)
-		at := func(yy, xv loopir.Expr) loopir.Expr { return toF64(x.At(b, i[1], yy, xv)) }
+		hy, hx := te.Sub(fc(1), ly), te.Sub(fc(1), lx)
+		at := func(yy, xv loopir.Expr) loopir.Expr { return asType(ct, x.At(b, i[1], yy, xv)) }
 		c := []loopir.Expr{te.Mul(te.Mul(hy, hx), at(yl, xl)), te.Mul(te.Mul(hy, lx), at(yl, xh)),
 			te.Mul(te.Mul(ly, hx), at(yh, xl)), te.Mul(te.Mul(ly, lx), at(yh, xh))}
 		if a.Mode == "max" {
-			return te.Max(te.Select(outside, f64(0), te.MaxOf(te.MaxOf(c[0], c[1]), te.MaxOf(c[2], c[3]))), ry, rx)
+			return te.Max(te.Select(outside, fc(0), te.MaxOf(te.MaxOf(c[0], c[1]), te.MaxOf(c[2], c[3]))), ry, rx)
 		}
-		return te.Sum(te.Select(outside, f64(0), te.Add(te.Add(c[0], c[1]), te.Add(c[2], c[3]))), ry, rx)
+		return te.Sum(te.Select(outside, fc(0), te.Add(te.Add(c[0], c[1]), te.Add(c[2], c[3]))), ry, rx)
 	})
-	count := f64(1)
+	count := fc(1)
 	if a.Mode != "max" {
-		count = f64(float64(g * g))
+		count = fc(float64(g * g))
 	}
 	out := te.Compute("roi_align", shape, func(i []loopir.Expr) loopir.Expr { return asType(x.DT, te.Div(acc.At(i...), count)) })
 	return []*te.Tensor{out}, nil

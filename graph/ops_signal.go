@@ -78,16 +78,16 @@ func DFTAxis(n *Node, rank int) (axis int, ok bool, err error) {
 			return 0, false, nil
 		}
 	}
-	ax, err := NormDFTAxis(a, rank)
+	ax, err := normDFTAxis(a, rank)
 	if err != nil {
 		return 0, false, Inferf(n, "%v", err)
 	}
 	return ax, true, nil
 }
 
-// NormDFTAxis maps a DFT axis into [0, rank-2]: the trailing axis holds the real and
+// normDFTAxis maps a DFT axis into [0, rank-2]: the trailing axis holds the real and
 // imaginary parts and is never transformed.
-func NormDFTAxis(a int64, rank int) (int, error) {
+func normDFTAxis(a int64, rank int) (int, error) {
 	if a < 0 {
 		a += int64(rank)
 	}
@@ -97,8 +97,8 @@ func NormDFTAxis(a int64, rank int) (int, error) {
 	return int(a), nil
 }
 
-// DFTBins is the number of output bins of a DFT of length n: n, or n/2+1 when onesided.
-func DFTBins(n int64, onesided bool) int64 {
+// dftBins is the number of output bins of a DFT of length n: n, or n/2+1 when onesided.
+func dftBins(n int64, onesided bool) int64 {
 	if onesided {
 		return n/2 + 1
 	}
@@ -148,7 +148,7 @@ func inferDFT(ic *InferCtx, n *Node) ([]Type, error) {
 	out[axis] = length
 	if a.Onesided != 0 {
 		if l, ok := length.Value(); ok {
-			out[axis] = Const(DFTBins(l, true))
+			out[axis] = Const(dftBins(l, true))
 		} else {
 			out[axis] = ic.Fresh()
 		}
@@ -156,13 +156,13 @@ func inferDFT(ic *InferCtx, n *Node) ([]Type, error) {
 	return []Type{TensorType(x.DType, out...)}, nil
 }
 
-// STFTGeometry is an STFT's frame length, frame count and bins for a signal of length
+// stftGeometry is an STFT's frame length, frame count and bins for a signal of length
 // l (frame_length, else the window's length, else l).
-func STFTGeometry(l, step, frameLength int64, onesided bool) (frames, bins int64, err error) {
+func stftGeometry(l, step, frameLength int64, onesided bool) (frames, bins int64, err error) {
 	if step < 1 || frameLength < 1 || frameLength > l {
 		return 0, 0, fmt.Errorf("STFT frame_step %d and frame_length %d over a signal of %d", step, frameLength, l)
 	}
-	return (l-frameLength)/step + 1, DFTBins(frameLength, onesided), nil
+	return (l-frameLength)/step + 1, dftBins(frameLength, onesided), nil
 }
 
 func inferSTFT(ic *InferCtx, n *Node) ([]Type, error) {
@@ -188,10 +188,10 @@ func inferSTFT(ic *InferCtx, n *Node) ([]Type, error) {
 	l, lOK := x.Shape[1].Value()
 	frames, bins := ic.Fresh(), ic.Fresh()
 	if flOK {
-		bins = Const(DFTBins(fl, n.Attrs.(*STFTAttrs).Onesided != 0))
+		bins = Const(dftBins(fl, n.Attrs.(*STFTAttrs).Onesided != 0))
 	}
 	if flOK && stepOK && lOK {
-		f, _, err := STFTGeometry(l, step, fl, false)
+		f, _, err := stftGeometry(l, step, fl, false)
 		if err != nil {
 			return nil, Inferf(n, "%v", err)
 		}

@@ -44,7 +44,7 @@ func roundHalfAway(x loopir.Expr) loopir.Expr {
 	return te.Select(cmp(loopir.GE, x, litOf(x, 0)), floorF(te.Add(x, litOf(x, 0.5))), te.Ceil(te.Sub(x, litOf(x, 0.5))))
 }
 
-// gridReflect folds x into [lo, hi] as kernels/ref's GridReflect does; a span of 0
+// gridReflect folds x into [lo, hi] as ONNX's reference reflects; a span of 0
 // gives lo.
 func gridReflect(x, lo, hi loopir.Expr) loopir.Expr {
 	span := te.Sub(hi, lo)

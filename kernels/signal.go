@@ -197,8 +197,10 @@ func computeSTFT(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 
 // computeMelWeightMatrix is the [dft_length/2+1, num_mel_bins] matrix of triangles:
 // column i rises from bin b[i] to b[i+1] and falls to b[i+2], with b the
-// num_mel_bins+2 corners of kernels/ref's MelBins computed per element in float64 from
-// the scalar operands (constants, or read at run time: the output's extents are then
+// num_mel_bins+2 corners (the mel scale 2595·log10(1 + f/700) from the lower to the
+// upper edge in num_mel_bins+2 equal steps, back to hertz, as the bin
+// ⌊(dft_length+1)·f / sample_rate⌋) computed per element in float64 from the scalar
+// operands (constants, or read at run time: the output's extents are then
 // bound by the host). Corners past the matrix clip their triangles (the reference
 // refuses them).
 func computeMelWeightMatrix(n *graph.Node, in []Input) ([]*te.Tensor, error) {

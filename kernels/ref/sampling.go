@@ -16,18 +16,18 @@ func samplingKernels() map[graph.Op]Kernel {
 	}
 }
 
-// GridUnnormalize maps a grid coordinate in [-1, 1] to a pixel coordinate on an axis of
+// gridUnnormalize maps a grid coordinate in [-1, 1] to a pixel coordinate on an axis of
 // extent d: -1 and 1 are the centers of the end pixels with align_corners, their outer
 // edges without.
-func GridUnnormalize(g float64, d int, alignCorners bool) float64 {
+func gridUnnormalize(g float64, d int, alignCorners bool) float64 {
 	if alignCorners {
 		return (g + 1) / 2 * float64(d-1)
 	}
 	return ((g+1)*float64(d) - 1) / 2
 }
 
-// GridReflect folds x into [lo, hi] by reflecting it at the bounds as often as needed.
-func GridReflect(x, lo, hi float64) float64 {
+// gridReflect folds x into [lo, hi] by reflecting it at the bounds as often as needed.
+func gridReflect(x, lo, hi float64) float64 {
 	span := hi - lo
 	if span <= 0 {
 		return lo
@@ -109,14 +109,14 @@ func samplingGridSample(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, e
 			return min(max(i, 0), d-1)
 		}
 		lo, hi := gridBounds(d, align)
-		return int(GridReflect(float64(i), lo, hi))
+		return int(gridReflect(float64(i), lo, hi))
 	}
 	for b := range nb {
 		for p := range points {
 			g := gv[(b*points+p)*sp : (b*points+p+1)*sp]
 			for k := range sp {
 				d := dims[k]
-				c := GridUnnormalize(g[sp-1-k], d, align) // the grid lists x (the last axis) first
+				c := gridUnnormalize(g[sp-1-k], d, align) // the grid lists x (the last axis) first
 				if mode == graph.GridNearest {
 					if sp == 3 {
 						c = math.Round(c)
@@ -129,7 +129,7 @@ func samplingGridSample(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, e
 					case graph.GridBorder:
 						c = math.Min(math.Max(c, 0), float64(d-1))
 					case graph.GridReflection:
-						c = GridReflect(c, lo, hi)
+						c = gridReflect(c, lo, hi)
 					}
 				}
 				f := math.Floor(c)

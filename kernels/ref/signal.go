@@ -49,13 +49,18 @@ func signalDFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		ax = v
 	}
-	axis, err := graph.NormDFTAxis(ax, r)
-	if err != nil {
-		return nil, Badf("%v", err)
+	// the axis counts over every axis but the trailing one of the complex parts
+	if ax < 0 {
+		ax += int64(r)
 	}
+	if ax < 0 || ax > int64(r)-2 {
+		return nil, Badf("DFT axis %d out of range for an input of rank %d", ax, r)
+	}
+	axis := int(ax)
 	l := int64(x.Shape[axis])
 	size := l
 	if len(in) > 1 && in[1] != nil {
+		var err error
 		if size, err = intScalar(in[1], "dft_length"); err != nil {
 			return nil, err
 		}
@@ -64,7 +69,10 @@ func signalDFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 	}
 	a := attrs[graph.DFTAttrs](n)
-	bins := graph.DFTBins(size, a.Onesided != 0)
+	bins := size
+	if a.Onesided != 0 {
+		bins = size/2 + 1
+	}
 	sign, scale := -1.0, 1.0
 	if a.Inverse != 0 {
 		sign, scale = 1, 1/float64(size)
@@ -127,10 +135,12 @@ func signalSTFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	case window != nil:
 		fl = int64(len(window))
 	}
-	onesided := attrs[graph.STFTAttrs](n).Onesided != 0
-	frames, bins, err := graph.STFTGeometry(l, step, fl, onesided)
-	if err != nil {
-		return nil, Badf("%v", err)
+	if step < 1 || fl < 1 || fl > l {
+		return nil, Badf("STFT frame_step %d and frame_length %d over a signal of %d", step, fl, l)
+	}
+	frames, bins := (l-fl)/step+1, fl
+	if attrs[graph.STFTAttrs](n).Onesided != 0 {
+		bins = fl/2 + 1
 	}
 	if frames*fl > maxSignal*16 {
 		return nil, Badf("STFT of %d frames of %d", frames, fl)
@@ -165,11 +175,11 @@ func signalSTFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	return one(tensor.FromFloat64s(x.DType, outShape, out)), nil
 }
 
-// MelBins are MelWeightMatrix's num_mel_bins+2 triangle corners as spectrogram bins:
+// melBins are MelWeightMatrix's num_mel_bins+2 triangle corners as spectrogram bins:
 // the mel scale (2595·log10(1 + f/700)) from lower to upper edge in num_mel_bins+2
 // equal steps of (upper−lower)/(num_mel_bins+2), back to hertz, then
 // floor((dft_length+1)·f / sample_rate).
-func MelBins(mel, dft, rate int64, lower, upper float64) []int64 {
+func melBins(mel, dft, rate int64, lower, upper float64) []int64 {
 	toMel := func(f float64) float64 { return 2595 * math.Log10(1+f/700) }
 	lo, hi := toMel(lower), toMel(upper)
 	step := (hi - lo) / float64(mel+2)
@@ -199,7 +209,7 @@ func signalMelWeightMatrix(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor
 	if mel < 1 || dft < 1 || rate < 1 || rows*mel > maxSignal*16 {
 		return nil, Badf("MelWeightMatrix of %d mel bins, dft_length %d, sample_rate %d", mel, dft, rate)
 	}
-	bins := MelBins(mel, dft, rate, lower, upper)
+	bins := melBins(mel, dft, rate, lower, upper)
 	for _, b := range bins {
 		if b < 0 || b >= rows {
 			return nil, Badf("MelWeightMatrix edges %g..%g Hz fall outside the %d spectrogram bins (bin %d)", lower, upper, rows, b)

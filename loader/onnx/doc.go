@@ -16,7 +16,9 @@
 // upgrade.go rewrites older forms: Softmax/LogSoftmax/Hardmax < 13 (coerce-to-2D), Clip <
 // 11, Split/Squeeze/Unsqueeze/ReduceSum < 13 and other Reduce* < 18 (attributes → inputs),
 // Pad < 11, Slice < 10, TopK < 10, Reshape < 5, Dropout < 12, Resize 10/11, Upsample →
-// Resize, Cast with a string `to`, legacy broadcast attributes. Unknown domains are
+// Resize, Cast with a string `to`, legacy broadcast attributes, DFT < 20 (the axis
+// attribute, default 1, → input 2: DFT-20's form), RoiAlign < 16 (no
+// coordinate_transformation_mode: output_half_pixel). Unknown domains are
 // tolerated when no node uses them.
 //
 // Untrusted input: nothing here panics on a bad file. Errors wrap ErrInvalid (malformed)

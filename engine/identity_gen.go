@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 330 files; see Identity.
-const sourceDigest = "e44974a8bfc66d4b800ba468479120bc"
+const sourceDigest = "643851510747332824ecbe0b75066eb5"

@@ -69,12 +69,13 @@
 // with the terms past it zero); MelWeightMatrix's triangles per element from its scalar
 // operands. A dialect without double (OpenCL) does not print them, so they run on the
 // CPU there. The sampling ops (sampling.go) compute in the element type, as ONNX's
-// reference does: GridSample over 2-D images in every mode (nearest rounding ties to
-// even, Keys cubic with a = -0.75), padding mode and align_corners, its coordinates a
-// stage of their own; RoiAlign (avg and max, half_pixel and output_half_pixel) with a
-// fixed sampling_ratio. Refused with ErrNoKernel: a run-time DFT axis or dft_length, a
-// onesided DFT of a symbolic length, 3-D GridSample, RoiAlign's adaptive sampling
-// (sampling_ratio 0, a sample count that depends on each region).
+// reference does: GridSample over 1 to 3 spatial axes in every mode (nearest rounding
+// ties to even, away from zero over volumes; Keys cubic with a = -0.75), padding mode
+// and align_corners, its coordinates a stage of their own; RoiAlign (avg and max,
+// half_pixel and output_half_pixel) with a fixed sampling_ratio. Refused with
+// ErrNoKernel: a run-time DFT axis or dft_length, a onesided DFT of a symbolic length,
+// GridSample over 4 or more axes, RoiAlign's adaptive sampling (sampling_ratio 0, a
+// sample count that depends on each region).
 //
 // Elementwise arithmetic on half floats (float16, bfloat16) is computed in float32
 // and narrowed once; Cast converts them through float32, and floats convert to integers

@@ -138,10 +138,11 @@ func gridTaps(c loopir.Expr, mode graph.GridMode) (idx, w []loopir.Expr) {
 	return idx, []loopir.Expr{far(te.Add(t, litOf(c, 1))), near(t), near(te.Sub(litOf(c, 1), t)), far(te.Sub(litOf(c, 2), t))}
 }
 
-// computeGridSample is GridSample over 2-D images: out[n, c, h, w] = Σ over the taps
-// (1 nearest, 2×2 linear, 4×4 cubic) of the product of their weights times X at their
-// indices (zero outside with zeros padding, clamped with border, reflected with
-// reflection). The pixel coordinates are a stage of their own ([N, H, W, 2]).
+// computeGridSample is GridSample over the spatial axes of X [N, C, D1..Dr] (r at most
+// 3): out[n, c, o...] = Σ over the taps (1 nearest, 2 per axis linear, 4 per axis cubic)
+// of the product of their weights times X at their indices (zero outside with zeros
+// padding, clamped with border, reflected with reflection). The pixel coordinates are a
+// stage of their own ([N, O1..Or, r], axis order; the grid lists them reversed).
 func computeGridSample(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	a := attrs[graph.GridSampleAttrs](n)
 	mode, pad, err := graph.ParseGridSample(a)
@@ -149,38 +150,64 @@ func computeGridSample(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		return nil, Unsupported("%v", err)
 	}
 	x, grid := in[0].T, in[1].T
-	if !plainFloat(x.DT) || !plainFloat(grid.DT) || len(x.Shape) != 4 || len(grid.Shape) != 4 {
-		return nil, Unsupported("GridSample of %v%v on a %v grid of rank %d (2-D images only)", x.DT, x.Shape, grid.DT, len(grid.Shape))
+	sp := len(x.Shape) - 2
+	if !plainFloat(x.DT) || !plainFloat(grid.DT) || sp < 1 || sp > 3 || len(grid.Shape) != sp+2 {
+		return nil, Unsupported("GridSample of %v%v on a %v grid of rank %d (1 to 3 spatial axes)", x.DT, x.Shape, grid.DT, len(grid.Shape))
 	}
 	align := a.AlignCorners != 0
 	ct := x.DT // the reference's precision: coordinates in the element type
-	axes := [2]gridAxis{newGridAxis(x.Shape[2], align, ct), newGridAxis(x.Shape[3], align, ct)}
+	axes := make([]gridAxis, sp)
+	for k := range axes {
+		axes[k] = newGridAxis(x.Shape[2+k], align, ct)
+	}
 	shape, err := genShape(n, in, x.DT)
 	if err != nil {
 		return nil, err
 	}
-	// grid[..., 0] is the x (width, axis 1 here) coordinate, grid[..., 1] the y
-	coords := te.Compute("grid_coords", []loopir.Expr{grid.Shape[0], grid.Shape[1], grid.Shape[2], i64(2)}, func(i []loopir.Expr) loopir.Expr {
-		g := asType(ct, grid.At(i[0], i[1], i[2], sub(i64(1), i[3])))
-		y, xx := axes[0].coord(g, align, mode, pad, 2), axes[1].coord(g, align, mode, pad, 2)
-		return te.Select(cmp(loopir.EQ, i[3], i64(0)), y, xx)
+	coordShape := append(append([]loopir.Expr{}, grid.Shape[:sp+1]...), i64(int64(sp)))
+	coords := te.Compute("grid_coords", coordShape, func(i []loopir.Expr) loopir.Expr {
+		k := i[sp+1]
+		idx := append(append([]loopir.Expr{}, i[:sp+1]...), sub(i64(int64(sp-1)), k))
+		g := asType(ct, grid.At(idx...))
+		v := axes[sp-1].coord(g, align, mode, pad, sp)
+		for a := sp - 2; a >= 0; a-- {
+			v = te.Select(cmp(loopir.EQ, k, i64(int64(a))), axes[a].coord(g, align, mode, pad, sp), v)
+		}
+		return v
 	})
 	acc := te.Compute("grid_sample_sum", shape, func(i []loopir.Expr) loopir.Expr {
-		yi, yw := gridTaps(coords.At(i[0], i[2], i[3], i64(0)), mode)
-		xi, xw := gridTaps(coords.At(i[0], i[2], i[3], i64(1)), mode)
-		var sum loopir.Expr = loopir.Float(0, ct)
-		for p := range yi {
-			iy, okY := axes[0].tapIndex(yi[p], pad)
-			for q := range xi {
-				ix, okX := axes[1].tapIndex(xi[q], pad)
-				v := te.Mul(te.Mul(yw[p], xw[q]), asType(ct, x.At(i[0], i[1], iy, ix)))
-				if okY != nil {
-					v = te.Select(and(okY, okX), v, loopir.Float(0, ct))
-				}
-				sum = te.Add(sum, v)
-			}
+		idx := make([][]loopir.Expr, sp)
+		w := make([][]loopir.Expr, sp)
+		for k := range sp {
+			at := append(append([]loopir.Expr{i[0]}, i[2:]...), i64(int64(k)))
+			idx[k], w[k] = gridTaps(coords.At(at...), mode)
 		}
-		return sum
+		zero := loopir.Float(0, ct)
+		// Σ over one tap per axis, recursively: weight product, indices and read guard
+		var sum func(k int, wt loopir.Expr, at []loopir.Expr, ok loopir.Expr) loopir.Expr
+		sum = func(k int, wt loopir.Expr, at []loopir.Expr, ok loopir.Expr) loopir.Expr {
+			if k == sp {
+				v := te.Mul(wt, asType(ct, x.At(append([]loopir.Expr{i[0], i[1]}, at...)...)))
+				if ok != nil {
+					v = te.Select(ok, v, zero)
+				}
+				return v
+			}
+			var s loopir.Expr = zero
+			for p := range idx[k] {
+				ix, in := axes[k].tapIndex(idx[k][p], pad)
+				guard := ok
+				if in != nil {
+					guard = in
+					if ok != nil {
+						guard = and(ok, in)
+					}
+				}
+				s = te.Add(s, sum(k+1, te.Mul(wt, w[k][p]), append(append([]loopir.Expr{}, at...), ix), guard))
+			}
+			return s
+		}
+		return sum(0, loopir.Float(1, ct), nil, nil)
 	})
 	out := te.Compute("grid_sample", shape, func(i []loopir.Expr) loopir.Expr { return asType(x.DT, acc.At(i...)) })
 	return []*te.Tensor{out}, nil

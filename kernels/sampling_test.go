@@ -63,12 +63,41 @@ func TestGridSampleOnOneRowImage(t *testing.T) {
 	}
 }
 
-// TestGridSampleOfVolumesHasNoKernel: 3-D GridSample is refused with ErrNoKernel.
-func TestGridSampleOfVolumesHasNoKernel(t *testing.T) {
-	err := nt.LowerErr(t, genericLowerer(), graph.OpGridSample, graph.OpGridSample.NewAttrs(), 1,
-		nt.In(randomF32(1, 1, 1, 3, 4, 5)), nt.In(randomF32(2, 1, 2, 2, 2, 3)))
+// TestGridSampleOfVolumesAndLinesMatchesReference: GridSample-20's other spatial
+// ranks, 3-D volumes (nearest rounding ties away from zero there) and 1-D lines, against
+// the reference evaluator; four spatial axes are refused with ErrNoKernel.
+func TestGridSampleOfVolumesAndLinesMatchesReference(t *testing.T) {
+	l := genericLowerer()
+	scaled := func(seed uint64, shape ...int) *tensor.Tensor {
+		g := randomF32(seed, shape...)
+		v := g.Float64s()
+		for i := range v {
+			v[i] *= 1.6
+		}
+		v[0], v[1] = 0.5, -0.5 // -0.5 on an axis of 3 with align_corners: the pixel tie 0.5
+		return tensor.FromFloat64s(tensor.Float32, g.Shape, v)
+	}
+	cases := []struct {
+		mode, pad string
+		align     int64
+		x, grid   []int
+	}{
+		{"linear", "zeros", 0, []int{1, 2, 3, 4, 5}, []int{1, 2, 3, 2, 3}},
+		{"nearest", "border", 1, []int{2, 1, 3, 3, 4}, []int{2, 3, 2, 2, 3}},
+		{"cubic", "reflection", 0, []int{1, 1, 4, 3, 3}, []int{1, 2, 2, 2, 3}},
+		{"linear", "reflection", 1, []int{2, 3, 7}, []int{2, 5, 1}},
+	}
+	for k, c := range cases {
+		t.Run(fmt.Sprintf("%s/%s/align%d/%dd", c.mode, c.pad, c.align, len(c.x)-2), func(t *testing.T) {
+			a := graph.OpGridSample.NewAttrs().(*graph.GridSampleAttrs)
+			a.Mode, a.PaddingMode, a.AlignCorners = c.mode, c.pad, c.align
+			nt.CheckNode(t, l, graph.OpGridSample, a, 1, nt.In(randomF32(uint64(k+70), c.x...)), nt.In(scaled(uint64(k+80), c.grid...)))
+		})
+	}
+	err := nt.LowerErr(t, l, graph.OpGridSample, graph.OpGridSample.NewAttrs(), 1,
+		nt.In(randomF32(1, 1, 1, 2, 2, 2, 2)), nt.In(randomF32(2, 1, 2, 2, 2, 2, 4)))
 	if !errors.Is(err, kernels.ErrNoKernel) {
-		t.Fatalf("lowering a 3-D GridSample: %v, want ErrNoKernel", err)
+		t.Fatalf("lowering a 4-D GridSample: %v, want ErrNoKernel", err)
 	}
 }
 

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 330 files; see Identity.
-const sourceDigest = "643851510747332824ecbe0b75066eb5"
+const sourceDigest = "77cd74b105ad547140119b8e857eb9e2"

@@ -59,8 +59,8 @@ func signalOps() []OpInfo {
 	}
 }
 
-// constScalar returns the value of a constant (or Known) integer scalar input.
-func constScalar(n *Node, i int) (int64, bool) {
+// signalScalar returns the value of a constant (or Known) integer scalar input.
+func signalScalar(n *Node, i int) (int64, bool) {
 	v, ok := ConstInt64s(n, i)
 	if !ok || len(v) != 1 {
 		return 0, false
@@ -74,7 +74,7 @@ func constScalar(n *Node, i int) (int64, bool) {
 func DFTAxis(n *Node, rank int) (axis int, ok bool, err error) {
 	a := int64(-2)
 	if n.Input(2) != nil {
-		if a, ok = constScalar(n, 2); !ok {
+		if a, ok = signalScalar(n, 2); !ok {
 			return 0, false, nil
 		}
 	}
@@ -135,7 +135,7 @@ func inferDFT(ic *InferCtx, n *Node) ([]Type, error) {
 	}
 	length := x.Shape[axis]
 	if n.Input(1) != nil {
-		l, ok := constScalar(n, 1)
+		l, ok := signalScalar(n, 1)
 		switch {
 		case !ok:
 			length = ic.Fresh()
@@ -178,13 +178,13 @@ func inferSTFT(ic *InferCtx, n *Node) ([]Type, error) {
 	}
 	fl, flOK := int64(0), false
 	if n.Input(3) != nil {
-		fl, flOK = constScalar(n, 3)
+		fl, flOK = signalScalar(n, 3)
 	} else if w, ok := InType(n, 2); ok && w.Kind == KindTensor && !w.UnknownRank && len(w.Shape) == 1 {
 		fl, flOK = w.Shape[0].Value()
 	} else if n.Input(2) == nil {
 		fl, flOK = x.Shape[1].Value()
 	}
-	step, stepOK := constScalar(n, 1)
+	step, stepOK := signalScalar(n, 1)
 	l, lOK := x.Shape[1].Value()
 	frames, bins := ic.Fresh(), ic.Fresh()
 	if flOK {
@@ -206,10 +206,10 @@ func inferMelWeightMatrix(ic *InferCtx, n *Node) ([]Type, error) {
 		return nil, Inferf(n, "output_datatype %d", dt)
 	}
 	rows, cols := ic.Fresh(), ic.Fresh()
-	if d, ok := constScalar(n, 1); ok {
+	if d, ok := signalScalar(n, 1); ok {
 		rows = Const(d/2 + 1)
 	}
-	if m, ok := constScalar(n, 0); ok {
+	if m, ok := signalScalar(n, 0); ok {
 		cols = Const(m)
 	}
 	return []Type{TensorType(dt, rows, cols)}, nil

@@ -27,7 +27,7 @@ func litOf(e loopir.Expr, v float64) loopir.Expr { return loopir.Float(v, e.DTyp
 
 // isEven reports whether the integral float f is even: f − 2·⌊f/2⌋ = 0.
 func isEven(f loopir.Expr) loopir.Expr {
-	return cmp(loopir.EQ, te.Sub(f, te.Mul(litOf(f, 2), floorF(te.Div(f, litOf(f, 2))))), litOf(f, 0))
+	return cmpExpr(loopir.EQ, te.Sub(f, te.Mul(litOf(f, 2), floorF(te.Div(f, litOf(f, 2))))), litOf(f, 0))
 }
 
 // roundHalfEven is x rounded to the nearest integer, ties to even (C's nearbyint).
@@ -35,20 +35,20 @@ func roundHalfEven(x loopir.Expr) loopir.Expr {
 	f := floorF(x)
 	frac := te.Sub(x, f)
 	up := te.Add(f, litOf(x, 1))
-	return te.Select(cmp(loopir.GT, frac, litOf(x, 0.5)), up,
-		te.Select(cmp(loopir.LT, frac, litOf(x, 0.5)), f, te.Select(isEven(f), f, up)))
+	return te.Select(cmpExpr(loopir.GT, frac, litOf(x, 0.5)), up,
+		te.Select(cmpExpr(loopir.LT, frac, litOf(x, 0.5)), f, te.Select(isEven(f), f, up)))
 }
 
 // roundHalfAway is x rounded to the nearest integer, ties away from zero (C's round).
 func roundHalfAway(x loopir.Expr) loopir.Expr {
-	return te.Select(cmp(loopir.GE, x, litOf(x, 0)), floorF(te.Add(x, litOf(x, 0.5))), te.Ceil(te.Sub(x, litOf(x, 0.5))))
+	return te.Select(cmpExpr(loopir.GE, x, litOf(x, 0)), floorF(te.Add(x, litOf(x, 0.5))), te.Ceil(te.Sub(x, litOf(x, 0.5))))
 }
 
 // gridReflect folds x into [lo, hi] as ONNX's reference reflects; a span of 0
 // gives lo.
 func gridReflect(x, lo, hi loopir.Expr) loopir.Expr {
 	span := te.Sub(hi, lo)
-	safe := te.Select(cmp(loopir.GT, span, litOf(x, 0)), span, litOf(x, 1))
+	safe := te.Select(cmpExpr(loopir.GT, span, litOf(x, 0)), span, litOf(x, 1))
 	fold := func(d loopir.Expr, even, odd func(r loopir.Expr) loopir.Expr) loopir.Expr {
 		k := floorF(te.Div(d, safe))
 		r := te.Sub(d, te.Mul(k, safe))
@@ -58,8 +58,8 @@ func gridReflect(x, lo, hi loopir.Expr) loopir.Expr {
 	fromHi := func(r loopir.Expr) loopir.Expr { return te.Sub(hi, r) }
 	below := fold(te.Sub(lo, x), fromLo, fromHi)
 	above := fold(te.Sub(x, hi), fromHi, fromLo)
-	v := te.Select(cmp(loopir.LT, x, lo), below, te.Select(cmp(loopir.GT, x, hi), above, x))
-	return te.Select(cmp(loopir.GT, span, litOf(x, 0)), v, lo)
+	v := te.Select(cmpExpr(loopir.LT, x, lo), below, te.Select(cmpExpr(loopir.GT, x, hi), above, x))
+	return te.Select(cmpExpr(loopir.GT, span, litOf(x, 0)), v, lo)
 }
 
 // gridAxis is one spatial axis of a GridSample: its extent as an int and a float64
@@ -92,7 +92,7 @@ func (ax gridAxis) coord(g loopir.Expr, align bool, mode graph.GridMode, pad gra
 			c = roundHalfEven(c)
 		}
 	}
-	out := loopir.Bin(loopir.Or, cmp(loopir.LT, c, ax.lo), cmp(loopir.GT, c, ax.hi))
+	out := loopir.Bin(loopir.Or, cmpExpr(loopir.LT, c, ax.lo), cmpExpr(loopir.GT, c, ax.hi))
 	switch pad {
 	case graph.GridBorder:
 		c = te.Select(out, te.MaxOf(te.MinOf(c, te.Sub(ax.nf, litOf(g, 1))), litOf(g, 0)), c)
@@ -171,7 +171,7 @@ func computeGridSample(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		g := asType(ct, grid.At(idx...))
 		v := axes[sp-1].coord(g, align, mode, pad, sp)
 		for a := sp - 2; a >= 0; a-- {
-			v = te.Select(cmp(loopir.EQ, k, i64(int64(a))), axes[a].coord(g, align, mode, pad, sp), v)
+			v = te.Select(cmpExpr(loopir.EQ, k, i64(int64(a))), axes[a].coord(g, align, mode, pad, sp), v)
 		}
 		return v
 	})
@@ -200,7 +200,7 @@ func computeGridSample(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 				if in != nil {
 					guard = in
 					if ok != nil {
-						guard = and(ok, in)
+						guard = bothExpr(ok, in)
 					}
 				}
 				s = te.Add(s, sum(k+1, te.Mul(wt, w[k][p]), append(append([]loopir.Expr{}, at...), ix), guard))
@@ -264,14 +264,14 @@ func computeRoiAlign(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		}
 		y, xx := pos(y0, bh, i[2], ry), pos(x0, bw, i[3], rx)
 		b := asType(tensor.Int64, bi.At(r))
-		b = te.CheckedIndex(te.Select(cmp(loopir.LT, b, i64(0)), x.Shape[0], b), x.Shape[0])
+		b = te.CheckedIndex(te.Select(cmpExpr(loopir.LT, b, i64(0)), x.Shape[0], b), x.Shape[0])
 		// the bilinear read: a clamped low corner, the high one past it unless at the edge
-		outside := loopir.Bin(loopir.Or, loopir.Bin(loopir.Or, cmp(loopir.LT, y, fc(-1)), cmp(loopir.GT, y, hf)),
-			loopir.Bin(loopir.Or, cmp(loopir.LT, xx, fc(-1)), cmp(loopir.GT, xx, wf)))
+		outside := loopir.Bin(loopir.Or, loopir.Bin(loopir.Or, cmpExpr(loopir.LT, y, fc(-1)), cmpExpr(loopir.GT, y, hf)),
+			loopir.Bin(loopir.Or, cmpExpr(loopir.LT, xx, fc(-1)), cmpExpr(loopir.GT, xx, wf)))
 		corner := func(c, n, nf loopir.Expr) (lo, hi, frac loopir.Expr) {
 			c = te.MaxOf(c, fc(0))
 			last := te.Sub(nf, fc(1))
-			edge := cmp(loopir.GE, floorF(c), last)
+			edge := cmpExpr(loopir.GE, floorF(c), last)
 			c = te.Select(edge, last, c)
 			lo = clampExpr(floatToInt(floorF(c), tensor.Int64), n)
 			hi = clampExpr(add(lo, te.Select(edge, i64(0), i64(1))), n)

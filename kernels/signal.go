@@ -21,13 +21,12 @@ func signalComputes() map[graph.Op]ComputeFunc {
 	}
 }
 
-func f64(v float64) loopir.Expr { return loopir.Float(v, tensor.Float64) }
-
-func toF64(e loopir.Expr) loopir.Expr { return asType(tensor.Float64, e) }
-
-func cmp(op loopir.BinOp, a, b loopir.Expr) loopir.Expr { return loopir.Bin(op, a, b) }
-
-func and(a, b loopir.Expr) loopir.Expr { return loopir.Bin(loopir.And, a, b) }
+// imm64 is a float64 constant; asFloat64 converts e to float64; cmpExpr and bothExpr
+// build a comparison and a conjunction.
+func imm64(v float64) loopir.Expr                           { return loopir.Float(v, tensor.Float64) }
+func asFloat64(e loopir.Expr) loopir.Expr                   { return asType(tensor.Float64, e) }
+func cmpExpr(op loopir.BinOp, a, b loopir.Expr) loopir.Expr { return loopir.Bin(op, a, b) }
+func bothExpr(a, b loopir.Expr) loopir.Expr                 { return loopir.Bin(loopir.And, a, b) }
 
 // clampExpr clamps the index v into [0, n) for an extent expression n.
 func clampExpr(v, n loopir.Expr) loopir.Expr {
@@ -39,14 +38,14 @@ func clampExpr(v, n loopir.Expr) loopir.Expr {
 // (k·t) mod n so that long transforms keep their precision.
 func dftTerm(xr, xi, k, t, n, c loopir.Expr, sign float64) loopir.Expr {
 	kt := loopir.Bin(loopir.Mod, mul(k, t), n)
-	th := te.Div(te.Mul(f64(sign*2*math.Pi), toF64(kt)), toF64(n))
+	th := te.Div(te.Mul(imm64(sign*2*math.Pi), asFloat64(kt)), asFloat64(n))
 	cos := &loopir.Call{Fn: loopir.Cos, Args: []loopir.Expr{th}}
 	sin := &loopir.Call{Fn: loopir.Sin, Args: []loopir.Expr{th}}
 	re, im := te.Mul(xr, cos), te.Mul(xr, sin)
 	if xi != nil {
 		re, im = te.Sub(re, te.Mul(xi, sin)), te.Add(im, te.Mul(xi, cos))
 	}
-	return te.Select(cmp(loopir.EQ, c, i64(0)), re, im)
+	return te.Select(cmpExpr(loopir.EQ, c, i64(0)), re, im)
 }
 
 // complexParts is the extent of a signal's trailing axis, 1 (real) or 2 (complex).
@@ -110,19 +109,19 @@ func computeDFT(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	acc := te.Compute("dft_sum", shape, func(i []loopir.Expr) loopir.Expr {
 		idx := append([]loopir.Expr{}, i...)
 		idx[axis], idx[r-1] = t.Var, i64(0)
-		xr := toF64(x.At(idx...))
+		xr := asFloat64(x.At(idx...))
 		var xi loopir.Expr
 		if parts == 2 {
 			idx2 := append([]loopir.Expr{}, idx...)
 			idx2[r-1] = i64(1)
-			xi = toF64(x.At(idx2...))
+			xi = asFloat64(x.At(idx2...))
 		}
 		return te.Sum(dftTerm(xr, xi, i[axis], t.Var, size, i[r-1], sign), t)
 	})
 	out := te.Compute("dft", shape, func(i []loopir.Expr) loopir.Expr {
 		v := acc.At(i...)
 		if a.Inverse != 0 {
-			v = te.Div(v, toF64(size))
+			v = te.Div(v, asFloat64(size))
 		}
 		return asType(x.DT, v)
 	})
@@ -176,18 +175,18 @@ func computeSTFT(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	t := te.RAxis("stft_t", extent)
 	acc := te.Compute("stft_sum", shape, func(i []loopir.Expr) loopir.Expr {
 		pos := clampExpr(add(mul(i[1], step), t.Var), l)
-		w := f64(1)
+		w := imm64(1)
 		if win != nil {
-			w = toF64(win.At(t.Var))
+			w = asFloat64(win.At(t.Var))
 		}
-		xr := te.Mul(w, toF64(x.At(i[0], pos, i64(0))))
+		xr := te.Mul(w, asFloat64(x.At(i[0], pos, i64(0))))
 		var xi loopir.Expr
 		if parts == 2 {
-			xi = te.Mul(w, toF64(x.At(i[0], pos, i64(1))))
+			xi = te.Mul(w, asFloat64(x.At(i[0], pos, i64(1))))
 		}
 		term := dftTerm(xr, xi, i[2], t.Var, size, i[3], -1)
 		if extent != size {
-			term = te.Select(cmp(loopir.LT, t.Var, size), term, f64(0))
+			term = te.Select(cmpExpr(loopir.LT, t.Var, size), term, imm64(0))
 		}
 		return te.Sum(term, t)
 	})
@@ -217,28 +216,28 @@ func computeMelWeightMatrix(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	operand := func(i int) loopir.Expr { return toF64(knownScalar(n, in, i, tensor.Float64)) }
+	operand := func(i int) loopir.Expr { return asFloat64(knownScalar(n, in, i, tensor.Float64)) }
 	mel, dft, rate, lo, hi := operand(0), operand(1), operand(2), operand(3), operand(4)
 	toMel := func(f loopir.Expr) loopir.Expr {
-		return te.Mul(f64(2595/math.Ln10), te.Log(te.Add(f64(1), te.Div(f, f64(700)))))
+		return te.Mul(imm64(2595/math.Ln10), te.Log(te.Add(imm64(1), te.Div(f, imm64(700)))))
 	}
 	loMel := toMel(lo)
-	step := te.Div(te.Sub(toMel(hi), loMel), te.Add(mel, f64(2)))
+	step := te.Div(te.Sub(toMel(hi), loMel), te.Add(mel, imm64(2)))
 	corner := func(i loopir.Expr) loopir.Expr {
-		m := te.Add(te.Mul(toF64(i), step), loMel)
-		hz := te.Mul(f64(700), te.Sub(te.Pow(f64(10), te.Div(m, f64(2595))), f64(1)))
-		return floatToInt(te.Floor(te.Div(te.Mul(te.Add(dft, f64(1)), hz), rate)), tensor.Int64)
+		m := te.Add(te.Mul(asFloat64(i), step), loMel)
+		hz := te.Mul(imm64(700), te.Sub(te.Pow(imm64(10), te.Div(m, imm64(2595))), imm64(1)))
+		return floatToInt(te.Floor(te.Div(te.Mul(te.Add(dft, imm64(1)), hz), rate)), tensor.Int64)
 	}
 	out := te.Compute("mel_weight_matrix", shape, func(i []loopir.Expr) loopir.Expr {
 		j, c := i[0], i[1]
 		left, center, right := corner(c), corner(add(c, i64(1))), corner(add(c, i64(2)))
-		ratio := func(num, den loopir.Expr) loopir.Expr { return te.Div(toF64(num), toF64(den)) }
-		falling := and(cmp(loopir.GT, right, center), and(cmp(loopir.GE, j, center), cmp(loopir.LT, j, right)))
-		rising := and(cmp(loopir.LT, left, center), and(cmp(loopir.GE, j, left), cmp(loopir.LE, j, center)))
-		peak := and(cmp(loopir.EQ, left, center), cmp(loopir.EQ, j, center))
+		ratio := func(num, den loopir.Expr) loopir.Expr { return te.Div(asFloat64(num), asFloat64(den)) }
+		falling := bothExpr(cmpExpr(loopir.GT, right, center), bothExpr(cmpExpr(loopir.GE, j, center), cmpExpr(loopir.LT, j, right)))
+		rising := bothExpr(cmpExpr(loopir.LT, left, center), bothExpr(cmpExpr(loopir.GE, j, left), cmpExpr(loopir.LE, j, center)))
+		peak := bothExpr(cmpExpr(loopir.EQ, left, center), cmpExpr(loopir.EQ, j, center))
 		v := te.Select(falling, ratio(sub(right, j), sub(right, center)),
 			te.Select(rising, ratio(sub(j, left), sub(center, left)),
-				te.Select(peak, f64(1), f64(0))))
+				te.Select(peak, imm64(1), imm64(0))))
 		if dt.IsFloat() {
 			return asType(dt, v)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-func i64Scalar(v int64) *tensor.Tensor { return tensor.Scalar(v) }
+func int64Scalar(v int64) *tensor.Tensor { return tensor.Scalar(v) }
 
 // TestDFTMatchesReferenceOnOddAndPaddedLengths compares the DFT definition with the
 // reference evaluator on random real and complex signals of odd and even lengths, over
@@ -41,9 +41,9 @@ func TestDFTMatchesReferenceOnOddAndPaddedLengths(t *testing.T) {
 			a.Inverse, a.Onesided = c.inverse, c.onesided
 			length := nt.None
 			if c.length != 0 {
-				length = nt.C(i64Scalar(c.length))
+				length = nt.C(int64Scalar(c.length))
 			}
-			nt.CheckNode(t, l, graph.OpDFT, a, 1, nt.In(randomF32(uint64(k+1), c.shape...)), length, nt.C(i64Scalar(c.axis)))
+			nt.CheckNode(t, l, graph.OpDFT, a, 1, nt.In(randomF32(uint64(k+1), c.shape...)), length, nt.C(int64Scalar(c.axis)))
 		})
 	}
 }
@@ -52,7 +52,7 @@ func TestDFTMatchesReferenceOnOddAndPaddedLengths(t *testing.T) {
 // ErrNoKernel, never guessed.
 func TestDFTWithRunTimeAxisHasNoKernel(t *testing.T) {
 	err := nt.LowerErr(t, genericLowerer(), graph.OpDFT, graph.OpDFT.NewAttrs(), 1,
-		nt.In(randomF32(1, 2, 5, 1)), nt.None, nt.In(i64Scalar(1)))
+		nt.In(randomF32(1, 2, 5, 1)), nt.None, nt.In(int64Scalar(1)))
 	if !errors.Is(err, kernels.ErrNoKernel) {
 		t.Fatalf("lowering DFT with a run-time axis: %v, want ErrNoKernel", err)
 	}
@@ -81,12 +81,12 @@ func TestSTFTMatchesReferenceWithWindowsAndComplexSignals(t *testing.T) {
 		t.Run(fmt.Sprintf("%v/step%d/window%d/len%d/one%d", c.shape, c.step, c.window, c.length, c.onesided), func(t *testing.T) {
 			a := graph.OpSTFT.NewAttrs().(*graph.STFTAttrs)
 			a.Onesided = c.onesided
-			args := []nt.Arg{nt.In(randomF32(uint64(k+10), c.shape...)), nt.C(i64Scalar(c.step)), nt.None, nt.None}
+			args := []nt.Arg{nt.In(randomF32(uint64(k+10), c.shape...)), nt.C(int64Scalar(c.step)), nt.None, nt.None}
 			if c.window != 0 {
 				args[2] = nt.In(randomF32(uint64(k+20), c.window))
 			}
 			if c.length != 0 {
-				args[3] = nt.C(i64Scalar(c.length))
+				args[3] = nt.C(int64Scalar(c.length))
 			}
 			nt.CheckNode(t, l, graph.OpSTFT, a, 1, args...)
 		})

@@ -215,7 +215,7 @@ func samplingRoiAlign(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, err
 		if a.SamplingRatio == 0 {
 			gh, gw = int(math.Ceil(rh/float64(oh))), int(math.Ceil(rw/float64(ow)))
 		}
-		if gh*gw > maxSignal {
+		if gh*gw > maxSignalLength {
 			return nil, Badf("RoiAlign sampling grid %dx%d", gh, gw)
 		}
 		count := float64(max(gh*gw, 1))

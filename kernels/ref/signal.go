@@ -17,11 +17,11 @@ func signalKernels() map[graph.Op]Kernel {
 	}
 }
 
-// maxSignal bounds the lengths read from data (a DFT length, a frame count): the
+// maxSignalLength bounds the lengths read from data (a DFT length, a frame count): the
 // direct sums are quadratic.
-const maxSignal = 1 << 20
+const maxSignalLength = 1 << 20
 
-func intScalar(t *tensor.Tensor, what string) (int64, error) {
+func refIntScalar(t *tensor.Tensor, what string) (int64, error) {
 	if t == nil || t.Len() != 1 || !t.DType.IsInt() {
 		return 0, Badf("%s must be an integer scalar", what)
 	}
@@ -43,7 +43,7 @@ func signalDFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	ax := int64(-2)
 	if len(in) > 2 && in[2] != nil {
-		v, err := intScalar(in[2], "DFT axis")
+		v, err := refIntScalar(in[2], "DFT axis")
 		if err != nil {
 			return nil, err
 		}
@@ -61,10 +61,10 @@ func signalDFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	size := l
 	if len(in) > 1 && in[1] != nil {
 		var err error
-		if size, err = intScalar(in[1], "dft_length"); err != nil {
+		if size, err = refIntScalar(in[1], "dft_length"); err != nil {
 			return nil, err
 		}
-		if size < 1 || size > maxSignal {
+		if size < 1 || size > maxSignalLength {
 			return nil, Badf("dft_length %d", size)
 		}
 	}
@@ -111,7 +111,7 @@ func signalSTFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if !x.DType.IsFloat() || len(x.Shape) != 3 || (x.Shape[2] != 1 && x.Shape[2] != 2) {
 		return nil, Badf("STFT signal %v%v: want floats [batch, length, 1 or 2]", x.DType, x.Shape)
 	}
-	step, err := intScalar(in[1], "frame_step")
+	step, err := refIntScalar(in[1], "frame_step")
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func signalSTFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	fl := l
 	switch {
 	case len(in) > 3 && in[3] != nil:
-		if fl, err = intScalar(in[3], "frame_length"); err != nil {
+		if fl, err = refIntScalar(in[3], "frame_length"); err != nil {
 			return nil, err
 		}
 		if window != nil && int64(len(window)) != fl {
@@ -142,7 +142,7 @@ func signalSTFT(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if attrs[graph.STFTAttrs](n).Onesided != 0 {
 		bins = fl/2 + 1
 	}
-	if frames*fl > maxSignal*16 {
+	if frames*fl > maxSignalLength*16 {
 		return nil, Badf("STFT of %d frames of %d", frames, fl)
 	}
 	batch, parts := x.Shape[0], x.Shape[2]
@@ -194,7 +194,7 @@ func melBins(mel, dft, rate int64, lower, upper float64) []int64 {
 func signalMelWeightMatrix(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	var iv [3]int64
 	for i, what := range []string{"num_mel_bins", "dft_length", "sample_rate"} {
-		v, err := intScalar(in[i], what)
+		v, err := refIntScalar(in[i], what)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +206,7 @@ func signalMelWeightMatrix(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor
 	}
 	lower, upper := in[3].Float64s()[0], in[4].Float64s()[0]
 	rows := dft/2 + 1
-	if mel < 1 || dft < 1 || rate < 1 || rows*mel > maxSignal*16 {
+	if mel < 1 || dft < 1 || rate < 1 || rows*mel > maxSignalLength*16 {
 		return nil, Badf("MelWeightMatrix of %d mel bins, dft_length %d, sample_rate %d", mel, dft, rate)
 	}
 	bins := melBins(mel, dft, rate, lower, upper)

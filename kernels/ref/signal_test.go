@@ -8,8 +8,8 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// evalOne evaluates op over constant inputs (nil: omitted) and returns its output.
-func evalOne(t *testing.T, op graph.Op, attrs any, in ...*tensor.Tensor) *tensor.Tensor {
+// evalConstNode evaluates op over constant inputs (nil: omitted) and returns its output.
+func evalConstNode(t *testing.T, op graph.Op, attrs any, in ...*tensor.Tensor) *tensor.Tensor {
 	t.Helper()
 	b := graph.NewBuilder("main")
 	vals := make([]*graph.Value, len(in))
@@ -33,7 +33,7 @@ func evalOne(t *testing.T, op graph.Op, attrs any, in ...*tensor.Tensor) *tensor
 	return res[0].(*tensor.Tensor)
 }
 
-func near(t *testing.T, what string, got []float64, want []float64) {
+func closeAll(t *testing.T, what string, got []float64, want []float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
@@ -56,19 +56,19 @@ func TestDFTOfImpulsesAndCosines(t *testing.T) {
 		if length > 0 {
 			l = tensor.Scalar(length)
 		}
-		return evalOne(t, graph.OpDFT, a, x, l, tensor.Scalar(int64(1))).Float64s()
+		return evalConstNode(t, graph.OpDFT, a, x, l, tensor.Scalar(int64(1))).Float64s()
 	}
 	impulse := tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 5, 1}, []float64{1, 0, 0, 0, 0})
-	near(t, "impulse", dft(0, 0, impulse, 0), []float64{1, 0, 1, 0, 1, 0, 1, 0, 1, 0})
+	closeAll(t, "impulse", dft(0, 0, impulse, 0), []float64{1, 0, 1, 0, 1, 0, 1, 0, 1, 0})
 	cos := make([]float64, 8)
 	for i := range cos {
 		cos[i] = math.Cos(2 * math.Pi * 2 * float64(i) / 8)
 	}
-	near(t, "cosine onesided", dft(0, 1, tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 8, 1}, cos), 0),
+	closeAll(t, "cosine onesided", dft(0, 1, tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 8, 1}, cos), 0),
 		[]float64{0, 0, 0, 0, 4, 0, 0, 0, 0, 0})
 	sig := tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 3, 2}, []float64{1, 2, -3, 0.5, 0.25, -1})
 	spec := tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 7, 2}, dft(0, 0, sig, 7))
-	near(t, "round trip", dft(1, 0, spec, 0), []float64{1, 2, -3, 0.5, 0.25, -1, 0, 0, 0, 0, 0, 0, 0, 0})
+	closeAll(t, "round trip", dft(1, 0, spec, 0), []float64{1, 2, -3, 0.5, 0.25, -1, 0, 0, 0, 0, 0, 0, 0, 0})
 }
 
 // TestGridSampleIdentityGridCopiesTheImage: a grid over the pixel centers (align_corners)
@@ -87,10 +87,10 @@ func TestGridSampleIdentityGridCopiesTheImage(t *testing.T) {
 	for _, mode := range []string{"linear", "nearest", "cubic"} {
 		a := graph.OpGridSample.NewAttrs().(*graph.GridSampleAttrs)
 		a.Mode, a.AlignCorners, a.PaddingMode = mode, 1, "border"
-		near(t, mode, evalOne(t, graph.OpGridSample, a, x, grid).Float64s(), img)
+		closeAll(t, mode, evalConstNode(t, graph.OpGridSample, a, x, grid).Float64s(), img)
 	}
 	a := graph.OpGridSample.NewAttrs().(*graph.GridSampleAttrs)
 	a.AlignCorners, a.PaddingMode = 1, "reflection"
 	far := tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 1, 2, 2}, []float64{2, -1, 3, -1})
-	near(t, "reflected", evalOne(t, graph.OpGridSample, a, x, far).Float64s(), []float64{2, 1})
+	closeAll(t, "reflected", evalConstNode(t, graph.OpGridSample, a, x, far).Float64s(), []float64{2, 1})
 }

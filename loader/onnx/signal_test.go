@@ -9,9 +9,9 @@ import (
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
 )
 
-// oneNodeModel loads a model of one node at the given opset over float inputs of the
+// signalNodeModel loads a model of one node at the given opset over float inputs of the
 // given shapes (named in0, in1, ...) and int64 initializers.
-func oneNodeModel(t *testing.T, opset int64, node *onnxpb.NodeProto, inputs [][]int64, inits map[string][]int64) *graph.Module {
+func signalNodeModel(t *testing.T, opset int64, node *onnxpb.NodeProto, inputs [][]int64, inits map[string][]int64) *graph.Module {
 	t.Helper()
 	s := func(v string) *string { return &v }
 	f32, i64 := int32(onnxpb.TensorProto_FLOAT), int32(onnxpb.TensorProto_INT64)
@@ -43,7 +43,7 @@ func oneNodeModel(t *testing.T, opset int64, node *onnxpb.NodeProto, inputs [][]
 	return m
 }
 
-func intAttr(name string, v int64) *onnxpb.AttributeProto {
+func signalIntAttr(name string, v int64) *onnxpb.AttributeProto {
 	typ := onnxpb.AttributeProto_INT
 	return &onnxpb.AttributeProto{Name: &name, Type: &typ, I: &v}
 }
@@ -63,13 +63,13 @@ func TestDFTAxisLoadsAsInputAtEveryOpset(t *testing.T) {
 	}{
 		{"17 default axis", 17, &onnxpb.NodeProto{OpType: s("DFT"), Input: []string{"x"}, Output: []string{"y"}}, nil, 1, "f32[1,5,6,2]"},
 		{"17 axis 2 onesided", 17, &onnxpb.NodeProto{OpType: s("DFT"), Input: []string{"x"}, Output: []string{"y"},
-			Attribute: []*onnxpb.AttributeProto{intAttr("axis", 2), intAttr("onesided", 1)}}, nil, 2, "f32[1,5,4,2]"},
+			Attribute: []*onnxpb.AttributeProto{signalIntAttr("axis", 2), signalIntAttr("onesided", 1)}}, nil, 2, "f32[1,5,4,2]"},
 		{"20 axis input", 20, &onnxpb.NodeProto{OpType: s("DFT"), Input: []string{"x", "", "axis"}, Output: []string{"y"},
-			Attribute: []*onnxpb.AttributeProto{intAttr("onesided", 1)}}, map[string][]int64{"axis": {-3}}, -3, "f32[1,3,6,2]"},
+			Attribute: []*onnxpb.AttributeProto{signalIntAttr("onesided", 1)}}, map[string][]int64{"axis": {-3}}, -3, "f32[1,3,6,2]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := oneNodeModel(t, c.opset, c.node, [][]int64{{1, 5, 6, 1}}, c.inits)
+			m := signalNodeModel(t, c.opset, c.node, [][]int64{{1, 5, 6, 1}}, c.inits)
 			n := m.Main.Nodes[len(m.Main.Nodes)-1]
 			if n.Op != graph.OpDFT {
 				t.Fatalf("loaded %v", n.Op)
@@ -92,8 +92,8 @@ func TestRoiAlign10LoadsWithOutputHalfPixel(t *testing.T) {
 	s := func(v string) *string { return &v }
 	for opset, want := range map[int64]string{10: "output_half_pixel", 16: "half_pixel"} {
 		node := &onnxpb.NodeProto{OpType: s("RoiAlign"), Input: []string{"x", "rois", "bi"}, Output: []string{"y"},
-			Attribute: []*onnxpb.AttributeProto{intAttr("output_height", 2), intAttr("output_width", 3)}}
-		m := oneNodeModel(t, opset, node, [][]int64{{1, 2, 8, 8}, {4, 4}}, map[string][]int64{"bi": {0, 0, 0, 0}})
+			Attribute: []*onnxpb.AttributeProto{signalIntAttr("output_height", 2), signalIntAttr("output_width", 3)}}
+		m := signalNodeModel(t, opset, node, [][]int64{{1, 2, 8, 8}, {4, 4}}, map[string][]int64{"bi": {0, 0, 0, 0}})
 		n := m.Main.Nodes[len(m.Main.Nodes)-1]
 		a, ok := n.Attrs.(*graph.RoiAlignAttrs)
 		if !ok || a.CoordinateTransformationMode != want {

@@ -221,6 +221,9 @@ func (e *emitter) hostShapeCall(n *graph.Node) (string, []vm.Reg, error) {
 	case graph.OpMelWeightMatrix:
 		name = vm.BuiltinShapeMelWeightMatrix
 		err = operands(0, 3)
+	case graph.OpDFT:
+		name = vm.BuiltinShapeDFT
+		err = e.dftOperands(n, &args)
 	default:
 		return "", nil, nil
 	}
@@ -263,6 +266,30 @@ func (e *emitter) resizeOperands(n *graph.Node, args *[]vm.Reg) error {
 		return err
 	}
 	*args = append(*args, e.constInt(kind), r)
+	return nil
+}
+
+// dftOperands adds DFT's input shape, dft_length (-1 when absent), its constant axis
+// and onesided.
+func (e *emitter) dftOperands(n *graph.Node, args *[]vm.Reg) error {
+	x := e.c.resolve(n.Inputs[0]).Type
+	if x.Kind != graph.KindTensor || x.UnknownRank {
+		return fmt.Errorf("DFT of an input of unknown rank")
+	}
+	axis, ok, err := graph.DFTAxis(n, len(x.Shape))
+	if err != nil || !ok {
+		return fmt.Errorf("DFT with a run-time axis: %v", err)
+	}
+	if err := e.addInputShape(n, args); err != nil {
+		return err
+	}
+	length := e.constInt(-1)
+	if v := n.Input(1); v != nil {
+		if length, err = e.hostOperand(v); err != nil {
+			return err
+		}
+	}
+	*args = append(*args, length, e.constInt(int64(axis)), e.constInt(n.Attrs.(*graph.DFTAttrs).Onesided))
 	return nil
 }
 

@@ -13,8 +13,9 @@ import (
 )
 
 // signalOperandsModule: an STFT whose frame step and frame length are inputs, one with
-// a window input and a step input, and a MelWeightMatrix of input operands; every
-// output extent is known only at run time.
+// a window input and a step input, a MelWeightMatrix of input operands, and DFTs
+// (onesided and inverse) of a dft_length input; every output extent is known only at
+// run time.
 func signalOperandsModule(t *testing.T) *graph.Module {
 	t.Helper()
 	b := graph.NewBuilder("main")
@@ -38,27 +39,40 @@ func signalOperandsModule(t *testing.T) *graph.Module {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := b.Module(s1, s2, w)
+	z := b.Param("z", graph.TensorType(tensor.Float32, graph.Const(3), graph.Const(11), graph.Const(2)))
+	dftLen := scalar("dft_length", tensor.Int64)
+	axis := b.Const("axis", tensor.Scalar(int64(1)))
+	d1, err := b.Op1(graph.OpDFT, &graph.DFTAttrs{Onesided: 1}, z, dftLen, axis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := b.Op1(graph.OpDFT, &graph.DFTAttrs{Inverse: 1}, z, dftLen, axis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(s1, s2, w, d1, d2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func signalOperands(seed uint64, l int, step, length int64, mel, dft, rate int32, lo, hi float32) []*tensor.Tensor {
+func signalOperands(seed uint64, l int, step, length int64, mel, dft, rate int32, lo, hi float32, dftLength int64) []*tensor.Tensor {
 	return []*tensor.Tensor{f32(seed, 2, l, 1), tensor.Scalar(step), tensor.Scalar(length), f32(seed+1, 6),
-		tensor.Scalar(mel), tensor.Scalar(dft), tensor.Scalar(rate), tensor.Scalar(lo), tensor.Scalar(hi)}
+		tensor.Scalar(mel), tensor.Scalar(dft), tensor.Scalar(rate), tensor.Scalar(lo), tensor.Scalar(hi),
+		f32(seed+2, 3, 11, 2), tensor.Scalar(dftLength)}
 }
 
-// TestRuntimeSignalOperandsMatchReference: STFT frame steps and lengths and
-// MelWeightMatrix operands given as inputs compile once and match the reference for
-// several values (odd frame lengths, a frame as long as the signal); a frame past the
-// signal, a step of 0 and a matrix of no bins are ErrInput.
+// TestRuntimeSignalOperandsMatchReference: STFT frame steps and lengths,
+// MelWeightMatrix operands and DFT lengths given as inputs compile once and match the
+// reference for several values (odd frame lengths, a frame as long as the signal, a
+// DFT length equal to, below and above the signal's); a frame past the signal, a step
+// of 0, a matrix of no bins and a DFT of length 0 are ErrInput.
 func TestRuntimeSignalOperandsMatchReference(t *testing.T) {
 	runs := [][]*tensor.Tensor{
-		signalOperands(1, 40, 4, 16, 8, 16, 8192, 0, 4096),
-		signalOperands(2, 23, 3, 7, 5, 31, 8000, 100, 3000),
-		signalOperands(3, 9, 1, 9, 12, 64, 16000, 20, 8000),
+		signalOperands(1, 40, 4, 16, 8, 16, 8192, 0, 4096, 11),
+		signalOperands(2, 23, 3, 7, 5, 31, 8000, 100, 3000, 7),
+		signalOperands(3, 9, 1, 9, 12, 64, 16000, 20, 8000, 16),
 	}
 	for _, noFusion := range []bool{false, true} {
 		t.Run(map[bool]string{false: "fused", true: "unfused"}[noFusion], func(t *testing.T) {
@@ -67,9 +81,10 @@ func TestRuntimeSignalOperandsMatchReference(t *testing.T) {
 				why string
 				in  []*tensor.Tensor
 			}{
-				{"a frame past the signal", signalOperands(4, 12, 2, 13, 8, 16, 8192, 0, 4096)},
-				{"a step of 0", signalOperands(4, 12, 0, 4, 8, 16, 8192, 0, 4096)},
-				{"a matrix of no mel bins", signalOperands(4, 12, 2, 4, 0, 16, 8192, 0, 4096)},
+				{"a frame past the signal", signalOperands(4, 12, 2, 13, 8, 16, 8192, 0, 4096, 11)},
+				{"a step of 0", signalOperands(4, 12, 0, 4, 8, 16, 8192, 0, 4096, 11)},
+				{"a matrix of no mel bins", signalOperands(4, 12, 2, 4, 0, 16, 8192, 0, 4096, 11)},
+				{"a dft_length of 0", signalOperands(4, 12, 2, 4, 8, 16, 8192, 0, 4096, 0)},
 			} {
 				if _, err := machine.Run(context.Background(), bad.in); !errors.Is(err, vm.ErrInput) {
 					t.Errorf("%s: got %v, want ErrInput", bad.why, err)

@@ -58,8 +58,10 @@ func complexParts(x *te.Tensor) (int64, error) {
 }
 
 // computeDFT is out[..., k, ..., c] = Σ_{t < min(L, N)} x[..., t, ...]·e^{∓2πi·k·t/N}
-// (divided by N when inverse) over the bins k < N (N/2+1 when onesided), with the
-// axis and dft_length constants; a run-time axis or length has no kernel.
+// (divided by N when inverse) over the bins k < N (N/2+1 when onesided), the output's
+// extents those of its type (bound on the host when N is a run-time dft_length). A
+// dft_length known only at run time is read by the kernel, which then sums over the
+// signal's L samples with the terms past N zero. A run-time axis has no kernel.
 func computeDFT(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
 	r := len(x.Shape)
@@ -76,30 +78,28 @@ func computeDFT(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	}
 	a := attrs[graph.DFTAttrs](n)
 	length := x.Shape[axis]
-	size := length
-	if in[1].Present() || n.Input(1) != nil {
-		l, ok := ConstInts(in, 1)
-		if !ok || len(l) != 1 || l[0] < 1 {
-			return nil, Unsupported("DFT with a run-time dft_length")
+	size, used, guard := length, length, false
+	if len(in) > 1 && in[1].Present() {
+		if !in[1].T.DT.IsInt() {
+			return nil, Unsupported("DFT with a dft_length of %v", in[1].T.DT)
 		}
-		size = i64(l[0])
-	}
-	if _, static := size.(*loopir.IntImm); a.Onesided != 0 && !static {
-		return nil, Unsupported("onesided DFT of a symbolic length")
+		size = asType(tensor.Int64, knownScalar(n, in, 1, tensor.Int64))
+		l, lok := length.(*loopir.IntImm)
+		switch s, sok := size.(*loopir.IntImm); {
+		case lok && sok:
+			used = i64(min(l.V, s.V))
+		case in[1].Const != nil:
+			used = loopir.Bin(loopir.Min, length, size)
+		default: // read at run time: every sample, the ones past N weighing 0
+			guard = true
+		}
+		if _, static := size.(*loopir.IntImm); !static {
+			size = loopir.Bin(loopir.Max, size, i64(1))
+		}
 	}
 	shape, err := genShape(n, in, x.DT)
 	if err != nil {
 		return nil, err
-	}
-	used := size
-	if size != length {
-		l, lok := length.(*loopir.IntImm)
-		s, sok := size.(*loopir.IntImm)
-		if lok && sok {
-			used = i64(min(l.V, s.V))
-		} else {
-			used = loopir.Bin(loopir.Min, length, size)
-		}
 	}
 	sign := -1.0
 	if a.Inverse != 0 {
@@ -116,7 +116,11 @@ func computeDFT(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			idx2[r-1] = i64(1)
 			xi = asFloat64(x.At(idx2...))
 		}
-		return te.Sum(dftTerm(xr, xi, i[axis], t.Var, size, i[r-1], sign), t)
+		term := dftTerm(xr, xi, i[axis], t.Var, size, i[r-1], sign)
+		if guard {
+			term = te.Select(cmpExpr(loopir.LT, t.Var, size), term, imm64(0))
+		}
+		return te.Sum(term, t)
 	})
 	out := te.Compute("dft", shape, func(i []loopir.Expr) loopir.Expr {
 		v := acc.At(i...)

@@ -77,6 +77,7 @@ func hostShapeBuiltins() map[string]Builtin {
 
 		BuiltinShapeSTFT:            shapeSTFT,
 		BuiltinShapeMelWeightMatrix: shapeMelWeightMatrix,
+		BuiltinShapeDFT:             shapeDFT,
 	}
 }
 

@@ -16,6 +16,10 @@ const (
 	// BuiltinShapeMelWeightMatrix(num_mel_bins, dft_length, sample_rate): the matrix's
 	// shape [dft_length/2+1, num_mel_bins]; each operand must be at least 1.
 	BuiltinShapeMelWeightMatrix = "shape.melweightmatrix"
+	// BuiltinShapeDFT(in, dft_length, axis, onesided): DFT's output shape, in with the
+	// transformed axis dft_length long (in[axis] when dft_length is -1; n/2+1 when
+	// onesided) and a last axis of 2; the length must be at least 1.
+	BuiltinShapeDFT = "shape.dft"
 )
 
 func shapeSTFT(args []*tensor.Tensor) (*tensor.Tensor, error) {
@@ -69,4 +73,34 @@ func shapeMelWeightMatrix(args []*tensor.Tensor) (*tensor.Tensor, error) {
 		v[i] = x
 	}
 	return shapeResult(name, []int64{v[1]/2 + 1, v[0]})
+}
+
+func shapeDFT(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	const name = BuiltinShapeDFT
+	in, err := shapeArgs(name, args, 4, 4)
+	if err != nil {
+		return nil, err
+	}
+	var v [3]int64
+	for i := range v {
+		if v[i], err = int64Scalar(name, args, i+1); err != nil {
+			return nil, err
+		}
+	}
+	length, axis, onesided := v[0], v[1], v[2]
+	if axis < 0 || axis > int64(len(in))-2 {
+		return nil, fmt.Errorf("%w: %s: axis %d of a rank-%d input", ErrInput, name, axis, len(in))
+	}
+	if length == -1 {
+		length = in[axis]
+	}
+	if length < 1 {
+		return nil, fmt.Errorf("%w: %s: dft_length %d", ErrInput, name, length)
+	}
+	out := append([]int64{}, in...)
+	out[axis], out[len(out)-1] = length, 2
+	if onesided != 0 {
+		out[axis] = length/2 + 1
+	}
+	return shapeResult(name, out)
 }

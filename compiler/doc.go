@@ -139,7 +139,8 @@
 // Value-dependent shapes (hostshape.go): a node whose shape, sizes, axes, repeats, pads,
 // starts/ends or depth operand is not a constant (Reshape, Squeeze, Unsqueeze, Expand,
 // Tile, ConstantOfShape, Range, the window functions, Slice, Pad, Split, OneHot, the
-// Reduce* family) has outputs with fresh symbols. Before it runs, its host shape function
+// Reduce* family, STFT's frame step and length, MelWeightMatrix's operands, DFT's
+// dft_length) has outputs with fresh symbols. Before it runs, its host shape function
 // (a vm builtin over the input's shape and the operand read on the host, from the CPU)
 // computes the output's extents; each fresh symbol is bound to its extent (shape.dim) and
 // every extent the graph knew is checked against it (shape.expect), so a bad value in a

@@ -215,6 +215,15 @@ func (e *emitter) hostShapeCall(n *graph.Node) (string, []vm.Reg, error) {
 	case graph.OpResize:
 		name = vm.BuiltinShapeResize
 		err = e.resizeOperands(n, &args)
+	case graph.OpSTFT:
+		name = vm.BuiltinShapeSTFT
+		err = e.stftOperands(n, &args)
+	case graph.OpMelWeightMatrix:
+		name = vm.BuiltinShapeMelWeightMatrix
+		err = operands(0, 3)
+	case graph.OpDFT:
+		name = vm.BuiltinShapeDFT
+		err = e.dftOperands(n, &args)
 	default:
 		return "", nil, nil
 	}
@@ -257,6 +266,61 @@ func (e *emitter) resizeOperands(n *graph.Node, args *[]vm.Reg) error {
 		return err
 	}
 	*args = append(*args, e.constInt(kind), r)
+	return nil
+}
+
+// dftOperands adds DFT's input shape, dft_length (-1 when absent), its constant axis
+// and onesided.
+func (e *emitter) dftOperands(n *graph.Node, args *[]vm.Reg) error {
+	x := e.c.resolve(n.Inputs[0]).Type
+	if x.Kind != graph.KindTensor || x.UnknownRank {
+		return fmt.Errorf("DFT of an input of unknown rank")
+	}
+	axis, ok, err := graph.DFTAxis(n, len(x.Shape))
+	if err != nil || !ok {
+		return fmt.Errorf("DFT with a run-time axis: %v", err)
+	}
+	if err := e.addInputShape(n, args); err != nil {
+		return err
+	}
+	length := e.constInt(-1)
+	if v := n.Input(1); v != nil {
+		if length, err = e.hostOperand(v); err != nil {
+			return err
+		}
+	}
+	*args = append(*args, length, e.constInt(int64(axis)), e.constInt(n.Attrs.(*graph.DFTAttrs).Onesided))
+	return nil
+}
+
+// stftOperands adds STFT's signal shape, frame_step, frame_length and window length
+// (each -1 when absent) and onesided.
+func (e *emitter) stftOperands(n *graph.Node, args *[]vm.Reg) error {
+	if err := e.addInputShape(n, args); err != nil {
+		return err
+	}
+	step, err := e.hostOperand(n.Inputs[1])
+	if err != nil {
+		return err
+	}
+	*args = append(*args, step)
+	fl := e.constInt(-1)
+	if v := n.Input(3); v != nil {
+		if fl, err = e.hostOperand(v); err != nil {
+			return err
+		}
+	}
+	wl := e.constInt(-1)
+	if v := n.Input(2); v != nil {
+		w := e.c.resolve(v).Type
+		if w.Kind != graph.KindTensor || w.UnknownRank || len(w.Shape) != 1 || !e.allBound(w.Shape) {
+			return fmt.Errorf("STFT window of type %v: its length is needed on the host", w)
+		}
+		if wl, err = e.shapeEval(tensor.Int64, nil, w.Shape); err != nil {
+			return err
+		}
+	}
+	*args = append(*args, fl, wl, e.constInt(n.Attrs.(*graph.STFTAttrs).Onesided))
 	return nil
 }
 
@@ -342,6 +406,10 @@ func hostReadInputs(op graph.Op) []int {
 		return []int{1, 2, 3, 4}
 	case graph.OpResize:
 		return []int{2, 3}
+	case graph.OpSTFT:
+		return []int{1, 3}
+	case graph.OpMelWeightMatrix:
+		return []int{0, 1, 2}
 	}
 	return []int{1}
 }

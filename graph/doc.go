@@ -8,8 +8,10 @@
 // from per-family row lists (ops_*.go); nothing registers itself from init(). ONNX names
 // appear only as the op table's names; the graph knows no ONNX and no devices.
 //
-// IR semantics are those of ONNX opset 17 with one normalization: every Reduce* op takes
-// its axes as input 1. The loader upgrades older opsets into this form.
+// IR semantics are those of ONNX opset 17 with two normalizations: every Reduce* op takes
+// its axes as input 1, and DFT takes its axis as input 2 (DFT-20's form). The loader
+// upgrades older opsets into this form. GridSample accepts the mode names of opsets 16
+// (bilinear, bicubic) and 20 (linear, cubic) alike (ParseGridSample).
 //
 // Shape arithmetic stays symbolic: Type.Known carries the symbolic element values of small
 // integer tensors, so that Shape → Gather → Unsqueeze → Concat → Reshape keeps "[b,s,4,64]"

@@ -154,6 +154,7 @@ var opTable = buildOpTable(
 	extraOps(),
 	trainingOps(),
 	stringOps(),
+	signalOps(),
 )
 
 func buildOpTable(families ...[]OpInfo) [NumOps]OpInfo {

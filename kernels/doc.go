@@ -63,6 +63,22 @@
 // float converted to an index only after a NaN-safe clamp; antialias is refused there
 // (its taps depend on the scale).
 //
+// Signal ops (signal.go) are direct sums in float64, narrowed once: DFT over a constant
+// axis (dft_length truncating or zero-padding the signal, a constant or read at run
+// time with the output's extents bound by the host; onesided, inverse; the angle from
+// k·t mod N), real or complex signals as a trailing axis of 1 or 2; STFT as
+// frames × window × DFT, its frame step and length constants or read at run time (the
+// output's extents bound by the host; a run-time length sums over the signal's length
+// with the terms past it zero); MelWeightMatrix's triangles per element from its scalar
+// operands. A dialect without double (OpenCL) does not print them, so they run on the
+// CPU there. The sampling ops (sampling.go) compute in the element type, as ONNX's
+// reference does: GridSample over 1 to 3 spatial axes in every mode (nearest rounding
+// ties to even, away from zero over volumes; Keys cubic with a = -0.75), padding mode
+// and align_corners, its coordinates a stage of their own; RoiAlign (avg and max,
+// half_pixel and output_half_pixel) with a fixed sampling_ratio. Refused with
+// ErrNoKernel: a run-time DFT axis, GridSample over 4 or more axes, RoiAlign's
+// adaptive sampling (sampling_ratio 0, a sample count that depends on each region).
+//
 // Elementwise arithmetic on half floats (float16, bfloat16) is computed in float32
 // and narrowed once; Cast converts them through float32, and floats convert to integers
 // with package tensor's rules (NaN and values outside int64 give MinInt64, then wrap),

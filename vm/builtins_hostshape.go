@@ -74,6 +74,10 @@ func hostShapeBuiltins() map[string]Builtin {
 		BuiltinShapeOneHot:    shapeOneHot,
 		BuiltinShapeReduce:    shapeReduce,
 		BuiltinShapeResize:    shapeResize,
+
+		BuiltinShapeSTFT:            shapeSTFT,
+		BuiltinShapeMelWeightMatrix: shapeMelWeightMatrix,
+		BuiltinShapeDFT:             shapeDFT,
 	}
 }
 

@@ -30,7 +30,8 @@
 // symbolic dims (builtins_shape.go) and the host shape functions of value-dependent
 // shapes (builtins_hostshape*.go: Reshape's target with 0 and -1, Squeeze, Unsqueeze,
 // broadcasting, Tile, a shape tensor, Range's length, clamped Slice bounds, Pad, Split
-// sizes, OneHot's depth, a reduction's axes). Each reads int64 host tensors and checks
+// sizes, OneHot's depth, a reduction's axes, STFT's frames and bins, MelWeightMatrix's
+// extents, DFT's length). Each reads int64 host tensors and checks
 // every value a request supplies: a negative or overflowing extent, an element count
 // that changes, an axis out of range or repeated, a rank above 32 or an extent above
 // 2^40 is an ErrInput error (the instruction's Str names the node), never a panic or an

@@ -11,7 +11,11 @@
 // output_shape) with its own code rather than graph.Window, and Resize's output extents
 // (axes, keep_aspect_ratio_policy) rather than graph.ResizeOutput, which shape inference
 // and the kernel definitions share: a mistake there shows up as a disagreement with ref
-// instead of being copied into the oracle.
+// instead of being copied into the oracle. The signal and sampling ops (signal.go,
+// sampling.go: DFT, STFT, MelWeightMatrix, GridSample in any number of spatial axes,
+// RoiAlign in both modes) are direct sums in float64 with their own axis, frame and
+// bin arithmetic; only attribute names are decoded by graph (ParseGridSample,
+// RoiHalfPixel).
 //
 // Model: runtime values are *tensor.Tensor, *Sequence or *Optional. Kernels are looked up
 // in a table indexed by graph.Op, assembled explicitly from per-family maps.

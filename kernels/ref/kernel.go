@@ -69,6 +69,8 @@ var kernelTable = buildKernels(
 	extraKernels(),
 	trainingKernels(),
 	stringKernels(),
+	signalKernels(),
+	samplingKernels(),
 )
 
 func buildKernels(families ...map[graph.Op]Kernel) [graph.NumOps]Kernel {

@@ -17,9 +17,11 @@
 // 11, Split/Squeeze/Unsqueeze/ReduceSum < 13 and other Reduce* < 18 (attributes → inputs),
 // Pad < 11, Slice < 10, TopK < 10, Reshape < 5, Dropout < 12, Resize 10/11, Upsample →
 // Resize, Cast with a string `to`, legacy broadcast attributes, Scan 8 (batched: one
-// opset-9 Scan per row of a static batch, stacked; sequence_lens refused). Domains: the
-// standard one and ai.onnx.preview.training at opset 1 (Adagrad, Adam, Momentum);
-// unknown domains are tolerated when no node uses them.
+// opset-9 Scan per row of a static batch, stacked; sequence_lens refused), DFT < 20 (the
+// axis attribute, default 1, → input 2: DFT-20's form), RoiAlign < 16 (no
+// coordinate_transformation_mode: output_half_pixel). Domains: the standard one and
+// ai.onnx.preview.training at opset 1 (Adagrad, Adam, Momentum); unknown domains are
+// tolerated when no node uses them.
 //
 // Untrusted input: nothing here panics on a bad file. Errors wrap ErrInvalid (malformed)
 // or ErrUnsupported (well-formed but not representable); unsupported ops are

@@ -47,11 +47,13 @@ func upgradeRules() map[graph.Op]func(c *nodeConv) (bool, error) {
 			}
 			return false, nil
 		},
-		graph.OpGemm: func(c *nodeConv) (bool, error) { c.dropLegacy("broadcast", -1); return false, nil },
-		graph.OpLSTM: upRNN,
-		graph.OpGRU:  upRNN,
-		graph.OpRNN:  upRNN,
-		graph.OpScan: upScan,
+		graph.OpGemm:     func(c *nodeConv) (bool, error) { c.dropLegacy("broadcast", -1); return false, nil },
+		graph.OpLSTM:     upRNN,
+		graph.OpGRU:      upRNN,
+		graph.OpRNN:      upRNN,
+		graph.OpScan:     upScan,
+		graph.OpDFT:      upDFT,
+		graph.OpRoiAlign: upRoiAlign,
 		graph.OpScatter: func(c *nodeConv) (bool, error) {
 			c.op = graph.OpScatterElements
 			return false, nil
@@ -322,5 +324,27 @@ func upCast(c *nodeConv) (bool, error) {
 // upRNN drops the pre-opset-7 output_sequence hint (outputs are optional since then).
 func upRNN(c *nodeConv) (bool, error) {
 	c.dropLegacy("output_sequence", -1)
+	return false, nil
+}
+
+// upDFT moves DFT-17's axis attribute (default 1) to input 2, DFT-20's form.
+func upDFT(c *nodeConv) (bool, error) {
+	if c.opset >= 20 {
+		return false, nil
+	}
+	axis := int64(1)
+	if a, ok := c.takeAttr("axis"); ok {
+		axis = a.GetI()
+	}
+	c.setInput(2, c.constInput(tensor.Scalar(axis)))
+	return false, nil
+}
+
+// upRoiAlign gives RoiAlign-10, which has no coordinate_transformation_mode, its
+// output_half_pixel geometry (RoiAlign-16's default is half_pixel).
+func upRoiAlign(c *nodeConv) (bool, error) {
+	if _, ok := c.attrs["coordinate_transformation_mode"]; !ok && c.opset < 16 {
+		c.setStringAttr("coordinate_transformation_mode", "output_half_pixel")
+	}
 	return false, nil
 }

@@ -198,7 +198,7 @@ func (im *importer) node(b *graph.Builder, sc *scope, np *onnxpb.NodeProto) erro
 	}
 	op, known := graph.LookupOp(dom, np.GetOpType())
 	if !known {
-		return c.unsupported("unknown operator")
+		return c.unsupported("%s", unknownOpReason(dom, np.GetOpType()))
 	}
 	c.op = op
 	delete(c.attrs, "consumed_inputs") // a legacy optimizer hint with no semantics

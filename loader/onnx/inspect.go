@@ -130,9 +130,18 @@ func unsupportedReason(dom, op string, opsets map[string]int64) string {
 	o, known := graph.LookupOp(dom, op)
 	switch {
 	case !known:
-		return "unknown operator"
+		return unknownOpReason(dom, op)
 	case !o.Supported():
 		return "not implemented in kiln yet"
 	}
 	return ""
+}
+
+// unknownOpReason says why kiln has no op of that name: the reason for the ONNX ops it
+// leaves out on purpose, else "unknown operator".
+func unknownOpReason(dom, op string) string {
+	if dom == graph.TrainingDomain && op == "Gradient" {
+		return "Gradient (automatic differentiation of a training graph) is not implemented: kiln runs inference, and of the training domain only the optimizers Adagrad, Adam and Momentum"
+	}
+	return "unknown operator"
 }

@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -57,5 +58,24 @@ func TestTrainingDomainLoadsAtOpset1Only(t *testing.T) {
 	}
 	if _, err := onnx.LoadBytes(momentumModel(t, 2), t.TempDir(), onnx.Options{}); !errors.Is(err, onnx.ErrUnsupported) {
 		t.Fatalf("opset 2: got %v, want ErrUnsupported", err)
+	}
+}
+
+// TestGradientIsRefusedSayingWhy: the training domain's Gradient op is refused as
+// unsupported with the reason, not as an unknown operator.
+func TestGradientIsRefusedSayingWhy(t *testing.T) {
+	var mp onnxpb.ModelProto
+	if err := proto.Unmarshal(momentumModel(t, 1), &mp); err != nil {
+		t.Fatal(err)
+	}
+	op := "Gradient"
+	mp.Graph.Node[0].OpType, mp.Graph.Node[0].Attribute = &op, nil
+	b, err := proto.Marshal(&mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = onnx.LoadBytes(b, t.TempDir(), onnx.Options{})
+	if !errors.Is(err, onnx.ErrUnsupported) || !strings.Contains(err.Error(), "automatic differentiation") {
+		t.Fatalf("got %v, want ErrUnsupported saying Gradient is automatic differentiation", err)
 	}
 }

@@ -26,7 +26,9 @@ type Compiler struct {
 	Flags []string
 	// Native is what -march=native means to this compiler on this machine: the CPU and
 	// every ISA extension it enables or disables, as the compiler itself reports them
-	// (resolveNative). Identity puts it in place of -march=native.
+	// (resolveNative). Identity puts it in place of -march=native. Empty, with no
+	// -march=native in Flags, for a compiler that refuses the flag (a cross compiler):
+	// it builds for its own default target, which its Version names.
 	Native string
 
 	work *workState // where it writes its inputs and outputs; nil: the per-user default
@@ -56,11 +58,13 @@ func FindCompiler() (*Compiler, error) {
 			continue
 		}
 		version, _, _ := strings.Cut(string(out), "\n")
-		flags := append([]string{"-O3", "-march=native"}, capFlags(level)...)
-		flags = append(flags, "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd")
-		c := &Compiler{Path: path, Version: strings.TrimSpace(version), Flags: flags, work: &workState{}}
-		c.Native = resolveNative(path)
-		return c, nil
+		native, ok := resolveNative(path)
+		flags := []string{"-O3"}
+		if ok {
+			flags = append(flags, "-march=native")
+		}
+		flags = append(append(flags, capFlags(level)...), "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd")
+		return &Compiler{Path: path, Version: strings.TrimSpace(version), Flags: flags, Native: native, work: &workState{}}, nil
 	}
 	return nil, devices.Unavailablef("no C compiler found (tried %s); install one, e.g. `apt-get install gcc`, or set $CC", strings.Join(tried, ", "))
 }

@@ -16,7 +16,10 @@
 // one CPU is never reused on another that lacks an extension the compiler used. The
 // resolution is preferred over explicit -m flags computed from target.Features: it keeps
 // the generated code exactly what the compiler's own tuning for this CPU gives, needs no
-// table of extensions per architecture in kiln, and works for gcc and clang alike.
+// table of extensions per architecture in kiln, and works for gcc and clang alike. A
+// compiler that refuses -march=native (a cross compiler, e.g. $CC=aarch64-linux-gnu-gcc
+// for an arm64 kiln run under qemu-user) builds without it, for its own default target
+// (the architecture's baseline), which its version line names.
 //
 // Under an ISA cap (KILN_CPU_ISA, target.ISAEnv), which drops the features above a level
 // from target.Host and so from the device's fingerprint, the compiler flags follow

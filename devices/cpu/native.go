@@ -21,17 +21,28 @@ import (
 // When the compiler prints none (another driver), the resolution names this CPU exactly
 // instead: its model and a digest of every feature flag the kernel reports.
 
-// resolveNative returns what -march=native means to the compiler at path on this machine.
-func resolveNative(path string) string {
+// A compiler that does not resolve -march=native in its -### output is asked to compile
+// an empty file with it: a cross compiler (aarch64-linux-gnu-gcc on an x86 machine, as
+// the arm64 tests under qemu-user use) refuses it, since it cannot describe the CPU it
+// runs on as one it targets. Such a compiler builds for its own default target (the
+// architecture's baseline), which names itself in its --version line: FindCompiler then
+// leaves -march=native out.
+
+// resolveNative returns what -march=native means to the compiler at path on this
+// machine; ok is false when the compiler does not accept -march=native at all.
+func resolveNative(path string) (native string, ok bool) {
 	cmd := exec.Command(path, "-###", "-march=native", "-x", "c", "-c", os.DevNull, "-o", os.DevNull)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err == nil {
 		if r, err := parseNative(out.String()); err == nil {
-			return r
+			return r, true
 		}
 	}
-	return "cpu " + cpuModel() + " flags " + cpuFlagsDigest()
+	if exec.Command(path, "-march=native", "-x", "c", "-c", os.DevNull, "-o", os.DevNull).Run() != nil {
+		return "", false
+	}
+	return "cpu " + cpuModel() + " flags " + cpuFlagsDigest(), true
 }
 
 // errNoResolution: the -### output holds no compiler command line with a resolved target.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kilnrt/kiln/target"
 )
 
 // gccHashes is what gcc -### prints for -march=native (shortened), on a CPU with AVX2
@@ -83,5 +85,40 @@ func TestKeyIdentityNamesTheResolvedTarget(t *testing.T) {
 	}
 	if ids[0] == ids[1] || ids[0] != ids[2] {
 		t.Fatalf("identities %q", ids)
+	}
+}
+
+// TestCompilerThatRefusesMarchNativeBuildsForItsDefaultTarget: a cross compiler (one
+// whose -### leaves -march=native unresolved and that refuses to compile with it) is
+// used without -march=native, its identity naming its version and flags only; a
+// compiler that resolves the flag keeps it.
+func TestCompilerThatRefusesMarchNativeBuildsForItsDefaultTarget(t *testing.T) {
+	dir := t.TempDir()
+	script := `#!/bin/sh
+case "$1" in
+--version) echo 'aarch64-linux-gnu-gcc (Fake) 12.2.0'; exit 0;;
+-###) echo ' cc1 -quiet "-march=native" -mlittle-endian "-mabi=lp64"' >&2; exit 0;;
+esac
+for a in "$@"; do [ "$a" = -march=native ] && { echo "cc1: error: unknown value 'native' for '-march'" >&2; exit 1; }; done
+exit 0
+`
+	path := filepath.Join(dir, "crosscc")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CC", path)
+	t.Setenv(target.ISAEnv, "")
+	c, err := FindCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c.Identity()
+	if c.Native != "" || strings.Contains(id, "-march") || !strings.HasPrefix(id, "aarch64-linux-gnu-gcc (Fake) 12.2.0 -O3 ") {
+		t.Fatalf("cross compiler: native %q, identity %q", c.Native, id)
+	}
+
+	t.Setenv("CC", fakeCompiler(t, "no"))
+	if c, err = FindCompiler(); err != nil || !strings.Contains(c.Identity(), "-march=native(") {
+		t.Fatalf("native compiler: %v, identity %q", err, c.Identity())
 	}
 }

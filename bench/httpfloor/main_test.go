@@ -45,3 +45,39 @@ func TestFloorRuns(t *testing.T) {
 		os.Stdout.Write(out)
 	}
 }
+
+// TestFloorMeasuresKilnBesideTheFloor runs --kiln on a zoo model for one short round:
+// kiln serve answers over REST and gRPC, kiln bench times the same journal entry, and
+// the report sets kiln's overheads beside the floor servers'.
+func TestFloorMeasuresKilnBesideTheFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds kiln and the floor, compiles a model")
+	}
+	zoo := testdata.Zoo(t)
+	if _, err := exec.LookPath("cc"); err != nil {
+		testdata.NoCompiler(t, err)
+	}
+	dir := t.TempDir()
+	floor, kiln := filepath.Join(dir, "httpfloor"), filepath.Join(dir, "kiln")
+	if out, err := exec.Command("go", "build", "-o", floor, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("go", "build", "-o", kiln, "../../cmd/kiln").CombinedOutput(); err != nil {
+		t.Fatalf("go build kiln: %v\n%s", err, out)
+	}
+	cmd := exec.Command(floor, "--kiln", kiln, "--model", filepath.Join(zoo, "squeezenet1_1"), "--rounds", "1", "--requests", "5")
+	cmd.Env = append(os.Environ(), "KILN_CACHE_DIR="+filepath.Join(dir, "cache"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("httpfloor --kiln: %v\n%s", err, out)
+	}
+	for _, s := range append([]string{"kiln REST", "kiln gRPC"}, servers...) {
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(s) + ` +median p50 ([0-9.]+) ms: [+-][0-9.]+ ms over in process`)
+		if re.Find(out) == nil {
+			t.Errorf("no median line for %s in:\n%s", s, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^kiln REST overhead minus net/http's: [+-][0-9.]+ ms$`).Match(out) {
+		t.Errorf("no comparison line in:\n%s", out)
+	}
+}

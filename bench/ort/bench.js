@@ -3,7 +3,8 @@
 // bench/ortcompare, which writes the inputs and sets the malloc environment.
 //
 //   MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 \
-//     node bench/ort/bench.js --model M.onnx --inputs DIR --threads T --iters N --warmup W
+//     node bench/ort/bench.js --model M.onnx --inputs DIR --threads T --iters N --warmup W \
+//       [--profile FILE]
 //
 // DIR/inputs.json is {"inputs":[{"index":K,"name":"...","dtype":"FLOAT","dims":[...],
 // "file":"input_K.bin"}, ...]} in graph-input order; each file holds the tensor's
@@ -16,6 +17,11 @@
 // load_ms is the session creation; js_hop_ms is the median cost of the setImmediate
 // hop that InferenceSession.run() takes before its synchronous native call (included
 // in every timing; a few microseconds).
+// With --profile FILE, a second session with ONNX Runtime's profiler on runs the same
+// inputs --iters times after the timed runs (so the profiler costs the timings nothing)
+// and FILE gets {"runs":N,"ops":[{"op":"Conv","ms":..}],"nodes":[{"node":"..","op":"..",
+// "ms":..,"shapes":[[..]..]}]}: kernel milliseconds per run by op type and by node, the
+// node's input shapes as the profiler reports them, largest first.
 // Percentiles interpolate linearly between the closest ranks (numpy's default).
 // Errors go to stderr with a non-zero exit status.
 'use strict';
@@ -64,6 +70,7 @@ function parseArgs(argv) {
     switch (key) {
       case 'model':
       case 'inputs':
+      case 'profile':
         opts[key] = val;
         break;
       case 'threads':
@@ -137,6 +144,54 @@ function percentile(sorted, q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
 }
 
+// writeProfile runs the inputs n times on a profiling session and writes the per-op and
+// per-node summary of ONNX Runtime's trace to file.
+async function writeProfile(ort, opts, feeds, file) {
+  const prefix = path.join(path.dirname(path.resolve(file)), `ortprofile-${process.pid}`);
+  const session = await ort.InferenceSession.create(opts.model, {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: opts.threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+    enableProfiling: true,
+    profileFilePrefix: prefix,
+  });
+  for (let i = 0; i < opts.warmup; i++) await session.run(feeds);
+  // the warm-up runs are in the trace too: count every run it holds
+  const runs = opts.warmup + opts.iters;
+  for (let i = 0; i < opts.iters; i++) await session.run(feeds);
+  const trace = session.endProfiling();
+  await session.release();
+  const traceFile = typeof trace === 'string' && trace ? trace : null;
+  const dir = path.dirname(prefix);
+  const found = traceFile ? [traceFile] : fs.readdirSync(dir)
+    .filter((f) => f.startsWith(path.basename(prefix)) && f.endsWith('.json'))
+    .map((f) => path.join(dir, f));
+  if (found.length === 0) throw new Error(`ONNX Runtime wrote no profile under ${prefix}*`);
+  const events = JSON.parse(fs.readFileSync(found[0], 'utf8'));
+  found.forEach((f) => fs.rmSync(f, { force: true }));
+  const byOp = new Map();
+  const byNode = new Map();
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || !e.args) continue;
+    const op = e.args.op_name;
+    const node = e.name.slice(0, -'_kernel_time'.length);
+    byOp.set(op, (byOp.get(op) || 0) + e.dur);
+    const prev = byNode.get(node) || { node, op, us: 0, shapes: (e.args.input_type_shape || []).map((t) => Object.values(t)[0]) };
+    prev.us += e.dur;
+    byNode.set(node, prev);
+  }
+  const perRun = (us) => round6(us / 1000 / runs);
+  const out = {
+    runs,
+    ops: [...byOp].map(([op, us]) => ({ op, ms: perRun(us) })).sort((a, b) => b.ms - a.ms),
+    nodes: [...byNode.values()].map((n) => ({ node: n.node, op: n.op, ms: perRun(n.us), shapes: n.shapes }))
+      .sort((a, b) => b.ms - a.ms),
+  };
+  fs.writeFileSync(file, JSON.stringify(out, null, 1) + '\n');
+}
+
 // round6 rounds to six decimals (nanoseconds, for milliseconds).
 function round6(x) {
   return Math.round(x * 1e6) / 1e6;
@@ -190,8 +245,9 @@ async function main() {
     js_hop_ms: round6(percentile(hopsSorted, 0.5)),
     version: pkg.version,
   };
-  process.stdout.write(JSON.stringify(out) + '\n');
   await session.release();
+  if (opts.profile) await writeProfile(ort, opts, feeds, opts.profile);
+  process.stdout.write(JSON.stringify(out) + '\n');
 }
 
 main().catch((e) => {

@@ -47,7 +47,10 @@
 // (see above), --kiln PATH (default: built once with go build ./cmd/kiln), --node PATH,
 // --ort-dir DIR (default bench/ort), --json FILE (all raw results), --workdir DIR
 // (kept; default a temporary folder, removed at the end), --run-timeout (5m per
-// benchmark process), --compile-timeout (10m per kiln compile).
+// benchmark process), --compile-timeout (10m per kiln compile), --profile DIR (after a
+// model's rounds, each engine once more with its profiler: NAME-tT-kiln.txt is `kiln
+// bench --profile`'s kernels by time, NAME-tT-ort.json ONNX Runtime's kernel time by op
+// type and by node with input shapes, from bench.js --profile).
 //
 // Besides the medians, each row shows the spread of the round p50s and the share of the
 // machine's CPU that other processes took while the engines ran (from /proc/stat, less

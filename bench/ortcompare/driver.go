@@ -240,6 +240,7 @@ func (d *driver) runRow(ctx context.Context, mc *modelCase, threads int) *Row {
 			d.logf("%s t=%d round %d/%d: %s", name, threads, r, d.cfg.Rounds, strings.Join(line, ", "))
 		}
 	}
+	d.profileRow(ctx, mc, threads, row)
 	for _, er := range row.Engines {
 		er.summarize()
 	}

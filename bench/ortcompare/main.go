@@ -186,6 +186,7 @@ func parseFlags(args []string, root string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.JSON, "json", "", "write all raw results to `FILE`")
 	fs.StringVar(&cfg.Workdir, "workdir", "", "keep converted inputs and compiled models in `DIR` (default: a temporary folder, removed)")
 	fs.DurationVar(&cfg.RunTimeout, "run-timeout", 5*time.Minute, "limit for one benchmark process")
+	fs.StringVar(&cfg.ProfileDir, "profile", "", profileFlagDoc)
 	fs.DurationVar(&cfg.CompileTimeout, "compile-timeout", 10*time.Minute, "limit for one kiln compile")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

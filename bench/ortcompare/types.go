@@ -42,6 +42,8 @@ type Config struct {
 	RunTimeout time.Duration `json:"run_timeout_ns"`
 	// CompileTimeout bounds one `kiln compile`.
 	CompileTimeout time.Duration `json:"compile_timeout_ns"`
+	// ProfileDir receives each model's per-kernel and per-op profiles ("" for none).
+	ProfileDir string `json:"profile_dir,omitempty"`
 }
 
 // Report is everything one run measured; --json writes it.

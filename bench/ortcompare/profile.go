@@ -55,4 +55,3 @@ func (d *driver) profileRow(ctx context.Context, mc *modelCase, threads int, row
 
 // profileFlagDoc documents --profile.
 const profileFlagDoc = "after each model's rounds, write per-kernel (kiln bench --profile) and per-op (ONNX Runtime's profiler) time to `DIR`"
-

@@ -108,7 +108,10 @@
 // emitted into the unit (persistent workers, futex sleep, chunks claimed dynamically, a
 // busy pool means the caller runs its chunks itself; kiln_pool_shutdown stops the workers
 // before the object is unloaded) or, for comparison, OpenMP or a pthread fork-join
-// (COptions). With COptions.ExternRuntime a unit only declares the pool, and CRuntime is
+// (COptions). A parallel loop whose whole work is known at compile time to be under
+// about 32k element operations (stores and intrinsic tiles under constant loops,
+// iterationWork) runs on the calling thread: waking a worker would cost more than it
+// saves. With COptions.ExternRuntime a unit only declares the pool, and CRuntime is
 // compiled once into an object that the kernels' objects are linked with
 // (docs/ARCHITECTURE.md, "The pipeline", phase 7: one object per kernel, one shared
 // object per model).

@@ -28,7 +28,7 @@ func addbRequest(inputs ...string) *InferRequest {
 // is an error naming it.
 func TestOmittedOptionalInputTakesTheModelsDefault(t *testing.T) {
 	repo := t.TempDir()
-	if err := servetest.WriteDefaultsRepo(repo); err != nil {
+	if err := servetest.WriteDefaultsRepo(repo, 8); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := openOnDevices(t, repo, &servetest.Engine{})
@@ -70,7 +70,7 @@ input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] optional: %s }, { name: "b"
 		omitB bool // a request may omit b
 	}{{"false", "true", true, true}, {"true", "true", false, false}, {"false", "false", true, false}} {
 		repo := t.TempDir()
-		if err := servetest.WriteDefaultsRepo(repo); err != nil {
+		if err := servetest.WriteDefaultsRepo(repo, 8); err != nil {
 			t.Fatal(err)
 		}
 		writeConfig(t, repo, "addb", fmtInputs(inputs, tc.x, tc.b))
@@ -95,4 +95,30 @@ input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] optional: %s }, { name: "b"
 
 func fmtInputs(format, x, b string) string {
 	return strings.Replace(strings.Replace(format, "%s", x, 1), "%s", b, 1)
+}
+
+// TestConfigCannotMakeAnIRVersion3ConstantOptional: in a model of IR version 3 every
+// initializer is listed as a graph input and is a constant (folded like a weight), so
+// the completed config has x alone, and a config listing b, optional or not, is
+// refused with the reason.
+func TestConfigCannotMakeAnIRVersion3ConstantOptional(t *testing.T) {
+	repo := t.TempDir()
+	if err := servetest.WriteDefaultsRepo(repo, 3); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := openOnDevices(t, repo, &servetest.Engine{})
+	c, err := s.ModelConfig("addb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Input) != 1 || c.Input[0].GetName() != "x" {
+		t.Fatalf("config inputs %v: want x alone", c.Input)
+	}
+	writeConfig(t, repo, "addb", fmtInputs(`name: "addb"
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] optional: %s }, { name: "b" data_type: TYPE_FP32 dims: [ 2 ] optional: %s } ]
+`, "false", "true"))
+	s, _ = openOnDevices(t, repo, &servetest.Engine{})
+	if _, err := s.ModelMetadata("addb", ""); err == nil || !strings.Contains(err.Error(), "IR version is below 4") {
+		t.Errorf("b optional in an IR 3 model: %v, want the model refused with the reason", err)
+	}
 }

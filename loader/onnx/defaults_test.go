@@ -70,7 +70,7 @@ func TestInputWithInitializerIsAnInputWithADefault(t *testing.T) {
 			inputs = append(inputs, in.Name)
 		}
 		if ir < 4 {
-			if len(params) != 1 || len(inputs) != 1 || len(m.Main.Consts) != 1 || m.Defaults != nil {
+			if len(params) != 1 || len(inputs) != 1 || len(m.Main.Consts) != 1 || m.Defaults != nil || len(sc.Interface.Constants) != 1 {
 				t.Errorf("IR %d: parameters %v, interface inputs %v, %d constants, defaults %v; want x alone and b a constant", ir, params, inputs, len(m.Main.Consts), m.Defaults)
 			}
 			continue

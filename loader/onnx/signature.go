@@ -26,6 +26,9 @@ type NamedType struct {
 // default) and outputs, read without loading the model.
 type Interface struct {
 	Inputs, Outputs []NamedType
+	// Constants are the graph inputs that are constants: in a model before IR version
+	// 4, those with an initializer (every initializer was listed as an input then).
+	Constants []string
 }
 
 // LoadSignature reads only a model's interface: a module whose main function has the
@@ -101,7 +104,8 @@ func interfaceOf(path string, data []byte) (*graph.Module, *Interface, error) {
 	for _, in := range inputs {
 		tpb, isInit := inits[in.GetName()]
 		if isInit && ir < minOverridableIR {
-			continue // a constant
+			it.Constants = append(it.Constants, in.GetName())
+			continue
 		}
 		var def *tensor.Tensor
 		if isInit {

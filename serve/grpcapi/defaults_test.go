@@ -18,7 +18,7 @@ import (
 // is refused naming it.
 func TestRequestsMayOmitAnOptionalInput(t *testing.T) {
 	repo := mlpRepo(t)
-	if err := servetest.WriteDefaultsRepo(repo); err != nil {
+	if err := servetest.WriteDefaultsRepo(repo, 8); err != nil {
 		t.Fatal(err)
 	}
 	f := startWith(t, serve.Options{Repository: repo}, Options{})

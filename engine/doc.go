@@ -25,6 +25,11 @@
 // without a compiler compute the key. Kernel objects, which the toolchain does shape,
 // are keyed by it (package compiler).
 //
+// Plans (plan.go): a compile through the journal also stores its Stats beside the
+// executable (KindPlan, the executable's key material), so Plan reports the kernels,
+// strategies and memory of an executable taken from the journal; the executable itself
+// does not carry them. A journal that refuses the plan loses the report only.
+//
 // Serve-only: an Engine without a Compiler takes executables from the journal only;
 // a miss is ErrNotPrebuilt naming the model, the shapes, the entry's key and why the
 // journal has none (the closest entry and the components that differ). `go build -tags

@@ -199,6 +199,7 @@ func (e *Engine) cached(ctx context.Context, m *Model, out *Built, compile func(
 		if err != nil {
 			return nil, 0, err
 		}
+		e.keepPlan(m, out.Material, &c.Stats)
 		return blob, dataOffset(blob), nil
 	}
 	var dropped compilecache.MissCause

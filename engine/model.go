@@ -22,7 +22,9 @@ type Model struct {
 	// Stamp is the files' size/mtime/inode at Open (Stamp.Changed reports a change).
 	Stamp onnx.Stamp
 	// Interface and Signature are the model's inputs and outputs: the signature is a
-	// module with the inputs as parameters and no nodes (shape checks, dims).
+	// module with the inputs as parameters and no nodes (shape checks, dims). An input
+	// with a default (NamedType.Default, Signature.Defaults) is an input of every
+	// executable like any other: a caller passes the default when it is not given.
 	Interface *onnx.Interface
 	Signature *graph.Module
 	// Module is an in-memory model (Path empty): compiled as it is, through the journal

@@ -11,7 +11,7 @@ import (
 // tensors are shared, not copied: passes replace constants, they never write into them.
 func Clone(m *Module) *Module {
 	c := &cloner{vals: map[*Value]*Value{}, funcs: map[*Func]*Func{}}
-	out := &Module{Opsets: maps.Clone(m.Opsets), Producer: m.Producer, Symbols: slices.Clone(m.Symbols), fresh: m.fresh}
+	out := &Module{Opsets: maps.Clone(m.Opsets), Producer: m.Producer, Symbols: slices.Clone(m.Symbols), Defaults: maps.Clone(m.Defaults), fresh: m.fresh}
 	out.Main = c.fn(m.Main, nil)
 	return out
 }

@@ -16,6 +16,11 @@ type Module struct {
 	Producer string
 	// Symbols lists the symbolic dims the module uses, in order of first appearance.
 	Symbols []string
+	// Defaults are the values of Main's parameters a caller may omit (ONNX graph inputs
+	// with an initializer of the same name, IR version 4 and later), by parameter name.
+	// A default is not a constant: the parameter stays a parameter, so a given value
+	// replaces it; callers pass the default when the input is not given.
+	Defaults map[string]*tensor.Tensor
 
 	fresh int
 	// symbolSet indexes Symbols for AddSymbol; rebuilt when Symbols was set from outside
@@ -38,8 +43,7 @@ type Value struct {
 	Name  string
 	Type  Type
 	Def   *Node          // producing node; nil for params and constants
-	Const *tensor.Tensor // non-nil for constants
-	// Optional parameters (initializer-backed graph inputs) hold a default in Const.
+	Const *tensor.Tensor // non-nil for constants (never for a parameter: see Module.Defaults)
 }
 
 // Node applies an op to inputs. A nil entry in Inputs is an omitted optional input.

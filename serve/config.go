@@ -55,12 +55,16 @@ func checkAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 	if err := modelrepo.CheckAgainstModel(c, it); err != nil {
 		return err
 	}
+	defaults := map[string]bool{}
+	for _, p := range it.Inputs {
+		defaults[p.Name] = p.Default != nil
+	}
 	for i, in := range c.GetInput() {
-		// every input of the model's interface is a graph input without a default
-		// (an initializer makes it a constant), so the model cannot run without it
-		if in.GetOptional() {
+		// a request may omit an input only if the model has a default for it (an
+		// initializer of the same name, onnx.NamedType.Default)
+		if in.GetOptional() && !defaults[in.GetName()] {
 			return &modelrepo.FieldError{Field: fmt.Sprintf("input[%d].optional", i),
-				Msg: fmt.Sprintf("input %q is optional, but the model cannot run without it: it has no default value", in.GetName())}
+				Msg: fmt.Sprintf("input %q is optional, but the model cannot run without it: it has no default value (an initializer of the same name)", in.GetName())}
 		}
 	}
 	return checkMaxDims(c, it)
@@ -69,6 +73,14 @@ func checkAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 // specOf derives what the server does from a configuration.
 func (s *Service) specOf(c *modelpb.ModelConfig) *Spec {
 	sp := &Spec{Platform: c.Platform, MaxBatchSize: int(c.MaxBatchSize)}
+	for _, in := range c.GetInput() {
+		if in.GetOptional() {
+			if sp.optional == nil {
+				sp.optional = map[string]bool{}
+			}
+			sp.optional[in.GetName()] = true
+		}
+	}
 	if sp.Platform == "" {
 		sp.Platform = modelrepo.PlatformONNX
 	}

@@ -154,9 +154,13 @@
 // replaced, never modified in place; a request whose client gave up still runs in its
 // turn, so that the state is what the sequence's requests made it.
 //
-// Refused by name, not built: iterative sequences, ragged batches. An optional input is
-// refused naming it (checkAgainstModel): every input of the model's interface is a
-// graph input without a default value, so the model cannot run without it.
+// Optional inputs: an input the model has a default for (an initializer of the same
+// name, onnx.NamedType.Default) is optional in the completed config; config.pbtxt may
+// mark optional only such an input (checkAgainstModel refuses the others, naming
+// them). A request (or a warm-up sample) that omits an optional input runs with the
+// default; omitting any other input is ErrInvalid naming it (checkInputs).
+//
+// Refused by name, not built: iterative sequences, ragged batches.
 //
 // Names (names.go, modelrepo.ValidModelName): a model name from a client, a flag or the
 // repository is one validated path element whose folder, symlinks resolved, is inside

@@ -130,6 +130,10 @@ func (m *model) checkInputs(req *InferRequest) ([]*tensor.Tensor, map[string][]i
 			continue // given by the sequence batcher
 		}
 		in, ok := byName[p.Name]
+		if !ok && p.Default != nil && m.spec.optional[p.Name] {
+			args[i], shapes[p.Name] = p.Default, shapeOf(p.Default)
+			continue
+		}
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: model %q needs input %q (%s), which the request lacks", ErrInvalid, m.name, p.Name, describe(p.Type))
 		}
@@ -163,6 +167,15 @@ func (m *model) checkInputs(req *InferRequest) ([]*tensor.Tensor, map[string][]i
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return args, shapes, nil
+}
+
+// shapeOf is a tensor's shape as the protocol writes it.
+func shapeOf(t *tensor.Tensor) []int64 {
+	out := make([]int64, len(t.Shape))
+	for i, d := range t.Shape {
+		out[i] = int64(d)
+	}
+	return out
 }
 
 // describe prints a declared type as OIP datatype and shape with -1 for free dims.

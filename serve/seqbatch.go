@@ -85,6 +85,7 @@ func (m *model) inferSequence(ctx context.Context, req *InferRequest) (*InferRes
 	if err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
 	args, shapes, err := m.checkInputs(req)
 	if err != nil {
 		return nil, err
@@ -101,6 +102,7 @@ func (m *model) inferSequence(ctx context.Context, req *InferRequest) (*InferRes
 			return nil, fmt.Errorf("%w: model %q: output %q is a sequence state the server keeps, not a response output", ErrInvalid, m.name, o)
 		}
 	}
+	input := time.Since(t0)
 	st := &seqStep{args: args, enq: time.Now(), done: make(chan batchResult, 1)}
 	if b.spec.batch {
 		rows, key, err := batchKey(clientArgs(args), b.spec.maxBatch)
@@ -126,12 +128,14 @@ func (m *model) inferSequence(ctx context.Context, req *InferRequest) (*InferRes
 	if r.err != nil {
 		return nil, r.err
 	}
+	t1 := time.Now()
 	resp, err := m.response(req, outs, r.outs, r.outIdx)
 	if err != nil {
 		return nil, err
 	}
 	resp.Device, resp.CompileWait = r.device, r.compileWait
-	resp.timing = requestTiming{queued: r.queued, compute: r.compute, inferences: 1} // one row per request of a sequence; counted by the caller
+	// one row per request of a sequence; counted by the caller
+	resp.timing = requestTiming{queued: r.queued, input: input + r.input, compute: r.compute, output: r.output + time.Since(t1), inferences: 1}
 	return resp, nil
 }
 

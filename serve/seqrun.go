@@ -20,14 +20,15 @@ func (b *seqBatcher) run(p *placement, rows []seqRow) {
 		outs  []*tensor.Tensor
 		state [][]*tensor.Tensor // per row, per spec.states
 		res   batchResult
-		start = time.Now()
+		begin = time.Now() // the requests' queue time ends here
 	)
 	args, shapes, err := b.join(rows)
+	res.input = time.Since(begin)
 	if err == nil {
 		var v *variant
 		v, res.compileWait, err = m.variantWaiting(m.svc.ctx, p, shapes)
 		if err == nil {
-			start = time.Now()
+			start := time.Now()
 			outs, err = v.machine.Run(m.svc.ctx, args)
 			res.compute = time.Since(start)
 			p.runs.Add(1)
@@ -38,8 +39,10 @@ func (b *seqBatcher) run(p *placement, rows []seqRow) {
 			case err != nil:
 				err = fmt.Errorf("%w: model %q%s: %v", ErrInternal, m.name, p.dev.on, err)
 			default:
-				m.stats.execution(size, 0, res.compute, 0) // the batch is joined and split outside the timed run
+				t1 := time.Now()
 				state, err = b.split(rows, outs, v)
+				res.output = time.Since(t1)
+				m.stats.execution(size, res.input, res.compute, res.output)
 			}
 		}
 	}
@@ -67,6 +70,7 @@ func (b *seqBatcher) run(p *placement, rows []seqRow) {
 			r.st.done <- batchResult{err: err}
 			continue
 		}
+		t1 := time.Now()
 		mine := make([]*tensor.Tensor, len(outs))
 		for k, o := range outs {
 			mine[k] = o
@@ -75,7 +79,8 @@ func (b *seqBatcher) run(p *placement, rows []seqRow) {
 			}
 		}
 		rr := res
-		rr.outs, rr.queued = mine, start.Sub(r.st.enq)
+		rr.outs, rr.queued = mine, begin.Sub(r.st.enq)
+		rr.output += time.Since(t1)
 		r.st.done <- rr
 	}
 }

@@ -64,6 +64,10 @@ type Spec struct {
 	Eager        bool       // compile at start (parameter compile: "eager")
 	on           []instancesOn
 	io           *tensorIO // reshapes and label files (tensorio.go)
+	// optional are the inputs config.pbtxt marks optional: a request that omits one
+	// runs with the model's default (onnx.NamedType.Default; checkAgainstModel checks
+	// that the model has one)
+	optional map[string]bool
 }
 
 // Service is the protocol-neutral inference service: the repository, the models'

@@ -166,3 +166,37 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 		}
 	}
 }
+
+// TestSequenceStatisticsMeasureComputeInputAndOutput: requests of a sequence, batched
+// (the oldest strategy joins rows) or not, count compute_input (checking the inputs,
+// joining them with the controls and states) and compute_output (keeping the states,
+// splitting the rows, picking the outputs) with their time, per request and per
+// execution.
+func TestSequenceStatisticsMeasureComputeInputAndOutput(t *testing.T) {
+	for name, config := range map[string]string{
+		"batched":   "",
+		"unbatched": strings.NewReplacer("max_batch_size: 4", "max_batch_size: 0", "dims: [ 4 ]", "dims: [ 1, 4 ]").Replace(servetest.StatefulConfig),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := statefulService(t, config)
+			const steps = 3
+			if _, err := runSequence(t, s, 0, steps, uint64(9)); err != nil {
+				t.Fatal(err)
+			}
+			st, _ := s.Stats("stateful", "1")
+			m := st[0]
+			for name, c := range map[string]Counter{"compute_input": m.ComputeInput, "compute_infer": m.Compute, "compute_output": m.ComputeOut} {
+				if c.Count != steps || c.Ns <= 0 {
+					t.Errorf("%s = %+v: want %d requests with their time", name, c, steps)
+				}
+			}
+			b := m.Batches[1]
+			if b.ComputeInput.Count != steps || b.ComputeInput.Ns <= 0 || b.ComputeOutput.Ns <= 0 {
+				t.Errorf("executions of batch size 1: %+v; want %d with compute_input and compute_output time", b, steps)
+			}
+			if total := m.Queue.Ns + m.ComputeInput.Ns + m.Compute.Ns + m.ComputeOut.Ns; total > m.Success.Ns {
+				t.Errorf("the phases (%d ns) take longer than the requests (%d ns)", total, m.Success.Ns)
+			}
+		})
+	}
+}

@@ -35,6 +35,10 @@ func (s *Service) warmup(m *model) error {
 		shapes := map[string][]int64{}
 		for i, p := range m.iface.Inputs {
 			in, ok := w.Inputs[p.Name]
+			if !ok && p.Default != nil && m.spec.optional[p.Name] {
+				args[i], shapes[p.Name] = p.Default, shapeOf(p.Default)
+				continue
+			}
 			if !ok {
 				return fmt.Errorf("warm-up sample %q has no input %q", w.Name, p.Name)
 			}

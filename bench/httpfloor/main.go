@@ -20,10 +20,12 @@
 // serve's REST endpoint with the same C client and the model's binary-extension request,
 // then its gRPC endpoint (a Go client), and runs the floor servers with that round's
 // in-process p50 as their compute and the model's request and response sizes. The report
-// sets kiln's REST overhead over in process beside net/http's over its compute.
+// sets kiln's REST overhead over in process beside net/http's over its compute. With
+// --kiln-before OLD, a second kiln serve (OLD, on its own journal) has its REST endpoint
+// timed in each round right after the first's: a before/after comparison in one run.
 //
 //	go run ./bench/httpfloor [--rounds 5] [--requests 1000] [--compute 3ms]
-//	go run ./bench/httpfloor --kiln ./kiln --model $KILN_ZOO/bert_tiny [--seq 32] [--threads 2]
+//	go run ./bench/httpfloor --kiln ./kiln --model $KILN_ZOO/bert_tiny [--seq 32] [--threads 2] [--kiln-before ./kiln-main]
 package main
 
 import (
@@ -56,6 +58,7 @@ type config struct {
 	compute                                       time.Duration
 	cc                                            string
 	kiln, model                                   string // measure kiln serve on this zoo model too
+	kilnBefore                                    string // and this kiln binary's REST beside it (a before/after comparison)
 	seq, threads                                  int
 }
 
@@ -74,6 +77,7 @@ func main() {
 	flag.StringVar(&c.cc, "cc", "cc", "the C compiler")
 	flag.StringVar(&c.kiln, "kiln", "", "a kiln binary: measure kiln serve and kiln bench on --model in the same run")
 	flag.StringVar(&c.model, "model", "", "with --kiln, a zoo model folder (model.onnx, test_data_set_0)")
+	flag.StringVar(&c.kilnBefore, "kiln-before", "", "with --kiln, another kiln binary (e.g. built from main) whose REST endpoint is timed in each round too, on its own journal")
 	flag.IntVar(&c.seq, "seq", 32, "with --kiln, the length of int64 token inputs")
 	flag.IntVar(&c.threads, "threads", 2, "with --kiln, kiln's threads (in process and served)")
 	flag.Parse()
@@ -131,8 +135,8 @@ func build(c config, dir string) error {
 }
 
 func run(c config) error {
-	if (c.kiln == "") != (c.model == "") {
-		return fmt.Errorf("--kiln and --model go together")
+	if (c.kiln == "") != (c.model == "") || (c.kilnBefore != "" && c.kiln == "") {
+		return fmt.Errorf("--kiln and --model go together; --kiln-before needs them")
 	}
 	dir, err := os.MkdirTemp("", "httpfloor")
 	if err != nil {
@@ -146,7 +150,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	var k *kilnServer
+	var k, kb *kilnServer // kb: --kiln-before's server
 	if c.kiln != "" {
 		if k, err = startKiln(c, dir); err != nil {
 			return err
@@ -163,6 +167,20 @@ func run(c config) error {
 		}
 		if _, err := k.inProcess(false); err != nil {
 			return err
+		}
+		if c.kilnBefore != "" {
+			bc, bdir := c, filepath.Join(dir, "before")
+			bc.kiln = c.kilnBefore
+			if err := os.MkdirAll(bdir, 0o755); err != nil {
+				return err
+			}
+			if kb, err = startKiln(bc, bdir); err != nil {
+				return err
+			}
+			defer kb.stop()
+			if _, _, _, err := measure(c, dir, self, "kiln", kb, 1); err != nil {
+				return err
+			}
 		}
 		fmt.Printf("kiln serve on %s, %d threads: %d-byte REST requests, %d-byte responses; floor servers at each round's in-process p50\n",
 			c.model, c.threads, c.requestBytes, c.responseBytes)
@@ -181,13 +199,24 @@ func run(c config) error {
 			}
 			c.compute = time.Duration(us) * time.Microsecond
 			row = append(row, fmt.Sprintf("in-process p50 %.3f ms", us/1e3))
-			p50, p90, _, err := measure(c, dir, self, "kiln", k, c.requests)
-			if err != nil {
-				return fmt.Errorf("round %d, kiln REST: %w", r+1, err)
+			// the two kiln servers' REST endpoints, in alternating order from round to
+			// round (--kiln-before): neither always runs first
+			rest := []namedServer{{"kiln REST", k}}
+			if kb != nil {
+				rest = append(rest, namedServer{restBefore, kb})
+				if r%2 == 1 {
+					rest[0], rest[1] = rest[1], rest[0]
+				}
 			}
-			over["kiln REST"] = append(over["kiln REST"], p50-us)
-			p50s["kiln REST"] = append(p50s["kiln REST"], p50)
-			row = append(row, fmt.Sprintf("kiln REST p50 %.3f p90 %.3f ms", p50/1e3, p90/1e3))
+			for _, e := range rest {
+				p50, p90, _, err := measure(c, dir, self, "kiln", e.srv, c.requests)
+				if err != nil {
+					return fmt.Errorf("round %d, %s: %w", r+1, e.name, err)
+				}
+				over[e.name] = append(over[e.name], p50-us)
+				p50s[e.name] = append(p50s[e.name], p50)
+				row = append(row, fmt.Sprintf("%s p50 %.3f p90 %.3f ms", e.name, p50/1e3, p90/1e3))
+			}
 			g50, g90, err := k.grpcP50(c.requests)
 			if err != nil {
 				return fmt.Errorf("round %d, kiln gRPC: %w", r+1, err)
@@ -211,6 +240,9 @@ func run(c config) error {
 	if k != nil {
 		names = append([]string{"kiln REST", "kiln gRPC"}, servers...)
 	}
+	if kb != nil {
+		names = append([]string{restBefore}, names...)
+	}
 	for _, s := range names {
 		m, o := median(p50s[s]), median(over[s])
 		base := m - o
@@ -228,8 +260,21 @@ func run(c config) error {
 		d := median(over["kiln REST"]) - median(over["net/http"])
 		fmt.Printf("kiln REST overhead minus net/http's: %+.3f ms\n", d/1e3)
 	}
+	if kb != nil {
+		d := median(over[restBefore]) - median(over["net/http"])
+		fmt.Printf("%s overhead minus net/http's: %+.3f ms\n", restBefore, d/1e3)
+	}
 	return nil
 }
+
+// namedServer is a kiln server's REST endpoint as the rounds and the summary name it.
+type namedServer struct {
+	name string
+	srv  *kilnServer
+}
+
+// restBefore names --kiln-before's REST endpoint in the rounds and the summary.
+const restBefore = "kiln REST (before)"
 
 // measure starts one server (none for "kiln": it is running), runs the C client against
 // it for n timed requests and stops the server. It returns the p50 and p90 in

@@ -31,7 +31,8 @@ func (s *shapeFlags) register(cmd *cobra.Command) {
 	f.StringVar(&s.dims, "dims", "", "bind symbolic dims without input files, e.g. batch=1,seq=128")
 }
 
-// tensors returns the inputs given by --input/--input-dir, keyed by name.
+// tensors returns the inputs given by --input/--input-dir, keyed by name, and the
+// defaults of the inputs with one that were not given.
 func (s *shapeFlags) tensors(m *graph.Module) (map[string]*tensor.Tensor, error) {
 	out := map[string]*tensor.Tensor{}
 	if s.inputDir != "" {
@@ -57,6 +58,11 @@ func (s *shapeFlags) tensors(m *graph.Module) (map[string]*tensor.Tensor, error)
 				return nil, fmt.Errorf("input %q is not a tensor", k)
 			}
 			out[k] = t
+		}
+	}
+	for name, d := range m.Defaults {
+		if _, ok := out[name]; !ok {
+			out[name] = d
 		}
 	}
 	return out, nil

@@ -164,18 +164,24 @@ func compileAndRun(m *graph.Module, inputs map[string]ref.Value, tf targetFlags,
 // is compiled only from the bytes its digest names (a file replaced in between is an
 // error, never compiled under the old file's key).
 func compileCached(j *compilecache.Journal, path string, inputs map[string]*tensor.Tensor, ds *deviceSet, co compileOptions) (*engine.Built, error) {
+	c, _, err := compileCachedOn(j, path, inputs, ds, co)
+	return c, err
+}
+
+// compileCachedOn is compileCached that also returns the engine it built with.
+func compileCachedOn(j *compilecache.Journal, path string, inputs map[string]*tensor.Tensor, ds *deviceSet, co compileOptions) (*engine.Built, *engine.Engine, error) {
 	buildInCache(ds.cpu, j)
 	e, err := newEngine(ds, j, co)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := e.Open(modelName(path), path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := buildWith(e, m, engine.ShapesOf(inputs), co)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !co.quiet {
 		miss := ""
@@ -184,5 +190,5 @@ func compileCached(j *compilecache.Journal, path string, inputs map[string]*tens
 		}
 		fmt.Fprintf(os.Stderr, "journal: %s %s (key %s) in %v%s\n", m.Name, c.Outcome, c.Key.Short(), c.Took.Round(time.Millisecond), miss)
 	}
-	return c, nil
+	return c, e, nil
 }

@@ -4,8 +4,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,8 +16,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
 )
 
 func inspectCmd() *cobra.Command {
@@ -29,10 +33,11 @@ func inspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect MODEL",
 		Short: "Describe a model: inputs/outputs with symbolic dims, opsets, op histogram, parameters, unsupported ops",
-		Long: `Describe a model. With --plan, compile it (for the shapes of --input, --input-dir or
---dims) and print the execution plan: kernel launches per inference, the fused groups
-with their anchor ops and strategies, and the static memory plan's peak arena against
-the bytes of all planned tensors without reuse. Without --plan it also lists the
+		Long: `Describe a model. With --plan, take its executable (for the shapes of --input,
+--input-dir or --dims) from the binary journal, compiled into it on a miss (--cache off
+compiles every time), and print the execution plan kept beside it: kernel launches per
+inference, the fused groups with their anchor ops and strategies, and the static memory
+plan's peak arena against the bytes of all planned tensors without reuse. Without --plan it also lists the
 model's executables in the journal (--cache-dir): the generic one, which serves every
 shape, and those specialized for one shape signature (kiln serve builds them in the
 background for shapes it sees often).`,
@@ -47,7 +52,7 @@ background for shapes it sees often).`,
 				return err
 			}
 			if plan {
-				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, tf, level, asJSON)
+				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, tf, cf, level, asJSON)
 			}
 			info, err := onnx.Inspect(args[0], onnx.Options{})
 			if err != nil {
@@ -91,12 +96,13 @@ background for shapes it sees often).`,
 	shapeInputs.register(cmd)
 	tf.register(cmd)
 	tf.registerCUDAArch(cmd, false)
-	cmd.Flags().StringVar(&cf.dir, "cache-dir", "", "the journal whose executables of the model are listed (default $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)")
+	cf.register(cmd.Flags(), "on") // the journal whose executables are listed, and --plan's
 	return cmd
 }
 
-// inspectPlan compiles a model and prints its execution plan.
-func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level int, asJSON bool) error {
+// inspectPlan prints a model's execution plan: that of its executable in the journal
+// (compiled into it on a miss), or, with --cache off, of a compile of its own.
+func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, cf cacheFlags, level int, asJSON bool) error {
 	m, err := onnx.Load(path, onnx.Options{})
 	if err != nil {
 		return err
@@ -114,18 +120,22 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 	if err != nil {
 		return err
 	}
-	res, took, err := compileModel(m, shapes, ds, compileOptions{level: level}) // progress on stderr
+	co := compileOptions{level: level} // progress on stderr
+	res, st, err := planOf(path, m, shapes, ds, cf, co)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
-	st := res.Stats
+	took, how := res.Took, "compiled in"
+	if !res.Compiled() {
+		how = "from the journal in"
+	}
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"model": path, "level": level, "target": ds.describe(), "inputs": res.Exe.Inputs, "stats": st, "compile_s": took.Seconds(),
+		return enc.Encode(map[string]any{"model": path, "level": level, "target": ds.describe(), "inputs": res.Exe.Inputs, "stats": st, "journal": res.Outcome.String(), "compiled": res.Compiled(), "took_s": took.Seconds(),
 			"model_nodes": onnxNodes, "model_intermediate_bytes": modelBytes})
 	}
-	fmt.Fprintf(out, "plan for %s at O%d on %s, compiled in %v for", path, level, ds.describe(), took.Round(time.Millisecond))
+	fmt.Fprintf(out, "plan for %s at O%d on %s, %s %v for", path, level, ds.describe(), how, took.Round(time.Millisecond))
 	for _, in := range res.Exe.Inputs {
 		fmt.Fprintf(out, " %s %s", in.Name, in.TypeString())
 	}
@@ -164,6 +174,37 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 		}
 	}
 	return nil
+}
+
+// planOf returns the model's executable for the shapes with its plan: through the
+// journal (the plan stored beside the executable; compiled again, outside the journal,
+// when the journal has the executable but not its plan), or compiled here with --cache
+// off.
+func planOf(path string, m *graph.Module, shapes map[string]*tensor.Tensor, ds *deviceSet, cf cacheFlags, co compileOptions) (*engine.Built, *engine.Stats, error) {
+	if cf.policy != "off" {
+		j, err := cf.open(newLogger(false))
+		if err != nil {
+			return nil, nil, err
+		}
+		defer j.Close()
+		res, e, err := compileCachedOn(j, path, shapes, ds, co)
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := e.Plan(res)
+		if err == nil {
+			return res, st, nil
+		}
+		if !errors.Is(err, engine.ErrNoPlan) {
+			return nil, nil, err
+		}
+		fmt.Fprintf(os.Stderr, "journal: %v; compiling for the plan\n", err)
+	}
+	res, _, err := compileModel(m, shapes, ds, co)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, res.Stats, nil
 }
 
 // printTensorPlaces prints where the kernels' outputs live on a GPU target: the share

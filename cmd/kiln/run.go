@@ -229,7 +229,12 @@ func readInputs(m *graph.Module, specs []string, requireAll bool) (map[string]re
 		inputs[name] = t
 	}
 	for _, p := range m.Main.Params {
-		if _, ok := inputs[p.Name]; requireAll && !ok && p.Const == nil {
+		if _, ok := inputs[p.Name]; ok {
+			continue
+		}
+		if d := m.Defaults[p.Name]; d != nil {
+			inputs[p.Name] = d
+		} else if requireAll {
 			return nil, usageError{fmt.Errorf("missing input %q of type %v (give --input %s=FILE)", p.Name, p.Type, p.Name)}
 		}
 	}

@@ -6,6 +6,14 @@
 // that leave its directory), Constant nodes in all attribute forms, optional empty inputs
 // and outputs, and subgraphs (If/Loop/Scan bodies, which may read outer values).
 //
+// Inputs with defaults: from IR version 4 on an initializer need not be a graph input,
+// so a main-graph input that has an initializer of the same name is an input with a
+// default (ONNX: overridable): a parameter of the module, its initializer in
+// Module.Defaults and Interface's NamedType.Default, never a constant, so a given value
+// replaces it. Before IR version 4 every initializer was listed as an input: there they
+// are constants and fold like any weight. A default must be a value of its input's
+// declared type (checkDefault, else ErrInvalid naming the input).
+//
 // Node order: each graph's nodes (subgraphs' included) are imported in topological order
 // (toposort.go), as ONNX Runtime does, so a model whose node list is out of order (a
 // tool's Cast nodes appended at the end) loads. A node depends on the producers of its

@@ -18,6 +18,7 @@ type importer struct {
 	rules  map[graph.Op]func(c *nodeConv) (bool, error)
 	unique int
 	free   map[*onnxpb.GraphProto][]string // freeNames, memoized
+	ir     int64                           // the model's IR version
 }
 
 // scope maps ONNX value names to graph values; subgraphs see their parents' names. All
@@ -63,27 +64,42 @@ func (im *importer) define(sc *scope, v *graph.Value) error {
 }
 
 // buildGraph fills b's Func from g. In the main graph, an initializer that is also listed
-// as an input is a constant (its value is fixed at load time); in subgraphs every input is
-// a parameter, typed from the declaration or, when the declaration is missing, from hints.
-// Nodes are imported in topological order (sortNodes).
+// as an input is the input's default (Module.Defaults) from IR version 4 on: the input
+// stays a parameter a caller may give or omit. Before IR version 4 every initializer was
+// listed as an input, so there they are constants (folded like any weight). In
+// subgraphs every input is a parameter, typed from the declaration or, when the
+// declaration is missing, from hints. Nodes are imported in topological order
+// (sortNodes).
 func (im *importer) buildGraph(g *onnxpb.GraphProto, b *graph.Builder, sc *scope, main bool, hints []graph.Type) error {
+	listed := map[string]bool{}
+	if main && im.ir >= minOverridableIR {
+		for _, in := range g.GetInput() {
+			listed[in.GetName()] = true
+		}
+	}
 	inits := map[string]bool{}
+	defaults := map[string]*tensor.Tensor{}
 	for _, tp := range g.GetInitializer() {
 		t, err := im.td.decode(tp)
 		if err != nil {
 			return fmt.Errorf("initializer: %w", err)
 		}
+		inits[tp.GetName()] = true
+		if listed[tp.GetName()] {
+			defaults[tp.GetName()] = t
+			continue
+		}
 		if err := im.define(sc, b.Const(tp.GetName(), t)); err != nil {
 			return err
 		}
-		inits[tp.GetName()] = true
 	}
 	if len(g.GetSparseInitializer()) > 0 {
 		return unsupportedf("sparse initializers")
 	}
 	k := 0
 	for _, in := range g.GetInput() {
-		if main && inits[in.GetName()] {
+		def, hasDefault := defaults[in.GetName()]
+		if main && inits[in.GetName()] && !hasDefault {
 			continue
 		}
 		var t graph.Type
@@ -92,16 +108,28 @@ func (im *importer) buildGraph(g *onnxpb.GraphProto, b *graph.Builder, sc *scope
 		switch {
 		case declared:
 			t, err = convertType(im.m, in.GetType(), fmt.Sprintf("input %q", in.GetName()))
+		case hasDefault:
+			t = graph.NewConst(in.GetName(), def).Type
+			t.Known = nil
 		case k < len(hints):
 			t = hints[k]
 		default:
 			err = invalidf("input %q has no type", in.GetName())
+		}
+		if err == nil && hasDefault {
+			err = checkDefault(in.GetName(), t, def)
 		}
 		if err != nil {
 			return err
 		}
 		if err := im.define(sc, b.Param(in.GetName(), t)); err != nil {
 			return err
+		}
+		if hasDefault {
+			if im.m.Defaults == nil {
+				im.m.Defaults = map[string]*tensor.Tensor{}
+			}
+			im.m.Defaults[in.GetName()] = def
 		}
 		k++
 	}

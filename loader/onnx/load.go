@@ -75,7 +75,7 @@ func loadDecoded(mp *onnxpb.ModelProto, opsets map[string]int64, td *tensorDecod
 	bld := graph.NewBuilder("main")
 	bld.M.Opsets = opsets
 	bld.M.Producer = mp.GetProducerName() + " " + mp.GetProducerVersion()
-	im := &importer{m: bld.M, opsets: opsets, td: td, rules: upgradeRules()}
+	im := &importer{m: bld.M, opsets: opsets, td: td, rules: upgradeRules(), ir: mp.GetIrVersion()}
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("BUG: loader panicked: %v", r)

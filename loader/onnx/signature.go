@@ -2,28 +2,37 @@ package onnx
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
+	"github.com/kilnrt/kiln/tensor"
 )
 
-// NamedType is a graph input or output as the model declares it.
+// NamedType is a graph input or output as the model declares it. Default is an
+// input's value when a caller omits it (its initializer, Module.Defaults); nil for an
+// input a caller must give.
 type NamedType struct {
-	Name string
-	Type graph.Type
+	Name    string
+	Type    graph.Type
+	Default *tensor.Tensor
 }
 
-// Interface is a model's declared inputs (graph inputs that are not initializers) and
-// outputs, read without loading the model.
+// Interface is a model's declared inputs (graph inputs that are not constants: those
+// without an initializer, and from IR version 4 on those with one, which is their
+// default) and outputs, read without loading the model.
 type Interface struct {
 	Inputs, Outputs []NamedType
+	// Constants are the graph inputs that are constants: in a model before IR version
+	// 4, those with an initializer (every initializer was listed as an input then).
+	Constants []string
 }
 
 // LoadSignature reads only a model's interface: a module whose main function has the
-// model's inputs (graph inputs that are not initializers) as parameters and no nodes.
+// model's inputs (Interface.Inputs) as parameters, their defaults, and no nodes.
 // It scans the protobuf without decoding tensors, so a warm start that finds the
 // compiled model in the journal can read its inputs without loading the model.
 func LoadSignature(path string) (*graph.Module, error) {
@@ -57,8 +66,12 @@ func interfaceOf(path string, data []byte) (*graph.Module, *Interface, error) {
 	if err != nil || g == nil {
 		return fail(fmt.Errorf("%s: %w: not an ONNX model (no graph)", path, ErrInvalid))
 	}
+	ir, err := varintField(data, 1)
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w: not an ONNX model: %v", path, ErrInvalid, err))
+	}
 	var inputs, outputs []*onnxpb.ValueInfoProto
-	inits := map[string]bool{}
+	inits := map[string][]byte{} // name → the initializer's TensorProto bytes
 	err = eachField(g, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 11:
@@ -78,7 +91,7 @@ func interfaceOf(path string, data []byte) (*graph.Module, *Interface, error) {
 			if err != nil {
 				return err
 			}
-			inits[string(name)] = true
+			inits[string(name)] = v
 		}
 		return nil
 	})
@@ -87,19 +100,46 @@ func interfaceOf(path string, data []byte) (*graph.Module, *Interface, error) {
 	}
 	b := graph.NewBuilder("main")
 	it := &Interface{}
+	td := &tensorDecoder{dir: filepath.Dir(path), limit: DefaultMaxTensorBytes}
 	for _, in := range inputs {
-		if inits[in.GetName()] {
+		tpb, isInit := inits[in.GetName()]
+		if isInit && ir < minOverridableIR {
+			it.Constants = append(it.Constants, in.GetName())
 			continue
 		}
-		if in.GetType() == nil {
+		var def *tensor.Tensor
+		if isInit {
+			var tp onnxpb.TensorProto
+			if err := proto.Unmarshal(tpb, &tp); err != nil {
+				return fail(fmt.Errorf("%s: %w: initializer %q: %v", path, ErrInvalid, in.GetName(), err))
+			}
+			if def, err = td.decode(&tp); err != nil {
+				return fail(fmt.Errorf("%s: initializer: %w", path, err))
+			}
+		}
+		var t graph.Type
+		switch {
+		case in.GetType() != nil:
+			if t, err = convertType(b.M, in.GetType(), fmt.Sprintf("input %q", in.GetName())); err != nil {
+				return fail(fmt.Errorf("%s: %w", path, err))
+			}
+		case def != nil:
+			t = graph.NewConst(in.GetName(), def).Type
+			t.Known = nil
+		default:
 			return fail(fmt.Errorf("%s: %w: input %q has no type", path, ErrInvalid, in.GetName()))
 		}
-		t, err := convertType(b.M, in.GetType(), fmt.Sprintf("input %q", in.GetName()))
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", path, err))
+		if def != nil {
+			if err := checkDefault(in.GetName(), t, def); err != nil {
+				return fail(fmt.Errorf("%s: %w", path, err))
+			}
+			if b.M.Defaults == nil {
+				b.M.Defaults = map[string]*tensor.Tensor{}
+			}
+			b.M.Defaults[in.GetName()] = def
 		}
 		b.Param(in.GetName(), t)
-		it.Inputs = append(it.Inputs, NamedType{in.GetName(), t})
+		it.Inputs = append(it.Inputs, NamedType{Name: in.GetName(), Type: t, Default: def})
 	}
 	for _, out := range outputs {
 		t := graph.Type{Kind: graph.KindTensor, UnknownRank: true}
@@ -108,7 +148,7 @@ func interfaceOf(path string, data []byte) (*graph.Module, *Interface, error) {
 				t = ct
 			}
 		}
-		it.Outputs = append(it.Outputs, NamedType{out.GetName(), t})
+		it.Outputs = append(it.Outputs, NamedType{Name: out.GetName(), Type: t})
 	}
 	return b.M, it, nil
 }
@@ -123,6 +163,32 @@ func field(msg []byte, num protowire.Number) ([]byte, error) {
 		return nil
 	})
 	return out, err
+}
+
+// varintField returns the last varint field num of a message (0 if absent).
+func varintField(msg []byte, num protowire.Number) (int64, error) {
+	var out int64
+	for len(msg) > 0 {
+		n, typ, k := protowire.ConsumeTag(msg)
+		if k < 0 {
+			return 0, protowire.ParseError(k)
+		}
+		msg = msg[k:]
+		if n == num && typ == protowire.VarintType {
+			v, m := protowire.ConsumeVarint(msg)
+			if m < 0 {
+				return 0, protowire.ParseError(m)
+			}
+			out, msg = int64(v), msg[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(n, typ, msg)
+		if m < 0 {
+			return 0, protowire.ParseError(m)
+		}
+		msg = msg[m:]
+	}
+	return out, nil
 }
 
 // eachField calls fn on every length-delimited field of a message, skipping the rest.

@@ -51,23 +51,31 @@ type jsonRequest struct {
 // budget ends with the body's read deadline (503). A body not read by its deadline
 // is errBodyTimeout (408).
 func (s *Server) readBody(r *http.Request) ([]byte, *membudget.Reservation, error) {
+	b, held, _, err := s.readBodyPooled(r, false)
+	return b, held, err
+}
+
+// readBodyPooled is readBody that, with pooled, reads a large body into a buffer of
+// s.bodies and returns that buffer (nil when the body is not in one) for the caller to
+// give back (s.bodies.put) once nothing uses the body's bytes.
+func (s *Server) readBodyPooled(r *http.Request, pooled bool) ([]byte, *membudget.Reservation, []byte, error) {
 	var body io.Reader = r.Body
 	switch enc := r.Header.Get("Content-Encoding"); enc {
 	case "", "identity":
 	case "gzip":
 		z, err := gzip.NewReader(r.Body)
 		if err != nil {
-			return nil, nil, bodyError("gzip body", err)
+			return nil, nil, nil, bodyError("gzip body", err)
 		}
 		body = z
 	case "deflate":
 		z, err := zlib.NewReader(r.Body)
 		if err != nil {
-			return nil, nil, bodyError("deflate body", err)
+			return nil, nil, nil, bodyError("deflate body", err)
 		}
 		body = z
 	default:
-		return nil, nil, fmt.Errorf("%w: unsupported Content-Encoding %q (gzip, deflate)", errBadBody, enc)
+		return nil, nil, nil, fmt.Errorf("%w: unsupported Content-Encoding %q (gzip, deflate)", errBadBody, enc)
 	}
 	want := s.opts.MaxRequestBytes
 	if n := r.ContentLength; n >= 0 && n <= want && body == r.Body {
@@ -81,10 +89,10 @@ func (s *Server) readBody(r *http.Request) ([]byte, *membudget.Reservation, erro
 	}
 	held, err := s.opts.Budget.Reserve(ctx, want)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", errBusy, err)
+		return nil, nil, nil, fmt.Errorf("%w: %v", errBusy, err)
 	}
 	// a declared length sizes the buffer once (no regrowing copies of large tensors)
-	var buf []byte
+	var buf, base []byte
 	if n := r.ContentLength; n > 0 && n <= s.opts.MaxRequestBytes && body == r.Body {
 		// placed so that the binary part (after the JSON header) starts 8-byte aligned:
 		// its tensors then use the body's memory without a copy
@@ -92,7 +100,16 @@ func (s *Server) readBody(r *http.Request) ([]byte, *membudget.Reservation, erro
 		if h, err := strconv.ParseInt(r.Header.Get(headerLength), 10, 64); err == nil && h >= 0 {
 			pad = int((8 - h%8) % 8)
 		}
-		buf = make([]byte, pad, int64(pad)+n+1)[pad:]
+		if pooled {
+			base, pooled = s.bodies.get(pad + int(n) + 1)
+		}
+		if !pooled {
+			base = make([]byte, 0, int64(pad)+n+1)
+		}
+		buf = base[:pad][pad:]
+		if !pooled {
+			base = nil
+		}
 	}
 	b, err := readAll(io.LimitReader(body, s.opts.MaxRequestBytes+1), buf)
 	if err == nil && body != r.Body {
@@ -102,14 +119,17 @@ func (s *Server) readBody(r *http.Request) ([]byte, *membudget.Reservation, erro
 	}
 	if err != nil {
 		held.Release()
-		return nil, nil, bodyError("reading the body", err)
+		return nil, nil, nil, bodyError("reading the body", err)
 	}
 	if int64(len(b)) > s.opts.MaxRequestBytes {
 		held.Release()
-		return nil, nil, fmt.Errorf("%w: the body exceeds %d bytes", errTooLarge, s.opts.MaxRequestBytes)
+		return nil, nil, nil, fmt.Errorf("%w: the body exceeds %d bytes", errTooLarge, s.opts.MaxRequestBytes)
+	}
+	if base != nil && cap(b) > 0 && &b[:cap(b)][cap(b)-1] != &base[:cap(base)][cap(base)-1] {
+		base = nil // the body outgrew the buffer (more than its declared length): not the pool's
 	}
 	held.Shrink(int64(len(b)))
-	return b, held, nil
+	return b, held, base, nil
 }
 
 // bodyError is a failure to read or decompress the body: errBodyTimeout past its
@@ -143,17 +163,24 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 
 // decodeRequest reads and parses an inference request. The reservation returned holds the body's bytes of Options.Budget (the inputs may
 // alias the body), to release when the response is written; it is nil on error.
-func (s *Server) decodeRequest(c *gin.Context) (*serve.InferRequest, bool, *membudget.Reservation, error) {
-	body, held, err := s.readBody(c.Request)
+//
+// The body is read into a pooled buffer when large (bodypool.go), returned as base
+// (nil otherwise): the caller gives it back once the inference succeeded and its
+// response is written.
+func (s *Server) decodeRequest(c *gin.Context) (*serve.InferRequest, bool, *membudget.Reservation, []byte, error) {
+	body, held, base, err := s.readBodyPooled(c.Request, true)
 	if err != nil {
-		return nil, false, nil, err
+		return nil, false, nil, nil, err
 	}
 	req, allBinary, err := s.parseRequest(c, body)
 	if err != nil {
 		held.Release()
-		return nil, false, nil, err
+		if base != nil {
+			s.bodies.put(base) // no tensor was handed on
+		}
+		return nil, false, nil, nil, err
 	}
-	return req, allBinary, held, nil
+	return req, allBinary, held, base, nil
 }
 
 // parseRequest parses the body of a JSON (optionally binary-extended) inference
@@ -249,7 +276,7 @@ func paramTrue(p map[string]any, key string) bool {
 }
 
 func (s *Server) infer(c *gin.Context) {
-	req, allBinary, held, err := s.decodeRequest(c)
+	req, allBinary, held, base, err := s.decodeRequest(c)
 	if err != nil {
 		s.extendWrite(c)
 		fail(c, err)
@@ -259,8 +286,11 @@ func (s *Server) infer(c *gin.Context) {
 	resp, err := s.svc.Infer(c.Request.Context(), req)
 	s.extendWrite(c) // the response's write time starts now, however long the inference took
 	if err != nil {
-		fail(c, err)
+		fail(c, err) // the body's buffer is left to the GC: a queued step may still read it
 		return
+	}
+	if base != nil {
+		defer s.bodies.put(base) // after the response, which may alias the inputs, is written
 	}
 	c.Set(deviceKey, resp.Device) // for the request's log line
 	if resp.CompileWait > 0 {

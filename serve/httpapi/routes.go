@@ -48,9 +48,10 @@ type Options struct {
 
 // Server is the REST (HTTP/JSON) face of a serve.Service.
 type Server struct {
-	svc  *serve.Service
-	opts Options
-	log  *zap.Logger
+	svc    *serve.Service
+	opts   Options
+	log    *zap.Logger
+	bodies bodyPool // inference bodies' buffers (bodypool.go)
 }
 
 // route is one row of the route table.

@@ -32,7 +32,9 @@ func ReadModelConfig(path string) (*modelpb.ModelConfig, []string, error) {
 // AutoComplete fills in what a model configuration leaves out, from the model's
 // interface and the server's defaults, as Triton's auto-complete does: the name (the
 // model's folder; a config naming another model is an error), the platform, the inputs
-// and outputs (without the batch dim when the model batches, -1 for free dims), one
+// and outputs (without the batch dim when the model batches, -1 for free dims; an
+// input with a default is optional, and is added, optional, to a config that lists
+// other inputs but not it), one
 // CPU instance group of instances, and a version policy serving the latest version.
 // Validate the result with ValidateModelConfig, then CheckAgainstModel.
 func AutoComplete(c *modelpb.ModelConfig, name string, it *onnx.Interface, instances int) error {
@@ -46,17 +48,16 @@ func AutoComplete(c *modelpb.ModelConfig, name string, it *onnx.Interface, insta
 	}
 	batch := c.MaxBatchSize > 0
 	seqIn, seqOut := SequenceInputs(c), SequenceOutputs(c) // the server's, not the clients'
-	if len(c.Input) == 0 {
-		for _, p := range it.Inputs {
-			if seqIn[p.Name] {
-				continue
-			}
-			dt, dims, err := configTensor(p, batch)
-			if err != nil {
-				return err
-			}
-			c.Input = append(c.Input, &modelpb.ModelInput{Name: p.Name, DataType: dt, Dims: dims})
+	listed := len(c.Input) > 0
+	for _, p := range it.Inputs {
+		if seqIn[p.Name] || (listed && (p.Default == nil || slices.ContainsFunc(c.Input, func(in *modelpb.ModelInput) bool { return in.Name == p.Name }))) {
+			continue
 		}
+		dt, dims, err := configTensor(p, batch)
+		if err != nil {
+			return err
+		}
+		c.Input = append(c.Input, &modelpb.ModelInput{Name: p.Name, DataType: dt, Dims: dims, Optional: p.Default != nil})
 	}
 	if len(c.Output) == 0 {
 		for _, p := range it.Outputs {
@@ -111,6 +112,9 @@ func CheckAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 	}
 	for _, in := range c.Input {
 		p, ok := byName[in.Name]
+		if !ok && slices.Contains(it.Constants, in.Name) {
+			return fmt.Errorf("config input %q is a constant of the model: its IR version is below 4, where every initializer is listed as a graph input and none is an input a request can give (export the model with IR version 4 or later to make it an input with a default)", in.Name)
+		}
 		if !ok {
 			return fmt.Errorf("config input %q is not an input of the model (inputs: %v)", in.Name, names(it.Inputs))
 		}

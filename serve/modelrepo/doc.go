@@ -30,7 +30,8 @@
 // line: the server refuses such a config, since a field silently ignored would change
 // what the model answers. ParseModelConfigJSON reads the JSON the load API takes, with
 // the same refusal (an unknown-field error). AutoComplete fills in what a config
-// leaves out from the model's interface, as Triton's auto-complete does;
+// leaves out from the model's interface, as Triton's auto-complete does (an input with
+// a default is optional, and added, optional, to a config that lists only others);
 // ValidateModelConfig applies Triton's rules that make sense for kiln and refuses, by
 // field, what kiln transcribes but does not implement (see its comment);
 // CheckAgainstModel checks a config's inputs and outputs against the model's, through

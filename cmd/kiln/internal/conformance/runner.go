@@ -207,7 +207,8 @@ func numbered(set, prefix string) []string {
 	}
 }
 
-// readInputs reads a data set's input_K.pb files as m's inputs, by position.
+// readInputs reads a data set's input_K.pb files as m's inputs, by position; the
+// inputs after them with a default take it.
 func readInputs(m *graph.Module, set string) (map[string]ref.Value, error) {
 	inFiles := numbered(set, "input")
 	params := m.Main.Params
@@ -221,6 +222,11 @@ func readInputs(m *graph.Module, set string) (map[string]ref.Value, error) {
 			return nil, fmt.Errorf("input %d: %v", k, err)
 		}
 		inputs[params[k].Name] = toValue(d, params[k].Type)
+	}
+	for _, p := range params[len(inFiles):] {
+		if d := m.Defaults[p.Name]; d != nil {
+			inputs[p.Name] = d
+		}
 	}
 	return inputs, nil
 }

@@ -10,6 +10,33 @@ import (
 // it, every initializer was listed as an input and all are constants.
 const minOverridableIR = 4
 
+// maxListedWeights bounds the legacy exporters' pattern: a model that lists every one
+// of more than this many initializers as a graph input was exported with its weights
+// as inputs (keep_initializers_as_inputs), not with inputs meant to be replaced. Such
+// initializers stay constants, as before IR version 4, so that weights fold and the
+// convolutions and matrix products get their packed kernels; a request that gives one
+// is refused as an unknown input, never served with the folded value. A model that
+// lists only some of its initializers, or a few, keeps ONNX's meaning: defaults.
+const maxListedWeights = 8
+
+// overridable reports whether the main graph's initializers that are also listed as
+// inputs are defaults a caller may replace: from IR version 4 on, unless every one of
+// more than maxListedWeights initializers is listed.
+func overridable(ir int64, initializers []string, listed func(string) bool) bool {
+	if ir < minOverridableIR {
+		return false
+	}
+	if len(initializers) <= maxListedWeights {
+		return true
+	}
+	for _, name := range initializers {
+		if !listed(name) {
+			return true
+		}
+	}
+	return false
+}
+
 // checkDefault checks that an input's default (its initializer) is a value of the
 // input's declared type: its element type, rank and fixed extents.
 func checkDefault(name string, t graph.Type, def *tensor.Tensor) error {

@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -105,5 +106,73 @@ func TestDefaultOfAnotherTypeThanItsInputIsInvalid(t *testing.T) {
 	}
 	if _, err := onnx.Scan(path); !errors.Is(err, onnx.ErrInvalid) {
 		t.Errorf("scan: %v, want ErrInvalid", err)
+	}
+}
+
+// chainWithWeights is x + w0 + w1 + ... + w(n-1), each wK an f32[2] initializer; the
+// first listed of them are also graph inputs.
+func chainWithWeights(t *testing.T, n, listed int) []byte {
+	t.Helper()
+	f32 := int32(onnxpb.TensorProto_FLOAT)
+	vi := func(name string) *onnxpb.ValueInfoProto {
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: &f32, Shape: &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{
+				{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: 2}}}}}}}}
+	}
+	g := &onnxpb.GraphProto{Name: proto.String("chain"), Input: []*onnxpb.ValueInfoProto{vi("x")}}
+	prev := "x"
+	for k := 0; k < n; k++ {
+		w, out := fmt.Sprintf("w%d", k), fmt.Sprintf("y%d", k)
+		g.Initializer = append(g.Initializer, &onnxpb.TensorProto{Name: proto.String(w), DataType: &f32, Dims: []int64{2}, FloatData: []float32{1, 2}})
+		if k < listed {
+			g.Input = append(g.Input, vi(w))
+		}
+		g.Node = append(g.Node, &onnxpb.NodeProto{OpType: proto.String("Add"), Name: proto.String("add" + w), Input: []string{prev, w}, Output: []string{out}})
+		prev = out
+	}
+	g.Output = []*onnxpb.ValueInfoProto{vi(prev)}
+	b, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestWeightsExportedAsInputsStayConstants: a model that lists every one of its many
+// initializers as a graph input (the legacy exporters' weights-as-inputs pattern) keeps
+// them constants, so weights fold; one that lists only some of them, or has a few, keeps
+// them as inputs with defaults. The load and the scan agree.
+func TestWeightsExportedAsInputsStayConstants(t *testing.T) {
+	n := 12
+	for _, c := range []struct {
+		name           string
+		inits, listed  int
+		wantParams     int
+		wantConstNames int
+	}{
+		{"every one of many listed", n, n, 1, n},
+		{"all but one listed", n, n - 1, n, 0},
+		{"a few, all listed", 3, 3, 4, 0},
+	} {
+		path := filepath.Join(t.TempDir(), "model.onnx")
+		if err := os.WriteFile(path, chainWithWeights(t, c.inits, c.listed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := onnx.Load(path, onnx.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		sc, err := onnx.Scan(path)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(m.Main.Params) != c.wantParams || len(sc.Interface.Inputs) != c.wantParams || len(sc.Interface.Constants) != c.wantConstNames {
+			t.Errorf("%s: %d parameters, %d interface inputs, %d interface constants; want %d, %d, %d",
+				c.name, len(m.Main.Params), len(sc.Interface.Inputs), len(sc.Interface.Constants), c.wantParams, c.wantParams, c.wantConstNames)
+		}
+		if c.wantConstNames > 0 && len(m.Defaults) != 0 {
+			t.Errorf("%s: defaults %v, want none", c.name, m.Defaults)
+		}
 	}
 }

@@ -11,7 +11,10 @@
 // default (ONNX: overridable): a parameter of the module, its initializer in
 // Module.Defaults and Interface's NamedType.Default, never a constant, so a given value
 // replaces it. Before IR version 4 every initializer was listed as an input: there they
-// are constants and fold like any weight. A default must be a value of its input's
+// are constants and fold like any weight; so are they in a model that lists every one of
+// more than 8 initializers as an input (older exporters' weights-as-inputs, which
+// nobody means to replace: folding them gives the convolutions their packed kernels),
+// overridable in defaults.go. A default must be a value of its input's
 // declared type (checkDefault, else ErrInvalid naming the input).
 //
 // Node order: each graph's nodes (subgraphs' included) are imported in topological order

@@ -72,9 +72,17 @@ func (im *importer) define(sc *scope, v *graph.Value) error {
 // (sortNodes).
 func (im *importer) buildGraph(g *onnxpb.GraphProto, b *graph.Builder, sc *scope, main bool, hints []graph.Type) error {
 	listed := map[string]bool{}
-	if main && im.ir >= minOverridableIR {
+	if main {
+		inputs := map[string]bool{}
 		for _, in := range g.GetInput() {
-			listed[in.GetName()] = true
+			inputs[in.GetName()] = true
+		}
+		var names []string
+		for _, tp := range g.GetInitializer() {
+			names = append(names, tp.GetName())
+		}
+		if overridable(im.ir, names, func(n string) bool { return inputs[n] }) {
+			listed = inputs
 		}
 	}
 	inits := map[string]bool{}

@@ -101,9 +101,18 @@ func interfaceOf(path string, data []byte) (*graph.Module, *Interface, error) {
 	b := graph.NewBuilder("main")
 	it := &Interface{}
 	td := &tensorDecoder{dir: filepath.Dir(path), limit: DefaultMaxTensorBytes}
+	listed := map[string]bool{}
+	for _, in := range inputs {
+		listed[in.GetName()] = true
+	}
+	initNames := make([]string, 0, len(inits))
+	for name := range inits {
+		initNames = append(initNames, name)
+	}
+	defaults := overridable(int64(ir), initNames, func(n string) bool { return listed[n] })
 	for _, in := range inputs {
 		tpb, isInit := inits[in.GetName()]
-		if isInit && ir < minOverridableIR {
+		if isInit && !defaults {
 			it.Constants = append(it.Constants, in.GetName())
 			continue
 		}

@@ -113,7 +113,7 @@ func CheckAgainstModel(c *modelpb.ModelConfig, it *onnx.Interface) error {
 	for _, in := range c.Input {
 		p, ok := byName[in.Name]
 		if !ok && slices.Contains(it.Constants, in.Name) {
-			return fmt.Errorf("config input %q is a constant of the model: its IR version is below 4, where every initializer is listed as a graph input and none is an input a request can give (export the model with IR version 4 or later to make it an input with a default)", in.Name)
+			return fmt.Errorf("config input %q is a constant of the model, folded into it: the model's IR version is below 4 (every initializer is listed as a graph input) or it lists every one of its many initializers as an input (weights exported as inputs), and kiln makes no such initializer an input a request can give (export the model with IR version 4 or later, without its weights as inputs, to make it an input with a default)", in.Name)
 		}
 		if !ok {
 			return fmt.Errorf("config input %q is not an input of the model (inputs: %v)", in.Name, names(it.Inputs))

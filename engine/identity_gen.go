@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 353 files; see Identity.
-const sourceDigest = "2e55c2ad028fbb2cb1cb8d653efed277"
+// sourceDigest covers 355 files; see Identity.
+const sourceDigest = "b6dab4bcd74b46e422e3792be822e990"

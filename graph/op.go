@@ -148,6 +148,7 @@ var opTable = buildOpTable(
 	fusedOps(),
 	shapeExprOps(),
 	attentionMaskOps(),
+	failOps(),
 	shapeOps(),
 	controlOps(),
 	miscOps(),

@@ -149,6 +149,7 @@ var opTable = buildOpTable(
 	shapeExprOps(),
 	attentionMaskOps(),
 	failOps(),
+	randomOps(),
 	shapeOps(),
 	controlOps(),
 	miscOps(),

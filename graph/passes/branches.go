@@ -17,9 +17,10 @@ import (
 // the run fails with that message only if the branch is taken (as ONNX Runtime fails
 // only then).
 //
-// Every node is inferred again in order, as fold-constants' refine does (a new type is
-// taken only when it has fewer symbolic extents), so the static types of an If whose
-// branch was stubbed reach the nodes after it, enclosing Funcs included. A Func does
+// Every If and the nodes of its branches are inferred again in order, as
+// fold-constants' refine does (a new type is taken only when it has fewer symbolic
+// extents), and once a branch has been stubbed so is every node after it, so the static types of its If reach them,
+// enclosing Funcs included. A Func does
 // not type when one of its nodes' inference fails; an If whose two branches do not type
 // does not type either, and makes its own Func fail in turn, so the stubbed branch is
 // the outermost one that cannot run. A branch whose If has a constant condition and is
@@ -38,6 +39,11 @@ type stubber struct {
 	ic    *graph.InferCtx
 	stop  error // why the run stopped early (Context.Ctx)
 	names *freshNames
+	// branches counts the If branches the walk is in; outside them a node is inferred
+	// again only once a branch has been stubbed (stubbed), since only then can its type
+	// change: a module without stubs costs one walk, not an inference per node
+	branches int
+	stubbed  bool
 }
 
 // types infers f's nodes again, stubbing the branches of its Ifs that do not type, and
@@ -53,7 +59,8 @@ func (s *stubber) types(f *graph.Func) error {
 		if s.stop != nil {
 			return nil
 		}
-		if a, ok := n.Attrs.(*graph.IfAttrs); ok {
+		a, isIf := n.Attrs.(*graph.IfAttrs)
+		if isIf {
 			if err := s.ifBranches(n, a); err != nil {
 				if first == nil {
 					first = err
@@ -64,6 +71,9 @@ func (s *stubber) types(f *graph.Func) error {
 			for _, sub := range n.Subgraphs() {
 				s.types(sub)
 			}
+		}
+		if !isIf && s.branches == 0 && !s.stubbed {
+			continue
 		}
 		types, err := graph.InferNode(s.ic, n)
 		if err != nil {
@@ -85,8 +95,10 @@ func (s *stubber) types(f *graph.Func) error {
 // ifBranches types both branches of n and stubs the one that does not type; it returns
 // an error when n cannot run at all.
 func (s *stubber) ifBranches(n *graph.Node, a *graph.IfAttrs) error {
+	s.branches++
 	thenErr := s.types(a.ThenBranch)
 	elseErr := s.types(a.ElseBranch)
+	s.branches--
 	if c := n.Input(0); c != nil && c.Const != nil && c.Const.Len() == 1 {
 		taken := c.Const.Int64s()[0] != 0
 		switch {
@@ -115,6 +127,7 @@ func (s *stubber) ifBranches(n *graph.Node, a *graph.IfAttrs) error {
 // stub returns the branch that stands for br: one kiln.Fail per result, typed as
 // other's result.
 func (s *stubber) stub(n *graph.Node, name string, br, other *graph.Func, why error) *graph.Func {
+	s.stubbed = true
 	msg := fmt.Sprintf("branch %s of %v cannot run on these input shapes: %v", name, n, why)
 	f := &graph.Func{Name: br.Name, Parent: br.Parent}
 	for i, r := range other.Results {

@@ -289,13 +289,12 @@ func (e *emitter) lowerTaken(n *graph.Node, a *graph.IfAttrs, cond bool) error {
 // for). Its output register holds an empty constant that no instruction reads at run
 // time, so that the branch's results stay defined for the code after it.
 func (e *emitter) lowerFail(n *graph.Node) error {
-	a := n.Attrs.(*graph.FailAttrs)
-	e.emit(vm.Instr{Op: vm.Fatal, Str: a.Message})
-	dt := n.Outputs[0].Type.DType
-	if !dt.Valid() || n.Outputs[0].Type.Kind != graph.KindTensor {
-		return fmt.Errorf("%v: a failing branch's result has type %v; only tensors are supported", n, n.Outputs[0].Type)
+	t := n.Outputs[0].Type
+	if t.Kind != graph.KindTensor || !t.DType.Valid() {
+		return fmt.Errorf("%v: a failing branch's result has type %v; only tensors are supported", n, t)
 	}
-	e.reg[n.Outputs[0]] = e.loadConst(tensor.New(dt, tensor.Shape{0}))
+	e.emit(vm.Instr{Op: vm.Fatal, Str: n.Attrs.(*graph.FailAttrs).Message})
+	e.reg[n.Outputs[0]] = e.loadConst(tensor.New(t.DType, tensor.Shape{0}))
 	return nil
 }
 

@@ -84,7 +84,10 @@
 //     View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) become zero-copy
 //     ReshapeTensor instructions; If and Loop are inlined into the entry function as
 //     If/Goto code (the subgraphs read enclosing values directly, so no closure is
-//     needed), with loop-carried values in registers and the trip count kept by the VM's
+//     needed; an If whose condition is a constant is its taken branch alone, and a
+//     kiln.Fail, which stub-branches puts in a branch that does not type for the bound
+//     shapes, is a Fatal instruction naming the If and the branch), with loop-carried
+//     values in registers and the trip count kept by the VM's
 //     standard builtins; a Loop's scan outputs are stacked on the host one row per
 //     iteration (scan.append, scan.finish); Scan runs the same way over its inputs'
 //     slices (scan.slice, either direction; scan outputs along axis 0, forward).
@@ -162,7 +165,8 @@
 // from the result's shape and its known extents checked (shape.expect), as for host
 // shape functions. Text runs there (hostop_strings.go: StringNormalizer,
 // TfIdfVectorizer, every Cast or CastLike to or from strings), since a string tensor has
-// no device layout; graph fusion leaves any node with strings in or out alone. Shape inference takes symbols to be at
+// no device layout, and so do the random ops (RandomNormal, RandomUniform, their Like
+// forms, Bernoulli, Multinomial: vm's generator, shared with the reference evaluator); graph fusion leaves any node with strings in or out alone. Shape inference takes symbols to be at
 // least 1 where ONNX gives 0 a meaning of its own (a Reshape entry 0).
 //
 // Sizes and limits: every static tensor's byte count is checked (tensor.CheckedBytes)

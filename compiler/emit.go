@@ -274,6 +274,8 @@ func (e *emitter) node(n *graph.Node) error {
 	switch {
 	case n.Op == graph.OpIf:
 		return e.lowerIf(n)
+	case n.Op == graph.OpFail:
+		return e.lowerFail(n)
 	case n.Op == graph.OpLoop:
 		return e.lowerLoop(n)
 	case n.Op == graph.OpScan:

@@ -46,6 +46,12 @@ func buildHostOps() *[graph.NumOps]hostLowering {
 		{graph.OpNonMaxSuppression, hostLowering{name: vm.HostNMS}},
 		{graph.OpTopK, hostLowering{name: vm.HostTopK, when: runtimeInput(1)}},
 		{graph.OpMaxUnpool, hostLowering{name: vm.HostMaxUnpool, when: runtimeInput(2)}},
+		{graph.OpRandomNormal, hostLowering{name: vm.HostRandomNormal}},
+		{graph.OpRandomUniform, hostLowering{name: vm.HostRandomUniform}},
+		{graph.OpRandomNormalLike, hostLowering{name: vm.HostRandomNormalLike}},
+		{graph.OpRandomUniformLike, hostLowering{name: vm.HostRandomUniformLike}},
+		{graph.OpBernoulli, hostLowering{name: vm.HostBernoulli}},
+		{graph.OpMultinomial, hostLowering{name: vm.HostMultinomial}},
 	}
 	for _, r := range append(rows, stringHostRows()...) {
 		if t[r.op].name != "" {

@@ -221,6 +221,9 @@ func launchWhat(nodes []*graph.Node) string {
 // false; each branch moves its results into the node's output registers.
 func (e *emitter) lowerIf(n *graph.Node) error {
 	a := n.Attrs.(*graph.IfAttrs)
+	if c := n.Inputs[0].Const; c != nil && c.Len() == 1 {
+		return e.lowerTaken(n, a, c.Int64s()[0] != 0)
+	}
 	cond, err := e.read(n.Inputs[0])
 	if err != nil {
 		return err
@@ -258,6 +261,40 @@ func (e *emitter) lowerIf(n *graph.Node) error {
 	for i, o := range n.Outputs {
 		e.reg[o] = outs[i]
 	}
+	return nil
+}
+
+// lowerTaken lowers the branch of an If whose condition is a constant: the other
+// branch is not lowered at all (it may be a stub that does not run on these shapes).
+func (e *emitter) lowerTaken(n *graph.Node, a *graph.IfAttrs, cond bool) error {
+	f := a.ElseBranch
+	if cond {
+		f = a.ThenBranch
+	}
+	if err := e.function(f); err != nil {
+		return err
+	}
+	for i, o := range n.Outputs {
+		r, err := e.read(f.Results[i])
+		if err != nil {
+			return err
+		}
+		e.reg[o] = r
+	}
+	return nil
+}
+
+// lowerFail emits a kiln.Fail: the VM stops the run with its message (vm.ErrInput: the
+// inputs reached a branch that cannot run on the shapes the executable was built
+// for). Its output register holds an empty constant that no instruction reads at run
+// time, so that the branch's results stay defined for the code after it.
+func (e *emitter) lowerFail(n *graph.Node) error {
+	t := n.Outputs[0].Type
+	if t.Kind != graph.KindTensor || !t.DType.Valid() {
+		return fmt.Errorf("%v: a failing branch's result has type %v; only tensors are supported", n, t)
+	}
+	e.emit(vm.Instr{Op: vm.Fatal, Str: n.Attrs.(*graph.FailAttrs).Message})
+	e.reg[n.Outputs[0]] = e.loadConst(tensor.New(t.DType, tensor.Shape{0}))
 	return nil
 }
 

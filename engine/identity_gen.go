@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 356 files; see Identity.
-const sourceDigest = "0de3f84302de3e0bf75216187c94cd3b"
+// sourceDigest covers 361 files; see Identity.
+const sourceDigest = "7b08d967245d17cfca499645ee1b1868"

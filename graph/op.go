@@ -148,6 +148,8 @@ var opTable = buildOpTable(
 	fusedOps(),
 	shapeExprOps(),
 	attentionMaskOps(),
+	failOps(),
+	randomOps(),
 	shapeOps(),
 	controlOps(),
 	miscOps(),

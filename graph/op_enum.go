@@ -206,6 +206,7 @@ const (
 	OpFused
 	OpShapeExpr
 	OpAttentionMask
+	OpFail
 
 	NumOps // count; not an op
 )
@@ -273,5 +274,5 @@ var opNames = [NumOps]string{
 	OpStringNormalizer: "StringNormalizer", OpTfIdfVectorizer: "TfIdfVectorizer",
 	OpAdagrad: "Adagrad", OpAdam: "Adam", OpMomentum: "Momentum",
 	OpLayoutTransform: "LayoutTransform", OpFused: "Fused", OpShapeExpr: "ShapeExpr",
-	OpAttentionMask: "AttentionMask",
+	OpAttentionMask: "AttentionMask", OpFail: "Fail",
 }

@@ -70,7 +70,15 @@
 // coordinate, no NaN score or threshold, and at most batches × classes × boxes rows
 // whatever max_output_boxes_per_class says; MaxUnpool indices inside the unpooled shape
 // and inside output_shape, which keeps X's batch and channels. Each output is allocated
-// through the HostCtx, after the count that sizes it.
+// through the HostCtx, after the count that sizes it. The random ops (hostop_random.go:
+// RandomNormal, RandomUniform, their Like forms, Bernoulli, Multinomial) run there too,
+// with the generator that file documents (Random: PCG seeded from the seed attribute, a
+// fresh stream per run without one); the reference evaluator calls the same functions,
+// so a seeded op draws the same numbers on both engines.
+//
+// Fatal stops a run with its message as an ErrInput: the compiler emits it for a
+// branch that cannot run on the shapes the executable was built for, so a request that
+// takes it is refused, not answered.
 //
 // Sizes and limits: every byte count, offset and extent computed from an executable or
 // a request is checked (tensor.CheckedSize and friends; shape programs evaluate with

@@ -50,6 +50,9 @@ func StdHostOps() HostOps {
 	for name, op := range stringHostOps() {
 		t[name] = op
 	}
+	for name, op := range randomHostOps() {
+		t[name] = op
+	}
 	return t
 }
 

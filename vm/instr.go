@@ -29,7 +29,7 @@ const (
 	AllocTuple                   // Dst = (Args...)
 	GetField                     // Dst = Args[0].fields[Imm]
 	KillRegister                 // Args[0] is dead; its value may be freed (a storage of this call returns to the pool at once)
-	Fatal                        // stop with the message Constants... (Str)
+	Fatal                        // stop with the message Str (ErrInput: these inputs cannot run here)
 	CallHost                     // Dst = the tuple of HostCalls[Imm](Args...)'s outputs, host tensors (hostop.go); Str names the node
 	numOpcodes
 )

@@ -300,7 +300,7 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 		regs[in.Args[0]] = nil
 		return pc + 1, nil, nil
 	case Fatal:
-		return 0, nil, fmt.Errorf("%s", in.Str)
+		return 0, nil, fmt.Errorf("%w: %s", ErrInput, in.Str)
 	}
 	panic(fmt.Sprintf("BUG: opcode %v passed Verify", in.Op))
 }

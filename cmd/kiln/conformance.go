@@ -79,6 +79,10 @@ func conformanceCmd() *cobra.Command {
 				if !asJSON {
 					switch r.Status {
 					case conformance.Pass:
+						if r.Reason != "" {
+							fmt.Fprintf(out, "PASS %s (%.2fs, %s)\n", r.Case, r.Seconds, r.Reason)
+							break
+						}
 						fmt.Fprintf(out, "PASS %s (%.2fs, max err %.2g)\n", r.Case, r.Seconds, r.MaxErr)
 					case conformance.Fail:
 						fmt.Fprintf(out, "FAIL %s: %s\n", r.Case, r.Reason)

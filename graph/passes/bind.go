@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kilnrt/kiln/graph"
@@ -10,6 +11,8 @@ import (
 // their values and infers every node's output types again, in order, descending into
 // subgraphs: a Loop body's loop-carried parameters take the types of the loop's initial
 // values when the body keeps them unchanged (otherwise the model's declared types stay).
+// A branch of an If that does not type for the bound dims keeps its remaining types
+// (stub-branches, after folding, replaces it by a branch that fails when taken).
 // With no dims to bind it still infers again, so that loop-carried values get the
 // symbols of their initial values instead of the fresh ones a model declares.
 //
@@ -68,6 +71,9 @@ func (b *binder) reinfer(f *graph.Func) error {
 					p.Type = bindType(p.Type, b.env)
 				}
 				if err := b.reinfer(sub); err != nil {
+					if n.Op == graph.OpIf && errors.Is(err, graph.ErrInfer) {
+						continue // a branch that does not type for these shapes: stub-branches replaces it
+					}
 					return err
 				}
 			}

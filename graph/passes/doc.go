@@ -20,6 +20,13 @@
 //     from materializing large tensors out of small ones, a work cap (FoldWork) leaves
 //     a large product of constants to a kernel, and a run stops folding past FoldBudget
 //     operations or four times the module's constant elements created;
+//   - stub-branches: every node is inferred again after folding; a branch of an If that
+//     does not type (a node's inference fails: a front end sized for other inputs than
+//     the bound ones, in a model that branches on an input's value) becomes one
+//     kiln.Fail per result, typed as the other branch's result and carrying the If, the
+//     branch and the error, so the If keeps static types and only a run that takes the
+//     branch fails; an If whose branches both fail makes its enclosing branch the one
+//     stubbed. bind-dims leaves such a branch's remaining types as they were;
 //   - split-to-slices (every level, with Context.SplitsAsSlices: GPU targets): a Split
 //     whose parts have static extents along its axis becomes one Slice per part (constant
 //     starts, ends, axis), keeping each output Value; otherwise nothing changes;

@@ -81,6 +81,7 @@ func Level(o int) Pipeline {
 	}{
 		{0, Pass{Name: "bind-dims", Run: BindDims, Required: true}},
 		{0, Pass{Name: "fold-constants", Run: FoldConstants, Required: true}},
+		{0, Pass{Name: "stub-branches", Run: StubBranches, Required: true}},
 		{0, Pass{Name: "split-to-slices", Run: SplitToSlices, Required: true}},
 		{1, Pass{Name: "simplify", Run: Simplify}},
 		{1, Pass{Name: "recognize", Run: Recognize}},
@@ -112,6 +113,8 @@ type Constraint struct {
 // Constraints are the ordering rules every pipeline obeys.
 var Constraints = []Constraint{
 	{"bind-dims", "fold-constants", "Shape and shape arithmetic fold only once dims are bound"},
+	{"fold-constants", "stub-branches", "a branch types for the bound shapes only once its pads and shape arithmetic are folded"},
+	{"stub-branches", "simplify", "the rewrites see the static types an If takes from its branch that runs"},
 	{"fold-constants", "fold-batchnorm", "batch-norm parameters and weights must be constants"},
 	{"fold-constants", "simplify", "x+0 and x·1 are seen once the constant is folded"},
 	{"simplify", "dce", "simplify leaves the bypassed nodes for dce to remove"},

@@ -22,7 +22,10 @@
 //
 // Invariants and errors: a kernel never panics on bad input; it returns an error wrapping
 // ErrBadInput (wrong dtype/shape/index at run time) or ErrUnsupported (an op or mode the
-// evaluator does not implement, e.g. random training-mode Dropout). Eval wraps errors with
+// evaluator does not implement, e.g. random training-mode Dropout). The random ops
+// (random.go) draw from vm's generator (vm.NewRandom), the one the compiled engine's host
+// ops use, so a seeded op gives the same numbers on both engines; a kiln.Fail (a branch
+// that cannot run on the bound shapes) is an ErrBadInput with its message. Eval wraps errors with
 // the node, recovers a kernel panic into an error naming the node, checks inputs against
 // the parameters' declared types, honors context cancellation between nodes, and bounds
 // loops without a trip count (Options.MaxLoopIterations).

@@ -71,6 +71,7 @@ var kernelTable = buildKernels(
 	stringKernels(),
 	signalKernels(),
 	samplingKernels(),
+	randomKernels(),
 )
 
 func buildKernels(families ...map[graph.Op]Kernel) [graph.NumOps]Kernel {

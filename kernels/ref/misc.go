@@ -16,6 +16,7 @@ func miscKernels() map[graph.Op]Kernel {
 		// a storage-order change: the value itself is unchanged
 		graph.OpLayoutTransform: T(func(_ *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) { return in[:1], nil }),
 		graph.OpShapeExpr:       shapeExprKernel,
+		graph.OpFail:            failKernel,
 	}
 }
 

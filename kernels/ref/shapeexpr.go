@@ -38,3 +38,9 @@ func shapeExprKernel(c *Ctx, n *graph.Node, _ []Value) ([]Value, error) {
 	}
 	return []Value{v}, nil
 }
+
+// failKernel stops the evaluation with a kiln.Fail's message: the branch it stands for
+// cannot run on the bound input shapes.
+func failKernel(_ *Ctx, n *graph.Node, _ []Value) ([]Value, error) {
+	return nil, Badf("%s", n.Attrs.(*graph.FailAttrs).Message)
+}

@@ -16,8 +16,9 @@
 // case's result); a model the loader reports as unsupported is "unsupported", never a
 // failure, and every non-passing case carries a reason; a run that is random (a
 // stochastic op, or Dropout in training mode with a positive ratio, read from the
-// case's constants and inputs) is "unsupported" for every engine, never compared with
-// the stored outputs, which only the generator that made them could reproduce. A case
+// case's constants and inputs) is compared with the stored outputs by element type and
+// shape alone (their values only the generator that made them could reproduce), and a
+// pass says so in its Reason (RandomPass: "shape and dtype; values random"). A case
 // whose test data contradicts its model or ONNX's rules is "baddata" with the proof
 // (baddata.go: an input shape the model does not declare, bfloat16 outputs that are an
 // input truncated, stored outputs that match other attributes than the model's), never

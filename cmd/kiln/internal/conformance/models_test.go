@@ -70,6 +70,8 @@ var realModelsCompiled = map[string]bool{
 	"silero_vad_half":        true,
 	"silero_vad_legacy":      true,
 	"silero_vad_op18_ifless": true,
+	"silero_vad_v5":          true,
+	"silero_vad_v6":          true,
 	"tv_efficientnet_b0":     true,
 	"tv_mobilenet_v3_large":  true,
 	"tv_resnet50":            true,

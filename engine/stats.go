@@ -21,7 +21,12 @@ type Stats struct {
 	ConstantBytes int64         // constants carried by the executable
 	KernelsCached int           // kernel objects taken from the journal instead of the C compiler
 	Stages        []StageTiming // wall time per stage
-	Strategies    map[string]int
+	// LayoutTransforms are the LayoutTransform nodes of the entry function (alone or
+	// inside a fused kernel), each run once per inference; LayoutBytes are the bytes of
+	// the tensors they reorder (each read once and written once).
+	LayoutTransforms int
+	LayoutBytes      int64
+	Strategies       map[string]int
 	Groups        []Group // kernel launches of the entry function, in program order
 	// Tensors are the tensors the kernels of the entry function's straight-line part
 	// write, in program order, with where each lives; TextureBytes of their bytes are

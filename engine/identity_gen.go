@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 353 files; see Identity.
-const sourceDigest = "981335ae7742f153106f761a168f9835"
+const sourceDigest = "31145422e54d5159be6fa2f03a73a8dd"

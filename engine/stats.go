@@ -21,18 +21,19 @@ type Stats struct {
 	ConstantBytes int64         // constants carried by the executable
 	KernelsCached int           // kernel objects taken from the journal instead of the C compiler
 	Stages        []StageTiming // wall time per stage
-	// LayoutTransforms are the LayoutTransform nodes of the entry function (alone or
-	// inside a fused kernel), each run once per inference; LayoutBytes are the bytes of
-	// the tensors they reorder (each read once and written once).
-	LayoutTransforms int
-	LayoutBytes      int64
-	Strategies       map[string]int
+	Strategies    map[string]int
 	Groups        []Group // kernel launches of the entry function, in program order
 	// Tensors are the tensors the kernels of the entry function's straight-line part
 	// write, in program order, with where each lives; TextureBytes of their bytes are
 	// in image2d textures.
 	Tensors      []TensorPlace
 	TextureBytes int64
+
+	// LayoutTransforms are the LayoutTransform nodes of the entry function (alone or
+	// inside a fused kernel), each run once per inference; LayoutBytes are the bytes of
+	// the tensors they reorder (each read once and written once).
+	LayoutTransforms int
+	LayoutBytes      int64
 }
 
 // TensorPlace is where one kernel output lives: a buffer (Scope "global") or an

@@ -7,6 +7,7 @@ import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // PhysicalShape is how a value of type t is stored: its static shape, or
@@ -181,6 +182,75 @@ func BlockedView(x *te.Tensor, t, out graph.Type) (*te.Tensor, error) {
 		idx := []loopir.Expr{i[0], c, i[2], i[3]}
 		return x.At(idx[4-rank:]...)
 	}), nil
+}
+
+// resizeTargets returns a Resize's constant sizes (input 3) or else its constant scales
+// (input 2); both nil when the one it uses is not a constant.
+func resizeTargets(n *graph.Node) (sizes []int64, scales []float64) {
+	given := func(i int) bool {
+		return i < len(n.Inputs) && n.Inputs[i] != nil && (n.Inputs[i].Const == nil || n.Inputs[i].Const.Len() > 0)
+	}
+	switch {
+	case given(3):
+		if c := n.Inputs[3].Const; c != nil {
+			return c.Int64s(), nil
+		}
+	case given(2):
+		if c := n.Inputs[2].Const; c != nil {
+			return nil, c.Float64s()
+		}
+	}
+	return nil, nil
+}
+
+// BlockedResizeSupported reports whether a Resize has a kernel on channel-blocked
+// storage: a static 4-D input whose constant sizes or scales keep N and C, nearest or
+// linear modes without antialias, no axes attribute, the stretch policy, no crop. The
+// kernel resizes H and W of [N, C/b, H, W, b] in place, the block copied.
+func BlockedResizeSupported(n *graph.Node) bool {
+	a, ok := n.Attrs.(*graph.ResizeAttrs)
+	if !ok || len(n.Inputs) == 0 || len(n.Outputs) != 1 || len(a.Axes) != 0 || a.Antialias != 0 ||
+		a.KeepAspectRatioPolicy != "stretch" || a.CoordinateTransformationMode == "tf_crop_and_resize" ||
+		a.Mode != "nearest" && a.Mode != "linear" {
+		return false
+	}
+	s, ok := n.Inputs[0].Type.ConstShape()
+	if !ok || len(s) != 4 {
+		return false
+	}
+	sizes, scales := resizeTargets(n)
+	switch {
+	case len(sizes) == 4:
+		return sizes[0] == int64(s[0]) && sizes[1] == int64(s[1])
+	case len(scales) == 4:
+		return scales[0] == 1 && scales[1] == 1
+	}
+	return false
+}
+
+// blockedResize wraps Resize's definition: on an input stored in channel blocks of b
+// (BlockedResizeSupported, the output in the same blocks), the plain definition runs
+// on the storage [N, C/b, H, W, b] with sizes [N, C/b, H', W', b] or scales
+// [1, 1, sh, sw, 1]: axes 0, 1 and 4 are copied, H and W resized as in NCHW.
+func blockedResize(r *Registry) {
+	plain := r.compute[graph.OpResize]
+	r.compute[graph.OpResize] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+		if !isBlocked(n) {
+			return plain(n, in)
+		}
+		b := n.Inputs[0].Type.Block
+		if !BlockedResizeSupported(n) || n.Outputs[0].Type.Block != b {
+			return nil, Unsupported("Resize on blocked storage with these attributes or targets")
+		}
+		in5 := append([]Input{}, in...)
+		sizes, scales := resizeTargets(n)
+		if sizes != nil {
+			in5[3].Const = tensor.FromInt64s(tensor.Int64, tensor.Shape{5}, []int64{sizes[0], sizes[1] / b, sizes[2], sizes[3], b})
+		} else {
+			in5[2].Const = tensor.FromFloat64s(n.Inputs[2].Const.DType, tensor.Shape{5}, []float64{1, 1, scales[2], scales[3], 1})
+		}
+		return plain(n, in5)
+	}
 }
 
 // blockedPools wraps the pooling definitions: an input stored in channel blocks is

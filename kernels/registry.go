@@ -57,6 +57,7 @@ func Default() *Registry {
 	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), layoutComputes(), generateComputes(), resizeComputes(), quantComputes(), nnMiscComputes(), trainingComputes(), signalComputes(), samplingComputes())
 	blockedPools(r)
 	blockedBroadcasts(r)
+	blockedResize(r)
 	return r
 }
 

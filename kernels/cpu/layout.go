@@ -13,8 +13,8 @@ import (
 // channels are a multiple of it) and reads its
 // input as it is stored; elementwise ops whose inputs of the output's shape share one
 // block (their other inputs broadcasting onto it: scalars, per-channel scales), 2-D and
-// global pooling (a global pool's output blocked where a reader takes it so), and
-// concats along the channel axis accept blocked inputs.
+// global pooling (a global pool's output blocked where a reader takes it so), Resize
+// of H and W, and concats along the channel axis accept blocked inputs.
 func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 	return &passes.LayoutPolicy{
 		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
@@ -58,6 +58,13 @@ func accepts(reg *kernels.Registry, n *graph.Node, in []int64) (int64, bool) {
 	case n.Op == graph.OpGlobalAveragePool || n.Op == graph.OpGlobalMaxPool:
 		// blocked [N, C/b, 1, 1, b], or plain where no reader takes it blocked (PlainOutput)
 		return in[0], in[0] != 0
+	case n.Op == graph.OpResize:
+		for _, b := range in[1:] {
+			if b != 0 {
+				return 0, false
+			}
+		}
+		return in[0], in[0] != 0 && kernels.BlockedResizeSupported(n)
 	case n.Op == graph.OpConcat:
 		a, _ := n.Attrs.(*graph.AxisAttrs)
 		if a == nil || a.Axis != 1 {

@@ -70,3 +70,39 @@ func TestSEBlockRunsBlockedWithoutTransforms(t *testing.T) {
 		t.Fatalf("plain layout: %d transforms", plain.Stats.LayoutTransforms)
 	}
 }
+
+// TestFPNUpsampleRunsBlocked: a feature-pyramid merge (a convolution's output upsampled
+// ×2 by nearest Resize, added to a finer convolution's output, then convolved), batch
+// 2, runs with no LayoutTransform and matches the reference.
+func TestFPNUpsampleRunsBlocked(t *testing.T) {
+	b := graph.NewBuilder("main")
+	fine := b.Param("fine", graph.TensorType(tensor.Float32, graph.StaticShape(2, 8, 10, 12)...))
+	coarse := b.Param("coarse", graph.TensorType(tensor.Float32, graph.StaticShape(2, 8, 5, 6)...))
+	conv := func(in *graph.Value, cin, cout int, seed uint64) *graph.Value {
+		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+		a.KernelShape, a.Pads = []int64{3, 3}, []int64{1, 1, 1, 1}
+		y, err := b.Op1(graph.OpConv, a, in, b.Const("", f32(seed, cout, cin, 3, 3)), b.Const("", f32(seed+1, cout)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+	ra := graph.OpResize.NewAttrs().(*graph.ResizeAttrs)
+	ra.Mode, ra.CoordinateTransformationMode, ra.NearestMode = "nearest", "asymmetric", "floor"
+	up, err := b.Op1(graph.OpResize, ra, conv(coarse, 8, 64, 1), nil, b.Const("scales", tensor.MustFromSlice(tensor.Shape{4}, []float32{1, 1, 2, 2})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := b.Op1(graph.OpAdd, nil, conv(fine, 8, 64, 3), up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(conv(sum, 64, 16, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := checkCompiled(t, m, map[string]*tensor.Tensor{"fine": f32(21, 2, 8, 10, 12), "coarse": f32(22, 2, 8, 5, 6)})
+	if res.Stats.LayoutTransforms != 0 {
+		t.Fatalf("%d layout transforms (%d bytes), want none; groups %+v", res.Stats.LayoutTransforms, res.Stats.LayoutBytes, res.Stats.Groups)
+	}
+}

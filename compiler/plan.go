@@ -37,6 +37,7 @@ func (c *compile) plan() error {
 	for _, k := range e.consts {
 		st.ConstantBytes += int64(k.Len() * k.DType.Size())
 	}
+	st.LayoutTransforms, st.LayoutBytes = layoutTransforms(c.mod.Main)
 	exe := &vm.Executable{
 		Functions: []vm.Function{{Name: "main", Params: len(c.mod.Main.Params), Regs: e.nregs, Code: e.code}},
 		Constants: e.consts,
@@ -91,4 +92,27 @@ func (e *emitter) largestRoot() string {
 		return "none"
 	}
 	return fmt.Sprintf("%s, %d bytes", big.what, big.size)
+}
+
+// layoutTransforms counts the LayoutTransform nodes of f and of its fused groups' bodies
+// (alter-layout leaves functions with control flow alone, so each runs once per call)
+// and the bytes of their outputs (a dynamic extent counts as 1).
+func layoutTransforms(f *graph.Func) (n int, bytes int64) {
+	for _, nd := range f.Nodes {
+		switch nd.Op {
+		case graph.OpFused:
+			k, b := layoutTransforms(nd.Attrs.(*graph.FusedAttrs).Body)
+			n, bytes = n+k, bytes+b
+		case graph.OpLayoutTransform:
+			t := nd.Outputs[0].Type
+			size := int64(t.DType.Size())
+			for _, d := range t.Shape {
+				if x, ok := d.Value(); ok {
+					size *= x
+				}
+			}
+			n, bytes = n+1, bytes+size
+		}
+	}
+	return n, bytes
 }

@@ -28,6 +28,12 @@ type Stats struct {
 	// in image2d textures.
 	Tensors      []TensorPlace
 	TextureBytes int64
+
+	// LayoutTransforms are the LayoutTransform nodes of the entry function (alone or
+	// inside a fused kernel), each run once per inference; LayoutBytes are the bytes of
+	// the tensors they reorder (each read once and written once).
+	LayoutTransforms int
+	LayoutBytes      int64
 }
 
 // TensorPlace is where one kernel output lives: a buffer (Scope "global") or an

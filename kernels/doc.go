@@ -43,6 +43,12 @@
 // tensorize) and ConvWinograd (Winograd F(2×2, 3×3): input transform, 16 products,
 // output transform; weights transformed by TransformWinogradWeights at compile time).
 //
+// Channel-blocked storage (graph.Type.Block, [N, C/b, H, W, b], layout.go): placeholders
+// take that shape (PhysicalShape); LayoutTransform converts; pooling pools it in place;
+// the broadcasting elementwise ops (BroadcastsOnBlocked) with a blocked output read each
+// other operand through BlockedView (the blocked index mapped back to its storage);
+// Resize of H and W runs the plain definition over the 5-D storage.
+//
 // Resize (nearest with every nearest_mode, linear and cubic over any number of axes,
 // every coordinate transformation, tf_crop_and_resize with its extrapolation value,
 // antialiased linear and cubic downscaling, axes, keep_aspect_ratio_policy) takes

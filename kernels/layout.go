@@ -2,10 +2,12 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // PhysicalShape is how a value of type t is stored: its static shape, or
@@ -67,9 +69,194 @@ func isBlocked(n *graph.Node) bool {
 	return false
 }
 
+// broadcastOps are the ops whose definitions broadcast their inputs numpy-style (a Map
+// over all of them), so that any operand can be handed to them as a view.
+var broadcastOps = []graph.Op{
+	graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMod, graph.OpPow, graph.OpPRelu,
+	graph.OpBitShift, graph.OpAnd, graph.OpOr, graph.OpXor,
+	graph.OpEqual, graph.OpGreater, graph.OpGreaterOrEqual, graph.OpLess, graph.OpLessOrEqual,
+	graph.OpSum, graph.OpMean, graph.OpMax, graph.OpMin, graph.OpWhere,
+}
+
+// BroadcastsOnBlocked reports whether op, with its output stored in channel blocks,
+// reads operands that broadcast onto the output (per channel [1,C,1,1] or [C,1,1], per
+// row, per image), plain or blocked, through views of the blocked index.
+func BroadcastsOnBlocked(op graph.Op) bool {
+	for _, o := range broadcastOps {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// blockedBroadcasts wraps the definitions of broadcastOps: when the node's output is
+// stored in channel blocks of b, each input that does not already broadcast against the
+// output's storage [N, C/b, H, W, b] is given to the plain definition as a view of rank
+// 5 (BlockedView), and the result must be exactly that storage.
+func blockedBroadcasts(r *Registry) {
+	for _, op := range broadcastOps {
+		plain := r.compute[op]
+		if plain == nil {
+			panic("BUG: no compute definition for " + op.String())
+		}
+		r.compute[op] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+			if len(n.Outputs) != 1 || n.Outputs[0].Type.Block == 0 {
+				return plain(n, in)
+			}
+			out := n.Outputs[0].Type
+			views, viewed := append([]Input{}, in...), false
+			for i, v := range n.Inputs {
+				if v == nil || i >= len(in) || !in[i].Present() {
+					continue
+				}
+				t, err := BlockedView(in[i].T, v.Type, out)
+				if err != nil {
+					return nil, fmt.Errorf("input %d: %w", i, err)
+				}
+				views[i].T, viewed = t, viewed || t != in[i].T
+			}
+			if !viewed {
+				return plain(n, in)
+			}
+			outs, err := plain(n, views)
+			if err != nil {
+				return nil, err
+			}
+			want, err := PhysicalShape(out)
+			if err != nil {
+				return nil, Unsupported("%v", err)
+			}
+			if got, err := Extents(outs[0]); err != nil || !slices.Equal(got, want) {
+				return nil, Unsupported("%v: broadcast operands give %v, not the blocked output's storage %v", n.Op, outs[0].Shape, want)
+			}
+			return outs, nil
+		}
+	}
+}
+
+// BlockedView returns x, an operand of type t, as a tensor that numpy-broadcasts
+// against the storage [N, C/b, H, W, b] of out (a 4-D type stored in channel blocks of
+// b): x itself when it is stored in the same blocks (its extents broadcasting onto
+// out's) or holds one element; otherwise a view of rank 5 whose element (n, cb, h, w, k)
+// reads x at channel cb·b+k (0 when x has one channel), its axes aligned on the right
+// as numpy aligns them. An operand that does not broadcast onto out is refused.
+func BlockedView(x *te.Tensor, t, out graph.Type) (*te.Tensor, error) {
+	b := out.Block
+	os, ok1 := out.ConstShape()
+	s, ok2 := t.ConstShape()
+	if !ok1 || !ok2 || len(os) != 4 || len(s) > 4 || t.UnknownRank {
+		return nil, Unsupported("operand %v of a blocked output %v: static shapes of rank at most 4 only", t, out)
+	}
+	s4 := make([]int64, 4)
+	for k := range s4 {
+		s4[k] = 1
+		if j := k - (4 - len(s)); j >= 0 {
+			s4[k] = int64(s[j])
+		}
+		if s4[k] != 1 && s4[k] != int64(os[k]) {
+			return nil, Unsupported("operand %v does not broadcast onto %v", t, out)
+		}
+	}
+	switch {
+	case t.Block == b:
+		if s4[1] != int64(os[1]) {
+			return nil, Unsupported("blocked operand %v of %v", t, out)
+		}
+		return x, nil
+	case t.Block != 0:
+		return nil, Unsupported("operand in blocks of %d, output in blocks of %d", t.Block, b)
+	case s4[0]*s4[1]*s4[2]*s4[3] == 1:
+		return x, nil
+	}
+	cb, inner := int64(1), int64(1)
+	if s4[1] != 1 {
+		cb, inner = s4[1]/b, b
+	}
+	rank := len(s)
+	return te.Compute("blocked_view", Static(s4[0], cb, s4[2], s4[3], inner), func(i []loopir.Expr) loopir.Expr {
+		var c loopir.Expr = i64(0)
+		if inner != 1 {
+			c = add(mul(i[1], i64(b)), i[4])
+		}
+		idx := []loopir.Expr{i[0], c, i[2], i[3]}
+		return x.At(idx[4-rank:]...)
+	}), nil
+}
+
+// resizeTargets returns a Resize's constant sizes (input 3) or else its constant scales
+// (input 2); both nil when the one it uses is not a constant.
+func resizeTargets(n *graph.Node) (sizes []int64, scales []float64) {
+	given := func(i int) bool {
+		return i < len(n.Inputs) && n.Inputs[i] != nil && (n.Inputs[i].Const == nil || n.Inputs[i].Const.Len() > 0)
+	}
+	switch {
+	case given(3):
+		if c := n.Inputs[3].Const; c != nil {
+			return c.Int64s(), nil
+		}
+	case given(2):
+		if c := n.Inputs[2].Const; c != nil {
+			return nil, c.Float64s()
+		}
+	}
+	return nil, nil
+}
+
+// BlockedResizeSupported reports whether a Resize has a kernel on channel-blocked
+// storage: a static 4-D input whose constant sizes or scales keep N and C, nearest or
+// linear modes without antialias, no axes attribute, the stretch policy, no crop. The
+// kernel resizes H and W of [N, C/b, H, W, b] in place, the block copied.
+func BlockedResizeSupported(n *graph.Node) bool {
+	a, ok := n.Attrs.(*graph.ResizeAttrs)
+	if !ok || len(n.Inputs) == 0 || len(n.Outputs) != 1 || len(a.Axes) != 0 || a.Antialias != 0 ||
+		a.KeepAspectRatioPolicy != "stretch" || a.CoordinateTransformationMode == "tf_crop_and_resize" ||
+		a.Mode != "nearest" && a.Mode != "linear" {
+		return false
+	}
+	s, ok := n.Inputs[0].Type.ConstShape()
+	if !ok || len(s) != 4 {
+		return false
+	}
+	sizes, scales := resizeTargets(n)
+	switch {
+	case len(sizes) == 4:
+		return sizes[0] == int64(s[0]) && sizes[1] == int64(s[1])
+	case len(scales) == 4:
+		return scales[0] == 1 && scales[1] == 1
+	}
+	return false
+}
+
+// blockedResize wraps Resize's definition: on an input stored in channel blocks of b
+// (BlockedResizeSupported, the output in the same blocks), the plain definition runs
+// on the storage [N, C/b, H, W, b] with sizes [N, C/b, H', W', b] or scales
+// [1, 1, sh, sw, 1]: axes 0, 1 and 4 are copied, H and W resized as in NCHW.
+func blockedResize(r *Registry) {
+	plain := r.compute[graph.OpResize]
+	r.compute[graph.OpResize] = func(n *graph.Node, in []Input) ([]*te.Tensor, error) {
+		if !isBlocked(n) {
+			return plain(n, in)
+		}
+		b := n.Inputs[0].Type.Block
+		if !BlockedResizeSupported(n) || n.Outputs[0].Type.Block != b {
+			return nil, Unsupported("Resize on blocked storage with these attributes or targets")
+		}
+		in5 := append([]Input{}, in...)
+		sizes, scales := resizeTargets(n)
+		if sizes != nil {
+			in5[3].Const = tensor.FromInt64s(tensor.Int64, tensor.Shape{5}, []int64{sizes[0], sizes[1] / b, sizes[2], sizes[3], b})
+		} else {
+			in5[2].Const = tensor.FromFloat64s(n.Inputs[2].Const.DType, tensor.Shape{5}, []float64{1, 1, scales[2], scales[3], 1})
+		}
+		return plain(n, in5)
+	}
+}
+
 // blockedPools wraps the pooling definitions: an input stored in channel blocks is
 // pooled in place (windows over H and W of [N, C/b, H, W, b], the block innermost and
-// contiguous); the global pools return plain [N, C, 1, 1].
+// contiguous); a global pool writes [N, C, 1, 1] plain, or in the input's blocks
+// [N, C/b, 1, 1, b] when its output is stored so.
 func blockedPools(r *Registry) {
 	for _, op := range []graph.Op{graph.OpMaxPool, graph.OpAveragePool, graph.OpGlobalAveragePool, graph.OpGlobalMaxPool} {
 		plain := r.compute[op]
@@ -123,14 +310,24 @@ func computeBlockedPool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			}
 			return te.Sum(v, ry, rx)
 		})
-		out := te.Compute("gpool_out", Static(nb, cbs*b, 1, 1), func(i []loopir.Expr) loopir.Expr {
-			v := red.At(i[0], div(i[1], i64(b)), loopir.Bin(loopir.Mod, i[1], i64(b)))
+		scale := func(v loopir.Expr) loopir.Expr {
 			if isMax {
 				return v
 			}
 			return te.Div(v, loopir.Float(float64(h*w), dt))
-		})
-		return []*te.Tensor{out}, nil
+		}
+		switch ob := n.Outputs[0].Type.Block; ob {
+		case 0:
+			return []*te.Tensor{te.Compute("gpool_out", Static(nb, cbs*b, 1, 1), func(i []loopir.Expr) loopir.Expr {
+				return scale(red.At(i[0], div(i[1], i64(b)), loopir.Bin(loopir.Mod, i[1], i64(b))))
+			})}, nil
+		case b:
+			return []*te.Tensor{te.Compute("gpool_out", Static(nb, cbs, 1, 1, b), func(i []loopir.Expr) loopir.Expr {
+				return scale(red.At(i[0], i[1], i[4]))
+			})}, nil
+		default:
+			return nil, Unsupported("global pool from blocks of %d into blocks of %d", b, ob)
+		}
 	}
 	pw, err := graph.PoolWindow(n.Attrs.(*graph.PoolAttrs))
 	if err != nil {

@@ -56,6 +56,8 @@ func NewRegistry(families ...map[graph.Op]ComputeFunc) *Registry {
 func Default() *Registry {
 	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), layoutComputes(), generateComputes(), resizeComputes(), quantComputes(), nnMiscComputes(), trainingComputes(), signalComputes(), samplingComputes())
 	blockedPools(r)
+	blockedBroadcasts(r)
+	blockedResize(r)
 	return r
 }
 

@@ -50,9 +50,11 @@
 //     weights is folded into the Conv's weights and bias;
 //   - dce: nodes and constants nobody reads are removed;
 //   - alter-layout (O2): with a Context.Layout policy, convolutions store their outputs
-//     in channel blocks (NCHW16c...) and values stay blocked through elementwise ops,
-//     pooling and channel concats, with LayoutTransform nodes where a consumer needs
-//     another order;
+//     in channel blocks (NCHW16c...) where a reader takes them so, and values stay
+//     blocked through the nodes the policy accepts (elementwise ops with broadcast
+//     operands, pooling, global pools whose readers take blocks, Resize, channel
+//     concats), with LayoutTransform nodes where a consumer needs another order; a
+//     node whose only blocked inputs broadcast onto its output runs plain;
 //   - fuse-ops (O1): TVM's FuseOps on each Func (fuse.go has the rules): a post-dominator
 //     tree, three phases, a group pattern; conv/matmul/pool absorb the elementwise and
 //     broadcast chains after them, elementwise and injective ops fuse into their

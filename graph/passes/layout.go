@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kilnrt/kiln/graph"
 )
@@ -15,15 +16,23 @@ type LayoutPolicy struct {
 	// Accepts returns the block of n's output when its inputs are stored in blocks in;
 	// ok false: no kernel for that combination.
 	Accepts func(n *graph.Node, in []int64) (out int64, ok bool)
+	// PlainOutput (optional) reports that n's kernel on inputs stored in blocks in also
+	// writes its output plain (a global pool): alter-layout keeps Accepts' block for the
+	// output only where a reader takes it so.
+	PlainOutput func(n *graph.Node, in []int64) bool
 }
 
 // AlterLayout stores the outputs of anchor nodes (convolutions) in channel blocks and
-// keeps values blocked through the nodes that accept blocked inputs (elementwise ops,
-// pooling, channel concat), so that consecutive convolutions exchange blocked tensors
-// without reordering. A LayoutTransform is inserted where a consumer needs another
-// storage order (plain inputs of a blocked elementwise op, consumers without a blocked
-// kernel, the function's results), one per value and block. Modules with subgraphs are
-// left alone (a subgraph reads enclosing values as they are stored).
+// keeps values blocked through the nodes that accept blocked inputs (elementwise ops
+// with their broadcast operands, pooling, channel concat), so that consecutive
+// convolutions exchange blocked tensors without reordering: a squeeze-and-excitation
+// block (global pool, two convolutions, the channel-wise scale) and a residual Add stay
+// blocked. A LayoutTransform is inserted where a consumer needs another storage order
+// (plain inputs of the output's shape beside blocked ones, consumers without a blocked
+// kernel, the function's results), one per value and block; a node whose only blocked
+// inputs broadcast onto its output (a small per-channel tensor) runs plain instead,
+// rather than reorder its large plain input. Modules with subgraphs are left alone (a
+// subgraph reads enclosing values as they are stored).
 func AlterLayout(ctx *Context, m *graph.Module) error {
 	if ctx.Layout == nil || ctx.Layout.Anchor == nil || ctx.Layout.Accepts == nil {
 		return nil
@@ -114,11 +123,11 @@ func (a *alterer) blockedUsefulWalk(v *graph.Value, b int64, depth int) bool {
 			}
 		}
 		out, ok := a.p.Accepts(r, in)
-		if !ok && len(r.Outputs) > 0 {
+		if join := joinBlock(r, in); !ok && join != 0 {
 			// as node() would: plain inputs of the output's shape join the block
 			for i, x := range r.Inputs {
 				if x != nil && in[i] == 0 && joins(r, x) {
-					in[i] = b
+					in[i] = join
 				}
 			}
 			out, ok = a.p.Accepts(r, in)
@@ -126,7 +135,7 @@ func (a *alterer) blockedUsefulWalk(v *graph.Value, b int64, depth int) bool {
 		if !ok {
 			continue
 		}
-		if out == 0 || len(r.Outputs) == 1 && a.blockedUseful(r.Outputs[0], out, depth+1) {
+		if out == 0 || a.plainOutput(r, in) || len(r.Outputs) == 1 && a.blockedUseful(r.Outputs[0], out, depth+1) {
 			return true
 		}
 	}
@@ -141,6 +150,38 @@ func blocks(n *graph.Node) []int64 {
 		}
 	}
 	return in
+}
+
+func (a *alterer) plainOutput(n *graph.Node, in []int64) bool {
+	return a.p.PlainOutput != nil && a.p.PlainOutput(n, in)
+}
+
+// joinBlock is the block of n's first blocked input (in[i] != 0) that plain inputs
+// would join: one of the output's shape, or any input of a concat; 0 when there is
+// none. A blocked input that only broadcasts onto the output (a per-channel scale) is
+// not worth reordering the large plain one for.
+func joinBlock(n *graph.Node, in []int64) int64 {
+	if len(n.Outputs) == 0 {
+		return 0
+	}
+	for i, v := range n.Inputs {
+		if v != nil && in[i] != 0 && joins(n, v) {
+			return in[i]
+		}
+	}
+	return 0
+}
+
+// accepted sets n's output block to out, accepted by the policy on inputs in; when the
+// kernel also writes plain and no reader takes the output blocked, it stays plain.
+func (a *alterer) accepted(n *graph.Node, in []int64, out int64) error {
+	if out != 0 && a.plainOutput(n, in) {
+		a.useful = map[usefulKey]bool{}
+		if !a.blockedUseful(n.Outputs[0], out, 0) {
+			out = 0
+		}
+	}
+	return setBlock(n, out)
 }
 
 func (a *alterer) node(n *graph.Node) error {
@@ -159,36 +200,31 @@ func (a *alterer) node(n *graph.Node) error {
 		}
 		return setBlock(n, out)
 	}
-	first := int64(0)
-	for _, b := range in {
-		if b != 0 {
-			first = b
-			break
-		}
-	}
-	if first == 0 {
+	if !slices.ContainsFunc(in, func(b int64) bool { return b != 0 }) {
 		return nil
 	}
 	if out, ok := a.p.Accepts(n, in); ok {
-		return setBlock(n, out)
+		return a.accepted(n, in, out)
 	}
-	// bring plain inputs of the output's shape (a concat's inputs) into the same
-	// block, if that is a kernel
-	try := append([]int64{}, in...)
-	for i, v := range n.Inputs {
-		if v != nil && try[i] == 0 && len(n.Outputs) > 0 && joins(n, v) {
-			try[i] = first
-		}
-	}
-	if out, ok := a.p.Accepts(n, try); ok && graph.CheckBlock(n.Outputs[0].Type, first) == nil {
-		for i := range try {
-			if try[i] != in[i] {
-				if err := a.restore(n, i, try[i]); err != nil {
-					return err
-				}
+	// bring plain inputs of the output's shape (a concat's inputs) into the block of
+	// the blocked ones of that shape, if that is a kernel
+	if join := joinBlock(n, in); join != 0 {
+		try := append([]int64{}, in...)
+		for i, v := range n.Inputs {
+			if v != nil && try[i] == 0 && joins(n, v) {
+				try[i] = join
 			}
 		}
-		return setBlock(n, out)
+		if out, ok := a.p.Accepts(n, try); ok && graph.CheckBlock(n.Outputs[0].Type, join) == nil {
+			for i := range try {
+				if try[i] != in[i] {
+					if err := a.restore(n, i, try[i]); err != nil {
+						return err
+					}
+				}
+			}
+			return a.accepted(n, try, out)
+		}
 	}
 	for i, b := range in {
 		if b != 0 {

@@ -11,9 +11,10 @@ import (
 // convolution the tensorized strategy takes stores its output in blocks of the
 // micro-kernel's width that convolution's strategy chooses (convGemm: when the output
 // channels are a multiple of it) and reads its
-// input as it is stored; elementwise ops whose non-scalar inputs share one block and
-// the output's shape, 2-D and global pooling, and concats along the channel axis
-// accept blocked inputs.
+// input as it is stored; elementwise ops whose inputs of the output's shape share one
+// block (their other inputs broadcasting onto it: scalars, per-channel scales), 2-D and
+// global pooling (a global pool's output blocked where a reader takes it so), Resize
+// of H and W, and concats along the channel axis accept blocked inputs.
 func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 	return &passes.LayoutPolicy{
 		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
@@ -37,6 +38,9 @@ func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 		Accepts: func(n *graph.Node, in []int64) (int64, bool) {
 			return accepts(reg, n, in)
 		},
+		PlainOutput: func(n *graph.Node, in []int64) bool {
+			return (n.Op == graph.OpGlobalAveragePool || n.Op == graph.OpGlobalMaxPool) && len(in) > 0 && in[0] != 0
+		},
 	}
 }
 
@@ -52,7 +56,15 @@ func accepts(reg *kernels.Registry, n *graph.Node, in []int64) (int64, bool) {
 	case n.Op == graph.OpMaxPool || n.Op == graph.OpAveragePool:
 		return in[0], in[0] != 0 && kernels.BlockedPoolSupported(n)
 	case n.Op == graph.OpGlobalAveragePool || n.Op == graph.OpGlobalMaxPool:
-		return 0, in[0] != 0
+		// blocked [N, C/b, 1, 1, b], or plain where no reader takes it blocked (PlainOutput)
+		return in[0], in[0] != 0
+	case n.Op == graph.OpResize:
+		for _, b := range in[1:] {
+			if b != 0 {
+				return 0, false
+			}
+		}
+		return in[0], in[0] != 0 && kernels.BlockedResizeSupported(n)
 	case n.Op == graph.OpConcat:
 		a, _ := n.Attrs.(*graph.AxisAttrs)
 		if a == nil || a.Axis != 1 {
@@ -65,23 +77,59 @@ func accepts(reg *kernels.Registry, n *graph.Node, in []int64) (int64, bool) {
 		}
 		return in[0], true
 	case info != nil && (info.Pattern == graph.ElemWise || info.Pattern == graph.Broadcast):
-		out := n.Outputs[0].Type
-		b := int64(0)
-		for i, v := range n.Inputs {
-			if v == nil {
-				continue
-			}
-			switch {
-			case in[i] != 0 && (b == 0 || b == in[i]) && sameExtents(v.Type, out):
-				b = in[i]
-			case in[i] == 0 && allOnes(v.Type):
-			default:
-				return 0, false
-			}
-		}
-		return b, b != 0
+		return elementwiseBlock(n, in)
 	}
 	return 0, false
+}
+
+// elementwiseBlock is the block of an elementwise op's output: that of its inputs of the
+// output's extents, which must all be stored in it (a plain one is brought into the
+// block by alter-layout). Other inputs hold one element, or, for the ops whose
+// definitions broadcast (kernels.BroadcastsOnBlocked), broadcast onto the output (a
+// per-channel scale of squeeze-and-excitation), plain or in the same block: the kernel
+// reads them through the blocked index.
+func elementwiseBlock(n *graph.Node, in []int64) (int64, bool) {
+	out := n.Outputs[0].Type
+	b := int64(0)
+	for i, v := range n.Inputs {
+		if v != nil && in[i] != 0 && sameExtents(v.Type, out) {
+			if b != 0 && b != in[i] {
+				return 0, false
+			}
+			b = in[i]
+		}
+	}
+	if b == 0 {
+		return 0, false
+	}
+	for i, v := range n.Inputs {
+		switch {
+		case v == nil || in[i] == b && sameExtents(v.Type, out):
+		case in[i] == 0 && allOnes(v.Type):
+		case (in[i] == 0 || in[i] == b) && !sameExtents(v.Type, out) && kernels.BroadcastsOnBlocked(n.Op) && broadcastsOnto(v.Type, out, in[i]):
+		default:
+			return 0, false
+		}
+	}
+	return b, true
+}
+
+// broadcastsOnto reports whether a static operand of type t, stored in block b, numpy-
+// broadcasts onto the 4-D out: extents 1 or out's, aligned on the right; a blocked one
+// has out's channels.
+func broadcastsOnto(t, out graph.Type, b int64) bool {
+	s, ok1 := t.ConstShape()
+	os, ok2 := out.ConstShape()
+	if !ok1 || !ok2 || len(os) != 4 || len(s) > 4 || b != 0 && len(s) != 4 {
+		return false
+	}
+	for j := range s {
+		d, o := s[j], os[4-len(s)+j]
+		if d != 1 && d != o {
+			return false
+		}
+	}
+	return b == 0 || s[1] == os[1]
 }
 
 func sameExtents(a, b graph.Type) bool {

@@ -45,6 +45,11 @@ type Strategy struct {
 	// Fused, when set, builds n with elementwise epilogues inside its kernel (the
 	// Impl's output is the last epilogue's).
 	Fused func(n *graph.Node, in []Input, epi []Epilogue, t target.Target) (*Impl, error)
+	// Knobs are the strategy's tunable decisions (none: it has one schedule); Tuned
+	// builds n (with epilogues when epi is not empty) under an assignment of every
+	// knob, Resolve'd against Knobs. The defaults build what Build and Fused build.
+	Knobs []Knob
+	Tuned func(n *graph.Node, in []Input, epi []Epilogue, t target.Target, k Knobs) (*Impl, error)
 }
 
 // Strategies is one target's strategy table: per op, candidates in order of preference,

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 353 files; see Identity.
-const sourceDigest = "2e55c2ad028fbb2cb1cb8d653efed277"
+// sourceDigest covers 356 files; see Identity.
+const sourceDigest = "d274e6e995f56810d6680454a82e7a99"

@@ -123,6 +123,9 @@ func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
+	if c.opts.Lowered != nil {
+		c.opts.Lowered(workload, low)
+	}
 	var launch *vm.KernelLaunch
 	if p.be.Launches {
 		if low, launch, err = c.launch(p, low); err != nil {

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 356 files; see Identity.
-const sourceDigest = "d274e6e995f56810d6680454a82e7a99"
+const sourceDigest = "eec232fc67b86f164ba531a0a482b4ef"

@@ -107,11 +107,25 @@ func (s *Strategies) candidates(n *graph.Node) []Strategy {
 	return append(append([]Strategy{}, s.table[n.Op]...), s.fallback)
 }
 
+// Then is a copy of the table with the given strategies tried after op's own, before
+// the fallback.
+func (s *Strategies) Then(op graph.Op, st ...Strategy) *Strategies {
+	out := &Strategies{fallback: s.fallback, table: s.table}
+	out.table[op] = append(append([]Strategy{}, s.table[op]...), st...)
+	return out
+}
+
+// Fallback is the table's rule for every op without a strategy of its own.
+func (s *Strategies) Fallback() Strategy { return s.fallback }
+
 // Space lists the strategies that build n (with the epilogues, when given) and their
 // knobs, in the table's order.
 func (s *Strategies) Space(n *graph.Node, in []Input, epi []Epilogue, t target.Target) []Option {
 	var out []Option
 	for _, st := range s.candidates(n) {
+		if slices.ContainsFunc(out, func(o Option) bool { return o.Strategy == st.Name }) {
+			continue // a strategy listed again (Then) is the first one
+		}
 		var err error
 		if len(epi) > 0 {
 			if st.Fused == nil {

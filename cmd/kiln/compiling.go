@@ -55,6 +55,8 @@ type compileOptions struct {
 	boundsCheck bool
 	dumpPass    string
 	dump        io.Writer
+	// noTuning ignores the journal's tuning records (--no-tuning)
+	noTuning bool
 }
 
 // recipe is the engine recipe the options describe.
@@ -81,7 +83,7 @@ func newEngine(ds *deviceSet, j *compilecache.Journal, co compileOptions) (*engi
 	}
 	r.NoTextures, r.TextureLimit, r.Precision = ds.noTextures, ds.textureLimit, ds.precision
 	cfg := ds.config()
-	cfg.Journal, cfg.Compiler, cfg.Recipe = j, jit, r
+	cfg.Journal, cfg.Compiler, cfg.Recipe, cfg.NoTuning = j, jit, r, co.noTuning
 	return engine.New(cfg)
 }
 

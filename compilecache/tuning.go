@@ -117,6 +117,10 @@ func (j *Journal) TuningRecords(target string) ([]TuningRecord, error) {
 	return out, nil
 }
 
+// AllTuningRecords returns the records of every target, sorted by workload (damaged
+// ones are quarantined as by TuningRecords).
+func (j *Journal) AllTuningRecords() ([]TuningRecord, error) { return j.allTuning() }
+
 // allTuning reads every record that checks, quarantining the others.
 func (j *Journal) allTuning() ([]TuningRecord, error) {
 	if j.opts.Policy == PolicyOff {

@@ -83,6 +83,9 @@ type Config struct {
 	// NoTuning builds with the default schedules, ignoring the journal's tuning
 	// records (the key's tuning component is then "none").
 	NoTuning bool
+	// Records, when not nil, are the tuning records to apply instead of the journal's
+	// (those of other targets and devices are ignored all the same).
+	Records []compilecache.TuningRecord
 }
 
 // Engine owns "model → executable through the journal → loaded VM" for one target and

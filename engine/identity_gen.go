@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 356 files; see Identity.
-const sourceDigest = "eec232fc67b86f164ba531a0a482b4ef"
+const sourceDigest = "00e3b2b806b43042de68897bc5154992"

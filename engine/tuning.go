@@ -34,17 +34,27 @@ type TuneKnob struct {
 	Default int64
 }
 
-// tuning is the records this engine's compiles apply: the journal's records measured on
-// the engine's target and device (none with Config.NoTuning or without a journal). The
+// tuning is the records this engine's compiles apply: Config.Records or else the
+// journal's, those measured on the engine's target and device (none with
+// Config.NoTuning). The
 // key's tuning component is their digest, so a new or better record makes the next
 // lookup a miss and the executable is built again with it.
 func (e *Engine) tuning() ([]compilecache.TuningRecord, *Tuning) {
-	if e.cfg.NoTuning || e.cfg.Journal == nil {
+	var recs []compilecache.TuningRecord
+	switch {
+	case e.cfg.NoTuning:
 		return nil, nil
-	}
-	recs, err := e.cfg.Journal.TuningRecords(e.TargetFingerprint())
-	if err != nil || len(recs) == 0 {
+	case e.cfg.Records != nil:
+		for _, r := range e.cfg.Records {
+			if r.Target == e.TargetFingerprint() {
+				recs = append(recs, r)
+			}
+		}
+	case e.cfg.Journal != nil:
 		// an unreadable tuning directory costs the records, never the compile
+		recs, _ = e.cfg.Journal.TuningRecords(e.TargetFingerprint())
+	}
+	if len(recs) == 0 {
 		return nil, nil
 	}
 	t := &Tuning{Records: map[string]compilecache.TuningRecord{}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kilnrt/kiln/compilecache"
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/target"
@@ -47,7 +48,7 @@ background for shapes it sees often).`,
 				return err
 			}
 			if plan {
-				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, tf, level, asJSON)
+				return inspectPlan(cmd.OutOrStdout(), args[0], shapeInputs, tf, cf, level, asJSON)
 			}
 			info, err := onnx.Inspect(args[0], onnx.Options{})
 			if err != nil {
@@ -96,7 +97,9 @@ background for shapes it sees often).`,
 }
 
 // inspectPlan compiles a model and prints its execution plan.
-func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level int, asJSON bool) error {
+// The journal's tuning records for the target are applied, as a compile through the
+// journal would, and the kernels they changed are marked.
+func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, cf cacheFlags, level int, asJSON bool) error {
 	m, err := onnx.Load(path, onnx.Options{})
 	if err != nil {
 		return err
@@ -114,7 +117,13 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 	if err != nil {
 		return err
 	}
-	res, took, err := compileModel(m, shapes, ds, compileOptions{level: level}) // progress on stderr
+	co := compileOptions{level: level, records: []compilecache.TuningRecord{}}
+	cf.policy = string(compilecache.PolicyReadOnly)
+	if j, err := cf.open(newLogger(true)); err == nil {
+		co.records, _ = j.AllTuningRecords()
+		j.Close()
+	}
+	res, took, err := compileModel(m, shapes, ds, co) // progress on stderr
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -152,6 +161,13 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 			printTensorPlaces(out, st)
 		}
 	}
+	tuned := 0
+	for _, g := range st.Groups {
+		if g.Tuned != "" {
+			tuned++
+		}
+	}
+	fmt.Fprintf(out, "tuned kernel launches: %d of %d (tuning records of this target in the journal: kiln tune)\n", tuned, len(st.Groups))
 	fmt.Fprintln(out, "kernel launches (device, kernel, strategy, anchor + fused nodes):")
 	for i, g := range st.Groups {
 		fused := ""
@@ -159,6 +175,9 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, level
 			fused = " + " + strings.Join(g.Fused, " + ")
 		}
 		fmt.Fprintf(out, "  %3d  %-6s %-28s %-34s %s%s\n", i+1, g.Device, g.Kernel, g.Strategy, g.Anchor, fused)
+		if g.Tuned != "" {
+			fmt.Fprintf(out, "       tuned: %s (workload %s)\n", g.Tuned, g.Workload)
+		}
 		if g.Why != "" {
 			fmt.Fprintf(out, "       %s\n", g.Why)
 		}

@@ -25,6 +25,13 @@
 // without a compiler compute the key. Kernel objects, which the toolchain does shape,
 // are keyed by it (package compiler).
 //
+// Tuning (tuning.go): a compile applies the journal's tuning records measured on the
+// engine's target and device fingerprint (Config.Records replaces the journal's,
+// Config.NoTuning ignores them), resolved once per Executable call: the same records
+// go to the compile (Job.Tuning) and, as their digest, into the key's "tuning"
+// component ("none" without records, so an untuned key is the key of a kiln without a
+// tuner).
+//
 // Serve-only: an Engine without a Compiler takes executables from the journal only;
 // a miss is ErrNotPrebuilt naming the model, the shapes, the entry's key and why the
 // journal has none (the closest entry and the components that differ). `go build -tags

@@ -46,7 +46,7 @@ type Response struct {
 
 // Result is one assignment's measurement. Err says why it has no times (a build or run
 // failure); Wrong why its outputs are not the reference's. Seconds are per inference,
-// by workload, the median over the repetitions; Total the median wall time of a run.
+// by workload, the fastest of the repetitions; Total the median wall time of a run.
 type Result struct {
 	Err     string             `json:",omitempty"`
 	Wrong   string             `json:",omitempty"`

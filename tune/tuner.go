@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kilnrt/kiln/compilecache"
@@ -56,9 +57,11 @@ type Task struct {
 	BestSpeedup float64 // 1: the default is the best found
 	Confirmed   float64 // the best's speedup measured again at the end (0: not yet)
 	Recorded    bool
-	space       space
-	seen        map[string]bool
-	history     []trial
+	// Failures counts the invalid candidates by reason (its first line, shortened).
+	Failures map[string]int `json:",omitempty"`
+	space    space
+	seen     map[string]bool
+	history  []trial
 }
 
 // trial is one measured candidate.
@@ -342,6 +345,14 @@ func (r *runner) record(p pending, speedup float64, why string) {
 	if speedup <= 0 {
 		t.Invalid++
 		r.rep.Invalid++
+		if t.Failures == nil {
+			t.Failures = map[string]int{}
+		}
+		line, _, _ := strings.Cut(why, "\n")
+		if len(line) > 160 {
+			line = line[:160] + "…"
+		}
+		t.Failures[line]++
 	} else if speedup > t.BestSpeedup {
 		t.Best, t.BestSpeedup = p.c, speedup
 	}

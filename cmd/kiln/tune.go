@@ -179,12 +179,20 @@ func printTuneReport(w io.Writer, rep *tune.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tanchor\tlaunches\ttime\tshare\ttrials\tinvalid\tbest\tspeedup\tconfirmed\trecord")
 	for _, t := range rep.Tasks {
-		rec := "-"
+		rec, best := "-", t.Best.String()
 		if t.Recorded {
 			rec = "kept"
 		}
+		if t.BestSpeedup == 1 {
+			best = "default (" + t.Strategy + ")"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f ms\t%.1f%%\t%d\t%d\t%s\t×%.2f\t×%.2f\t%s\n", shortWorkload(t.Workload), t.Anchor, t.Launches, t.Seconds*1000,
-			100*t.Share, t.Trials, t.Invalid, t.Best, t.BestSpeedup, t.Confirmed, rec)
+			100*t.Share, t.Trials, t.Invalid, best, t.BestSpeedup, t.Confirmed, rec)
 	}
 	tw.Flush()
+	for _, t := range rep.Tasks {
+		for why, n := range t.Failures {
+			fmt.Fprintf(w, "invalid: %s: %d× %s\n", shortWorkload(t.Workload), n, why)
+		}
+	}
 }

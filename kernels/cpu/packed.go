@@ -153,15 +153,38 @@ func gemmConfig(k kernels.Knobs) GemmConfig {
 	return GemmConfig{KC: k["KC"], MC: k["MC"], Parallel: k["parallel"] != 0, FewRowBlocks: k["few_row_blocks"], SymbolicMC: k["symbolic_mc"]}
 }
 
-// withKnobs makes the packed matmul strategies of table tunable (gemmKnobs).
+// batchedKnobs declare what a batched product's schedule reads of GemmConfig (the
+// batched matmul, Winograd's tile products): KC and parallel.
+func batchedKnobs(d GemmConfig) []kernels.Knob {
+	all := gemmKnobs(d)
+	return []kernels.Knob{all[0], all[2]}
+}
+
+// withKnobs makes the strategies of table that take a GemmConfig tunable: the packed
+// matmuls (gemmKnobs), the batched matmul and the Winograd convolution (KC, parallel).
 func withKnobs(reg *kernels.Registry, table map[graph.Op][]kernels.Strategy) {
-	tuned := func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, k kernels.Knobs) (*kernels.Impl, error) {
-		return buildMatMulPackedWith(reg, n, in, epi, t, gemmConfig(k))
+	with := func(build func(*kernels.Registry, *graph.Node, []kernels.Input, []kernels.Epilogue, target.Target, GemmConfig) (*kernels.Impl, error)) func(*graph.Node, []kernels.Input, []kernels.Epilogue, target.Target, kernels.Knobs) (*kernels.Impl, error) {
+		return func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, k kernels.Knobs) (*kernels.Impl, error) {
+			full := kernels.Knobs{}
+			for _, kn := range gemmKnobs(DefaultGemm) {
+				full[kn.Name] = kn.Default // the knobs a batched schedule does not declare
+			}
+			for name, v := range k {
+				full[name] = v
+			}
+			return build(reg, n, in, epi, t, gemmConfig(full))
+		}
 	}
-	for _, op := range []graph.Op{graph.OpMatMul, graph.OpGemm} {
+	for _, op := range []graph.Op{graph.OpMatMul, graph.OpGemm, graph.OpConv} {
 		for i := range table[op] {
-			if st := &table[op][i]; strings.HasSuffix(st.Name, "-packed-tensorized") {
-				st.Knobs, st.Tuned = gemmKnobs(DefaultGemm), tuned
+			st := &table[op][i]
+			switch {
+			case strings.HasSuffix(st.Name, "-packed-tensorized"):
+				st.Knobs, st.Tuned = gemmKnobs(DefaultGemm), with(buildMatMulPackedWith)
+			case st.Name == "matmul-batched-tensorized":
+				st.Knobs, st.Tuned = batchedKnobs(DefaultGemm), with(buildMatMulBatchedWith)
+			case st.Name == "conv2d-winograd-tensorized":
+				st.Knobs, st.Tuned = batchedKnobs(DefaultGemm), with(buildConvWinogradWith)
 			}
 		}
 	}

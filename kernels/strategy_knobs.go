@@ -143,7 +143,8 @@ func (s *Strategies) Space(n *graph.Node, in []Input, epi []Epilogue, t target.T
 }
 
 // LowerChoice implements n (with the epilogues, when given) with the chosen strategy and
-// knobs. A choice the table cannot build is an error wrapping ErrBadChoice.
+// knobs. A choice the table cannot build (any error of the strategy under those knobs)
+// is an error wrapping ErrBadChoice.
 func (s *Strategies) LowerChoice(n *graph.Node, in []Input, epi []Epilogue, t target.Target, c Choice) (*Impl, error) {
 	i := slices.IndexFunc(s.candidates(n), func(st Strategy) bool { return st.Name == c.Strategy })
 	if i < 0 {
@@ -165,11 +166,10 @@ func (s *Strategies) LowerChoice(n *graph.Node, in []Input, epi []Epilogue, t ta
 	default:
 		impl, err = st.Build(n, in, t)
 	}
-	if errors.Is(err, ErrNotApplicable) {
-		return nil, fmt.Errorf("%w: strategy %s on %v: %v", ErrBadChoice, st.Name, n, err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("strategy %s: %w", st.Name, err)
+		// a point of the space the schedule refuses (a knob value its preconditions
+		// reject) is not a candidate: the caller builds the default
+		return nil, fmt.Errorf("%w: strategy %s on %v: %v", ErrBadChoice, st.Name, n, err)
 	}
 	impl.Strategy = st.Name
 	if len(epi) > 0 {

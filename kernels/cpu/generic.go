@@ -175,7 +175,9 @@ func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64, cfg Ge
 	if err != nil {
 		return err
 	}
-	vectorizable := !red && len(loops) > 1 && cfg.Vectorize
+	// the loop structure is the same with and without vectors; cfg.Vectorize decides
+	// only whether the innermost loop is marked
+	vectorizable := !red && len(loops) > 1
 	outer := spatial
 	if vectorizable && outer == len(loops) {
 		outer-- // keep the innermost loop out of the fused parallel loop
@@ -191,7 +193,7 @@ func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64, cfg Ge
 			return err
 		}
 	}
-	if vectorizable {
+	if vectorizable && cfg.Vectorize {
 		if err := s.Vectorize(innermost); err != nil && !errors.Is(err, schedule.ErrSchedule) {
 			return err
 		}

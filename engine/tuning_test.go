@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,4 +112,35 @@ func abs32(x float32) float32 {
 		return -x
 	}
 	return x
+}
+
+// TestCorruptTuningRecordIsSurvivedAndNotApplied: a damaged record file costs the
+// record: the compile builds the default kernel under the untuned key.
+func TestCorruptTuningRecordIsSurvivedAndNotApplied(t *testing.T) {
+	cfg := cpuConfig(t)
+	src := engine.InMemory("mlp", cacheModel(t))
+	src.Digest = "sha256:test-model"
+	shapes := map[string][]int64{"x": {2, 512}}
+	dir := filepath.Join(t.TempDir(), "cache")
+	plain, _, _ := journalRun(t, dir, src, cfg, shapes)
+	g := matmulGroup(t, plain)
+	e := newEngine(t, cfg)
+	putRecord(t, dir, compilecache.TuningRecord{Workload: g.Workload, Target: e.TargetFingerprint(),
+		Strategy: strings.TrimSuffix(g.Strategy, "+epilogue"), Knobs: "KC=64", Speedup: 2})
+	files, _ := filepath.Glob(filepath.Join(dir, "tuning", "*.rec"))
+	if len(files) != 1 {
+		t.Fatalf("record files %v", files)
+	}
+	data, _ := os.ReadFile(files[0])
+	data[len(data)-3] ^= 0x20
+	if err := os.WriteFile(files[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, _, _ := journalRun(t, dir, src, cfg, shapes)
+	if again.Outcome != compilecache.Hit || again.Key != plain.Key {
+		t.Fatalf("with a damaged record: %v, key %v (untuned %v)", again.Outcome, again.Key, plain.Key)
+	}
+	if q, _ := filepath.Glob(filepath.Join(dir, "quarantine", "tuning-*")); len(q) != 1 {
+		t.Fatalf("quarantine: %v", q)
+	}
 }

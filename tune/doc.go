@@ -33,9 +33,14 @@
 //     default loop-IR features (features.go: work, loads, stores, micro-kernel calls,
 //     parallel and vector extents, nesting, footprint, loads per store) and the
 //     candidate's encoding (strategy, log2 of each knob, whether it is the default).
-//   - Records. At the end the tasks' best candidates are measured again together with
-//     twice the repetitions; those still Options.MinSpeedup faster become records
-//     (compilecache.PutTuning keeps a workload's fastest).
+//   - Records. At the end the tasks' best candidates are measured again, all in one
+//     assignment, twice, beside two copies of the defaults and with twice the
+//     repetitions; those still Options.MinSpeedup faster become records
+//     (compilecache.PutTuning keeps a workload's fastest). During the search a
+//     workload's default time is the fastest of the reference's and of every other
+//     assignment of the measurement that left it alone, which discounts a disturbed
+//     reference (the search's best speedups run high on a loaded machine: each is the
+//     best of many noisy ratios; the confirmation is what records trust).
 //
 // Invariants: the tuner never writes a record for a candidate whose outputs were not
 // checked against the defaults; records carry the fingerprint the child measured on,

@@ -277,9 +277,10 @@ func (r *runner) measure(ctx context.Context, as []Assignment, cands [][]pending
 		}
 		return r.split(ctx, cands, err)
 	}
+	base := defaults(resp, as)
 	var retry [][]pending
 	for i, ps := range cands {
-		res, ref := resp.Results[i+1], resp.Results[0]
+		res := resp.Results[i+1]
 		if res.Err != "" || res.Wrong != "" {
 			if len(ps) == 1 {
 				r.record(ps[0], 0, res.Err+res.Wrong)
@@ -295,7 +296,7 @@ func (r *runner) measure(ctx context.Context, as []Assignment, cands [][]pending
 				r.record(p, 0, "not applicable: the strategy refused the kernel")
 				continue
 			}
-			d, c := ref.Seconds[p.task.Workload], res.Seconds[p.task.Workload]
+			d, c := base[p.task.Workload], res.Seconds[p.task.Workload]
 			if d <= 0 || c <= 0 {
 				r.record(p, 0, "no time measured")
 				continue
@@ -307,6 +308,31 @@ func (r *runner) measure(ctx context.Context, as []Assignment, cands [][]pending
 		return r.measureEach(ctx, retry)
 	}
 	return nil
+}
+
+// defaults is each workload's default time in a measurement: the fastest of the
+// reference's and of every valid assignment that left the workload's default kernel in
+// place (each is a timing of that same kernel in the same run, so taking the least of
+// them discounts a disturbed reference).
+func defaults(resp *Response, as []Assignment) map[string]float64 {
+	base := map[string]float64{}
+	for i, res := range resp.Results {
+		if res.Err != "" || res.Wrong != "" {
+			continue
+		}
+		for w, sec := range res.Seconds {
+			if i > 0 && slices.Contains(res.Applied, w) {
+				continue
+			}
+			if _, given := as[max(i-1, 0)][w]; i > 0 && given {
+				continue // assigned, even if the strategy refused it: not the same kernel for sure
+			}
+			if b, ok := base[w]; !ok || sec < b {
+				base[w] = sec
+			}
+		}
+	}
+	return base
 }
 
 // split measures halves of a failed round's candidates, each candidate alone in its
@@ -452,8 +478,10 @@ func (r *runner) fit() {
 	r.model, r.nfit = FitGBDT(x, y, DefaultGBDT), len(y)
 }
 
-// confirm measures the tasks' best candidates again, all in one assignment and with
-// twice the repetitions, and writes a record for those still MinSpeedup faster.
+// confirm measures the tasks' best candidates again, all in one assignment, twice
+// beside two copies of the defaults, with twice the repetitions; a task's confirmed
+// speedup is the faster default over the faster candidate, and a record is written
+// for those still MinSpeedup faster.
 func (r *runner) confirm(ctx context.Context) error {
 	asg := Assignment{}
 	var tasks []*Task
@@ -466,15 +494,27 @@ func (r *runner) confirm(ctx context.Context) error {
 	if len(tasks) == 0 {
 		return nil
 	}
-	req := r.request(false, []Assignment{asg})
+	req := r.request(false, []Assignment{asg, {}, asg})
 	req.Reps *= 2
 	resp, err := r.o.Measurer.Measure(context.WithoutCancel(ctx), req)
-	if err != nil || resp.Results[1].Err != "" || resp.Results[1].Wrong != "" {
+	if err != nil {
 		// the candidates passed alone; together they are not trusted
 		return nil
 	}
+	for _, res := range resp.Results {
+		if res.Err != "" || res.Wrong != "" {
+			return nil
+		}
+	}
+	fastest := func(w string, i, j int) float64 {
+		a, b := resp.Results[i].Seconds[w], resp.Results[j].Seconds[w]
+		if a <= 0 || b <= 0 {
+			return max(a, b)
+		}
+		return min(a, b)
+	}
 	for _, t := range tasks {
-		d, c := resp.Results[0].Seconds[t.Workload], resp.Results[1].Seconds[t.Workload]
+		d, c := fastest(t.Workload, 0, 2), fastest(t.Workload, 1, 3)
 		if d <= 0 || c <= 0 || !slices.Contains(resp.Results[1].Applied, t.Workload) {
 			continue
 		}

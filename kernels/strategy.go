@@ -170,6 +170,18 @@ func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []E
 			return nil, err
 		}
 	}
+	last := n
+	if len(epi) > 0 {
+		last = epi[len(epi)-1].Node
+	}
+	for i, o := range outs {
+		// a definition of the plain layout stored into a blocked value would pass the
+		// byte count and write the channels in the wrong order
+		if i < len(last.Outputs) && last.Outputs[i].Type.Block != 0 && len(o.Shape) != 5 {
+			return nil, fmt.Errorf("%w: %v: the definition computes a plain %d-D result, the graph stores it in channel blocks of %d",
+				ErrNotApplicable, last, len(o.Shape), last.Outputs[i].Type.Block)
+		}
+	}
 	params, feeds, err := KernelParams(n, outs, in, eparams, efeeds)
 	if err != nil {
 		return nil, err

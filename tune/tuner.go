@@ -36,6 +36,8 @@ type Options struct {
 	MinSpeedup float64
 	Seed       uint64
 	Progress   func(Progress) // nil: no reports
+	// randomOnly turns the cost model off (tests compare the search with and without)
+	randomOnly bool
 }
 
 // Progress is a tuning run's state after each measurement.
@@ -472,7 +474,7 @@ func (r *runner) fit() {
 			}
 		}
 	}
-	if len(y) < 8 || len(y) == r.nfit {
+	if len(y) < 8 || len(y) == r.nfit || r.o.randomOnly {
 		return
 	}
 	r.model, r.nfit = FitGBDT(x, y, DefaultGBDT), len(y)

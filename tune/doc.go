@@ -6,8 +6,9 @@
 //   - Search space. Every strategy declares its knobs (kernels.Knob: name, legal values,
 //     the default rule's value); a kernel's space is the strategies that can build it
 //     (kernels.Strategies.Space: a convolution's Winograd and direct rules, a matmul's
-//     packed rule with KC, MC, parallelism and row blocking, the generic rule's parallel
-//     threshold and vectorization) with their knobs. A candidate is a strategy and a knob
+//     packed rule with KC, MC, parallelism and row blocking, the batched matmul's and
+//     Winograd's KC and parallelism, the generic rule's parallel threshold and
+//     vectorization) with their knobs. A candidate is a strategy and a knob
 //     assignment (Candidate; kernels.Choice); the schedule trace it produces is a
 //     function of it.
 //   - Tasks. A workload is a kernel's structural key (the compiler's workloadKey: ops,

@@ -176,8 +176,9 @@ func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []E
 	}
 	for i, o := range outs {
 		// a definition of the plain layout stored into a blocked value would pass the
-		// byte count and write the channels in the wrong order
-		if i < len(last.Outputs) && last.Outputs[i].Type.Block != 0 && len(o.Shape) != 5 {
+		// byte count and write the channels in the wrong order (the orders agree only
+		// when H·W is 1)
+		if i < len(last.Outputs) && last.Outputs[i].Type.Block != 0 && len(o.Shape) != 5 && !singlePixel(last.Outputs[i].Type) {
 			return nil, fmt.Errorf("%w: %v: the definition computes a plain %d-D result, the graph stores it in channel blocks of %d",
 				ErrNotApplicable, last, len(o.Shape), last.Outputs[i].Type.Block)
 		}
@@ -197,4 +198,11 @@ func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []E
 		}
 	}
 	return &Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// singlePixel reports a 4-D type whose H and W are both 1: its blocked and plain
+// orders are the same.
+func singlePixel(t graph.Type) bool {
+	s, ok := t.ConstShape()
+	return ok && len(s) == 4 && s[2] == 1 && s[3] == 1
 }

@@ -13,7 +13,9 @@ import (
 
 // An export is a tar stream: for each entry, entries/<key> (the entry's journal record,
 // framed and checksummed as in the journal) and blobs/<digest> (its blob file as
-// stored). Import verifies every blob in full before publishing it.
+// stored), then tuning/<name> for every tuning record (its file as stored). Import
+// verifies every blob in full before publishing it, and every tuning record before
+// keeping it (where it beats the record already there).
 
 // maxImportFile bounds one file of an imported archive.
 const maxImportFile = 64 << 30
@@ -51,6 +53,15 @@ func (j *Journal) Export(w io.Writer, keys []Key) (int, error) {
 		}
 		n++
 	}
+	recs, err := j.allTuning()
+	if err != nil {
+		return n, err
+	}
+	for _, r := range recs {
+		if err := writeTarFile(tw, tuningDir+"/"+r.name(), r.encode()); err != nil {
+			return n, err
+		}
+	}
 	return n, tw.Close()
 }
 
@@ -70,6 +81,7 @@ func (j *Journal) Import(r io.Reader) (int, error) {
 	}
 	tr := tar.NewReader(r)
 	var recs []record
+	var tuning []TuningRecord
 	blobs := map[Digest]bool{}
 	for {
 		h, err := tr.Next()
@@ -101,6 +113,16 @@ func (j *Journal) Import(r io.Reader) (int, error) {
 				return 0, fmt.Errorf("import: %s: %w", h.Name, err)
 			}
 			blobs[d] = true
+		case tuningDir:
+			data, err := io.ReadAll(io.LimitReader(tr, maxRecord))
+			if err != nil {
+				return 0, err
+			}
+			t, err := decodeTuning(name, data)
+			if err != nil {
+				return 0, fmt.Errorf("import: %s: %w", h.Name, err)
+			}
+			tuning = append(tuning, t)
 		default:
 			return 0, fmt.Errorf("import: unexpected file %s", h.Name)
 		}
@@ -124,6 +146,11 @@ func (j *Journal) Import(r io.Reader) (int, error) {
 			return n, err
 		}
 		n++
+	}
+	for _, t := range tuning {
+		if _, err := j.PutTuning(t); err != nil {
+			return n, fmt.Errorf("import: tuning record of %s: %w", t.Label, err)
+		}
 	}
 	return n, nil
 }

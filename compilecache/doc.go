@@ -10,6 +10,9 @@
 //	blobs/xx/<sha256> one file per distinct content, named by its SHA-256
 //	locks/<key>       build locks (O_EXCL files with owner and lease)
 //	quarantine/       damaged blobs moved aside for inspection (kiln cache gc clears it)
+//	tuning/<sha256>.rec tuning records (TuningRecord), one per workload and target: a
+//	                  CRC-32C line and the JSON record, written atomically; one that does
+//	                  not check is moved to quarantine/ when read and never returned
 //	tmp/              work directories of running processes (the C compiler's), each
 //	                  held by a flock (internal/workdir); a writer's Open and GC remove
 //	                  those whose process is gone

@@ -93,6 +93,12 @@ type Options struct {
 	// the executable, so they are no part of its cache key; the VM checks them again
 	// when it loads one.
 	Limits vm.Limits
+	// Tuning applies tuning records to the kernels whose workload they name and, with
+	// Space, reports each kernel's search space (nil: the default schedules).
+	Tuning *engine.Tuning
+	// Lowered, when set, is given each distinct kernel's workload and lowered function
+	// (a tuner's features).
+	Lowered func(workload string, f *loopir.PrimFunc)
 }
 
 // Result is a compiled executable with its statistics.

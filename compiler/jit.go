@@ -46,7 +46,7 @@ func (j JIT) Compile(ctx context.Context, job *engine.Job) (*engine.Compiled, er
 		cpu, _ = job.Device.(*devcpu.Device)
 	}
 	res, err := Build(job.Module, job.Target, Options{Dims: job.Dims, CPU: cpu, GPU: gpu, Jobs: j.Jobs, Progress: job.Progress, Check: j.Check,
-		DumpPass: j.DumpPass, Dump: j.Dump, Recipe: job.Recipe, Context: ctx, Graph: j.Graph, Name: job.Name, Cache: job.Journal, Limits: job.Limits})
+		DumpPass: j.DumpPass, Dump: j.Dump, Recipe: job.Recipe, Context: ctx, Graph: j.Graph, Name: job.Name, Cache: job.Journal, Limits: job.Limits, Tuning: job.Tuning})
 	if err != nil {
 		return nil, err
 	}

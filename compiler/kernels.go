@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilnrt/kiln/codegen"
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
@@ -27,6 +28,11 @@ type kernelUse struct {
 	// images is the image each argument (parameters, then outputs) is in when the
 	// kernel reads or writes it as a texture (the zero image: a buffer)
 	images []image
+	// workload is the structural key tuning records name; tuned the choice it was
+	// built with (empty: the default); space its search space when asked for
+	workload string
+	tuned    string
+	space    []engine.TuneOption
 }
 
 // kernelUnit is one unique kernel: its translation unit and entry point.
@@ -97,13 +103,17 @@ func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*
 		stage[e.Outputs[0]] = k + 1
 		last = e
 	}
-	var impl *kernels.Impl
-	if len(epi) > 0 {
+	workload := c.workloadKey(n, chain)
+	impl, tuned, err := c.lowerTuned(p, n, in, epi, workload)
+	if err != nil {
+		return nil, err
+	}
+	if impl == nil && len(epi) > 0 {
 		impl, err = p.strategies.LowerFused(n, in, epi, p.t)
 		if errors.Is(err, kernels.ErrNotApplicable) {
 			return nil, nil
 		}
-	} else {
+	} else if impl == nil {
 		impl, err = p.strategies.Lower(n, in, p.t)
 	}
 	if err != nil {
@@ -112,6 +122,9 @@ func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*
 	low, err := p.be.Lowering().Run(impl.Func)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
+	}
+	if c.opts.Lowered != nil {
+		c.opts.Lowered(workload, low)
 	}
 	var launch *vm.KernelLaunch
 	if p.be.Launches {
@@ -122,7 +135,10 @@ func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*
 	c.res.Stats.Strategies[impl.Strategy]++
 	anchor := n
 	n = last // the kernel's outputs are the chain's last node's
-	use := &kernelUse{params: impl.Params, strategy: impl.Strategy, dev: p.dev}
+	use := &kernelUse{params: impl.Params, strategy: impl.Strategy, dev: p.dev, workload: workload, tuned: tuned}
+	if c.opts.Tuning != nil && c.opts.Tuning.Space {
+		use.space = tuneSpace(p.strategies.Space(anchor, in, epi, p.t))
+	}
 	if use.images, err = imagesOf(low); err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}

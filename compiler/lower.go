@@ -191,7 +191,8 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	e.emit(vm.Instr{Op: vm.InvokeKernel, Args: args, Dims: dims, In: len(k.params), Imm: int64(k.index), Str: launchWhat(nodes)})
 	e.launches++
 	e.c.res.Stats.Fused += len(chain)
-	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String(), Device: e.c.deviceName(k.dev), Why: k.why}
+	g := Group{Kernel: e.c.kt.units[k.index].name, Strategy: k.strategy, Anchor: n.String(), Device: e.c.deviceName(k.dev), Why: k.why,
+		Workload: k.workload, Tuned: k.tuned, Space: k.space}
 	for _, c := range chain {
 		g.Fused = append(g.Fused, c.String())
 	}

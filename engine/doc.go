@@ -30,6 +30,13 @@
 // strategies and memory of an executable taken from the journal; the executable itself
 // does not carry them. A journal that refuses the plan loses the report only.
 //
+// Tuning (tuning.go): a compile applies the journal's tuning records measured on the
+// engine's target and device fingerprint (Config.Records replaces the journal's,
+// Config.NoTuning ignores them), resolved once per Executable call: the same records
+// go to the compile (Job.Tuning) and, as their digest, into the key's "tuning"
+// component ("none" without records, so an untuned key is the key of a kiln without a
+// tuner).
+//
 // Serve-only: an Engine without a Compiler takes executables from the journal only;
 // a miss is ErrNotPrebuilt naming the model, the shapes, the entry's key and why the
 // journal has none (the closest entry and the components that differ). `go build -tags

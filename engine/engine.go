@@ -47,6 +47,8 @@ type Job struct {
 	Journal  *compilecache.Journal // keeps single kernels' object code (nil: none)
 	Limits   vm.Limits
 	Progress func(Progress) // nil: no reports
+	// Tuning is the tuning records to apply (nil: the default schedules).
+	Tuning *Tuning
 }
 
 // Compiled is a Compiler's result.
@@ -78,6 +80,12 @@ type Config struct {
 	Timeout time.Duration
 	// Builtins are the VM's builtin functions (nil: vm.StdBuiltins).
 	Builtins map[string]vm.Builtin
+	// NoTuning builds with the default schedules, ignoring the journal's tuning
+	// records (the key's tuning component is then "none").
+	NoTuning bool
+	// Records, when not nil, are the tuning records to apply instead of the journal's
+	// (those of other targets and devices are ignored all the same).
+	Records []compilecache.TuningRecord
 }
 
 // Engine owns "model → executable through the journal → loaded VM" for one target and
@@ -140,6 +148,7 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 	defer cancel()
 	start := time.Now()
 	out := &Built{}
+	recs, tuning := e.tuning()
 	compile := func(ctx context.Context) (*Compiled, error) {
 		if e.cfg.Compiler == nil {
 			return nil, fmt.Errorf("%w: model %q: this kiln runs prebuilt executables only", ErrNotPrebuilt, m.Name)
@@ -153,7 +162,7 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 			return nil, fmt.Errorf("model %q: %w", m.Name, err)
 		}
 		c, err := e.cfg.Compiler.Compile(ctx, &Job{Name: m.Name, Module: mod, Inputs: shapes, Dims: dims, Recipe: e.cfg.Recipe,
-			Target: e.cfg.Target, Device: e.cfg.Device, Host: e.cfg.Host, Journal: e.cfg.Journal, Limits: e.cfg.Limits, Progress: progress})
+			Target: e.cfg.Target, Device: e.cfg.Device, Host: e.cfg.Host, Journal: e.cfg.Journal, Limits: e.cfg.Limits, Progress: progress, Tuning: tuning})
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +179,7 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 		out.Took = time.Since(start)
 		return out, nil
 	}
-	out.Material = e.material(m, shapes)
+	out.Material = e.material(m, shapes, recs)
 	var err error
 	if e.cfg.Compiler == nil {
 		err = e.prebuilt(m, shapes, out)

@@ -9,24 +9,22 @@ import (
 	"github.com/kilnrt/kiln/vm"
 )
 
-// tuningDigest names the tuning records a compile used: kiln has no tuner yet, and the
-// component is in every key so that records will invalidate entries.
-const tuningDigest = "none"
-
 // material is the journal key material of m's executable for the input shapes: what
 // decides the executable's content and nothing else, so that any kiln of the same
 // build, for the same target and device, finds the entry; a serve-only build (no C
 // compiler) computes the same key as the kiln that prebuilt it. The C toolchain that
 // built the kernels is not part of it (an executable runs the same whichever compiler
 // built it); it keys the single kernels' object code (the compiler's kernel entries).
-func (e *Engine) material(m *Model, shapes map[string][]int64) compilecache.Material {
+// The tuning component is the digest of the tuning records the compile applies ("none"
+// without records).
+func (e *Engine) material(m *Model, shapes map[string][]int64, recs []compilecache.TuningRecord) compilecache.Material {
 	return compilecache.Material{Kind: compilecache.KindExecutable, Parts: []compilecache.Component{
 		{Name: "model", Value: m.Digest},
 		{Name: "inputs", Value: canonicalShapes(shapes)},
 		{Name: "options", Value: e.cfg.Recipe.String()},
 		{Name: "compiler", Value: Identity()},
 		{Name: "target", Value: e.TargetFingerprint()},
-		{Name: "tuning", Value: tuningDigest},
+		{Name: "tuning", Value: compilecache.TuningDigest(recs)},
 		{Name: "schema", Value: Schema()},
 	}}
 }
@@ -37,7 +35,8 @@ func (e *Engine) Material(m *Model, shapes map[string][]int64) compilecache.Mate
 	if shapes == nil {
 		shapes = map[string][]int64{}
 	}
-	return e.material(m, shapes)
+	recs, _ := e.tuning()
+	return e.material(m, shapes, recs)
 }
 
 // TargetFingerprint is the target's fingerprint and the device's (and the host

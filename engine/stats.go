@@ -56,6 +56,12 @@ type Group struct {
 	Fused    []string // the epilogue nodes run inside it
 	Device   string   // the device it runs on ("cpu", "opencl")
 	Why      string   // why it does not run on the target's device (empty when it does)
+	// Workload is the kernel's structural key, which tuning records are keyed by;
+	// Tuned names the record's choice the kernel was built with (empty: the default
+	// schedule); Space is the kernel's search space when the compile was asked for it.
+	Workload string       `json:",omitempty"`
+	Tuned    string       `json:",omitempty"`
+	Space    []TuneOption `json:",omitempty"`
 }
 
 // StageTiming is how long one stage took.

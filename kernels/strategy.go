@@ -45,6 +45,11 @@ type Strategy struct {
 	// Fused, when set, builds n with elementwise epilogues inside its kernel (the
 	// Impl's output is the last epilogue's).
 	Fused func(n *graph.Node, in []Input, epi []Epilogue, t target.Target) (*Impl, error)
+	// Knobs are the strategy's tunable decisions (none: it has one schedule); Tuned
+	// builds n (with epilogues when epi is not empty) under an assignment of every
+	// knob, Resolve'd against Knobs. The defaults build what Build and Fused build.
+	Knobs []Knob
+	Tuned func(n *graph.Node, in []Input, epi []Epilogue, t target.Target, k Knobs) (*Impl, error)
 }
 
 // Strategies is one target's strategy table: per op, candidates in order of preference,
@@ -165,6 +170,19 @@ func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []E
 			return nil, err
 		}
 	}
+	last := n
+	if len(epi) > 0 {
+		last = epi[len(epi)-1].Node
+	}
+	for i, o := range outs {
+		// a definition of the plain layout stored into a blocked value would pass the
+		// byte count and write the channels in the wrong order (the orders agree only
+		// when H·W is 1)
+		if i < len(last.Outputs) && last.Outputs[i].Type.Block != 0 && len(o.Shape) != 5 && !singlePixel(last.Outputs[i].Type) {
+			return nil, fmt.Errorf("%w: %v: the definition computes a plain %d-D result, the graph stores it in channel blocks of %d",
+				ErrNotApplicable, last, len(o.Shape), last.Outputs[i].Type.Block)
+		}
+	}
 	params, feeds, err := KernelParams(n, outs, in, eparams, efeeds)
 	if err != nil {
 		return nil, err
@@ -180,4 +198,11 @@ func GenericFused(reg *Registry, name string, n *graph.Node, in []Input, epi []E
 		}
 	}
 	return &Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// singlePixel reports a 4-D type whose H and W are both 1: its blocked and plain
+// orders are the same.
+func singlePixel(t graph.Type) bool {
+	s, ok := t.ConstShape()
+	return ok && len(s) == 4 && s[2] == 1 && s[3] == 1
 }

@@ -42,7 +42,7 @@ func benchCmd() *cobra.Command {
 		threads, iters, warmup int
 		maxTime, gap           time.Duration
 		asJSON, quiet, profile bool
-		boundsCheck            bool
+		boundsCheck, noTuning  bool
 		shapeInputs            shapeFlags
 		cf                     cacheFlags
 		tf                     targetFlags
@@ -111,7 +111,7 @@ integers 0) with the shapes given by --dims.`,
 				if err := open(tf); err != nil {
 					return err
 				}
-				c, err := compileCached(j, args[0], inputs, ds, compileOptions{quiet: quiet || asJSON, level: defaultLevel, boundsCheck: boundsCheck})
+				c, err := compileCached(j, args[0], inputs, ds, compileOptions{quiet: quiet || asJSON, level: defaultLevel, boundsCheck: boundsCheck, noTuning: noTuning})
 				if err != nil {
 					return err
 				}
@@ -201,6 +201,7 @@ integers 0) with the shapes given by --dims.`,
 	f.DurationVar(&maxTime, "max-time", 2*time.Second, "with --iters 0, time inferences for this long")
 	f.DurationVar(&gap, "gap", 0, "idle this long before each timed inference, as between a server's requests (0: back to back)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON line")
+	f.BoolVar(&noTuning, "no-tuning", false, "build with the default schedules, ignoring the journal's tuning records (kiln tune)")
 	f.BoolVar(&profile, "profile", false, "then time every kernel over as many runs and print the table")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
 	f.BoolVar(&boundsCheck, "bounds-check", false, boundsCheckHelp)

@@ -62,7 +62,7 @@ func cacheCmd() *cobra.Command {
 			}
 			w.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%d entries, %s in %s\n", len(es), byteSize(total), j.Dir())
-			return nil
+			return printTuningRecords(cmd.OutOrStdout(), j, verbose)
 		},
 	}
 	ls.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every entry's key material")
@@ -155,7 +155,8 @@ func cacheCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "exported %d entries\n", n)
+			recs, _ := j.AllTuningRecords()
+			fmt.Fprintf(os.Stderr, "exported %d entries and %d tuning records\n", n, len(recs))
 			return nil
 		},
 	}
@@ -183,7 +184,8 @@ func cacheCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported %d entries\n", n)
+			recs, _ := j.AllTuningRecords()
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d entries; the journal holds %d tuning records\n", n, len(recs))
 			return nil
 		},
 	}
@@ -191,6 +193,24 @@ func cacheCmd() *cobra.Command {
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// printTuningRecords counts the journal's tuning records and, verbose, lists them.
+func printTuningRecords(out io.Writer, j *compilecache.Journal, verbose bool) error {
+	recs, err := j.AllTuningRecords()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d tuning records (kiln tune)\n", len(recs))
+	if verbose {
+		w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "WORKLOAD\tNODE\tSTRATEGY\tKNOBS\tSPEEDUP\tTARGET")
+		for _, r := range recs {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t×%.2f\t%s\n", r.Workload, r.Label, r.Strategy, r.Knobs, r.Speedup, r.Target)
+		}
+		w.Flush()
+	}
+	return nil
 }
 
 // resolveKey accepts a whole key or a unique prefix of one.

@@ -55,6 +55,10 @@ type compileOptions struct {
 	boundsCheck bool
 	dumpPass    string
 	dump        io.Writer
+	// noTuning ignores the journal's tuning records (--no-tuning); records, when not
+	// nil, are applied instead of the journal's
+	noTuning bool
+	records  []compilecache.TuningRecord
 }
 
 // recipe is the engine recipe the options describe.
@@ -81,7 +85,7 @@ func newEngine(ds *deviceSet, j *compilecache.Journal, co compileOptions) (*engi
 	}
 	r.NoTextures, r.TextureLimit, r.Precision = ds.noTextures, ds.textureLimit, ds.precision
 	cfg := ds.config()
-	cfg.Journal, cfg.Compiler, cfg.Recipe = j, jit, r
+	cfg.Journal, cfg.Compiler, cfg.Recipe, cfg.NoTuning, cfg.Records = j, jit, r, co.noTuning, co.records
 	return engine.New(cfg)
 }
 

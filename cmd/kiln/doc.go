@@ -5,7 +5,10 @@
 // compile (ONNX model → .kiln executable), run (once, on the compiled engine or the
 // reference evaluator), bench (latency percentiles and throughput, --profile for time
 // per kernel), conformance (ONNX-backend-layout test cases on either engine), devices
-// (the CPU, the OpenCL devices in kiln's numbering, CUDA GPUs), version.
+// (the CPU, the OpenCL devices in kiln's numbering, CUDA GPUs), tune (measure other
+// schedules of a model's kernels and keep the fastest as tuning records in the journal:
+// package tune; it re-executes kiln as its hidden measuring child, tune-measure),
+// version. bench --no-tuning ignores the journal's tuning records.
 // compile, run, bench and conformance take --bounds-check: a debug build whose kernels
 // check every buffer access (engine.Recipe.BoundsCheck).
 //

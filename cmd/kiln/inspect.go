@@ -101,7 +101,9 @@ background for shapes it sees often).`,
 }
 
 // inspectPlan prints a model's execution plan: that of its executable in the journal
-// (compiled into it on a miss), or, with --cache off, of a compile of its own.
+// (compiled into it on a miss, applying the journal's tuning records for the target as
+// every compile through the journal does; the kernels they changed are marked), or,
+// with --cache off, of a compile of its own.
 func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, cf cacheFlags, level int, asJSON bool) error {
 	m, err := onnx.Load(path, onnx.Options{})
 	if err != nil {
@@ -163,6 +165,13 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, cf ca
 			printTensorPlaces(out, st)
 		}
 	}
+	tuned := 0
+	for _, g := range st.Groups {
+		if g.Tuned != "" {
+			tuned++
+		}
+	}
+	fmt.Fprintf(out, "tuned kernel launches: %d of %d (tuning records of this target in the journal: kiln tune)\n", tuned, len(st.Groups))
 	fmt.Fprintln(out, "kernel launches (device, kernel, strategy, anchor + fused nodes):")
 	for i, g := range st.Groups {
 		fused := ""
@@ -170,6 +179,9 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, cf ca
 			fused = " + " + strings.Join(g.Fused, " + ")
 		}
 		fmt.Fprintf(out, "  %3d  %-6s %-28s %-34s %s%s\n", i+1, g.Device, g.Kernel, g.Strategy, g.Anchor, fused)
+		if g.Tuned != "" {
+			fmt.Fprintf(out, "       tuned: %s (workload %s)\n", g.Tuned, g.Workload)
+		}
 		if g.Why != "" {
 			fmt.Fprintf(out, "       %s\n", g.Why)
 		}

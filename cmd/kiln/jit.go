@@ -14,5 +14,5 @@ func jitCompiler() engine.Compiler { return compiler.JIT{} }
 
 // compilerCommands are the commands that compile models.
 func compilerCommands() []*cobra.Command {
-	return []*cobra.Command{inspectCmd(), runCmd(), compileCmd(), benchCmd(), conformanceCmd(), prebuildCmd()}
+	return []*cobra.Command{inspectCmd(), runCmd(), compileCmd(), benchCmd(), conformanceCmd(), prebuildCmd(), tuneCmd(), tuneChildCmd()}
 }

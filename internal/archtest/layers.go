@@ -18,12 +18,14 @@ var layers = map[string]int{
 	"internal/workdir": -1,
 	"schedule":         3, "codegen": 3, "intrin": 3, "loader/onnx": 3, "kernels/ref": 3,
 	"kernels": 4,
-	"engine":  5, "kernels/cpu": 5, "internal/kerneltest": 5, "internal/nodetest": 5, "kernels/gpu": 5, "autotune": 5,
+	"engine":  5, "kernels/cpu": 5, "internal/kerneltest": 5, "internal/nodetest": 5, "kernels/gpu": 5,
 	"compiler": 6,
 	// the model repository (layout, names, config.pbtxt), read by serve and kiln prebuild
 	"serve/modelrepo": 6,
 	"serve":           7,
-	"serve/httpapi":   8, "serve/grpcapi": 8,
+	// the tuner: compiles and measures models in child processes (compiler, engine)
+	"tune":          7,
+	"serve/httpapi": 8, "serve/grpcapi": 8,
 	// generated gRPC code (imports serve/modelrepo/modelpb only) sits below the API that uses it
 	"serve/grpcapi/inferencepb": 7, "serve/servetest": 7,
 	"cmd/kiln/...": 9, "cmd/kiln": 9, "bench/...": 9,
@@ -44,7 +46,7 @@ var (
 var runtimeHalf = []string{"tensor", "target", "devices/...", "devices", "vm", "compilecache"}
 
 var compilerHalf = []string{"graph/...", "graph", "loopir/...", "loopir", "te", "schedule",
-	"kernels/...", "kernels", "codegen", "intrin", "autotune", "compiler", "loader/...", "loader", "serve/...", "serve"}
+	"kernels/...", "kernels", "codegen", "intrin", "tune", "compiler", "loader/...", "loader", "serve/...", "serve"}
 
 // targetNeutral packages hold compute definitions every target shares: they import no
 // ISA-specific package (isaSpecific) and query no ISA feature; what a target's schedule

@@ -20,6 +20,11 @@ import (
 // panel stays in L1 across the row tiles. Constant 2-D weights take the packed
 // strategy instead (tried first).
 func buildMatMulBatched(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	return buildMatMulBatchedWith(reg, n, in, epi, t, DefaultGemm)
+}
+
+// buildMatMulBatchedWith is buildMatMulBatched with its batched product scheduled under cfg (a tuning choice).
+func buildMatMulBatchedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, cfg GemmConfig) (*kernels.Impl, error) {
 	if len(in) < 2 || in[0].T == nil || in[1].T == nil {
 		return nil, notApplicable("MatMul without operands")
 	}
@@ -45,7 +50,7 @@ func buildMatMulBatched(reg *kernels.Registry, n *graph.Node, in []kernels.Input
 	if err != nil {
 		return nil, err
 	}
-	if err := ScheduleMatMulBatched(s, g, DefaultGemm); err != nil {
+	if err := ScheduleMatMulBatched(s, g, cfg); err != nil {
 		return nil, err
 	}
 	last, err := inlineChain(s, "matmul")

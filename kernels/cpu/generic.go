@@ -2,7 +2,9 @@ package cpu
 
 import (
 	"errors"
+	"fmt"
 
+	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/schedule"
 )
@@ -11,12 +13,44 @@ import (
 // wake-up of the pool costs a few microseconds, about 16K simple element operations.
 const parallelWork = 1 << 14
 
+// GenericConfig is the search space of the generic rule.
+type GenericConfig struct {
+	// ParallelWork is the least number of a block's iterations that gets a parallel
+	// loop (a power of two; 1<<62: never parallel).
+	ParallelWork int64
+	// Vectorize marks innermost spatial loops (and sum/max/min reductions) for vectors.
+	Vectorize bool
+}
+
+// DefaultGeneric is the generic rule's fixed schedule.
+var DefaultGeneric = GenericConfig{ParallelWork: parallelWork, Vectorize: true}
+
+// genericKnobs declare GenericConfig as knobs: parallel_log2 (log2 of ParallelWork) and
+// vectorize (0 or 1).
+var genericKnobs = []kernels.Knob{
+	{Name: "parallel_log2", Values: []int64{8, 10, 12, 14, 16, 18, 62}, Default: 14},
+	{Name: "vectorize", Values: []int64{0, 1}, Default: 1},
+}
+
+// genericConfig is the configuration a resolved assignment of genericKnobs names.
+func genericConfig(k kernels.Knobs) GenericConfig {
+	return GenericConfig{ParallelWork: int64(1) << k["parallel_log2"], Vectorize: k["vectorize"] != 0}
+}
+
 // ScheduleGeneric is the default rule for any compute definition: intermediate
 // elementwise stages are inlined into their consumers where compute_inline allows it;
 // then every remaining block gets its leading spatial loops fused into one parallel
 // loop (when the block does enough work) and its innermost spatial loop marked for
 // vectorization. Reduction loops stay serial and inside.
 func ScheduleGeneric(s *schedule.Schedule) error {
+	return ScheduleGenericWith(s, DefaultGeneric)
+}
+
+// ScheduleGenericWith is ScheduleGeneric under cfg.
+func ScheduleGenericWith(s *schedule.Schedule, cfg GenericConfig) error {
+	if cfg.ParallelWork <= 0 {
+		return fmt.Errorf("BUG: generic schedule with parallel work %d", cfg.ParallelWork)
+	}
 	names := s.BlockNames()
 	for _, name := range names[:max(len(names)-1, 0)] {
 		b, err := s.GetBlock(name)
@@ -30,7 +64,7 @@ func ScheduleGeneric(s *schedule.Schedule) error {
 		}
 	}
 	for _, name := range s.BlockNames() {
-		if err := scheduleNest(s, name); err != nil {
+		if err := scheduleNestWith(s, name, cfg); err != nil {
 			return err
 		}
 	}
@@ -42,6 +76,11 @@ func ScheduleGeneric(s *schedule.Schedule) error {
 // the reductions when its inputs stream along it (spatialInside): pooling windows,
 // convolution taps and a matmul's k then run around a contiguous, vectorizable loop.
 func scheduleNest(s *schedule.Schedule, name string) error {
+	return scheduleNestWith(s, name, DefaultGeneric)
+}
+
+// scheduleNestWith is scheduleNest under cfg.
+func scheduleNestWith(s *schedule.Schedule, name string, cfg GenericConfig) error {
 	b, err := s.GetBlock(name)
 	if err != nil {
 		return err
@@ -71,10 +110,10 @@ func scheduleNest(s *schedule.Schedule, name string) error {
 				if err := s.Reorder(append(append([]schedule.LoopRV{}, loops[spatial:]...), inner)...); err != nil {
 					return err
 				}
-				if err := parallelVector(s, init, work); err != nil {
+				if err := parallelVector(s, init, work, cfg); err != nil {
 					return err
 				}
-				return parallelVector(s, b, work)
+				return parallelVector(s, b, work, cfg)
 			}
 		}
 	}
@@ -85,7 +124,7 @@ func scheduleNest(s *schedule.Schedule, name string) error {
 			return err
 		}
 	}
-	return parallelVector(s, b, work)
+	return parallelVector(s, b, work, cfg)
 }
 
 // minVectorReduction is the least extent of an innermost reduction loop worth running
@@ -122,7 +161,7 @@ func streamsAlongReduction(s *schedule.Schedule, l schedule.LoopRV, name string)
 
 // parallelVector fuses a block's leading spatial loops into one parallel loop (when the
 // block does enough work) and marks its innermost loop, when spatial, for vectorization.
-func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64) error {
+func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64, cfg GenericConfig) error {
 	loops, err := s.GetLoops(b)
 	if err != nil || len(loops) == 0 {
 		return err
@@ -136,12 +175,14 @@ func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64) error 
 	if err != nil {
 		return err
 	}
+	// the loop structure is the same with and without vectors; cfg.Vectorize decides
+	// only whether the innermost loop is marked
 	vectorizable := !red && len(loops) > 1
 	outer := spatial
 	if vectorizable && outer == len(loops) {
 		outer-- // keep the innermost loop out of the fused parallel loop
 	}
-	if work >= parallelWork && outer >= 1 {
+	if work >= cfg.ParallelWork && outer >= 1 {
 		fused := loops[0]
 		if outer > 1 {
 			if fused, err = s.Fuse(loops[:outer]...); err != nil {
@@ -152,11 +193,11 @@ func parallelVector(s *schedule.Schedule, b schedule.BlockRV, work int64) error 
 			return err
 		}
 	}
-	if vectorizable {
+	if vectorizable && cfg.Vectorize {
 		if err := s.Vectorize(innermost); err != nil && !errors.Is(err, schedule.ErrSchedule) {
 			return err
 		}
-	} else if red {
+	} else if red && cfg.Vectorize {
 		// a decomposed sum/max/min runs as a vector reduction; others are refused
 		// (ErrSchedule) and stay serial
 		if err := s.Vectorize(innermost); err != nil && !errors.Is(err, schedule.ErrSchedule) {

@@ -2,9 +2,12 @@ package cpu
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
 	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/te"
 )
 
@@ -128,4 +131,61 @@ func UnpackNCHWc(v []float32, n, c, h, w, cb int) []float32 {
 		}
 	}
 	return out
+}
+
+// gemmKnobs declare the packed matmul's GemmConfig as knobs around d: KC (reduction
+// block), MC (row block in tiles), parallel (0 or 1), few_row_blocks (the row-block
+// count up to which pairs of panel and row block are the parallel loop) and
+// symbolic_mc (MC for a symbolic row count).
+func gemmKnobs(d GemmConfig) []kernels.Knob {
+	b := map[bool]int64{false: 0, true: 1}
+	return []kernels.Knob{
+		{Name: "KC", Values: []int64{64, 128, 192, 256, 384, 512}, Default: d.KC},
+		{Name: "MC", Values: []int64{1, 2, 4, 8, 16, 32}, Default: d.MC},
+		{Name: "parallel", Values: []int64{0, 1}, Default: b[d.Parallel]},
+		{Name: "few_row_blocks", Values: []int64{0, 2, 4, 8, 16}, Default: d.FewRowBlocks},
+		{Name: "symbolic_mc", Values: []int64{1, 2, 4, 8, 16}, Default: d.SymbolicMC},
+	}
+}
+
+// gemmConfig is the configuration a resolved assignment of gemmKnobs names.
+func gemmConfig(k kernels.Knobs) GemmConfig {
+	return GemmConfig{KC: k["KC"], MC: k["MC"], Parallel: k["parallel"] != 0, FewRowBlocks: k["few_row_blocks"], SymbolicMC: k["symbolic_mc"]}
+}
+
+// batchedKnobs declare what a batched product's schedule reads of GemmConfig (the
+// batched matmul, Winograd's tile products): KC and parallel.
+func batchedKnobs(d GemmConfig) []kernels.Knob {
+	all := gemmKnobs(d)
+	return []kernels.Knob{all[0], all[2]}
+}
+
+// withKnobs makes the strategies of table that take a GemmConfig tunable: the packed
+// matmuls (gemmKnobs), the batched matmul and the Winograd convolution (KC, parallel).
+func withKnobs(reg *kernels.Registry, table map[graph.Op][]kernels.Strategy) {
+	with := func(build func(*kernels.Registry, *graph.Node, []kernels.Input, []kernels.Epilogue, target.Target, GemmConfig) (*kernels.Impl, error)) func(*graph.Node, []kernels.Input, []kernels.Epilogue, target.Target, kernels.Knobs) (*kernels.Impl, error) {
+		return func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, k kernels.Knobs) (*kernels.Impl, error) {
+			full := kernels.Knobs{}
+			for _, kn := range gemmKnobs(DefaultGemm) {
+				full[kn.Name] = kn.Default // the knobs a batched schedule does not declare
+			}
+			for name, v := range k {
+				full[name] = v
+			}
+			return build(reg, n, in, epi, t, gemmConfig(full))
+		}
+	}
+	for _, op := range []graph.Op{graph.OpMatMul, graph.OpGemm, graph.OpConv} {
+		for i := range table[op] {
+			st := &table[op][i]
+			switch {
+			case strings.HasSuffix(st.Name, "-packed-tensorized"):
+				st.Knobs, st.Tuned = gemmKnobs(DefaultGemm), with(buildMatMulPackedWith)
+			case st.Name == "matmul-batched-tensorized":
+				st.Knobs, st.Tuned = batchedKnobs(DefaultGemm), with(buildMatMulBatchedWith)
+			case st.Name == "conv2d-winograd-tensorized":
+				st.Knobs, st.Tuned = batchedKnobs(DefaultGemm), with(buildConvWinogradWith)
+			}
+		}
+	}
 }

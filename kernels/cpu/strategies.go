@@ -3,6 +3,7 @@ package cpu
 import (
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/target"
 )
 
@@ -16,6 +17,7 @@ func Strategies(reg *kernels.Registry) *kernels.Strategies {
 			table[op] = append(table[op], l...)
 		}
 	}
+	withKnobs(reg, table)
 	return kernels.NewStrategies(genericStrategy(reg), table)
 }
 
@@ -34,6 +36,11 @@ func genericStrategy(reg *kernels.Registry) kernels.Strategy {
 		},
 		Fused: func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, _ target.Target) (*kernels.Impl, error) {
 			return kernels.GenericFused(reg, kernels.KernelName(n), n, in, epi, ScheduleGeneric)
+		},
+		Knobs: genericKnobs,
+		Tuned: func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, _ target.Target, k kernels.Knobs) (*kernels.Impl, error) {
+			cfg := genericConfig(k)
+			return kernels.GenericFused(reg, kernels.KernelName(n), n, in, epi, func(s *schedule.Schedule) error { return ScheduleGenericWith(s, cfg) })
 		},
 	}
 }

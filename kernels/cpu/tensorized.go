@@ -246,6 +246,11 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 // row tiles then end in a partial tile at run time, which the micro-kernel takes); Gemm's
 // alpha is folded into the packed B, beta·C is added in an epilogue.
 func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	return buildMatMulPackedWith(reg, n, in, epi, t, DefaultGemm)
+}
+
+// buildMatMulPackedWith is buildMatMulPacked scheduled under cfg (a tuning choice).
+func buildMatMulPackedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, cfg GemmConfig) (*kernels.Impl, error) {
 	a, b := in[0], in[1]
 	if a.T == nil || b.Const == nil || a.T.DT != tensor.Float32 || b.Const.DType != tensor.Float32 || len(b.Const.Shape) != 2 || len(a.T.Shape) < 2 {
 		return nil, notApplicable("float32 A of rank ≥ 2 times a constant 2-D float32 B")
@@ -345,7 +350,7 @@ func buildMatMulPacked(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	if flat && last != "matmul" {
 		epilogue = last
 	}
-	moved, err := ScheduleMatMulPackedEpilogue(s, g, DefaultGemm, epilogue)
+	moved, err := ScheduleMatMulPackedEpilogue(s, g, cfg, epilogue)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,12 @@ const winogradPlaneAlign = 1024
 // transformed on the host at compile time) and the output transform with bias and
 // epilogues, reading and writing the layouts the graph says.
 func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	return buildConvWinogradWith(reg, n, in, epi, t, DefaultGemm)
+}
+
+// buildConvWinogradWith is buildConvWinograd with its tile products scheduled under
+// cfg (a tuning choice).
+func buildConvWinogradWith(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, cfg GemmConfig) (*kernels.Impl, error) {
 	a, _ := n.Attrs.(*graph.ConvAttrs)
 	if a == nil || len(n.Inputs) < 2 || n.Inputs[1] == nil || len(in) < 2 || in[1].Const == nil {
 		return nil, notApplicable("convolution without constant weights")
@@ -92,7 +98,7 @@ func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 	if err != nil {
 		return nil, err
 	}
-	if err := scheduleWinograd(s, g, attrs, last); err != nil {
+	if err := scheduleWinograd(s, g, attrs, last, cfg); err != nil {
 		return nil, err
 	}
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
@@ -105,7 +111,7 @@ func buildConvWinograd(reg *kernels.Registry, n *graph.Node, in []kernels.Input,
 // on the micro-kernel; the output transform (last, with the epilogues) over 2×2 output
 // tiles whose rows and columns are unrolled (their selects fold), vectorized along the
 // output's channel block.
-func scheduleWinograd(s *schedule.Schedule, g intrin.Gemm, a kernels.WinogradAttrs, last string) error {
+func scheduleWinograd(s *schedule.Schedule, g intrin.Gemm, a kernels.WinogradAttrs, last string, cfg GemmConfig) error {
 	pad, err := s.GetBlock("pad")
 	if err != nil {
 		return err
@@ -161,7 +167,7 @@ func scheduleWinograd(s *schedule.Schedule, g intrin.Gemm, a kernels.WinogradAtt
 			return err
 		}
 	}
-	if err := ScheduleMatMulBatched(s, g, DefaultGemm); err != nil {
+	if err := ScheduleMatMulBatched(s, g, cfg); err != nil {
 		return err
 	}
 	y, err := s.GetBlock(last)

@@ -1,0 +1,50 @@
+// Package tune is kiln's auto-tuner (docs/ARCHITECTURE.md, "Auto-tuning"): it measures
+// other schedules of a model's kernels where the model is served and keeps the best in
+// the journal as tuning records, which compiles then apply.
+//
+// Model.
+//   - Search space. Every strategy declares its knobs (kernels.Knob: name, legal values,
+//     the default rule's value); a kernel's space is the strategies that can build it
+//     (kernels.Strategies.Space: a convolution's Winograd and direct rules, a matmul's
+//     packed rule with KC, MC, parallelism and row blocking, the batched matmul's and
+//     Winograd's KC and parallelism, the generic rule's parallel threshold and
+//     vectorization) with their knobs. A candidate is a strategy and a knob
+//     assignment (Candidate; kernels.Choice); the schedule trace it produces is a
+//     function of it.
+//   - Tasks. A workload is a kernel's structural key (the compiler's workloadKey: ops,
+//     attributes, types, which inputs are constants) and a record adds the target and
+//     device fingerprint. Run measures the defaults first: the workloads, their launches
+//     and their time per inference; it tunes the most expensive (Options.MaxTasks),
+//     drawing tasks for each round in proportion to their share of the kernel time.
+//   - Measurement. A Request compiles the model under several assignments (each gives
+//     some workloads a candidate, two compiles at a time), runs every executable once on
+//     the same seeded random inputs, checks each against the reference assignment's
+//     outputs (the defaults), then times the valid ones in interleaved profiled runs;
+//     a candidate's speedup is the reference's time of its workload over its own, in
+//     the same process and run. Child runs a request in a child process (kiln
+//     re-executing itself, ChildMain) with a timeout. A candidate that does not build,
+//     computes a wrong result, crashes or hangs the child is recorded invalid (a failed
+//     multi-candidate request is measured again candidate by candidate) and the run
+//     goes on.
+//   - Search. Random points until the cost model has eight measurements; then, a
+//     quarter of the time a random point, else the best-predicted of 48 mutations of
+//     the task's best three candidates and random points (an evolutionary step scored
+//     by the model). The cost model (GBDT: gradient-boosted regression trees, squared
+//     loss, trained again after every round) predicts log speedup from the kernel's
+//     default loop-IR features (features.go: work, loads, stores, micro-kernel calls,
+//     parallel and vector extents, nesting, footprint, loads per store) and the
+//     candidate's encoding (strategy, log2 of each knob, whether it is the default).
+//   - Records. At the end the tasks' best candidates are measured again, all in one
+//     assignment, twice, beside two copies of the defaults and with twice the
+//     repetitions; those still Options.MinSpeedup faster become records
+//     (compilecache.PutTuning keeps a workload's fastest). During the search a
+//     workload's default time is the fastest of the reference's and of every other
+//     assignment of the measurement that left it alone, which discounts a disturbed
+//     reference (the search's best speedups run high on a loaded machine: each is the
+//     best of many noisy ratios; the confirmation is what records trust).
+//
+// Invariants: the tuner never writes a record for a candidate whose outputs were not
+// checked against the defaults; records carry the fingerprint the child measured on,
+// so another target or device never applies them; a child's crash or hang costs its
+// candidates, never the run.
+package tune

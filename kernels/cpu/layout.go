@@ -11,7 +11,9 @@ import (
 // convolution the tensorized strategy takes stores its output in blocks of the
 // micro-kernel's width that convolution's strategy chooses (convGemm: when the output
 // channels are a multiple of it) and reads its
-// input as it is stored; elementwise ops whose non-scalar inputs share one block and
+// input as it is stored; a depthwise convolution stores its output in the block its
+// input is stored in, or else in the tile width of convGemm, when that block divides its
+// channels (depthwiseBlock), and reads its input as it is stored; elementwise ops whose non-scalar inputs share one block and
 // the output's shape, 2-D and global pooling, and concats along the channel axis
 // accept blocked inputs.
 func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
@@ -19,6 +21,10 @@ func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
 			if n.Op != graph.OpConv {
 				return nil, 0, false
+			}
+			if a, err := depthwiseConv(n); err == nil {
+				b := depthwiseBlock(t, n, a)
+				return anyBlock(n), b, b != 0
 			}
 			g := convGemm(t, n)
 			if _, err := convBlocked(n, g); err != nil {
@@ -28,16 +34,21 @@ func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 			if m := n.Inputs[1].Const.Shape[0]; int64(m)%g.NR == 0 {
 				out = g.NR
 			}
-			any := make([]int64, len(n.Inputs))
-			for i := range any {
-				any[i] = -1
-			}
-			return any, out, true
+			return anyBlock(n), out, true
 		},
 		Accepts: func(n *graph.Node, in []int64) (int64, bool) {
 			return accepts(reg, n, in)
 		},
 	}
+}
+
+// anyBlock asks for every input of n as it is stored.
+func anyBlock(n *graph.Node) []int64 {
+	any := make([]int64, len(n.Inputs))
+	for i := range any {
+		any[i] = -1
+	}
+	return any
 }
 
 func accepts(reg *kernels.Registry, n *graph.Node, in []int64) (int64, bool) {

@@ -1,0 +1,207 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/schedule"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// depthwiseStrategies: depthwise convolutions on channel blocks (DepthwiseNCHWc),
+// after the tensorized convolutions (which take one group only) and before generic.
+func depthwiseStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
+	dw := withRegistry(reg, buildDepthwise)
+	return map[graph.Op][]kernels.Strategy{
+		graph.OpConv: {{Name: "conv2d-depthwise-nchwc", Build: unfused(dw), Fused: dw}},
+	}
+}
+
+// depthwiseConv returns the attributes of the blocked depthwise convolution n (all but
+// the blocks, which the caller chooses), or an error wrapping ErrNotApplicable: float32
+// 2-D convolutions with one group per input channel (static), constant weights [M, 1,
+// KH, KW] with M a multiple of the channels, static padding (explicit, VALID, or SAME
+// over static spatial extents).
+func depthwiseConv(n *graph.Node) (DepthwiseAttrs, error) {
+	var attrs DepthwiseAttrs
+	a, _ := n.Attrs.(*graph.ConvAttrs)
+	if a == nil || len(n.Inputs) < 2 || n.Inputs[0] == nil || n.Inputs[1] == nil {
+		return attrs, notApplicable("convolution without weights")
+	}
+	x, w := n.Inputs[0].Type, n.Inputs[1]
+	if w.Const == nil || x.DType != tensor.Float32 || w.Const.DType != tensor.Float32 || len(x.Shape) != 4 || len(w.Const.Shape) != 4 {
+		return attrs, notApplicable("float32 2-D convolution with constant weights")
+	}
+	c, ok := x.Shape[1].Value()
+	if !ok || a.Group != c || c <= 1 || w.Const.Shape[1] != 1 || int64(w.Const.Shape[0])%c != 0 {
+		return attrs, notApplicable("group %d over %v channels, weights %v: not depthwise", a.Group, x.Shape[1], w.Const.Shape)
+	}
+	win, err := graph.ConvWindow(a, []int64{int64(w.Const.Shape[2]), int64(w.Const.Shape[3])})
+	if err != nil {
+		return attrs, notApplicable("window: %v", err)
+	}
+	for d := 0; d < 2; d++ {
+		attrs.Strides[d], attrs.Dilations[d] = win.Strides[d], win.Dilations[d]
+		begin, end, ok := win.StaticPads(d)
+		if !ok {
+			in, known := x.Shape[2+d].Value()
+			if !known {
+				return attrs, notApplicable("auto_pad %s over a symbolic extent", a.AutoPad)
+			}
+			ax := win.Axis(d, in)
+			begin, end = ax.PadBegin, ax.PadEnd
+		}
+		attrs.Pads[d], attrs.Pads[2+d] = begin, end
+	}
+	attrs.Mult = int64(w.Const.Shape[0]) / c
+	attrs.XBlock = x.Block
+	return attrs, nil
+}
+
+// depthwiseBlock is the channel block of the depthwise convolution n with attributes
+// a on t: the block its input is stored in when that block divides the channels (no
+// multiplier: the copy then moves whole blocks), else the width of the micro-kernel
+// the neighbouring tensorized convolutions take for these channels (convGemm), when it
+// divides them; 0 when neither does.
+func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
+	m := int64(n.Inputs[1].Const.Shape[0])
+	if a.XBlock > 0 && a.Mult == 1 && m%a.XBlock == 0 {
+		return a.XBlock
+	}
+	if nr := convGemm(t, n).NR; m%nr == 0 {
+		return nr
+	}
+	return 0
+}
+
+// buildDepthwise lowers a depthwise convolution through DepthwiseNCHWc, reading its
+// input as it is stored and leaving its output blocked when the graph says so; bias and
+// epilogues run per output row on the blocked result, or in a nest of their own after
+// unpacking.
+func buildDepthwise(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	attrs, err := depthwiseConv(n)
+	if err != nil {
+		return nil, err
+	}
+	m := int64(n.Inputs[1].Const.Shape[0])
+	if b := n.Outputs[0].Type.Block; b != 0 {
+		if m%b != 0 {
+			return nil, fmt.Errorf("BUG: %v: %d output channels stored in blocks of %d", n, m, b)
+		}
+		attrs.Block, attrs.BlockedOut = b, true
+	} else if attrs.Block = depthwiseBlock(t, n, attrs); attrs.Block == 0 {
+		return nil, notApplicable("%d output channels in no block of this target", m)
+	}
+	x, w := in[0], in[1]
+	kh, kw := int64(w.Const.Shape[2]), int64(w.Const.Shape[3])
+	bl := attrs.Block
+	wp := te.Placeholder("w", tensor.Float32, kernels.Static(m/bl, kh, kw, bl)...)
+	layout := fmt.Sprintf("M1HW→[M/%d,H,W,%d]", bl, bl)
+	bias, params, feeds := convBias(in, []*te.Tensor{x.T, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+		return PackDepthwiseWeights(v, bl)
+	}}})
+	out, err := DepthwiseNCHWc(x.T, wp, bias, attrs)
+	if err != nil {
+		return nil, err
+	}
+	s, feeds, err := withEpilogues(reg, n, out, params, feeds, epi)
+	if err != nil {
+		return nil, err
+	}
+	last, err := inlineChain(s, "pad", "dwconv")
+	if err != nil {
+		return nil, err
+	}
+	if last == "dwconv" {
+		last = ""
+	}
+	rowEpilogue := last
+	if !attrs.BlockedOut {
+		rowEpilogue = ""
+	}
+	if err := ScheduleDepthwise(s, rowEpilogue); err != nil {
+		return nil, err
+	}
+	if last != "" && rowEpilogue == "" {
+		if err := scheduleNest(s, last); err != nil {
+			return nil, err
+		}
+	}
+	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// ScheduleDepthwise schedules DepthwiseNCHWc (blocks "pad" and "dwconv"): each output
+// row (batch, channel block, row: fused, parallel) computes the padded input rows its
+// window spans into a buffer of its own, then accumulates tap by tap (kernel row and
+// column outermost) over the row's columns and the block's channel lanes, the lanes a
+// unit-stride vector loop; an epilogue block (the bias, fused elementwise ops), when
+// named, runs on the row right after it, vectorized along the lanes.
+func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
+	c, err := s.GetBlock("dwconv")
+	if err != nil {
+		return err
+	}
+	l, err := s.GetLoops(c)
+	if err != nil {
+		return err
+	}
+	if len(l) != 7 {
+		return fmt.Errorf("depthwise strategy: block has %d loops, want 7", len(l))
+	}
+	n, cb, oh, ow, lane, ry, rx := l[0], l[1], l[2], l[3], l[4], l[5], l[6]
+	if err := s.Reorder(n, cb, oh, ry, rx, ow, lane); err != nil {
+		return err
+	}
+	init, err := s.DecomposeReduction(c, ry)
+	if err != nil {
+		return err
+	}
+	if err := vectorizeInnermost(s, init); err != nil {
+		return err
+	}
+	if err := s.Vectorize(lane); err != nil {
+		return err
+	}
+	pb, err := s.GetBlock("pad")
+	if err != nil {
+		return err
+	}
+	if err := s.ComputeAt(pb, oh); err != nil {
+		return err
+	}
+	if err := vectorizeInnermost(s, pb); err != nil {
+		return err
+	}
+	if epilogue != "" {
+		e, err := s.GetBlock(epilogue)
+		if err != nil {
+			return err
+		}
+		if err := s.ReverseComputeAt(e, oh); err != nil {
+			return err
+		}
+		if err := vectorizeInnermost(s, e); err != nil {
+			return err
+		}
+	}
+	row, err := s.Fuse(n, cb, oh)
+	if err != nil {
+		return err
+	}
+	return s.Parallel(row)
+}
+
+// vectorizeInnermost vectorizes the innermost loop of block b.
+func vectorizeInnermost(s *schedule.Schedule, b schedule.BlockRV) error {
+	l, err := s.GetLoops(b)
+	if err != nil {
+		return err
+	}
+	if len(l) == 0 {
+		return fmt.Errorf("BUG: depthwise strategy: block %s has no loops", s.BlockName(b))
+	}
+	return s.Vectorize(l[len(l)-1])
+}

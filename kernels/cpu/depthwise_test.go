@@ -1,0 +1,118 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kilnrt/kiln/graph"
+	kt "github.com/kilnrt/kiln/internal/kerneltest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// dwCase is one depthwise convolution: c input channels, mult output channels each, a
+// kh×kw kernel over h×w, batch 2.
+type dwCase struct {
+	c, mult, h, w, kh, kw int
+	strides, dil, pads    []int64
+	autoPad               string
+	bias                  bool
+}
+
+func (tc dwCase) String() string {
+	return fmt.Sprintf("%dx%d c%d×%d %dx%d s%v d%v p%v%s bias=%v", tc.kh, tc.kw, tc.c, tc.mult, tc.h, tc.w, tc.strides, tc.dil, tc.pads, tc.autoPad, tc.bias)
+}
+
+func (tc dwCase) attrs() *graph.ConvAttrs {
+	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	a.Group, a.KernelShape = int64(tc.c), []int64{int64(tc.kh), int64(tc.kw)}
+	a.Strides, a.Dilations, a.Pads = tc.strides, tc.dil, tc.pads
+	if tc.autoPad != "" {
+		a.AutoPad = tc.autoPad
+	}
+	return a
+}
+
+func (tc dwCase) args(seed uint64) []nt.Arg {
+	args := []nt.Arg{nt.In(f32(seed, 2, tc.c, tc.h, tc.w)), nt.C(f32(seed+1, tc.c*tc.mult, 1, tc.kh, tc.kw))}
+	if tc.bias {
+		args = append(args, nt.C(f32(seed+2, tc.c*tc.mult)))
+	}
+	return args
+}
+
+// dwCases: kernels 3×3, 5×5, 7×7 and 3×5, strides 1, 2 and (1, 2), dilation 2,
+// asymmetric, VALID and SAME padding, with and without bias, a channel multiplier.
+var dwCases = []dwCase{
+	{32, 1, 11, 13, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true},
+	{32, 1, 12, 9, 3, 3, []int64{2, 2}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", false},
+	{48, 1, 14, 14, 5, 5, []int64{2, 2}, []int64{1, 1}, []int64{2, 2, 2, 2}, "", true},
+	{16, 1, 15, 10, 7, 7, []int64{1, 1}, []int64{1, 1}, []int64{3, 3, 3, 3}, "", true},
+	{32, 1, 9, 17, 3, 5, []int64{1, 2}, []int64{1, 1}, []int64{1, 2, 0, 1}, "", false},
+	{16, 1, 13, 12, 3, 3, []int64{1, 1}, []int64{2, 2}, []int64{2, 2, 2, 2}, "", true},
+	{32, 1, 10, 11, 3, 3, []int64{2, 1}, []int64{1, 1}, []int64{0, 1, 2, 0}, "", true},
+	{16, 1, 8, 9, 3, 3, []int64{1, 1}, []int64{1, 1}, nil, "VALID", false},
+	{32, 1, 9, 10, 5, 5, []int64{2, 2}, []int64{1, 1}, nil, "SAME_UPPER", true},
+	{8, 2, 9, 9, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true},
+}
+
+// TestDepthwiseConvMatchesReference runs the blocked depthwise strategy, under every
+// ISA level the host has, with its input in NCHW and in the blocks the layout policy
+// reads, its output in the block the policy stores it in and in NCHW, against the
+// reference evaluator.
+func TestDepthwiseConvMatchesReference(t *testing.T) {
+	reg := kernels.Default()
+	l := Strategies(reg)
+	for _, level := range capLevels(t) {
+		t.Run(string(level), func(t *testing.T) {
+			t.Setenv(target.ISAEnv, string(level))
+			policy := LayoutPolicy(target.Host(), reg)
+			for i, tc := range dwCases {
+				for _, xb := range []int{0, 8} {
+					for _, blockedOut := range []bool{true, false} {
+						a, args := tc.attrs(), tc.args(uint64(100*i))
+						mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+						n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+						what := fmt.Sprintf("%v, input block %d", tc, xb)
+						run := append([]nt.Arg{}, args...)
+						if xb != 0 && tc.c%xb == 0 {
+							n.Inputs[0].Type.Block = int64(xb)
+							run[0] = nt.In(tensor.MustFromSlice(args[0].T.Shape, PackNCHWc(args[0].T.Data.([]float32), 2, tc.c, tc.h, tc.w, xb)))
+						}
+						_, out, ok := policy.Anchor(n)
+						if !ok || out == 0 {
+							t.Fatalf("%s: the layout policy does not anchor the convolution (block %d)", what, out)
+						}
+						if blockedOut {
+							n.Outputs[0].Type.Block = out
+						}
+						got, strategy, err := nt.RunNode(l, n, run)
+						if err != nil {
+							t.Fatalf("%s: %v", what, err)
+						}
+						if strategy != "conv2d-depthwise-nchwc" {
+							t.Fatalf("%s: strategy %s", what, strategy)
+						}
+						want := kt.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T}, consts(args[1:])...)
+						v := got[0].Data.([]float32)
+						if blockedOut {
+							s := want.Shape
+							v = UnpackNCHWc(v, s[0], s[1], s[2], s[3], int(out))
+						}
+						kt.Close(t, fmt.Sprintf("%s, output block %d", what, n.Outputs[0].Type.Block), v, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func consts(args []nt.Arg) []*tensor.Tensor {
+	out := make([]*tensor.Tensor, len(args))
+	for i, a := range args {
+		out[i] = a.T
+	}
+	return out
+}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 353 files; see Identity.
-const sourceDigest = "2e55c2ad028fbb2cb1cb8d653efed277"
+// sourceDigest covers 355 files; see Identity.
+const sourceDigest = "4b61c9ba2b28d5b15337028c87fdd104"

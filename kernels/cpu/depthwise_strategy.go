@@ -137,8 +137,9 @@ func buildDepthwise(reg *kernels.Registry, n *graph.Node, in []kernels.Input, ep
 // row (batch, channel block, row: fused, parallel) computes the padded input rows its
 // window spans into a buffer of its own, then accumulates tap by tap (kernel row and
 // column outermost) over the row's columns and the block's channel lanes, the lanes a
-// unit-stride vector loop; an epilogue block (the bias, fused elementwise ops), when
-// named, runs on the row right after it, vectorized along the lanes.
+// unit-stride vector loop. An epilogue block (the bias, fused elementwise ops), when
+// named, owns the row loop: the convolution's row is computed under it into a row
+// buffer and the epilogue runs on it while it is in cache, vectorized along the lanes.
 func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
 	c, err := s.GetBlock("dwconv")
 	if err != nil {
@@ -151,8 +152,32 @@ func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
 	if len(l) != 7 {
 		return fmt.Errorf("depthwise strategy: block has %d loops, want 7", len(l))
 	}
-	n, cb, oh, ow, lane, ry, rx := l[0], l[1], l[2], l[3], l[4], l[5], l[6]
-	if err := s.Reorder(n, cb, oh, ry, rx, ow, lane); err != nil {
+	rows := l[:3] // batch, channel block, output row
+	if epilogue != "" {
+		e, err := s.GetBlock(epilogue)
+		if err != nil {
+			return err
+		}
+		el, err := s.GetLoops(e)
+		if err != nil {
+			return err
+		}
+		if len(el) != 5 {
+			return fmt.Errorf("depthwise strategy: epilogue has %d loops, want 5", len(el))
+		}
+		if err := s.ComputeAt(c, el[2]); err != nil {
+			return err
+		}
+		if err := s.Vectorize(el[4]); err != nil {
+			return err
+		}
+		if l, err = s.GetLoops(c); err != nil {
+			return err
+		}
+		rows = el[:3]
+	}
+	ow, lane, ry, rx := l[len(l)-4], l[len(l)-3], l[len(l)-2], l[len(l)-1]
+	if err := s.Reorder(ry, rx, ow, lane); err != nil {
 		return err
 	}
 	init, err := s.DecomposeReduction(c, ry)
@@ -169,25 +194,13 @@ func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.ComputeAt(pb, oh); err != nil {
+	if err := s.ComputeAt(pb, rows[2]); err != nil {
 		return err
 	}
 	if err := vectorizeInnermost(s, pb); err != nil {
 		return err
 	}
-	if epilogue != "" {
-		e, err := s.GetBlock(epilogue)
-		if err != nil {
-			return err
-		}
-		if err := s.ReverseComputeAt(e, oh); err != nil {
-			return err
-		}
-		if err := vectorizeInnermost(s, e); err != nil {
-			return err
-		}
-	}
-	row, err := s.Fuse(n, cb, oh)
+	row, err := s.Fuse(rows...)
 	if err != nil {
 		return err
 	}

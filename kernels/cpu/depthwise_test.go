@@ -72,6 +72,9 @@ func TestDepthwiseConvMatchesReference(t *testing.T) {
 			for i, tc := range dwCases {
 				for _, xb := range []int{0, 8} {
 					for _, blockedOut := range []bool{true, false} {
+						if !blockedOut && xb != 0 {
+							continue // NCHW out is checked from NCHW in
+						}
 						a, args := tc.attrs(), tc.args(uint64(100*i))
 						mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
 						n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
@@ -115,4 +118,32 @@ func consts(args []nt.Arg) []*tensor.Tensor {
 		out[i] = a.T
 	}
 	return out
+}
+
+// TestDepthwiseConvOnChannelsNoBlockDividesIsRightOrRefused: channel counts that the
+// target's blocks may not divide either take the blocked strategy in a block that
+// divides them, as the layout policy says, and match the reference, or take another
+// strategy, under every ISA level the host has.
+func TestDepthwiseConvOnChannelsNoBlockDividesIsRightOrRefused(t *testing.T) {
+	reg := kernels.Default()
+	l := Strategies(reg)
+	for _, level := range capLevels(t) {
+		t.Run(string(level), func(t *testing.T) {
+			t.Setenv(target.ISAEnv, string(level))
+			policy := LayoutPolicy(target.Host(), reg)
+			for _, c := range []int{12, 20, 36, 72} {
+				tc := dwCase{c, 1, 9, 10, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true}
+				a, args := tc.attrs(), tc.args(uint64(c))
+				mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+				_, out, anchored := policy.Anchor(mod.Main.Nodes[len(mod.Main.Nodes)-1])
+				if anchored && (out == 0 || int64(c)%out != 0) {
+					t.Fatalf("%d channels: anchored with output block %d", c, out)
+				}
+				strategy := nt.CheckNode(t, l, graph.OpConv, a, 1, args...)
+				if (strategy == "conv2d-depthwise-nchwc") != anchored {
+					t.Fatalf("%d channels: strategy %s, anchored %v", c, strategy, anchored)
+				}
+			}
+		})
+	}
 }

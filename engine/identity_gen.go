@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 355 files; see Identity.
-const sourceDigest = "4b61c9ba2b28d5b15337028c87fdd104"
+const sourceDigest = "aebb878af38fb8d21253bcfffe9fc4a3"

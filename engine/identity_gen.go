@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 355 files; see Identity.
-const sourceDigest = "aebb878af38fb8d21253bcfffe9fc4a3"
+const sourceDigest = "072b80460e4f55860b551677442acf5d"

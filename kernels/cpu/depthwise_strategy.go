@@ -64,8 +64,9 @@ func depthwiseConv(n *graph.Node) (DepthwiseAttrs, error) {
 // depthwiseBlock is the channel block of the depthwise convolution n with attributes
 // a on t: the block its input is stored in when that block divides the channels (no
 // multiplier: the copy then moves whole blocks), else the width of the micro-kernel
-// the neighbouring tensorized convolutions take for these channels (convGemm), when it
-// divides them; 0 when neither does.
+// the neighbouring tensorized convolutions take for these channels (convGemm), else
+// one vector of the target, the first of them that divides the output channels; 0 when
+// none does.
 func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
 	m := int64(n.Inputs[1].Const.Shape[0])
 	if a.XBlock > 0 && a.Mult == 1 && m%a.XBlock == 0 {
@@ -73,6 +74,9 @@ func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
 	}
 	if nr := convGemm(t, n).NR; m%nr == 0 {
 		return nr
+	}
+	if lanes := int64(max(t.VectorBits, 128) / 32); m%lanes == 0 {
+		return lanes
 	}
 	return 0
 }

@@ -127,6 +127,7 @@ func consts(args []nt.Arg) []*tensor.Tensor {
 func TestDepthwiseConvOnChannelsNoBlockDividesIsRightOrRefused(t *testing.T) {
 	reg := kernels.Default()
 	l := Strategies(reg)
+	taken := map[bool]int{}
 	for _, level := range capLevels(t) {
 		t.Run(string(level), func(t *testing.T) {
 			t.Setenv(target.ISAEnv, string(level))
@@ -143,7 +144,11 @@ func TestDepthwiseConvOnChannelsNoBlockDividesIsRightOrRefused(t *testing.T) {
 				if (strategy == "conv2d-depthwise-nchwc") != anchored {
 					t.Fatalf("%d channels: strategy %s, anchored %v", c, strategy, anchored)
 				}
+				taken[anchored]++
 			}
 		})
+	}
+	if taken[true] == 0 || (target.Host().Has("avx2") && taken[false] == 0) {
+		t.Fatalf("blocked %d times, refused %d times: the cases no longer cover both", taken[true], taken[false])
 	}
 }

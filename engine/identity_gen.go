@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 355 files; see Identity.
-const sourceDigest = "072b80460e4f55860b551677442acf5d"
+// sourceDigest covers 356 files; see Identity.
+const sourceDigest = "0c1d401ea949e05081e5caaa40f40b54"

@@ -16,8 +16,11 @@ type DepthwiseAttrs struct {
 	// Block is the channel block the convolution computes in (and stores its output
 	// in when BlockedOut): the output channels are a multiple of it.
 	Block int64
-	// Mult is the channel multiplier: output channel o reads input channel o/Mult.
+	// Mult is the channel multiplier: output channel o reads input channel o/Mult (a
+	// grouped convolution's output channels per group).
 	Mult int64
+	// GroupIn is a grouped convolution's input channels per group (GroupedNCHWc).
+	GroupIn int64
 	// XBlock is how x is stored: 0 plain NCHW, else [N, C/XBlock, H, W, XBlock].
 	XBlock int64
 	// BlockedOut leaves the result in [N, M/Block, OH, OW, Block] instead of NCHW.
@@ -91,21 +94,29 @@ func DepthwiseNCHWc(x, w, bias *te.Tensor, a DepthwiseAttrs) (*te.Tensor, error)
 		col := add(mul(i[3], i64(sw)), mul(rx.Var, i64(dw)))
 		return te.Sum(te.Mul(pad.At(i[0], i[1], row, col, i[4]), w.At(i[1], ry.Var, rx.Var, i[4])), ry, rx)
 	})
-	if a.BlockedOut {
+	return blockedResult(conv, bias, m, bl, a.BlockedOut), nil
+}
+
+// blockedResult is the result of a convolution computed as conv [N, M/bl, OH, OW, bl]:
+// conv itself or "bias" (conv plus bias) when blockedOut, else "unpack", the NCHW
+// result with the bias added when bias is not nil.
+func blockedResult(conv, bias *te.Tensor, m, bl int64, blockedOut bool) *te.Tensor {
+	if blockedOut {
 		if bias == nil {
-			return conv, nil
+			return conv
 		}
 		return te.Compute("bias", conv.Shape, func(i []loopir.Expr) loopir.Expr {
 			return te.Add(conv.At(i...), bias.At(add(mul(i[1], i64(bl)), i[4])))
-		}), nil
+		})
 	}
-	return te.Compute("unpack", kernels.Static(n, m, oh, ow), func(i []loopir.Expr) loopir.Expr {
+	shape := []loopir.Expr{conv.Shape[0], i64(m), conv.Shape[2], conv.Shape[3]}
+	return te.Compute("unpack", shape, func(i []loopir.Expr) loopir.Expr {
 		v := conv.At(i[0], div(i[1], i64(bl)), i[2], i[3], loopir.Bin(loopir.Mod, i[1], i64(bl)))
 		if bias != nil {
 			v = te.Add(v, bias.At(i[1]))
 		}
 		return v
-	}), nil
+	})
 }
 
 // PackDepthwiseWeights reorders float32 depthwise weights [M, 1, KH, KW] into the

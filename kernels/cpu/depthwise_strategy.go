@@ -11,21 +11,66 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// depthwiseStrategies: depthwise convolutions on channel blocks (DepthwiseNCHWc),
-// after the tensorized convolutions (which take one group only) and before generic.
+// depthwiseStrategies: depthwise and grouped convolutions on channel blocks
+// (DepthwiseNCHWc, GroupedNCHWc), after the tensorized convolutions (which take one
+// group only) and before generic.
 func depthwiseStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
-	dw := withRegistry(reg, buildDepthwise)
+	dw := withRegistry(reg, func(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+		return buildGroups(reg, n, in, epi, t, false)
+	})
+	gr := withRegistry(reg, func(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+		return buildGroups(reg, n, in, epi, t, true)
+	})
 	return map[graph.Op][]kernels.Strategy{
-		graph.OpConv: {{Name: "conv2d-depthwise-nchwc", Build: unfused(dw), Fused: dw}},
+		graph.OpConv: {{Name: "conv2d-depthwise-nchwc", Build: unfused(dw), Fused: dw},
+			{Name: "conv2d-grouped-nchwc", Build: unfused(gr), Fused: gr}},
 	}
 }
 
+// groupsBlock is the attributes and channel block of n as the depthwise (grouped
+// false) or grouped strategy computes it on t; ok false when that strategy does not
+// apply or no block fits.
+func groupsBlock(t target.Target, n *graph.Node, grouped bool) (DepthwiseAttrs, int64, error) {
+	if grouped {
+		a, err := groupedConv(n)
+		if err != nil {
+			return a, 0, err
+		}
+		return a, groupedBlock(t, a), nil
+	}
+	a, err := depthwiseConv(n)
+	if err != nil {
+		return a, 0, err
+	}
+	return a, depthwiseBlock(t, n, a), nil
+}
+
 // depthwiseConv returns the attributes of the blocked depthwise convolution n (all but
-// the blocks, which the caller chooses), or an error wrapping ErrNotApplicable: float32
-// 2-D convolutions with one group per input channel (static), constant weights [M, 1,
-// KH, KW] with M a multiple of the channels, static padding (explicit, VALID, or SAME
-// over static spatial extents).
+// the block, which the caller chooses), or an error wrapping ErrNotApplicable: one group
+// per input channel (static), weights [M, 1, KH, KW] with M a multiple of the channels,
+// and what convWindowAttrs takes.
 func depthwiseConv(n *graph.Node) (DepthwiseAttrs, error) {
+	a, _ := n.Attrs.(*graph.ConvAttrs)
+	if a == nil || len(n.Inputs) < 2 || n.Inputs[0] == nil || n.Inputs[1] == nil || n.Inputs[1].Const == nil || len(n.Inputs[0].Type.Shape) != 4 || len(n.Inputs[1].Const.Shape) != 4 {
+		return DepthwiseAttrs{}, notApplicable("convolution without constant 4-D weights")
+	}
+	x, w := n.Inputs[0].Type, n.Inputs[1].Const
+	c, ok := x.Shape[1].Value()
+	if !ok || a.Group != c || c <= 1 || w.Shape[1] != 1 || int64(w.Shape[0])%c != 0 {
+		return DepthwiseAttrs{}, notApplicable("group %d over %v channels, weights %v: not depthwise", a.Group, x.Shape[1], w.Shape)
+	}
+	attrs, err := convWindowAttrs(n)
+	if err != nil {
+		return attrs, err
+	}
+	attrs.Mult = int64(w.Shape[0]) / c
+	return attrs, nil
+}
+
+// convWindowAttrs returns the window and storage attributes of the blocked convolution
+// n, or an error wrapping ErrNotApplicable: float32 2-D convolutions with constant
+// weights and static padding (explicit, VALID, or SAME over static spatial extents).
+func convWindowAttrs(n *graph.Node) (DepthwiseAttrs, error) {
 	var attrs DepthwiseAttrs
 	a, _ := n.Attrs.(*graph.ConvAttrs)
 	if a == nil || len(n.Inputs) < 2 || n.Inputs[0] == nil || n.Inputs[1] == nil {
@@ -34,10 +79,6 @@ func depthwiseConv(n *graph.Node) (DepthwiseAttrs, error) {
 	x, w := n.Inputs[0].Type, n.Inputs[1]
 	if w.Const == nil || x.DType != tensor.Float32 || w.Const.DType != tensor.Float32 || len(x.Shape) != 4 || len(w.Const.Shape) != 4 {
 		return attrs, notApplicable("float32 2-D convolution with constant weights")
-	}
-	c, ok := x.Shape[1].Value()
-	if !ok || a.Group != c || c <= 1 || w.Const.Shape[1] != 1 || int64(w.Const.Shape[0])%c != 0 {
-		return attrs, notApplicable("group %d over %v channels, weights %v: not depthwise", a.Group, x.Shape[1], w.Const.Shape)
 	}
 	win, err := graph.ConvWindow(a, []int64{int64(w.Const.Shape[2]), int64(w.Const.Shape[3])})
 	if err != nil {
@@ -56,7 +97,6 @@ func depthwiseConv(n *graph.Node) (DepthwiseAttrs, error) {
 		}
 		attrs.Pads[d], attrs.Pads[2+d] = begin, end
 	}
-	attrs.Mult = int64(w.Const.Shape[0]) / c
 	attrs.XBlock = x.Block
 	return attrs, nil
 }
@@ -81,33 +121,46 @@ func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
 	return 0
 }
 
-// buildDepthwise lowers a depthwise convolution through DepthwiseNCHWc, reading its
-// input as it is stored and leaving its output blocked when the graph says so; bias and
-// epilogues run per output row on the blocked result, or in a nest of their own after
-// unpacking.
-func buildDepthwise(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
-	attrs, err := depthwiseConv(n)
+// buildGroups lowers a depthwise (grouped false) or grouped convolution through
+// DepthwiseNCHWc or GroupedNCHWc, reading its input as it is stored and leaving its
+// output blocked when the graph says so; bias and epilogues run per output row on the
+// blocked result, or in a nest of their own after unpacking.
+func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, grouped bool) (*kernels.Impl, error) {
+	attrs, bl, err := groupsBlock(t, n, grouped)
 	if err != nil {
 		return nil, err
 	}
 	m := int64(n.Inputs[1].Const.Shape[0])
 	if b := n.Outputs[0].Type.Block; b != 0 {
-		if m%b != 0 {
-			return nil, fmt.Errorf("BUG: %v: %d output channels stored in blocks of %d", n, m, b)
+		if b != bl {
+			return nil, fmt.Errorf("BUG: %v: output stored in blocks of %d, the strategy computes %d", n, b, bl)
 		}
-		attrs.Block, attrs.BlockedOut = b, true
-	} else if attrs.Block = depthwiseBlock(t, n, attrs); attrs.Block == 0 {
+		attrs.BlockedOut = true
+	} else if bl == 0 {
 		return nil, notApplicable("%d output channels in no block of this target", m)
 	}
+	attrs.Block = bl
 	x, w := in[0], in[1]
-	kh, kw := int64(w.Const.Shape[2]), int64(w.Const.Shape[3])
-	bl := attrs.Block
-	wp := te.Placeholder("w", tensor.Float32, kernels.Static(m/bl, kh, kw, bl)...)
-	layout := fmt.Sprintf("M1HW→[M/%d,H,W,%d]", bl, bl)
-	bias, params, feeds := convBias(in, []*te.Tensor{x.T, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
-		return PackDepthwiseWeights(v, bl)
-	}}})
-	out, err := DepthwiseNCHWc(x.T, wp, bias, attrs)
+	ws := w.Const.Shape
+	var wp *te.Tensor
+	var feed kernels.Param
+	if grouped {
+		wp = te.Placeholder("w", tensor.Float32, kernels.Static(m/bl, int64(ws[1]), int64(ws[2]), int64(ws[3]), bl)...)
+		feed = kernels.Param{Input: 1, Layout: fmt.Sprintf("OIHW→[O/%d,I,H,W,%d]", bl, bl), Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+			return PackGroupedWeights(v, bl)
+		}}
+	} else {
+		wp = te.Placeholder("w", tensor.Float32, kernels.Static(m/bl, int64(ws[2]), int64(ws[3]), bl)...)
+		feed = kernels.Param{Input: 1, Layout: fmt.Sprintf("M1HW→[M/%d,H,W,%d]", bl, bl), Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+			return PackDepthwiseWeights(v, bl)
+		}}
+	}
+	bias, params, feeds := convBias(in, []*te.Tensor{x.T, wp}, []kernels.Param{{Input: 0}, feed})
+	def := DepthwiseNCHWc
+	if grouped {
+		def = GroupedNCHWc
+	}
+	out, err := def(x.T, wp, bias, attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +190,11 @@ func buildDepthwise(reg *kernels.Registry, n *graph.Node, in []kernels.Input, ep
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
 }
 
-// ScheduleDepthwise schedules DepthwiseNCHWc (blocks "pad" and "dwconv"): each output
-// row (batch, channel block, row: fused, parallel) computes the padded input rows its
-// window spans into a buffer of its own, then accumulates tap by tap (kernel row and
-// column outermost) over the row's columns and the block's channel lanes, the lanes a
-// unit-stride vector loop. An epilogue block (the bias, fused elementwise ops), when
+// ScheduleDepthwise schedules DepthwiseNCHWc and GroupedNCHWc (blocks "pad" and
+// "dwconv"): each output row (batch, channel block, row: fused, parallel) computes the
+// padded input rows its window spans into a buffer of its own, then accumulates tap by
+// tap (a group's input channel, kernel row and column outermost) over the row's columns
+// and the block's channel lanes, the lanes a unit-stride vector loop. An epilogue block (the bias, fused elementwise ops), when
 // named, owns the row loop: the convolution's row is computed under it into a row
 // buffer and the epilogue runs on it while it is in cache, vectorized along the lanes.
 func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
@@ -153,10 +206,11 @@ func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
 	if err != nil {
 		return err
 	}
-	if len(l) != 7 {
-		return fmt.Errorf("depthwise strategy: block has %d loops, want 7", len(l))
+	if len(l) != 7 && len(l) != 8 {
+		return fmt.Errorf("depthwise strategy: block has %d loops, want 7 or 8", len(l))
 	}
-	rows := l[:3] // batch, channel block, output row
+	red := len(l) - 5 // the kernel's rows and columns, after a group's input channels
+	rows := l[:3]     // batch, channel block, output row
 	if epilogue != "" {
 		e, err := s.GetBlock(epilogue)
 		if err != nil {
@@ -180,11 +234,11 @@ func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
 		}
 		rows = el[:3]
 	}
-	ow, lane, ry, rx := l[len(l)-4], l[len(l)-3], l[len(l)-2], l[len(l)-1]
-	if err := s.Reorder(ry, rx, ow, lane); err != nil {
+	ow, lane, rs := l[len(l)-red-2], l[len(l)-red-1], l[len(l)-red:]
+	if err := s.Reorder(append(append([]schedule.LoopRV{}, rs...), ow, lane)...); err != nil {
 		return err
 	}
-	init, err := s.DecomposeReduction(c, ry)
+	init, err := s.DecomposeReduction(c, rs[0])
 	if err != nil {
 		return err
 	}

@@ -13,21 +13,33 @@ import (
 )
 
 // dwCase is one depthwise convolution: c input channels, mult output channels each, a
-// kh×kw kernel over h×w, batch 2.
+// kh×kw kernel over h×w, batch 2; with gin > 1, a grouped one of gin input and mult
+// output channels per group.
 type dwCase struct {
 	c, mult, h, w, kh, kw int
 	strides, dil, pads    []int64
 	autoPad               string
 	bias                  bool
+	gin                   int
+}
+
+func (tc dwCase) groupIn() int { return max(tc.gin, 1) }
+
+// strategy is the strategy that takes the case.
+func (tc dwCase) strategy() string {
+	if tc.groupIn() > 1 {
+		return "conv2d-grouped-nchwc"
+	}
+	return "conv2d-depthwise-nchwc"
 }
 
 func (tc dwCase) String() string {
-	return fmt.Sprintf("%dx%d c%d×%d %dx%d s%v d%v p%v%s bias=%v", tc.kh, tc.kw, tc.c, tc.mult, tc.h, tc.w, tc.strides, tc.dil, tc.pads, tc.autoPad, tc.bias)
+	return fmt.Sprintf("%dx%d c%d/%d×%d %dx%d s%v d%v p%v%s bias=%v", tc.kh, tc.kw, tc.c, tc.groupIn(), tc.mult, tc.h, tc.w, tc.strides, tc.dil, tc.pads, tc.autoPad, tc.bias)
 }
 
 func (tc dwCase) attrs() *graph.ConvAttrs {
 	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
-	a.Group, a.KernelShape = int64(tc.c), []int64{int64(tc.kh), int64(tc.kw)}
+	a.Group, a.KernelShape = int64(tc.c/tc.groupIn()), []int64{int64(tc.kh), int64(tc.kw)}
 	a.Strides, a.Dilations, a.Pads = tc.strides, tc.dil, tc.pads
 	if tc.autoPad != "" {
 		a.AutoPad = tc.autoPad
@@ -36,9 +48,10 @@ func (tc dwCase) attrs() *graph.ConvAttrs {
 }
 
 func (tc dwCase) args(seed uint64) []nt.Arg {
-	args := []nt.Arg{nt.In(f32(seed, 2, tc.c, tc.h, tc.w)), nt.C(f32(seed+1, tc.c*tc.mult, 1, tc.kh, tc.kw))}
+	m := tc.c / tc.groupIn() * tc.mult
+	args := []nt.Arg{nt.In(f32(seed, 2, tc.c, tc.h, tc.w)), nt.C(f32(seed+1, m, tc.groupIn(), tc.kh, tc.kw))}
 	if tc.bias {
-		args = append(args, nt.C(f32(seed+2, tc.c*tc.mult)))
+		args = append(args, nt.C(f32(seed+2, m)))
 	}
 	return args
 }
@@ -46,19 +59,23 @@ func (tc dwCase) args(seed uint64) []nt.Arg {
 // dwCases: kernels 3×3, 5×5, 7×7 and 3×5, strides 1, 2 and (1, 2), dilation 2,
 // asymmetric, VALID and SAME padding, with and without bias, a channel multiplier.
 var dwCases = []dwCase{
-	{32, 1, 11, 13, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true},
-	{32, 1, 12, 9, 3, 3, []int64{2, 2}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", false},
-	{48, 1, 14, 14, 5, 5, []int64{2, 2}, []int64{1, 1}, []int64{2, 2, 2, 2}, "", true},
-	{16, 1, 15, 10, 7, 7, []int64{1, 1}, []int64{1, 1}, []int64{3, 3, 3, 3}, "", true},
-	{32, 1, 9, 17, 3, 5, []int64{1, 2}, []int64{1, 1}, []int64{1, 2, 0, 1}, "", false},
-	{16, 1, 13, 12, 3, 3, []int64{1, 1}, []int64{2, 2}, []int64{2, 2, 2, 2}, "", true},
-	{32, 1, 10, 11, 3, 3, []int64{2, 1}, []int64{1, 1}, []int64{0, 1, 2, 0}, "", true},
-	{16, 1, 8, 9, 3, 3, []int64{1, 1}, []int64{1, 1}, nil, "VALID", false},
-	{32, 1, 9, 10, 5, 5, []int64{2, 2}, []int64{1, 1}, nil, "SAME_UPPER", true},
-	{8, 2, 9, 9, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true},
+	{32, 1, 11, 13, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true, 0},
+	{32, 1, 12, 9, 3, 3, []int64{2, 2}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", false, 0},
+	{48, 1, 14, 14, 5, 5, []int64{2, 2}, []int64{1, 1}, []int64{2, 2, 2, 2}, "", true, 0},
+	{16, 1, 15, 10, 7, 7, []int64{1, 1}, []int64{1, 1}, []int64{3, 3, 3, 3}, "", true, 0},
+	{32, 1, 9, 17, 3, 5, []int64{1, 2}, []int64{1, 1}, []int64{1, 2, 0, 1}, "", false, 0},
+	{16, 1, 13, 12, 3, 3, []int64{1, 1}, []int64{2, 2}, []int64{2, 2, 2, 2}, "", true, 0},
+	{32, 1, 10, 11, 3, 3, []int64{2, 1}, []int64{1, 1}, []int64{0, 1, 2, 0}, "", true, 0},
+	{16, 1, 8, 9, 3, 3, []int64{1, 1}, []int64{1, 1}, nil, "VALID", false, 0},
+	{32, 1, 9, 10, 5, 5, []int64{2, 2}, []int64{1, 1}, nil, "SAME_UPPER", true, 0},
+	{8, 2, 9, 9, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true, 0},
+	// grouped: RegNet's groups of 8, wider groups, fewer inputs than outputs per group
+	{48, 8, 12, 11, 3, 3, []int64{2, 2}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true, 8},
+	{32, 16, 9, 10, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 0, 2, 1}, "", false, 16},
+	{16, 8, 10, 9, 5, 3, []int64{1, 2}, []int64{2, 1}, []int64{2, 1, 2, 1}, "", true, 4},
 }
 
-// TestDepthwiseConvMatchesReference runs the blocked depthwise strategy, under every
+// TestDepthwiseConvMatchesReference runs the blocked depthwise and grouped strategies, under every
 // ISA level the host has, with its input in NCHW and in the blocks the layout policy
 // reads, its output in the block the policy stores it in and in NCHW, against the
 // reference evaluator.
@@ -95,7 +112,7 @@ func TestDepthwiseConvMatchesReference(t *testing.T) {
 						if err != nil {
 							t.Fatalf("%s: %v", what, err)
 						}
-						if strategy != "conv2d-depthwise-nchwc" {
+						if strategy != tc.strategy() {
 							t.Fatalf("%s: strategy %s", what, strategy)
 						}
 						want := kt.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T}, consts(args[1:])...)
@@ -133,7 +150,7 @@ func TestDepthwiseConvOnChannelsNoBlockDividesIsRightOrRefused(t *testing.T) {
 			t.Setenv(target.ISAEnv, string(level))
 			policy := LayoutPolicy(target.Host(), reg)
 			for _, c := range []int{12, 20, 36, 72} {
-				tc := dwCase{c, 1, 9, 10, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true}
+				tc := dwCase{c, 1, 9, 10, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true, 0}
 				a, args := tc.attrs(), tc.args(uint64(c))
 				mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
 				_, out, anchored := policy.Anchor(mod.Main.Nodes[len(mod.Main.Nodes)-1])

@@ -10,21 +10,21 @@ import (
 // LayoutPolicy is alter-layout's policy for the CPU, consistent with Strategies: a
 // convolution the tensorized strategy takes stores its output in blocks of the
 // micro-kernel's width that convolution's strategy chooses (convGemm: when the output
-// channels are a multiple of it) and reads its input as it is stored; a depthwise
-// convolution stores its output in the block its input is stored in, or else in the
-// width of convGemm's tile, when that block divides its channels (depthwiseBlock), and
-// reads its input as it is stored; elementwise ops whose non-scalar inputs share one
-// block and the output's shape, 2-D and global pooling, and concats along the channel
-// axis accept blocked inputs.
+// channels are a multiple of it) and reads its input as it is stored; depthwise and
+// grouped convolutions store their output in the block their strategy computes in
+// (depthwiseBlock, groupedBlock: none, no anchor) and read their input as it is stored;
+// elementwise ops whose non-scalar inputs share one block and the output's shape, 2-D
+// and global pooling, and concats along the channel axis accept blocked inputs.
 func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 	return &passes.LayoutPolicy{
 		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
 			if n.Op != graph.OpConv {
 				return nil, 0, false
 			}
-			if a, err := depthwiseConv(n); err == nil {
-				b := depthwiseBlock(t, n, a)
-				return anyBlock(n), b, b != 0
+			for _, grouped := range []bool{false, true} {
+				if _, b, err := groupsBlock(t, n, grouped); err == nil {
+					return anyBlock(n), b, b != 0
+				}
 			}
 			g := convGemm(t, n)
 			if _, err := convBlocked(n, g); err != nil {

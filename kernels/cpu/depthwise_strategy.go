@@ -69,7 +69,7 @@ func depthwiseConv(n *graph.Node) (DepthwiseAttrs, error) {
 
 // convWindowAttrs returns the window and storage attributes of the blocked convolution
 // n, or an error wrapping ErrNotApplicable: float32 2-D convolutions with constant
-// weights and static padding (explicit, VALID, or SAME over static spatial extents).
+// weights, static extents and static padding (explicit, VALID or SAME).
 func convWindowAttrs(n *graph.Node) (DepthwiseAttrs, error) {
 	var attrs DepthwiseAttrs
 	a, _ := n.Attrs.(*graph.ConvAttrs)
@@ -79,6 +79,9 @@ func convWindowAttrs(n *graph.Node) (DepthwiseAttrs, error) {
 	x, w := n.Inputs[0].Type, n.Inputs[1]
 	if w.Const == nil || x.DType != tensor.Float32 || w.Const.DType != tensor.Float32 || len(x.Shape) != 4 || len(w.Const.Shape) != 4 {
 		return attrs, notApplicable("float32 2-D convolution with constant weights")
+	}
+	if _, ok := x.ConstShape(); !ok {
+		return attrs, notApplicable("input %v of symbolic extents", x)
 	}
 	win, err := graph.ConvWindow(a, []int64{int64(w.Const.Shape[2]), int64(w.Const.Shape[3])})
 	if err != nil {
@@ -132,10 +135,11 @@ func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi [
 	}
 	m := int64(n.Inputs[1].Const.Shape[0])
 	if b := n.Outputs[0].Type.Block; b != 0 {
-		if b != bl {
-			return nil, fmt.Errorf("BUG: %v: output stored in blocks of %d, the strategy computes %d", n, b, bl)
+		// the block the layout policy chose; any block within the groups computes it
+		if m%b != 0 || attrs.Mult%b != 0 && (grouped || b%attrs.Mult != 0) {
+			return nil, fmt.Errorf("BUG: %v: output stored in blocks of %d across its groups of %d channels", n, b, attrs.Mult)
 		}
-		attrs.BlockedOut = true
+		attrs.BlockedOut, bl = true, b
 	} else if bl == 0 {
 		return nil, notApplicable("%d output channels in no block of this target", m)
 	}

@@ -169,3 +169,14 @@ func TestDepthwiseConvOnChannelsNoBlockDividesIsRightOrRefused(t *testing.T) {
 		t.Fatalf("blocked %d times, refused %d times: the cases no longer cover both", taken[true], taken[false])
 	}
 }
+
+// TestDepthwiseConvOfSymbolicExtentsIsRefused: a depthwise or grouped convolution over
+// a symbolic image size is left to the generic rule, which answers it.
+func TestDepthwiseConvOfSymbolicExtentsIsRefused(t *testing.T) {
+	l := Strategies(kernels.Default())
+	for _, tc := range []dwCase{dwCases[0], dwCases[10]} {
+		a, args := tc.attrs(), tc.args(7)
+		nt.CheckSymbolic(t, l, graph.OpConv, a, 1, []nt.SymArg{nt.Sym(tensor.Float32, "2", fmt.Sprint(tc.c), "h", "w"), nt.SymC(args[1].T), nt.SymC(args[2].T)},
+			map[string]int64{"h": 9, "w": 7}, map[string]int64{"h": 12, "w": 13})
+	}
+}

@@ -17,7 +17,11 @@
 // the padded input rows its window spans are copied into a row-sized buffer, then each
 // tap accumulates over the row's columns with the block's lanes a unit-stride vector
 // loop, and the bias and fused epilogues run on the row buffer, written blocked or
-// unpacked to NCHW), matmul/gemm-packed-tensorized (constant B packed into panels on the host;
+// unpacked to NCHW; symbolic extents are left to generic), conv2d-grouped-nchwc
+// (depthwise_grouped.go: the same for grouped convolutions of several input channels per
+// group, blocks of one vector, or of a whole group when it is narrower, that lie within
+// one group: the row buffer holds the group's input channels, each broadcast across the
+// lanes), matmul/gemm-packed-tensorized (constant B packed into panels on the host;
 // A's leading extents, flattened into rows, may be symbolic: the row tiles then end in a
 // tile the micro-kernel takes as partial at run time, and the epilogues view the rows
 // back under the output's symbolic extents; with few row blocks the parallel loop
@@ -47,7 +51,7 @@
 // The definitions only the CPU's tensorized strategies use live here too, beside their
 // host packing: ConvNCHWBlocked (NCHW in and out, NCHWc inside one kernel; weights
 // packed by PackConvWeights) and Conv2DNCHWc (blocked in and out), DepthwiseNCHWc
-// (weights packed by PackDepthwiseWeights), MatMulPacked (B, and
+// (weights packed by PackDepthwiseWeights) and GroupedNCHWc (PackGroupedWeights), MatMulPacked (B, and
 // optionally A, repacked into panels inside the kernel) and MatMulPrepacked (B in column
 // panels packed at compile time by PackMatMulB). This package is where the target's ISA
 // is read (intrin.GemmTile, DefaultRNN): it picks the micro-kernels and passes vector
@@ -58,7 +62,8 @@
 // strategies (or computes a mostly empty last tile) to the host's default tile width. The blocked layout's anchor
 // (LayoutPolicy) takes the same choice, so a blocked convolution output's block is the
 // width of the tile that writes it; it anchors depthwise convolutions too, in the block
-// depthwiseBlock chooses, reading their input as it is stored.
+// depthwiseBlock chooses, and grouped ones in groupedBlock's, reading their input as it
+// is stored.
 //
 // Recurrent layers (RNN, rnn_build.go) have no compute definition: their loop nest is
 // built directly, per direction an input projection for all time steps on the GEMM

@@ -21,8 +21,10 @@ func depthwiseStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy 
 	gr := withRegistry(reg, func(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 		return buildGroups(reg, n, in, epi, t, true)
 	})
+	gemm := withRegistry(reg, buildGroupedGemm)
 	return map[graph.Op][]kernels.Strategy{
 		graph.OpConv: {{Name: "conv2d-depthwise-nchwc", Build: unfused(dw), Fused: dw},
+			{Name: "conv2d-grouped-tensorized", Build: unfused(gemm), Fused: gemm},
 			{Name: "conv2d-grouped-nchwc", Build: unfused(gr), Fused: gr}},
 	}
 }
@@ -35,6 +37,9 @@ func groupsBlock(t target.Target, n *graph.Node, grouped bool) (DepthwiseAttrs, 
 		a, err := groupedConv(n)
 		if err != nil {
 			return a, 0, err
+		}
+		if _, g, err := groupedGemm(t, n); err == nil {
+			return a, g.NR, nil // the tensorized strategy's blocks: one group each
 		}
 		return a, groupedBlock(t, a), nil
 	}

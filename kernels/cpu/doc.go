@@ -17,7 +17,12 @@
 // the padded input rows its window spans are copied into a row-sized buffer, then each
 // tap accumulates over the row's columns with the block's lanes a unit-stride vector
 // loop, and the bias and fused epilogues run on the row buffer, written blocked or
-// unpacked to NCHW; symbolic extents are left to generic), conv2d-grouped-nchwc
+// unpacked to NCHW; symbolic extents are left to generic), conv2d-grouped-tensorized
+// (depthwise_gemm.go: grouped convolutions whose groups' output channels are the width
+// of a declared tile, as RegNet's groups of 8 on AVX2: GroupedConvBlocked is
+// ConvNCHWBlocked with one input block per group, so each output block's products run on
+// the micro-kernel over its own group's block, scheduled by ScheduleConvBlocked),
+// conv2d-grouped-nchwc
 // (depthwise_grouped.go: the same for grouped convolutions of several input channels per
 // group, blocks of one vector, or of a whole group when it is narrower, that lie within
 // one group: the row buffer holds the group's input channels, each broadcast across the
@@ -51,7 +56,8 @@
 // The definitions only the CPU's tensorized strategies use live here too, beside their
 // host packing: ConvNCHWBlocked (NCHW in and out, NCHWc inside one kernel; weights
 // packed by PackConvWeights) and Conv2DNCHWc (blocked in and out), DepthwiseNCHWc
-// (weights packed by PackDepthwiseWeights) and GroupedNCHWc (PackGroupedWeights), MatMulPacked (B, and
+// (weights packed by PackDepthwiseWeights), GroupedNCHWc (PackGroupedWeights) and
+// GroupedConvBlocked (PackConvWeights over a group's channels), MatMulPacked (B, and
 // optionally A, repacked into panels inside the kernel) and MatMulPrepacked (B in column
 // panels packed at compile time by PackMatMulB). This package is where the target's ISA
 // is read (intrin.GemmTile, DefaultRNN): it picks the micro-kernels and passes vector

@@ -12,8 +12,9 @@ import (
 )
 
 // depthwiseStrategies: depthwise and grouped convolutions on channel blocks
-// (DepthwiseNCHWc, GroupedNCHWc), after the tensorized convolutions (which take one
-// group only) and before generic.
+// (DepthwiseNCHWc; GroupedConvBlocked on the micro-kernel where a group is one tile
+// wide, else GroupedNCHWc), after the tensorized convolutions (which take one group
+// only) and before generic.
 func depthwiseStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 	dw := withRegistry(reg, func(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 		return buildGroups(reg, n, in, epi, t, false)
@@ -30,8 +31,8 @@ func depthwiseStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy 
 }
 
 // groupsBlock is the attributes and channel block of n as the depthwise (grouped
-// false) or grouped strategy computes it on t; ok false when that strategy does not
-// apply or no block fits.
+// false) or grouped strategies compute it on t: an error wrapping ErrNotApplicable when
+// n is not such a convolution, block 0 when no block fits.
 func groupsBlock(t target.Target, n *graph.Node, grouped bool) (DepthwiseAttrs, int64, error) {
 	if grouped {
 		a, err := groupedConv(n)

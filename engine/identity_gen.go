@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 364 files; see Identity.
-const sourceDigest = "78eba4b4a8b683dfeffa34d85ca7e4da"
+// sourceDigest covers 368 files; see Identity.
+const sourceDigest = "038b4b244527539070b97e278f4b133d"

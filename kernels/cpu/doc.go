@@ -8,7 +8,25 @@
 // on the host, the 16 products on the micro-kernel, transforms with their selects
 // unrolled away), conv2d-nchwc-tensorized (float32 2-D convolution
 // with constant weights and one group: pack, micro-kernel conv, unpack with bias in one
-// kernel), matmul/gemm-packed-tensorized (constant B packed into panels on the host;
+// kernel), conv2d-depthwise-nchwc (depthwise.go: float32 2-D convolutions with one group
+// per input channel and any channel multiplier, constant weights repacked on the host to
+// [M/B, KH, KW, B], static padding (explicit, VALID, or SAME over static extents), any
+// kernel, strides and dilations; computed in blocks of B output channels, B the block the
+// input is stored in or else the tensorized convolutions' tile width (depthwiseBlock),
+// refused when neither divides the channels: per output row (batch·block·row, parallel)
+// the padded input rows its window spans are copied into a row-sized buffer, then each
+// tap accumulates over the row's columns with the block's lanes a unit-stride vector
+// loop, and the bias and fused epilogues run on the row buffer, written blocked or
+// unpacked to NCHW; symbolic extents are left to generic), conv2d-grouped-tensorized
+// (depthwise_gemm.go: grouped convolutions whose groups' output channels are the width
+// of a declared tile, as RegNet's groups of 8 on AVX2: GroupedConvBlocked is
+// ConvNCHWBlocked with one input block per group, so each output block's products run on
+// the micro-kernel over its own group's block, scheduled by ScheduleConvBlocked),
+// conv2d-grouped-nchwc
+// (depthwise_grouped.go: the same for grouped convolutions of several input channels per
+// group, blocks of one vector, or of a whole group when it is narrower, that lie within
+// one group: the row buffer holds the group's input channels, each broadcast across the
+// lanes), matmul/gemm-packed-tensorized (constant B packed into panels on the host;
 // A's leading extents, flattened into rows, may be symbolic: the row tiles then end in a
 // tile the micro-kernel takes as partial at run time, and the epilogues view the rows
 // back under the output's symbolic extents; with few row blocks the parallel loop
@@ -37,7 +55,9 @@
 //
 // The definitions only the CPU's tensorized strategies use live here too, beside their
 // host packing: ConvNCHWBlocked (NCHW in and out, NCHWc inside one kernel; weights
-// packed by PackConvWeights) and Conv2DNCHWc (blocked in and out), MatMulPacked (B, and
+// packed by PackConvWeights) and Conv2DNCHWc (blocked in and out), DepthwiseNCHWc
+// (weights packed by PackDepthwiseWeights), GroupedNCHWc (PackGroupedWeights) and
+// GroupedConvBlocked (PackConvWeights over a group's channels), MatMulPacked (B, and
 // optionally A, repacked into panels inside the kernel) and MatMulPrepacked (B in column
 // panels packed at compile time by PackMatMulB). This package is where the target's ISA
 // is read (intrin.GemmTile, DefaultRNN): it picks the micro-kernels and passes vector
@@ -47,7 +67,9 @@
 // matmul's rows): the tile that pads them least, so no shape loses the tensorized
 // strategies (or computes a mostly empty last tile) to the host's default tile width. The blocked layout's anchor
 // (LayoutPolicy) takes the same choice, so a blocked convolution output's block is the
-// width of the tile that writes it.
+// width of the tile that writes it; it anchors depthwise convolutions too, in the block
+// depthwiseBlock chooses, and grouped ones in groupedBlock's, reading their input as it
+// is stored.
 //
 // Recurrent layers (RNN, rnn_build.go) have no compute definition: their loop nest is
 // built directly, per direction an input projection for all time steps on the GEMM

@@ -10,16 +10,23 @@ import (
 // LayoutPolicy is alter-layout's policy for the CPU, consistent with Strategies: a
 // convolution the tensorized strategy takes stores its output in blocks of the
 // micro-kernel's width that convolution's strategy chooses (convGemm: when the output
-// channels are a multiple of it) and reads its
-// input as it is stored; elementwise ops whose inputs of the output's shape share one
-// block (their other inputs broadcasting onto it: scalars, per-channel scales), 2-D and
-// global pooling (a global pool's output blocked where a reader takes it so), Resize
-// of H and W, and concats along the channel axis accept blocked inputs.
+// channels are a multiple of it) and reads its input as it is stored; depthwise and
+// grouped convolutions store their output in the block their strategy computes in
+// (depthwiseBlock, groupedBlock: none, no anchor) and read their input as it is stored;
+// elementwise ops whose inputs of the output's shape share one block (their other inputs
+// broadcasting onto it: scalars, per-channel scales), 2-D and global pooling (a global
+// pool's output blocked where a reader takes it so), Resize of H and W, and concats
+// along the channel axis accept blocked inputs.
 func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 	return &passes.LayoutPolicy{
 		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
 			if n.Op != graph.OpConv {
 				return nil, 0, false
+			}
+			for _, grouped := range []bool{false, true} {
+				if _, b, err := groupsBlock(t, n, grouped); err == nil {
+					return anyBlock(n), b, b != 0
+				}
 			}
 			g := convGemm(t, n)
 			if _, err := convBlocked(n, g); err != nil {
@@ -29,11 +36,7 @@ func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 			if m := n.Inputs[1].Const.Shape[0]; int64(m)%g.NR == 0 {
 				out = g.NR
 			}
-			any := make([]int64, len(n.Inputs))
-			for i := range any {
-				any[i] = -1
-			}
-			return any, out, true
+			return anyBlock(n), out, true
 		},
 		Accepts: func(n *graph.Node, in []int64) (int64, bool) {
 			return accepts(reg, n, in)
@@ -42,6 +45,15 @@ func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 			return (n.Op == graph.OpGlobalAveragePool || n.Op == graph.OpGlobalMaxPool) && len(in) > 0 && in[0] != 0
 		},
 	}
+}
+
+// anyBlock asks for every input of n as it is stored.
+func anyBlock(n *graph.Node) []int64 {
+	any := make([]int64, len(n.Inputs))
+	for i := range any {
+		any[i] = -1
+	}
+	return any
 }
 
 func accepts(reg *kernels.Registry, n *graph.Node, in []int64) (int64, bool) {

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 353 files; see Identity.
-const sourceDigest = "2e55c2ad028fbb2cb1cb8d653efed277"
+// sourceDigest covers 354 files; see Identity.
+const sourceDigest = "fb7898a72abdd7baefc5c2d1d9652ca9"

@@ -22,10 +22,12 @@ import (
 func tensorizedStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 	conv := withRegistry(reg, buildConvBlocked)
 	wino := withRegistry(reg, buildConvWinograd)
+	pw := withRegistry(reg, buildConvPointwise)
 	mm := withRegistry(reg, buildMatMulPacked)
 	bmm := withRegistry(reg, buildMatMulBatched)
 	return map[graph.Op][]kernels.Strategy{
-		graph.OpConv: {{Name: "conv2d-winograd-tensorized", Build: unfused(wino), Fused: wino},
+		graph.OpConv: {{Name: "conv2d-pointwise-tensorized", Build: unfused(pw), Fused: pw},
+			{Name: "conv2d-winograd-tensorized", Build: unfused(wino), Fused: wino},
 			{Name: "conv2d-nchwc-tensorized", Build: unfused(conv), Fused: conv}},
 		graph.OpMatMul: {{Name: "matmul-packed-tensorized", Build: unfused(mm), Fused: mm},
 			{Name: "matmul-batched-tensorized", Build: unfused(bmm), Fused: bmm}},
@@ -368,22 +370,38 @@ func flatEpilogues(reg *kernels.Registry, prod *te.Tensor, oshape []loopir.Expr,
 	for k, e := range oshape {
 		ext[k] = e.(*loopir.IntImm).V
 	}
+	return viewEpilogues(reg, prod, epi, func(x *te.Tensor) (*te.Tensor, bool, error) {
+		if len(x.Shape) < 2 {
+			return nil, false, nil
+		}
+		v, err := rowsView(x, ext)
+		return v, err == nil, err
+	})
+}
+
+// viewEpilogues applies the epilogues to base, a kernel's result under other extents
+// than the node's output, reading each run-time input through view (ok false: as it
+// is). It returns the last stage and, as ApplyEpilogues, the placeholders it reads and
+// their sources.
+func viewEpilogues(reg *kernels.Registry, base *te.Tensor, epi []kernels.Epilogue, view func(*te.Tensor) (*te.Tensor, bool, error)) (*te.Tensor, []*te.Tensor, []kernels.Param, error) {
 	flat := make([]kernels.Epilogue, len(epi))
 	for k, e := range epi {
 		flat[k] = e
 		flat[k].In = append([]kernels.Input{}, e.In...)
 		for i, x := range e.In {
-			if e.From[i] >= 0 || x.T == nil || len(x.T.Shape) < 2 {
+			if e.From[i] >= 0 || x.T == nil {
 				continue
 			}
-			v, err := rowsView(x.T, ext)
+			v, ok, err := view(x.T)
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			flat[k].In[i] = kernels.Input{T: v}
+			if ok {
+				flat[k].In[i] = kernels.Input{T: v}
+			}
 		}
 	}
-	last, _, _, err := kernels.ApplyEpilogues(reg, prod, flat)
+	last, _, _, err := kernels.ApplyEpilogues(reg, base, flat)
 	if err != nil {
 		return nil, nil, nil, err
 	}

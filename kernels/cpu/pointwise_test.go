@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
 	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
@@ -158,5 +159,73 @@ func TestPointwiseConvReadsInPlaceWithTileScratch(t *testing.T) {
 	tile := regexp.MustCompile(fmt.Sprintf(`float v_conv\w*\[%d\] __attribute__\(\(aligned\(64\)\)\);`, g.MR*g.NR))
 	if !tile.MatchString(src.Code) || strings.Contains(src.Code, "__builtin_malloc") {
 		t.Errorf("generated C: want the tile scratch %q and no heap allocation:\n%s", tile, src.Code)
+	}
+}
+
+// TestBlockedConvReadsItsInputInPlace: the blocked convolution over blocked data (and
+// over plain data with a 1×1 kernel) without padding has no padded copy and still
+// matches the reference; with padding it keeps the copy. Output plain and blocked,
+// strides 1 and 2.
+func TestBlockedConvReadsItsInputInPlace(t *testing.T) {
+	reg := kernels.Default()
+	l := Strategies(reg)
+	cases := []struct {
+		xb, c, m, h, w, k int
+		stride, pad       int64
+	}{
+		{8, 16, 32, 9, 10, 1, 1, 0},
+		{8, 16, 32, 9, 10, 1, 2, 0},
+		{16, 32, 48, 8, 7, 3, 1, 0},
+		{16, 32, 48, 8, 7, 3, 2, 0},
+		{8, 16, 32, 9, 10, 3, 1, 1},
+		{0, 24, 32, 11, 9, 1, 2, 0},
+	}
+	for _, tc := range cases {
+		for _, blockedOut := range []bool{false, true} {
+			name := fmt.Sprintf("x/%d %dx%d k%d s%d p%d blocked out %v", tc.xb, tc.c, tc.m, tc.k, tc.stride, tc.pad, blockedOut)
+			a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+			a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
+			a.Strides = []int64{tc.stride, tc.stride}
+			a.Pads = []int64{tc.pad, tc.pad, tc.pad, tc.pad}
+			x, w, bias := f32(81, 1, tc.c, tc.h, tc.w), f32(82, tc.m, tc.c, tc.k, tc.k), f32(83, tc.m)
+			args := []nt.Arg{nt.In(x), nt.C(w), nt.C(bias)}
+			mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+			n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+			run := args
+			if tc.xb != 0 {
+				n.Inputs[0].Type.Block = int64(tc.xb)
+				packed := tensor.MustFromSlice(tensor.Shape{1, tc.c / tc.xb, tc.h, tc.w, tc.xb}, PackNCHWc(x.Data.([]float32), 1, tc.c, tc.h, tc.w, tc.xb))
+				run = []nt.Arg{nt.In(packed), args[1], args[2]}
+			}
+			ot, _ := n.Outputs[0].Type.ConstShape()
+			g := convGemm(target.Host(), n)
+			if blockedOut {
+				if int64(tc.m)%g.NR != 0 {
+					continue
+				}
+				n.Outputs[0].Type.Block = g.NR
+			}
+			in, err := nt.Placeholders(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			impl, err := l.Lower(n, in, target.Host())
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if hasPad := strings.Contains(impl.Trace.String(), "\"pad\""); impl.Strategy != "conv2d-nchwc-tensorized" || hasPad != (tc.pad != 0) {
+				t.Fatalf("%s: strategy %s, padded copy %v:\n%s", name, impl.Strategy, hasPad, impl.Trace)
+			}
+			got, _, err := nt.RunNode(l, n, run)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			v := got[0].Data.([]float32)
+			if blockedOut {
+				v = UnpackNCHWc(v, 1, tc.m, ot[2], ot[3], int(g.NR))
+			}
+			want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{x, w, bias})
+			kerneltest.Close(t, name, v, want)
+		}
 	}
 }

@@ -208,10 +208,19 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Const.Shape[1]) / attrs.CB, int64(w.Const.Shape[2]), int64(w.Const.Shape[3]) * attrs.CB, g.NR}
 	wp := te.Placeholder("w", tensor.Float32, kernels.Static(packed...)...)
 	layout := fmt.Sprintf("OIHW→[O/%d,I/%d,H,W·%d,%d]", g.NR, attrs.CB, attrs.CB, g.NR)
-	bias, params, feeds := convBias(in, []*te.Tensor{x.T, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+	xt := x.T
+	if attrs.XBlock != 0 && attrs.inPlace(int64(w.Const.Shape[3])) {
+		// read in place: the blocks' storage viewed as rows of W·cb
+		ext, err := kernels.Extents(x.T)
+		if err != nil || len(ext) != 5 {
+			return nil, notApplicable("blocked data %v", x.T.Shape)
+		}
+		xt = te.Placeholder("x", tensor.Float32, kernels.Static(ext[0], ext[1], ext[2], ext[3]*ext[4])...)
+	}
+	bias, params, feeds := convBias(in, []*te.Tensor{xt, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
 		return PackConvWeights(v, attrs.CB, attrs.MB)
 	}}})
-	out, err := ConvNCHWBlocked(x.T, wp, bias, m, attrs)
+	out, err := ConvNCHWBlocked(xt, wp, bias, m, attrs)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,10 @@ type ConvBlockedAttrs struct {
 	// BlockedOut leaves the result in the conv stage's storage, [N, M/MB, OH, OW, MB]
 	// (M must be a multiple of MB), instead of unpacking it to NCHW.
 	BlockedOut bool
+	// SplitOut computes the NCHW result as [N, M/MB, MB, OH, OW] (its storage, M a
+	// multiple of MB): the unpacking then reads the conv stage at a permutation of its
+	// own iterators, so that it (and the epilogues) can run under the output row loop.
+	SplitOut bool
 }
 
 // inPlace reports whether the convolution reads x as it is stored, with no padded copy:
@@ -43,7 +47,8 @@ func (a ConvBlockedAttrs) inPlace(kw int64) bool {
 //     kernel over plain data);
 //   - "conv": [N, ⌈M/mb⌉, OH, OW, mb] = Σ pad · w over (input block, kernel row, merged
 //     column·channel), w being the weights prepacked by PackConvWeights;
-//   - "unpack": the NCHW result, with the bias added when bias is not nil.
+//   - "unpack": the NCHW result (viewed as [N, M/mb, mb, OH, OW] with SplitOut), with
+//     the bias added when bias is not nil.
 //
 // C must be a multiple of cb; M need not be a multiple of mb (the weights' padding
 // channels are zero and never unpacked). Horizontal dilation must be 1.
@@ -109,7 +114,7 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 			}
 			return te.Sum(te.Mul(v, w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
 		})
-		return convResult(conv, bias, m, mb, a.BlockedOut)
+		return convResult(conv, bias, m, mb, a)
 	}
 	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, (wd+pl+pr)*cb), func(i []loopir.Expr) loopir.Expr {
 		yy := sub(i[2], i64(pt))
@@ -123,14 +128,26 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		col := add(mul(i[3], i64(a.Strides[1]*cb)), rr.Var)
 		return te.Sum(te.Mul(pad.At(i[0], icb.Var, row, col), w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
 	})
-	return convResult(conv, bias, m, mb, a.BlockedOut)
+	return convResult(conv, bias, m, mb, a)
 }
 
 // convResult is the blocked convolution's result from its "conv" stage: left blocked
 // (with the bias added in block "bias") or unpacked to NCHW in block "unpack".
-func convResult(conv, bias *te.Tensor, m, mb int64, blockedOut bool) (*te.Tensor, error) {
+func convResult(conv, bias *te.Tensor, m, mb int64, a ConvBlockedAttrs) (*te.Tensor, error) {
 	n, oh, ow := conv.Shape[0], conv.Shape[2], conv.Shape[3]
-	if blockedOut {
+	if a.SplitOut {
+		if m%mb != 0 || a.BlockedOut {
+			return nil, fmt.Errorf("BUG: blocked conv2d output of %d channels split in blocks of %d (blocked %v)", m, mb, a.BlockedOut)
+		}
+		return te.Compute("unpack", []loopir.Expr{n, conv.Shape[1], i64(mb), oh, ow}, func(i []loopir.Expr) loopir.Expr {
+			v := conv.At(i[0], i[1], i[3], i[4], i[2])
+			if bias != nil {
+				v = te.Add(v, bias.At(add(mul(i[1], i64(mb)), i[2])))
+			}
+			return v
+		}), nil
+	}
+	if a.BlockedOut {
 		if m%mb != 0 {
 			return nil, fmt.Errorf("BUG: blocked conv2d output of %d channels in blocks of %d", m, mb)
 		}

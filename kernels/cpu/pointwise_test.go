@@ -22,11 +22,11 @@ import (
 // and pixel tiles, a reduction longer than the blocked strategy's channel block, two
 // columns, one row, two images.
 var pointwiseShapes = []struct{ n, c, m, h, w int }{
-	{1, 16, 96, 8, 16},
-	{1, 16, 24, 9, 13},
-	{1, 70, 10, 7, 7},
-	{1, 8, 16, 19, 2},
-	{2, 12, 18, 1, 37},
+	{1, 16, 96, 16, 32},
+	{1, 16, 22, 23, 29},
+	{1, 70, 10, 16, 33},
+	{1, 8, 16, 257, 2},
+	{2, 12, 18, 1, 515},
 }
 
 func pointwiseAttrs() *graph.ConvAttrs {
@@ -226,6 +226,38 @@ func TestBlockedConvReadsItsInputInPlace(t *testing.T) {
 			}
 			want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{x, w, bias})
 			kerneltest.Close(t, name, v, want)
+		}
+	}
+}
+
+// TestBlockedConvEpiloguesUnderTheRow: the blocked convolution with a plain NCHW output
+// and fused activations (a 3×3 window, padded, strides 1 and 2; a 1×1 stride-2 one read
+// in place), with the unpacking and the epilogues under the output row loop, matches the
+// reference.
+func TestBlockedConvEpiloguesUnderTheRow(t *testing.T) {
+	l := Strategies(kernels.Default())
+	f := tensor.Float32
+	silu := []nt.SymStage{{Op: graph.OpSigmoid, Attrs: graph.OpSigmoid.NewAttrs(), Args: []nt.SymArg{nt.SymNone}},
+		{Op: graph.OpMul, Attrs: graph.OpMul.NewAttrs(), Args: []nt.SymArg{nt.SymNone, nt.SymNone}, Anchor: []int{1}}}
+	hswish := []nt.SymStage{{Op: graph.OpHardSwish, Attrs: graph.OpHardSwish.NewAttrs(), Args: []nt.SymArg{nt.SymNone}}}
+	residual := []nt.SymStage{{Op: graph.OpAdd, Attrs: graph.OpAdd.NewAttrs(), At: 1, Args: []nt.SymArg{nt.Sym(f, "1", "32", "5", "6"), nt.SymNone}}}
+	for _, tc := range []struct {
+		k, stride int64
+		stages    []nt.SymStage
+	}{{3, 1, silu}, {3, 2, hswish}, {1, 2, silu}, {3, 2, residual}} {
+		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+		a.KernelShape, a.Strides = []int64{tc.k, tc.k}, []int64{tc.stride, tc.stride}
+		h, w := "9", "11"
+		if tc.k == 3 {
+			a.Pads = []int64{1, 1, 1, 1}
+		}
+		if tc.stride == 1 {
+			h, w = "5", "6"
+		}
+		args := []nt.SymArg{nt.Sym(f, "1", "8", h, w), nt.SymC(f32(91, 32, 8, int(tc.k), int(tc.k))), nt.SymC(f32(92, 32))}
+		got := nt.CheckSymbolicFused(t, l, graph.OpConv, a, args, tc.stages, map[string]int64{})
+		if got != "conv2d-nchwc-tensorized+epilogue" {
+			t.Fatalf("k%d s%d: strategy %s", tc.k, tc.stride, got)
 		}
 	}
 }

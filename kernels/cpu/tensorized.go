@@ -220,16 +220,32 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	bias, params, feeds := convBias(in, []*te.Tensor{xt, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
 		return PackConvWeights(v, attrs.CB, attrs.MB)
 	}}})
+	oext, static := n.Outputs[0].Type.ConstShape()
+	attrs.SplitOut = !attrs.BlockedOut && static && m%g.NR == 0
 	out, err := ConvNCHWBlocked(xt, wp, bias, m, attrs)
 	if err != nil {
 		return nil, err
 	}
-	s, feeds, err := withEpilogues(reg, n, out, params, feeds, epi)
-	if err != nil {
+	var s *schedule.Schedule
+	if attrs.SplitOut {
+		// the epilogues run on the result's [N, M/mb, mb, OH, OW] view of NCHW
+		ext := []int64{int64(oext[0]), int64(oext[1]), int64(oext[2]), int64(oext[3])}
+		last, eparams, efeeds, err := viewEpilogues(reg, out, epi, func(v *te.Tensor) (*te.Tensor, bool, error) {
+			return splitView(v, ext, g.NR)
+		})
+		if err != nil {
+			return nil, err
+		}
+		f, err := te.Lower(kernels.KernelName(n), append(params, eparams...), []*te.Tensor{last})
+		if err != nil {
+			return nil, err
+		}
+		s, feeds = schedule.New(f), append(feeds, efeeds...)
+	} else if s, feeds, err = withEpilogues(reg, n, out, params, feeds, epi); err != nil {
 		return nil, err
 	}
-	// bias and epilogues become one elementwise nest: under the output rows when the
-	// result stays blocked, a nest of its own after unpacking otherwise
+	// unpacking, bias and epilogues become one elementwise nest: under the output rows
+	// when the result stays blocked or is split in blocks, a nest of its own otherwise
 	last, err := inlineChain(s, "pad", "conv")
 	if err != nil {
 		return nil, err
@@ -238,7 +254,7 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 		last = ""
 	}
 	rowEpilogue := last
-	if attrs.BlockedOut == false {
+	if !attrs.BlockedOut && !attrs.SplitOut {
 		rowEpilogue = ""
 	}
 	if err := ScheduleConvBlocked(s, g, true, rowEpilogue, attrs.CB); err != nil {
@@ -491,4 +507,36 @@ func rowsOf(lead []loopir.Expr) loopir.Expr {
 		out = loopir.Bin(loopir.Mul, out, e)
 	}
 	return out
+}
+
+// splitView reads v, an epilogue input broadcast against an NCHW output of extents ext,
+// as [N, M/mb, mb, OH, OW] (the blocked convolution's split result); ok is false where v
+// needs no view (a scalar).
+func splitView(v *te.Tensor, ext []int64, mb int64) (*te.Tensor, bool, error) {
+	if len(v.Shape) == 0 {
+		return nil, false, nil
+	}
+	off := len(ext) - len(v.Shape)
+	if off < 0 {
+		return nil, false, notApplicable("epilogue input of rank %d on an output of rank %d", len(v.Shape), len(ext))
+	}
+	ve := make([]int64, len(v.Shape))
+	for k, e := range v.Shape {
+		c, ok := e.(*loopir.IntImm)
+		if !ok || (c.V != 1 && c.V != ext[off+k]) {
+			return nil, false, notApplicable("epilogue input %v on an output of extents %v", v.Shape, ext)
+		}
+		ve[k] = c.V
+	}
+	return te.Compute("split_"+v.Name, kernels.Static(ext[0], ext[1]/mb, mb, ext[2], ext[3]), func(i []loopir.Expr) loopir.Expr {
+		full := []loopir.Expr{i[0], add(mul(i[1], i64(mb)), i[2]), i[3], i[4]}
+		idx := make([]loopir.Expr, len(v.Shape))
+		for k := range idx {
+			idx[k] = full[off+k]
+			if ve[k] == 1 {
+				idx[k] = loopir.Int(0)
+			}
+		}
+		return v.At(idx...)
+	}), true, nil
 }

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 354 files; see Identity.
-const sourceDigest = "edb9b0f5624dae3ccbe7a9df7d2e8eb3"
+const sourceDigest = "aa469f1b333b2d236dfe9b4a052bbea4"

@@ -26,6 +26,15 @@ func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) err
 // (the input channel block), the padded copy's column loop is split into columns and
 // the channels of a block, the inner loop a contiguous, vectorized copy.
 func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64) error {
+	return scheduleConvBlocked(s, g, parallel, epilogue, cb, false)
+}
+
+// scheduleConvBlocked is ScheduleConvBlocked; with split, the epilogue computes the
+// split NCHW result [N, M/mb, mb, OH, OW] (ConvBlockedAttrs.SplitOut): its loops under
+// the row are reordered so that the channel within the block, along which the row
+// buffer is contiguous, is the inner, vectorized loop (the stores then a channel plane
+// apart, the activations' arithmetic in vectors).
+func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64, split bool) error {
 	mr := g.MR
 	if s.HasBlock("pad") { // else the conv reads its input in place
 		if err := schedulePad(s, parallel, cb); err != nil {
@@ -70,7 +79,15 @@ func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epi
 		if err != nil {
 			return err
 		}
-		if err := s.Vectorize(el[len(el)-1]); err != nil {
+		inner := el[len(el)-1]
+		if split && len(el) >= 3 {
+			j, oh, ow := el[len(el)-3], el[len(el)-2], el[len(el)-1]
+			if err := s.Reorder(oh, ow, j); err != nil {
+				return err
+			}
+			inner = j
+		}
+		if err := s.Vectorize(inner); err != nil {
 			return err
 		}
 	}

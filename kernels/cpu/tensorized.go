@@ -257,7 +257,7 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	if !attrs.BlockedOut && !attrs.SplitOut {
 		rowEpilogue = ""
 	}
-	if err := ScheduleConvBlocked(s, g, true, rowEpilogue, attrs.CB); err != nil {
+	if err := scheduleConvBlocked(s, g, true, rowEpilogue, attrs.CB, attrs.SplitOut); err != nil {
 		return nil, err
 	}
 	if last != "" && rowEpilogue == "" {

@@ -129,7 +129,13 @@ type cEmitter struct {
 	bc         string                 // where a failed check is recorded here ("&kiln_bounds" in the kernel)
 	localIDs   map[*loopir.Buffer]int // the numbers checks report for local allocations
 	prechecked map[any]bool           // loads and stores whose range was checked before their loop
+	loopDepth  int                    // loops enclosing the statement being printed
 }
+
+// maxStackScratch is the largest allocation inside a loop that a host kernel keeps on
+// the stack (a tile's or a row's scratch, allocated per iteration): larger ones and those
+// outside loops come from the heap.
+const maxStackScratch = 32 << 10
 
 // intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
 type intrinSet struct {
@@ -291,6 +297,15 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		t := e.ctype(s.Buf.DT)
 		n := s.Buf.Elements()
 		id := e.ident(s.Buf, s.Buf.Name)
+		if k, ok := e.constElements(s.Buf); ok && e.loopDepth > 0 && k*int64(s.Buf.DT.Size()) <= maxStackScratch {
+			fmt.Fprintf(e.b, "%s{\n%s  %s %s[%d] __attribute__((aligned(64)));\n", pad, pad, t, id, k)
+			if e.opts.BoundsCheck {
+				e.bufferID(s.Buf)
+			}
+			e.stmt(s.Body, depth+1)
+			fmt.Fprintf(e.b, "%s}\n", pad)
+			return
+		}
 		fmt.Fprintf(e.b, "%s{\n%s  %s *%s%s = (%s *)__builtin_malloc(sizeof(%s) * (%s));\n", pad, pad, t, e.restrict(), id, t, t, e.expr(n))
 		fmt.Fprintf(e.b, "%s  if (!%s) { %s }\n", pad, id, e.retErr)
 		if e.opts.BoundsCheck {

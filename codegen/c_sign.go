@@ -70,7 +70,9 @@ func (e *cEmitter) inside(s *loopir.For) func() {
 	for _, d := range dims {
 		e.positive[d]++
 	}
+	e.loopDepth++
 	return func() {
+		e.loopDepth--
 		for _, d := range dims {
 			e.positive[d]--
 		}

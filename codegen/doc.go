@@ -15,7 +15,10 @@
 // compiling a kernel; EmitC and EmitCWith print through it. Every kernel follows the
 // calling convention of package devices: int kernel(void *const *bufs, const long long
 // *dims, void *ctx), buffers in parameter order and symbolic dims in PrimFunc.Dims
-// order, returning 0 or an error code.
+// order, returning 0 or an error code. A local allocation comes from the heap
+// (__builtin_malloc, freed at the end of its scope), except one of constant size up to
+// maxStackScratch inside a loop: a tile's or a row's scratch allocated per iteration
+// (compact_at), which is a 64-byte-aligned array on the stack.
 //
 // GPU dialects (gpu.go, dialect_gpu.go): CUDADialect (CUDA C++ for NVRTC) and
 // OpenCLDialect (OpenCL C 1.2) print through the same emitter; their ParallelForm is

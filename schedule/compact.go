@@ -1,8 +1,63 @@
 package schedule
 
 import (
+	"errors"
+
 	"github.com/kilnrt/kiln/loopir"
 )
+
+// CompactAt allocates the local buffer that block b stores into under loop l, shrunk to
+// the region that the accesses under one iteration of l cover, inside l: a temporary
+// that a consumer moved under l (reverse_compute_at) reads right after its producer
+// wrote it becomes per-iteration scratch of the region's size (on the host, a stack
+// array when small: see codegen) instead of a whole-tensor allocation. Every load and
+// store of the buffer must be under l, and the stores under l must cover the region
+// densely (so no element read under an iteration was written by another one). Call it
+// before tensorize: an intrinsic call's footprint is not analyzed.
+func (s *Schedule) CompactAt(b BlockRV, l LoopRV) error {
+	const prim = "compact_at"
+	blk, bufs, err := s.elementBlock(prim, b)
+	if err != nil {
+		return err
+	}
+	if len(bufs) != 1 {
+		return s.errf(prim, "block %s stores into %d buffers, want 1", blk.Name, len(bufs))
+	}
+	buf := bufs[0]
+	at, err := s.loop(prim, l)
+	if err != nil {
+		return err
+	}
+	if buf.Scope != loopir.ScopeLocal || !s.allocations()[buf] {
+		return s.errf(prim, "%s is not a local buffer the function allocates", buf.Name)
+	}
+	var under [2][]access
+	for k, stores := range []bool{false, true} {
+		all, err1 := collectAccesses(s.f.Body, buf, stores)
+		in, err2 := collectAccesses(at.Body, buf, stores)
+		if err := errors.Join(err1, err2); err != nil {
+			return s.errf(prim, "%v", err)
+		}
+		if len(all) != len(in) {
+			return s.errf(prim, "%s is also accessed outside loop %s", buf.Name, at.Var.Name)
+		}
+		under[k] = in
+	}
+	if len(under[1]) == 0 {
+		return s.errf(prim, "nothing under loop %s stores into %s", at.Var.Name, buf.Name)
+	}
+	an := s.analyzerAt(at)
+	region, err := coverRegion(an, append(append([]access{}, under[0]...), under[1]...), len(buf.Shape))
+	if err != nil {
+		return s.errf(prim, "region of %s under %s: %v", buf.Name, at.Var.Name, err)
+	}
+	if err := denseCover(an, under[1], region); err != nil {
+		return s.errf(prim, "the stores into %s under %s leave holes in their region: %v", buf.Name, at.Var.Name, err)
+	}
+	s.compactAt(an, at.Var, buf, region)
+	s.trace.add(prim, []string{string(b), string(l)}, nil, nil, nil)
+	return nil
+}
 
 // compactAt allocates the local buffer buf under the loop of variable at, shrunk to
 // region (per axis [Min, Min+Extent), Min an expression of at and the loops above it),

@@ -99,8 +99,9 @@ func (s *Schedule) ComputeAt(b BlockRV, l LoopRV) error {
 
 // ReverseComputeAt moves a consumer block under loop l of its producer: at every
 // iteration of l, the consumer computes the elements whose input the statements under l
-// have just finished writing. The consumer must be elementwise in that input (it reads
-// it at exactly its own iterators) and the producer's writes must be complete within an
+// have just finished writing. The consumer must be elementwise in that input up to an
+// order of the axes (it reads it at exactly its own iterators, possibly permuted: a
+// layout change from blocked to plain storage) and the producer's writes must be complete within an
 // iteration of l (no reduction loop of the producer at or above l).
 //
 // Under a loop bound to a threadIdx axis, an allocated local input is compacted to the
@@ -127,8 +128,9 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 	if input == nil {
 		return s.errf(prim, "block %s reads nothing written under loop %s", blk.Name, at.Var.Name)
 	}
-	if !readsAtIters(blk, input) {
-		return s.errf(prim, "block %s does not read %s at exactly its iterators", blk.Name, input.Name)
+	perm, ok := readsAtPermutedIters(blk, input)
+	if !ok {
+		return s.errf(prim, "block %s does not read %s at exactly its iterators (in some order)", blk.Name, input.Name)
 	}
 	// moving the consumer earlier must not make it read anything before it is written
 	order := blockOrder(s.f.Body)
@@ -178,7 +180,11 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV) error {
 			return s.errf(prim, "%s is also read outside loop %s", input.Name, at.Var.Name)
 		}
 	}
-	nest := s.renest(an, blk, region)
+	own := make([]dimRange, len(region)) // the region over the consumer's iterators
+	for d, r := range region {
+		own[perm[d]] = r
+	}
+	nest := s.renest(an, blk, own)
 	s.removeNest(root)
 	s.replaceLoop(at.Var, func(f *loopir.For) loopir.Stmt {
 		return &loopir.For{Var: f.Var, Min: f.Min, Extent: f.Extent, Kind: f.Kind, Body: loopir.Seq{f.Body, nest}, Annotations: f.Annotations}
@@ -272,6 +278,49 @@ func storeList(st loopir.Stmt) ([]*loopir.Store, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// readsAtPermutedIters reports whether every load of buf in the block is at its
+// iterators, all spatial, in one order: index d is iterator perm[d] (a transpose reads
+// its input so; perm is the identity for an elementwise consumer).
+func readsAtPermutedIters(blk *loopir.Block, buf *loopir.Buffer) ([]int, bool) {
+	pos := map[loopir.Expr]int{}
+	for i, it := range blk.Iters {
+		if it.Kind != loopir.Spatial {
+			return nil, false
+		}
+		pos[it.Var] = i
+	}
+	var perm []int
+	ok := true
+	for _, st := range []loopir.Stmt{blk.Init, blk.Body} {
+		loopir.MapStmt(st, func(e loopir.Expr) loopir.Expr {
+			l, isLoad := e.(*loopir.Load)
+			if !isLoad || l.Buf != buf {
+				return e
+			}
+			if len(l.Index) != len(blk.Iters) {
+				ok = false
+				return e
+			}
+			p := make([]int, len(l.Index))
+			seen := make([]bool, len(l.Index))
+			for d, x := range l.Index {
+				i, found := pos[x]
+				if !found || seen[i] {
+					ok = false
+					return e
+				}
+				p[d], seen[i] = i, true
+			}
+			if perm != nil && !slices.Equal(perm, p) {
+				ok = false
+			}
+			perm = p
+			return e
+		}, nil)
+	}
+	return perm, ok && perm != nil
 }
 
 // readsAtIters reports whether every load of buf in the block is at its iterators.

@@ -10,12 +10,17 @@
 // split and fuse refuse a bound loop, so bind comes last); block placement
 // compute_inline, reverse_compute_inline, compute_at and reverse_compute_at
 // (the moved block covers the region its consumers read, or its producer wrote, under
-// the target loop: per-axis bounds from affine indices with constant coefficients;
+// the target loop; reverse_compute_at takes a consumer that reads its input at its own
+// iterators in another order, a layout change, and covers the permuted region; per-axis bounds from affine indices with constant coefficients;
 // compute_at moves a reduction, which reads its own accumulator, and an arg-reduction,
 // which stores an index and a value at the same point, and allocates a local buffer
 // whose every access is then under the loop there, shrunk to the region and indexed
 // relative to it: under a loop bound to threadIdx, each thread's own storage);
-// cache_read and cache_write (a copy in a buffer of scope local or shared);
+// compact_at (a local buffer whose every access is under a loop, its stores there
+// covering their region densely, is allocated in that loop over just the region: a
+// consumer moved under the loop by reverse_compute_at then reads a tile-sized
+// temporary instead of a whole-tensor one); cache_read and cache_write (a copy in a
+// buffer of scope local or shared);
 // decompose_reduction; add_unit_loop (a loop of one iteration around a block, so that
 // a block without loops can be bound); storage_align (padded strides of a local
 // buffer); tensorize (a perfect nest matched structurally against a loopir.TensorIntrin

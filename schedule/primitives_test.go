@@ -237,3 +237,56 @@ func TestAnnotateAndStorageAlign(t *testing.T) {
 	closeTo(t, "aligned", kerneltest.Run(t, s.Func(), nil, 48, a, b, bias), wantMatmulBiasRelu(a, b, bias))
 	replayed(t, s, matmulBiasRelu(t))
 }
+
+// TestReverseComputeAtTransposingConsumerThenCompactAt moves a consumer that reads the
+// product transposed, E[j, i] = max(C[i, j] + bias[j], 0), under C's row loop (it then
+// writes a column of E per row), and compact_at shrinks C to one row allocated in that
+// loop; the result is unchanged and the trace replays.
+func TestReverseComputeAtTransposingConsumerThenCompactAt(t *testing.T) {
+	build := func(t *testing.T) *loopir.PrimFunc {
+		a := te.Placeholder("A", tensor.Float32, loopir.Int(6), loopir.Int(5))
+		b := te.Placeholder("B", tensor.Float32, loopir.Int(5), loopir.Int(8))
+		bias := te.Placeholder("bias", tensor.Float32, loopir.Int(8))
+		r := te.RAxis("k", loopir.Int(5))
+		c := te.Compute("C", []loopir.Expr{loopir.Int(6), loopir.Int(8)}, func(i []loopir.Expr) loopir.Expr {
+			return te.Sum(te.Mul(a.At(i[0], r.Var), b.At(r.Var, i[1])), r)
+		})
+		e := te.Compute("E", []loopir.Expr{loopir.Int(8), loopir.Int(6)}, func(i []loopir.Expr) loopir.Expr {
+			return te.MaxOf(te.Add(c.At(i[1], i[0]), bias.At(i[0])), loopir.Float(0, tensor.Float32))
+		})
+		f, err := te.Lower("mm_t", []*te.Tensor{a, b, bias}, []*te.Tensor{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	s := New(build(t))
+	c, cl := mustLoops(t, s, "C")
+	e, _ := s.GetBlock("E")
+	if err := s.CompactAt(c, cl[0]); !errors.Is(err, ErrSchedule) {
+		t.Errorf("compact_at while E reads C outside the row loop: got %v, want ErrSchedule", err)
+	}
+	if err := s.ReverseComputeAt(e, cl[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompactAt(c, cl[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := loopir.Verify(s.Func()); err != nil {
+		t.Fatal(err)
+	}
+	text := loopir.Print(s.Func())
+	if !strings.Contains(text, "alloc C: f32[1, 8]") {
+		t.Errorf("C is not one row:\n%s", text)
+	}
+	a, b, bias := kerneltest.Random(32, 30), kerneltest.Random(33, 40), kerneltest.Random(34, 8)
+	rows := wantMatmulBiasRelu(a, b, bias)
+	want := make([]float32, 48)
+	for i := 0; i < 6; i++ {
+		for j := 0; j < 8; j++ {
+			want[j*6+i] = rows[i*8+j]
+		}
+	}
+	closeTo(t, "transposed matmul+bias+relu", kerneltest.Run(t, s.Func(), nil, 48, a, b, bias), want)
+	replayed(t, s, build(t))
+}

@@ -173,13 +173,16 @@ func (t *Trace) Replay(f *loopir.PrimFunc, intrins ...*loopir.TensorIntrin) (*Sc
 			if err := s.Tensorize(LoopRV(in[0]), intrin); err != nil {
 				return nil, err
 			}
-		case "compute_at", "reverse_compute_at":
+		case "compute_at", "reverse_compute_at", "compact_at":
 			if len(in) != 2 {
 				return nil, fmt.Errorf("%w: %s takes a block and a loop", ErrSchedule, inst.Op)
 			}
 			apply := s.ComputeAt
-			if inst.Op == "reverse_compute_at" {
+			switch inst.Op {
+			case "reverse_compute_at":
 				apply = s.ReverseComputeAt
+			case "compact_at":
+				apply = s.CompactAt
 			}
 			if err := apply(BlockRV(in[0]), LoopRV(in[1])); err != nil {
 				return nil, err

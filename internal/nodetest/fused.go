@@ -22,6 +22,9 @@ type SymStage struct {
 	Attrs any
 	At    int
 	Args  []SymArg
+	// Anchor lists further inputs that read the anchor's result (x·sigmoid(x) is
+	// Sigmoid, then Mul with the anchor at the other input); give SymNone there.
+	Anchor []int
 }
 
 // FusedLowerer implements a node and its elementwise epilogues in one kernel
@@ -68,6 +71,9 @@ func checkFused(t *testing.T, l FusedLowerer, op graph.Op, attrs any, args []Sym
 			from[i] = -1
 		}
 		from[st.At] = k
+		for _, i := range st.Anchor {
+			from[i] = 0
+		}
 		in = append(in, ein)
 		epi = append(epi, kernels.Epilogue{Node: nodes[k+1], In: ein, From: from})
 	}
@@ -115,6 +121,9 @@ func chain(t testing.TB, b *graph.Builder, op graph.Op, attrs any, stages []SymS
 	for k, st := range stages {
 		v := append([]*graph.Value{}, vals[k+1]...)
 		v[st.At] = outs[0]
+		for _, i := range st.Anchor {
+			v[i] = nodes[0].Outputs[0]
+		}
 		if outs, err = b.Node(st.Op, st.Attrs, 1, v...); err != nil {
 			t.Fatal(err)
 		}

@@ -19,17 +19,36 @@ type ConvBlockedAttrs struct {
 	// BlockedOut leaves the result in the conv stage's storage, [N, M/MB, OH, OW, MB]
 	// (M must be a multiple of MB), instead of unpacking it to NCHW.
 	BlockedOut bool
+	// SplitOut computes the NCHW result as [N, M/MB, MB, OH, OW] (its storage, M a
+	// multiple of MB): the unpacking then reads the conv stage at a permutation of its
+	// own iterators, so that it (and the epilogues) can run under the output row loop.
+	SplitOut bool
 }
 
-// ConvNCHWBlocked is a convolution that reads NCHW data (or blocked data, XBlock) and
-// writes NCHW results (or leaves them blocked, BlockedOut) but computes in blocked
-// layouts, the form the CPU strategy tensorizes, in three stages:
+// inPlace reports whether the convolution reads x as it is stored, with no padded copy:
+// no padding, and either x blocked in blocks of CB (its storage is then the padded
+// copy's layout) or a 1×1 kernel over plain NCHW data (the merged reduction axis is
+// then the input channel, read a channel plane apart).
+func (a ConvBlockedAttrs) inPlace(kw int64) bool {
+	if a.Pads != [4]int64{} {
+		return false
+	}
+	return a.XBlock == a.CB || (a.XBlock == 0 && kw == 1)
+}
+
+// ConvNCHWBlocked is a convolution that reads NCHW data (or blocked data, XBlock: x
+// [N, C/XBlock, H, W, XBlock], or when read in place its merged view [N, C/XBlock, H,
+// W·XBlock]) and writes NCHW results (or leaves them blocked, BlockedOut) but computes
+// in blocked layouts, the form the CPU strategy tensorizes, in three stages:
 //
 //   - "pad": x repacked into [N, C/cb, H+pt+pb, (W+pl+pr)·cb] with zero borders (the
-//     kernel column and input channel merge into one contiguous reduction axis);
+//     kernel column and input channel merge into one contiguous reduction axis); none
+//     when x is read in place (no padding, and x blocked in blocks of cb or a 1×1
+//     kernel over plain data);
 //   - "conv": [N, ⌈M/mb⌉, OH, OW, mb] = Σ pad · w over (input block, kernel row, merged
 //     column·channel), w being the weights prepacked by PackConvWeights;
-//   - "unpack": the NCHW result, with the bias added when bias is not nil.
+//   - "unpack": the NCHW result (viewed as [N, M/mb, mb, OH, OW] with SplitOut), with
+//     the bias added when bias is not nil.
 //
 // C must be a multiple of cb; M need not be a multiple of mb (the weights' padding
 // channels are zero and never unpacked). Horizontal dilation must be 1.
@@ -38,8 +57,15 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 	if err != nil {
 		return nil, err
 	}
-	if len(ext) == 5 && a.XBlock == ext[4] {
+	merged := false
+	switch {
+	case len(ext) == 5 && a.XBlock == ext[4]:
 		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
+	case len(ext) == 4 && a.XBlock != 0: // blocked data viewed as [N, C/XBlock, H, W·XBlock]
+		if ext[3]%a.XBlock != 0 {
+			return nil, fmt.Errorf("BUG: blocked conv2d: merged data %v in blocks of %d", ext, a.XBlock)
+		}
+		ext, merged = []int64{ext[0], ext[1] * a.XBlock, ext[2], ext[3] / a.XBlock}, true
 	}
 	if len(ext) != 4 {
 		return nil, kernels.Unsupported("blocked conv2d: data of rank %d", len(ext))
@@ -70,6 +96,26 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		return nil, kernels.Unsupported("blocked conv2d: empty output %dx%d", oh, ow)
 	}
 	dt := x.DT
+	icb, ry, rr := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh)), te.RAxis("rr", i64(kw*cb))
+	if merged != (a.inPlace(kw) && a.XBlock != 0) {
+		return nil, fmt.Errorf("BUG: blocked conv2d: data %v read in place %v, merged %v", x.Shape, a.inPlace(kw), merged)
+	}
+	if a.inPlace(kw) {
+		// the micro-kernels read x itself: blocked data [N, C/cb, H, W, cb] is the
+		// padded copy's [N, C/cb, H, W·cb] (row = its column times cb plus the channel);
+		// plain data is read at channel icb·cb + rr of column ow·stride
+		conv := te.Compute("conv", kernels.Static(n, wext[0], oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
+			row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
+			var v loopir.Expr
+			if a.XBlock == 0 {
+				v = x.At(i[0], add(mul(icb.Var, i64(cb)), rr.Var), row, mul(i[3], i64(a.Strides[1])))
+			} else {
+				v = x.At(i[0], icb.Var, row, add(mul(i[3], i64(a.Strides[1]*cb)), rr.Var))
+			}
+			return te.Sum(te.Mul(v, w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
+		})
+		return convResult(conv, bias, m, mb, a)
+	}
 	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, (wd+pl+pr)*cb), func(i []loopir.Expr) loopir.Expr {
 		yy := sub(i[2], i64(pt))
 		xx := sub(div(i[3], i64(cb)), i64(pl))
@@ -77,12 +123,30 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
 		return te.Select(cond, read(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)), loopir.Float(0, dt))
 	})
-	icb, ry, rr := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh)), te.RAxis("rr", i64(kw*cb))
 	conv := te.Compute("conv", kernels.Static(n, wext[0], oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
 		row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
 		col := add(mul(i[3], i64(a.Strides[1]*cb)), rr.Var)
 		return te.Sum(te.Mul(pad.At(i[0], icb.Var, row, col), w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
 	})
+	return convResult(conv, bias, m, mb, a)
+}
+
+// convResult is the blocked convolution's result from its "conv" stage: left blocked
+// (with the bias added in block "bias") or unpacked to NCHW in block "unpack".
+func convResult(conv, bias *te.Tensor, m, mb int64, a ConvBlockedAttrs) (*te.Tensor, error) {
+	n, oh, ow := conv.Shape[0], conv.Shape[2], conv.Shape[3]
+	if a.SplitOut {
+		if m%mb != 0 || a.BlockedOut {
+			return nil, fmt.Errorf("BUG: blocked conv2d output of %d channels split in blocks of %d (blocked %v)", m, mb, a.BlockedOut)
+		}
+		return te.Compute("unpack", []loopir.Expr{n, conv.Shape[1], i64(mb), oh, ow}, func(i []loopir.Expr) loopir.Expr {
+			v := conv.At(i[0], i[1], i[3], i[4], i[2])
+			if bias != nil {
+				v = te.Add(v, bias.At(add(mul(i[1], i64(mb)), i[2])))
+			}
+			return v
+		}), nil
+	}
 	if a.BlockedOut {
 		if m%mb != 0 {
 			return nil, fmt.Errorf("BUG: blocked conv2d output of %d channels in blocks of %d", m, mb)
@@ -94,7 +158,7 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 			return te.Add(conv.At(i...), bias.At(add(mul(i[1], i64(mb)), i[4])))
 		}), nil
 	}
-	return te.Compute("unpack", kernels.Static(n, m, oh, ow), func(i []loopir.Expr) loopir.Expr {
+	return te.Compute("unpack", []loopir.Expr{n, i64(m), oh, ow}, func(i []loopir.Expr) loopir.Expr {
 		v := conv.At(i[0], div(i[1], i64(mb)), i[2], i[3], loopir.Bin(loopir.Mod, i[1], i64(mb)))
 		if bias != nil {
 			v = te.Add(v, bias.At(i[1]))

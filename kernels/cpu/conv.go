@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kilnrt/kiln/intrin"
@@ -20,34 +21,23 @@ func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) err
 
 // ScheduleConvBlocked is ScheduleConv2DNCHWc with an optional epilogue: an elementwise
 // block reading the conv result (a bias add) moved under the output row loop, so each
-// row gets it right after the micro-kernels wrote it, while it is in cache. With cb > 0
+// row gets it right after the micro-kernels wrote it, while it is in cache; the conv
+// result is then one row's local buffer (compact_at), not a whole-output temporary. With cb > 0
 // (the input channel block), the padded copy's column loop is split into columns and
 // the channels of a block, the inner loop a contiguous, vectorized copy.
 func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64) error {
+	return scheduleConvBlocked(s, g, parallel, epilogue, cb, false)
+}
+
+// scheduleConvBlocked is ScheduleConvBlocked; with split, the epilogue computes the
+// split NCHW result [N, M/mb, mb, OH, OW] (ConvBlockedAttrs.SplitOut): its loops under
+// the row are reordered so that the channel within the block, along which the row
+// buffer is contiguous, is the inner, vectorized loop (the stores then a channel plane
+// apart, the activations' arithmetic in vectors).
+func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64, split bool) error {
 	mr := g.MR
-	pb, err := s.GetBlock("pad")
-	if err != nil {
-		return err
-	}
-	pl, err := s.GetLoops(pb)
-	if err != nil {
-		return err
-	}
-	prow, err := s.Fuse(pl[0], pl[1], pl[2])
-	if err != nil {
-		return err
-	}
-	if cb > 1 {
-		cols, err := s.Split(pl[3], []int64{-1, cb})
-		if err != nil {
-			return err
-		}
-		if err := s.Vectorize(cols[1]); err != nil {
-			return err
-		}
-	}
-	if parallel {
-		if err := s.Parallel(prow); err != nil {
+	if s.HasBlock("pad") { // else the conv reads its input in place
+		if err := schedulePad(s, parallel, cb); err != nil {
 			return err
 		}
 	}
@@ -81,11 +71,23 @@ func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epi
 		if err := s.ReverseComputeAt(e, oh); err != nil {
 			return err
 		}
+		// the row then lives in a row-sized local buffer, not a whole-output one
+		if err := s.CompactAt(c, oh); err != nil && !errors.Is(err, schedule.ErrSchedule) {
+			return err
+		}
 		el, err := s.GetLoops(e)
 		if err != nil {
 			return err
 		}
-		if err := s.Vectorize(el[len(el)-1]); err != nil {
+		inner := el[len(el)-1]
+		if split && len(el) >= 3 {
+			j, oh, ow := el[len(el)-3], el[len(el)-2], el[len(el)-1]
+			if err := s.Reorder(oh, ow, j); err != nil {
+				return err
+			}
+			inner = j
+		}
+		if err := s.Vectorize(inner); err != nil {
 			return err
 		}
 	}
@@ -98,6 +100,37 @@ func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epi
 	}
 	if parallel {
 		return s.Parallel(row)
+	}
+	return nil
+}
+
+// schedulePad schedules the padded copy "pad": rows in parallel, and with cb > 1 the
+// column loop split into columns and the channels of a block, the inner loop a
+// contiguous, vectorized copy.
+func schedulePad(s *schedule.Schedule, parallel bool, cb int64) error {
+	pb, err := s.GetBlock("pad")
+	if err != nil {
+		return err
+	}
+	pl, err := s.GetLoops(pb)
+	if err != nil {
+		return err
+	}
+	prow, err := s.Fuse(pl[0], pl[1], pl[2])
+	if err != nil {
+		return err
+	}
+	if cb > 1 {
+		cols, err := s.Split(pl[3], []int64{-1, cb})
+		if err != nil {
+			return err
+		}
+		if err := s.Vectorize(cols[1]); err != nil {
+			return err
+		}
+	}
+	if parallel {
+		return s.Parallel(prow)
 	}
 	return nil
 }

@@ -1,14 +1,24 @@
 // Package cpu holds the CPU strategies of the operator inventory: for a compute
 // definition from package kernels, a schedule (split, reorder, parallel, tensorize...)
-// with its knobs (tile sizes and the like, fixed: no tuner is built), expressed as
+// with its knobs (tile sizes and the like: the default rule's values, or a tuning record's), expressed as
 // schedule primitives so that every decision lands in the trace.
 //
 // Strategies(reg) is the CPU table: conv2d-winograd-tensorized (3×3, stride 1, at least
 // 128 input channels and 7 output tiles a side: Winograd F(2×2, 3×3), weights transformed
 // on the host, the 16 products on the micro-kernel, transforms with their selects
-// unrolled away), conv2d-nchwc-tensorized (float32 2-D convolution
-// with constant weights and one group: pack, micro-kernel conv, unpack with bias in one
-// kernel), conv2d-depthwise-nchwc (depthwise.go: float32 2-D convolutions with one group
+// unrolled away), conv2d-pointwise-tensorized (pointwise.go: a 1×1, stride-1,
+// unpadded convolution over plain NCHW data of at least minPointwisePixels pixels, as
+// the product w[M, C]·x[C, H·W]: the micro-kernel's rows are output channels and its
+// columns a channel's contiguous pixels, so x is read and the NCHW output written in
+// place, with no padded copy and no unpacking; bias and epilogues run on each tile right
+// after its one zero-initializing micro-kernel call, the tile in stack scratch),
+// conv2d-nchwc-tensorized (float32 2-D convolution with constant weights and one group:
+// pack, micro-kernel conv, unpack with bias in one kernel; unpadded blocked data, and
+// plain data under a 1×1 kernel, are read in place with no padded copy; the unpacking,
+// bias and epilogues run under the output row loop on a row-sized local buffer, for a
+// blocked output and for a plain one, computed as its [N, M/mb, mb, OH, OW] view so
+// that the unpacking reads the row at permuted iterators, vectorized along the
+// channels of a block), conv2d-depthwise-nchwc (depthwise.go: float32 2-D convolutions with one group
 // per input channel and any channel multiplier, constant weights repacked on the host to
 // [M/B, KH, KW, B], static padding (explicit, VALID, or SAME over static extents), any
 // kernel, strides and dilations; computed in blocks of B output channels, B the block the

@@ -22,10 +22,12 @@ import (
 func tensorizedStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 	conv := withRegistry(reg, buildConvBlocked)
 	wino := withRegistry(reg, buildConvWinograd)
+	pw := withRegistry(reg, buildConvPointwise)
 	mm := withRegistry(reg, buildMatMulPacked)
 	bmm := withRegistry(reg, buildMatMulBatched)
 	return map[graph.Op][]kernels.Strategy{
-		graph.OpConv: {{Name: "conv2d-winograd-tensorized", Build: unfused(wino), Fused: wino},
+		graph.OpConv: {{Name: "conv2d-pointwise-tensorized", Build: unfused(pw), Fused: pw},
+			{Name: "conv2d-winograd-tensorized", Build: unfused(wino), Fused: wino},
 			{Name: "conv2d-nchwc-tensorized", Build: unfused(conv), Fused: conv}},
 		graph.OpMatMul: {{Name: "matmul-packed-tensorized", Build: unfused(mm), Fused: mm},
 			{Name: "matmul-batched-tensorized", Build: unfused(bmm), Fused: bmm}},
@@ -206,19 +208,44 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Const.Shape[1]) / attrs.CB, int64(w.Const.Shape[2]), int64(w.Const.Shape[3]) * attrs.CB, g.NR}
 	wp := te.Placeholder("w", tensor.Float32, kernels.Static(packed...)...)
 	layout := fmt.Sprintf("OIHW→[O/%d,I/%d,H,W·%d,%d]", g.NR, attrs.CB, attrs.CB, g.NR)
-	bias, params, feeds := convBias(in, []*te.Tensor{x.T, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+	xt := x.T
+	if attrs.XBlock != 0 && attrs.inPlace(int64(w.Const.Shape[3])) {
+		// read in place: the blocks' storage viewed as rows of W·cb
+		ext, err := kernels.Extents(x.T)
+		if err != nil || len(ext) != 5 {
+			return nil, notApplicable("blocked data %v", x.T.Shape)
+		}
+		xt = te.Placeholder("x", tensor.Float32, kernels.Static(ext[0], ext[1], ext[2], ext[3]*ext[4])...)
+	}
+	bias, params, feeds := convBias(in, []*te.Tensor{xt, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
 		return PackConvWeights(v, attrs.CB, attrs.MB)
 	}}})
-	out, err := ConvNCHWBlocked(x.T, wp, bias, m, attrs)
+	oext, static := n.Outputs[0].Type.ConstShape()
+	attrs.SplitOut = !attrs.BlockedOut && static && m%g.NR == 0
+	out, err := ConvNCHWBlocked(xt, wp, bias, m, attrs)
 	if err != nil {
 		return nil, err
 	}
-	s, feeds, err := withEpilogues(reg, n, out, params, feeds, epi)
-	if err != nil {
+	var s *schedule.Schedule
+	if attrs.SplitOut {
+		// the epilogues run on the result's [N, M/mb, mb, OH, OW] view of NCHW
+		ext := []int64{int64(oext[0]), int64(oext[1]), int64(oext[2]), int64(oext[3])}
+		last, eparams, efeeds, err := viewEpilogues(reg, out, epi, func(v *te.Tensor) (*te.Tensor, bool, error) {
+			return splitView(v, ext, g.NR)
+		})
+		if err != nil {
+			return nil, err
+		}
+		f, err := te.Lower(kernels.KernelName(n), append(params, eparams...), []*te.Tensor{last})
+		if err != nil {
+			return nil, err
+		}
+		s, feeds = schedule.New(f), append(feeds, efeeds...)
+	} else if s, feeds, err = withEpilogues(reg, n, out, params, feeds, epi); err != nil {
 		return nil, err
 	}
-	// bias and epilogues become one elementwise nest: under the output rows when the
-	// result stays blocked, a nest of its own after unpacking otherwise
+	// unpacking, bias and epilogues become one elementwise nest: under the output rows
+	// when the result stays blocked or is split in blocks, a nest of its own otherwise
 	last, err := inlineChain(s, "pad", "conv")
 	if err != nil {
 		return nil, err
@@ -227,10 +254,10 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 		last = ""
 	}
 	rowEpilogue := last
-	if attrs.BlockedOut == false {
+	if !attrs.BlockedOut && !attrs.SplitOut {
 		rowEpilogue = ""
 	}
-	if err := ScheduleConvBlocked(s, g, true, rowEpilogue, attrs.CB); err != nil {
+	if err := scheduleConvBlocked(s, g, true, rowEpilogue, attrs.CB, attrs.SplitOut); err != nil {
 		return nil, err
 	}
 	if last != "" && rowEpilogue == "" {
@@ -373,22 +400,38 @@ func flatEpilogues(reg *kernels.Registry, prod *te.Tensor, oshape []loopir.Expr,
 	for k, e := range oshape {
 		ext[k] = e.(*loopir.IntImm).V
 	}
+	return viewEpilogues(reg, prod, epi, func(x *te.Tensor) (*te.Tensor, bool, error) {
+		if len(x.Shape) < 2 {
+			return nil, false, nil
+		}
+		v, err := rowsView(x, ext)
+		return v, err == nil, err
+	})
+}
+
+// viewEpilogues applies the epilogues to base, a kernel's result under other extents
+// than the node's output, reading each run-time input through view (ok false: as it
+// is). It returns the last stage and, as ApplyEpilogues, the placeholders it reads and
+// their sources.
+func viewEpilogues(reg *kernels.Registry, base *te.Tensor, epi []kernels.Epilogue, view func(*te.Tensor) (*te.Tensor, bool, error)) (*te.Tensor, []*te.Tensor, []kernels.Param, error) {
 	flat := make([]kernels.Epilogue, len(epi))
 	for k, e := range epi {
 		flat[k] = e
 		flat[k].In = append([]kernels.Input{}, e.In...)
 		for i, x := range e.In {
-			if e.From[i] >= 0 || x.T == nil || len(x.T.Shape) < 2 {
+			if e.From[i] >= 0 || x.T == nil {
 				continue
 			}
-			v, err := rowsView(x.T, ext)
+			v, ok, err := view(x.T)
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			flat[k].In[i] = kernels.Input{T: v}
+			if ok {
+				flat[k].In[i] = kernels.Input{T: v}
+			}
 		}
 	}
-	last, _, _, err := kernels.ApplyEpilogues(reg, prod, flat)
+	last, _, _, err := kernels.ApplyEpilogues(reg, base, flat)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -469,4 +512,36 @@ func rowsOf(lead []loopir.Expr) loopir.Expr {
 		out = loopir.Bin(loopir.Mul, out, e)
 	}
 	return out
+}
+
+// splitView reads v, an epilogue input broadcast against an NCHW output of extents ext,
+// as [N, M/mb, mb, OH, OW] (the blocked convolution's split result); ok is false where v
+// needs no view (a scalar).
+func splitView(v *te.Tensor, ext []int64, mb int64) (*te.Tensor, bool, error) {
+	if len(v.Shape) == 0 {
+		return nil, false, nil
+	}
+	off := len(ext) - len(v.Shape)
+	if off < 0 {
+		return nil, false, notApplicable("epilogue input of rank %d on an output of rank %d", len(v.Shape), len(ext))
+	}
+	ve := make([]int64, len(v.Shape))
+	for k, e := range v.Shape {
+		c, ok := e.(*loopir.IntImm)
+		if !ok || (c.V != 1 && c.V != ext[off+k]) {
+			return nil, false, notApplicable("epilogue input %v on an output of extents %v", v.Shape, ext)
+		}
+		ve[k] = c.V
+	}
+	return te.Compute("split_"+v.Name, kernels.Static(ext[0], ext[1]/mb, mb, ext[2], ext[3]), func(i []loopir.Expr) loopir.Expr {
+		full := []loopir.Expr{i[0], add(mul(i[1], i64(mb)), i[2]), i[3], i[4]}
+		idx := make([]loopir.Expr, len(v.Shape))
+		for k := range idx {
+			idx[k] = full[off+k]
+			if ve[k] == 1 {
+				idx[k] = loopir.Int(0)
+			}
+		}
+		return v.At(idx...)
+	}), true, nil
 }

@@ -31,6 +31,13 @@ func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, err
 
 // kernelKey prints the structure kernelFor remembers.
 func (c *compile) kernelKey(n *graph.Node, chain []*graph.Node) string {
+	return c.chainStructure(n, chain, func(v *graph.Value) string { return fmt.Sprintf("=%p", v.Const) })
+}
+
+// chainStructure prints the ops, attributes, input types and output types of n and its
+// chain, inputs produced inside the chain by stage number; constant names how a constant
+// input is printed after its type (by identity for kernelKey, by kind for workloadKey).
+func (c *compile) chainStructure(n *graph.Node, chain []*graph.Node, constant func(*graph.Value) string) string {
 	var b strings.Builder
 	stage := map[*graph.Value]int{}
 	for k, m := range append([]*graph.Node{n}, chain...) {
@@ -47,7 +54,7 @@ func (c *compile) kernelKey(n *graph.Node, chain []*graph.Node) string {
 			v = c.resolve(v)
 			fmt.Fprintf(&b, "%v", v.Type)
 			if v.Const != nil {
-				fmt.Fprintf(&b, "=%p", v.Const)
+				b.WriteString(constant(v))
 			}
 			b.WriteByte(',')
 		}

@@ -17,34 +17,8 @@ import (
 // schedule does not depend on their values), hashed, after the anchor's op for people:
 // "matmul-3f2a…". It is the same in every process and every model.
 func (c *compile) workloadKey(n *graph.Node, chain []*graph.Node) string {
-	var b strings.Builder
-	stage := map[*graph.Value]int{}
-	for k, m := range append([]*graph.Node{n}, chain...) {
-		fmt.Fprintf(&b, "%d %#v(", m.Op, m.Attrs)
-		for _, v := range m.Inputs {
-			if s, ok := stage[v]; ok && v != nil {
-				fmt.Fprintf(&b, "s%d,", s)
-				continue
-			}
-			if v == nil {
-				b.WriteString("-,")
-				continue
-			}
-			v = c.resolve(v)
-			fmt.Fprintf(&b, "%v", v.Type)
-			if v.Const != nil {
-				b.WriteString("=const")
-			}
-			b.WriteByte(',')
-		}
-		b.WriteString(")->")
-		for _, o := range m.Outputs {
-			fmt.Fprintf(&b, "%v,", o.Type)
-		}
-		b.WriteByte(';')
-		stage[m.Outputs[0]] = k
-	}
-	h := sha256.Sum256([]byte(b.String()))
+	key := c.chainStructure(n, chain, func(*graph.Value) string { return "=const" })
+	h := sha256.Sum256([]byte(key))
 	return strings.ToLower(n.Op.String()) + "-" + hex.EncodeToString(h[:10])
 }
 

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 369 files; see Identity.
-const sourceDigest = "6c92bc590381446c2bcad1129226cac3"
+const sourceDigest = "f0fdf262b814252c4c2b9787f6d69ec1"

@@ -41,15 +41,9 @@ type DepthwiseAttrs struct {
 // vectorizes them with unit stride; the pad stage is meant to be computed per output
 // row (ScheduleDepthwise), a buffer of the kernel's span of rows.
 func DepthwiseNCHWc(x, w, bias *te.Tensor, a DepthwiseAttrs) (*te.Tensor, error) {
-	ext, err := kernels.Extents(x)
+	ext, err := nchwExtents(x, a.XBlock, "depthwise conv2d")
 	if err != nil {
 		return nil, err
-	}
-	if len(ext) == 5 && a.XBlock == ext[4] {
-		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
-	}
-	if len(ext) != 4 {
-		return nil, kernels.Unsupported("depthwise conv2d: data of rank %d", len(ext))
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	bl, mult := a.Block, a.Mult
@@ -139,4 +133,21 @@ func PackDepthwiseWeights(w *tensor.Tensor, bl int64) (*tensor.Tensor, error) {
 		}
 	}
 	return tensor.FromSlice(tensor.Shape{int(m / bl), int(kh), int(kw), int(bl)}, out)
+}
+
+// nchwExtents returns the logical [N, C, H, W] extents of x, stored plain or in channel
+// blocks of xblock ([N, C/xblock, H, W, xblock]); what names the op in the error for
+// any other rank.
+func nchwExtents(x *te.Tensor, xblock int64, what string) ([]int64, error) {
+	ext, err := kernels.Extents(x)
+	if err != nil {
+		return nil, err
+	}
+	if len(ext) == 5 && xblock == ext[4] {
+		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
+	}
+	if len(ext) != 4 {
+		return nil, kernels.Unsupported("%s: data of rank %d", what, len(ext))
+	}
+	return ext, nil
 }

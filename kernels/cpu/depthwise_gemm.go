@@ -21,15 +21,9 @@ import (
 // the kernel rows and the merged kernel column·channel axis; then "bias" (a.BlockedOut)
 // or "unpack" as ConvNCHWBlocked's. Horizontal dilation must be 1.
 func GroupedConvBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Tensor, error) {
-	ext, err := kernels.Extents(x)
+	ext, err := nchwExtents(x, a.XBlock, "grouped conv2d")
 	if err != nil {
 		return nil, err
-	}
-	if len(ext) == 5 && a.XBlock == ext[4] {
-		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
-	}
-	if len(ext) != 4 {
-		return nil, kernels.Unsupported("grouped conv2d: data of rank %d", len(ext))
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	cb, mb := a.CB, a.MB

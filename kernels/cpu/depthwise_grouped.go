@@ -25,15 +25,9 @@ import (
 //
 // a.Mult is Mg and a.GroupIn is Cg.
 func GroupedNCHWc(x, w, bias *te.Tensor, a DepthwiseAttrs) (*te.Tensor, error) {
-	ext, err := kernels.Extents(x)
+	ext, err := nchwExtents(x, a.XBlock, "grouped conv2d")
 	if err != nil {
 		return nil, err
-	}
-	if len(ext) == 5 && a.XBlock == ext[4] {
-		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
-	}
-	if len(ext) != 4 {
-		return nil, kernels.Unsupported("grouped conv2d: data of rank %d", len(ext))
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	bl, mg, cg := a.Block, a.Mult, a.GroupIn

@@ -198,17 +198,9 @@ func pixelsView(v *te.Tensor, ext []int64) (*te.Tensor, bool, error) {
 	if len(v.Shape) == 0 {
 		return nil, false, nil
 	}
-	off := len(ext) - len(v.Shape)
-	if off < 0 {
-		return nil, false, notApplicable("epilogue input of rank %d on an output of rank %d", len(v.Shape), len(ext))
-	}
-	ve := make([]int64, len(v.Shape))
-	for k, e := range v.Shape {
-		c, ok := e.(*loopir.IntImm)
-		if !ok || (c.V != 1 && c.V != ext[off+k]) {
-			return nil, false, notApplicable("epilogue input %v on an output of extents %v", v.Shape, ext)
-		}
-		ve[k] = c.V
+	off, ve, err := broadcastExtents(v, ext)
+	if err != nil {
+		return nil, false, err
 	}
 	wd := ext[3]
 	return te.Compute("pixels_"+v.Name, kernels.Static(ext[0], ext[1], ext[2]*wd), func(i []loopir.Expr) loopir.Expr {

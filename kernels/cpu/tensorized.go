@@ -514,6 +514,25 @@ func rowsOf(lead []loopir.Expr) loopir.Expr {
 	return out
 }
 
+// broadcastExtents returns the static extents of v, an epilogue input broadcast against
+// an output of extents ext, and the output axis its first axis aligns with; an error
+// wrapping ErrNotApplicable when v does not broadcast so.
+func broadcastExtents(v *te.Tensor, ext []int64) (off int, ve []int64, err error) {
+	off = len(ext) - len(v.Shape)
+	if off < 0 {
+		return 0, nil, notApplicable("epilogue input of rank %d on an output of rank %d", len(v.Shape), len(ext))
+	}
+	ve = make([]int64, len(v.Shape))
+	for k, e := range v.Shape {
+		c, ok := e.(*loopir.IntImm)
+		if !ok || (c.V != 1 && c.V != ext[off+k]) {
+			return 0, nil, notApplicable("epilogue input %v on an output of extents %v", v.Shape, ext)
+		}
+		ve[k] = c.V
+	}
+	return off, ve, nil
+}
+
 // splitView reads v, an epilogue input broadcast against an NCHW output of extents ext,
 // as [N, M/mb, mb, OH, OW] (the blocked convolution's split result); ok is false where v
 // needs no view (a scalar).
@@ -521,17 +540,9 @@ func splitView(v *te.Tensor, ext []int64, mb int64) (*te.Tensor, bool, error) {
 	if len(v.Shape) == 0 {
 		return nil, false, nil
 	}
-	off := len(ext) - len(v.Shape)
-	if off < 0 {
-		return nil, false, notApplicable("epilogue input of rank %d on an output of rank %d", len(v.Shape), len(ext))
-	}
-	ve := make([]int64, len(v.Shape))
-	for k, e := range v.Shape {
-		c, ok := e.(*loopir.IntImm)
-		if !ok || (c.V != 1 && c.V != ext[off+k]) {
-			return nil, false, notApplicable("epilogue input %v on an output of extents %v", v.Shape, ext)
-		}
-		ve[k] = c.V
+	off, ve, err := broadcastExtents(v, ext)
+	if err != nil {
+		return nil, false, err
 	}
 	return te.Compute("split_"+v.Name, kernels.Static(ext[0], ext[1]/mb, mb, ext[2], ext[3]), func(i []loopir.Expr) loopir.Expr {
 		full := []loopir.Expr{i[0], add(mul(i[1], i64(mb)), i[2]), i[3], i[4]}

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 369 files; see Identity.
-const sourceDigest = "6c92bc590381446c2bcad1129226cac3"
+const sourceDigest = "e90bce18f99dfebe7d8129a96860aca2"

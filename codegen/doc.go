@@ -72,9 +72,10 @@
 //   - tanh: |x| < 0.625 x + x^3 P4(x^2), else 1 - 2/(e^2|x| + 1), with x's sign.
 //   - sigmoid: e = e^-|x|, 1/(1+e) for x >= 0 and e/(1+e) below (accurate tails); e is
 //     exp's reduction and polynomial on -min(|x|, 104) <= 0 with no upper clamp, scaled
-//     by the normal 2^(n+64) read from the shifter's bits and then by 2^-64 (one rounding
-//     for subnormals): the same values as exp's two-factor scaling, in fewer vector
-//     operations (the SiLU epilogues of the convolutions spend most of their time here).
+//     by the normal 2^(n+64) read from the shifter's bits, and the quotients taken with
+//     numerator and denominator scaled by 2^64 (one rounding, subnormal results
+//     included): fewer vector operations than exp's two-factor scaling (the SiLU
+//     epilogues of the convolutions spend most of their time here).
 //   - erf: |x| < 1 x P6(x^2), else 1 - e^(Q8(|x|-2.5) - x^2) with Q8 fitted to
 //     log(erfc a) + a^2 on [1, 4]; |x| clamped to 4, where erf rounds to 1.
 //

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 369 files; see Identity.
-const sourceDigest = "11ff025eab32c887cfcec75fe19ad8e2"
+const sourceDigest = "180085ce7bdf5b748ffcefc6bf29301d"

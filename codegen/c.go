@@ -373,11 +373,19 @@ func (e *cEmitter) loop(s *loopir.For, depth int) {
 			e.fail("vectorized loops of form %v", e.d.Vector)
 			return
 		}
-		if acc, ok := loopir.MatchAccumulate(s.Body); ok && !slices.ContainsFunc(acc.Store.Index, func(x loopir.Expr) bool { return loopir.Uses(x, s.Var) }) {
+		acc, ok := loopir.MatchAccumulate(s.Body)
+		switch {
+		case ok && !slices.ContainsFunc(acc.Store.Index, func(x loopir.Expr) bool { return loopir.Uses(x, s.Var) }):
 			e.vectorReduction(s, acc, depth)
 			return
+		case ok:
+			// lanes accumulating into their own elements (a global pool's channel lanes
+			// inside its spatial loops): with ivdep gcc unrolls the short lane loop
+			// completely and leaves it scalar; omp simd keeps it one vector loop
+			fmt.Fprintf(e.b, "%s#pragma omp simd\n", pad)
+		default:
+			fmt.Fprintf(e.b, "%s#pragma GCC ivdep\n", pad)
 		}
-		fmt.Fprintf(e.b, "%s#pragma GCC ivdep\n", pad)
 	case loopir.Unrolled:
 		if e.d.UnrollPragma != "" {
 			fmt.Fprintf(e.b, "%s#pragma %s\n", pad, e.d.UnrollPragma)

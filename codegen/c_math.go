@@ -93,11 +93,29 @@ static inline __attribute__((always_inline)) float kiln_tanhf(float x) {
   return __builtin_copysignf(r, x);
 }
 `},
-	{name: "kiln_sigmoidf", deps: []string{"kiln_expf"}, code: `/* e = e^-|x|: 1 / (1 + e) for x >= 0, e / (1 + e) below (no cancellation; tiny results
-   keep their relative accuracy down to the subnormals). */
+	{name: "kiln_sigmoidf", deps: []string{"kiln_f32u"}, code: `/* e = e^-a, a = min(|x|, 104): 1 / (1 + e) for x >= 0, e / (1 + e) below (no
+   cancellation). e is kiln_expf's reduction and polynomial specialized to -a <= 0: no
+   upper clamp, and 2^n (n >= -150) is built as the normal 2^(n+64) straight from the
+   shifter's bits, so E = e 2^64 is normal and the quotients are taken as 2^64 / (2^64 + E)
+   and E / (2^64 + E): one rounding, also where the result is subnormal. The clamp is
+   written 104 < a ? 104 : a, a vector min that keeps NaN (then E and the result are NaN). */
 static inline __attribute__((always_inline)) float kiln_sigmoidf(float x) {
-  float e = kiln_expf(-__builtin_fabsf(x));
-  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+  float a = __builtin_fabsf(x);
+  a = 104.0f < a ? 104.0f : a;
+  a = -a;
+  kiln_f32u t = { a * 1.44269504f + 12582912.0f };
+  float n = t.f - 12582912.0f;
+  float r = a - n * 0.693145752f;
+  r = r - n * 1.42860677e-06f;
+  float q = 0.00138144672f;
+  q = q * r + 0.00836878084f;
+  q = q * r + 0.0416683927f;
+  q = q * r + 0.166665196f;
+  q = q * r + 0.49999994f;
+  float p = 1.0f + (r + r * r * q);
+  kiln_f32u s = { .u = (t.u + 191u) << 23 };
+  float e = p * s.f;
+  return (x >= 0.0f ? 0x1p64f : e) / (0x1p64f + e);
 }
 `},
 	{name: "kiln_erff", deps: []string{"kiln_expf"}, code: `/* |x| < 1: x P(x^2) (minimax, relative); else sign(x) (1 - e^(Q(|x| - 2.5) - x^2)) with Q

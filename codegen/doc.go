@@ -70,7 +70,12 @@
 //   - log: exponent and mantissa m in [sqrt(1/2), sqrt(2)) from the bits (subnormals
 //     scaled by 2^23), log1p(m-1) = f + f^2 P8(f); log 0 = -inf, negatives and NaN NaN.
 //   - tanh: |x| < 0.625 x + x^3 P4(x^2), else 1 - 2/(e^2|x| + 1), with x's sign.
-//   - sigmoid: e = e^-|x|, 1/(1+e) for x >= 0 and e/(1+e) below (accurate tails).
+//   - sigmoid: e = e^-|x|, 1/(1+e) for x >= 0 and e/(1+e) below (accurate tails); e is
+//     exp's reduction and polynomial on -min(|x|, 104) <= 0 with no upper clamp, scaled
+//     by the normal 2^(n+64) read from the shifter's bits, and the quotients taken with
+//     numerator and denominator scaled by 2^64 (one rounding, subnormal results
+//     included): fewer vector operations than exp's two-factor scaling (the SiLU
+//     epilogues of the convolutions spend most of their time here).
 //   - erf: |x| < 1 x P6(x^2), else 1 - e^(Q8(|x|-2.5) - x^2) with Q8 fitted to
 //     log(erfc a) + a^2 on [1, 4]; |x| clamped to 4, where erf rounds to 1.
 //
@@ -102,7 +107,11 @@
 // vectorize admits): the element is held in a scalar accumulator and the loop carries
 // `#pragma omp simd reduction(op:acc)` (compiled with -fopenmp-simd, no OpenMP
 // runtime), so a row's sum or max runs across vector lanes instead of one serial chain
-// of additions (softmax 4-5× and LayerNorm 2-3× faster on bert_tiny).
+// of additions (softmax 4-5× and LayerNorm 2-3× faster on bert_tiny). A vectorized loop
+// whose lanes accumulate into their own elements (the channel lanes of a global pool
+// inside its spatial loops) carries `#pragma omp simd`: under ivdep gcc unrolls the short
+// lane loop completely before vectorizing and leaves it scalar (a blocked global average
+// pool about 5× slower).
 //
 // Tensor intrinsics are defined once per translation unit from their implementation in
 // the dialect's language ("c" for CDialect)

@@ -57,9 +57,11 @@ func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) 
 		if d.Parallel == LaunchGrid {
 			emitKernel = e.gpuFunction
 		}
+		closeText := e.openNoContract(f)
 		if err := emitKernel(f); err != nil {
 			return Source{}, err
 		}
+		b.WriteString(closeText)
 		src.Kernels = append(src.Kernels, e.kernelName)
 		usesThreads = usesThreads || e.nPar > 0
 	}
@@ -479,6 +481,10 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 			e.fail("float modulo")
 		case loopir.Shl, loopir.Shr:
 			return e.shift(x.Op, x.A.DType(), x.B.DType(), a, b)
+		case loopir.Mul:
+			if s, ok := e.roundedMul(x, a, b); ok {
+				return s
+			}
 		case loopir.Min, loopir.Max:
 			t := e.ctype(x.A.DType())
 			e.intrins.minmax[t] = true

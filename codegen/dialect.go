@@ -76,6 +76,14 @@ type Dialect struct {
 	// Images prints texture parameters as images (OpenCL's image2d_t). Nil: texture
 	// parameters, texel reads and texel writes are ErrUnsupported.
 	Images *ImageForm
+	// NoContract is the text before and after a function whose loopir.PrimFunc
+	// NoContract is set: it turns off the compiler's contraction of a multiply and an
+	// add into a fused multiply-add for that function (contract.go). Empty: RoundedMul.
+	NoContract [2]string
+	// RoundedMul names the function multiplying two floats of dt with the product
+	// rounded on its own, which the compiler never contracts (CUDA's __fmul_rn); a
+	// dialect with neither fails a NoContract function.
+	RoundedMul func(dt tensor.DType) string
 }
 
 // ParallelForm is how a dialect runs a parallel loop.
@@ -150,6 +158,7 @@ func CDialect() *Dialect {
 		HelperQualifier: "static inline",
 		Int64Suffix:     "LL",
 		IndexHelper:     cIndexCheck,
+		NoContract:      cNoContract,
 	}
 }
 

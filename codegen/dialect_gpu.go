@@ -76,6 +76,7 @@ typedef unsigned char u8;
 		ThreadIndex:     func(a loopir.ThreadAxis) string { return a.String() },
 		SharedQualifier: "__shared__",
 		Barrier:         "__syncthreads();",
+		RoundedMul:      cudaRoundedMul,
 	}
 }
 
@@ -125,5 +126,6 @@ typedef uchar u8;
 		SharedQualifier: "__local",
 		Barrier:         "barrier(CLK_LOCAL_MEM_FENCE);",
 		Images:          openCLImages,
+		NoContract:      openCLNoContract,
 	}
 }

@@ -10,6 +10,12 @@
 // looked up under the dialect's name. A dialect whose forms the emitter does not print
 // is refused with ErrUnsupported, never printed as C.
 //
+// A PrimFunc with NoContract prints so that every product rounds before the add that
+// uses it (contract.go): between the dialect's NoContract texts (C: gcc's push_options
+// and optimize("fp-contract=off") around the function and its outlined bodies, clang's
+// fp contract pragma; OpenCL C: FP_CONTRACT OFF and ON), or with products through its
+// RoundedMul (CUDA's __fmul_rn). Other functions of the unit keep contraction.
+//
 // CDialect is header-free C (compiler builtins instead of <math.h>,
 // typedefs instead of <stdint.h>), because parsing system headers costs more than
 // compiling a kernel; EmitC and EmitCWith print through it. Every kernel follows the

@@ -196,6 +196,8 @@ type compile struct {
 	outer map[*graph.Value]*graph.Value
 	// decisions are annotate-scopes' texture decisions, by value (Stats.Tensors)
 	decisions map[*graph.Value]passes.ScopeDecision
+	// rounded are the values rounding ops read (roundedValues), built on first use
+	rounded map[*graph.Value]bool
 }
 
 // resolve returns the value a fused body's parameter stands for (v itself otherwise).

@@ -29,9 +29,14 @@ func (c *compile) kernelFor(n *graph.Node, chain []*graph.Node) (*kernelUse, err
 	return use, nil
 }
 
-// kernelKey prints the structure kernelFor remembers.
+// kernelKey prints the structure kernelFor remembers, and whether the kernel computes
+// a rounding op's input (noContract: the same structure prints other code).
 func (c *compile) kernelKey(n *graph.Node, chain []*graph.Node) string {
-	return c.chainStructure(n, chain, func(v *graph.Value) string { return fmt.Sprintf("=%p", v.Const) })
+	key := c.chainStructure(n, chain, func(v *graph.Value) string { return fmt.Sprintf("=%p", v.Const) })
+	if c.noContract(n, chain) {
+		key += "no_contract"
+	}
+	return key
 }
 
 // chainStructure prints the ops, attributes, input types and output types of n and its

@@ -123,6 +123,7 @@ func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)
 	}
+	low.NoContract = c.noContract(n, chain)
 	if c.opts.Lowered != nil {
 		c.opts.Lowered(workload, low)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -16,6 +17,7 @@ import (
 	"github.com/kilnrt/kiln/kernels/ref"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
+	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -212,4 +214,38 @@ func qdqNet(batch string) []byte {
 	q.node("MatMul", []string{"flat", "w2"}, []string{"m"})
 	qdq("m", "out", 0.05, 100)
 	return q.model(batch, []int64{4, 9, 9}, "qdq")
+}
+
+// TestKernelsFeedingAQuantizerDoNotContract: at O3 the dequantization Cast · scale +
+// bias runs inside the integer product's kernel, and the layers' results are quantized
+// again for the next layer (DynamicQuantizeLinear): those kernels round each product
+// before the add (loopir.PrimFunc.NoContract; a fused multiply-add moves values across
+// rounding boundaries, and a quantized MobileNetV2's logits moved by 2%). The last
+// layer's kernel, whose result is the model's output, keeps its fused multiply-adds.
+func TestKernelsFeedingAQuantizerDoNotContract(t *testing.T) {
+	dev := openDevice(t)
+	m, err := onnx.LoadBytes(dynamicQuantizedNet("n"), "", onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := map[string]bool{}
+	lowered := func(workload string, f *loopir.PrimFunc) { exact[workload] = f.NoContract }
+	if _, err := compiler.Build(m, target.Host(), compiler.Options{CPU: dev, Jobs: 2, Recipe: engine.Recipe{Level: engine.O3}, Lowered: lowered}); err != nil {
+		t.Fatal(err)
+	}
+	var convs, matmuls []bool
+	for w, nc := range exact {
+		switch {
+		case strings.HasPrefix(w, "convinteger-"):
+			convs = append(convs, nc)
+		case strings.HasPrefix(w, "matmulinteger-"):
+			matmuls = append(matmuls, nc)
+		}
+	}
+	if len(convs) != 2 || !convs[0] || !convs[1] {
+		t.Errorf("the two ConvInteger kernels (their results are quantized) without contraction: %v (%v)", convs, exact)
+	}
+	if len(matmuls) != 1 || matmuls[0] {
+		t.Errorf("the MatMulInteger kernel (its result is the output) contracts: %v (%v)", matmuls, exact)
+	}
 }

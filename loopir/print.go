@@ -18,7 +18,11 @@ func Print(f *PrimFunc) string {
 	for i, d := range f.Dims {
 		dims[i] = d.Name
 	}
-	fmt.Fprintf(&b, "primfunc %s(%s) dims(%s) {\n", f.Name, strings.Join(params, ", "), strings.Join(dims, ", "))
+	attrs := ""
+	if f.NoContract {
+		attrs = " no_contract"
+	}
+	fmt.Fprintf(&b, "primfunc %s(%s) dims(%s)%s {\n", f.Name, strings.Join(params, ", "), strings.Join(dims, ", "), attrs)
 	printStmt(&b, f.Body, 1)
 	b.WriteString("}\n")
 	return b.String()

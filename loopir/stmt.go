@@ -136,6 +136,12 @@ type PrimFunc struct {
 	Params []*Buffer
 	Dims   []*Var
 	Body   Stmt
+	// NoContract: every floating-point multiply rounds before the add that uses it,
+	// as the graph's separate Mul and Add nodes do; the printed code forbids the C or
+	// GPU compiler to fuse them into one fused multiply-add. Set on kernels whose
+	// result is rounded to integers (a quantizer's input), where one ulp moves a value
+	// across a rounding boundary and changes it by a whole quantization step.
+	NoContract bool
 }
 
 // FlatIndex is the element offset of a multi-dimensional index: by the buffer's strides

@@ -41,7 +41,7 @@ func InsertBarriers(f *loopir.PrimFunc) *loopir.PrimFunc {
 	}
 	b := &barriers{f: f, shared: shared, varying: map[*loopir.Var]bool{}}
 	body, _ := b.stmt(f.Body, phase{})
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body, NoContract: f.NoContract}
 }
 
 // phase is what the threads may have done to shared buffers since the last barrier:

@@ -36,7 +36,7 @@ func HoistInvariantIf(f *loopir.PrimFunc) *loopir.PrimFunc {
 		}
 		return &loopir.IfThenElse{Cond: and(inv), Then: &loopir.For{Var: loop.Var, Min: loop.Min, Extent: loop.Extent, Kind: loop.Kind, Body: inner, Annotations: loop.Annotations}}
 	})
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body, NoContract: f.NoContract}
 }
 
 func and(es []loopir.Expr) loopir.Expr {

@@ -54,7 +54,7 @@ func DeriveLaunch(f *loopir.PrimFunc) (*loopir.PrimFunc, loopir.Launch, error) {
 		return &loopir.For{Var: l.Var, Min: l.Min, Extent: ext, Kind: l.Kind, Annotations: l.Annotations,
 			Body: &loopir.IfThenElse{Cond: loopir.Bin(loopir.LT, l.Var, l.Extent), Then: l.Body}}
 	})
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}, d.launch, nil
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body, NoContract: f.NoContract}, d.launch, nil
 }
 
 type launchDeriver struct {

@@ -109,7 +109,7 @@ func LowerBlocks(f *loopir.PrimFunc) *loopir.PrimFunc {
 		}
 		return out
 	})
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body, NoContract: f.NoContract}
 }
 
 // Flatten rewrites every Load/Store index to one row-major linear index.
@@ -138,7 +138,7 @@ func Flatten(f *loopir.PrimFunc) *loopir.PrimFunc {
 		}
 		return nil
 	})
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body, NoContract: f.NoContract}
 }
 
 // needsFlat reports a multi-dimensional (or scalar) access; rank-1 accesses are already flat.

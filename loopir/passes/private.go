@@ -36,7 +36,7 @@ func PrivatizeLocal(f *loopir.PrimFunc) *loopir.PrimFunc {
 		}
 		return nil
 	})
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body, NoContract: f.NoContract}
 }
 
 // privatize moves allocation a below the bound loops on the way to its accesses and

@@ -110,7 +110,7 @@ func ReuseLocalStorage(f *loopir.PrimFunc) *loopir.PrimFunc {
 		}
 		out = &loopir.Allocate{Buf: target(allocs[i]), Body: out}
 	}
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: out}
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: out, NoContract: f.NoContract}
 }
 
 func firstUse(first map[*loopir.Buffer]int, b *loopir.Buffer) int {

@@ -9,7 +9,7 @@ import (
 // are replaced by the branch taken.
 func Simplify(f *loopir.PrimFunc) *loopir.PrimFunc {
 	a := loopir.NewAnalyzer(f.Dims)
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: simplifyStmt(a, f.Body)}
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: simplifyStmt(a, f.Body), NoContract: f.NoContract}
 }
 
 func simplifyStmt(a *loopir.Analyzer, s loopir.Stmt) loopir.Stmt {

@@ -58,7 +58,7 @@ func FlattenTextures(f *loopir.PrimFunc) (*loopir.PrimFunc, error) {
 				ErrLaunch, ErrTexture, f.Name, s.Buf.Name, exprText(s.Index))
 		}
 	}
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body}, nil
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body, NoContract: f.NoContract}, nil
 }
 
 // laneWrite is the TexWrite of lane loop l (under the guard of the store when it has

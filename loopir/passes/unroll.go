@@ -14,7 +14,7 @@ const maxUnroll = 16
 // Loops over local allocations, and longer or symbolic loops, stay loops (the C
 // compiler's unroll pragma).
 func UnrollLoops(f *loopir.PrimFunc) *loopir.PrimFunc {
-	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: unroll(f.Body)}
+	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: unroll(f.Body), NoContract: f.NoContract}
 }
 
 func unroll(s loopir.Stmt) loopir.Stmt {

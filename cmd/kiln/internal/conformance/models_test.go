@@ -78,6 +78,7 @@ var realModelsCompiled = map[string]bool{
 	"tv_regnet_y_400mf":      true,
 	"tv_convnext_tiny":       true,
 	"tv_vit_b_16":            true,
+	"kws_melspec_cnn_gru":    true,
 }
 
 // TestRealModelsCompiled: the real models the compiled engine builds match ONNX

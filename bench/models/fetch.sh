@@ -35,8 +35,12 @@ while IFS=$'\t' read -r name pkg path sum bytes sets; do
 	if [ "$pkg" = torchvision ] || [ "$pkg" = quantized ] || [ "$pkg" = melspec ]; then
 		# exported here by export_$pkg.py (the quantized cases run export_torchvision.py
 		# first): re-exported when an exporter, PyTorch or onnx changes
-		if ! "$python" -c 'import torch, torchvision, onnx' 2>/dev/null; then
-			echo "fetch.sh: $name is exported with PyTorch: apt-get install python3-torch python3-torchvision python3-onnx" >&2
+		needs='import torch, torchvision' debs='python3-torch python3-torchvision'
+		if [ "$pkg" != torchvision ]; then
+			needs="$needs, onnx" debs="$debs python3-onnx"
+		fi
+		if ! "$python" -c "$needs" 2>/dev/null; then
+			echo "fetch.sh: $name is exported with PyTorch: apt-get install $debs" >&2
 			exit 1
 		fi
 		exporter=$here/export_$pkg.py

@@ -6,8 +6,9 @@
 # Then:  kiln conformance --engine compiled "$KILN_MODELS"   (or --engine ref)
 #
 # A model already in place with the right sha256 is not fetched again; reference data
-# is always rewritten. Needs npm, node, tar and sha256sum, and Debian's python3-torch and
-# python3-torchvision for the torchvision cases (exported by export_torchvision.py). KILN_ORT_NODE_MODULES names
+# is always rewritten. Needs npm, node, tar and sha256sum, and Debian's python3-torch,
+# python3-torchvision and python3-onnx for the exported cases (package torchvision, quantized
+# or melspec: exported by export_PACKAGE.py). KILN_ORT_NODE_MODULES names
 # a node_modules folder holding onnxruntime-node (default bench/ort/node_modules,
 # installed there with `npm ci` when absent).
 set -euo pipefail
@@ -31,21 +32,30 @@ python=/usr/bin/python3 # Debian's, which sees python3-torch
 while IFS=$'\t' read -r name pkg path sum bytes sets; do
 	[[ -z "$name" || "$name" == \#* ]] && continue
 	model=$dest/$name/model.onnx
-	if [ "$pkg" = torchvision ]; then
-		# exported here: re-exported when the exporter or PyTorch changes
-		if ! "$python" -c 'import torch, torchvision' 2>/dev/null; then
-			echo "fetch.sh: $name is exported with PyTorch: apt-get install python3-torch python3-torchvision" >&2
+	if [ "$pkg" = torchvision ] || [ "$pkg" = quantized ] || [ "$pkg" = melspec ]; then
+		# exported here by export_$pkg.py (the quantized cases run export_torchvision.py
+		# first): re-exported when an exporter, PyTorch or onnx changes
+		needs='import torch, torchvision' debs='python3-torch python3-torchvision'
+		if [ "$pkg" != torchvision ]; then
+			needs="$needs, onnx" debs="$debs python3-onnx"
+		fi
+		if ! "$python" -c "$needs" 2>/dev/null; then
+			echo "fetch.sh: $name is exported with PyTorch: apt-get install $debs" >&2
 			exit 1
 		fi
+		exporter=$here/export_$pkg.py
 		stamp=$("$python" -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)')" $(sha256sum "$here/export_torchvision.py" | cut -c1-64)"
+		if [ "$pkg" != torchvision ]; then
+			stamp="$stamp $("$python" -c 'import onnx; print(onnx.__version__)') $(sha256sum "$exporter" | cut -c1-64)"
+		fi
 		if [ ! -f "$model" ] || [ "$(cat "$dest/$name/export.txt" 2>/dev/null)" != "$stamp" ]; then
 			rm -rf "$dest/$name" && mkdir -p "$dest/$name"
-			"$python" "$here/export_torchvision.py" "$path" 17 "$model" 2>"$tmp/export.log" || {
+			"$python" "$exporter" "$path" 17 "$model" 2>"$tmp/export.log" || {
 				cat "$tmp/export.log" >&2
 				exit 1
 			}
 			echo "$stamp" >"$dest/$name/export.txt"
-			echo "exported $name (torchvision $path, $(stat -c %s "$model") bytes)"
+			echo "exported $name ($pkg $path, $(stat -c %s "$model") bytes)"
 		fi
 	elif [ ! -f "$model" ] || [ "$(sha256sum "$model" | cut -c1-64)" != "$sum" ]; then
 		tgz=$tmp/$(printf '%s' "$pkg" | tr '/@' '__').tgz

@@ -49,9 +49,11 @@ func realModelCases(t *testing.T) []string {
 
 // TestRealModels: every model of the real-model set (ONNX files that npm packages ship:
 // voice-activity detectors with LSTMs in nested Ifs on values of unknown rank, OCR
-// networks, a wake-word head; and torchvision networks exported with PyTorch:
-// EfficientNet-B0, MobileNetV3, ResNet-50, RegNet, ConvNeXt-tiny, ViT-B/16) answers on
-// the reference evaluator as on ONNX Runtime.
+// networks, a wake-word head; torchvision networks exported with PyTorch:
+// EfficientNet-B0, MobileNetV3, ResNet-50, RegNet, ConvNeXt-tiny, ViT-B/16; a
+// MobileNetV2 quantized as ONNX Runtime's dynamic quantizer does it; a keyword spotter
+// with an STFT and mel-filterbank front end) answers on the reference evaluator as on
+// ONNX Runtime.
 func TestRealModels(t *testing.T) {
 	o := opts()
 	o.Timeout = 5 * time.Minute // ViT-B/16 is 17 GFLOPs for the plain Go evaluator
@@ -78,6 +80,8 @@ var realModelsCompiled = map[string]bool{
 	"tv_regnet_y_400mf":      true,
 	"tv_convnext_tiny":       true,
 	"tv_vit_b_16":            true,
+	"tvq_mobilenet_v2":       true,
+	"kws_melspec_cnn_gru":    true,
 }
 
 // TestRealModelsCompiled: the real models the compiled engine builds match ONNX

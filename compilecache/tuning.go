@@ -20,11 +20,13 @@ import (
 
 // TuningRecord is the best measured schedule of one kernel structure (a workload) on one
 // target and device: the strategy and knob assignment to build it with, and its speedup
-// over the default schedule measured side by side. Records live in tuning/ of the
-// journal directory, one file per (workload, target).
+// over the default schedule measured side by side, with the number of threads its
+// parallel loops ran on (a schedule's speed depends on it). Records live in tuning/ of
+// the journal directory, one file per (workload, target, threads).
 type TuningRecord struct {
 	Workload string  // the kernel's structural key (the compiler's workload key)
 	Target   string  // the target and device fingerprint it was measured on
+	Threads  int     // the threads parallel loops ran on when it was measured (0: unknown)
 	Strategy string  // the strategy to build with
 	Knobs    string  // its knob assignment, canonical ("KC=128,MC=4"; empty: defaults)
 	Speedup  float64 // default time / this schedule's time, measured side by side
@@ -37,9 +39,10 @@ var ErrBadTuning = errors.New("invalid tuning record")
 
 const tuningDir = "tuning"
 
-// name is the record's file name: the SHA-256 of its target and workload.
+// name is the record's file name: the SHA-256 of its target, workload and thread
+// count.
 func (r TuningRecord) name() string {
-	h := sha256.Sum256([]byte(r.Target + "\x00" + r.Workload))
+	h := sha256.Sum256([]byte(r.Target + "\x00" + r.Workload + "\x00" + strconv.Itoa(r.Threads)))
 	return hex.EncodeToString(h[:]) + ".rec"
 }
 
@@ -68,14 +71,14 @@ func decodeTuning(name string, data []byte) (TuningRecord, error) {
 	if err := dec.Decode(&r); err != nil {
 		return r, fmt.Errorf("%w: %s: %v", ErrBadTuning, name, err)
 	}
-	if r.Workload == "" || r.Target == "" || r.Strategy == "" || !(r.Speedup > 0) || r.name() != name {
+	if r.Workload == "" || r.Target == "" || r.Strategy == "" || !(r.Speedup > 0) || r.Threads < 0 || r.name() != name {
 		return r, fmt.Errorf("%w: %s: incomplete, or named for another workload", ErrBadTuning, name)
 	}
 	return r, nil
 }
 
-// PutTuning keeps r as its workload's record on its target unless the record there has
-// a higher speedup; it reports whether r was kept. A journal with policy off keeps
+// PutTuning keeps r as its workload's record on its target and thread count unless the
+// record there has a higher speedup; it reports whether r was kept. A journal with policy off keeps
 // nothing.
 func (j *Journal) PutTuning(r TuningRecord) (bool, error) {
 	if j.opts.Policy == PolicyOff {
@@ -84,8 +87,8 @@ func (j *Journal) PutTuning(r TuningRecord) (bool, error) {
 	if err := j.writable("tuning record"); err != nil {
 		return false, err
 	}
-	if r.Workload == "" || r.Target == "" || r.Strategy == "" || !(r.Speedup > 0) {
-		return false, fmt.Errorf("%w: workload %q on %q: strategy, target and a positive speedup are required", ErrBadTuning, r.Workload, r.Target)
+	if r.Workload == "" || r.Target == "" || r.Strategy == "" || !(r.Speedup > 0) || r.Threads < 0 {
+		return false, fmt.Errorf("%w: workload %q on %q: strategy, target, a positive speedup and a thread count of at least 0 are required", ErrBadTuning, r.Workload, r.Target)
 	}
 	dir := filepath.Join(j.dir, tuningDir)
 	if _, err := ensureDir(dir, j.perm); err != nil {
@@ -100,7 +103,8 @@ func (j *Journal) PutTuning(r TuningRecord) (bool, error) {
 	return true, writeAtomic(dir, path, r.encode(), j.perm.file)
 }
 
-// TuningRecords returns the records measured on target, sorted by workload. A record
+// TuningRecords returns the records measured on target (at every thread count),
+// sorted by workload and thread count. A record
 // file that does not check is moved to quarantine/ (left in place by a reader) and
 // never returned; records of other targets are not read past their name.
 func (j *Journal) TuningRecords(target string) ([]TuningRecord, error) {
@@ -150,7 +154,12 @@ func (j *Journal) allTuning() ([]TuningRecord, error) {
 		}
 		j.quarantineTuning(path, err)
 	}
-	slices.SortFunc(out, func(a, b TuningRecord) int { return strings.Compare(a.Workload, b.Workload) })
+	slices.SortFunc(out, func(a, b TuningRecord) int {
+		if c := strings.Compare(a.Workload, b.Workload); c != 0 {
+			return c
+		}
+		return a.Threads - b.Threads
+	})
 	return out, nil
 }
 
@@ -178,7 +187,7 @@ func TuningDigest(recs []TuningRecord) string {
 	}
 	lines := make([]string, len(recs))
 	for i, r := range recs {
-		lines[i] = r.Target + "\x00" + r.Workload + "\x00" + r.Strategy + "\x00" + r.Knobs
+		lines[i] = r.Target + "\x00" + r.Workload + "\x00" + strconv.Itoa(r.Threads) + "\x00" + r.Strategy + "\x00" + r.Knobs
 	}
 	slices.Sort(lines)
 	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))

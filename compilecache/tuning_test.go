@@ -86,3 +86,24 @@ func TestTuningRecordsTravelInExports(t *testing.T) {
 		t.Fatalf("imported records = %+v, want %+v", got, r)
 	}
 }
+
+func TestTuningRecordsOfTwoThreadCountsAreKeptApart(t *testing.T) {
+	j := tuningJournal(t)
+	one := TuningRecord{Workload: "w", Target: "cpu", Threads: 1, Strategy: "s", Knobs: "KC=64", Speedup: 1.4}
+	two := TuningRecord{Workload: "w", Target: "cpu", Threads: 2, Strategy: "s", Knobs: "KC=256", Speedup: 1.1}
+	for _, r := range []TuningRecord{one, two} {
+		if kept, err := j.PutTuning(r); err != nil || !kept {
+			t.Fatalf("put %+v: kept %v, %v", r, kept, err)
+		}
+	}
+	got, err := j.TuningRecords("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != one || got[1] != two {
+		t.Fatalf("records = %+v, want both thread counts", got)
+	}
+	if TuningDigest(got[:1]) == TuningDigest(got[1:]) {
+		t.Fatal("records differing only in their thread count have one digest")
+	}
+}

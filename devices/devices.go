@@ -57,6 +57,9 @@ type Info struct {
 	// Toolchain names the compiler that builds binaries here (empty when none): part of
 	// cache keys, not of validity, so a binary runs where no compiler is installed.
 	Toolchain string
+	// Threads is how many threads the device's parallel loops run on (0: not a CPU
+	// thread pool); tuning records are measured and applied per thread count.
+	Threads int
 }
 
 // Buffer is device memory.

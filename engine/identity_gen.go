@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 371 files; see Identity.
-const sourceDigest = "35cbe06700df819d6fbfa5cb9f2554a9"
+const sourceDigest = "d9e74bb82bbc859bf83ab1acc0144758"

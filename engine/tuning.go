@@ -34,25 +34,27 @@ type TuneKnob struct {
 	Default int64
 }
 
-// tuning is the records this engine's compiles apply: Config.Records or else the
-// journal's, those measured on the engine's target and device (none with
-// Config.NoTuning). The
-// key's tuning component is their digest, so a new or better record makes the next
-// lookup a miss and the executable is built again with it.
+// tuning is the records this engine's compiles may apply: Config.Records or else the
+// journal's, those measured on the engine's target and device and at the thread count
+// its parallel loops run on (Threads; none with Config.NoTuning). A record measured at
+// another thread count is not applied: a schedule's parallel split and working set per
+// thread are what tuning chose, and they are right for the threads they ran on only.
 func (e *Engine) tuning() ([]compilecache.TuningRecord, *Tuning) {
-	var recs []compilecache.TuningRecord
+	var all []compilecache.TuningRecord
 	switch {
 	case e.cfg.NoTuning:
 		return nil, nil
 	case e.cfg.Records != nil:
-		for _, r := range e.cfg.Records {
-			if r.Target == e.TargetFingerprint() {
-				recs = append(recs, r)
-			}
-		}
+		all = e.cfg.Records
 	case e.cfg.Journal != nil:
 		// an unreadable tuning directory costs the records, never the compile
-		recs, _ = e.cfg.Journal.TuningRecords(e.TargetFingerprint())
+		all, _ = e.cfg.Journal.TuningRecords(e.TargetFingerprint())
+	}
+	var recs []compilecache.TuningRecord
+	for _, r := range all {
+		if r.Target == e.TargetFingerprint() && r.Threads == e.Threads() {
+			recs = append(recs, r)
+		}
 	}
 	if len(recs) == 0 {
 		return nil, nil
@@ -64,7 +66,16 @@ func (e *Engine) tuning() ([]compilecache.TuningRecord, *Tuning) {
 	return recs, t
 }
 
-// TuningRecords are the records the engine's compiles apply now (kiln inspect).
+// Threads is the thread count the engine's CPU kernels run on (the device's, or the
+// host's for a GPU target), which selects the tuning records applied.
+func (e *Engine) Threads() int {
+	if n := e.cfg.Device.Info().Threads; n > 0 || e.cfg.Host == nil {
+		return n
+	}
+	return e.cfg.Host.Info().Threads
+}
+
+// TuningRecords are the records the engine's compiles may apply now (kiln inspect).
 func (e *Engine) TuningRecords() []compilecache.TuningRecord {
 	recs, _ := e.tuning()
 	return recs

@@ -55,7 +55,7 @@ func TestTuningRecordChangesTheKernelAndTheKey(t *testing.T) {
 		t.Fatalf("default key's tuning component: %+v", got)
 	}
 	e := newEngine(t, cfg)
-	putRecord(t, dir, compilecache.TuningRecord{Workload: g.Workload, Target: e.TargetFingerprint(),
+	putRecord(t, dir, compilecache.TuningRecord{Workload: g.Workload, Target: e.TargetFingerprint(), Threads: e.Threads(),
 		Strategy: strings.TrimSuffix(g.Strategy, "+epilogue"), Knobs: "KC=64,MC=1,parallel=0", Speedup: 1.5, Trials: 3})
 	tuned, got, _ := journalRun(t, dir, src, cfg, shapes)
 	tg := matmulGroup(t, tuned)
@@ -125,7 +125,7 @@ func TestCorruptTuningRecordIsSurvivedAndNotApplied(t *testing.T) {
 	plain, _, _ := journalRun(t, dir, src, cfg, shapes)
 	g := matmulGroup(t, plain)
 	e := newEngine(t, cfg)
-	putRecord(t, dir, compilecache.TuningRecord{Workload: g.Workload, Target: e.TargetFingerprint(),
+	putRecord(t, dir, compilecache.TuningRecord{Workload: g.Workload, Target: e.TargetFingerprint(), Threads: e.Threads(),
 		Strategy: strings.TrimSuffix(g.Strategy, "+epilogue"), Knobs: "KC=64", Speedup: 2})
 	files, _ := filepath.Glob(filepath.Join(dir, "tuning", "*.rec"))
 	if len(files) != 1 {
@@ -142,5 +142,35 @@ func TestCorruptTuningRecordIsSurvivedAndNotApplied(t *testing.T) {
 	}
 	if q, _ := filepath.Glob(filepath.Join(dir, "quarantine", "tuning-*")); len(q) != 1 {
 		t.Fatalf("quarantine: %v", q)
+	}
+}
+
+// TestTuningRecordOfAnotherThreadCountIsNotApplied: a record measured with another
+// number of threads than the engine's device runs on is not applied (the key stays the
+// untuned one); the same record at the engine's thread count is.
+func TestTuningRecordOfAnotherThreadCountIsNotApplied(t *testing.T) {
+	cfg := cpuConfig(t)
+	src := engine.InMemory("mlp", cacheModel(t))
+	src.Digest = "sha256:test-model"
+	shapes := map[string][]int64{"x": {2, 512}}
+	dir := filepath.Join(t.TempDir(), "cache")
+	plain, _, _ := journalRun(t, dir, src, cfg, shapes)
+	g := matmulGroup(t, plain)
+	e := newEngine(t, cfg)
+	if e.Threads() != 2 {
+		t.Fatalf("engine threads %d, the device was opened with 2", e.Threads())
+	}
+	rec := compilecache.TuningRecord{Workload: g.Workload, Target: e.TargetFingerprint(), Threads: 1,
+		Strategy: strings.TrimSuffix(g.Strategy, "+epilogue"), Knobs: "KC=64,MC=1,parallel=0", Speedup: 2}
+	putRecord(t, dir, rec)
+	other, _, _ := journalRun(t, dir, src, cfg, shapes)
+	if other.Outcome != compilecache.Hit || other.Key != plain.Key {
+		t.Fatalf("a record of 1 thread changed the 2-thread executable: %v, key %v (was %v)", other.Outcome, other.Key, plain.Key)
+	}
+	rec.Threads = 2
+	putRecord(t, dir, rec)
+	tuned, _, _ := journalRun(t, dir, src, cfg, shapes)
+	if tuned.Outcome != compilecache.Built || !strings.Contains(matmulGroup(t, tuned).Tuned, "KC=64") {
+		t.Fatalf("the 2-thread record was not applied: %v", tuned.Outcome)
 	}
 }

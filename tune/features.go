@@ -15,13 +15,20 @@ import (
 //	6 loops      7 deepest nesting   8 unrolled iterations
 //	9 footprint: bytes of the parameters (static extents)
 //	10 arithmetic intensity: loads per store
-const numLoopFeatures = 11
+//	11-16 the extents of the loops around the deepest store, outermost first, up to
+//	      six (0 where the nest is shallower): the task's shape, which the knob values
+//	      of a candidate (tile sizes, blockings) are relative to
+const numLoopFeatures = 17
+
+// nestSlots is how many loop extents around the deepest store the features keep.
+const nestSlots = 6
 
 // loopFeatures measures f.
 func loopFeatures(f *loopir.PrimFunc) []float64 {
 	var w struct {
 		work, loads, stores, calls, par, vec, loops, depth, unrolled float64
 	}
+	var path, nest []float64 // extents around the current statement; around the deepest store
 	var walk func(s loopir.Stmt, trips float64, depth int)
 	count := func(s loopir.Stmt, trips float64) {
 		loopir.MapStmt(s, func(e loopir.Expr) loopir.Expr {
@@ -58,7 +65,9 @@ func loopFeatures(f *loopir.PrimFunc) []float64 {
 			case loopir.Unrolled:
 				w.unrolled += trips * ext
 			}
+			path = append(path, ext)
 			walk(x.Body, trips*ext, depth+1)
+			path = path[:len(path)-1]
 		case *loopir.Allocate:
 			walk(x.Body, trips, depth)
 		case *loopir.Block:
@@ -67,6 +76,9 @@ func loopFeatures(f *loopir.PrimFunc) []float64 {
 			walk(x.Then, trips, depth)
 			walk(x.Else, trips, depth)
 		case *loopir.Store:
+			if len(path) > len(nest) || nest == nil {
+				nest = append(nest[:0:0], path...)
+			}
 			w.stores += trips
 			w.work += trips
 			count(x, trips)
@@ -89,5 +101,13 @@ func loopFeatures(f *loopir.PrimFunc) []float64 {
 		foot += n
 	}
 	lg := func(x float64) float64 { return math.Log2(1 + x) }
-	return []float64{lg(w.work), lg(w.loads), lg(w.stores), lg(w.calls), lg(w.par), lg(w.vec), w.loops, w.depth, lg(w.unrolled), lg(foot), lg(w.loads / math.Max(w.stores, 1))}
+	out := []float64{lg(w.work), lg(w.loads), lg(w.stores), lg(w.calls), lg(w.par), lg(w.vec), w.loops, w.depth, lg(w.unrolled), lg(foot), lg(w.loads / math.Max(w.stores, 1))}
+	for i := 0; i < nestSlots; i++ {
+		e := 0.0
+		if i < len(nest) {
+			e = lg(nest[i])
+		}
+		out = append(out, e)
+	}
+	return out
 }

@@ -67,7 +67,7 @@ func Measure(ctx context.Context, req Request, opts MeasureOptions) (*Response, 
 	if err != nil {
 		return nil, err
 	}
-	resp := &Response{Target: eng.TargetFingerprint(), Results: make([]Result, len(req.Assignments))}
+	resp := &Response{Target: eng.TargetFingerprint(), Threads: eng.Threads(), Results: make([]Result, len(req.Assignments))}
 	builds := make([]*compiler.Result, len(req.Assignments))
 	features := map[string][]float64{}
 	var mu sync.Mutex

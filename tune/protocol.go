@@ -40,6 +40,7 @@ type Request struct {
 // Request.Space the reference's kernels.
 type Response struct {
 	Target  string // the target and device fingerprint records of it are for
+	Threads int    // the threads the kernels' parallel loops ran on
 	Results []Result
 	Kernels []Kernel `json:",omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -36,6 +37,9 @@ type Options struct {
 	MinSpeedup float64
 	Seed       uint64
 	Progress   func(Progress) // nil: no reports
+	// Measurements, when set, receives the run's tasks and every measured candidate
+	// as a measurement log (measurements.go), for studying the cost model.
+	Measurements io.Writer
 	// randomOnly turns the cost model off (tests compare the search with and without)
 	randomOnly bool
 }
@@ -79,6 +83,7 @@ type Report struct {
 	Tasks           []*Task
 	Trials, Invalid int
 	Target          string // the fingerprint records were written for
+	Threads         int    // the thread count they were measured at
 	Reference       float64
 	Took            time.Duration
 }
@@ -109,7 +114,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tune: measuring the defaults: %w", err)
 	}
-	r.rep = &Report{Target: ref.Target, Reference: ref.Results[0].Total}
+	r.rep = &Report{Target: ref.Target, Threads: ref.Threads, Reference: ref.Results[0].Total}
 	total := 0.0
 	for _, s := range ref.Results[0].Seconds {
 		total += s
@@ -132,6 +137,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if len(r.rep.Tasks) == 0 {
 		return nil, fmt.Errorf("tune: %s: %w", o.Model, ErrNoTasks)
 	}
+	if err := r.logTasks(); err != nil {
+		return nil, err
+	}
 	r.report()
 	for !r.done() {
 		if err := ctx.Err(); err != nil {
@@ -146,7 +154,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	r.rep.Took = time.Since(start)
-	return r.rep, nil
+	return r.rep, r.logErr
 }
 
 func cmp0(v, d int) int {
@@ -165,6 +173,7 @@ type runner struct {
 	nfit  int
 	// exhausted: a round found no fresh candidate
 	exhausted bool
+	logErr    error // the measurement log's failure
 }
 
 func (r *runner) request(space bool, as []Assignment) Request {
@@ -385,6 +394,7 @@ func (r *runner) record(p pending, speedup float64, why string) {
 		t.Best, t.BestSpeedup = p.c, speedup
 	}
 	t.history = append(t.history, trial{p: p.p, c: p.c, speedup: speedup, why: why})
+	r.logTrial(t, p.p, p.c, speedup)
 }
 
 // drawTasks draws n distinct tasks with probability proportional to their share of the
@@ -524,7 +534,7 @@ func (r *runner) confirm(ctx context.Context) error {
 		if t.Confirmed < r.o.MinSpeedup || r.o.Journal == nil || r.rep.Target == "" {
 			continue
 		}
-		kept, err := r.o.Journal.PutTuning(compilecache.TuningRecord{Workload: t.Workload, Target: r.rep.Target, Strategy: t.Best.Strategy,
+		kept, err := r.o.Journal.PutTuning(compilecache.TuningRecord{Workload: t.Workload, Target: r.rep.Target, Threads: r.rep.Threads, Strategy: t.Best.Strategy,
 			Knobs: t.Best.Knobs, Speedup: t.Confirmed, Trials: t.Trials, Label: t.Anchor})
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +33,7 @@ func tuneCmd() *cobra.Command {
 		minSpeedup                                float64
 		seed                                      uint64
 		quiet, asJSON                             bool
+		recordTo                                  string
 		shapeInputs                               shapeFlags
 		cf                                        cacheFlags
 	)
@@ -79,6 +81,14 @@ device applies (kiln inspect --plan shows them; --no-tuning ignores them).`,
 			o := tune.Options{Model: path, Inputs: engine.ShapesOf(inputs), Threads: threads, Journal: j,
 				Measurer: tune.Child{Command: []string{self, tuneChildCommand}, Timeout: measureTimeout},
 				Trials:   trials, Budget: budget, PerRound: perRound, Reps: reps, MaxTasks: maxTasks, MinSpeedup: minSpeedup, Seed: seed}
+			if recordTo != "" {
+				f, err := os.Create(recordTo)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.Measurements = f
+			}
 			var bar *tuneBar
 			if !quiet && !asJSON {
 				bar = newTuneBar(os.Stderr, trials, budget)
@@ -88,15 +98,15 @@ device applies (kiln inspect --plan shows them; --no-tuning ignores them).`,
 			if bar != nil {
 				bar.finish()
 			}
-			if err != nil {
+			if err != nil && rep == nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return json.NewEncoder(w).Encode(rep)
+				return errors.Join(json.NewEncoder(w).Encode(rep), err)
 			}
 			printTuneReport(w, rep)
-			return nil
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -111,6 +121,8 @@ device applies (kiln inspect --plan shows them; --no-tuning ignores them).`,
 	f.DurationVar(&measureTimeout, "measure-timeout", 10*time.Minute, "kill a measurement (and mark its candidates invalid) after this long")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&recordTo, "record-measurements", "", "write every task and measured candidate to this file as JSON lines (the cost model's data)")
+	_ = f.MarkHidden("record-measurements")
 	shapeInputs.register(cmd)
 	cf.register(f, "on")
 	return cmd

@@ -46,7 +46,7 @@ func Open(opts Options) (*Device, error) {
 	if d.threads <= 0 {
 		d.threads = int64(runtime.NumCPU())
 	}
-	d.info = devices.Info{Kind: "cpu", Name: cpuModel(), Fingerprint: host.Fingerprint()}
+	d.info = devices.Info{Kind: "cpu", Name: cpuModel(), Fingerprint: host.Fingerprint(), Threads: int(d.threads)}
 	if !opts.NoCompiler {
 		cc, err := FindCompiler()
 		if err != nil {

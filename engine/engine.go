@@ -149,7 +149,7 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 	start := time.Now()
 	out := &Built{}
 	recs, tuning := e.tuning()
-	compile := func(ctx context.Context) (*Compiled, error) {
+	compileWith := func(ctx context.Context, tuning *Tuning) (*Compiled, error) {
 		if e.cfg.Compiler == nil {
 			return nil, fmt.Errorf("%w: model %q: this kiln runs prebuilt executables only", ErrNotPrebuilt, m.Name)
 		}
@@ -169,6 +169,7 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 		out.Stats = &c.Stats
 		return c, nil
 	}
+	compile := func(ctx context.Context) (*Compiled, error) { return compileWith(ctx, tuning) }
 	if e.cfg.Journal == nil || !m.cacheable() {
 		c, err := compile(ctx)
 		if err != nil {
@@ -179,8 +180,15 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 		out.Took = time.Since(start)
 		return out, nil
 	}
+	recs, pre, err := e.modelRecords(ctx, m, shapes, recs, compileWith)
+	if err != nil {
+		return nil, err
+	}
+	tuning = tuningOf(recs)
+	if pre != nil { // compiled while listing the model's workloads
+		compile = func(context.Context) (*Compiled, error) { return pre, nil }
+	}
 	out.Material = e.material(m, shapes, recs)
-	var err error
 	if e.cfg.Compiler == nil {
 		err = e.prebuilt(m, shapes, out)
 	} else {
@@ -188,6 +196,12 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 	}
 	if err != nil {
 		return nil, err
+	}
+	if pre != nil {
+		out.Exe, out.Outcome = pre.Exe, compilecache.Built
+		if out.Miss.Kind == compilecache.MissNone {
+			out.Miss = compilecache.MissCause{Kind: compilecache.MissAbsent, Detail: "compiled to list the model's workloads for its tuning records"}
+		}
 	}
 	out.Took = time.Since(start)
 	return out, nil
@@ -209,6 +223,7 @@ func (e *Engine) cached(ctx context.Context, m *Model, out *Built, compile func(
 			return nil, 0, err
 		}
 		e.keepPlan(m, out.Material, &c.Stats)
+		e.keepWorkloads(out.Material, &c.Stats)
 		return blob, dataOffset(blob), nil
 	}
 	var dropped compilecache.MissCause

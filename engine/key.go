@@ -15,8 +15,8 @@ import (
 // compiler) computes the same key as the kiln that prebuilt it. The C toolchain that
 // built the kernels is not part of it (an executable runs the same whichever compiler
 // built it); it keys the single kernels' object code (the compiler's kernel entries).
-// The tuning component is the digest of the tuning records the compile applies ("none"
-// without records).
+// The tuning component is the digest of the tuning records of the model's kernels that
+// the compile applies ("none" without records; workloads.go).
 func (e *Engine) material(m *Model, shapes map[string][]int64, recs []compilecache.TuningRecord) compilecache.Material {
 	return compilecache.Material{Kind: compilecache.KindExecutable, Parts: []compilecache.Component{
 		{Name: "model", Value: m.Digest},
@@ -36,6 +36,11 @@ func (e *Engine) Material(m *Model, shapes map[string][]int64) compilecache.Mate
 		shapes = map[string][]int64{}
 	}
 	recs, _ := e.tuning()
+	if len(recs) > 0 && e.cfg.Journal != nil {
+		if ws, ok := e.storedWorkloads(m, shapes); ok {
+			recs = ofWorkloads(recs, ws)
+		}
+	}
 	return e.material(m, shapes, recs)
 }
 

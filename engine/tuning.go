@@ -56,14 +56,19 @@ func (e *Engine) tuning() ([]compilecache.TuningRecord, *Tuning) {
 			recs = append(recs, r)
 		}
 	}
+	return recs, tuningOf(recs)
+}
+
+// tuningOf is the compile's view of recs (nil for none).
+func tuningOf(recs []compilecache.TuningRecord) *Tuning {
 	if len(recs) == 0 {
-		return nil, nil
+		return nil
 	}
 	t := &Tuning{Records: map[string]compilecache.TuningRecord{}}
 	for _, r := range recs {
 		t.Records[r.Workload] = r
 	}
-	return recs, t
+	return t
 }
 
 // Threads is the thread count the engine's CPU kernels run on (the device's, or the

@@ -30,12 +30,17 @@
 // strategies and memory of an executable taken from the journal; the executable itself
 // does not carry them. A journal that refuses the plan loses the report only.
 //
-// Tuning (tuning.go): a compile applies the journal's tuning records measured on the
-// engine's target and device fingerprint (Config.Records replaces the journal's,
-// Config.NoTuning ignores them), resolved once per Executable call: the same records
-// go to the compile (Job.Tuning) and, as their digest, into the key's "tuning"
-// component ("none" without records, so an untuned key is the key of a kiln without a
-// tuner).
+// Tuning (tuning.go, workloads.go): a compile applies the journal's tuning records
+// measured on the engine's target and device fingerprint and at its thread count
+// (Threads; Config.Records replaces the journal's, Config.NoTuning ignores them),
+// narrowed to the records of the model's own kernels and resolved once per Executable
+// call: the same records go to the compile (Job.Tuning) and, as their digest, into the
+// key's "tuning" component ("none" without records, so an untuned key is the key of a
+// kiln without a tuner, and a record of another model's kernel leaves the key alone).
+// The model's kernels come from a KindWorkloads entry every journal compile stores
+// beside the executable (the executable's material without its tuning component);
+// without it, a compiling engine compiles once with all the records under that entry's
+// build lock and publishes the executable under the narrowed key before the list.
 //
 // Serve-only: an Engine without a Compiler takes executables from the journal only;
 // a miss is ErrNotPrebuilt naming the model, the shapes, the entry's key and why the

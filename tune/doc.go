@@ -32,12 +32,20 @@
 //     by the model). The cost model (GBDT: gradient-boosted regression trees, squared
 //     loss, trained again after every round) predicts log speedup from the kernel's
 //     default loop-IR features (features.go: work, loads, stores, micro-kernel calls,
-//     parallel and vector extents, nesting, footprint, loads per store) and the
-//     candidate's encoding (strategy, log2 of each knob, whether it is the default).
+//     parallel and vector extents, nesting, footprint, loads per store, the extents of
+//     the loops around the deepest store) and the candidate's encoding (strategy, log2
+//     of each knob, whether it is the default; each strategy's knobs in slots of their
+//     own, space.go).
+//   - Measurement log. Options.Measurements receives the run's tasks and every measured
+//     candidate as JSON lines (measurements.go, ReadMeasurements); the logs recorded on
+//     the zoo (testdata/measurements) check the model's ranking of held-out candidates
+//     (Spearman, ranking.go).
 //   - Records. At the end the tasks' best candidates are measured again, all in one
 //     assignment, twice, beside two copies of the defaults and with twice the
 //     repetitions; those still Options.MinSpeedup faster become records
-//     (compilecache.PutTuning keeps a workload's fastest). During the search a
+//     (compilecache.PutTuning keeps a workload's fastest), which carry the thread
+//     count the child's kernels ran on (Response.Threads): compiles apply only the
+//     records of their own thread count. During the search a
 //     workload's default time is the fastest of the reference's and of every other
 //     assignment of the measurement that left it alone, which discounts a disturbed
 //     reference (the search's best speedups run high on a loaded machine: each is the

@@ -104,11 +104,14 @@ func (s space) mutate(p point, rng *rand.Rand) point {
 }
 
 // maxKnobs is how many knob slots the cost model's encoding has.
-const maxKnobs = 6
+const maxKnobs = 12
 
 // encode is the cost model's view of a candidate of a task: the task's loop-IR
-// features, the share of its strategy's index, then per knob slot log2 of the value
-// and whether it is the default.
+// features, the strategy's index, then per knob slot log2 of the value and whether it
+// is the default. Each strategy's knobs have slots of their own (after the earlier
+// strategies' knobs), so a slot means one knob of the task whatever the candidate's
+// strategy; the slots of the other strategies read -1 (knobs past maxKnobs are not
+// encoded).
 func (s space) encode(p point, feats []float64) []float64 {
 	x := make([]float64, 0, numLoopFeatures+1+2*maxKnobs)
 	x = append(x, feats...)
@@ -116,18 +119,27 @@ func (s space) encode(p point, feats []float64) []float64 {
 		x = append(x, 0)
 	}
 	x = append(x, float64(p.opt))
-	knobs := s.opts[p.opt].Knobs
-	for i := 0; i < maxKnobs; i++ {
-		if i >= len(knobs) {
-			x = append(x, -1, 0)
-			continue
+	slot := 0
+	for o := range s.opts {
+		for i, kn := range s.opts[o].Knobs {
+			if slot >= maxKnobs {
+				break
+			}
+			slot++
+			if o != p.opt {
+				x = append(x, -1, 0)
+				continue
+			}
+			v := kn.Values[p.vals[i]]
+			def := 0.0
+			if v == kn.Default {
+				def = 1
+			}
+			x = append(x, math.Log2(1+math.Abs(float64(v))), def)
 		}
-		v := knobs[i].Values[p.vals[i]]
-		def := 0.0
-		if v == knobs[i].Default {
-			def = 1
-		}
-		x = append(x, math.Log2(1+math.Abs(float64(v))), def)
+	}
+	for ; slot < maxKnobs; slot++ {
+		x = append(x, -1, 0)
 	}
 	return x
 }

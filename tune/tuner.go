@@ -477,17 +477,22 @@ func (r *runner) fit() {
 	for _, t := range r.rep.Tasks {
 		for _, h := range t.history {
 			x = append(x, t.space.encode(h.p, t.Features))
-			if h.speedup > 0 {
-				y = append(y, math.Log(h.speedup))
-			} else {
-				y = append(y, math.Log(0.25))
-			}
+			y = append(y, logSpeedup(h.speedup))
 		}
 	}
 	if len(y) < 8 || len(y) == r.nfit || r.o.randomOnly {
 		return
 	}
 	r.model, r.nfit = FitGBDT(x, y, DefaultGBDT), len(y)
+}
+
+// logSpeedup is the cost model's target for a measured speedup: its log, and for an
+// invalid candidate (0) the log of a large slowdown.
+func logSpeedup(s float64) float64 {
+	if s > 0 {
+		return math.Log(s)
+	}
+	return math.Log(0.25)
 }
 
 // confirm measures the tasks' best candidates again, all in one assignment, twice

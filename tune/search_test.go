@@ -1,7 +1,9 @@
 package tune
 
 import (
+	"bytes"
 	"context"
+	"math"
 	"testing"
 
 	"github.com/kilnrt/kiln/engine"
@@ -63,5 +65,34 @@ func TestCostModelGuidedSearchBeatsRandomSearch(t *testing.T) {
 	t.Logf("mean best speedup: guided %.3f, random %.3f", guided/8, random/8)
 	if !(guided > random) {
 		t.Fatalf("guided search found ×%.3f on average, random ×%.3f: the cost model does not help", guided/8, random/8)
+	}
+}
+
+// TestMeasurementLogHoldsEveryTaskAndTrial: a run with a measurement log writes its
+// task with its space and features, and one line per measured candidate with the
+// speedup the run saw, which ReadMeasurements reads back.
+func TestMeasurementLogHoldsEveryTaskAndTrial(t *testing.T) {
+	var log bytes.Buffer
+	rep, err := Run(context.Background(), Options{Model: "fake", Measurer: fakeMeasurer{}, Trials: 20, PerRound: 2, Seed: 1, Measurements: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, trials, err := ReadMeasurements(&log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 1 || tasks[0].Workload != "w" || len(tasks[0].Space) != 1 || len(tasks[0].Features) != numLoopFeatures {
+		t.Fatalf("tasks %+v", tasks)
+	}
+	got := trials["w"]
+	if len(got) != rep.Trials || rep.Trials != 20 {
+		t.Fatalf("%d trials logged, the run measured %d", len(got), rep.Trials)
+	}
+	for i, tr := range got {
+		h := rep.Tasks[0].history[i]
+		k, _ := kernels.ParseKnobs(h.c.Knobs)
+		if tr.Candidate != h.c.String() || tr.Speedup != h.speedup || math.Abs(tr.Speedup-fakeSpeedup(k)/fakeSpeedup(kernels.Knobs{"A": 0, "B": 0})) > 1e-9 {
+			t.Fatalf("trial %d logged %+v, measured %s ×%v", i, tr, h.c, h.speedup)
+		}
 	}
 }

@@ -141,5 +141,17 @@ func TestBrokenCandidatesAreInvalidAndTheTunerGoesOn(t *testing.T) {
 	if valid != 13 || rep.Invalid != 2 {
 		t.Fatalf("%d valid trials, %d invalid: want 13 and 2", valid, rep.Invalid)
 	}
+	if rep.Threads != 1 {
+		t.Fatalf("the run measured at %d threads, it asked for 1", rep.Threads)
+	}
+	recs, err := j.TuningRecords(rep.Target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Threads != 1 {
+			t.Fatalf("record %+v does not carry the run's thread count (1)", r)
+		}
+	}
 	fmt.Fprintf(os.Stderr, "best %s ×%.2f\n", task.Best, task.BestSpeedup)
 }

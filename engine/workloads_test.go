@@ -90,3 +90,34 @@ func TestModelCompiledFirstWithForeignRecordsGetsItsUntunedKey(t *testing.T) {
 		t.Fatalf("second load: %v, key %v (first %v)", again.Outcome, again.Key.Short(), first.Key.Short())
 	}
 }
+
+// TestServeOnlyEngineFindsTheExecutableOfItsModelsRecords: a serve-only engine (no
+// compiler) computes the key a compiling engine stored a tuned executable under, with
+// records of another model's kernels in the journal too.
+func TestServeOnlyEngineFindsTheExecutableOfItsModelsRecords(t *testing.T) {
+	cfg := cpuConfig(t)
+	a := engine.InMemory("a", cacheModel(t))
+	a.Digest = "sha256:model-a"
+	shapes := map[string][]int64{"x": {2, 512}}
+	dir := filepath.Join(t.TempDir(), "cache")
+	plain, _, _ := journalRun(t, dir, a, cfg, shapes)
+	g := matmulGroup(t, plain)
+	e := newEngine(t, cfg)
+	for _, r := range []compilecache.TuningRecord{
+		{Workload: g.Workload, Target: e.TargetFingerprint(), Threads: e.Threads(), Strategy: strings.TrimSuffix(g.Strategy, "+epilogue"), Knobs: "KC=64,MC=1,parallel=0", Speedup: 1.5},
+		{Workload: "matmul-0123456789abcdef0123", Target: e.TargetFingerprint(), Threads: e.Threads(), Strategy: "matmul.packed", Knobs: "KC=64", Speedup: 1.5},
+	} {
+		putRecord(t, dir, r)
+	}
+	tuned, want, _ := journalRun(t, dir, a, cfg, shapes)
+	if tuned.Outcome != compilecache.Built {
+		t.Fatalf("tuned compile: %v", tuned.Outcome)
+	}
+	serve := cfg
+	serve.Compiler = nil
+	served, got, _ := journalRun(t, dir, a, serve, shapes)
+	if served.Outcome != compilecache.Hit || served.Key != tuned.Key {
+		t.Fatalf("serve-only: %v, key %v (the compile stored %v)", served.Outcome, served.Key.Short(), tuned.Key.Short())
+	}
+	assertClose(t, got.Data.([]float32), want.Data.([]float32))
+}

@@ -40,9 +40,15 @@ var ErrBadTuning = errors.New("invalid tuning record")
 const tuningDir = "tuning"
 
 // name is the record's file name: the SHA-256 of its target, workload and thread
-// count.
+// count (a record of unknown thread count, written by a kiln whose records had none,
+// keeps the name of its target and workload alone, so it still reads back; the engine
+// applies it at no thread count).
 func (r TuningRecord) name() string {
-	h := sha256.Sum256([]byte(r.Target + "\x00" + r.Workload + "\x00" + strconv.Itoa(r.Threads)))
+	key := r.Target + "\x00" + r.Workload
+	if r.Threads != 0 {
+		key += "\x00" + strconv.Itoa(r.Threads)
+	}
+	h := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(h[:]) + ".rec"
 }
 

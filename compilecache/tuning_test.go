@@ -89,9 +89,10 @@ func TestTuningRecordsTravelInExports(t *testing.T) {
 
 func TestTuningRecordsOfTwoThreadCountsAreKeptApart(t *testing.T) {
 	j := tuningJournal(t)
+	unknown := TuningRecord{Workload: "w", Target: "cpu", Strategy: "s", Knobs: "KC=128", Speedup: 1.2}
 	one := TuningRecord{Workload: "w", Target: "cpu", Threads: 1, Strategy: "s", Knobs: "KC=64", Speedup: 1.4}
 	two := TuningRecord{Workload: "w", Target: "cpu", Threads: 2, Strategy: "s", Knobs: "KC=256", Speedup: 1.1}
-	for _, r := range []TuningRecord{one, two} {
+	for _, r := range []TuningRecord{unknown, one, two} {
 		if kept, err := j.PutTuning(r); err != nil || !kept {
 			t.Fatalf("put %+v: kept %v, %v", r, kept, err)
 		}
@@ -100,10 +101,10 @@ func TestTuningRecordsOfTwoThreadCountsAreKeptApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0] != one || got[1] != two {
-		t.Fatalf("records = %+v, want both thread counts", got)
+	if len(got) != 3 || got[0] != unknown || got[1] != one || got[2] != two {
+		t.Fatalf("records = %+v, want the three thread counts (0: unknown)", got)
 	}
-	if TuningDigest(got[:1]) == TuningDigest(got[1:]) {
+	if TuningDigest(got[1:2]) == TuningDigest(got[2:]) {
 		t.Fatal("records differing only in their thread count have one digest")
 	}
 }

@@ -187,6 +187,7 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 	tuning = tuningOf(recs)
 	if pre != nil { // compiled while listing the model's workloads
 		compile = func(context.Context) (*Compiled, error) { return pre, nil }
+		out.Exe = pre.Exe // the journal's copy need not be decoded
 	}
 	out.Material = e.material(m, shapes, recs)
 	if e.cfg.Compiler == nil {
@@ -198,7 +199,7 @@ func (e *Engine) Executable(ctx context.Context, m *Model, shapes map[string][]i
 		return nil, err
 	}
 	if pre != nil {
-		out.Exe, out.Outcome = pre.Exe, compilecache.Built
+		out.Outcome = compilecache.Built
 		if out.Miss.Kind == compilecache.MissNone {
 			out.Miss = compilecache.MissCause{Kind: compilecache.MissAbsent, Detail: "compiled to list the model's workloads for its tuning records"}
 		}

@@ -209,6 +209,7 @@ func (m *model) variantFor(ctx context.Context, p *placement, shapes map[string]
 // when the executable was loaded already.
 func (m *model) variantWaiting(ctx context.Context, p *placement, shapes map[string][]int64) (*variant, time.Duration, error) {
 	key := fmt.Sprint(shapes) // fmt prints maps sorted by key
+	m.svc.tuner.saw(m, shapes, key)
 	m.mu.Lock()
 	v := p.variants[key]
 	m.mu.Unlock()

@@ -142,10 +142,14 @@ func runServe(cfg configs.File) error {
 		log.Info("serve-only build: models run from prebuilt journal entries; a model or shape not in the journal is an error (fill it with `kiln prebuild`)")
 	}
 	explicit := cfg.ModelControlMode == "explicit"
+	tuning, err := serveTuning(cfg.Tune, j)
+	if err != nil {
+		return err
+	}
 	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, GPUs: gpus, Log: log, LoadMode: serve.LoadMode(cfg.LoadMode),
 		LenientReadiness:  !cfg.StrictReadiness,
 		RepositoryControl: explicit, Load: cfg.LoadModels, Instances: cfg.Instances, SpecializeAfter: cfg.SpecializeAfter,
-		Compiles: cfg.Limits.Compiles})
+		Compiles: cfg.Limits.Compiles, Tune: tuning})
 	if err != nil {
 		return err
 	}

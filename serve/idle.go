@@ -91,6 +91,12 @@ func (g *idleGate) readyIn() (time.Duration, bool) {
 // when the work is done (it starts the duty cycle's rest).
 func (g *idleGate) Acquire(ctx context.Context) (context.Context, func(), error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		if g.base.Err() != nil {
+			return nil, nil, context.Canceled
+		}
 		g.mu.Lock()
 		wait, ok := g.readyIn()
 		if ok {

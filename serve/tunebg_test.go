@@ -266,4 +266,3 @@ func TestIdleGateWaitsForIdleTimeAndStopsWorkOnArrival(t *testing.T) {
 		t.Fatal("duty 0.5: not admitted after the rest")
 	}
 }
-

@@ -20,8 +20,9 @@ import (
 // processes (kiln tune-measure) that wait for the server to be idle; a measurement a
 // request interrupts is killed and measured again.
 type serveTuner struct {
-	journal  *compilecache.Journal
-	measurer tune.Measurer
+	journal    *compilecache.Journal
+	measurer   tune.Measurer
+	minSpeedup float64 // 0: tune's default
 }
 
 // newServeTuner measures in children of this executable (nil measurer) or with m.
@@ -39,7 +40,7 @@ func newServeTuner(j *compilecache.Journal, m tune.Measurer) (*serveTuner, error
 // Tune implements serve.Tuner.
 func (t *serveTuner) Tune(ctx context.Context, job serve.TuneJob) (serve.TuneResult, error) {
 	o := tune.Options{Model: job.Path, Inputs: job.Shapes, Threads: job.Threads, Journal: t.journal, Measurer: t.measurer,
-		Trials: job.Trials, Budget: job.Budget, Seed: 1}
+		Trials: job.Trials, Budget: job.Budget, MinSpeedup: t.minSpeedup, Seed: 1}
 	if job.Progress != nil {
 		o.Progress = func(p tune.Progress) { job.Progress(p.Trials, p.Invalid) }
 	}

@@ -162,8 +162,9 @@
 // default; omitting any other input is ErrInvalid naming it (checkInputs).
 //
 // Background tuning (idle.go, tunebg.go, tunedswap.go; Options.Tune, off without a
-// Tuner). Every execution counts for its model version (name, version, content digest)
-// and shape signature (variantWaiting). The server is idle when no inference has been
+// Tuner). Every execution of requests counts for its model version (name, version,
+// content digest) and shape signature (variantWaiting); loads at start and warm-up
+// samples do not. The server is idle when no inference has been
 // in flight or queued (Service.enter to leave) for TuneOptions.IdleAfter; the idle gate
 // admits background work only then, and hands it a context that the next inference's
 // arrival ends (a pause: the work is thrown away and made again at the next idle time),

@@ -176,6 +176,38 @@ func TestBackgroundTuningPausesWhenARequestArrives(t *testing.T) {
 	waitFor(t, "tuning to resume when idle again", func() bool { return running() == 1 })
 }
 
+// TestLoadsAtStartAreNotTraffic: warm-up samples compile and run the model at start,
+// but no request does, so background tuning has nothing to tune until one comes.
+func TestLoadsAtStartAreNotTraffic(t *testing.T) {
+	repo, x, _ := testRepo(t)
+	writeConfig(t, repo, "mlp", `
+model_warmup [ { name: "zeros" count: 2 inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 3, 8 ] zero_data: true } } } ]
+`)
+	ft := &fakeTuner{trials: 1}
+	s, err := New(Options{Repository: repo, Engine: &servetest.Engine{}, LoadMode: LoadEager, Tune: TuneOptions{Tuner: ft, IdleAfter: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitFor(t, "the load at start", func() bool {
+		for _, st := range s.Index() {
+			if st.Name == "mlp" && st.Compiled > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if m, _, _ := s.tuner.next(); m != nil {
+		t.Fatalf("model %q counted as traffic after its load at start alone", m.name)
+	}
+	if _, err := s.Infer(context.Background(), request(x)); err != nil {
+		t.Fatal(err)
+	}
+	if m, sigs, _ := s.tuner.next(); m == nil || m.name != "mlp" || len(sigs) != 1 {
+		t.Fatalf("after a request: next %v %v, want mlp with its shapes", m, sigs)
+	}
+}
+
 // TestTuneOffByDefaultDoesNothing: without Options.Tune the service has no tuner,
 // counts no traffic and exports no kiln_tune_* series.
 func TestTuneOffByDefaultDoesNothing(t *testing.T) {

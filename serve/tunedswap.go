@@ -50,7 +50,8 @@ func (s *Service) rebuildTuned(ctx context.Context, m *model, sigs []map[string]
 	var tuned *model
 	for i, f := range fresh {
 		o := olds[i]
-		f.takeStartup() // built here, not by a load at start
+		f.takeStartup() // built here, not by a load at start, which readiness would wait for
+		f.endStartup()
 		if f.version != o.version || f.src == nil || o.src == nil || f.src.Digest != o.src.Digest || len(f.places) != len(o.places) {
 			return fmt.Errorf("model %q version %d: its files or configuration changed on disk", m.name, o.version)
 		}

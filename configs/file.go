@@ -62,6 +62,7 @@ type File struct {
 	TLS    TLS    `yaml:"tls"`
 	Auth   Auth   `yaml:"auth"`
 	Log    Log    `yaml:"log"`
+	Tune   Tune   `yaml:"tune"`
 
 	// Threads is the number of threads kernels run on; 0 means one per core.
 	Threads int `yaml:"threads"`
@@ -175,6 +176,23 @@ type Auth struct {
 }
 
 // Log configures the server's logs.
+type Tune struct {
+	// Mode is "off" (default) or "background": while the server is idle, tune the
+	// models that receive traffic and swap in executables rebuilt with the records.
+	Mode string `yaml:"mode"`
+	// CPU is what tuning may use: a thread count ("1", the default; "2") or a
+	// fraction of one core ("0.5": one thread, measuring at most half the idle time).
+	CPU string `yaml:"cpu"`
+	// Budget is each model's measuring time (default 10m); Trials bounds its
+	// candidates (0: only the budget does).
+	Budget Duration `yaml:"budget"`
+	Trials int      `yaml:"trials"`
+	// IdleAfter is how long no request must have been in flight or queued before the
+	// server counts as idle (default 2s).
+	IdleAfter Duration `yaml:"idle_after"`
+}
+
+// Log is the server's logging.
 type Log struct {
 	Format string `yaml:"format"` // "json" (default) or "console"
 	Level  string `yaml:"level"`  // "debug", "info" (default), "warn" or "error"
@@ -196,6 +214,7 @@ func DefaultFile() File {
 		Cache:            Cache{Policy: "on"},
 		Limits:           Limits{MaxRequestBytes: 64 * MiB, MaxInflightBytes: GiB, CompileTimeout: Duration(10 * time.Minute)},
 		Log:              Log{Format: "json", Level: "info"},
+		Tune:             Tune{Mode: "off", CPU: "1", Budget: Duration(10 * time.Minute), IdleAfter: Duration(2 * time.Second)},
 		ShutdownGrace:    Duration(30 * time.Second),
 	}
 }
@@ -376,6 +395,21 @@ func (f File) Validate() error {
 	}
 	if f.SpecializeAfter < 0 {
 		bad("specialize_after", "%d: must not be negative (0: compile each new shape before answering it)", f.SpecializeAfter)
+	}
+	if f.Tune.Mode != "off" && f.Tune.Mode != "background" {
+		bad("tune.mode", "%q: must be off or background", f.Tune.Mode)
+	}
+	if c, err := strconv.ParseFloat(f.Tune.CPU, 64); err != nil || !(c > 0) || (c > 1 && c != math.Trunc(c)) {
+		bad("tune.cpu", "%q: must be a thread count (1, 2, ...) or a fraction of one core (0 < cpu < 1)", f.Tune.CPU)
+	}
+	if f.Tune.Budget <= 0 {
+		bad("tune.budget", "%s: must be positive", f.Tune.Budget)
+	}
+	if f.Tune.Trials < 0 {
+		bad("tune.trials", "%d: must not be negative (0: only the budget bounds them)", f.Tune.Trials)
+	}
+	if f.Tune.IdleAfter <= 0 {
+		bad("tune.idle_after", "%s: must be positive", f.Tune.IdleAfter)
 	}
 	switch f.Cache.Policy {
 	case "on", "readonly", "redo", "off":

@@ -139,6 +139,7 @@ shutdown_grace: 5s
 		TLS:              TLS{CertFile: "/etc/kiln/tls.crt", KeyFile: "/etc/kiln/tls.key"},
 		Auth:             Auth{BearerTokenFile: "/etc/kiln/token"},
 		Log:              Log{Format: "console", Level: "debug"},
+		Tune:             DefaultFile().Tune, // left out: the defaults
 		Threads:          8,
 		GPUs:             "none",
 		ShutdownGrace:    Duration(5 * time.Second),
@@ -220,6 +221,9 @@ func TestFileValidate(t *testing.T) {
 		{"negative instances", func(f *File) { f.Instances = -1 }, "instances"},
 		{"gpus by number", func(f *File) { f.GPUs = "0,1" }, "gpus"},
 		{"negative specialize_after", func(f *File) { f.SpecializeAfter = -1 }, "specialize_after"},
+		{"unknown tune.mode", func(f *File) { f.Tune.Mode = "always" }, "tune.mode"},
+		{"fractional tune.cpu above one core", func(f *File) { f.Tune.CPU = "1.5" }, "tune.cpu"},
+		{"zero tune.cpu", func(f *File) { f.Tune.CPU = "0" }, "tune.cpu"},
 		{"cache policy", func(f *File) { f.Cache.Policy = "write-only" }, "cache.policy"},
 		{"negative budget", func(f *File) { f.Cache.Budget = -1 }, "cache.budget"},
 		{"zero request limit", func(f *File) { f.Limits.MaxRequestBytes = 0 }, "limits.max_request_bytes"},

@@ -68,7 +68,8 @@
 // does not hold back the others;
 // a model version runs at most as many requests at once as it has instances, over all
 // its devices, the rest queue (the queue time is in its statistics); after Drain no inference is admitted and Drain
-// returns when those in flight are done.
+// returns when those in flight are done; background tuning never runs beside an
+// inference (its work stops when one arrives) and never fails or delays one.
 //
 // Repository: serve/modelrepo owns the repository's layout (which folders are models
 // and versions, the names, the file checks), config.pbtxt (parse, auto-complete,
@@ -159,6 +160,27 @@
 // mark optional only such an input (checkAgainstModel refuses the others, naming
 // them). A request (or a warm-up sample) that omits an optional input runs with the
 // default; omitting any other input is ErrInvalid naming it (checkInputs).
+//
+// Background tuning (idle.go, tunebg.go, tunedswap.go; Options.Tune, off without a
+// Tuner). Every execution of requests counts for its model version (name, version,
+// content digest) and shape signature (variantWaiting); loads at start and warm-up
+// samples do not. The server is idle when no inference has been
+// in flight or queued (Service.enter to leave) for TuneOptions.IdleAfter; the idle gate
+// admits background work only then, and hands it a context that the next inference's
+// arrival ends (a pause: the work is thrown away and made again at the next idle time),
+// with an optional duty cycle (after work that took d, it rests (1-Duty)/Duty·d). One
+// goroutine tunes, one session at a time, the version executed most that is not tuned
+// yet, through the Tuner, for its most executed shapes; the Tuner's measurements run
+// under the gate. When a session wrote records, rebuildTuned registers the model again
+// from the repository as a reload does, builds on each new version, under the gate,
+// what the old one had loaded (its generic executable and its specialized ones for the
+// known signatures: the journal keys them with the new records' digest, so they
+// compile anew), times old against new on zero inputs (kiln_tune_speedup) and replaces
+// the versions (replace): new requests take the new executables, those in flight finish
+// on the old ones, which close after them; statistics carry over. Nothing is swapped
+// when the model was reloaded meanwhile or its files, versions or placements changed.
+// A version is tuned once per digest. Metrics: kiln_tune_trials_total{model,outcome},
+// kiln_tune_speedup{model}, kiln_tune_swaps_total{model}, kiln_tune_running.
 //
 // Refused by name, not built: iterative sequences, ragged batches.
 //

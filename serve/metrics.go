@@ -58,6 +58,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	m.svc.compileHist.Describe(ch)
+	m.svc.tuner.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -101,4 +102,5 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	s.compileHist.Collect(ch)
+	s.tuner.collect(ch)
 }

@@ -200,15 +200,21 @@ func dimsOf(t graph.Type) []int64 {
 // per process) if needed. The compile stops when every request waiting for it has
 // given up.
 func (m *model) variantFor(ctx context.Context, p *placement, shapes map[string][]int64) (*variant, error) {
-	v, _, err := m.variantWaiting(ctx, p, shapes)
+	v, _, err := m.variantKeyed(ctx, p, shapes, fmt.Sprint(shapes))
 	return v, err
 }
 
-// variantWaiting is variantFor that also reports how long the caller waited for a
-// compile, its own or one already running (a load at start, another request's): 0
-// when the executable was loaded already.
+// variantWaiting is variantFor for a request's execution: it also reports how long the
+// caller waited for a compile, its own or one already running (a load at start,
+// another request's; 0 when the executable was loaded already), and counts the
+// execution for background tuning (loads at start and warm-up samples do not).
 func (m *model) variantWaiting(ctx context.Context, p *placement, shapes map[string][]int64) (*variant, time.Duration, error) {
 	key := fmt.Sprint(shapes) // fmt prints maps sorted by key
+	m.svc.tuner.saw(m, shapes, key)
+	return m.variantKeyed(ctx, p, shapes, key)
+}
+
+func (m *model) variantKeyed(ctx context.Context, p *placement, shapes map[string][]int64, key string) (*variant, time.Duration, error) {
 	m.mu.Lock()
 	v := p.variants[key]
 	m.mu.Unlock()

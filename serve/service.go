@@ -53,6 +53,9 @@ type Options struct {
 	// SharedMemoryDir is where the system shared memory extension finds the objects
 	// that clients register by key ("": DefaultSharedMemoryDir, /dev/shm).
 	SharedMemoryDir string
+	// Tune tunes the models that receive traffic while the server is idle and swaps
+	// in the executables rebuilt with the records (tunebg.go); off without a Tuner.
+	Tune TuneOptions
 }
 
 // Spec is what the server does with a model, derived from its configuration.
@@ -99,6 +102,8 @@ type Service struct {
 	models map[string][]*model // by name, newest version first
 
 	shm *shmRegistry // system shared memory regions (sharedmem.go)
+
+	tuner *backgroundTuner // nil: no background tuning
 }
 
 // New scans the repository and registers every model it finds (a model that cannot be
@@ -157,6 +162,10 @@ func New(opts Options) (*Service, error) {
 		s.models[d.name] = s.register(d)
 	}
 	s.startLoads()
+	if opts.Tune.Tuner != nil {
+		s.tuner = newBackgroundTuner(s, opts.Tune)
+		s.tuner.start()
+	}
 	return s, nil
 }
 
@@ -343,6 +352,9 @@ func (s *Service) enter() bool {
 		return false
 	}
 	s.flight++
+	if s.tuner != nil && s.tuner.gate.arrive() {
+		s.log.Info("tuning paused: a request arrived")
+	}
 	return true
 }
 
@@ -350,6 +362,9 @@ func (s *Service) leave() {
 	s.flightMu.Lock()
 	defer s.flightMu.Unlock()
 	s.flight--
+	if s.tuner != nil {
+		s.tuner.gate.depart()
+	}
 	if s.flight == 0 && s.draining.Load() {
 		close(s.idle)
 	}
@@ -368,6 +383,9 @@ func (s *Service) Close() error {
 	s.closed = true
 	s.buildMu.Unlock()
 	s.cancel()
+	if s.tuner != nil {
+		s.tuner.wg.Wait() // a cancelled session returns soon: its measuring child is killed
+	}
 	s.building.Wait() // a cancelled compile returns soon; the journal and device outlive it
 	for _, m := range s.allModels() {
 		m.closeVariants()

@@ -50,9 +50,15 @@
 //     assignment of the measurement that left it alone, which discounts a disturbed
 //     reference (the search's best speedups run high on a loaded machine: each is the
 //     best of many noisy ratios; the confirmation is what records trust).
+//   - In-process callers (gated.go). RunGated is Run for a caller that lends the
+//     machine while it is idle (kiln serve --tune background): each measurement waits
+//     for the caller's Gate and runs under the context it returns; one the gate stops
+//     (a request arrived) is thrown away and measured again at the next admission
+//     (Gated), and Options.Budget counts measuring time, not the waiting.
 //
 // Invariants: the tuner never writes a record for a candidate whose outputs were not
-// checked against the defaults; records carry the fingerprint the child measured on,
+// checked against the defaults; a gated run never uses a measurement its gate stopped;
+// records carry the fingerprint the child measured on,
 // so another target or device never applies them; a child's crash or hang costs its
 // candidates, never the run.
 package tune

@@ -56,7 +56,11 @@ runs on the CUDA GPUs (gpus: [N] is cuda:N), or without them on the OpenCL devic
 (gpus: [N] is opencl:N as kiln devices lists them); --gpus none: everything on the CPU; a group asking for a GPU kiln lacks runs on the CPU, with a
 warning. Prometheus metrics
 (Triton's nv_inference_* names, kiln_compile_seconds, kiln_journal_*_total,
-kiln_model_state) are on --metrics-address at /metrics (plain HTTP, no auth).
+kiln_model_state, kiln_tune_*) are on --metrics-address at /metrics (plain HTTP, no auth).
+With --tune background the server tunes the models that receive traffic while it is
+idle (--tune-idle-after with no request in flight or queued), pausing the moment a
+request arrives, within --tune-budget measuring time per model and --tune-cpu, and
+swaps in executables rebuilt with the tuning records as a reload swaps versions.
 
 --config FILE reads the server config file (YAML, configs/kiln.yaml is a commented
 example); the flags given on the command line override its keys (each flag's help
@@ -142,10 +146,14 @@ func runServe(cfg configs.File) error {
 		log.Info("serve-only build: models run from prebuilt journal entries; a model or shape not in the journal is an error (fill it with `kiln prebuild`)")
 	}
 	explicit := cfg.ModelControlMode == "explicit"
+	tuning, err := serveTuning(cfg.Tune, j)
+	if err != nil {
+		return err
+	}
 	svc, err := serve.New(serve.Options{Repository: cfg.ModelRepository, Engine: eng, GPUs: gpus, Log: log, LoadMode: serve.LoadMode(cfg.LoadMode),
 		LenientReadiness:  !cfg.StrictReadiness,
 		RepositoryControl: explicit, Load: cfg.LoadModels, Instances: cfg.Instances, SpecializeAfter: cfg.SpecializeAfter,
-		Compiles: cfg.Limits.Compiles})
+		Compiles: cfg.Limits.Compiles, Tune: tuning})
 	if err != nil {
 		return err
 	}

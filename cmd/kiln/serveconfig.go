@@ -40,6 +40,7 @@ type serveFlags struct {
 	gpus                                  string
 	precision                             string
 	loadModels                            []string // Triton's --load-model
+	tune                                  configs.Tune
 	cache                                 cacheFlags
 }
 
@@ -81,7 +82,23 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.tokenFile, "bearer-token-file", "", "file holding a token every request but the health probes must send as Authorization: Bearer <token> [auth.bearer_token_file]")
 	f.StringVar(&fl.logFormat, "log-format", "", "json or console (default: the config file's, else $KILN_LOG_FORMAT, else console) [log.format]")
 	f.StringVar(&fl.logLevel, "log-level", "info", "debug, info (one line per request), warn or error [log.level]")
+	f.StringVar(&fl.tune.Mode, "tune", "off", "off, or background: while the server is idle (no request in flight or queued for --tune-idle-after), tune the models that receive traffic, most executed first, and swap in executables rebuilt with the records; tuning pauses when a request arrives [tune.mode]")
+	f.StringVar(&fl.tune.CPU, "tune-cpu", "1", "what tuning may use: threads the measured kernels run on (1, 2, ... up to the cores), or a fraction of one core (0.5: one thread measuring at most half the idle time) [tune.cpu]")
+	f.Var((*durationValue)(&fl.tune.Budget), "tune-budget", "measuring time per model (default 10m) [tune.budget]")
+	f.IntVar(&fl.tune.Trials, "tune-trials", 0, "candidates measured per model (0: only --tune-budget bounds them) [tune.trials]")
+	f.Var((*durationValue)(&fl.tune.IdleAfter), "tune-idle-after", "how long no request must be in flight or queued before the server counts as idle (default 2s) [tune.idle_after]")
 	fl.cache.register(f, "on")
+}
+
+// durationValue is a configs.Duration as a flag.
+type durationValue configs.Duration
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) Type() string   { return "duration" }
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	*d = durationValue(v)
+	return err
 }
 
 // serveConfig is the configuration kiln serve runs with: the config file (or, without
@@ -196,6 +213,21 @@ func serveConfig(f *pflag.FlagSet, fl *serveFlags, getenv func(string) string) (
 	}
 	if set("grace") {
 		cfg.ShutdownGrace = configs.Duration(fl.grace)
+	}
+	if set("tune") {
+		cfg.Tune.Mode = fl.tune.Mode
+	}
+	if set("tune-cpu") {
+		cfg.Tune.CPU = fl.tune.CPU
+	}
+	if set("tune-budget") {
+		cfg.Tune.Budget = fl.tune.Budget
+	}
+	if set("tune-trials") {
+		cfg.Tune.Trials = fl.tune.Trials
+	}
+	if set("tune-idle-after") {
+		cfg.Tune.IdleAfter = fl.tune.IdleAfter
 	}
 	if set("cache-dir") {
 		cfg.Cache.Dir = fl.cache.dir

@@ -119,6 +119,7 @@ shutdown_grace: 10s
 		TLS:           configs.TLS{CertFile: "/tls/crt", KeyFile: "/tls/key"},
 		Auth:          configs.Auth{BearerTokenFile: "/secret/token"},
 		Log:           configs.Log{Format: "console", Level: "warn"}, // the file wins over $KILN_LOG_FORMAT
+		Tune:          configs.DefaultFile().Tune,
 		Threads:       3,
 		GPUs:          "none",
 		ShutdownGrace: configs.Duration(10 * time.Second),
@@ -133,7 +134,8 @@ shutdown_grace: 10s
 		"--bearer-token-file", "/t", "--log-format", "json", "--log-level", "debug", "--threads", "1", "--grace", "1m",
 		"--http-read-header-timeout", "3s", "--http-read-timeout", "2s", "--http-write-timeout", "0s", "--http-idle-timeout", "30s", "--http-max-connections", "100",
 		"--grpc-max-concurrent-streams", "8", "--grpc-idle-timeout", "0s", "--grpc-max-connections", "20", "--max-inflight-bytes", "2GiB", "--memory-limit", "3GiB",
-		"--max-request-memory", "2GiB", "--max-tensor-memory", "1GiB", "--compile-timeout", "0s", "--compiles", "1", "--gpus", "auto")
+		"--max-request-memory", "2GiB", "--max-tensor-memory", "1GiB", "--compile-timeout", "0s", "--compiles", "1", "--gpus", "auto",
+		"--tune", "background", "--tune-cpu", "0.5", "--tune-budget", "3m", "--tune-trials", "20", "--tune-idle-after", "500ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +153,11 @@ shutdown_grace: 10s
 		Cache:            configs.Cache{Dir: "/tmp/j", Policy: "redo", Budget: configs.GiB},
 		Limits: configs.Limits{MaxRequestBytes: 2 * configs.MiB, RequestTimeout: configs.Duration(5 * time.Second), MaxInflightBytes: 2 * configs.GiB, MemoryLimit: 3 * configs.GiB,
 			RequestMemory: 2 * configs.GiB, TensorMemory: configs.GiB, Compiles: 1},
-		TLS:           configs.TLS{CertFile: "/c", KeyFile: "/k"},
-		Auth:          configs.Auth{BearerTokenFile: "/t"},
-		Log:           configs.Log{Format: "json", Level: "debug"},
+		TLS:  configs.TLS{CertFile: "/c", KeyFile: "/k"},
+		Auth: configs.Auth{BearerTokenFile: "/t"},
+		Log:  configs.Log{Format: "json", Level: "debug"},
+		Tune: configs.Tune{Mode: "background", CPU: "0.5", Budget: configs.Duration(3 * time.Minute), Trials: 20,
+			IdleAfter: configs.Duration(500 * time.Millisecond)},
 		Threads:       1,
 		GPUs:          "auto",
 		ShutdownGrace: configs.Duration(time.Minute),

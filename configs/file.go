@@ -399,8 +399,8 @@ func (f File) Validate() error {
 	if f.Tune.Mode != "off" && f.Tune.Mode != "background" {
 		bad("tune.mode", "%q: must be off or background", f.Tune.Mode)
 	}
-	if c, err := strconv.ParseFloat(f.Tune.CPU, 64); err != nil || !(c > 0) || (c > 1 && c != math.Trunc(c)) {
-		bad("tune.cpu", "%q: must be a thread count (1, 2, ...) or a fraction of one core (0 < cpu < 1)", f.Tune.CPU)
+	if c, err := strconv.ParseFloat(f.Tune.CPU, 64); err != nil || !(c > 0) || c > 1 {
+		bad("tune.cpu", "%q: must be the share of the idle time tuning may measure (0 < cpu <= 1)", f.Tune.CPU)
 	}
 	if f.Tune.Budget <= 0 {
 		bad("tune.budget", "%s: must be positive", f.Tune.Budget)

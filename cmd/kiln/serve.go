@@ -146,7 +146,7 @@ func runServe(cfg configs.File) error {
 		log.Info("serve-only build: models run from prebuilt journal entries; a model or shape not in the journal is an error (fill it with `kiln prebuild`)")
 	}
 	explicit := cfg.ModelControlMode == "explicit"
-	tuning, err := serveTuning(cfg.Tune, j)
+	tuning, err := serveTuning(cfg.Tune, j, eng.Threads())
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.logFormat, "log-format", "", "json or console (default: the config file's, else $KILN_LOG_FORMAT, else console) [log.format]")
 	f.StringVar(&fl.logLevel, "log-level", "info", "debug, info (one line per request), warn or error [log.level]")
 	f.StringVar(&fl.tune.Mode, "tune", "off", "off, or background: while the server is idle (no request in flight or queued for --tune-idle-after), tune the models that receive traffic, most executed first, and swap in executables rebuilt with the records; tuning pauses when a request arrives [tune.mode]")
-	f.StringVar(&fl.tune.CPU, "tune-cpu", "1", "what tuning may use: threads the measured kernels run on (1, 2, ... up to the cores), or a fraction of one core (0.5: one thread measuring at most half the idle time) [tune.cpu]")
+	f.StringVar(&fl.tune.CPU, "tune-cpu", "1", "the share of the idle time tuning may measure (1: all of it; 0.5: at most half), on the server's --threads (records apply to executables of the thread count they were measured at) [tune.cpu]")
 	f.Var((*durationValue)(&fl.tune.Budget), "tune-budget", "measuring time per model (default 10m) [tune.budget]")
 	f.IntVar(&fl.tune.Trials, "tune-trials", 0, "candidates measured per model (0: only --tune-budget bounds them) [tune.trials]")
 	f.Var((*durationValue)(&fl.tune.IdleAfter), "tune-idle-after", "how long no request must be in flight or queued before the server counts as idle (default 2s) [tune.idle_after]")

@@ -25,7 +25,7 @@ func jitCompiler() engine.Compiler { return nil }
 func compilerCommands() []*cobra.Command { return nil }
 
 // serveTuning refuses background tuning: this build does not compile.
-func serveTuning(c configs.Tune, _ *compilecache.Journal) (serve.TuneOptions, error) {
+func serveTuning(c configs.Tune, _ *compilecache.Journal, _ int) (serve.TuneOptions, error) {
 	if c.Mode != "background" {
 		return serve.TuneOptions{}, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/kilnrt/kiln/compilecache"
@@ -61,12 +60,12 @@ func (t *serveTuner) Tune(ctx context.Context, job serve.TuneJob) (serve.TuneRes
 }
 
 // serveTuning is the service's background tuning from the tune keys (--tune ...): off,
-// or a serveTuner measuring on the journal.
-func serveTuning(c configs.Tune, j *compilecache.Journal) (serve.TuneOptions, error) {
+// or a serveTuner measuring on the journal at the server's threads.
+func serveTuning(c configs.Tune, j *compilecache.Journal, threads int) (serve.TuneOptions, error) {
 	if c.Mode != "background" {
 		return serve.TuneOptions{}, nil
 	}
-	o, err := tuneBudgetOf(c, runtime.NumCPU())
+	o, err := tuneBudgetOf(c, threads)
 	if err != nil {
 		return o, err
 	}

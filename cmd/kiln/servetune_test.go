@@ -127,7 +127,7 @@ func TestServeTuneBackgroundWritesRecordsAndSwapsUnderLoad(t *testing.T) {
 	}
 	tuner := &serveTuner{journal: j, measurer: inProcess{}, minSpeedup: 1e-9}
 	svc, err := serve.New(serve.Options{Repository: repo, Engine: eng, Log: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)),
-		Tune: serve.TuneOptions{Tuner: tuner, IdleAfter: 20 * time.Millisecond, Trials: 3, Budget: time.Minute}})
+		Tune: serve.TuneOptions{Tuner: tuner, IdleAfter: 20 * time.Millisecond, Trials: 3, Budget: time.Minute, Threads: eng.Threads()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +202,9 @@ func TestServeTuneBackgroundWritesRecordsAndSwapsUnderLoad(t *testing.T) {
 	recs, err := j.TuningRecords(eng.TargetFingerprint())
 	if err != nil || len(recs) == 0 {
 		t.Fatalf("no tuning records in the server's journal (%v)", err)
+	}
+	if len(eng.TuningRecords()) == 0 {
+		t.Fatalf("the records were measured at another thread count than the server's %d: its compiles apply none of %v", eng.Threads(), recs)
 	}
 	if sp := metricValue(t, reg, "kiln_tune_speedup", map[string]string{"model": "mm"}); !(sp > 0) {
 		t.Errorf("kiln_tune_speedup %v, want the measured ratio", sp)

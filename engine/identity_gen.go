@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 371 files; see Identity.
-const sourceDigest = "35cbe06700df819d6fbfa5cb9f2554a9"
+const sourceDigest = "6b661524864edf47dee8773f8524c79d"

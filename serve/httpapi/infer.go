@@ -20,6 +20,10 @@ import (
 	"github.com/kilnrt/kiln/serve"
 )
 
+// binaryAlign is where a body's binary part starts in its buffer: a cache line, the
+// alignment the VM needs to read an input in place (vm.DataAlign).
+const binaryAlign = 64
+
 // headerLength is the binary data extension's header: the JSON part's length, the
 // binary tensor data follows it.
 const headerLength = "Inference-Header-Content-Length"
@@ -116,11 +120,12 @@ func (s *Server) readBodyPooled(r *http.Request, pooled bool) ([]byte, *membudge
 	// a declared length sizes the buffer once (no regrowing copies of large tensors)
 	var buf, base []byte
 	if n := r.ContentLength; n > 0 && n <= s.opts.MaxRequestBytes && body == r.Body {
-		// placed so that the binary part (after the JSON header) starts 8-byte aligned:
-		// its tensors then use the body's memory without a copy
+		// placed so that the binary part (after the JSON header) starts on a cache
+		// line: its tensors then use the body's memory without a copy, and the VM reads
+		// a large one in place as a kernel argument
 		pad := 0
 		if h, err := strconv.ParseInt(r.Header.Get(headerLength), 10, 64); err == nil && h >= 0 {
-			pad = int((8 - h%8) % 8)
+			pad = int((binaryAlign - h%binaryAlign) % binaryAlign)
 		}
 		if pooled {
 			base, pooled = s.bodies.get(pad + int(n) + 1)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -69,7 +71,7 @@ func (m *model) versionString() string {
 	if m.version < 0 { // the placeholder of an unloaded model
 		return ""
 	}
-	return fmt.Sprint(m.version)
+	return strconv.FormatInt(m.version, 10)
 }
 
 // takeStartup reports whether the model has a load at start not yet begun, and clears
@@ -209,7 +211,7 @@ func (m *model) variantFor(ctx context.Context, p *placement, shapes map[string]
 // another request's; 0 when the executable was loaded already), and counts the
 // execution for background tuning (loads at start and warm-up samples do not).
 func (m *model) variantWaiting(ctx context.Context, p *placement, shapes map[string][]int64) (*variant, time.Duration, error) {
-	key := fmt.Sprint(shapes) // fmt prints maps sorted by key
+	key := shapesKey(shapes)
 	m.svc.tuner.saw(m, shapes, key)
 	return m.variantKeyed(ctx, p, shapes, key)
 }
@@ -234,6 +236,35 @@ func (m *model) variantKeyed(ctx context.Context, p *placement, shapes map[strin
 		return nil, waited(), fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
 	}
 	return v, waited(), err
+}
+
+// shapesKey names a shape signature among a placement's variants: what fmt.Sprint
+// prints for the map (names sorted, "map[a:[1 2] b:[3]]"), written without reflection,
+// since every request computes it.
+func shapesKey(shapes map[string][]int64) string {
+	names := make([]string, 0, len(shapes))
+	for name := range shapes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b := make([]byte, 0, 64)
+	b = append(b, "map["...)
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, name...)
+		b = append(b, ":["...)
+		for k, d := range shapes[name] {
+			if k > 0 {
+				b = append(b, ' ')
+			}
+			b = strconv.AppendInt(b, d, 10)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ']')
+	return string(b)
 }
 
 // build compiles (or loads from the journal), loads and registers the variant for one

@@ -13,7 +13,12 @@
 // for concurrent calls), tensors placed at offsets inside storages through
 // devices.Slicer, a recursion limit, cancellation checked every 1024 instructions, and a
 // recovered panic in a builtin reported as an error. PlanMemory is the static memory
-// plan the compiler applies (best fit over tensor lifetimes, one arena). Storages come
+// plan the compiler applies (best fit over tensor lifetimes, one arena). A host input
+// of 64 KiB or more whose bytes start 64-byte aligned is bound in place on a device that
+// maps host memory (the CPU, devices.HostMapper): its storage is a view of the caller's
+// memory, marked constant (the launch check refuses a kernel that would write it), freed
+// at the call's end without touching the bytes; the caller keeps the input unchanged
+// until Run returns. Other inputs are copied into pooled storages. Storages come
 // from a best-fit pool over device buffers (pool.go): a request takes the smallest free
 // block that fits (the most recently freed of equals) and splits off the remainder when
 // it is at least 64 KiB and a quarter of the request; a split storage is a view of its

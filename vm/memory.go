@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/tensor"
@@ -142,6 +143,39 @@ func (c *call) upload(d int, t *tensor.Tensor, what string) (*Tensor, error) {
 	}
 	c.held += u.Storage.Size
 	return u, nil
+}
+
+// minBoundInput is the least input bind maps rather than copies: below it a copy costs
+// less than the mapping's bookkeeping. (Large Go allocations start on a page, so a large
+// host tensor is mapped every time or never.)
+const minBoundInput = 64 << 10
+
+// bind makes a host input of the call a device tensor on device 0 without a copy where
+// it can: where device 0 maps host memory (the CPU) and the tensor's elements are its
+// native bytes, minBoundInput or more, starting DataAlign-aligned (what a kernel
+// assumes of every buffer), the storage is a view of them, marked constant (a kernel
+// never writes it: the launch check refuses one that would, and the device refuses to
+// copy into it) and freed, the bytes left alone, when the call ends. Otherwise the
+// tensor is copied (upload). Either way its bytes count against the call's
+// RequestBytes.
+func (c *call) bind(t *tensor.Tensor, what string) (*Tensor, error) {
+	hm, ok := c.m.devs[0].(devices.HostMapper)
+	raw, native := t.NativeBytes()
+	if !ok || !native || len(raw) < minBoundInput || uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%DataAlign != 0 {
+		return c.upload(0, t, what)
+	}
+	n := int64(len(raw))
+	if err := c.reserve(n, what); err != nil {
+		return nil, err
+	}
+	buf, err := hm.MapHost(raw)
+	if err != nil {
+		return nil, err
+	}
+	s := &Storage{Device: 0, Buf: buf, Size: n, constant: true}
+	c.borrowed = append(c.borrowed, s)
+	c.held += n
+	return &Tensor{Storage: s, DType: t.DType, Shape: int64Shape(t.Shape)}, nil
 }
 
 // allocStorage takes a storage of n bytes on device d from the pool (a free block, or a

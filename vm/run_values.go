@@ -104,7 +104,7 @@ func (c *call) input(v any, name string, elem tensor.DType) (Value, error) {
 			c.held += n
 			return &Host{T: x}, nil
 		}
-		return c.upload(0, x, name)
+		return c.bind(x, name)
 	case *SeqValue:
 		s, err := hostSeq(x, c.m.limits, name)
 		if err == nil && len(s.Items) == 0 {

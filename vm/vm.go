@@ -195,6 +195,7 @@ type call struct {
 	m        *VM
 	ctx      context.Context
 	storages []*Storage
+	borrowed []*Storage // inputs bound without a copy (bind): views of the caller's memory
 	steps    int
 	prof     *Profile      // nil unless profiling
 	held     int64         // bytes of the call's storages (checked against Limits.RequestBytes)
@@ -204,7 +205,8 @@ type call struct {
 
 // Run invokes the entry function on host inputs and returns its result as host tensors
 // (a tuple result gives one tensor per field). An executable whose entry takes or
-// returns sequences or optionals runs with RunValues.
+// returns sequences or optionals runs with RunValues. A large input may be read in
+// place (bind): the caller keeps the inputs unchanged until Run returns.
 func (m *VM) Run(ctx context.Context, inputs []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	return m.run(ctx, inputs, nil)
 }
@@ -286,6 +288,10 @@ func (c *call) free() {
 	for _, s := range c.storages {
 		c.m.pool.put(s)
 	}
+	for _, s := range c.borrowed {
+		_ = c.m.devs[s.Device].Free(s.Buf) // the device's bookkeeping only: the caller's bytes stay
+	}
+	c.borrowed = nil
 }
 
 // release returns a storage this call allocated to the pool before the call ends (a

@@ -17,7 +17,7 @@ import (
 const (
 	minPooledClass = 16 // 64 KiB: below it a fresh buffer costs little
 	maxPooledClass = 28 // 256 MiB
-	bodySlack      = 8
+	bodySlack      = binaryAlign
 )
 
 type bodyPool struct {

@@ -61,12 +61,16 @@
 // response; beyond, a connection is closed at once. The probes thus answer with any
 // number of idle connections open and with every connection busy.
 //
-// Binary request bodies are read into a buffer placed so that the binary part starts
-// 8-byte aligned, and the input tensors alias it (no copy). An inference body of 64 KiB
-// or more is read into a buffer of a power-of-two class from a pool (bodypool.go), given
-// back only once the inference has succeeded and the response is written (a failed
-// request's inputs may still be queued: its buffer is left to the garbage collector),
-// so large requests neither clear a fresh buffer each nor feed the collector.
+// Binary request bodies are read into a buffer placed so that the binary part starts on
+// a 64-byte boundary, and the input tensors alias it (no copy); the VM in turn reads
+// such an input of 64 KiB or more in place as a kernel argument (package vm, bind), so
+// a large tensor's bytes are copied once, by the operating system from the socket into
+// the buffer the kernels read. The JSON response header is encoded from typed structs
+// (the bytes a map of the same fields gives). An inference body of 64 KiB or more is
+// read into a buffer of a power-of-two class from a pool (bodypool.go), given back only
+// once the inference has succeeded and the response is written (a failed request's
+// inputs may still be queued: its buffer is left to the garbage collector), so large
+// requests neither clear a fresh buffer each nor feed the collector.
 //
 // Binary responses are written as the JSON header and then each output's bytes (views
 // of the output tensors, no concatenated copy); with ConnContext installed on the

@@ -20,6 +20,10 @@ import (
 	"github.com/kilnrt/kiln/serve"
 )
 
+// binaryAlign is where a body's binary part starts in its buffer: a cache line, the
+// alignment the VM needs to read an input in place (vm.DataAlign).
+const binaryAlign = 64
+
 // headerLength is the binary data extension's header: the JSON part's length, the
 // binary tensor data follows it.
 const headerLength = "Inference-Header-Content-Length"
@@ -35,6 +39,28 @@ type jsonInput struct {
 type jsonOutputReq struct {
 	Name       string         `json:"name"`
 	Parameters map[string]any `json:"parameters"`
+}
+
+// jsonResponse is an inference response's JSON (its fields in the order of their
+// names, as encoding/json writes a map's).
+type jsonResponse struct {
+	ID      string       `json:"id,omitempty"`
+	Model   string       `json:"model_name"`
+	Version string       `json:"model_version"`
+	Outputs []jsonOutput `json:"outputs"`
+}
+
+type jsonOutput struct {
+	Data       json.RawMessage `json:"data,omitempty"`
+	Datatype   string          `json:"datatype"`
+	Name       string          `json:"name"`
+	Parameters any             `json:"parameters,omitempty"`
+	Shape      []int64         `json:"shape"`
+}
+
+// binaryDataSize is the parameters of an output sent as binary data.
+type binaryDataSize struct {
+	Size int `json:"binary_data_size"`
 }
 
 type jsonRequest struct {
@@ -94,11 +120,12 @@ func (s *Server) readBodyPooled(r *http.Request, pooled bool) ([]byte, *membudge
 	// a declared length sizes the buffer once (no regrowing copies of large tensors)
 	var buf, base []byte
 	if n := r.ContentLength; n > 0 && n <= s.opts.MaxRequestBytes && body == r.Body {
-		// placed so that the binary part (after the JSON header) starts 8-byte aligned:
-		// its tensors then use the body's memory without a copy
+		// placed so that the binary part (after the JSON header) starts on a cache
+		// line: its tensors then use the body's memory without a copy, and the VM reads
+		// a large one in place as a kernel argument
 		pad := 0
 		if h, err := strconv.ParseInt(r.Header.Get(headerLength), 10, 64); err == nil && h >= 0 {
-			pad = int((8 - h%8) % 8)
+			pad = int((binaryAlign - h%binaryAlign) % binaryAlign)
 		}
 		if pooled {
 			base, pooled = s.bodies.get(pad + int(n) + 1)
@@ -222,7 +249,7 @@ func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest,
 		}
 		t := serve.Tensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
 		var err error
-		if t.SharedMemory, err = serve.SharedMemoryOf(fmt.Sprintf("input %q", in.Name), in.Parameters); err != nil {
+		if t.SharedMemory, err = serve.SharedMemoryOf("input "+strconv.Quote(in.Name), in.Parameters); err != nil {
 			return nil, false, err
 		}
 		_, binSize := in.Parameters["binary_data_size"]
@@ -261,7 +288,7 @@ func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest,
 	}
 	allBinary := paramTrue(jr.Parameters, "binary_data_output")
 	for _, o := range jr.Outputs {
-		ref, err := serve.SharedMemoryOf(fmt.Sprintf("output %q", o.Name), o.Parameters)
+		ref, err := serve.SharedMemoryOf("output "+strconv.Quote(o.Name), o.Parameters)
 		if err != nil {
 			return nil, false, err
 		}
@@ -305,23 +332,23 @@ func (s *Server) infer(c *gin.Context) {
 		}
 	}
 	var blobs [][]byte
-	outs := []gin.H{}
+	body := jsonResponse{ID: resp.ID, Model: resp.Model, Version: resp.Version, Outputs: make([]jsonOutput, 0, len(resp.Outputs))}
 	for _, o := range resp.Outputs {
-		e := gin.H{"name": o.Name, "datatype": o.Datatype, "shape": o.Shape}
+		e := jsonOutput{Name: o.Name, Datatype: o.Datatype, Shape: o.Shape}
 		isBin, named := binary[o.Name]
 		if !named {
 			isBin = allBinary
 		}
 		switch {
 		case o.SharedMemory != nil: // written to the region: no data here
-			e["parameters"] = shmParams(o.SharedMemory)
+			e.Parameters = shmParams(o.SharedMemory)
 		case isBin:
 			raw, err := serve.EncodeRaw(o.Data)
 			if err != nil {
 				fail(c, err)
 				return
 			}
-			e["parameters"] = gin.H{"binary_data_size": len(raw)}
+			e.Parameters = binaryDataSize{len(raw)}
 			blobs = append(blobs, raw)
 		default:
 			data, err := encodeJSONData(o.Data)
@@ -329,15 +356,11 @@ func (s *Server) infer(c *gin.Context) {
 				fail(c, fmt.Errorf("%w: output %q: %v (ask for it as binary data)", serve.ErrInternal, o.Name, err))
 				return
 			}
-			e["data"] = json.RawMessage(data)
+			e.Data = json.RawMessage(data)
 		}
-		outs = append(outs, e)
+		body.Outputs = append(body.Outputs, e)
 	}
-	body := gin.H{"model_name": resp.Model, "model_version": resp.Version, "outputs": outs}
-	if resp.ID != "" {
-		body["id"] = resp.ID
-	}
-	head, err := json.Marshal(body)
+	head, err := json.Marshal(&body)
 	if err != nil {
 		fail(c, fmt.Errorf("%w: encoding the response: %v", serve.ErrInternal, err))
 		return

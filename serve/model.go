@@ -202,7 +202,7 @@ func dimsOf(t graph.Type) []int64 {
 // per process) if needed. The compile stops when every request waiting for it has
 // given up.
 func (m *model) variantFor(ctx context.Context, p *placement, shapes map[string][]int64) (*variant, error) {
-	v, _, err := m.variantKeyed(ctx, p, shapes, fmt.Sprint(shapes))
+	v, _, err := m.variantKeyed(ctx, p, shapes, shapesKey(shapes))
 	return v, err
 }
 

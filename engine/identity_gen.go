@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 373 files; see Identity.
-const sourceDigest = "f468e33dd191c61707880d7fbe7c22af"
+const sourceDigest = "f42a547c2469c074ef63aab5aab6a02f"

@@ -105,8 +105,11 @@ func transposedAsConv(f *graph.Func, n *graph.Node, names *freshNames) []*graph.
 		Def:  conv,
 	}
 	conv.Outputs = []*graph.Value{mid}
-	d2s := &graph.Node{Op: graph.OpDepthToSpace, Name: n.Name + "/depth_to_space", Inputs: []*graph.Value{mid},
-		Outputs: []*graph.Value{out}, Attrs: &graph.DepthToSpaceAttrs{BlockSize: b, Mode: "CRD"}}
+	d2s := &graph.Node{Op: graph.OpDepthToSpace, Inputs: []*graph.Value{mid}, Outputs: []*graph.Value{out},
+		Attrs: &graph.DepthToSpaceAttrs{BlockSize: b, Mode: "CRD"}}
+	if n.Name != "" {
+		d2s.Name = n.Name + "/depth_to_space"
+	}
 	out.Def = d2s
 	return []*graph.Node{conv, d2s}
 }

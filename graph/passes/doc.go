@@ -47,7 +47,14 @@
 //     node's name and output value, dce removes the rest;
 //   - cse (O1): nodes with the same op, attributes and inputs are merged;
 //   - fold-batchnorm (O1): an inference BatchNormalization after a Conv with constant
-//     weights is folded into the Conv's weights and bias;
+//     weights is folded into the Conv's weights and bias; one that folds into no Conv
+//     (after a ConvTranspose, an Add, a Conv read elsewhere) becomes x·s + t with
+//     constant [C, 1, ...] operands, elementwise ops that fuse into their producer;
+//   - convtranspose-to-conv (O1): a 2-D ConvTranspose whose stride equals its square
+//     kernel b×b (no padding, dilation or output padding, one group, constant weight)
+//     becomes a 1×1 Conv to M·b·b channels and a CRD DepthToSpace of block b (just the
+//     Conv for b = 1): the same products and sums, taken by the matrix-product
+//     strategies instead of a gather;
 //   - dce: nodes and constants nobody reads are removed;
 //   - alter-layout (O2): with a Context.Layout policy, convolutions store their outputs
 //     in channel blocks (NCHW16c...) where a reader takes them so, and values stay

@@ -87,6 +87,7 @@ func Level(o int) Pipeline {
 		{1, Pass{Name: "recognize", Run: Recognize}},
 		{1, Pass{Name: "cse", Run: CSE}},
 		{1, Pass{Name: "fold-batchnorm", Run: FoldBatchNorm}},
+		{1, Pass{Name: "convtranspose-to-conv", Run: ConvTransposeAsConv}},
 		{0, Pass{Name: "dce", Run: DCE, Required: true}},
 		{2, Pass{Name: "alter-layout", Run: AlterLayout}},
 		{1, Pass{Name: "fuse-ops", Run: FuseOps}},
@@ -128,6 +129,9 @@ var Constraints = []Constraint{
 	{"alter-layout", "annotate-scopes", "a texture holds a channel-blocked layout"},
 	{"fuse-ops", "annotate-scopes", "the readers of a value are the kernels, fused groups included"},
 	{"recognize", "fuse-ops", "a recognized LayerNorm or GELU is one member, not a dozen"},
+	{"fold-constants", "convtranspose-to-conv", "the transposed weights must be constants"},
+	{"convtranspose-to-conv", "dce", "the transposed weights are left for dce to remove"},
+	{"convtranspose-to-conv", "alter-layout", "the 1×1 Conv takes the blocked layout"},
 }
 
 // Check verifies the pipeline against Constraints and that no pass appears twice.

@@ -24,7 +24,9 @@ import (
 //     constant of ones (scalar, or of a shape that does not broadcast the Cast's output)
 //     and K a one-element constant → kiln.AttentionMask(m){value=K, to}, for a mask m of
 //     any bool, integer, f32 or f64 dtype; the 1 must be exactly 1 and K exactly a float32
-//     value, so that the op computes what the chain does for every mask value.
+//     value, so that the op computes what the chain does for every mask value;
+//   - HardSwish as x·Clip(x + 3, 0, 6) / 6 or ·(1/6), operands in either order →
+//     HardSwish (x·clamp(x/6 + 1/2, 0, 1): a multiply where the chain divides).
 //
 // A pattern matches on the dataflow only: constants are compared by value (relative
 // tolerance 1e-6 unless said otherwise), every intermediate value is read only by the
@@ -46,7 +48,7 @@ func Recognize(_ *Context, m *graph.Module) error {
 			if !st.live[n] {
 				continue
 			}
-			for _, match := range []func(*matchState, *graph.Node) *rewrite{matchLayerNorm, matchGelu, matchSoftmax, matchAttentionMask} {
+			for _, match := range []func(*matchState, *graph.Node) *rewrite{matchLayerNorm, matchGelu, matchSoftmax, matchAttentionMask, matchHardSwish} {
 				if r := match(st, n); r != nil && st.closed(r) {
 					err = st.apply(r)
 					break

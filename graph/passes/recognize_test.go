@@ -504,7 +504,7 @@ func TestRecognizeCases(t *testing.T) {
 
 func recognizeCases() []recognizeCase {
 	var all []recognizeCase
-	for _, l := range [][]recognizeCase{layerNormCases, geluCases, softmaxCases, attentionMaskCases} {
+	for _, l := range [][]recognizeCase{layerNormCases, geluCases, softmaxCases, attentionMaskCases, hardSwishCases} {
 		all = append(all, l...)
 	}
 	return all

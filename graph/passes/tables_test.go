@@ -271,7 +271,8 @@ func TestDCECases(t *testing.T) {
 
 // TestFoldBatchNormCases: fold-batchnorm alone (the Conv's old weights stay for dce).
 // scale/√var = [1, 3] with epsilon 0, so W' = W·[1, 3] per output channel and
-// B' = (b − mean)·[1, 3] + shift.
+// B' = (b − mean)·[1, 3] + shift; a BatchNormalization that cannot fold becomes
+// x·[1, 3] + (shift − mean·[1, 3]) = x·[1, 3] + [−0.5, 1].
 func TestFoldBatchNormCases(t *testing.T) {
 	const consts = `  const %w: f32[2,1,1,1] = [1, 2]
   const %b: f32[2] = [0.5, 1]
@@ -279,6 +280,9 @@ func TestFoldBatchNormCases(t *testing.T) {
   const %shift: f32[2] = [0, 1]
   const %mean: f32[2] = [0.5, 0]
   const %var: f32[2] = [4, 1]
+`
+	const affine = `  const %y_bn_scale: f32[2,1,1] = [1, 3]
+  const %y_bn_shift: f32[2,1,1] = [-0.5, 1]
 `
 	runTable(t, passes.Pipeline{pass(t, "fold-batchnorm")}, passes.Context{}, []textCase{
 		{"a BatchNormalization after a Conv with constant weights folds", `func @main(%x: f32[1,1,2,2]) {
@@ -291,24 +295,33 @@ func TestFoldBatchNormCases(t *testing.T) {
   %y = Conv(%x, %w_bn, %y_bias) {kernel_shape=[1,1]} : f32[1,2,2,2]
   return %y
 }`},
-		{"the Conv output has another reader: no fold", `func @main(%x: f32[1,1,2,2]) {
+		{"the Conv output has another reader: no fold, an affine Mul and Add", `func @main(%x: f32[1,1,2,2]) {
 ` + consts + `  %c = Conv(%x, %w, %b) {kernel_shape=[1,1]} : f32[1,2,2,2]
   %y = BatchNormalization(%c, %scale, %shift, %mean, %var) {epsilon=0} : f32[1,2,2,2]
   %r = Relu(%c) : f32[1,2,2,2]
   return %y, %r
 }`, `func @main(%x: f32[1,1,2,2]) {
-` + consts + `  %c = Conv(%x, %w, %b) {kernel_shape=[1,1]} : f32[1,2,2,2]
-  %y = BatchNormalization(%c, %scale, %shift, %mean, %var) {epsilon=0} : f32[1,2,2,2]
+` + consts + affine + `  %c = Conv(%x, %w, %b) {kernel_shape=[1,1]} : f32[1,2,2,2]
+  %y_scaled = Mul(%c, %y_bn_scale) : f32[1,2,2,2]
+  %y = Add(%y_scaled, %y_bn_shift) : f32[1,2,2,2]
   %r = Relu(%c) : f32[1,2,2,2]
   return %y, %r
 }`},
-		{"weights that are not constants: no fold", `func @main(%x: f32[1,1,2,2], %wp: f32[2,1,1,1]) {
+		{"weights that are not constants: no fold, an affine Mul and Add", `func @main(%x: f32[1,1,2,2], %wp: f32[2,1,1,1]) {
 ` + consts + `  %c = Conv(%x, %wp, %b) {kernel_shape=[1,1]} : f32[1,2,2,2]
   %y = BatchNormalization(%c, %scale, %shift, %mean, %var) {epsilon=0} : f32[1,2,2,2]
   return %y
 }`, `func @main(%x: f32[1,1,2,2], %wp: f32[2,1,1,1]) {
-` + consts + `  %c = Conv(%x, %wp, %b) {kernel_shape=[1,1]} : f32[1,2,2,2]
-  %y = BatchNormalization(%c, %scale, %shift, %mean, %var) {epsilon=0} : f32[1,2,2,2]
+` + consts + affine + `  %c = Conv(%x, %wp, %b) {kernel_shape=[1,1]} : f32[1,2,2,2]
+  %y_scaled = Mul(%c, %y_bn_scale) : f32[1,2,2,2]
+  %y = Add(%y_scaled, %y_bn_shift) : f32[1,2,2,2]
+  return %y
+}`},
+		{"parameters that are not constants stay a BatchNormalization", `func @main(%x: f32[1,2,2,2], %sp: f32[2]) {
+` + consts + `  %y = BatchNormalization(%x, %sp, %shift, %mean, %var) {epsilon=0} : f32[1,2,2,2]
+  return %y
+}`, `func @main(%x: f32[1,2,2,2], %sp: f32[2]) {
+` + consts + `  %y = BatchNormalization(%x, %sp, %shift, %mean, %var) {epsilon=0} : f32[1,2,2,2]
   return %y
 }`},
 		{"training mode: no fold", `func @main(%x: f32[1,1,2,2]) {

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 371 files; see Identity.
-const sourceDigest = "35cbe06700df819d6fbfa5cb9f2554a9"
+const sourceDigest = "7183cc5aa94abc604774d075d80a7a9d"

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 371 files; see Identity.
-const sourceDigest = "7183cc5aa94abc604774d075d80a7a9d"
+const sourceDigest = "ef722a4c68863c7237295cc68994a92b"

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 371 files; see Identity.
-const sourceDigest = "ef722a4c68863c7237295cc68994a92b"
+const sourceDigest = "b8b2373819199168d750aaca399b4e78"

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 371 files; see Identity.
-const sourceDigest = "b8b2373819199168d750aaca399b4e78"
+// sourceDigest covers 372 files; see Identity.
+const sourceDigest = "2095d7f29f49ec8a9c38c60bab04ede2"

@@ -57,6 +57,9 @@ func ScheduleGenericWith(s *schedule.Schedule, cfg GenericConfig) error {
 		if err != nil {
 			return err
 		}
+		if recomputedInline(s.Func(), name) {
+			continue
+		}
 		// a refusal (reduction, several consumers that cannot take it, an output) leaves
 		// the function unchanged: the stage keeps its own loop nest
 		if err := s.ComputeInline(b); err != nil && !errors.Is(err, schedule.ErrSchedule) {

@@ -123,7 +123,8 @@
 // the dialect's language ("c" for CDialect)
 // and called with element addresses, strides and extents. Parallel loops are outlined
 // into functions over chunks of the iteration space and run by a small thread pool
-// emitted into the unit (persistent workers, futex sleep, chunks claimed dynamically, a
+// emitted into the unit (persistent workers that spin between regions and then sleep on a
+// futex, woken by a system call only when one sleeps; chunks claimed dynamically; a
 // busy pool means the caller runs its chunks itself; kiln_pool_shutdown stops the workers
 // before the object is unloaded) or, for comparison, OpenMP or a pthread fork-join
 // (COptions). A parallel loop whose whole work is known at compile time to be under

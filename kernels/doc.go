@@ -73,7 +73,9 @@
 // axis (dft_length truncating or zero-padding the signal, a constant or read at run
 // time with the output's extents bound by the host; onesided, inverse; the angle from
 // k·t mod N), real or complex signals as a trailing axis of 1 or 2; STFT as
-// frames × window × DFT, its frame step and length constants or read at run time (the
+// frames × window × DFT (with a constant frame length the factors e^{-2πi·m/N} come
+// from an N-entry twiddle stage read at k·t mod N, not a cosine and a sine per term),
+// its frame step and length constants or read at run time (the
 // output's extents bound by the host; a run-time length sums over the signal's length
 // with the terms past it zero); MelWeightMatrix's triangles per element from its scalar
 // operands. A dialect without double (OpenCL) does not print them, so they run on the

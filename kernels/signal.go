@@ -48,6 +48,33 @@ func dftTerm(xr, xi, k, t, n, c loopir.Expr, sign float64) loopir.Expr {
 	return te.Select(cmpExpr(loopir.EQ, c, i64(0)), re, im)
 }
 
+// twiddles is the table e^{-2πi·m/n} for m < n, [n, 2] (cosine, sine) in float64, when
+// n is a constant: a transform reads its entry (k·t) mod n instead of computing a cosine
+// and a sine for every term (frames × bins × samples of them in an STFT, where the table
+// has n entries). nil for a run-time n.
+func twiddles(name string, n loopir.Expr) *te.Tensor {
+	c, ok := n.(*loopir.IntImm)
+	if !ok {
+		return nil
+	}
+	return te.Compute(name+"_twiddle", []loopir.Expr{c, i64(2)}, func(i []loopir.Expr) loopir.Expr {
+		th := te.Div(te.Mul(imm64(-2*math.Pi), asFloat64(i[0])), asFloat64(c))
+		cos := &loopir.Call{Fn: loopir.Cos, Args: []loopir.Expr{th}}
+		sin := &loopir.Call{Fn: loopir.Sin, Args: []loopir.Expr{th}}
+		return te.Select(cmpExpr(loopir.EQ, i[1], i64(0)), cos, sin)
+	})
+}
+
+// twiddleTerm is dftTerm with the factor e^{-2πi·m/n} read from a twiddles table at m.
+func twiddleTerm(xr, xi loopir.Expr, tw *te.Tensor, m, c loopir.Expr) loopir.Expr {
+	cos, sin := tw.At(m, i64(0)), tw.At(m, i64(1))
+	re, im := te.Mul(xr, cos), te.Mul(xr, sin)
+	if xi != nil {
+		re, im = te.Sub(re, te.Mul(xi, sin)), te.Add(im, te.Mul(xi, cos))
+	}
+	return te.Select(cmpExpr(loopir.EQ, c, i64(0)), re, im)
+}
+
 // complexParts is the extent of a signal's trailing axis, 1 (real) or 2 (complex).
 func complexParts(x *te.Tensor) (int64, error) {
 	p, ok := x.Shape[len(x.Shape)-1].(*loopir.IntImm)
@@ -177,6 +204,7 @@ func computeSTFT(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	}
 	size = loopir.Bin(loopir.Max, size, i64(1))
 	t := te.RAxis("stft_t", extent)
+	tw := twiddles("stft", size)
 	acc := te.Compute("stft_sum", shape, func(i []loopir.Expr) loopir.Expr {
 		pos := clampExpr(add(mul(i[1], step), t.Var), l)
 		w := imm64(1)
@@ -188,7 +216,12 @@ func computeSTFT(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		if parts == 2 {
 			xi = te.Mul(w, asFloat64(x.At(i[0], pos, i64(1))))
 		}
-		term := dftTerm(xr, xi, i[2], t.Var, size, i[3], -1)
+		var term loopir.Expr
+		if tw != nil {
+			term = twiddleTerm(xr, xi, tw, loopir.Bin(loopir.Mod, mul(i[2], t.Var), size), i[3])
+		} else {
+			term = dftTerm(xr, xi, i[2], t.Var, size, i[3], -1)
+		}
 		if extent != size {
 			term = te.Select(cmpExpr(loopir.LT, t.Var, size), term, imm64(0))
 		}

@@ -100,7 +100,9 @@
 // Kernel launches are checked: each kernel table entry describes what the kernel may
 // touch through each argument (KernelArg: elements as an Extent over its runtime dims),
 // and every launch compares it with the tensor passed (per launch, not per element);
-// runtime dims must not be negative. A kernel that reports an index out of range
+// runtime dims must not be negative. A host kernel's launch allocates nothing on the Go
+// heap (its argument arrays are the call's, reused and cleared after each launch; the
+// CPU device's are pooled): a small model's launches are its overhead. A kernel that reports an index out of range
 // (devices.KernelError, KernelIndexOutOfRange) fails the call with an ErrInput naming
 // the node and the index; a bounds-checked kernel that accessed an element outside a
 // buffer (KernelOutOfBounds) fails it with an ErrOutOfBounds naming the kernel, the

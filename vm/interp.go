@@ -312,8 +312,18 @@ func (c *call) step(f *Function, regs []Value, in *Instr, pc, depth int) (int, V
 func (c *call) launch(regs []Value, in *Instr) error {
 	k := c.m.exe.Kernels[in.Imm]
 	dev := c.m.kdev[in.Imm]
-	bufs := make([]devices.Buffer, len(in.Args))
-	ts := make([]*Tensor, len(in.Args))
+	var bufs []devices.Buffer
+	var ts []*Tensor
+	var dims []int64
+	if k.Launch == nil {
+		// a host kernel runs to completion inside Launch: the call's scratch arrays serve
+		// every launch (cleared after it, to hold no tensor), and launches allocate nothing
+		bufs, ts, dims = c.launchScratch(len(in.Args), len(in.Dims))
+		defer func() { clear(bufs); clear(ts) }()
+	} else {
+		// a GPU launch stays pending with its dims until the device synchronizes
+		bufs, ts, dims = make([]devices.Buffer, len(in.Args)), make([]*Tensor, len(in.Args)), make([]int64, len(in.Dims))
+	}
 	for i, r := range in.Args {
 		t, ok := regs[r].(*Tensor)
 		if !ok {
@@ -332,13 +342,17 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		}
 		bufs[i], ts[i] = b, t
 	}
-	dims := make([]int64, len(in.Dims))
 	for i, r := range in.Dims {
 		h, err := c.host(regs[r])
 		if err != nil || h.Len() != 1 {
 			return fmt.Errorf("kernel %s dim %s: register %d is not a scalar", k.Name, k.Dims[i], r)
 		}
-		if dims[i] = h.Int64s()[0]; dims[i] < 0 {
+		if d, ok := h.Data.([]int64); ok { // the common case, without Int64s's copy
+			dims[i] = d[0]
+		} else {
+			dims[i] = h.Int64s()[0]
+		}
+		if dims[i] < 0 {
 			return fmt.Errorf("%w: %s: kernel %s dim %s is %d", ErrInput, what(in), k.Name, k.Dims[i], dims[i])
 		}
 	}
@@ -398,13 +412,28 @@ func (c *call) launch(regs []Value, in *Instr) error {
 	return err
 }
 
+// launchScratch returns the call's argument arrays for a host kernel's launch, grown to
+// n buffers and nd dims.
+func (c *call) launchScratch(n, nd int) ([]devices.Buffer, []*Tensor, []int64) {
+	if cap(c.bufs) < n {
+		c.bufs, c.ts = make([]devices.Buffer, n), make([]*Tensor, n)
+	}
+	if cap(c.dims) < nd {
+		c.dims = make([]int64, nd)
+	}
+	return c.bufs[:n], c.ts[:n], c.dims[:nd]
+}
+
 // kernelError turns a kernel's report of bad data (an index out of range) into an
 // ErrInput error naming the node (the instruction's Str), and a bounds-checked kernel's
 // report of an access outside a buffer into an ErrOutOfBounds error naming the kernel,
 // the node, the buffer and the offset; other errors pass through.
 func kernelError(in *Instr, k KernelInfo, dims []int64, err error) error {
+	if err == nil {
+		return nil // before ke, which escapes to the heap
+	}
 	var ke *devices.KernelError
-	if err == nil || !errors.As(err, &ke) {
+	if !errors.As(err, &ke) {
 		return err
 	}
 	switch ke.Code {

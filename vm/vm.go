@@ -201,6 +201,10 @@ type call struct {
 	held     int64         // bytes of the call's storages (checked against Limits.RequestBytes)
 	pending  []pending     // GPU kernels launched and not yet synchronized
 	gpus     []*sync.Mutex // the GPU devices this call holds (gpuLock), released at its end
+	// a host kernel launch's arguments (launchScratch), reused by every launch
+	bufs []devices.Buffer
+	ts   []*Tensor
+	dims []int64
 }
 
 // Run invokes the entry function on host inputs and returns its result as host tensors

@@ -27,6 +27,17 @@ extern int sched_yield(void);
 #define KILN_POOL_MAX 64
 #define KILN_SPIN 8192
 #define KILN_IDLE_SPIN 65536
+/* work: region (bits 40..63) | chunks claimed (bits 20..39) | chunks (bits 0..19);
+   sleepers: workers in (or about to enter) a futex wait on gen; wakes: wake-up calls made */
+static struct {
+  int busy, nworkers, stop, gen, done, waiting, sleepers;
+  long wakes;
+  unsigned long long work;
+  void *(*fn)(void *);
+  char *envs;
+  long size;
+  kiln_thread_t th[KILN_POOL_MAX];
+} kiln_pool;
 static void kiln_futex_wait(int *addr, int val) {
 #ifdef KILN_SYS_FUTEX
   syscall(KILN_SYS_FUTEX, addr, 128 /* FUTEX_WAIT_PRIVATE */, val, (void *)0, (void *)0, 0);
@@ -36,20 +47,12 @@ static void kiln_futex_wait(int *addr, int val) {
 }
 static void kiln_futex_wake(int *addr) {
 #ifdef KILN_SYS_FUTEX
+  __atomic_add_fetch(&kiln_pool.wakes, 1, __ATOMIC_RELAXED);
   syscall(KILN_SYS_FUTEX, addr, 129 /* FUTEX_WAKE_PRIVATE */, 0x7fffffff, (void *)0, (void *)0, 0);
 #else
   (void)addr;
 #endif
 }
-/* work: region (bits 40..63) | chunks claimed (bits 20..39) | chunks (bits 0..19) */
-static struct {
-  int busy, nworkers, stop, gen, done, waiting;
-  unsigned long long work;
-  void *(*fn)(void *);
-  char *envs;
-  long size;
-  kiln_thread_t th[KILN_POOL_MAX];
-} kiln_pool;
 /* kiln_claim takes the next chunk of the current region, or returns -1. */
 static long kiln_claim(void) {
   unsigned long long w = __atomic_load_n(&kiln_pool.work, __ATOMIC_ACQUIRE);
@@ -70,22 +73,27 @@ static void kiln_run_chunks(void) {
       kiln_futex_wake(&kiln_pool.done);
   }
 }
-/* kiln_await returns once *addr differs from old: an idle worker spins ~2 ms (yielding
-   the core every 256 pauses to any thread that wants it), then sleeps. */
-static int kiln_await(int *addr, int old) {
+/* kiln_await_gen returns once gen differs from old: an idle worker spins ~2 ms (yielding
+   the core every 256 pauses to any thread that wants it), then counts itself a sleeper
+   and sleeps. seq_cst pairs the sleeper count with the caller's increment of gen and
+   load of sleepers: either the caller sees the sleeper and wakes it, or the worker sees
+   the new gen (its re-check, or the futex's own comparison) and does not sleep. */
+static int kiln_await_gen(int old) {
   for (;;) {
     for (int i = 0; i < KILN_IDLE_SPIN; i++) {
-      int v = __atomic_load_n(addr, __ATOMIC_ACQUIRE);
+      int v = __atomic_load_n(&kiln_pool.gen, __ATOMIC_ACQUIRE);
       if (v != old) return v;
       if ((i & 255) == 255) sched_yield(); else kiln_relax();
     }
-    kiln_futex_wait(addr, old);
+    __atomic_add_fetch(&kiln_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&kiln_pool.gen, __ATOMIC_SEQ_CST) == old) kiln_futex_wait(&kiln_pool.gen, old);
+    __atomic_sub_fetch(&kiln_pool.sleepers, 1, __ATOMIC_RELEASE);
   }
 }
 static void *kiln_worker(void *arg) {
   int seen = (int)(long)arg;
   for (;;) {
-    seen = kiln_await(&kiln_pool.gen, seen);
+    seen = kiln_await_gen(seen);
     if (__atomic_load_n(&kiln_pool.stop, __ATOMIC_ACQUIRE)) return 0;
     kiln_run_chunks();
   }
@@ -110,8 +118,10 @@ KILN_PARALLEL_LINKAGE void kiln_parallel(void *(*fn)(void *), void *envs, long s
   unsigned long long region = (__atomic_load_n(&kiln_pool.work, __ATOMIC_RELAXED) >> 40) + 1;
   __atomic_store_n(&kiln_pool.work, (region << 40) | (unsigned long long)n, __ATOMIC_RELEASE);
   if (kiln_pool.nworkers > 0) {
-    __atomic_add_fetch(&kiln_pool.gen, 1, __ATOMIC_RELEASE);
-    kiln_futex_wake(&kiln_pool.gen);
+    /* a spinning worker sees gen change by itself: the wake-up system call is made only
+       when one sleeps */
+    __atomic_add_fetch(&kiln_pool.gen, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&kiln_pool.sleepers, __ATOMIC_SEQ_CST) > 0) kiln_futex_wake(&kiln_pool.gen);
   }
   kiln_run_chunks();
   for (int d; (d = __atomic_load_n(&kiln_pool.done, __ATOMIC_ACQUIRE)) != n;) {

@@ -97,7 +97,8 @@ type kernel struct {
 type launchArgs struct {
 	ptrs []unsafe.Pointer
 	dims []int64
-	ctx  [3]int64 // {num_threads, detail, detail}: see devices' calling convention
+	ctx  [3]int64   // {num_threads, detail, detail}: see devices' calling convention
+	args [3]uintptr // the call's arguments: a variadic list built at the call would be allocated on every launch
 }
 
 var launchPool = sync.Pool{New: func() any { return new(launchArgs) }}
@@ -186,7 +187,8 @@ func (d *Device) Launch(k devices.Kernel, _ devices.Geometry, bufs []devices.Buf
 	a.ctx = [3]int64{d.threads, 0, 0} // the kernel context: {num_threads, detail words}
 	// a direct foreign call (purego.RegisterFunc's reflect-built wrapper allocated
 	// on every call); the arrays are heap objects that stay alive through it
-	r1, _, _ := purego.SyscallN(kk.sym, uintptr(unsafe.Pointer(&a.ptrs[0])), uintptr(unsafe.Pointer(&a.dims[0])), uintptr(unsafe.Pointer(&a.ctx[0])))
+	a.args = [3]uintptr{uintptr(unsafe.Pointer(&a.ptrs[0])), uintptr(unsafe.Pointer(&a.dims[0])), uintptr(unsafe.Pointer(&a.ctx[0]))}
+	r1, _, _ := purego.SyscallN(kk.sym, a.args[:]...)
 	clear(a.ptrs) // hold no buffer past the launch
 	if rc := int32(r1); rc != 0 {
 		return &devices.KernelError{Kernel: kk.name, Code: rc, Detail: [2]int64{a.ctx[1], a.ctx[2]}}

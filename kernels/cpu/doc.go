@@ -52,14 +52,19 @@
 // dynamically quantized took 189 ms of kernel time per inference at 2 threads, 669 ms
 // with the product vectorized along one output row of 13 to 55 columns), and the
 // generic rule ScheduleGeneric for every
-// other op with a definition: elementwise stages inlined, leading spatial loops fused
+// other op with a definition: elementwise stages inlined (except a stage calling a
+// transcendental function that a reduction reads without one of its own iterators, such
+// as an STFT's twiddle table read for every frame: it keeps its buffer, each element
+// computed once), leading spatial loops fused
 // and parallel when the block does enough work, innermost spatial loop vectorized, and
 // the innermost spatial loop moved inside the reductions when the inputs stream along
 // it (a symbolic extent counts as long enough: the C compiler's vector loop takes any
 // run-time trip count, with a scalar tail); where the inputs stream along the innermost
 // reduction instead (a row's max, sum or sum of squares in softmax and LayerNorm), the
 // reduction stays innermost, its init is decomposed out and it runs as a vector
-// reduction. ScalarStrategies(reg) is the generic rule alone (no packed, tensorized or
+// reduction; so it does when a load steps by more than one element along the spatial
+// loop while streaming along a long innermost reduction (a strided convolution with a
+// long kernel: vector dot products over the taps, not gathers). ScalarStrategies(reg) is the generic rule alone (no packed, tensorized or
 // Winograd kernels, so no blocked operand): a second table for the same target, as a
 // backend other than the CPU's may use.
 //

@@ -57,6 +57,9 @@ func ScheduleGenericWith(s *schedule.Schedule, cfg GenericConfig) error {
 		if err != nil {
 			return err
 		}
+		if recomputedInline(s.Func(), name) {
+			continue
+		}
 		// a refusal (reduction, several consumers that cannot take it, an output) leaves
 		// the function unchanged: the stage keeps its own loop nest
 		if err := s.ComputeInline(b); err != nil && !errors.Is(err, schedule.ErrSchedule) {
@@ -261,6 +264,8 @@ func spatialInside(f *loopir.PrimFunc, name string, spatial int) bool {
 			return x
 		})
 		switch {
+		case hasSp && hasRed && stridedAlongReduction(ld.Index[len(ld.Index)-1], sp, blk.Iters[len(blk.Iters)-1]):
+			redOnly++
 		case hasSp:
 			along++
 		case hasRed:
@@ -269,6 +274,28 @@ func spatialInside(f *loopir.PrimFunc, name string, spatial int) bool {
 		return e
 	}, nil)
 	return along > 0 && along >= redOnly
+}
+
+// stridedAlongReduction reports whether a load's last index ix steps by more than one
+// element along the spatial iterator sp while it streams along the innermost reduction
+// iterator inner, long enough for a vector reduction: a convolution whose stride
+// exceeds one with a long kernel (a short-time Fourier transform's frames: stride 64,
+// 256 taps) reads contiguously along its taps, and moving sp inside would turn every
+// vector lane into a gather and keep the accumulators in memory.
+func stridedAlongReduction(ix loopir.Expr, sp *loopir.Var, inner loopir.IterVar) bool {
+	if inner.Kind != loopir.Reduction {
+		return false
+	}
+	if e, ok := inner.Extent.(*loopir.IntImm); !ok || e.V < minVectorReduction {
+		return false
+	}
+	_, coefs, ok := loopir.Affine(ix, []*loopir.Var{sp, inner.Var})
+	if !ok {
+		return false
+	}
+	cs, okS := coefs[0].(*loopir.IntImm)
+	cr, okR := coefs[1].(*loopir.IntImm)
+	return okS && okR && cr.V == 1 && (cs.V > 1 || cs.V < -1)
 }
 
 // usesAny reports whether any index refers to one of vars.

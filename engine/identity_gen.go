@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 371 files; see Identity.
-const sourceDigest = "35cbe06700df819d6fbfa5cb9f2554a9"
+// sourceDigest covers 372 files; see Identity.
+const sourceDigest = "0534d944836f61766cec5771edd15638"

@@ -23,7 +23,7 @@ func depthwiseStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy 
 		return buildGroups(reg, n, in, epi, t, false, depthwiseConfig(k))
 	}
 	gr := withRegistry(reg, func(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
-		return buildGroups(reg, n, in, epi, t, true, DefaultDepthwise)
+		return buildGroups(reg, n, in, epi, t, true, DepthwiseConfig{})
 	})
 	gemm := withRegistry(reg, buildGroupedGemm)
 	return map[graph.Op][]kernels.Strategy{
@@ -244,7 +244,11 @@ func ScheduleDepthwiseWith(s *schedule.Schedule, epilogue string, cfg DepthwiseC
 		if len(el) != 5 {
 			return fmt.Errorf("depthwise strategy: epilogue has %d loops, want 5", len(el))
 		}
-		if err := s.ComputeAt(c, el[2]); err != nil {
+		band, err := cfg.rowBand(s, el[:3])
+		if err != nil {
+			return err
+		}
+		if err := s.ComputeAt(c, band[3]); err != nil {
 			return err
 		}
 		if err := s.Vectorize(el[4]); err != nil {
@@ -253,7 +257,16 @@ func ScheduleDepthwiseWith(s *schedule.Schedule, epilogue string, cfg DepthwiseC
 		if l, err = s.GetLoops(c); err != nil {
 			return err
 		}
-		rows = el[:3]
+		rows = band[:3]
+	} else if red == 2 {
+		band, err := cfg.rowBand(s, rows)
+		if err != nil {
+			return err
+		}
+		if l, err = s.GetLoops(c); err != nil {
+			return err
+		}
+		rows = band[:3]
 	}
 	ow, lane, rs := l[len(l)-red-2], l[len(l)-red-1], l[len(l)-red:]
 	if tw := cfg.tileWidth(s, ow, red); tw > 0 {

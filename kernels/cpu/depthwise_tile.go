@@ -13,19 +13,50 @@ type DepthwiseConfig struct {
 	// of the largest width up to TileW that divides it (scheduleDepthwiseTile); 0
 	// computes it tap by tap over the whole row instead.
 	TileW int64
+	// Rows is the most output rows one parallel iteration computes from one padded
+	// buffer of the input rows their windows span (the largest divisor of the output
+	// height up to Rows): overlapping windows copy each input row once per band
+	// instead of once per output row.
+	Rows int64
 }
 
-// DefaultDepthwise is the default rule: tiles of up to 8 columns.
-var DefaultDepthwise = DepthwiseConfig{TileW: 8}
+// DefaultDepthwise is the default rule: tiles of up to 8 columns, bands of up to 4 rows.
+var DefaultDepthwise = DepthwiseConfig{TileW: 8, Rows: 4}
 
-// depthwiseKnobs declare DepthwiseConfig as knobs around d: tile_w.
+// depthwiseKnobs declare DepthwiseConfig as knobs around d: tile_w and rows.
 func depthwiseKnobs(d DepthwiseConfig) []kernels.Knob {
-	return []kernels.Knob{{Name: "tile_w", Values: []int64{0, 1, 2, 4, 6, 8, 12, 16}, Default: d.TileW}}
+	return []kernels.Knob{
+		{Name: "tile_w", Values: []int64{0, 1, 2, 4, 6, 8, 12, 16}, Default: d.TileW},
+		{Name: "rows", Values: []int64{1, 2, 4, 8}, Default: d.Rows},
+	}
 }
 
 // depthwiseConfig is the configuration a resolved assignment of depthwiseKnobs names.
 func depthwiseConfig(k kernels.Knobs) DepthwiseConfig {
-	return DepthwiseConfig{TileW: k["tile_w"]}
+	return DepthwiseConfig{TileW: k["tile_w"], Rows: k["rows"]}
+}
+
+// rowBand splits the output row loop rows[2] (after batch and channel block) into
+// bands of the largest divisor of its extent up to Rows, returning batch, channel
+// block, band and the row within the band (rows itself and the row again when there is
+// no band of more than one row).
+func (cfg DepthwiseConfig) rowBand(s *schedule.Schedule, rows []schedule.LoopRV) ([]schedule.LoopRV, error) {
+	n, ok := s.Extent(rows[2])
+	r := int64(1)
+	for w := min(cfg.Rows, n); ok && w > 1; w-- {
+		if n%w == 0 {
+			r = w
+			break
+		}
+	}
+	if r == 1 {
+		return []schedule.LoopRV{rows[0], rows[1], rows[2], rows[2]}, nil
+	}
+	band, err := s.Split(rows[2], []int64{-1, r})
+	if err != nil {
+		return nil, err
+	}
+	return []schedule.LoopRV{rows[0], rows[1], band[0], band[1]}, nil
 }
 
 // tileWidth is the register tile's width for a convolution block whose row loop is ow

@@ -25,15 +25,16 @@ func (l choiceLowerer) Lower(n *graph.Node, in []kernels.Input, t target.Target)
 
 // TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth builds the depthwise cases
 // (kernels 3, 5, 7 and 3×5, strides 1 and 2, dilation, asymmetric, VALID and SAME
-// pads, a channel multiplier, widths that no tile divides) at tile_w 0 (no tile), 1,
-// 6 and 16 (the default's 8 is every other depthwise test's), with the output blocked
-// and in NCHW, and compares each with the reference evaluator.
+// pads, a channel multiplier, widths that no tile divides, heights that no band
+// divides) at tile_w 0 (no tile), 1, 6 and 16 and bands of 1, 2, 4 and 8 rows (the
+// default's are every other depthwise test's), with the output blocked and in NCHW,
+// and compares each with the reference evaluator.
 func TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth(t *testing.T) {
 	reg := kernels.Default()
 	l := Strategies(reg)
 	policy := LayoutPolicy(target.Host(), reg)
-	for _, knob := range []int64{0, 1, 6, 16} {
-		lw := choiceLowerer{l, kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: kernels.Knobs{"tile_w": knob}}}
+	for _, k := range []kernels.Knobs{{"tile_w": 0, "rows": 1}, {"tile_w": 1, "rows": 2}, {"tile_w": 6, "rows": 8}, {"tile_w": 16, "rows": 4}} {
+		lw := choiceLowerer{l, kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: k}}
 		for i, tc := range dwCases {
 			if tc.gin > 0 {
 				continue
@@ -42,7 +43,7 @@ func TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth(t *testing.T) {
 				a, args := tc.attrs(), tc.args(uint64(300+i))
 				mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
 				n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
-				what := fmt.Sprintf("%v, tile_w %d, blocked output %v", tc, knob, blockedOut)
+				what := fmt.Sprintf("%v, %v, blocked output %v", tc, k, blockedOut)
 				if _, out, ok := policy.Anchor(n); ok && blockedOut {
 					n.Outputs[0].Type.Block = out
 				}

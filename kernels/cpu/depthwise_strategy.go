@@ -269,7 +269,7 @@ func ScheduleDepthwiseWith(s *schedule.Schedule, epilogue string, cfg DepthwiseC
 		rows = band[:3]
 	}
 	ow, lane, rs := l[len(l)-red-2], l[len(l)-red-1], l[len(l)-red:]
-	if tw := cfg.tileWidth(s, ow, red); tw > 0 {
+	if tw := cfg.tileWidth(s, ow, rs, red); tw > 0 {
 		if err := scheduleDepthwiseTile(s, c, ow, lane, rs, tw); err != nil {
 			return err
 		}

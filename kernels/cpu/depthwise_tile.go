@@ -13,6 +13,10 @@ type DepthwiseConfig struct {
 	// of the largest width up to TileW that divides it (scheduleDepthwiseTile); 0
 	// computes it tap by tap over the whole row instead.
 	TileW int64
+	// MaxTaps is the largest kernel (rows × columns) computed in register tiles: a
+	// larger one's written-out tile keeps too few of its weights in registers, and is
+	// computed tap by tap.
+	MaxTaps int64
 	// Rows is the most output rows one parallel iteration computes from one padded
 	// buffer of the input rows their windows span (the largest divisor of the output
 	// height up to Rows): overlapping windows copy each input row once per band
@@ -20,20 +24,22 @@ type DepthwiseConfig struct {
 	Rows int64
 }
 
-// DefaultDepthwise is the default rule: tiles of up to 8 columns, bands of up to 4 rows.
-var DefaultDepthwise = DepthwiseConfig{TileW: 8, Rows: 4}
+// DefaultDepthwise is the default rule: tiles of up to 8 columns for kernels up to
+// 5×5, bands of up to 4 rows.
+var DefaultDepthwise = DepthwiseConfig{TileW: 8, MaxTaps: 25, Rows: 4}
 
 // depthwiseKnobs declare DepthwiseConfig as knobs around d: tile_w and rows.
 func depthwiseKnobs(d DepthwiseConfig) []kernels.Knob {
 	return []kernels.Knob{
 		{Name: "tile_w", Values: []int64{0, 1, 2, 4, 6, 8, 12, 16}, Default: d.TileW},
+		{Name: "max_taps", Values: []int64{9, 25, 49}, Default: d.MaxTaps},
 		{Name: "rows", Values: []int64{1, 2, 4, 8}, Default: d.Rows},
 	}
 }
 
 // depthwiseConfig is the configuration a resolved assignment of depthwiseKnobs names.
 func depthwiseConfig(k kernels.Knobs) DepthwiseConfig {
-	return DepthwiseConfig{TileW: k["tile_w"], Rows: k["rows"]}
+	return DepthwiseConfig{TileW: k["tile_w"], MaxTaps: k["max_taps"], Rows: k["rows"]}
 }
 
 // rowBand splits the output row loop rows[2] (after batch and channel block) into
@@ -61,11 +67,23 @@ func (cfg DepthwiseConfig) rowBand(s *schedule.Schedule, rows []schedule.LoopRV)
 
 // tileWidth is the register tile's width for a convolution block whose row loop is ow
 // and whose reduction has red loops: the largest divisor of ow's extent up to TileW,
-// so that every tile is whole; 0 (no tile) without TileW, for a grouped block (red 3:
-// its input channels make the tile's body too long to write out) or a symbolic row.
-func (cfg DepthwiseConfig) tileWidth(s *schedule.Schedule, ow schedule.LoopRV, red int) int64 {
+// so that every tile is whole; 0 (no tile) without TileW, for a kernel of more than
+// MaxTaps taps (rs, its rows and columns), for a grouped block (red 3: its input
+// channels make the tile's body too long to write out) or a symbolic row.
+func (cfg DepthwiseConfig) tileWidth(s *schedule.Schedule, ow schedule.LoopRV, rs []schedule.LoopRV, red int) int64 {
 	n, ok := s.Extent(ow)
 	if cfg.TileW <= 0 || red != 2 || !ok {
+		return 0
+	}
+	taps := int64(1)
+	for _, r := range rs {
+		e, ok := s.Extent(r)
+		if !ok {
+			return 0
+		}
+		taps *= e
+	}
+	if taps > cfg.MaxTaps {
 		return 0
 	}
 	for w := min(cfg.TileW, n); w > 1; w-- {

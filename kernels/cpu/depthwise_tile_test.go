@@ -33,7 +33,7 @@ func TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth(t *testing.T) {
 	reg := kernels.Default()
 	l := Strategies(reg)
 	policy := LayoutPolicy(target.Host(), reg)
-	for _, k := range []kernels.Knobs{{"tile_w": 0, "rows": 1}, {"tile_w": 1, "rows": 2}, {"tile_w": 6, "rows": 8}, {"tile_w": 16, "rows": 4}} {
+	for _, k := range []kernels.Knobs{{"tile_w": 0, "rows": 1}, {"tile_w": 1, "rows": 2, "max_taps": 49}, {"tile_w": 6, "rows": 8, "max_taps": 49}, {"tile_w": 16, "rows": 4, "max_taps": 49}} {
 		lw := choiceLowerer{l, kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: k}}
 		for i, tc := range dwCases {
 			if tc.gin > 0 {
@@ -75,7 +75,7 @@ func TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop(t *testing.T) {
 		w, kw, stride int
 		knob, width   int64
 	}{
-		{24, 3, 1, 8, 8}, {12, 3, 1, 8, 6}, {13, 3, 1, 8, 1}, {28, 7, 1, 8, 7}, {24, 5, 2, 4, 4}, {24, 3, 1, 0, 0},
+		{24, 3, 1, 8, 8}, {12, 3, 1, 8, 6}, {13, 3, 1, 8, 1}, {28, 5, 1, 8, 7}, {24, 5, 2, 4, 4}, {24, 3, 1, 0, 0}, {28, 7, 1, 8, 0},
 	} {
 		dc := dwCase{16, 1, 6, tc.w, tc.kw, tc.kw, []int64{int64(tc.stride), int64(tc.stride)}, []int64{1, 1}, nil, "SAME_UPPER", true, 0}
 		a, args := dc.attrs(), dc.args(9)

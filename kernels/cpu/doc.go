@@ -28,7 +28,8 @@
 // depthwise block, per band of up to the knob rows output rows, default 4, dividing the
 // height: each input row copied once per band), then the
 // row's columns are computed in register tiles (depthwise_tile.go: tiles of the largest
-// width up to the knob tile_w, default 8, that divides the row; the block's lanes an
+// width up to the knob tile_w, default 8, that divides the row, for kernels of at most
+// max_taps taps, default 25 (a 7×7 tile keeps too few weights in registers); the block's lanes an
 // `omp simd` loop around the tile's columns and all the taps, written out, so each
 // column's sum stays in a vector register from its zero to its one store, and a tap's
 // weights and an input vector are loaded once per tile; tile_w 0 accumulates tap by

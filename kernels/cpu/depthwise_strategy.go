@@ -17,14 +17,17 @@ import (
 // only) and before generic.
 func depthwiseStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 	dw := withRegistry(reg, func(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
-		return buildGroups(reg, n, in, epi, t, false)
+		return buildGroups(reg, n, in, epi, t, false, DefaultDepthwise)
 	})
+	dwTuned := func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, k kernels.Knobs) (*kernels.Impl, error) {
+		return buildGroups(reg, n, in, epi, t, false, depthwiseConfig(k))
+	}
 	gr := withRegistry(reg, func(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
-		return buildGroups(reg, n, in, epi, t, true)
+		return buildGroups(reg, n, in, epi, t, true, DepthwiseConfig{})
 	})
 	gemm := withRegistry(reg, buildGroupedGemm)
 	return map[graph.Op][]kernels.Strategy{
-		graph.OpConv: {{Name: "conv2d-depthwise-nchwc", Build: unfused(dw), Fused: dw},
+		graph.OpConv: {{Name: "conv2d-depthwise-nchwc", Build: unfused(dw), Fused: dw, Knobs: depthwiseKnobs(DefaultDepthwise), Tuned: dwTuned},
 			{Name: "conv2d-grouped-tensorized", Build: unfused(gemm), Fused: gemm},
 			{Name: "conv2d-grouped-nchwc", Build: unfused(gr), Fused: gr}},
 	}
@@ -133,8 +136,9 @@ func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
 // buildGroups lowers a depthwise (grouped false) or grouped convolution through
 // DepthwiseNCHWc or GroupedNCHWc, reading its input as it is stored and leaving its
 // output blocked when the graph says so; bias and epilogues run per output row on the
-// blocked result, or in a nest of their own after unpacking.
-func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, grouped bool) (*kernels.Impl, error) {
+// blocked result, or in a nest of their own after unpacking. cfg is the depthwise
+// block's schedule (a grouped block has no register tile).
+func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, grouped bool, cfg DepthwiseConfig) (*kernels.Impl, error) {
 	attrs, bl, err := groupsBlock(t, n, grouped)
 	if err != nil {
 		return nil, err
@@ -189,7 +193,7 @@ func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi [
 	if !attrs.BlockedOut {
 		rowEpilogue = ""
 	}
-	if err := ScheduleDepthwise(s, rowEpilogue); err != nil {
+	if err := ScheduleDepthwiseWith(s, rowEpilogue, cfg); err != nil {
 		return nil, err
 	}
 	if last != "" && rowEpilogue == "" {
@@ -208,6 +212,13 @@ func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi [
 // named, owns the row loop: the convolution's row is computed under it into a row
 // buffer and the epilogue runs on it while it is in cache, vectorized along the lanes.
 func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
+	return ScheduleDepthwiseWith(s, epilogue, DefaultDepthwise)
+}
+
+// ScheduleDepthwiseWith is ScheduleDepthwise under cfg: with a register tile
+// (cfg.tileWidth), a depthwise block's columns are computed in tiles
+// (scheduleDepthwiseTile), else tap by tap over the whole row.
+func ScheduleDepthwiseWith(s *schedule.Schedule, epilogue string, cfg DepthwiseConfig) error {
 	c, err := s.GetBlock("dwconv")
 	if err != nil {
 		return err
@@ -233,7 +244,11 @@ func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
 		if len(el) != 5 {
 			return fmt.Errorf("depthwise strategy: epilogue has %d loops, want 5", len(el))
 		}
-		if err := s.ComputeAt(c, el[2]); err != nil {
+		band, err := cfg.rowBand(s, el[:3])
+		if err != nil {
+			return err
+		}
+		if err := s.ComputeAt(c, band[3]); err != nil {
 			return err
 		}
 		if err := s.Vectorize(el[4]); err != nil {
@@ -242,9 +257,24 @@ func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
 		if l, err = s.GetLoops(c); err != nil {
 			return err
 		}
-		rows = el[:3]
+		rows = band[:3]
+	} else if red == 2 {
+		band, err := cfg.rowBand(s, rows)
+		if err != nil {
+			return err
+		}
+		if l, err = s.GetLoops(c); err != nil {
+			return err
+		}
+		rows = band[:3]
 	}
 	ow, lane, rs := l[len(l)-red-2], l[len(l)-red-1], l[len(l)-red:]
+	if tw := cfg.tileWidth(s, ow, rs, red); tw > 0 {
+		if err := scheduleDepthwiseTile(s, c, ow, lane, rs, tw); err != nil {
+			return err
+		}
+		return schedulePadRows(s, rows)
+	}
 	if err := s.Reorder(append(append([]schedule.LoopRV{}, rs...), ow, lane)...); err != nil {
 		return err
 	}
@@ -258,6 +288,13 @@ func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
 	if err := s.Vectorize(lane); err != nil {
 		return err
 	}
+	return schedulePadRows(s, rows)
+}
+
+// schedulePadRows computes the "pad" block under the output row rows[2] (the rows the
+// window spans, its lanes a vector loop) and makes the fused rows loop the parallel
+// one.
+func schedulePadRows(s *schedule.Schedule, rows []schedule.LoopRV) error {
 	pb, err := s.GetBlock("pad")
 	if err != nil {
 		return err

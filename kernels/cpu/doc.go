@@ -24,10 +24,18 @@
 // kernel, strides and dilations; computed in blocks of B output channels, B the block the
 // input is stored in or else the tensorized convolutions' tile width (depthwiseBlock),
 // refused when neither divides the channels: per output row (batch·block·row, parallel)
-// the padded input rows its window spans are copied into a row-sized buffer, then each
-// tap accumulates over the row's columns with the block's lanes a unit-stride vector
-// loop, and the bias and fused epilogues run on the row buffer, written blocked or
-// unpacked to NCHW; symbolic extents are left to generic), conv2d-grouped-tensorized
+// the padded input rows its window spans are copied into a row-sized buffer (for a
+// depthwise block, per band of up to the knob rows output rows, default 4, dividing the
+// height: each input row copied once per band), then the
+// row's columns are computed in register tiles (depthwise_tile.go: tiles of the largest
+// width up to the knob tile_w, default 8, that divides the row, for kernels of at most
+// max_taps taps, default 25 (a 7×7 tile keeps too few weights in registers); the block's lanes an
+// `omp simd` loop around the tile's columns and all the taps, written out, so each
+// column's sum stays in a vector register from its zero to its one store, and a tap's
+// weights and an input vector are loaded once per tile; tile_w 0 accumulates tap by
+// tap over the whole row through memory instead), and the bias and fused epilogues run
+// on the row buffer, written blocked or unpacked to NCHW; symbolic extents are left to
+// generic), conv2d-grouped-tensorized
 // (depthwise_gemm.go: grouped convolutions whose groups' output channels are the width
 // of a declared tile, as RegNet's groups of 8 on AVX2: GroupedConvBlocked is
 // ConvNCHWBlocked with one input block per group, so each output block's products run on

@@ -1,0 +1,127 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kilnrt/kiln/graph"
+	kt "github.com/kilnrt/kiln/internal/kerneltest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// choiceLowerer lowers every node with one tuning choice.
+type choiceLowerer struct {
+	s *kernels.Strategies
+	c kernels.Choice
+}
+
+func (l choiceLowerer) Lower(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+	return l.s.LowerChoice(n, in, nil, t, l.c)
+}
+
+// TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth builds the depthwise cases
+// (kernels 3, 5, 7 and 3×5, strides 1 and 2, dilation, asymmetric, VALID and SAME
+// pads, a channel multiplier, widths that no tile divides, heights that no band
+// divides) at tile_w 0 (no tile), 1, 6 and 16 and bands of 1, 2, 4 and 8 rows (the
+// default's are every other depthwise test's), with the output blocked and in NCHW,
+// and compares each with the reference evaluator.
+func TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth(t *testing.T) {
+	reg := kernels.Default()
+	l := Strategies(reg)
+	policy := LayoutPolicy(target.Host(), reg)
+	for _, k := range []kernels.Knobs{{"tile_w": 0, "rows": 1}, {"tile_w": 1, "rows": 2, "max_taps": 49}, {"tile_w": 6, "rows": 8, "max_taps": 49}, {"tile_w": 16, "rows": 4, "max_taps": 49}} {
+		lw := choiceLowerer{l, kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: k}}
+		for i, tc := range dwCases {
+			if tc.gin > 0 {
+				continue
+			}
+			for _, blockedOut := range []bool{true, false} {
+				a, args := tc.attrs(), tc.args(uint64(300+i))
+				mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+				n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+				what := fmt.Sprintf("%v, %v, blocked output %v", tc, k, blockedOut)
+				if _, out, ok := policy.Anchor(n); ok && blockedOut {
+					n.Outputs[0].Type.Block = out
+				}
+				got, _, err := nt.RunNode(lw, n, args)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				want := kt.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T}, consts(args[1:])...)
+				v := got[0].Data.([]float32)
+				if b := n.Outputs[0].Type.Block; b != 0 {
+					s := want.Shape
+					v = UnpackNCHWc(v, s[0], s[1], s[2], s[3], int(b))
+				}
+				kt.Close(t, what, v, want)
+			}
+		}
+	}
+}
+
+// TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop: under the default rule, a
+// depthwise convolution's lanes are one vector loop (omp simd) around the tile's
+// columns and taps, all unrolled, so that each column's sum lives in a register from
+// its zero to its one store; a tile as wide as the largest divisor of the output row
+// up to the knob. tile_w 0 schedules the tap-by-tap row instead (no such loop).
+func TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop(t *testing.T) {
+	reg := kernels.Default()
+	l := Strategies(reg)
+	for _, tc := range []struct {
+		w, kw, stride int
+		knob, width   int64
+	}{
+		{24, 3, 1, 8, 8}, {12, 3, 1, 8, 6}, {13, 3, 1, 8, 1}, {28, 5, 1, 8, 7}, {24, 5, 2, 4, 4}, {24, 3, 1, 0, 0}, {28, 7, 1, 8, 0},
+	} {
+		dc := dwCase{16, 1, 6, tc.w, tc.kw, tc.kw, []int64{int64(tc.stride), int64(tc.stride)}, []int64{1, 1}, nil, "SAME_UPPER", true, 0}
+		a, args := dc.attrs(), dc.args(9)
+		mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		in, err := nt.Placeholders(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, err := l.LowerChoice(n, in, nil, target.Host(), kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: kernels.Knobs{"tile_w": tc.knob}})
+		if err != nil {
+			t.Fatalf("%v: %v", dc, err)
+		}
+		var lanes []*loopir.For
+		loopir.MapStmt(impl.Func.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+			if f, ok := s.(*loopir.For); ok && f.Annotations["c.pragma"] == "omp simd" {
+				lanes = append(lanes, f)
+			}
+			return nil
+		})
+		if tc.width == 0 {
+			if len(lanes) != 0 {
+				t.Errorf("%v, tile_w 0: %d register-tile lane loops", dc, len(lanes))
+			}
+			continue
+		}
+		if len(lanes) != 1 {
+			t.Fatalf("%v, tile_w %d: %d register-tile lane loops, want 1", dc, tc.knob, len(lanes))
+		}
+		var inner []*loopir.For
+		loopir.MapStmt(lanes[0].Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+			if f, ok := s.(*loopir.For); ok {
+				inner = append(inner, f)
+			}
+			return nil
+		})
+		if len(inner) != 3 {
+			t.Fatalf("%v, tile_w %d: %d loops inside the lanes, want the tile's columns and the kernel's rows and columns", dc, tc.knob, len(inner))
+		}
+		for _, f := range inner {
+			if f.Kind != loopir.Unrolled {
+				t.Errorf("%v, tile_w %d: loop %s inside the lanes is %v, want unrolled", dc, tc.knob, f.Var.Name, f.Kind)
+			}
+		}
+		if cols, ok := inner[len(inner)-1].Extent.(*loopir.IntImm); !ok || cols.V != tc.width { // MapStmt visits the outermost last
+			t.Errorf("%v, tile_w %d: tile of %v columns, want %d", dc, tc.knob, inner[len(inner)-1].Extent, tc.width)
+		}
+	}
+}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 376 files; see Identity.
-const sourceDigest = "01516a05679ddf2af65987ccd5018f7e"
+// sourceDigest covers 377 files; see Identity.
+const sourceDigest = "aee4a041e7a3823a7401f991b1e6eb86"

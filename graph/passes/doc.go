@@ -55,6 +55,10 @@
 //     becomes a 1×1 Conv to M·b·b channels and a CRD DepthToSpace of block b (just the
 //     Conv for b = 1): the same products and sums, taken by the matrix-product
 //     strategies instead of a gather;
+//   - stft-to-matmul (O1): an STFT of a real float32 signal of known length with a
+//     constant frame step, window and frame length becomes Reshape, Gather (the frames,
+//     overlapping), MatMul by the constant windowed DFT matrix [N, 2·bins] and Reshape:
+//     the packed matrix product instead of a twiddle sum no schedule vectorizes;
 //   - dce: nodes and constants nobody reads are removed;
 //   - alter-layout (O2): with a Context.Layout policy, convolutions store their outputs
 //     in channel blocks (NCHW16c...) where a reader takes them so, and values stay

@@ -88,6 +88,7 @@ func Level(o int) Pipeline {
 		{1, Pass{Name: "cse", Run: CSE}},
 		{1, Pass{Name: "fold-batchnorm", Run: FoldBatchNorm}},
 		{1, Pass{Name: "convtranspose-to-conv", Run: ConvTransposeAsConv}},
+		{1, Pass{Name: "stft-to-matmul", Run: STFTAsMatMul}},
 		{0, Pass{Name: "dce", Run: DCE, Required: true}},
 		{2, Pass{Name: "alter-layout", Run: AlterLayout}},
 		{1, Pass{Name: "fuse-ops", Run: FuseOps}},
@@ -132,6 +133,8 @@ var Constraints = []Constraint{
 	{"fold-constants", "convtranspose-to-conv", "the transposed weights must be constants"},
 	{"convtranspose-to-conv", "dce", "the transposed weights are left for dce to remove"},
 	{"convtranspose-to-conv", "alter-layout", "the 1×1 Conv takes the blocked layout"},
+	{"fold-constants", "stft-to-matmul", "the frame step, window and frame length must be constants"},
+	{"stft-to-matmul", "fuse-ops", "the DFT's MatMul and Gather fuse as any others"},
 }
 
 // Check verifies the pipeline against Constraints and that no pass appears twice.

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 371 files; see Identity.
-const sourceDigest = "35cbe06700df819d6fbfa5cb9f2554a9"
+const sourceDigest = "f23ccc6655c0f2e403b158c79200cbf4"

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 371 files; see Identity.
-const sourceDigest = "f23ccc6655c0f2e403b158c79200cbf4"
+const sourceDigest = "b01e5fe1d2053452a8dfbf5625794041"

@@ -81,27 +81,38 @@ func (l tunedLowerer) Lower(n *graph.Node, in []kernels.Input, t target.Target) 
 	return impl, err
 }
 
+// tunedConv is the tunable convolution strategy name of the CPU table; it fails the
+// test unless the strategy declares (at least) the knobs want and a tuned builder.
+func tunedConv(t *testing.T, name string, want ...string) kernels.Strategy {
+	t.Helper()
+	reg := kernels.Default()
+	table := tensorizedStrategies(reg)
+	withKnobs(reg, table)
+	for _, st := range table[graph.OpConv] {
+		if st.Name != name {
+			continue
+		}
+		names := map[string]bool{}
+		for _, k := range st.Knobs {
+			names[k.Name] = true
+		}
+		for _, w := range want {
+			if st.Tuned == nil || !names[w] {
+				t.Fatalf("%s declares knobs %v (tuned builder %v), want %v", name, st.Knobs, st.Tuned != nil, want)
+			}
+		}
+		return st
+	}
+	t.Fatalf("no strategy %s", name)
+	return kernels.Strategy{}
+}
+
 // TestBlockedConvKnobsAllMatchTheReference: the blocked convolution declares its
 // schedule's knobs (parallel rows, tiles outside the reduction) for the tuner, and every
 // assignment builds a kernel that matches the reference: a 3×3 window over several
 // input channel blocks (the order the knob moves), a strided one, and a 1×1 one.
 func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
-	reg := kernels.Default()
-	table := tensorizedStrategies(reg)
-	withKnobs(reg, table)
-	var st kernels.Strategy
-	for _, s := range table[graph.OpConv] {
-		if s.Name == "conv2d-nchwc-tensorized" {
-			st = s
-		}
-	}
-	names := map[string]bool{}
-	for _, k := range st.Knobs {
-		names[k.Name] = true
-	}
-	if st.Tuned == nil || !names["parallel"] || !names["tiles_outer"] {
-		t.Fatalf("conv2d-nchwc-tensorized declares knobs %v (tuned builder %v), want parallel and tiles_outer", st.Knobs, st.Tuned != nil)
-	}
+	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "tiles_outer")
 	for _, tc := range []struct{ c, m, k, stride int }{{128, 32, 3, 1}, {40, 24, 3, 2}, {16, 48, 1, 1}} {
 		for _, par := range []int64{0, 1} {
 			for _, outer := range []int64{0, 1} {
@@ -116,6 +127,24 @@ func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
 				if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got != st.Name {
 					t.Fatalf("%v parallel %d tiles_outer %d: strategy %s", tc, par, outer, got)
 				}
+			}
+		}
+	}
+}
+
+// TestPointwiseConvKnobsAllMatchTheReference: the pointwise convolution declares its
+// parallel knob for the tuner, and both values build a kernel that matches the
+// reference, on whole and partial tiles.
+func TestPointwiseConvKnobsAllMatchTheReference(t *testing.T) {
+	st := tunedConv(t, "conv2d-pointwise-tensorized", "parallel")
+	for _, tc := range []struct{ c, m, h, w int }{{16, 96, 32, 32}, {13, 20, 23, 29}} {
+		for _, par := range []int64{0, 1} {
+			a := pointwiseAttrs()
+			a.Pads = []int64{0, 0, 0, 0}
+			args := []nt.Arg{nt.In(f32(71, 1, tc.c, tc.h, tc.w)), nt.C(f32(72, tc.m, tc.c, 1, 1)), nt.C(f32(73, tc.m))}
+			l := tunedLowerer{st: st, knobs: kernels.Knobs{"parallel": par}}
+			if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got != st.Name {
+				t.Fatalf("%v parallel %d: strategy %s", tc, par, got)
 			}
 		}
 	}

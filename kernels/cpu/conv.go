@@ -26,15 +26,17 @@ func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) err
 // (the input channel block), the padded copy's column loop is split into columns and
 // the channels of a block, the inner loop a contiguous, vectorized copy.
 func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64) error {
-	return scheduleConvBlocked(s, g, parallel, epilogue, cb, false)
+	return scheduleConvBlocked(s, g, ConvConfig{Parallel: parallel}, epilogue, cb, false)
 }
 
 // scheduleConvBlocked is ScheduleConvBlocked; with split, the epilogue computes the
 // split NCHW result [N, M/mb, mb, OH, OW] (ConvBlockedAttrs.SplitOut): its loops under
 // the row are reordered so that the channel within the block, along which the row
 // buffer is contiguous, is the inner, vectorized loop (the stores then a channel plane
-// apart, the activations' arithmetic in vectors).
-func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64, split bool) error {
+// apart, the activations' arithmetic in vectors). cfg chooses the parallel rows and
+// the tiles' place in the loop order (ConvConfig).
+func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, epilogue string, cb int64, split bool) error {
+	parallel := cfg.Parallel
 	mr := g.MR
 	if s.HasBlock("pad") { // else the conv reads its input in place
 		if err := schedulePad(s, parallel, cb); err != nil {
@@ -57,11 +59,29 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epi
 	if err != nil {
 		return err
 	}
-	if err := s.Reorder(n, ocb, oh, icb, ry, w[0], w[1], oc, rr); err != nil {
-		return err
-	}
-	if _, err := s.DecomposeReduction(c, icb); err != nil {
-		return err
+	// with one input channel block and one kernel row (a 1×1 convolution over at most
+	// cb channels) the micro-kernel's call is the whole reduction: the unit loops fuse
+	// into the merged column axis, and the zero-initializing form replaces the init
+	// pass and never reads the tile
+	whole := unitLoops(s, icb, ry)
+	if whole {
+		if err := s.Reorder(n, ocb, oh, w[0], w[1], oc, icb, ry, rr); err != nil {
+			return err
+		}
+		if rr, err = s.Fuse(icb, ry, rr); err != nil {
+			return err
+		}
+	} else {
+		order := []schedule.LoopRV{n, ocb, oh, icb, ry, w[0], w[1], oc, rr}
+		if cfg.TilesOuter {
+			order = []schedule.LoopRV{n, ocb, oh, w[0], icb, ry, w[1], oc, rr}
+		}
+		if err := s.Reorder(order...); err != nil {
+			return err
+		}
+		if _, err := s.DecomposeReduction(c, icb); err != nil {
+			return err
+		}
 	}
 	if epilogue != "" {
 		e, err := s.GetBlock(epilogue)
@@ -91,7 +111,11 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epi
 			return err
 		}
 	}
-	if err := s.Tensorize(w[1], g.Update); err != nil {
+	in := g.Update
+	if whole {
+		in = g.Init
+	}
+	if err := s.Tensorize(w[1], in); err != nil {
 		return err
 	}
 	row, err := s.Fuse(n, ocb, oh)
@@ -102,6 +126,16 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epi
 		return s.Parallel(row)
 	}
 	return nil
+}
+
+// unitLoops reports whether every loop has the static extent 1.
+func unitLoops(s *schedule.Schedule, loops ...schedule.LoopRV) bool {
+	for _, l := range loops {
+		if e, ok := s.Extent(l); !ok || e != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // schedulePad schedules the padded copy "pad": rows in parallel, and with cb > 1 the

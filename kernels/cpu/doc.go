@@ -14,7 +14,9 @@
 // after its one zero-initializing micro-kernel call, the tile in stack scratch),
 // conv2d-nchwc-tensorized (float32 2-D convolution with constant weights and one group:
 // pack, micro-kernel conv, unpack with bias in one kernel; unpadded blocked data, and
-// plain data under a 1×1 kernel, are read in place with no padded copy; the unpacking,
+// plain data under a 1×1 kernel, are read in place with no padded copy; a 1×1 kernel
+// over one input channel block calls the micro-kernel's zero-initializing form once
+// per tile, the whole reduction, with no init pass; ConvConfig is its knobs; the unpacking,
 // bias and epilogues run under the output row loop on a row-sized local buffer, for a
 // blocked output and for a plain one, computed as its [N, M/mb, mb, OH, OW] view so
 // that the unpacking reads the row at permuted iterators, vectorized along the

@@ -160,8 +160,9 @@ func batchedKnobs(d GemmConfig) []kernels.Knob {
 	return []kernels.Knob{all[0], all[2]}
 }
 
-// withKnobs makes the strategies of table that take a GemmConfig tunable: the packed
-// matmuls (gemmKnobs), the batched matmul and the Winograd convolution (KC, parallel).
+// withKnobs makes the strategies of table tunable: those that take a GemmConfig (the
+// packed matmuls: gemmKnobs; the batched matmul and the Winograd convolution: KC,
+// parallel), the blocked convolution (convKnobs) and the pointwise one (parallel).
 func withKnobs(reg *kernels.Registry, table map[graph.Op][]kernels.Strategy) {
 	with := func(build func(*kernels.Registry, *graph.Node, []kernels.Input, []kernels.Epilogue, target.Target, GemmConfig) (*kernels.Impl, error)) func(*graph.Node, []kernels.Input, []kernels.Epilogue, target.Target, kernels.Knobs) (*kernels.Impl, error) {
 		return func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, k kernels.Knobs) (*kernels.Impl, error) {
@@ -185,6 +186,16 @@ func withKnobs(reg *kernels.Registry, table map[graph.Op][]kernels.Strategy) {
 				st.Knobs, st.Tuned = batchedKnobs(DefaultGemm), with(buildMatMulBatchedWith)
 			case st.Name == "conv2d-winograd-tensorized":
 				st.Knobs, st.Tuned = batchedKnobs(DefaultGemm), with(buildConvWinogradWith)
+			case st.Name == "conv2d-pointwise-tensorized":
+				st.Knobs = pointwiseKnobs()
+				st.Tuned = func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, k kernels.Knobs) (*kernels.Impl, error) {
+					return buildConvPointwiseWith(reg, n, in, epi, t, k["parallel"] != 0)
+				}
+			case st.Name == "conv2d-nchwc-tensorized":
+				st.Knobs = convKnobs(DefaultConv)
+				st.Tuned = func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, k kernels.Knobs) (*kernels.Impl, error) {
+					return buildConvBlockedWith(reg, n, in, epi, t, ConvConfig{Parallel: k["parallel"] != 0, TilesOuter: k["tiles_outer"] != 0})
+				}
 			}
 		}
 	}

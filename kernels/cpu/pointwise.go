@@ -68,6 +68,17 @@ const minPointwisePixels = 512
 // each tile right after the micro-kernel wrote it, in a tile-sized local buffer, and
 // write the result straight to the output.
 func buildConvPointwise(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	return buildConvPointwiseWith(reg, n, in, epi, t, true)
+}
+
+// pointwiseKnobs declare the pointwise convolution's one knob: parallel (0 or 1), the
+// (batch, pixel tile, channel tile) loop on the device's threads.
+func pointwiseKnobs() []kernels.Knob {
+	return []kernels.Knob{{Name: "parallel", Values: []int64{0, 1}, Default: 1}}
+}
+
+// buildConvPointwiseWith is buildConvPointwise with the tile loop parallel or serial.
+func buildConvPointwiseWith(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, parallel bool) (*kernels.Impl, error) {
 	nb, c, p, m, err := pointwiseConv(n)
 	if err != nil {
 		return nil, err
@@ -114,7 +125,7 @@ func buildConvPointwise(reg *kernels.Registry, n *graph.Node, in []kernels.Input
 	if last == "conv" {
 		last = ""
 	}
-	moved, err := SchedulePointwise(s, g, last)
+	moved, err := schedulePointwise(s, g, last, parallel)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +160,11 @@ func ConvPointwise(x, w, bias *te.Tensor) *te.Tensor {
 // iterators runs under the channel tile loop, on the tile just computed, which then
 // lives in a local buffer of one tile. It reports whether the epilogue moved.
 func SchedulePointwise(s *schedule.Schedule, g intrin.Gemm, epilogue string) (bool, error) {
+	return schedulePointwise(s, g, epilogue, true)
+}
+
+// schedulePointwise is SchedulePointwise with the fused tile loop parallel or serial.
+func schedulePointwise(s *schedule.Schedule, g intrin.Gemm, epilogue string, parallel bool) (bool, error) {
 	c, err := s.GetBlock("conv")
 	if err != nil {
 		return false, err
@@ -186,8 +202,8 @@ func SchedulePointwise(s *schedule.Schedule, g intrin.Gemm, epilogue string) (bo
 		return false, err
 	}
 	row, err := s.Fuse(l[0], j[0], i[0])
-	if err != nil {
-		return false, err
+	if err != nil || !parallel {
+		return moved, err
 	}
 	return moved, s.Parallel(row)
 }

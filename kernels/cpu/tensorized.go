@@ -192,6 +192,34 @@ func staticPadWindow(a *graph.ConvAttrs, weight tensor.Shape) (graph.Window, err
 // buildConvBlocked lowers a convolution through ConvNCHWBlocked, reading its
 // input as it is stored and leaving its output blocked when the graph says so.
 func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	return buildConvBlockedWith(reg, n, in, epi, t, DefaultConv)
+}
+
+// ConvConfig is the search space of the blocked (NCHWc) convolution's schedule.
+type ConvConfig struct {
+	Parallel bool // run the output rows (batch, channel block, row) on the device's threads
+	// TilesOuter puts the row's tiles outside the input channel blocks and kernel rows:
+	// each tile's accumulators then take the whole reduction in turn (its output stays
+	// in L1) while the weights of one channel block and kernel row are read once per
+	// tile instead of once per row. The default keeps the tiles innermost (the weights
+	// in L1 across the row: ~10% faster on resnet18 at 2 threads).
+	TilesOuter bool
+}
+
+// DefaultConv is the blocked convolution's default schedule.
+var DefaultConv = ConvConfig{Parallel: true}
+
+// convKnobs declare ConvConfig as knobs: parallel and tiles_outer (0 or 1).
+func convKnobs(d ConvConfig) []kernels.Knob {
+	b := map[bool]int64{false: 0, true: 1}
+	return []kernels.Knob{
+		{Name: "parallel", Values: []int64{0, 1}, Default: b[d.Parallel]},
+		{Name: "tiles_outer", Values: []int64{0, 1}, Default: b[d.TilesOuter]},
+	}
+}
+
+// buildConvBlockedWith is buildConvBlocked under cfg.
+func buildConvBlockedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, cfg ConvConfig) (*kernels.Impl, error) {
 	g := convGemm(t, n)
 	attrs, err := convBlocked(n, g)
 	if err != nil {
@@ -257,7 +285,7 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	if !attrs.BlockedOut && !attrs.SplitOut {
 		rowEpilogue = ""
 	}
-	if err := scheduleConvBlocked(s, g, true, rowEpilogue, attrs.CB, attrs.SplitOut); err != nil {
+	if err := scheduleConvBlocked(s, g, cfg, rowEpilogue, attrs.CB, attrs.SplitOut); err != nil {
 		return nil, err
 	}
 	if last != "" && rowEpilogue == "" {

@@ -1,0 +1,151 @@
+package cpu
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/internal/kerneltest"
+	nt "github.com/kilnrt/kiln/internal/nodetest"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel: under each ISA level
+// the host has, a 1×1 convolution over one input channel block (at most 64 channels:
+// MobileNet's and EfficientNet's expansion layers) makes one micro-kernel call per tile
+// the whole reduction, in the kernel's zero-initializing form (no init pass, the tile
+// never read back); several channel blocks or a 3×3 window keep the accumulating form.
+// Rows of 7 columns end in a partial tile, channel counts of 3 and 13 are not a
+// multiple of the kernel's unroll; every result matches the reference.
+func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T) {
+	l := Strategies(kernels.Default())
+	for _, level := range capLevels(t) {
+		t.Run(string(level), func(t *testing.T) {
+			t.Setenv(target.ISAEnv, string(level))
+			tg := target.Host()
+			for _, tc := range []struct {
+				c, m, k int
+				whole   bool
+			}{{16, 96, 1, true}, {3, 32, 1, true}, {13, 24, 1, true}, {64, 16, 1, true}, {96, 32, 1, false}, {16, 32, 3, false}} {
+				const h, w = 5, 7
+				name := fmt.Sprintf("%d→%d k%d", tc.c, tc.m, tc.k)
+				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+				a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
+				if tc.k == 3 {
+					a.Pads = []int64{1, 1, 1, 1}
+				}
+				args := []nt.Arg{nt.In(f32(51, 1, tc.c, h, w)), nt.C(f32(52, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(53, tc.m))}
+				mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+				n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+				in, err := nt.Placeholders(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				impl, err := l.Lower(n, in, tg)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if impl.Strategy != "conv2d-nchwc-tensorized" {
+					t.Fatalf("%s: strategy %s", name, impl.Strategy)
+				}
+				g := convGemm(tg, n)
+				if got := strings.Contains(impl.Trace.String(), g.Init.Name); got != tc.whole {
+					t.Errorf("%s: calls %s: %v, want %v:\n%s", name, g.Init.Name, got, tc.whole, impl.Trace)
+				}
+				got, _, err := nt.RunNode(l, n, args)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T, args[2].T})
+				kerneltest.Close(t, name, got[0].Data.([]float32), want)
+			}
+		})
+	}
+}
+
+// tunedLowerer lowers every node with one strategy's Tuned builder under fixed knobs.
+type tunedLowerer struct {
+	st    kernels.Strategy
+	knobs kernels.Knobs
+	epi   []kernels.Epilogue
+}
+
+func (l tunedLowerer) Lower(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+	impl, err := l.st.Tuned(n, in, l.epi, t, l.knobs)
+	if impl != nil {
+		impl.Strategy = l.st.Name
+	}
+	return impl, err
+}
+
+// tunedConv is the tunable convolution strategy name of the CPU table; it fails the
+// test unless the strategy declares (at least) the knobs want and a tuned builder.
+func tunedConv(t *testing.T, name string, want ...string) kernels.Strategy {
+	t.Helper()
+	reg := kernels.Default()
+	table := tensorizedStrategies(reg)
+	withKnobs(reg, table)
+	for _, st := range table[graph.OpConv] {
+		if st.Name != name {
+			continue
+		}
+		names := map[string]bool{}
+		for _, k := range st.Knobs {
+			names[k.Name] = true
+		}
+		for _, w := range want {
+			if st.Tuned == nil || !names[w] {
+				t.Fatalf("%s declares knobs %v (tuned builder %v), want %v", name, st.Knobs, st.Tuned != nil, want)
+			}
+		}
+		return st
+	}
+	t.Fatalf("no strategy %s", name)
+	return kernels.Strategy{}
+}
+
+// TestBlockedConvKnobsAllMatchTheReference: the blocked convolution declares its
+// schedule's knobs (parallel rows, tiles outside the reduction) for the tuner, and every
+// assignment builds a kernel that matches the reference: a 3×3 window over several
+// input channel blocks (the order the knob moves), a strided one, and a 1×1 one.
+func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
+	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "tiles_outer")
+	for _, tc := range []struct{ c, m, k, stride int }{{128, 32, 3, 1}, {40, 24, 3, 2}, {16, 48, 1, 1}} {
+		for _, par := range []int64{0, 1} {
+			for _, outer := range []int64{0, 1} {
+				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+				a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
+				a.Strides = []int64{int64(tc.stride), int64(tc.stride)}
+				if tc.k == 3 {
+					a.Pads = []int64{1, 1, 1, 1}
+				}
+				args := []nt.Arg{nt.In(f32(61, 1, tc.c, 6, 9)), nt.C(f32(62, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(63, tc.m))}
+				l := tunedLowerer{st: st, knobs: kernels.Knobs{"parallel": par, "tiles_outer": outer}}
+				if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got != st.Name {
+					t.Fatalf("%v parallel %d tiles_outer %d: strategy %s", tc, par, outer, got)
+				}
+			}
+		}
+	}
+}
+
+// TestPointwiseConvKnobsAllMatchTheReference: the pointwise convolution declares its
+// parallel knob for the tuner, and both values build a kernel that matches the
+// reference, on whole and partial tiles.
+func TestPointwiseConvKnobsAllMatchTheReference(t *testing.T) {
+	st := tunedConv(t, "conv2d-pointwise-tensorized", "parallel")
+	for _, tc := range []struct{ c, m, h, w int }{{16, 96, 32, 32}, {13, 20, 23, 29}} {
+		for _, par := range []int64{0, 1} {
+			a := pointwiseAttrs()
+			a.Pads = []int64{0, 0, 0, 0}
+			args := []nt.Arg{nt.In(f32(71, 1, tc.c, tc.h, tc.w)), nt.C(f32(72, tc.m, tc.c, 1, 1)), nt.C(f32(73, tc.m))}
+			l := tunedLowerer{st: st, knobs: kernels.Knobs{"parallel": par}}
+			if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got != st.Name {
+				t.Fatalf("%v parallel %d: strategy %s", tc, par, got)
+			}
+		}
+	}
+}

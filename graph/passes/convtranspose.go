@@ -20,27 +20,11 @@ import (
 // convolution's own kernel is a gather the generic schedule cannot vectorize.
 func ConvTransposeAsConv(_ *Context, m *graph.Module) error {
 	names := moduleNames(m)
-	m.Main.Funcs(func(f *graph.Func) {
-		var nodes []*graph.Node
-		for i, n := range f.Nodes {
-			var repl []*graph.Node
-			if n.Op == graph.OpConvTranspose {
-				repl = transposedAsConv(f, n, names)
-			}
-			if repl == nil {
-				if nodes != nil {
-					nodes = append(nodes, n)
-				}
-				continue
-			}
-			if nodes == nil {
-				nodes = append(make([]*graph.Node, 0, len(f.Nodes)+1), f.Nodes[:i]...)
-			}
-			nodes = append(nodes, repl...)
+	replaceNodes(m, func(f *graph.Func, n *graph.Node) []*graph.Node {
+		if n.Op != graph.OpConvTranspose {
+			return nil
 		}
-		if nodes != nil {
-			f.Nodes = nodes
-		}
+		return transposedAsConv(f, n, names)
 	})
 	return nil
 }

@@ -17,18 +17,7 @@ func SplitToSlices(ctx *Context, m *graph.Module) error {
 	if !ctx.SplitsAsSlices {
 		return nil
 	}
-	m.Main.Funcs(func(f *graph.Func) {
-		var nodes []*graph.Node
-		for _, n := range f.Nodes {
-			parts := splitParts(f, n)
-			if parts == nil {
-				nodes = append(nodes, n)
-				continue
-			}
-			nodes = append(nodes, parts...)
-		}
-		f.Nodes = nodes
-	})
+	replaceNodes(m, splitParts)
 	return nil
 }
 

@@ -58,7 +58,8 @@
 //   - stft-to-matmul (O1): an STFT of a real float32 signal of known length with a
 //     constant frame step, window and frame length becomes Reshape, Gather (the frames,
 //     overlapping), MatMul by the constant windowed DFT matrix [N, 2·bins] and Reshape:
-//     the packed matrix product instead of a twiddle sum no schedule vectorizes;
+//     the packed matrix product instead of a twiddle sum no schedule vectorizes (each
+//     constant it makes at most maxSTFTConstant elements, else the STFT stays);
 //   - dce: nodes and constants nobody reads are removed;
 //   - alter-layout (O2): with a Context.Layout policy, convolutions store their outputs
 //     in channel blocks (NCHW16c...) where a reader takes them so, and values stay

@@ -24,30 +24,19 @@ import (
 // unknown length keeps the STFT.
 func STFTAsMatMul(_ *Context, m *graph.Module) error {
 	names := moduleNames(m)
-	m.Main.Funcs(func(f *graph.Func) {
-		var nodes []*graph.Node
-		for i, n := range f.Nodes {
-			var repl []*graph.Node
-			if n.Op == graph.OpSTFT {
-				repl = stftAsMatMul(f, n, names)
-			}
-			if repl == nil {
-				if nodes != nil {
-					nodes = append(nodes, n)
-				}
-				continue
-			}
-			if nodes == nil {
-				nodes = append(make([]*graph.Node, 0, len(f.Nodes)+3), f.Nodes[:i]...)
-			}
-			nodes = append(nodes, repl...)
+	replaceNodes(m, func(f *graph.Func, n *graph.Node) []*graph.Node {
+		if n.Op != graph.OpSTFT {
+			return nil
 		}
-		if nodes != nil {
-			f.Nodes = nodes
-		}
+		return stftAsMatMul(f, n, names)
 	})
 	return nil
 }
+
+// maxSTFTConstant bounds the elements of each constant the rewrite makes (the frame
+// index [frames, N] and the DFT matrix [N, 2·bins]): a model's declared signal length
+// must not make the compile allocate without bound. A larger STFT keeps its own kernel.
+const maxSTFTConstant = 1 << 22
 
 // stftGeometry is the frame step, window (nil: none) and frame length of a constant
 // STFT of a real float32 signal [B, L, 1] of known L, and its frame count; ok is false
@@ -96,12 +85,16 @@ func stftGeometry(n *graph.Node) (step int64, window []float64, size, frames int
 // stftAsMatMul returns the Reshape, Gather, MatMul and Reshape replacing n, or nil.
 func stftAsMatMul(f *graph.Func, n *graph.Node, names *freshNames) []*graph.Node {
 	step, window, size, frames, ok := stftGeometry(n)
-	if !ok {
+	a, _ := n.Attrs.(*graph.STFTAttrs)
+	if !ok || a == nil {
 		return nil
 	}
 	bins := size
-	if n.Attrs.(*graph.STFTAttrs).Onesided != 0 {
+	if a.Onesided != 0 {
 		bins = size/2 + 1
+	}
+	if frames > maxSTFTConstant/size || 2*bins > maxSTFTConstant/size {
+		return nil
 	}
 	out := n.Outputs[0]
 	if os := out.Type.Shape; len(os) != 4 || !os[1].IsConst() || !os[2].IsConst() {

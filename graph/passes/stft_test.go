@@ -105,3 +105,36 @@ func TestConstantSTFTBecomesFramesTimesDFTMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeSTFTKeepsItsKernel: an STFT whose frame index or DFT matrix would exceed the
+// rewrite's bound on the constants it makes (a model declaring a long signal and a
+// long frame) stays an STFT, so the compile allocates nothing of that size.
+func TestHugeSTFTKeepsItsKernel(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		length, step int64
+		frameLength  int64
+	}{
+		{"a frame of 2^20 samples", 1 << 20, 1, 1 << 20},
+		{"2^21 frames of 4 samples", 1 << 21, 1, 4},
+		{"a declared length of 2^40 samples", 1 << 40, 1 << 20, 1 << 12},
+	} {
+		b := graph.NewBuilder("main")
+		x := b.Param("x", graph.TensorType(tensor.Float32, graph.Const(1), graph.Const(c.length), graph.Const(1)))
+		i64 := func(v int64) *tensor.Tensor { return tensor.FromInt64s(tensor.Int64, tensor.Shape{}, []int64{v}) }
+		y, err := b.Op1(graph.OpSTFT, &graph.STFTAttrs{Onesided: 1}, x, b.Const("step", i64(c.step)), nil, b.Const("frame_length", i64(c.frameLength)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		m, err := b.Module(y)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := (passes.Pipeline{pass(t, "stft-to-matmul")}).Run(&passes.Context{Check: true}, m); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := opNames(m.Main); got != "STFT" {
+			t.Fatalf("%s: ops %q, want the STFT kept", c.name, got)
+		}
+	}
+}

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 378 files; see Identity.
-const sourceDigest = "9174a92f7b738cb8f98cc99c03ff06a5"
+const sourceDigest = "b250a457ad9686e5c9c5b63a679acbb4"

@@ -60,7 +60,7 @@ func startServerOpts(t *testing.T, opts Options, configure func(*httptest.Server
 }
 
 // mlpRepo is a repository holding the example MLP as <repo>/mlp/1/model.onnx.
-func mlpRepo(t *testing.T) string {
+func mlpRepo(t testing.TB) string {
 	t.Helper()
 	repo := t.TempDir()
 	src, err := os.ReadFile("../../examples/mlp/model.onnx")

@@ -56,7 +56,7 @@ func start(t *testing.T, opts Options) *fixture {
 }
 
 // mlpRepo is a repository holding the bundled example MLP as <repo>/mlp/1/model.onnx.
-func mlpRepo(t *testing.T) string {
+func mlpRepo(t testing.TB) string {
 	t.Helper()
 	repo := t.TempDir()
 	src, err := os.ReadFile("../../examples/mlp/model.onnx")

@@ -8,7 +8,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
-	"strings"
+	"text/tabwriter"
 
 	devcpu "github.com/kilnrt/kiln/devices/cpu"
 	"github.com/kilnrt/kiln/engine"
@@ -221,23 +221,23 @@ func rooflineRows(kernels []vm.KernelTime, secs []float64, st *engine.Stats, wor
 // printRoofline prints the machine's roofline, then a line per kernel: time per
 // launch, launches per inference, kind and shape, work, achieved rates and the share
 // of the roofline reached, and which roof bounds it.
-func printRoofline(w io.Writer, mc roofline.Machine, rows []rooflineRow, runs int) {
-	fmt.Fprintf(w, "roofline on %s, %d thread(s): FMA peak %.1f GFLOP/s (%d-bit FMA chains), bandwidth %.1f GB/s (STREAM triad over 3 arrays of %d MiB, 12 bytes per element), both the median of repetitions timed by %s\n",
+func printRoofline(out io.Writer, mc roofline.Machine, rows []rooflineRow, runs int) {
+	fmt.Fprintf(out, "roofline on %s, %d thread(s): FMA peak %.1f GFLOP/s (%d-bit FMA chains), memory bandwidth %.1f GB/s (STREAM triad over 3 arrays of %d MiB, 12 bytes per element), each the median of repetitions timed by %s\n",
 		mc.Name, mc.Threads, mc.PeakFLOPs/1e9, mc.VectorBits, mc.Bandwidth/1e9, mc.ArrayBytes>>20, mc.Clock)
-	fmt.Fprintf(w, "kernels timed by %s per launch, the median over %d runs; FLOPs: 2 per multiply-add of a Conv, ConvTranspose, MatMul or Gemm (epilogues and other ops not counted); bytes: inputs read once + outputs written once\n", mc.Clock, runs)
-	fmt.Fprintf(w, "%10s %8s %-10s %-30s %9s %9s %8s %7s %6s %-6s %s\n", "ms/launch", "launches", "kind", "shape", "MFLOP", "MB", "GFLOP/s", "GB/s", "%roof", "bound", "kernel: anchor")
+	fmt.Fprintf(out, "kernels timed by %s per launch, the median over %d runs; FLOPs: 2 per multiply-add of a Conv, ConvTranspose, MatMul or Gemm (epilogues and other ops not counted); bytes: inputs read once + outputs written once; %%roof: the roofline's least time over the time taken (above 100%%: the data came from the caches, faster than memory)\n", mc.Clock, runs)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "ms/launch\tlaunches\tkind\tshape\tMFLOP\tMB\tGFLOP/s\tGB/s\t%roof\tbound\tkernel: anchor")
 	var total, bound float64
 	for _, r := range rows {
 		ms := 1000 * r.secs
 		total += r.secs * float64(r.launches)
 		if r.why != "" {
-			fmt.Fprintf(w, "%10.4f %8d %-10s %-30s %9s %9s %8s %7s %6s %-6s %s: %s\n", ms, r.launches, "-", "-", "-", "-", "-", "-", "-", "-", r.kernel, r.anchor)
-			fmt.Fprintf(w, "%16s not counted: %s\n", "", r.why)
+			fmt.Fprintf(w, "%.4f\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t%s: %s (not counted: %s)\n", ms, r.launches, r.kernel, r.anchor, r.why)
 			continue
 		}
 		kind, side := r.work.Kind, "memory"
 		if kind == "" {
-			kind = strings.ToLower(r.work.Op.String())
+			kind = "other"
 		}
 		if float64(r.work.FLOPs)/mc.PeakFLOPs > float64(r.work.Bytes)/mc.Bandwidth {
 			side = "FMA"
@@ -247,12 +247,17 @@ func printRoofline(w io.Writer, mc roofline.Machine, rows []rooflineRow, runs in
 		if r.secs > 0 {
 			gflops, gbs = float64(r.work.FLOPs)/r.secs/1e9, float64(r.work.Bytes)/r.secs/1e9
 		}
-		fmt.Fprintf(w, "%10.4f %8d %-10s %-30s %9.2f %9.3f %8.2f %7.2f %5.1f%% %-6s %s: %s\n", ms, r.launches, kind, r.work.Shape,
+		shape := r.work.Shape
+		if shape == "" {
+			shape = "-"
+		}
+		fmt.Fprintf(w, "%.4f\t%d\t%s\t%s\t%.2f\t%.3f\t%.2f\t%.2f\t%.1f%%\t%s\t%s: %s\n", ms, r.launches, kind, shape,
 			float64(r.work.FLOPs)/1e6, float64(r.work.Bytes)/1e6, gflops, gbs, 100*mc.Fraction(r.work, r.secs), side, r.kernel, r.anchor)
 	}
+	w.Flush()
 	share := 0.0
 	if total > 0 {
 		share = 100 * bound / total
 	}
-	fmt.Fprintf(w, "kernel time per inference: %.3f ms; the counted kernels' roofline bounds sum to %.3f ms (%.1f%% of it)\n", 1000*total, 1000*bound, share)
+	fmt.Fprintf(out, "kernel time per inference: %.3f ms; the counted kernels' roofline bounds sum to %.3f ms (%.1f%% of it)\n", 1000*total, 1000*bound, share)
 }

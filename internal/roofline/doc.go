@@ -15,10 +15,16 @@
 //   - FMA peak: independent chains of fused multiply-adds on vector registers, enough
 //     chains to cover the FMA latency times the FMA ports and few enough to stay in the
 //     register file (PeakMeter). Two FLOPs per lane per multiply-add.
-//   - Bandwidth: a STREAM triad a[i] = b[i] + s·c[i] over float32 arrays each at least
-//     four times the last-level cache (64 MiB when sysfs does not say), counted as
-//     STREAM counts it: 12 bytes per element (two reads and one write; the read a
-//     write-allocating cache makes of a is not counted).
+//   - Bandwidth: a STREAM triad a[i] = b[i] + s·c[i] over float32 arrays each four
+//     times the last-level cache that sysfs reports (32 MiB assumed where it reports
+//     none), so no array stays cached between passes, counted as STREAM counts it:
+//     12 bytes per element (two reads and one write; the read a write-allocating cache
+//     makes of a is not counted). Arrays are written once before the timed passes (a
+//     fresh mapping reads as the shared zero page).
+//
+// The bandwidth is the memory's (DRAM's): a kernel whose tensors stay in the caches
+// between launches can move its bytes faster and reach more than 100% of a roofline
+// bound by memory.
 //
 // On several threads each thread runs the fixture on its own arrays and the rate is
 // the sum over the wall time; on one thread the fixture is timed by the thread's CPU

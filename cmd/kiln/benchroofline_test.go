@@ -14,9 +14,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/internal/roofline"
 	"github.com/kilnrt/kiln/internal/testdata"
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
+	"github.com/kilnrt/kiln/tensor"
 )
 
 // writeConvModel writes y = Relu(Conv(x, W)): x float32 [1, 4, 16, 16], W a constant
@@ -91,5 +94,41 @@ func TestBenchRooflinePrintsEachKernelsWork(t *testing.T) {
 	}
 	if !strings.Contains(text, "kernel time per inference:") {
 		t.Errorf("no total:\n%s", text)
+	}
+}
+
+// TestKernelWorkNamesWhatItCannotCount: a kernel whose plan names a node the model
+// lacks (the passes made it), or one launched for groups of different work, is not
+// counted and says why; a kernel launched twice for equal work is counted once.
+func TestKernelWorkNamesWhatItCannotCount(t *testing.T) {
+	b := graph.NewBuilder("main")
+	f32 := func(s ...int64) graph.Type { return graph.TensorType(tensor.Float32, graph.StaticShape(s...)...) }
+	x, y := b.Param("x", f32(4, 8)), b.Param("y", f32(8, 16))
+	for _, name := range []string{"a", "b"} {
+		if _, err := b.NodeNamed(graph.OpRelu, name, nil, []string{name + "_out"}, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.NodeNamed(graph.OpMatMul, "mm", nil, []string{"mm_out"}, x, y); err != nil {
+		t.Fatal(err)
+	}
+	m := b.M
+	st := &engine.Stats{Groups: []engine.Group{
+		{Kernel: "relu", Anchor: `Relu "a"`}, {Kernel: "relu", Anchor: `Relu "b"`},
+		{Kernel: "made", Anchor: `Conv "made by a pass"`},
+		{Kernel: "mixed", Anchor: `Relu "a"`}, {Kernel: "mixed", Anchor: `MatMul "mm"`},
+	}}
+	works, why, err := kernelWork(m, map[string]*tensor.Tensor{}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := works["relu"]; !ok || w.Bytes != 4*(32+32) || why["relu"] != "" {
+		t.Errorf("relu: %+v (%q), want 256 bytes", w, why["relu"])
+	}
+	if _, ok := works["made"]; ok || !strings.Contains(why["made"], "not a node of the model") {
+		t.Errorf("made: counted %v, why %q", ok, why["made"])
+	}
+	if _, ok := works["mixed"]; ok || !strings.Contains(why["mixed"], "launched for") {
+		t.Errorf("mixed: counted %v, why %q", ok, why["mixed"])
 	}
 }

@@ -378,8 +378,13 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		}
 	}
 	var start time.Time
+	var startClock time.Duration
 	if c.prof != nil {
-		start = time.Now()
+		if c.prof.Clock != nil {
+			startClock = c.prof.Clock()
+		} else {
+			start = time.Now()
+		}
 	}
 	if k.Launch != nil {
 		c.holdGPU(dev)
@@ -403,9 +408,12 @@ func (c *call) launch(regs []Value, in *Instr) error {
 	if c.prof != nil {
 		kt := &c.prof.Kernels[in.Imm]
 		kt.Launches++
-		if timed {
+		switch {
+		case timed:
 			kt.Total += measured
-		} else {
+		case c.prof.Clock != nil:
+			kt.Total += c.prof.Clock() - startClock
+		default:
 			kt.Total += time.Since(start)
 		}
 	}

@@ -12,10 +12,17 @@ import (
 type Profile struct {
 	Kernels []KernelTime // indexed like Executable.Kernels
 	Runs    int
+	// Clock, when set, times the launches a device does not time itself instead of the
+	// wall clock: a reading from any origin, taken before and after each launch on the
+	// goroutine that runs the VM (a CPU kernel on one thread runs on the caller's
+	// thread, so the thread's CPU time, the goroutine locked to its thread, measures it
+	// without the time the thread was preempted).
+	Clock func() time.Duration
 }
 
-// KernelTime is one kernel's launches and their total time: wall time, or for a GPU
-// kernel on a device that measures (devices.Timer) the device's time of its runs.
+// KernelTime is one kernel's launches and their total time: wall time (or the
+// Profile's Clock), or for a GPU kernel on a device that measures (devices.Timer) the
+// device's time of its runs.
 type KernelTime struct {
 	Name     string
 	Launches int

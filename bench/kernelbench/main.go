@@ -1,5 +1,6 @@
 // Command kernelbench measures the tensor compiler against the machine: the FMA peak (a
-// register-only microbenchmark compiled by the same C compiler), the GFLOP/s of the
+// register-only microbenchmark compiled by the same C compiler) and the memory
+// bandwidth (a STREAM triad), both from internal/roofline, the GFLOP/s of the
 // generated sgemm at 1024³, and the C compile time per kernel. It is a program, not a
 // test: timings on shared machines swing, so it reports medians of repeated runs.
 //
@@ -17,13 +18,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/devices"
 	"github.com/kilnrt/kiln/devices/cpu"
+	"github.com/kilnrt/kiln/internal/roofline"
 	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
 	kcpu "github.com/kilnrt/kiln/kernels/cpu"
@@ -34,37 +34,6 @@ import (
 	"github.com/kilnrt/kiln/te"
 	"github.com/kilnrt/kiln/tensor"
 )
-
-// peakFixture is the FMA-peak fixture for vectors of bits bits: independent vector
-// accumulators, each loaded from a different place (so the compiler cannot merge them),
-// updated with fused multiply-adds for dims[0] iterations. The chains must cover the FMA
-// latency times the FMA ports (4 × 2 on current x86 cores) and, with the two operands,
-// fit in the register file: 16 chains of the 32 AVX-512 registers, 12 of the 16 AVX2 or
-// SSE ones (more spill to memory and measure the stack instead). It measures the
-// machine, not an operator, and returns the source and the flops of one iteration.
-func peakFixture(bits int) (string, float64) {
-	chains := 12
-	if bits >= 512 {
-		chains = 16
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "typedef float vec __attribute__((vector_size(%d)));\n", bits/8)
-	b.WriteString("int kiln_fma_peak(void *const *bufs, const long long *dims, void *ctx) {\n")
-	b.WriteString("\tconst vec *in = (const vec *)bufs[0];\n")
-	for i := range chains {
-		fmt.Fprintf(&b, "\tvec a%d = in[%d];\n", i, i)
-	}
-	fmt.Fprintf(&b, "\tvec x = in[%d], y = in[%d];\n", chains, chains+1)
-	b.WriteString("\tfor (long long i = 0; i < dims[0]; i++) {\n")
-	sum := make([]string, chains)
-	for i := range chains {
-		fmt.Fprintf(&b, "\t\ta%d = a%d * x + y;\n", i, i)
-		sum[i] = fmt.Sprintf("a%d", i)
-	}
-	b.WriteString("\t}\n")
-	fmt.Fprintf(&b, "\t*(vec *)bufs[1] = %s;\n\treturn 0;\n}\n", strings.Join(sum, " + "))
-	return b.String(), float64(chains * bits / 32 * 2)
-}
 
 var intrinName = flag.String("intrin", "", "GEMM micro-kernel to use, by the name of its update form (default: the best for this CPU)")
 
@@ -89,26 +58,22 @@ func run(reps int) error {
 	}
 	defer dev.Close()
 	fmt.Printf("machine: %s, %d cores; compiler: %s\n", dev.Info().Name, runtime.NumCPU(), dev.Compiler().Version)
-	meter, closeMeter, err := newPeakMeter(dev)
+	meter, err := roofline.NewMeter(dev)
 	if err != nil {
 		return err
 	}
-	defer closeMeter()
-	var peak [3]float64
+	defer meter.Close()
+	var peak, bw [3]float64
 	for _, threads := range []int{1, 2} {
-		var ps []float64
-		for r := 0; r < reps; r++ {
-			p, err := meter.measure(threads, 20_000_000)
-			if err != nil {
-				return err
-			}
-			ps = append(ps, p)
+		mc, err := meter.Measure(roofline.Options{Threads: threads, Reps: reps})
+		if err != nil {
+			return err
 		}
-		slices.Sort(ps)
-		peak[threads] = ps[len(ps)/2]
+		peak[threads], bw[threads] = mc.PeakFLOPs/1e9, mc.Bandwidth/1e9
 	}
 	peak1, peak2 := peak[1], peak[2]
-	fmt.Printf("FMA peak (fp32, %d-bit vectors): 1 thread %.1f GFLOP/s, 2 threads %.1f GFLOP/s\n", meter.bits, peak1, peak2)
+	fmt.Printf("FMA peak (fp32, %d-bit vectors): 1 thread %.1f GFLOP/s, 2 threads %.1f GFLOP/s\n", meter.Bits(), peak1, peak2)
+	fmt.Printf("memory bandwidth (STREAM triad, arrays of %d MiB): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n", roofline.DefaultArrayBytes()>>20, bw[1], bw[2])
 
 	dev1, err := cpu.Open(cpu.Options{Threads: 1})
 	if err != nil {
@@ -133,7 +98,7 @@ func run(reps int) error {
 			return fmt.Errorf("no GEMM micro-kernel %q (see intrin.Gemms)", *intrinName)
 		}
 	}
-	fmt.Printf("micro-kernel: %s; percentages: median kernel GFLOP/s ÷ FMA peak measured just before and after it on the same threads\n", gemm.Update.Name)
+	fmt.Printf("micro-kernel: %s; percentages: median kernel GFLOP/s ÷ FMA peak measured just before and after it on the same threads (on one thread both timed by its CPU time)\n", gemm.Update.Name)
 	for _, kb := range benchKernels(gemm) {
 		f, err := kb.build()
 		if err != nil {
@@ -240,62 +205,6 @@ func benchKernels(gemm intrin.Gemm) []benchKernel {
 	}
 }
 
-// peakMeter runs the FMA-peak fixture.
-type peakMeter struct {
-	dev   *cpu.Device
-	k     devices.Kernel
-	bits  int     // vector width of the fixture
-	flops float64 // per iteration, all chains
-}
-
-func newPeakMeter(dev *cpu.Device) (*peakMeter, func(), error) {
-	bits := max(target.Host().VectorBits, 128)
-	src, flops := peakFixture(bits)
-	bin, err := dev.Compiler().Build(context.Background(), src)
-	if err != nil {
-		return nil, nil, err
-	}
-	mod, err := dev.Load(bin)
-	if err != nil {
-		return nil, nil, err
-	}
-	k, err := mod.Kernel("kiln_fma_peak")
-	if err != nil {
-		mod.Close()
-		return nil, nil, err
-	}
-	return &peakMeter{dev: dev, k: k, bits: bits, flops: flops}, func() { mod.Close() }, nil
-}
-
-// measure runs the fixture on threads OS threads at once for iters iterations each.
-func (p *peakMeter) measure(threads int, iters int64) (float64, error) {
-	var wg sync.WaitGroup
-	errs := make([]error, threads)
-	start := time.Now()
-	for t := 0; t < threads; t++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			bufs := make([]devices.Buffer, 2)
-			for i, n := range []int64{18 * 64, 64} { // operands of the widest fixture (16 chains + 2 of 64 bytes)
-				bufs[i], _ = p.dev.Alloc(n)
-				defer p.dev.Free(bufs[i])
-			}
-			errs[t] = p.dev.Launch(p.k, devices.Geometry{}, bufs, []int64{iters})
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	for _, e := range errs {
-		if e != nil {
-			return 0, e
-		}
-	}
-	return float64(iters) * p.flops * float64(threads) / elapsed.Seconds() / 1e9, nil
-}
-
 func matmul(n int64) *loopir.PrimFunc {
 	N := loopir.Int(n)
 	a := te.Placeholder("A", tensor.Float32, N, N)
@@ -372,8 +281,10 @@ func addVectors(n int64) func() (*loopir.PrimFunc, error) {
 // timeKernel returns the median GFLOP/s of a kernel (warm, back-to-back repetitions) and
 // its ratio to the FMA peak measured on the same number of threads just before and just
 // after those repetitions (machines here drift between runs; a ratio taken side by side
-// does not).
-func timeKernel(dev *cpu.Device, meter *peakMeter, threads int, bin []byte, name string, kb benchKernel, reps int) (float64, float64, error) {
+// does not), both timed by roofline.ClockFor(threads) (on one thread, the thread's CPU
+// time: the kernel runs on the calling thread).
+func timeKernel(dev *cpu.Device, meter *roofline.Meter, threads int, bin []byte, name string, kb benchKernel, reps int) (float64, float64, error) {
+	clock := roofline.ClockFor(threads)
 	mod, err := dev.Load(bin)
 	if err != nil {
 		return 0, 0, err
@@ -401,7 +312,7 @@ func timeKernel(dev *cpu.Device, meter *peakMeter, threads int, bin []byte, name
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	before, err := meter.measure(threads, 20_000_000)
+	before, err := meter.Peak(threads, 20_000_000)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -410,18 +321,18 @@ func timeKernel(dev *cpu.Device, meter *peakMeter, threads int, bin []byte, name
 	}
 	var rates []float64
 	for r := 0; r < reps; r++ {
-		start := time.Now()
+		start := clock.Now()
 		if err := dev.Launch(k, devices.Geometry{}, bufs, nil); err != nil {
 			return 0, 0, err
 		}
-		rates = append(rates, kb.flops/time.Since(start).Seconds()/1e9)
+		rates = append(rates, kb.flops/(clock.Now()-start).Seconds()/1e9)
 	}
-	after, err := meter.measure(threads, 20_000_000)
+	after, err := meter.Peak(threads, 20_000_000)
 	if err != nil {
 		return 0, 0, err
 	}
 	slices.Sort(rates)
-	return rates[len(rates)/2], rates[len(rates)/2] / ((before + after) / 2), nil
+	return rates[len(rates)/2], rates[len(rates)/2] / ((before + after) / 2 / 1e9), nil
 }
 
 // randomBytes is n little-endian float32 values uniform in [-1, 1).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/loader/onnx"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -42,6 +43,7 @@ func benchCmd() *cobra.Command {
 		threads, iters, warmup int
 		maxTime, gap           time.Duration
 		asJSON, quiet, profile bool
+		withRoofline           bool
 		boundsCheck, noTuning  bool
 		shapeInputs            shapeFlags
 		cf                     cacheFlags
@@ -82,7 +84,27 @@ integers 0) with the shapes given by --dims.`,
 					ds.Close()
 				}
 			}()
-			if isKiln {
+			var plan *rooflinePlan
+			if withRoofline {
+				if isKiln {
+					return usageError{fmt.Errorf("%s is a compiled executable: --roofline counts each kernel's work from the model", args[0])}
+				}
+				if asJSON {
+					return usageError{fmt.Errorf("--roofline prints a table, not JSON")}
+				}
+				var took *engine.Built
+				openDevices := func() (*deviceSet, error) { err := open(tf); return ds, err }
+				if plan, took, err = compileForRoofline(args[0], shapeInputs, cf, openDevices,
+					compileOptions{quiet: quiet, level: defaultLevel, boundsCheck: boundsCheck, noTuning: noTuning}); err != nil {
+					return err
+				}
+				exe, inputs, r.Journal = took.Exe, plan.inputs, took.Outcome.String()
+				if took.Compiled() {
+					r.CompileS = took.Took.Seconds()
+				} else {
+					r.LoadS = took.Took.Seconds()
+				}
+			} else if isKiln {
 				if boundsCheck {
 					return usageError{fmt.Errorf("%s is a compiled executable: --bounds-check applies when kiln compiles a model (kiln compile --bounds-check)", args[0])}
 				}
@@ -170,7 +192,11 @@ integers 0) with the shapes given by --dims.`,
 			}
 			summarizeTimes(&r, times)
 			w := cmd.OutOrStdout()
-			if profile {
+			if withRoofline {
+				if err := plan.report(ctx, w, machine, ordered, r.Threads, max(r.Iters, 1)); err != nil {
+					return err
+				}
+			} else if profile {
 				var p vm.Profile
 				for i := 0; i < max(r.Iters, 1); i++ {
 					if _, err := machine.RunProfiled(ctx, ordered, &p); err != nil {
@@ -203,6 +229,7 @@ integers 0) with the shapes given by --dims.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON line")
 	f.BoolVar(&noTuning, "no-tuning", false, "build with the default schedules, ignoring the journal's tuning records (kiln tune)")
 	f.BoolVar(&profile, "profile", false, "then time every kernel over as many runs and print the table")
+	f.BoolVar(&withRoofline, "roofline", false, "then measure the machine's FMA peak and memory bandwidth on --threads threads, time every kernel over as many runs and print each one's FLOPs, bytes, GFLOP/s, GB/s and share of the roofline (CPU only)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no compile progress display")
 	f.BoolVar(&boundsCheck, "bounds-check", false, boundsCheckHelp)
 	shapeInputs.register(cmd)

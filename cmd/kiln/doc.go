@@ -4,7 +4,8 @@
 // journal), inspect (describe a model, its plan and its executables in the journal),
 // compile (ONNX model → .kiln executable), run (once, on the compiled engine or the
 // reference evaluator), bench (latency percentiles and throughput, --profile for time
-// per kernel), conformance (ONNX-backend-layout test cases on either engine), devices
+// per kernel, --roofline for each kernel's work against the machine's roofline measured
+// by internal/roofline: benchroofline.go), conformance (ONNX-backend-layout test cases on either engine), devices
 // (the CPU, the OpenCL devices in kiln's numbering, CUDA GPUs), tune (measure other
 // schedules of a model's kernels and keep the fastest as tuning records in the journal:
 // package tune; it re-executes kiln as its hidden measuring child, tune-measure),

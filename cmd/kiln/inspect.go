@@ -195,7 +195,7 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, cf ca
 // off.
 func planOf(path string, m *graph.Module, shapes map[string]*tensor.Tensor, ds *deviceSet, cf cacheFlags, co compileOptions) (*engine.Built, *engine.Stats, error) {
 	if cf.policy != "off" {
-		j, err := cf.open(newLogger(false))
+		j, err := cf.open(newLogger(co.quiet))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -11,6 +11,8 @@ var layers = map[string]int{
 	"graph/passes": 2, "loopir/passes": 2, "te": 2, "loader": 2, "vm": 2,
 	"devices/cpu": 2, "devices/cuda": 2, "devices/opencl": 2, "devices/devicetest": 2,
 	"internal/gputest": 3, // opens the GPU devices for tests
+	// measures a machine's roofline (devices/cpu) and counts a graph node group's work
+	"internal/roofline": 3,
 	// generated protobuf code sits below the importer that uses it
 	"loader/onnx/onnxpb":      2,
 	"serve/modelrepo/modelpb": -1,

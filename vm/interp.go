@@ -378,7 +378,11 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		}
 	}
 	var start time.Time
-	if c.prof != nil {
+	var clock0 time.Duration
+	clocked := c.prof != nil && c.prof.Clock != nil && k.Launch == nil
+	if clocked {
+		clock0 = c.prof.Clock()
+	} else if c.prof != nil {
 		start = time.Now()
 	}
 	if k.Launch != nil {
@@ -403,9 +407,12 @@ func (c *call) launch(regs []Value, in *Instr) error {
 	if c.prof != nil {
 		kt := &c.prof.Kernels[in.Imm]
 		kt.Launches++
-		if timed {
+		switch {
+		case timed:
 			kt.Total += measured
-		} else {
+		case clocked:
+			kt.Total += c.prof.Clock() - clock0
+		default:
 			kt.Total += time.Since(start)
 		}
 	}

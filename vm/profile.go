@@ -12,6 +12,10 @@ import (
 type Profile struct {
 	Kernels []KernelTime // indexed like Executable.Kernels
 	Runs    int
+	// Clock, when set, times host kernels instead of the wall clock: a launch adds the
+	// difference of its readings around it (the tuner reads the calling thread's CPU
+	// time, for a run locked to its thread).
+	Clock func() time.Duration
 }
 
 // KernelTime is one kernel's launches and their total time: wall time, or for a GPU

@@ -108,7 +108,8 @@
 // buffer (KernelOutOfBounds) fails it with an ErrOutOfBounds naming the kernel, the
 // node, the buffer (input, output or the kernel's own allocation) and the offset.
 // RunProfiled times each kernel (kiln bench --profile; a GPU kernel is waited for, so
-// its time includes its run).
+// its time includes its run); a Profile with a Clock times host kernels by it instead of
+// the wall clock (the tuner's measuring child reads its thread's CPU time).
 //
 // Devices and GPU kernels (accel.go): a tensor lives on one device (its storage's
 // Device). A kernel runs on the device its binary was loaded on, and every argument

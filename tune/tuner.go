@@ -84,6 +84,7 @@ type Report struct {
 	Trials, Invalid int
 	Target          string // the fingerprint records were written for
 	Threads         int    // the thread count they were measured at
+	Clock           string // what the kernels were timed by (Response.Clock)
 	Reference       float64
 	Took            time.Duration
 }
@@ -114,7 +115,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tune: measuring the defaults: %w", err)
 	}
-	r.rep = &Report{Target: ref.Target, Threads: ref.Threads, Reference: ref.Results[0].Total}
+	r.rep = &Report{Target: ref.Target, Threads: ref.Threads, Clock: ref.Clock, Reference: ref.Results[0].Total}
 	total := 0.0
 	for _, s := range ref.Results[0].Seconds {
 		total += s
@@ -321,12 +322,33 @@ func (r *runner) measure(ctx context.Context, as []Assignment, cands [][]pending
 	return nil
 }
 
-// defaults is each workload's default time in a measurement: the fastest of the
-// reference's and of every valid assignment that left the workload's default kernel in
-// place (each is a timing of that same kernel in the same run, so taking the least of
-// them discounts a disturbed reference).
+// defaults is each workload's default time in a measurement, from the reference's and
+// every valid assignment's that left the workload's default kernel in place (each a
+// timing of that same kernel in the same run): on the wall clock the fastest of them,
+// which discounts a disturbed reference; on the thread CPU clock, which the machine's
+// load does not disturb, their mean (the least of several would favour rounds with more
+// copies).
 func defaults(resp *Response, as []Assignment) map[string]float64 {
+	if resp.Clock == ClockThreadCPU {
+		sum, n := map[string]float64{}, map[string]float64{}
+		forDefaults(resp, as, func(w string, sec float64) { sum[w] += sec; n[w]++ })
+		for w := range sum {
+			sum[w] /= n[w]
+		}
+		return sum
+	}
 	base := map[string]float64{}
+	forDefaults(resp, as, func(w string, sec float64) {
+		if b, ok := base[w]; !ok || sec < b {
+			base[w] = sec
+		}
+	})
+	return base
+}
+
+// forDefaults calls f with every timing of a workload's default kernel in a
+// measurement.
+func forDefaults(resp *Response, as []Assignment, f func(w string, sec float64)) {
 	for i, res := range resp.Results {
 		if res.Err != "" || res.Wrong != "" {
 			continue
@@ -338,12 +360,9 @@ func defaults(resp *Response, as []Assignment) map[string]float64 {
 			if _, given := as[max(i-1, 0)][w]; i > 0 && given {
 				continue // assigned, even if the strategy refused it: not the same kernel for sure
 			}
-			if b, ok := base[w]; !ok || sec < b {
-				base[w] = sec
-			}
+			f(w, sec)
 		}
 	}
-	return base
 }
 
 // split measures halves of a failed round's candidates, each candidate alone in its

@@ -108,8 +108,9 @@
 // buffer (KernelOutOfBounds) fails it with an ErrOutOfBounds naming the kernel, the
 // node, the buffer (input, output or the kernel's own allocation) and the offset.
 // RunProfiled times each kernel (kiln bench --profile; a GPU kernel is waited for, so
-// its time includes its run) by the wall clock, or by the Profile's Clock where it has
-// one (kiln bench --roofline on one thread: the thread's CPU time).
+// its time includes its run) by the wall clock; a Profile with a Clock times host
+// kernels by it instead (the tuner's measuring child and kiln bench --roofline on one
+// thread read the thread's CPU time).
 //
 // Devices and GPU kernels (accel.go): a tensor lives on one device (its storage's
 // Device). A kernel runs on the device its binary was loaded on, and every argument

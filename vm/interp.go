@@ -378,13 +378,12 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		}
 	}
 	var start time.Time
-	var startClock time.Duration
-	if c.prof != nil {
-		if c.prof.Clock != nil {
-			startClock = c.prof.Clock()
-		} else {
-			start = time.Now()
-		}
+	var clock0 time.Duration
+	clocked := c.prof != nil && c.prof.Clock != nil && k.Launch == nil
+	if clocked {
+		clock0 = c.prof.Clock()
+	} else if c.prof != nil {
+		start = time.Now()
 	}
 	if k.Launch != nil {
 		c.holdGPU(dev)
@@ -411,8 +410,8 @@ func (c *call) launch(regs []Value, in *Instr) error {
 		switch {
 		case timed:
 			kt.Total += measured
-		case c.prof.Clock != nil:
-			kt.Total += c.prof.Clock() - startClock
+		case clocked:
+			kt.Total += c.prof.Clock() - clock0
 		default:
 			kt.Total += time.Since(start)
 		}

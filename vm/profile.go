@@ -12,11 +12,11 @@ import (
 type Profile struct {
 	Kernels []KernelTime // indexed like Executable.Kernels
 	Runs    int
-	// Clock, when set, times the launches a device does not time itself instead of the
-	// wall clock: a reading from any origin, taken before and after each launch on the
-	// goroutine that runs the VM (a CPU kernel on one thread runs on the caller's
-	// thread, so the thread's CPU time, the goroutine locked to its thread, measures it
-	// without the time the thread was preempted).
+	// Clock, when set, times host kernels instead of the wall clock: a launch adds the
+	// difference of its readings around it, taken on the goroutine that runs the VM. A
+	// CPU kernel on one thread runs on the caller's thread, so the thread's CPU time
+	// (the goroutine locked to its thread) measures it without the time the thread was
+	// preempted: the tuner's measuring child and kiln bench --roofline read it.
 	Clock func() time.Duration
 }
 

@@ -187,7 +187,7 @@ func shortWorkload(w string) string {
 }
 
 func printTuneReport(w io.Writer, rep *tune.Report) {
-	fmt.Fprintf(w, "%d trials (%d invalid) in %v on %s\n", rep.Trials, rep.Invalid, rep.Took.Round(time.Second), rep.Target)
+	fmt.Fprintf(w, "%d trials (%d invalid) in %v on %s, %d threads, kernels timed by the %s clock\n", rep.Trials, rep.Invalid, rep.Took.Round(time.Second), rep.Target, rep.Threads, rep.Clock)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tanchor\tlaunches\ttime\tshare\ttrials\tinvalid\tbest\tspeedup\tconfirmed\trecord")
 	for _, t := range rep.Tasks {

@@ -1,0 +1,27 @@
+//go:build linux
+
+package tune
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadCPUClock reads the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID): the
+// time the thread ran, which other processes on the machine do not add to (nil where
+// the clock cannot be read). Its readings mean something only while the goroutine is
+// locked to its thread.
+func threadCPUClock() func() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return nil
+	}
+	return func() time.Duration {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+			panic("BUG: the thread CPU clock read once and then failed: " + err.Error())
+		}
+		return time.Duration(ts.Nano())
+	}
+}

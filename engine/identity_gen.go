@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 378 files; see Identity.
-const sourceDigest = "433bd92cfc1a243bd13735ae2e420d8e"
+// sourceDigest covers 379 files; see Identity.
+const sourceDigest = "77d1174e28e33ca693cd5521c7742377"

@@ -19,7 +19,7 @@ import (
 // measuring thread descheduled by other processes would wait) advances its CPU clock by
 // a small part of that.
 func TestThreadCPUClockLeavesOutTimeOffTheCPU(t *testing.T) {
-	clock := threadCPUClock()
+	clock := vm.ThreadCPUClock()
 	if clock == nil {
 		t.Skip("no thread CPU clock on this system: candidates are timed by the wall clock")
 	}
@@ -90,7 +90,7 @@ func TestProfileTimesHostKernelsByItsClock(t *testing.T) {
 // clock.
 func TestMeasuringOnOneThreadReadsTheThreadCPUClock(t *testing.T) {
 	needCompiler(t)
-	if threadCPUClock() == nil {
+	if vm.ThreadCPUClock() == nil {
 		t.Skip("no thread CPU clock on this system")
 	}
 	model := reluModel(t)

@@ -168,7 +168,7 @@ func timeRuns(ctx context.Context, req Request, builds []*compiler.Result, vms [
 	walls := make([][]float64, len(vms))
 	var clock func() time.Duration
 	if resp.Threads == 1 && req.Clock != ClockWall {
-		clock = threadCPUClock()
+		clock = vm.ThreadCPUClock()
 	}
 	resp.Clock = ClockWall
 	if clock != nil {

@@ -1,6 +1,10 @@
 package roofline
 
-import "time"
+import (
+	"time"
+
+	"github.com/kilnrt/kiln/vm"
+)
 
 // Clock is what a measurement is timed with.
 type Clock int
@@ -17,18 +21,24 @@ const (
 // ClockFor is the clock that times work on threads threads: the thread's CPU time on
 // one thread where the system has it, else the wall clock.
 func ClockFor(threads int) Clock {
-	if threads == 1 && threadCPUAvailable() {
+	if threads == 1 && threadCPU != nil {
 		return ThreadCPU
 	}
 	return Wall
 }
 
-var wallStart = time.Now()
+var (
+	wallStart = time.Now()
+	threadCPU = vm.ThreadCPUClock()
+)
 
 // Now reads the clock: a duration from an arbitrary origin, to subtract.
 func (c Clock) Now() time.Duration {
 	if c == ThreadCPU {
-		return threadCPUTime()
+		if threadCPU == nil {
+			panic("BUG: the thread CPU clock read where ClockFor does not choose it")
+		}
+		return threadCPU()
 	}
 	return time.Since(wallStart)
 }

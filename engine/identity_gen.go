@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 378 files; see Identity.
-const sourceDigest = "b250a457ad9686e5c9c5b63a679acbb4"
+const sourceDigest = "23d096f203e0d252bf4de927ef881c98"

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 378 files; see Identity.
-const sourceDigest = "23d096f203e0d252bf4de927ef881c98"
+const sourceDigest = "2e0917df698a5c473a0383ddc3d1ebf1"

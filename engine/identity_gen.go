@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 378 files; see Identity.
-const sourceDigest = "2e0917df698a5c473a0383ddc3d1ebf1"
+const sourceDigest = "44387eae52fb6953510cf5df4df8ab7f"

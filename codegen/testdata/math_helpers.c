@@ -50,6 +50,26 @@ static inline __attribute__((always_inline)) float kiln_tanhf(float x) {
   float r = a < 0.625f ? a + a * z * q : 1.0f - 2.0f / (kiln_expf(a + a) + 1.0f);
   return __builtin_copysignf(r, x);
 }
+/* sigmoid(x) = 2^-64 / (2^-64 + E), E = e^-x 2^-64 = 2^(n-64) (1 + w) with n =
+   round(-x log2(e)) and w from kiln_expm1_reduced: no |x| and no select on the sign.
+   The 2^-64 scale keeps E normal from x = -104 (E = 2^86) up to x = 20 (2^-93), so the
+   quotient rounds once, also where the result is subnormal, and the tails keep their
+   relative accuracy (1 + e^-x is never formed for x < 0). The denominator is taken as
+   s w + (s + 2^-64), s = 2^(n-64): s + 2^-64 is exact for |n| <= 23 and off the
+   polynomial's dependency chain. The shifter 1.5*2^23 + 63 leaves n + 63 in t's low
+   bits, so t.u << 23 is s. x is clamped above at 20 (the result rounds to 1 from 16.7
+   on); below, t is capped at n = 150 in the integers (one instruction): for x < -104, r
+   leaves the polynomial's range but every term of w is then positive, so E only grows
+   and the quotient is 0, -inf included. NaN passes the clamp and reaches r. */
+static inline __attribute__((always_inline)) float kiln_sigmoidf(float x) {
+  float c = 20.0f < x ? 20.0f : x;
+  kiln_f32u t = { c * -1.44269504f + 12582975.0f };
+  t.u = t.u < 0x4b4000d5u ? t.u : 0x4b4000d5u;
+  float n = t.f - 12582975.0f;
+  float w = kiln_expm1_reduced(-c, n);
+  kiln_f32u s = { .u = t.u << 23 };
+  return 0x1p-64f / (s.f * w + (s.f + 0x1p-64f));
+}
 /* |x| < 1: x P(x^2) (minimax, relative); else sign(x) (1 - e^(Q(|x| - 2.5) - x^2)) with Q
    a minimax fit of log(erfc a) + a^2 on [1, 4]; |x| is clamped to 4, where erf rounds
    to 1 (NaN stays NaN). */
@@ -96,6 +116,17 @@ int v_tanh(void *const *bufs, const i64 *dims, void *ctx) {
   const i64 v_n = dims[0];
   for (i64 v_Y_l0 = 0LL; v_Y_l0 < v_n; ++v_Y_l0) {
     v_Y[v_Y_l0] = kiln_tanhf(v_X[v_Y_l0]);
+  }
+  return 0;
+}
+
+int v_sigmoid(void *const *bufs, const i64 *dims, void *ctx) {
+  (void)dims; (void)ctx;
+  float *restrict v_X = (float *)bufs[0];
+  float *restrict v_Y = (float *)bufs[1];
+  const i64 v_n = dims[0];
+  for (i64 v_Y_l0 = 0LL; v_Y_l0 < v_n; ++v_Y_l0) {
+    v_Y[v_Y_l0] = kiln_sigmoidf(v_X[v_Y_l0]);
   }
   return 0;
 }

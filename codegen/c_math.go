@@ -33,26 +33,34 @@ var cMathF32 = map[loopir.Intrinsic]string{
 var cMathHelpers = []cMathHelper{
 	{name: "kiln_f32u", code: `typedef union { float f; u32 u; } kiln_f32u;
 `},
-	{name: "kiln_expf", deps: []string{"kiln_f32u"}, code: `/* e^x = 2^n e^r: n = round(x log2(e)) by the 1.5*2^23 shifter, r = x - n ln2 in two
-   steps (Cody-Waite), e^r = 1 + r + r^2 P(r) on |r| <= ln2/2 (minimax, relative).
-   x is clamped to [-104, 89] (e^x is 0 below, +inf above, NaN stays NaN); 2^n is built
-   as 2^(n>>1) 2^(n-(n>>1)) so that overflow and subnormal results round once. */
+	{name: "kiln_expm1_reduced", code: `/* e^r - 1 where x = n ln2 + r, n an integer with |n| < 512 and |r| <= ln2/2: r = x - n ln2
+   in two steps (Cody-Waite; n ln2hi is exact), then e^r - 1 = r + r^2 P(r) with P the
+   minimax (relative) quartic, evaluated as a(r) + r^2 b(r) (a linear, b quadratic: two
+   short chains side by side, small terms summed first). exp and sigmoid share it; they
+   scale 2^n e^r as s w + s, one rounding. */
+static inline __attribute__((always_inline)) float kiln_expm1_reduced(float x, float n) {
+  float r = x - n * 0.693145752f;
+  r = r - n * 1.42860677e-06f;
+  float r2 = r * r;
+  float a = 0.166665196f * r + 0.49999994f;
+  float b = 0.00836878084f * r + 0.0416683927f;
+  b = 0.00138144672f * r2 + b;
+  return (r2 * b + a) * r2 + r;
+}
+`},
+	{name: "kiln_expf", deps: []string{"kiln_f32u", "kiln_expm1_reduced"}, code: `/* e^x = 2^n e^r: n = round(x log2(e)) by the 1.5*2^23 shifter, e^r - 1 by
+   kiln_expm1_reduced. x is clamped to [-104, 89] (e^x is 0 below, +inf above, NaN stays
+   NaN); 2^n is built as 2^(n>>1) 2^(n-(n>>1)) so that the scaling rounds once, at
+   overflow and in the subnormals. */
 static inline __attribute__((always_inline)) float kiln_expf(float x) {
   x = x < -104.0f ? -104.0f : x;
   x = x > 89.0f ? 89.0f : x;
   kiln_f32u t = { x * 1.44269504f + 12582912.0f };
   float n = t.f - 12582912.0f;
-  float r = x - n * 0.693145752f;
-  r = r - n * 1.42860677e-06f;
-  float q = 0.00138144672f;
-  q = q * r + 0.00836878084f;
-  q = q * r + 0.0416683927f;
-  q = q * r + 0.166665196f;
-  q = q * r + 0.49999994f;
-  float p = 1.0f + (r + r * r * q);
+  float w = kiln_expm1_reduced(x, n);
   i32 k = (i32)(t.u - 0x4b400000u), k1 = k >> 1;
   kiln_f32u s1 = { .u = (u32)(k1 + 127) << 23 }, s2 = { .u = (u32)(k - k1 + 127) << 23 };
-  return p * s1.f * s2.f;
+  return (s1.f * w + s1.f) * s2.f;
 }
 `},
 	{name: "kiln_logf", deps: []string{"kiln_f32u"}, code: `/* log x = e ln2 + log1p(f): x = 2^e m with m in [sqrt(1/2), sqrt(2)) read from the bits
@@ -93,29 +101,25 @@ static inline __attribute__((always_inline)) float kiln_tanhf(float x) {
   return __builtin_copysignf(r, x);
 }
 `},
-	{name: "kiln_sigmoidf", deps: []string{"kiln_f32u"}, code: `/* e = e^-a, a = min(|x|, 104): 1 / (1 + e) for x >= 0, e / (1 + e) below (no
-   cancellation). e is kiln_expf's reduction and polynomial specialized to -a <= 0: no
-   upper clamp, and 2^n (n >= -150) is built as the normal 2^(n+64) straight from the
-   shifter's bits, so E = e 2^64 is normal and the quotients are taken as 2^64 / (2^64 + E)
-   and E / (2^64 + E): one rounding, also where the result is subnormal. The clamp is
-   written 104 < a ? 104 : a, a vector min that keeps NaN (then E and the result are NaN). */
+	{name: "kiln_sigmoidf", deps: []string{"kiln_f32u", "kiln_expm1_reduced"}, code: `/* sigmoid(x) = 2^-64 / (2^-64 + E), E = e^-x 2^-64 = 2^(n-64) (1 + w) with n =
+   round(-x log2(e)) and w from kiln_expm1_reduced: no |x| and no select on the sign.
+   The 2^-64 scale keeps E normal from x = -104 (E = 2^86) up to x = 20 (2^-93), so the
+   quotient rounds once, also where the result is subnormal, and the tails keep their
+   relative accuracy (1 + e^-x is never formed for x < 0). The denominator is taken as
+   s w + (s + 2^-64), s = 2^(n-64): s + 2^-64 is exact for |n| <= 23 and off the
+   polynomial's dependency chain. The shifter 1.5*2^23 + 63 leaves n + 63 in t's low
+   bits, so t.u << 23 is s. x is clamped above at 20 (the result rounds to 1 from 16.7
+   on); below, t is capped at n = 150 in the integers (one instruction): for x < -104, r
+   leaves the polynomial's range but every term of w is then positive, so E only grows
+   and the quotient is 0, -inf included. NaN passes the clamp and reaches r. */
 static inline __attribute__((always_inline)) float kiln_sigmoidf(float x) {
-  float a = __builtin_fabsf(x);
-  a = 104.0f < a ? 104.0f : a;
-  a = -a;
-  kiln_f32u t = { a * 1.44269504f + 12582912.0f };
-  float n = t.f - 12582912.0f;
-  float r = a - n * 0.693145752f;
-  r = r - n * 1.42860677e-06f;
-  float q = 0.00138144672f;
-  q = q * r + 0.00836878084f;
-  q = q * r + 0.0416683927f;
-  q = q * r + 0.166665196f;
-  q = q * r + 0.49999994f;
-  float p = 1.0f + (r + r * r * q);
-  kiln_f32u s = { .u = (t.u + 191u) << 23 };
-  float e = p * s.f;
-  return (x >= 0.0f ? 0x1p64f : e) / (0x1p64f + e);
+  float c = 20.0f < x ? 20.0f : x;
+  kiln_f32u t = { c * -1.44269504f + 12582975.0f };
+  t.u = t.u < 0x4b4000d5u ? t.u : 0x4b4000d5u;
+  float n = t.f - 12582975.0f;
+  float w = kiln_expm1_reduced(-c, n);
+  kiln_f32u s = { .u = t.u << 23 };
+  return 0x1p-64f / (s.f * w + (s.f + 0x1p-64f));
 }
 `},
 	{name: "kiln_erff", deps: []string{"kiln_expf"}, code: `/* |x| < 1: x P(x^2) (minimax, relative); else sign(x) (1 - e^(Q(|x| - 2.5) - x^2)) with Q

@@ -46,7 +46,8 @@ var mathCases = []mathCase{
 	{name: "tanh", call: te.Tanh, ref: math.Tanh, maxULP: 2, special: [][2]float32{
 		{0, 0}, {inf, 1}, {-inf, -1}, {nan, nan}, {20, 1}, {-20, -1}, {math.MaxFloat32, 1}}},
 	{name: "sigmoid", call: te.Sigmoid, ref: sigmoid64, maxULP: 3, special: [][2]float32{
-		{0, 0.5}, {inf, 1}, {-inf, 0}, {nan, nan}, {-200, 0}, {math.MaxFloat32, 1}, {-math.MaxFloat32, 0}}},
+		{0, 0.5}, {inf, 1}, {-inf, 0}, {nan, nan}, {-200, 0}, {math.MaxFloat32, 1}, {-math.MaxFloat32, 0},
+		{20, 1}, {1e30, 1}, {-103, 1.4e-45}, {-104, 0}, {-110, 0}, {-1e30, 0}}},
 	{name: "erf", call: te.Erf, ref: math.Erf, maxAbs: 1e-6, maxULP: 3, special: [][2]float32{
 		{0, 0}, {inf, 1}, {-inf, -1}, {nan, nan}, {5, 1}, {-5, -1}, {math.MaxFloat32, 1}}},
 }
@@ -78,7 +79,7 @@ func mathInputs() []float32 {
 	for u := uint64(0); u < 1<<32; u += 4099 {
 		in = append(in, math.Float32frombits(uint32(u)))
 	}
-	for _, c := range []float32{0, 0.625, 1, 4, 88.72283, -87.33655, -103.27893, 1.1754944e-38, 0.70710677, 1.4142135} {
+	for _, c := range []float32{0, 0.625, 1, 4, 16.635532, 20, 88.72283, -87.33655, -103.27893, -103.972084, 1.1754944e-38, 0.70710677, 1.4142135} {
 		for _, s := range []float32{1, -1} {
 			v := s * c
 			for range 2000 {
@@ -111,12 +112,21 @@ func ulp(y float64) float64 {
 
 // TestMathHelpersAccuracy compiles each float32 math helper in a kernel and compares it
 // with the float64 math package on a sweep of the whole float32 range.
-func TestMathHelpersAccuracy(t *testing.T) {
+func TestMathHelpersAccuracy(t *testing.T) { checkMathAccuracy(t, false) }
+
+// TestMathHelpersAccuracyWithoutContraction: the same bounds hold in a kernel whose
+// products round before the adds (loopir.PrimFunc.NoContract, a quantizer's input), as
+// they do on a target without fused multiply-add.
+func TestMathHelpersAccuracyWithoutContraction(t *testing.T) { checkMathAccuracy(t, true) }
+
+func checkMathAccuracy(t *testing.T, noContract bool) {
 	in := mathInputs()
 	for _, c := range mathCases {
 		t.Run(c.name, func(t *testing.T) {
 			xs := append(append([]float32(nil), in...), specials(c.special)...)
-			got := kerneltest.Run(t, unaryKernel(t, c.name, c.call), []int64{int64(len(xs))}, len(xs), xs)
+			f := unaryKernel(t, c.name, c.call)
+			f.NoContract = noContract
+			got := kerneltest.Run(t, f, []int64{int64(len(xs))}, len(xs), xs)
 			var maxU, maxA float64
 			var atU, atA float32
 			for i, x := range xs {
@@ -191,7 +201,8 @@ func sameFloat(a, b float32) bool {
 }
 
 // TestGoldenMath: a unit defines the math helpers its kernels call (each once, after those
-// it calls) and nothing else; float64 sigmoid keeps the C library's exp.
+// it calls) and nothing else (exp's reduction once for erf, tanh and sigmoid); float64
+// sigmoid keeps the C library's exp.
 func TestGoldenMath(t *testing.T) {
 	x := te.Placeholder("X", tensor.Float64, loopir.Int(8))
 	y := te.Compute("Y", []loopir.Expr{loopir.Int(8)}, func(i []loopir.Expr) loopir.Expr { return te.Sigmoid(x.At(i[0])) })
@@ -199,7 +210,7 @@ func TestGoldenMath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	funcs := []*loopir.PrimFunc{unaryKernel(t, "erf", te.Erf), unaryKernel(t, "tanh", te.Tanh), f64}
+	funcs := []*loopir.PrimFunc{unaryKernel(t, "erf", te.Erf), unaryKernel(t, "tanh", te.Tanh), unaryKernel(t, "sigmoid", te.Sigmoid), f64}
 	for i, f := range funcs {
 		if funcs[i], err = passes.CPUPipeline().Run(f); err != nil {
 			t.Fatal(err)

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 379 files; see Identity.
-const sourceDigest = "77d1174e28e33ca693cd5521c7742377"
+const sourceDigest = "dd49b31f996395edfa7f0fb372331798"

@@ -10,26 +10,33 @@ typedef unsigned char u8;
 static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 typedef union { float f; u32 u; } kiln_f32u;
-/* e^x = 2^n e^r: n = round(x log2(e)) by the 1.5*2^23 shifter, r = x - n ln2 in two
-   steps (Cody-Waite), e^r = 1 + r + r^2 P(r) on |r| <= ln2/2 (minimax, relative).
-   x is clamped to [-104, 89] (e^x is 0 below, +inf above, NaN stays NaN); 2^n is built
-   as 2^(n>>1) 2^(n-(n>>1)) so that overflow and subnormal results round once. */
+/* e^r - 1 where x = n ln2 + r, n an integer with |n| < 512 and |r| <= ln2/2: r = x - n ln2
+   in two steps (Cody-Waite; n ln2hi is exact), then e^r - 1 = r + r^2 P(r) with P the
+   minimax (relative) quartic, evaluated as a(r) + r^2 b(r) (a linear, b quadratic: two
+   short chains side by side, small terms summed first). exp and sigmoid share it; they
+   scale 2^n e^r as s w + s, one rounding. */
+static inline __attribute__((always_inline)) float kiln_expm1_reduced(float x, float n) {
+  float r = x - n * 0.693145752f;
+  r = r - n * 1.42860677e-06f;
+  float r2 = r * r;
+  float a = 0.166665196f * r + 0.49999994f;
+  float b = 0.00836878084f * r + 0.0416683927f;
+  b = 0.00138144672f * r2 + b;
+  return (r2 * b + a) * r2 + r;
+}
+/* e^x = 2^n e^r: n = round(x log2(e)) by the 1.5*2^23 shifter, e^r - 1 by
+   kiln_expm1_reduced. x is clamped to [-104, 89] (e^x is 0 below, +inf above, NaN stays
+   NaN); 2^n is built as 2^(n>>1) 2^(n-(n>>1)) so that the scaling rounds once, at
+   overflow and in the subnormals. */
 static inline __attribute__((always_inline)) float kiln_expf(float x) {
   x = x < -104.0f ? -104.0f : x;
   x = x > 89.0f ? 89.0f : x;
   kiln_f32u t = { x * 1.44269504f + 12582912.0f };
   float n = t.f - 12582912.0f;
-  float r = x - n * 0.693145752f;
-  r = r - n * 1.42860677e-06f;
-  float q = 0.00138144672f;
-  q = q * r + 0.00836878084f;
-  q = q * r + 0.0416683927f;
-  q = q * r + 0.166665196f;
-  q = q * r + 0.49999994f;
-  float p = 1.0f + (r + r * r * q);
+  float w = kiln_expm1_reduced(x, n);
   i32 k = (i32)(t.u - 0x4b400000u), k1 = k >> 1;
   kiln_f32u s1 = { .u = (u32)(k1 + 127) << 23 }, s2 = { .u = (u32)(k - k1 + 127) << 23 };
-  return p * s1.f * s2.f;
+  return (s1.f * w + s1.f) * s2.f;
 }
 /* |x| < 0.625: x + x^3 P(x^2) (minimax, relative); else sign(x) (1 - 2 / (e^2|x| + 1)),
    which is +-1 at +-inf and NaN at NaN. */
@@ -42,6 +49,26 @@ static inline __attribute__((always_inline)) float kiln_tanhf(float x) {
   q = q * z - 0.333332598f;
   float r = a < 0.625f ? a + a * z * q : 1.0f - 2.0f / (kiln_expf(a + a) + 1.0f);
   return __builtin_copysignf(r, x);
+}
+/* sigmoid(x) = 2^-64 / (2^-64 + E), E = e^-x 2^-64 = 2^(n-64) (1 + w) with n =
+   round(-x log2(e)) and w from kiln_expm1_reduced: no |x| and no select on the sign.
+   The 2^-64 scale keeps E normal from x = -104 (E = 2^86) up to x = 20 (2^-93), so the
+   quotient rounds once, also where the result is subnormal, and the tails keep their
+   relative accuracy (1 + e^-x is never formed for x < 0). The denominator is taken as
+   s w + (s + 2^-64), s = 2^(n-64): s + 2^-64 is exact for |n| <= 23 and off the
+   polynomial's dependency chain. The shifter 1.5*2^23 + 63 leaves n + 63 in t's low
+   bits, so t.u << 23 is s. x is clamped above at 20 (the result rounds to 1 from 16.7
+   on); below, t is capped at n = 150 in the integers (one instruction): for x < -104, r
+   leaves the polynomial's range but every term of w is then positive, so E only grows
+   and the quotient is 0, -inf included. NaN passes the clamp and reaches r. */
+static inline __attribute__((always_inline)) float kiln_sigmoidf(float x) {
+  float c = 20.0f < x ? 20.0f : x;
+  kiln_f32u t = { c * -1.44269504f + 12582975.0f };
+  t.u = t.u < 0x4b4000d5u ? t.u : 0x4b4000d5u;
+  float n = t.f - 12582975.0f;
+  float w = kiln_expm1_reduced(-c, n);
+  kiln_f32u s = { .u = t.u << 23 };
+  return 0x1p-64f / (s.f * w + (s.f + 0x1p-64f));
 }
 /* |x| < 1: x P(x^2) (minimax, relative); else sign(x) (1 - e^(Q(|x| - 2.5) - x^2)) with Q
    a minimax fit of log(erfc a) + a^2 on [1, 4]; |x| is clamped to 4, where erf rounds
@@ -89,6 +116,17 @@ int v_tanh(void *const *bufs, const i64 *dims, void *ctx) {
   const i64 v_n = dims[0];
   for (i64 v_Y_l0 = 0LL; v_Y_l0 < v_n; ++v_Y_l0) {
     v_Y[v_Y_l0] = kiln_tanhf(v_X[v_Y_l0]);
+  }
+  return 0;
+}
+
+int v_sigmoid(void *const *bufs, const i64 *dims, void *ctx) {
+  (void)dims; (void)ctx;
+  float *restrict v_X = (float *)bufs[0];
+  float *restrict v_Y = (float *)bufs[1];
+  const i64 v_n = dims[0];
+  for (i64 v_Y_l0 = 0LL; v_Y_l0 < v_n; ++v_Y_l0) {
+    v_Y[v_Y_l0] = kiln_sigmoidf(v_X[v_Y_l0]);
   }
   return 0;
 }

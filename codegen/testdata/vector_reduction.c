@@ -10,26 +10,33 @@ typedef unsigned char u8;
 static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 typedef union { float f; u32 u; } kiln_f32u;
-/* e^x = 2^n e^r: n = round(x log2(e)) by the 1.5*2^23 shifter, r = x - n ln2 in two
-   steps (Cody-Waite), e^r = 1 + r + r^2 P(r) on |r| <= ln2/2 (minimax, relative).
-   x is clamped to [-104, 89] (e^x is 0 below, +inf above, NaN stays NaN); 2^n is built
-   as 2^(n>>1) 2^(n-(n>>1)) so that overflow and subnormal results round once. */
+/* e^r - 1 where x = n ln2 + r, n an integer with |n| < 512 and |r| <= ln2/2: r = x - n ln2
+   in two steps (Cody-Waite; n ln2hi is exact), then e^r - 1 = r + r^2 P(r) with P the
+   minimax (relative) quartic, evaluated as a(r) + r^2 b(r) (a linear, b quadratic: two
+   short chains side by side, small terms summed first). exp and sigmoid share it; they
+   scale 2^n e^r as s w + s, one rounding. */
+static inline __attribute__((always_inline)) float kiln_expm1_reduced(float x, float n) {
+  float r = x - n * 0.693145752f;
+  r = r - n * 1.42860677e-06f;
+  float r2 = r * r;
+  float a = 0.166665196f * r + 0.49999994f;
+  float b = 0.00836878084f * r + 0.0416683927f;
+  b = 0.00138144672f * r2 + b;
+  return (r2 * b + a) * r2 + r;
+}
+/* e^x = 2^n e^r: n = round(x log2(e)) by the 1.5*2^23 shifter, e^r - 1 by
+   kiln_expm1_reduced. x is clamped to [-104, 89] (e^x is 0 below, +inf above, NaN stays
+   NaN); 2^n is built as 2^(n>>1) 2^(n-(n>>1)) so that the scaling rounds once, at
+   overflow and in the subnormals. */
 static inline __attribute__((always_inline)) float kiln_expf(float x) {
   x = x < -104.0f ? -104.0f : x;
   x = x > 89.0f ? 89.0f : x;
   kiln_f32u t = { x * 1.44269504f + 12582912.0f };
   float n = t.f - 12582912.0f;
-  float r = x - n * 0.693145752f;
-  r = r - n * 1.42860677e-06f;
-  float q = 0.00138144672f;
-  q = q * r + 0.00836878084f;
-  q = q * r + 0.0416683927f;
-  q = q * r + 0.166665196f;
-  q = q * r + 0.49999994f;
-  float p = 1.0f + (r + r * r * q);
+  float w = kiln_expm1_reduced(x, n);
   i32 k = (i32)(t.u - 0x4b400000u), k1 = k >> 1;
   kiln_f32u s1 = { .u = (u32)(k1 + 127) << 23 }, s2 = { .u = (u32)(k - k1 + 127) << 23 };
-  return p * s1.f * s2.f;
+  return (s1.f * w + s1.f) * s2.f;
 }
 static inline float kiln_min_float(float a, float b) { return a < b ? a : b; }
 static inline float kiln_max_float(float a, float b) { return a > b ? a : b; }

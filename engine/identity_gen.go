@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 378 files; see Identity.
-const sourceDigest = "b250a457ad9686e5c9c5b63a679acbb4"
+const sourceDigest = "0b18a4f885ff89e5553f4878927a8c3b"

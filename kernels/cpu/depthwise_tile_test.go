@@ -125,3 +125,39 @@ func TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestDepthwiseDefaultBandsSpanSevenRowsOfSmallMaps: under the default rule a 3×3
+// stride-1 depthwise convolution over a 7×7 or 14×14 map computes bands of 7 output
+// rows from one padded buffer of 9 input rows (not bands of one or two rows, each
+// copying its 3 or 4 input rows), and a 56×56 map bands of 8 rows from 10.
+func TestDepthwiseDefaultBandsSpanSevenRowsOfSmallMaps(t *testing.T) {
+	reg := kernels.Default()
+	l := Strategies(reg)
+	for _, tc := range []struct{ hw, padRows int64 }{{7, 9}, {14, 9}, {56, 10}} {
+		dc := dwCase{16, 1, int(tc.hw), int(tc.hw), 3, 3, []int64{1, 1}, []int64{1, 1}, nil, "SAME_UPPER", true, 0}
+		a, args := dc.attrs(), dc.args(11)
+		mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		in, err := nt.Placeholders(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, err := l.LowerChoice(n, in, nil, target.Host(), kernels.Choice{Strategy: "conv2d-depthwise-nchwc"})
+		if err != nil {
+			t.Fatalf("%v: %v", dc, err)
+		}
+		var pad *loopir.Buffer
+		loopir.MapStmt(impl.Func.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+			if al, ok := s.(*loopir.Allocate); ok && al.Buf.Name == "pad" {
+				pad = al.Buf
+			}
+			return nil
+		})
+		if pad == nil || len(pad.Shape) != 5 {
+			t.Fatalf("%v: no 5-D pad buffer allocated in the kernel", dc)
+		}
+		if rows, ok := pad.Shape[2].(*loopir.IntImm); !ok || rows.V != tc.padRows {
+			t.Errorf("%v: pad buffer of %v input rows, want %d", dc, pad.Shape[2], tc.padRows)
+		}
+	}
+}

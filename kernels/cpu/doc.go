@@ -27,7 +27,7 @@
 // input is stored in or else the tensorized convolutions' tile width (depthwiseBlock),
 // refused when neither divides the channels: per output row (batch·block·row, parallel)
 // the padded input rows its window spans are copied into a row-sized buffer (for a
-// depthwise block, per band of up to the knob rows output rows, default 4, dividing the
+// depthwise block, per band of up to the knob rows output rows, default 8, dividing the
 // height: each input row copied once per band), then the
 // row's columns are computed in register tiles (depthwise_tile.go: tiles of the largest
 // width up to the knob tile_w, default 8, that divides the row, for kernels of at most

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 378 files; see Identity.
-const sourceDigest = "b250a457ad9686e5c9c5b63a679acbb4"
+// sourceDigest covers 379 files; see Identity.
+const sourceDigest = "d14bcf855b695d05dcb51ff37631baad"

@@ -44,19 +44,13 @@ func GroupedConvBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te
 	if oh <= 0 || ow <= 0 {
 		return nil, kernels.Unsupported("grouped conv2d: empty output %dx%d", oh, ow)
 	}
-	read := func(nn, ch, y, xx loopir.Expr) loopir.Expr {
-		if a.XBlock == 0 {
-			return x.At(nn, ch, y, xx)
-		}
-		return x.At(nn, div(ch, i64(a.XBlock)), y, xx, loopir.Bin(loopir.Mod, ch, i64(a.XBlock)))
-	}
 	dt := x.DT
 	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, (wd+pl+pr)*cb), func(i []loopir.Expr) loopir.Expr {
 		yy := sub(i[2], i64(pt))
 		xx := sub(div(i[3], i64(cb)), i64(pl))
-		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
+		ci := loopir.Bin(loopir.Mod, i[3], i64(cb))
 		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
-		return te.Select(cond, read(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)), loopir.Float(0, dt))
+		return te.Select(cond, groupInput(x, a.XBlock, cb, i[0], i[1], ci, clampIndex(yy, h), clampIndex(xx, wd)), loopir.Float(0, dt))
 	})
 	// icb has extent 1: the schedule's loop structure is ConvNCHWBlocked's
 	icb, ry, rr := te.RAxis("icb", i64(1)), te.RAxis("ry", i64(kh)), te.RAxis("rr", i64(kw*cb))

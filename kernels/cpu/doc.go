@@ -41,7 +41,10 @@
 // (depthwise_gemm.go: grouped convolutions whose groups' output channels are the width
 // of a declared tile, as RegNet's groups of 8 on AVX2: GroupedConvBlocked is
 // ConvNCHWBlocked with one input block per group, so each output block's products run on
-// the micro-kernel over its own group's block, scheduled by ScheduleConvBlocked),
+// the micro-kernel over its own group's block, scheduled by ScheduleConvBlocked; its
+// padded copy reads a group's channels through groupInput (grouped_read.go), which
+// writes the storage block and lane without dividing the channel where groups and the
+// input's blocks nest, so the copy of a group's channels is a contiguous vector run),
 // conv2d-grouped-nchwc
 // (depthwise_grouped.go: the same for grouped convolutions of several input channels per
 // group, blocks of one vector, or of a whole group when it is narrower, that lie within

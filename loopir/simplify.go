@@ -160,6 +160,8 @@ func (a *Analyzer) rule(e Expr) Expr {
 	switch b.Op {
 	case Add, Sub, Mul:
 		if lin, ok := linearize(b); ok {
+			for a.joinDivMod(&lin) {
+			}
 			return lin.expr(b.DType())
 		}
 	case Div, Mod:
@@ -207,6 +209,62 @@ func (a *Analyzer) rule(e Expr) Expr {
 		}
 	}
 	return e
+}
+
+// joinDivMod rejoins one pair of terms that a fused loop's index splits a variable into,
+// and reports whether it did. With floor division and c, d > 0, for every x:
+// (x%c)·s + (x/c)·cs = x·s, and (x%c)·s + ((x/c)%d)·cs = (x%cd)·s. Loops fused into one
+// write their old variables as such pieces of the new one; joined, a contiguous access
+// reads x·s again.
+func (a *Analyzer) joinDivMod(l *linear) bool {
+	for k, t := range l.terms {
+		m, ok := t.atom.(*Binary)
+		if !ok || m.Op != Mod {
+			continue
+		}
+		c, ok := m.B.(*IntImm)
+		if !ok || c.V <= 0 {
+			continue
+		}
+		x, s := m.A, t.coef
+		cs, ok := mulExact(c.V, s)
+		if !ok {
+			continue
+		}
+		if other, ok := l.terms[ExprString(Bin(Div, x, c))]; ok && other.coef == cs {
+			delete(l.terms, k)
+			delete(l.terms, ExprString(other.atom))
+			return l.add(x, s)
+		}
+		for k2, t2 := range l.terms {
+			dm, ok := t2.atom.(*Binary)
+			if !ok || dm.Op != Mod || t2.coef != cs {
+				continue
+			}
+			d, ok := dm.B.(*IntImm)
+			q, isDiv := dm.A.(*Binary)
+			if !ok || d.V <= 0 || !isDiv || q.Op != Div || ExprString(q) != ExprString(Bin(Div, x, c)) {
+				continue
+			}
+			cd, ok := mulExact(c.V, d.V)
+			if !ok {
+				continue
+			}
+			delete(l.terms, k)
+			delete(l.terms, k2)
+			return l.add(a.rule(Bin(Mod, x, &IntImm{V: cd, DT: c.DT})), s)
+		}
+	}
+	return false
+}
+
+// mulExact is x·y when it does not overflow.
+func mulExact(x, y int64) (int64, bool) {
+	p := x * y
+	if x != 0 && (p/x != y || (x == -1 && y == math.MinInt64)) {
+		return 0, false
+	}
+	return p, true
 }
 
 func floorDiv(a, b int64) int64 {

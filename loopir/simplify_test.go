@@ -34,6 +34,27 @@ func TestSimplify(t *testing.T) {
 			t.Errorf("Simplify(%s) = %s, want %s", ExprString(c.in), got, c.want)
 		}
 	}
+	// a fused loop's index: (f/14 % 14)·112 + (f % 14)·8 + (f/196)·1568 is f·8
+	fused := NewVar("f")
+	a.Bind(fused, Bounds{0, 5095})
+	c14, c196 := Int(14), Int(196)
+	join := []struct {
+		in   Expr
+		want string
+	}{
+		{Bin(Add, Bin(Add, Bin(Mul, Bin(Mod, Bin(Div, fused, c14), c14), Int(112)), Bin(Mul, Bin(Mod, fused, c14), eight)),
+			Bin(Mul, Bin(Div, fused, c196), Int(1568))), "(f * 8)"},
+		{Bin(Add, Bin(Mod, n, c14), Bin(Mul, Bin(Div, n, c14), c14)), "n"},
+		{Bin(Add, Bin(Mul, Bin(Mod, Bin(Div, n, c14), Int(3)), c14), Bin(Mod, n, c14)), "(n % 42)"},
+		// coefficients that do not line up stay apart
+		{Bin(Add, Bin(Mod, n, c14), Bin(Mul, Bin(Div, n, c14), Int(15))), "((n % 14) + ((n / 14) * 15))"},
+		{Bin(Add, Bin(Mod, n, c14), Bin(Mul, Bin(Mod, Bin(Div, n, Int(7)), Int(3)), c14)), "((((n / 7) % 3) * 14) + (n % 14))"},
+	}
+	for _, c := range join {
+		if got := ExprString(a.Simplify(c.in)); got != c.want {
+			t.Errorf("Simplify(%s) = %s, want %s", ExprString(c.in), got, c.want)
+		}
+	}
 	f := Bin(Add, Float(1, tensor.Float32), Float(2, tensor.Float32))
 	if got := ExprString(a.Simplify(f)); got != "(1f + 2f)" {
 		t.Errorf("floats must be left alone, got %s", got)

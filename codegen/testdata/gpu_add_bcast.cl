@@ -22,7 +22,7 @@ __kernel void v_add_bcast(__global char *kiln_base_v_X, i64 kiln_off_v_X, __glob
     {
       const i64 v_Y_l0_fused_1 = (i64)get_local_id(0);
       if (((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) < (v_n * 3L)) {
-        v_Y[((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) % 3L) + ((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) / 3L) * 3L))] = (v_X[((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) % 3L) + ((((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) / 3L) * 3L))] + v_B[(((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) % 3L)]);
+        v_Y[((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1)] = (v_X[((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1)] + v_B[(((v_Y_l0_fused_0 * 64L) + v_Y_l0_fused_1) % 3L)]);
       }
     }
   }

@@ -21,7 +21,7 @@ extern "C" __global__ void v_add_bcast(float *__restrict__ v_X, float *__restric
     {
       const i64 v_Y_l0_fused_1 = (i64)threadIdx.x;
       if (((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1) < (v_n * 3LL)) {
-        v_Y[((((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1) % 3LL) + ((((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1) / 3LL) * 3LL))] = (v_X[((((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1) % 3LL) + ((((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1) / 3LL) * 3LL))] + v_B[(((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1) % 3LL)]);
+        v_Y[((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1)] = (v_X[((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1)] + v_B[(((v_Y_l0_fused_0 * 64LL) + v_Y_l0_fused_1) % 3LL)]);
       }
     }
   }

@@ -39,7 +39,7 @@ __kernel void v_mm_shared(__global char *kiln_base_v_A, i64 kiln_off_v_A, __glob
             for (i64 v_C_r0_0 = 0L; v_C_r0_0 < 3L; ++v_C_r0_0) {
               barrier(CLK_LOCAL_MEM_FENCE);
               for (i64 v_B_shared_round = 0L; v_B_shared_round < 2L; ++v_B_shared_round) {
-                v_B_shared[(((((v_C_l0_1 * 4L) + v_C_l1_1) % 8L) + ((((v_C_l0_1 * 4L) + v_C_l1_1) / 8L) * 8L)) + (v_B_shared_round * 16L))] = v_B[(((((((v_C_l0_1 * 4L) + v_C_l1_1) % 8L) + ((((v_C_l0_1 * 4L) + v_C_l1_1) / 8L) * 16L)) + (v_B_shared_round * 32L)) + (v_C_l1_0 * 8L)) + (v_C_r0_0 * 64L))];
+                v_B_shared[(((v_B_shared_round * 16L) + (v_C_l0_1 * 4L)) + v_C_l1_1)] = v_B[(((((((v_C_l0_1 * 4L) + v_C_l1_1) % 8L) + ((((v_C_l0_1 * 4L) + v_C_l1_1) / 8L) * 16L)) + (v_B_shared_round * 32L)) + (v_C_l1_0 * 8L)) + (v_C_r0_0 * 64L))];
               }
               for (i64 v_A_shared_round = 0L; v_A_shared_round < 2L; ++v_A_shared_round) {
                 if ((((v_A_shared_round * 4L) + (v_C_l0_0 * 8L)) + v_C_l0_1) < v_n) {

@@ -38,7 +38,7 @@ extern "C" __global__ void v_mm_shared(float *__restrict__ v_A, float *__restric
             for (i64 v_C_r0_0 = 0LL; v_C_r0_0 < 3LL; ++v_C_r0_0) {
               __syncthreads();
               for (i64 v_B_shared_round = 0LL; v_B_shared_round < 2LL; ++v_B_shared_round) {
-                v_B_shared[(((((v_C_l0_1 * 4LL) + v_C_l1_1) % 8LL) + ((((v_C_l0_1 * 4LL) + v_C_l1_1) / 8LL) * 8LL)) + (v_B_shared_round * 16LL))] = v_B[(((((((v_C_l0_1 * 4LL) + v_C_l1_1) % 8LL) + ((((v_C_l0_1 * 4LL) + v_C_l1_1) / 8LL) * 16LL)) + (v_B_shared_round * 32LL)) + (v_C_l1_0 * 8LL)) + (v_C_r0_0 * 64LL))];
+                v_B_shared[(((v_B_shared_round * 16LL) + (v_C_l0_1 * 4LL)) + v_C_l1_1)] = v_B[(((((((v_C_l0_1 * 4LL) + v_C_l1_1) % 8LL) + ((((v_C_l0_1 * 4LL) + v_C_l1_1) / 8LL) * 16LL)) + (v_B_shared_round * 32LL)) + (v_C_l1_0 * 8LL)) + (v_C_r0_0 * 64LL))];
               }
               for (i64 v_A_shared_round = 0LL; v_A_shared_round < 2LL; ++v_A_shared_round) {
                 if ((((v_A_shared_round * 4LL) + (v_C_l0_0 * 8LL)) + v_C_l0_1) < v_n) {

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 378 files; see Identity.
-const sourceDigest = "b250a457ad9686e5c9c5b63a679acbb4"
+const sourceDigest = "32084c9ffae36f4c0a8e2ebda6ba7912"

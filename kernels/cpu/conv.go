@@ -71,6 +71,13 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, ep
 		if rr, err = s.Fuse(icb, ry, rr); err != nil {
 			return err
 		}
+	} else if !cfg.SplitK {
+		// each tile's whole reduction in one call of the micro-kernel's Blocks form:
+		// its accumulators stay in registers across the input channel blocks and
+		// kernel rows, and its init is the call's zeroing
+		if err := s.Reorder(n, ocb, oh, w[0], w[1], oc, icb, ry, rr); err != nil {
+			return err
+		}
 	} else {
 		order := []schedule.LoopRV{n, ocb, oh, icb, ry, w[0], w[1], oc, rr}
 		if cfg.TilesOuter {
@@ -112,8 +119,11 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, ep
 		}
 	}
 	in := g.Update
-	if whole {
+	switch {
+	case whole:
 		in = g.Init
+	case !cfg.SplitK:
+		in = g.Blocks
 	}
 	if err := s.Tensorize(w[1], in); err != nil {
 		return err

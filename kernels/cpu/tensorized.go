@@ -202,18 +202,25 @@ type ConvConfig struct {
 	// each tile's accumulators then take the whole reduction in turn (its output stays
 	// in L1) while the weights of one channel block and kernel row are read once per
 	// tile instead of once per row. The default keeps the tiles innermost (the weights
-	// in L1 across the row: ~10% faster on resnet18 at 2 threads).
+	// in L1 across the row: ~10% faster on resnet18 at 2 threads). It applies with
+	// SplitK only.
 	TilesOuter bool
+	// SplitK calls the micro-kernel once per input channel block and kernel row, its
+	// tile of C loaded and stored by each call after a zeroing pass, instead of once per
+	// tile for the whole reduction (the Blocks form: the accumulators in registers
+	// throughout).
+	SplitK bool
 }
 
 // DefaultConv is the blocked convolution's default schedule.
 var DefaultConv = ConvConfig{Parallel: true}
 
-// convKnobs declare ConvConfig as knobs: parallel and tiles_outer (0 or 1).
+// convKnobs declare ConvConfig as knobs: parallel, split_k and tiles_outer (0 or 1).
 func convKnobs(d ConvConfig) []kernels.Knob {
 	b := map[bool]int64{false: 0, true: 1}
 	return []kernels.Knob{
 		{Name: "parallel", Values: []int64{0, 1}, Default: b[d.Parallel]},
+		{Name: "split_k", Values: []int64{0, 1}, Default: b[d.SplitK]},
 		{Name: "tiles_outer", Values: []int64{0, 1}, Default: b[d.TilesOuter]},
 	}
 }

@@ -17,9 +17,10 @@ import (
 // the host has, a 1×1 convolution over one input channel block (at most 64 channels:
 // MobileNet's and EfficientNet's expansion layers) makes one micro-kernel call per tile
 // the whole reduction, in the kernel's zero-initializing form (no init pass, the tile
-// never read back); several channel blocks or a 3×3 window keep the accumulating form.
-// Rows of 7 columns end in a partial tile, channel counts of 3 and 13 are not a
-// multiple of the kernel's unroll; every result matches the reference.
+// never read back); several channel blocks or a 3×3 window make one call per tile of
+// the Blocks form, the reduction over the blocks and kernel rows inside the call.
+// Rows of 7 columns end in a partial tile, channel counts of 3, 13 and 72 (9 blocks of
+// 8) are not a multiple of the kernel's unroll; every result matches the reference.
 func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T) {
 	l := Strategies(kernels.Default())
 	for _, level := range capLevels(t) {
@@ -29,7 +30,7 @@ func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T
 			for _, tc := range []struct {
 				c, m, k int
 				whole   bool
-			}{{16, 96, 1, true}, {3, 32, 1, true}, {13, 24, 1, true}, {64, 16, 1, true}, {96, 32, 1, false}, {16, 32, 3, false}} {
+			}{{16, 96, 1, true}, {3, 32, 1, true}, {13, 24, 1, true}, {64, 16, 1, true}, {96, 32, 1, false}, {16, 32, 3, false}, {72, 40, 3, false}} {
 				const h, w = 5, 7
 				name := fmt.Sprintf("%d→%d k%d", tc.c, tc.m, tc.k)
 				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
@@ -54,6 +55,9 @@ func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T
 				g := convGemm(tg, n)
 				if got := strings.Contains(impl.Trace.String(), g.Init.Name); got != tc.whole {
 					t.Errorf("%s: calls %s: %v, want %v:\n%s", name, g.Init.Name, got, tc.whole, impl.Trace)
+				}
+				if got := strings.Contains(impl.Trace.String(), g.Blocks.Name); got == tc.whole {
+					t.Errorf("%s: calls %s: %v, want %v:\n%s", name, g.Blocks.Name, got, !tc.whole, impl.Trace)
 				}
 				got, _, err := nt.RunNode(l, n, args)
 				if err != nil {
@@ -108,14 +112,15 @@ func tunedConv(t *testing.T, name string, want ...string) kernels.Strategy {
 }
 
 // TestBlockedConvKnobsAllMatchTheReference: the blocked convolution declares its
-// schedule's knobs (parallel rows, tiles outside the reduction) for the tuner, and every
-// assignment builds a kernel that matches the reference: a 3×3 window over several
-// input channel blocks (the order the knob moves), a strided one, and a 1×1 one.
+// schedule's knobs (parallel rows, a call per channel block and kernel row, tiles
+// outside the reduction) for the tuner, and every assignment builds a kernel that
+// matches the reference: a 3×3 window over several input channel blocks (the order the
+// knobs move), a strided one, and a 1×1 one.
 func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
-	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "tiles_outer")
+	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "split_k", "tiles_outer")
 	for _, tc := range []struct{ c, m, k, stride int }{{128, 32, 3, 1}, {40, 24, 3, 2}, {16, 48, 1, 1}} {
 		for _, par := range []int64{0, 1} {
-			for _, outer := range []int64{0, 1} {
+			for _, outer := range []int64{0, 1, 2} { // 2: the Blocks form (split_k 0)
 				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
 				a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
 				a.Strides = []int64{int64(tc.stride), int64(tc.stride)}
@@ -123,9 +128,13 @@ func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
 					a.Pads = []int64{1, 1, 1, 1}
 				}
 				args := []nt.Arg{nt.In(f32(61, 1, tc.c, 6, 9)), nt.C(f32(62, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(63, tc.m))}
-				l := tunedLowerer{st: st, knobs: kernels.Knobs{"parallel": par, "tiles_outer": outer}}
+				knobs := kernels.Knobs{"parallel": par, "split_k": 1, "tiles_outer": outer}
+				if outer == 2 {
+					knobs["split_k"], knobs["tiles_outer"] = 0, 0
+				}
+				l := tunedLowerer{st: st, knobs: knobs}
 				if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got != st.Name {
-					t.Fatalf("%v parallel %d tiles_outer %d: strategy %s", tc, par, outer, got)
+					t.Fatalf("%v knobs %v: strategy %s", tc, knobs, got)
 				}
 			}
 		}

@@ -70,6 +70,44 @@ func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T
 	}
 }
 
+// TestConvOverALargeInputCallsTheMicroKernelPerChannelBlock: a blocked convolution
+// (a strided 1×1 one) whose input exceeds blocksMaxInputBytes makes a call per input channel block (the
+// accumulating form, each plane streamed), not one Blocks call per tile; the result
+// matches the reference.
+func TestConvOverALargeInputCallsTheMicroKernelPerChannelBlock(t *testing.T) {
+	l := Strategies(kernels.Default())
+	tg := target.Host()
+	const c, m, h, w = 96, 16, 64, 61 // 1.4 MiB of input in 3 blocks of 32 channels
+	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	a.KernelShape = []int64{1, 1}
+	a.Strides = []int64{2, 2} // as resnet's downsampling convolutions
+	args := []nt.Arg{nt.In(f32(71, 1, c, h, w)), nt.C(f32(72, m, c, 1, 1)), nt.C(f32(73, m))}
+	mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+	n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+	in, err := nt.Placeholders(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	impl, err := l.Lower(n, in, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if impl.Strategy != "conv2d-nchwc-tensorized" {
+		t.Fatalf("strategy %s", impl.Strategy)
+	}
+	g := convGemm(tg, n)
+	tr := impl.Trace.String()
+	if strings.Contains(tr, g.Blocks.Name) || !strings.Contains(tr, g.Update.Name) {
+		t.Errorf("want calls of %s, not %s:\n%s", g.Update.Name, g.Blocks.Name, tr)
+	}
+	got, _, err := nt.RunNode(l, n, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T, args[2].T})
+	kerneltest.Close(t, "large input", got[0].Data.([]float32), want)
+}
+
 // tunedLowerer lowers every node with one strategy's Tuned builder under fixed knobs.
 type tunedLowerer struct {
 	st    kernels.Strategy

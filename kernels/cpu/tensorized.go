@@ -193,11 +193,7 @@ func staticPadWindow(a *graph.ConvAttrs, weight tensor.Shape) (graph.Window, err
 // input as it is stored and leaving its output blocked when the graph says so.
 func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 	cfg := DefaultConv
-	if x := n.Inputs[0].Type; x.Kind == graph.KindTensor {
-		if ext, ok := x.ConstShape(); ok && 4*ext.NumElements() > blocksMaxInputBytes {
-			cfg.SplitK = true
-		}
-	}
+	cfg.SplitK = !blocksByDefault(n, convGemm(t, n))
 	return buildConvBlockedWith(reg, n, in, epi, t, cfg)
 }
 
@@ -206,10 +202,34 @@ func buildConvBlocked(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 // tile's pixels in every input channel block in turn, a stride of a channel plane
 // apart, where a call per block streams each plane from start to end: from L2 the
 // Blocks form is faster, from farther the streaming is. Measured at one thread on
-// resnet50 (Zen, 1 MiB L2) against a call per block: 8–16% faster with inputs of at
-// most 800 KiB (layer1's 64-channel ones at 56×56, layer3's and layer4's), 4–13%
-// slower with inputs of 1.6 and 3.2 MiB (layer2's and layer1's 256-channel ones).
+// resnet50 (Zen, 1 MiB L2) against a call per block, in the model: 8–17% faster on
+// 1×1 convolutions over inputs of 800 KiB (layer1's 64-channel ones at 56×56), 4–13%
+// slower over inputs of 1.6 and 3.2 MiB (layer2's and layer1's 256-channel ones).
 const blocksMaxInputBytes = 1 << 20
+
+// blocksByDefault reports whether the default schedule of the blocked convolution n
+// takes the Blocks form: a 1×1 window over an input of at most blocksMaxInputBytes
+// whose output rows span at least two row tiles of g. Measured per kernel at one
+// thread (warm caches, best of three against a call per block): resnet50's 1×1
+// convolutions at 14×14 and 56×56 ran 9% and 8–17% faster; at 7×7 (one tile a row)
+// one ran 4% faster and another 14% slower, and the 3×3 ones from 5% slower to 4%
+// faster, so those keep a call per block (the tuner's split_k knob may choose either).
+func blocksByDefault(n *graph.Node, g intrin.Gemm) bool {
+	w := n.Inputs[1].Const
+	if len(w.Shape) != 4 || w.Shape[2] != 1 || w.Shape[3] != 1 {
+		return false
+	}
+	ext, ok := n.Inputs[0].Type.ConstShape()
+	if !ok || 4*ext.NumElements() > blocksMaxInputBytes {
+		return false
+	}
+	ot := n.Outputs[0].Type
+	if len(ot.Shape) != 4 {
+		return false
+	}
+	ow, ok := ot.Shape[3].Value()
+	return ok && ow >= 2*g.MR
+}
 
 // ConvConfig is the search space of the blocked (NCHWc) convolution's schedule.
 type ConvConfig struct {

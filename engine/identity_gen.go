@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 378 files; see Identity.
-const sourceDigest = "aa6a876ff885e3ad7163ee1a05441206"
+const sourceDigest = "f5d1f46f1190acbccc5fd0d5aeabf130"

@@ -215,6 +215,9 @@ const blocksMaxInputBytes = 1 << 20
 // one ran 4% faster and another 14% slower, and the 3×3 ones from 5% slower to 4%
 // faster, so those keep a call per block (the tuner's split_k knob may choose either).
 func blocksByDefault(n *graph.Node, g intrin.Gemm) bool {
+	if len(n.Inputs) < 2 || n.Inputs[0] == nil || n.Inputs[1] == nil || n.Inputs[1].Const == nil {
+		return false // not a blocked convolution: convBlocked refuses it
+	}
 	w := n.Inputs[1].Const
 	if len(w.Shape) != 4 || w.Shape[2] != 1 || w.Shape[3] != 1 {
 		return false

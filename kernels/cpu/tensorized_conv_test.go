@@ -200,3 +200,16 @@ func TestPointwiseConvKnobsAllMatchTheReference(t *testing.T) {
 		}
 	}
 }
+
+// TestConvWithRunTimeWeightsFallsBackAndMatchesTheReference: a convolution whose weights
+// are an input (the ONNX node suite's) is refused by the blocked strategy's default
+// schedule choice, not crashed on, and another strategy matches the reference.
+func TestConvWithRunTimeWeightsFallsBackAndMatchesTheReference(t *testing.T) {
+	l := Strategies(kernels.Default())
+	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	a.KernelShape = []int64{1, 1}
+	args := []nt.Arg{nt.In(f32(81, 1, 40, 5, 19)), nt.In(f32(82, 16, 40, 1, 1))}
+	if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got == "conv2d-nchwc-tensorized" {
+		t.Fatalf("strategy %s for run-time weights", got)
+	}
+}

@@ -24,9 +24,10 @@ func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) err
 // row gets it right after the micro-kernels wrote it, while it is in cache; the conv
 // result is then one row's local buffer (compact_at), not a whole-output temporary. With cb > 0
 // (the input channel block), the padded copy's column loop is split into columns and
-// the channels of a block, the inner loop a contiguous, vectorized copy.
+// the channels of a block, the inner loop a contiguous, vectorized copy. The
+// micro-kernel is called per input channel block and kernel row (ConvConfig.SplitK).
 func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64) error {
-	return scheduleConvBlocked(s, g, ConvConfig{Parallel: parallel}, epilogue, cb, false)
+	return scheduleConvBlocked(s, g, ConvConfig{Parallel: parallel, SplitK: true}, epilogue, cb, false)
 }
 
 // scheduleConvBlocked is ScheduleConvBlocked; with split, the epilogue computes the

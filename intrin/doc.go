@@ -23,7 +23,7 @@
 // exception is the TF32 MMA, which computes it with its A and B operands rounded to TF32
 // (what Recipe.Precision tf32 opts into; only that recipe's strategies use it). The tests live
 // with the strategies that use them (kernels/cpu: every micro-kernel the host can run, in
-// both forms, against the reference evaluator with tails in m, n and K) and in schedule
+// all forms, against the reference evaluator with tails in m, n and K) and in schedule
 // (the portable one); the MMA's fragment layout is emulated lane by lane here
 // (mma_test.go) and its kernels run against the reference evaluator in compiler's tests
 // (on a CUDA GPU). The table is built by Table and Gemms, never in init().
@@ -33,7 +33,11 @@
 // B's vectors and a broadcast within 32 zmm or 16 ymm registers). GemmTile chooses one
 // per product from its column and row counts only (the default where its width divides
 // the columns, else the tile that computes the fewest padded slots, the wider on a tie),
-// so that a layout decided before the strategy runs can repeat the choice.
+// so that a layout decided before the strategy runs can repeat the choice. Each comes in
+// three forms: Update (C += A·B), Init (C = A·B, the accumulators from zero) and Blocks
+// (Init over a reduction in three loops, each with its own strides in A and B: a
+// blocked convolution's input channel blocks, kernel rows and merged kernel
+// column·channel axis in one call).
 //
 // References: the outer-product micro-kernels of GotoBLAS/BLIS (Goto & van de Geijn,
 // "Anatomy of High-Performance Matrix Multiplication", 2008) and TVM's tensorize.

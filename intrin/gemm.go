@@ -15,10 +15,14 @@ import (
 // at zero and C is never read). B's and C's rows must be contiguous (stride 1 along j); A
 // may have any strides. Every extent may be partial at run time: rows beyond m are
 // computed on a repeated row and never stored, a partial n takes a scalar path, K is a
-// run-time count.
+// run-time count. Blocks is Init over a reduction in three loops, each with its own
+// strides in A and B: C[i, j] = Σ_kb Σ_ky Σ_k A[i, kb, ky, k]·B[kb, ky, k, j], so a
+// convolution's whole reduction over input channel blocks, kernel rows and the merged
+// kernel column·channel axis runs in one call, the accumulators in registers from their
+// zero to their one store.
 type Gemm struct {
-	Update, Init *loopir.TensorIntrin
-	MR, NR       int64
+	Update, Init, Blocks *loopir.TensorIntrin
+	MR, NR               int64
 }
 
 // GemmF32 declares the micro-kernel for vectors of lanes floats, mr rows and nv vectors
@@ -47,7 +51,125 @@ func GemmF32(isa string, lanes, mr, nv int) Gemm {
 			g.Update = in
 		}
 	}
+	name := fmt.Sprintf("kiln_gemm_f32_%s_%dx%d_blocks", isa, mr, nr)
+	g.Blocks = &loopir.TensorIntrin{
+		Name:    name,
+		Desc:    gemmBlocksDesc(name, int64(mr), int64(nr)),
+		Unit:    [][2]int{{0, 1}, {2, 1}}, // C and B contiguous along j
+		Partial: []bool{true, true, false, false, true},
+		Impl:    map[string]string{"c": gemmBlocksC(name, lanes, mr, nv)},
+	}
 	return g
+}
+
+// gemmBlocksDesc: C [mr, nr], A [mr, KB, KY, K], B [KB, KY, K, nr] with loops i < mr,
+// j < nr, kb < KB, ky < KY, k < K; C is initialized to 0 before the first product.
+func gemmBlocksDesc(name string, mr, nr int64) *loopir.PrimFunc {
+	KB, KY, K := loopir.NewVar("KB"), loopir.NewVar("KY"), loopir.NewVar("K")
+	c := &loopir.Buffer{Name: "C", DT: tensor.Float32, Shape: []loopir.Expr{loopir.Int(mr), loopir.Int(nr)}, Scope: "global"}
+	a := &loopir.Buffer{Name: "A", DT: tensor.Float32, Shape: []loopir.Expr{loopir.Int(mr), KB, KY, K}, Scope: "global"}
+	b := &loopir.Buffer{Name: "B", DT: tensor.Float32, Shape: []loopir.Expr{KB, KY, K, loopir.Int(nr)}, Scope: "global"}
+	i, j, kb, ky, k := loopir.NewVar("i"), loopir.NewVar("j"), loopir.NewVar("kb"), loopir.NewVar("ky"), loopir.NewVar("k")
+	vi, vj, vkb, vky, vk := loopir.NewVar("vi"), loopir.NewVar("vj"), loopir.NewVar("vkb"), loopir.NewVar("vky"), loopir.NewVar("vk")
+	cij := []loopir.Expr{vi, vj}
+	aIdx := []loopir.Expr{vi, vkb, vky, vk}
+	bIdx := []loopir.Expr{vkb, vky, vk, vj}
+	one := loopir.Int(1)
+	blk := &loopir.Block{
+		Name: "update",
+		Iters: []loopir.IterVar{
+			{Var: vi, Extent: loopir.Int(mr), Kind: loopir.Spatial},
+			{Var: vj, Extent: loopir.Int(nr), Kind: loopir.Spatial},
+			{Var: vkb, Extent: KB, Kind: loopir.Reduction},
+			{Var: vky, Extent: KY, Kind: loopir.Reduction},
+			{Var: vk, Extent: K, Kind: loopir.Reduction},
+		},
+		Bindings: []loopir.Expr{i, j, kb, ky, k},
+		Reads: []loopir.Region{
+			{Buf: a, Ranges: [][2]loopir.Expr{{vi, one}, {vkb, one}, {vky, one}, {vk, one}}},
+			{Buf: b, Ranges: [][2]loopir.Expr{{vkb, one}, {vky, one}, {vk, one}, {vj, one}}},
+		},
+		Writes: []loopir.Region{{Buf: c, Ranges: [][2]loopir.Expr{{vi, one}, {vj, one}}}},
+		Body: &loopir.Store{Buf: c, Index: cij, Value: loopir.Bin(loopir.Add,
+			&loopir.Load{Buf: c, Index: cij},
+			loopir.Bin(loopir.Mul, &loopir.Load{Buf: a, Index: aIdx}, &loopir.Load{Buf: b, Index: bIdx}))},
+		Init: &loopir.Store{Buf: c, Index: cij, Value: loopir.Float(0, tensor.Float32)},
+	}
+	body := &loopir.For{Var: i, Min: loopir.Int(0), Extent: loopir.Int(mr), Body: &loopir.For{Var: j, Min: loopir.Int(0), Extent: loopir.Int(nr),
+		Body: &loopir.For{Var: kb, Min: loopir.Int(0), Extent: KB, Body: &loopir.For{Var: ky, Min: loopir.Int(0), Extent: KY,
+			Body: &loopir.For{Var: k, Min: loopir.Int(0), Extent: K, Body: blk}}}}}
+	return &loopir.PrimFunc{Name: name, Params: []*loopir.Buffer{c, a, b}, Dims: []*loopir.Var{KB, KY, K}, Body: body}
+}
+
+// gemmBlocksC prints the Blocks form: gemmC's zero-initializing tile with the k loop
+// inside the two block loops, A's and B's tile origins stepped by their block strides.
+func gemmBlocksC(name string, lanes, mr, nv int) string {
+	nr := lanes * nv
+	vt := fmt.Sprintf("kiln_f32x%d", lanes)
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("typedef float %s __attribute__((vector_size(%d)));\n", vt, 4*lanes)
+	w("typedef float %su __attribute__((vector_size(%d), aligned(4)));\n", vt, 4*lanes)
+	w("static inline __attribute__((always_inline)) void %s(\n", name)
+	w("    float *restrict c, i64 c_si, i64 c_sj, i64 c_skb, i64 c_sky, i64 c_sk,\n")
+	w("    const float *restrict a, i64 a_si, i64 a_sj, i64 a_skb, i64 a_sky, i64 a_sk,\n")
+	w("    const float *restrict b, i64 b_si, i64 b_sj, i64 b_skb, i64 b_sky, i64 b_sk,\n")
+	w("    i64 m, i64 n, i64 nkb, i64 nky, i64 kk) {\n")
+	w("  (void)c_sj; (void)c_skb; (void)c_sky; (void)c_sk; (void)a_sj; (void)b_si; (void)b_sj;\n")
+	w("  if (m <= 0 || n <= 0) return; /* an empty reduction still stores zeros */\n")
+	w("  if (m > %d) m = %d;\n  if (n > %d) n = %d;\n", mr, mr, nr, nr)
+	w("  if (n < %d) {\n", nr)
+	w("    for (i64 i = 0; i < m; ++i) for (i64 j = 0; j < n; ++j) {\n")
+	w("      float s = 0.0f;\n")
+	w("      for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) for (i64 k = 0; k < kk; ++k)\n")
+	w("        s += a[i * a_si + ib * a_skb + iy * a_sky + k * a_sk] * b[ib * b_skb + iy * b_sky + k * b_sk + j];\n")
+	w("      c[i * c_si + j] = s;\n    }\n    return;\n  }\n")
+	w("  if (m == %d) {\n", mr)
+	gemmBlocksTile(w, vt, lanes, mr, nv, func(i int) string { return fmt.Sprintf("(a + %d * a_si + o)", i) }, false)
+	w("  } else {\n")
+	for i := 0; i < mr; i++ {
+		w("    const float *a%d = a + (m > %d ? %d : m - 1) * a_si;\n", i, i, i)
+	}
+	gemmBlocksTile(w, vt, lanes, mr, nv, func(i int) string { return fmt.Sprintf("(a%d + o)", i) }, true)
+	w("  }\n")
+	w("}\n")
+	return b.String()
+}
+
+// gemmBlocksTile prints the register tile of the Blocks form: zero accumulators, per
+// block (ib, iy) the offsets o into A and ob into B, the k loop, then one store.
+func gemmBlocksTile(w func(string, ...any), vt string, lanes, mr, nv int, row func(int) string, partial bool) {
+	for i := 0; i < mr; i++ {
+		for v := 0; v < nv; v++ {
+			w("    %s c%d_%d = (%s){0};\n", vt, i, v, vt)
+		}
+	}
+	w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) {\n")
+	w("    const i64 o = ib * a_skb + iy * a_sky;\n")
+	w("    const float *restrict bb = b + ib * b_skb + iy * b_sky;\n")
+	w("    for (i64 k = 0; k < kk; ++k) {\n")
+	for v := 0; v < nv; v++ {
+		w("      const %s b%d = *(const %su *)(bb + k * b_sk + %d);\n", vt, v, vt, v*lanes)
+	}
+	for i := 0; i < mr; i++ {
+		w("      { const float x = %s[k * a_sk];", row(i))
+		for v := 0; v < nv; v++ {
+			w(" c%d_%d += x * b%d;", i, v, v)
+		}
+		w(" }\n")
+	}
+	w("    }\n    }\n")
+	for i := 0; i < mr; i++ {
+		if partial {
+			w("    if (m > %d) {", i)
+		} else {
+			w("    {")
+		}
+		for v := 0; v < nv; v++ {
+			w(" *(%su *)(c + %d * c_si + %d) = c%d_%d;", vt, i, v*lanes, i, v)
+		}
+		w(" }\n")
+	}
 }
 
 // gemmDesc: C, A, B with loops i < mr, j < nr, k < K; with zero, the block initializes

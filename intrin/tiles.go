@@ -67,7 +67,7 @@ func Gemms() []Gemm {
 func Table() []*loopir.TensorIntrin {
 	var out []*loopir.TensorIntrin
 	for _, g := range Gemms() {
-		out = append(out, g.Update, g.Init)
+		out = append(out, g.Update, g.Init, g.Blocks)
 	}
 	for _, m := range MMAs() {
 		out = append(out, m.Intrin)

@@ -24,9 +24,10 @@ func ScheduleConv2DNCHWc(s *schedule.Schedule, g intrin.Gemm, parallel bool) err
 // row gets it right after the micro-kernels wrote it, while it is in cache; the conv
 // result is then one row's local buffer (compact_at), not a whole-output temporary. With cb > 0
 // (the input channel block), the padded copy's column loop is split into columns and
-// the channels of a block, the inner loop a contiguous, vectorized copy.
+// the channels of a block, the inner loop a contiguous, vectorized copy. The
+// micro-kernel is called per input channel block and kernel row (ConvConfig.SplitK).
 func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epilogue string, cb int64) error {
-	return scheduleConvBlocked(s, g, ConvConfig{Parallel: parallel}, epilogue, cb, false)
+	return scheduleConvBlocked(s, g, ConvConfig{Parallel: parallel, SplitK: true}, epilogue, cb, false)
 }
 
 // scheduleConvBlocked is ScheduleConvBlocked; with split, the epilogue computes the
@@ -71,6 +72,13 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, ep
 		if rr, err = s.Fuse(icb, ry, rr); err != nil {
 			return err
 		}
+	} else if !cfg.SplitK {
+		// each tile's whole reduction in one call of the micro-kernel's Blocks form:
+		// its accumulators stay in registers across the input channel blocks and
+		// kernel rows, and its init is the call's zeroing
+		if err := s.Reorder(n, ocb, oh, w[0], w[1], oc, icb, ry, rr); err != nil {
+			return err
+		}
 	} else {
 		order := []schedule.LoopRV{n, ocb, oh, icb, ry, w[0], w[1], oc, rr}
 		if cfg.TilesOuter {
@@ -112,8 +120,11 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, ep
 		}
 	}
 	in := g.Update
-	if whole {
+	switch {
+	case whole:
 		in = g.Init
+	case !cfg.SplitK:
+		in = g.Blocks
 	}
 	if err := s.Tensorize(w[1], in); err != nil {
 		return err

@@ -16,7 +16,12 @@
 // pack, micro-kernel conv, unpack with bias in one kernel; unpadded blocked data, and
 // plain data under a 1×1 kernel, are read in place with no padded copy; a 1×1 kernel
 // over one input channel block calls the micro-kernel's zero-initializing form once
-// per tile, the whole reduction, with no init pass; ConvConfig is its knobs; the unpacking,
+// per tile, the whole reduction, with no init pass; so does a 1×1 one over several
+// blocks (blocksByDefault: an input of at most 1 MiB, rows of two tiles or more), with
+// the Blocks form (intrin.Gemm: the reduction over input channel blocks, kernel rows
+// and the merged kernel column·channel axis inside one call), while the others make a
+// call per channel block and kernel row (ConvConfig.SplitK, the knob split_k);
+// ConvConfig is its knobs; the unpacking,
 // bias and epilogues run under the output row loop on a row-sized local buffer, for a
 // blocked output and for a plain one, computed as its [N, M/mb, mb, OH, OW] view so
 // that the unpacking reads the row at permuted iterators, vectorized along the

@@ -17,9 +17,12 @@ import (
 // the host has, a 1×1 convolution over one input channel block (at most 64 channels:
 // MobileNet's and EfficientNet's expansion layers) makes one micro-kernel call per tile
 // the whole reduction, in the kernel's zero-initializing form (no init pass, the tile
-// never read back); several channel blocks or a 3×3 window keep the accumulating form.
-// Rows of 7 columns end in a partial tile, channel counts of 3 and 13 are not a
-// multiple of the kernel's unroll; every result matches the reference.
+// never read back); a 1×1 window over several channel blocks and output rows of at
+// least two tiles makes one call per tile of the Blocks form (the reduction over the
+// blocks inside the call), rows of one tile or a 3×3 window keep the accumulating form.
+// Rows of 7 and 19 columns end in a partial tile, channel counts of 3, 13 and 72 (9
+// blocks of 8) are not a multiple of the kernel's unroll; every result matches the
+// reference.
 func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T) {
 	l := Strategies(kernels.Default())
 	for _, level := range capLevels(t) {
@@ -27,11 +30,13 @@ func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T
 			t.Setenv(target.ISAEnv, string(level))
 			tg := target.Host()
 			for _, tc := range []struct {
-				c, m, k int
-				whole   bool
-			}{{16, 96, 1, true}, {3, 32, 1, true}, {13, 24, 1, true}, {64, 16, 1, true}, {96, 32, 1, false}, {16, 32, 3, false}} {
-				const h, w = 5, 7
-				name := fmt.Sprintf("%d→%d k%d", tc.c, tc.m, tc.k)
+				c, m, k, w    int
+				whole, blocks bool
+			}{{16, 96, 1, 7, true, false}, {3, 32, 1, 7, true, false}, {13, 24, 1, 7, true, false}, {64, 16, 1, 7, true, false},
+				{96, 32, 1, 7, false, false}, {96, 32, 1, 19, false, true}, {72, 40, 1, 19, false, true}, {16, 32, 3, 7, false, false}, {72, 40, 3, 19, false, false}} {
+				const h = 5
+				w := tc.w
+				name := fmt.Sprintf("%d→%d k%d w%d", tc.c, tc.m, tc.k, w)
 				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
 				a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
 				if tc.k == 3 {
@@ -55,6 +60,9 @@ func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T
 				if got := strings.Contains(impl.Trace.String(), g.Init.Name); got != tc.whole {
 					t.Errorf("%s: calls %s: %v, want %v:\n%s", name, g.Init.Name, got, tc.whole, impl.Trace)
 				}
+				if got := strings.Contains(impl.Trace.String(), g.Blocks.Name); got != tc.blocks {
+					t.Errorf("%s: calls %s: %v, want %v:\n%s", name, g.Blocks.Name, got, tc.blocks, impl.Trace)
+				}
 				got, _, err := nt.RunNode(l, n, args)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
@@ -64,6 +72,44 @@ func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T
 			}
 		})
 	}
+}
+
+// TestConvOverALargeInputCallsTheMicroKernelPerChannelBlock: a blocked convolution
+// (a strided 1×1 one) whose input exceeds blocksMaxInputBytes makes a call per input channel block (the
+// accumulating form, each plane streamed), not one Blocks call per tile; the result
+// matches the reference.
+func TestConvOverALargeInputCallsTheMicroKernelPerChannelBlock(t *testing.T) {
+	l := Strategies(kernels.Default())
+	tg := target.Host()
+	const c, m, h, w = 96, 16, 64, 61 // 1.4 MiB of input in 3 blocks of 32 channels
+	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	a.KernelShape = []int64{1, 1}
+	a.Strides = []int64{2, 2} // as resnet's downsampling convolutions
+	args := []nt.Arg{nt.In(f32(71, 1, c, h, w)), nt.C(f32(72, m, c, 1, 1)), nt.C(f32(73, m))}
+	mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+	n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+	in, err := nt.Placeholders(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	impl, err := l.Lower(n, in, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if impl.Strategy != "conv2d-nchwc-tensorized" {
+		t.Fatalf("strategy %s", impl.Strategy)
+	}
+	g := convGemm(tg, n)
+	tr := impl.Trace.String()
+	if strings.Contains(tr, g.Blocks.Name) || !strings.Contains(tr, g.Update.Name) {
+		t.Errorf("want calls of %s, not %s:\n%s", g.Update.Name, g.Blocks.Name, tr)
+	}
+	got, _, err := nt.RunNode(l, n, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T, args[2].T})
+	kerneltest.Close(t, "large input", got[0].Data.([]float32), want)
 }
 
 // tunedLowerer lowers every node with one strategy's Tuned builder under fixed knobs.
@@ -108,14 +154,15 @@ func tunedConv(t *testing.T, name string, want ...string) kernels.Strategy {
 }
 
 // TestBlockedConvKnobsAllMatchTheReference: the blocked convolution declares its
-// schedule's knobs (parallel rows, tiles outside the reduction) for the tuner, and every
-// assignment builds a kernel that matches the reference: a 3×3 window over several
-// input channel blocks (the order the knob moves), a strided one, and a 1×1 one.
+// schedule's knobs (parallel rows, a call per channel block and kernel row, tiles
+// outside the reduction) for the tuner, and every assignment builds a kernel that
+// matches the reference: a 3×3 window over several input channel blocks (the order the
+// knobs move), a strided one, and a 1×1 one.
 func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
-	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "tiles_outer")
+	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "split_k", "tiles_outer")
 	for _, tc := range []struct{ c, m, k, stride int }{{128, 32, 3, 1}, {40, 24, 3, 2}, {16, 48, 1, 1}} {
 		for _, par := range []int64{0, 1} {
-			for _, outer := range []int64{0, 1} {
+			for _, outer := range []int64{0, 1, 2} { // 2: the Blocks form (split_k 0)
 				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
 				a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
 				a.Strides = []int64{int64(tc.stride), int64(tc.stride)}
@@ -123,9 +170,13 @@ func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
 					a.Pads = []int64{1, 1, 1, 1}
 				}
 				args := []nt.Arg{nt.In(f32(61, 1, tc.c, 6, 9)), nt.C(f32(62, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(63, tc.m))}
-				l := tunedLowerer{st: st, knobs: kernels.Knobs{"parallel": par, "tiles_outer": outer}}
+				knobs := kernels.Knobs{"parallel": par, "split_k": 1, "tiles_outer": outer}
+				if outer == 2 {
+					knobs["split_k"], knobs["tiles_outer"] = 0, 0
+				}
+				l := tunedLowerer{st: st, knobs: knobs}
 				if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got != st.Name {
-					t.Fatalf("%v parallel %d tiles_outer %d: strategy %s", tc, par, outer, got)
+					t.Fatalf("%v knobs %v: strategy %s", tc, knobs, got)
 				}
 			}
 		}
@@ -147,5 +198,18 @@ func TestPointwiseConvKnobsAllMatchTheReference(t *testing.T) {
 				t.Fatalf("%v parallel %d: strategy %s", tc, par, got)
 			}
 		}
+	}
+}
+
+// TestConvWithRunTimeWeightsFallsBackAndMatchesTheReference: a convolution whose weights
+// are an input (the ONNX node suite's) is refused by the blocked strategy's default
+// schedule choice, not crashed on, and another strategy matches the reference.
+func TestConvWithRunTimeWeightsFallsBackAndMatchesTheReference(t *testing.T) {
+	l := Strategies(kernels.Default())
+	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	a.KernelShape = []int64{1, 1}
+	args := []nt.Arg{nt.In(f32(81, 1, 40, 5, 19)), nt.In(f32(82, 16, 40, 1, 1))}
+	if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got == "conv2d-nchwc-tensorized" {
+		t.Fatalf("strategy %s for run-time weights", got)
 	}
 }

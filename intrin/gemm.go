@@ -147,29 +147,9 @@ func gemmBlocksTile(w func(string, ...any), vt string, lanes, mr, nv int, row fu
 	w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) {\n")
 	w("    const i64 o = ib * a_skb + iy * a_sky;\n")
 	w("    const float *restrict bb = b + ib * b_skb + iy * b_sky;\n")
-	w("    for (i64 k = 0; k < kk; ++k) {\n")
-	for v := 0; v < nv; v++ {
-		w("      const %s b%d = *(const %su *)(bb + k * b_sk + %d);\n", vt, v, vt, v*lanes)
-	}
-	for i := 0; i < mr; i++ {
-		w("      { const float x = %s[k * a_sk];", row(i))
-		for v := 0; v < nv; v++ {
-			w(" c%d_%d += x * b%d;", i, v, v)
-		}
-		w(" }\n")
-	}
-	w("    }\n    }\n")
-	for i := 0; i < mr; i++ {
-		if partial {
-			w("    if (m > %d) {", i)
-		} else {
-			w("    {")
-		}
-		for v := 0; v < nv; v++ {
-			w(" *(%su *)(c + %d * c_si + %d) = c%d_%d;", vt, i, v*lanes, i, v)
-		}
-		w(" }\n")
-	}
+	gemmKLoop(w, vt, lanes, mr, nv, row, "bb")
+	w("    }\n")
+	gemmStore(w, vt, lanes, mr, nv, partial)
 }
 
 // gemmDesc: C, A, B with loops i < mr, j < nr, k < K; with zero, the block initializes
@@ -271,9 +251,16 @@ func gemmTile(w func(string, ...any), vt string, lanes, mr, nv int, row func(int
 			w("    %s c%d_%d = %s;\n", vt, i, v, ld)
 		}
 	}
+	gemmKLoop(w, vt, lanes, mr, nv, row, "b")
+	gemmStore(w, vt, lanes, mr, nv, partial)
+}
+
+// gemmKLoop prints the k loop over one reduction run: per k, nv vectors of B (from the
+// pointer named b) and one broadcast A element per row, accumulated into the tile.
+func gemmKLoop(w func(string, ...any), vt string, lanes, mr, nv int, row func(int) string, b string) {
 	w("    for (i64 k = 0; k < kk; ++k) {\n")
 	for v := 0; v < nv; v++ {
-		w("      const %s b%d = *(const %su *)(b + k * b_sk + %d);\n", vt, v, vt, v*lanes)
+		w("      const %s b%d = *(const %su *)(%s + k * b_sk + %d);\n", vt, v, vt, b, v*lanes)
 	}
 	for i := 0; i < mr; i++ {
 		w("      { const float x = %s[k * a_sk];", row(i))
@@ -283,6 +270,10 @@ func gemmTile(w func(string, ...any), vt string, lanes, mr, nv int, row func(int
 		w(" }\n")
 	}
 	w("    }\n")
+}
+
+// gemmStore prints the tile's store; with partial, rows at or beyond m are not stored.
+func gemmStore(w func(string, ...any), vt string, lanes, mr, nv int, partial bool) {
 	for i := 0; i < mr; i++ {
 		if partial {
 			w("    if (m > %d) {", i)

@@ -130,16 +130,26 @@ func product(s []int64) int64 {
 	return p
 }
 
+// convShapes is a convolution's (or transposed one's) input, weight and output shapes,
+// of one rank of at least 3.
+func convShapes(n *graph.Node) (x, k, y []int64, err error) {
+	s, err := shapes(n.Inputs[0], n.Inputs[1], n.Outputs[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	x, k, y = s[0], s[1], s[2]
+	if len(x) < 3 || len(k) != len(x) || len(y) != len(x) {
+		return nil, nil, nil, fmt.Errorf("%w: ranks %d, %d, %d", ErrNotCounted, len(x), len(k), len(y))
+	}
+	return x, k, y, nil
+}
+
 // convWork: a Conv's output elements times the multiply-adds of each (W's elements per
 // output channel, C/group × the kernel's window).
 func convWork(n *graph.Node, w *Work) error {
-	s, err := shapes(n.Inputs[0], n.Inputs[1], n.Outputs[0])
+	x, k, y, err := convShapes(n)
 	if err != nil {
 		return err
-	}
-	x, k, y := s[0], s[1], s[2]
-	if len(x) < 3 || len(k) != len(x) || len(y) != len(x) {
-		return fmt.Errorf("%w: ranks %d, %d, %d", ErrNotCounted, len(x), len(k), len(y))
 	}
 	group, strides := int64(1), []int64(nil)
 	if a, _ := n.Attrs.(*graph.ConvAttrs); a != nil {
@@ -164,13 +174,9 @@ func convWork(n *graph.Node, w *Work) error {
 // convTransposeWork: each input element times the multiply-adds it scatters (W's
 // elements per input channel, M/group × the window).
 func convTransposeWork(n *graph.Node, w *Work) error {
-	s, err := shapes(n.Inputs[0], n.Inputs[1], n.Outputs[0])
+	x, k, y, err := convShapes(n)
 	if err != nil {
 		return err
-	}
-	x, k, y := s[0], s[1], s[2]
-	if len(x) < 3 || len(k) != len(x) || len(y) != len(x) {
-		return fmt.Errorf("%w: ranks %d, %d, %d", ErrNotCounted, len(x), len(k), len(y))
 	}
 	group, strides := int64(1), []int64(nil)
 	if a, _ := n.Attrs.(*graph.ConvTransposeAttrs); a != nil {

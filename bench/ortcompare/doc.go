@@ -34,6 +34,12 @@
 // It needs an OpenCL driver; without one its compile fails and the rows say so. On
 // PoCL (OpenCL on the CPU) its p50 measures the GPU path's overheads, not a GPU.
 //
+// --engines kiln,kiln@avx2,kiln@generic,ort adds kiln compiled and run with the
+// instruction set capped (KILN_CPU_ISA=avx512, avx2, sse4 or generic) at the highest
+// level, alternating with the uncapped kiln and ORT in every round: the table gains each
+// cap's p50 and its ratio to ORT, the JSON engines["kiln@avx2"] and kiln_isa_compile_s.
+// A cap above the CPU's own fails that engine's compile, and the rows say so.
+//
 //	cd bench/ort && npm install          # once: onnxruntime-node, CPU library included
 //	go run ./bench/ortcompare            # all zoo models, 1 and 2 threads, 5 rounds
 //	go run ./bench/ortcompare --engines ort --models resnet18,bert_tiny --json out.json
@@ -43,7 +49,7 @@
 // test_data_set_N used, default 0), --threads 1,2, --rounds R (default 5), --iters N
 // (default: chosen per model, engine (each kiln level apart) and thread count from a
 // short probe run so that one round takes about --target, 750ms), --warmup W (default:
-// iters/10, 3 to 100), --engines kiln,ort (also kiln-generic, kiln-opencl), --levels 3
+// iters/10, 3 to 100), --engines kiln,ort (also kiln-generic, kiln-opencl, kiln@ISA), --levels 3
 // (see above), --kiln PATH (default: built once with go build ./cmd/kiln), --node PATH,
 // --ort-dir DIR (default bench/ort), --json FILE (all raw results), --workdir DIR
 // (kept; default a temporary folder, removed at the end), --run-timeout (5m per

@@ -42,7 +42,7 @@ func (d *driver) uses(e string) bool { return slices.Contains(d.cfg.Engines, e) 
 
 // usesKiln reports whether the run includes any kiln engine.
 func (d *driver) usesKiln() bool {
-	return d.uses(engineKiln) || d.uses(engineGeneric) || d.uses(engineOpenCL)
+	return d.uses(engineKiln) || d.uses(engineGeneric) || d.uses(engineOpenCL) || len(d.isaEngines()) > 0
 }
 
 // logf writes a progress line to the log.
@@ -177,7 +177,10 @@ func (d *driver) compile(ctx context.Context, mr *ModelReport, out string, level
 	case openclLevel:
 		args = []string{"compile", mr.Model, "-o", out, "--input-dir", mr.DataSet, "-O", strconv.Itoa(slices.Max(d.cfg.Levels)), "--target", "opencl"}
 	}
-	cmd := exec.CommandContext(cctx, d.kiln, args...)
+	if levelISA(level) != "" { // under the cap, at the highest level
+		args = []string{"compile", mr.Model, "-o", out, "--input-dir", mr.DataSet, "-O", strconv.Itoa(slices.Max(d.cfg.Levels))}
+	}
+	cmd := withISA(exec.CommandContext(cctx, d.kiln, args...), level)
 	_, _, ps, err := execute(cctx, cmd, d.root)
 	if err != nil {
 		return 0, fmt.Errorf("kiln compile: %w", err)
@@ -279,6 +282,9 @@ func (mc *modelCase) engineErr(v variant) error {
 		if mc.kilnFiles[v.level] == "" && v.level == openclLevel {
 			return fmt.Errorf("no OpenCL executable")
 		}
+		if isa := levelISA(v.level); mc.kilnFiles[v.level] == "" && isa != "" {
+			return fmt.Errorf("no executable under KILN_CPU_ISA=%s", isa)
+		}
 		if mc.kilnFiles[v.level] == "" {
 			return fmt.Errorf("not compiled at -O %d", v.level)
 		}
@@ -328,7 +334,7 @@ func (d *driver) benchCmd(ctx context.Context, v variant, mc *modelCase, threads
 		if v.level == openclLevel {
 			args = append(args, "--target", "opencl")
 		}
-		return exec.CommandContext(ctx, d.kiln, args...)
+		return withISA(exec.CommandContext(ctx, d.kiln, args...), v.level)
 	case engineORT:
 		cmd := exec.CommandContext(ctx, d.cfg.Node, filepath.Join(d.cfg.ORTDir, "bench.js"),
 			"--model", mc.rep.Model, "--inputs", mc.ortInputs,

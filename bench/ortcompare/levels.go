@@ -29,6 +29,10 @@ func (d *driver) variants() []variant {
 			vs = append(vs, variant{key: e, label: e, engine: engineKiln, level: openclLevel})
 			continue
 		}
+		if isa, ok := isaEngine(e); ok {
+			vs = append(vs, variant{key: e, label: e, engine: engineKiln, level: isaLevel(isa)})
+			continue
+		}
 		if e != engineKiln {
 			vs = append(vs, variant{key: e, label: e, engine: e})
 			continue
@@ -104,6 +108,7 @@ func (d *driver) compileLevels(ctx context.Context, mc *modelCase, work string) 
 			}
 		}
 	}
+	d.compileISAs(ctx, mc, work)
 	if !d.uses(engineKiln) {
 		return
 	}

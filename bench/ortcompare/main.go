@@ -178,7 +178,7 @@ func parseFlags(args []string, root string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Iters, "iters", 0, "timed iterations per run (0: chosen by a probe run so that a round takes about -target)")
 	fs.IntVar(&cfg.Warmup, "warmup", -1, "warm-up iterations per run (-1: iters/10, 3 to 100)")
 	fs.DurationVar(&cfg.Target, "target", 750*time.Millisecond, "wanted duration of one engine's timed iterations per round")
-	fs.StringVar(&engines, "engines", "kiln,ort", "engines to run, in the order each round runs them")
+	fs.StringVar(&engines, "engines", "kiln,ort", "engines to run, in the order each round runs them: kiln, ort, kiln-generic (symbolic dims free), kiln-opencl, kiln@ISA (compiled and run under KILN_CPU_ISA=ISA: avx512, avx2, sse4 or generic)")
 	fs.StringVar(&levels, "levels", strconv.Itoa(defaultLevel), "comma-separated graph optimization levels (kiln compile -O, 0 to 3) to compile and measure kiln at, each round running all")
 	fs.StringVar(&cfg.Kiln, "kiln", "", "kiln binary (default: go build ./cmd/kiln into the work folder)")
 	fs.StringVar(&cfg.Node, "node", "node", "node binary")
@@ -203,8 +203,8 @@ func parseFlags(args []string, root string, stderr io.Writer) (Config, error) {
 		return cfg, errors.New("--engines: none given")
 	}
 	for _, e := range cfg.Engines {
-		if e != engineKiln && e != engineORT && e != engineGeneric && e != engineOpenCL {
-			return cfg, fmt.Errorf("--engines: unknown engine %q (want kiln, kiln-generic, kiln-opencl, ort)", e)
+		if _, isa := isaEngine(e); !isa && e != engineKiln && e != engineORT && e != engineGeneric && e != engineOpenCL {
+			return cfg, fmt.Errorf("--engines: unknown engine %q (want kiln, kiln-generic, kiln-opencl, kiln@ISA with ISA one of %s, ort)", e, strings.Join(isaLevels, ", "))
 		}
 	}
 	if len(dedup(cfg.Engines)) != len(cfg.Engines) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -224,7 +225,7 @@ compile)
   [ -n "$level" ] || { echo "no -O" >&2; exit 1; }
   [ -f "$dir/input_0.pb" ] || { echo "no inputs in $dir" >&2; exit 1; }
   case $target in
-  "") echo "O$level" > "$out";;
+  "") echo "O$level${KILN_CPU_ISA:+@$KILN_CPU_ISA}" > "$out";;
   opencl) echo "opencl-O$level" > "$out";;
   *) echo "unknown target $target" >&2; exit 1;;
   esac;;
@@ -236,12 +237,14 @@ bench)
     case $1 in --threads) t=$2; shift;; --iters) n=$2; shift;; --warmup) shift;; --input-dir) shift;; --target) target=$2; shift;; esac; shift
   done
   case $tag:$target in opencl-*:opencl) ;; opencl-*:*) echo "an OpenCL executable needs --target opencl" >&2; exit 1;; esac
+  case $tag in *@*) [ "${tag#*@}" = "$KILN_CPU_ISA" ] || { echo "built under ${tag#*@}, run under '$KILN_CPU_ISA'" >&2; exit 1; };; esac
   [ -n "$FAKE_LOG" ] && echo "kiln-$tag t$t" >> "$FAKE_LOG"
   echo "kiln: benchmarking $file"
   case $tag in
   O0) echo "{\"engine\":\"kiln\",\"p50_ms\":5,\"p90_ms\":6,\"p99_ms\":7,\"min_ms\":4,\"mean_ms\":5.2,\"iters\":$n,\"threads\":$t}";;
   opencl-O3) echo "{\"engine\":\"kiln\",\"device\":\"opencl (fake)\",\"p50_ms\":10,\"p90_ms\":11,\"p99_ms\":12,\"min_ms\":9,\"mean_ms\":10.2,\"iters\":$n,\"threads\":$t}";;
   opencl-*) echo "OpenCL executable compiled at $tag" >&2; exit 1;;
+  *@generic) echo "{\"engine\":\"kiln\",\"p50_ms\":4,\"p90_ms\":5,\"p99_ms\":6,\"min_ms\":3,\"mean_ms\":4.1,\"iters\":$n,\"threads\":$t}";;
   *) echo "{\"engine\":\"kiln\",\"p50_ms\":2.5,\"p90_ms\":3,\"p99_ms\":3.5,\"min_ms\":2,\"mean_ms\":2.6,\"iters\":$n,\"threads\":$t,\"compile_s\":0.5}";;
   esac;;
 *) echo "unknown command $cmd" >&2; exit 2;;
@@ -310,6 +313,77 @@ func TestDriverWithFakeKiln(t *testing.T) {
 	}
 	if rep.Models[0].CompileErr == "" || rep.Models[2].Err == "" {
 		t.Fatalf("failures not recorded: %+v / %+v", rep.Models[0], rep.Models[2])
+	}
+}
+
+// TestDriverISAEngines runs kiln under two ISA caps beside the uncapped kiln: each
+// cap's executable is compiled and benchmarked with KILN_CPU_ISA set (the fake kiln
+// refuses an executable run under another cap) and reported in its own columns.
+func TestDriverISAEngines(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the fake kiln is a shell script")
+	}
+	dir := t.TempDir()
+	kiln := filepath.Join(dir, "kiln")
+	if err := os.WriteFile(kiln, []byte(fakeKiln), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "zoo", "good", "test_data_set_0")
+	if err := os.MkdirAll(ds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(dir, "zoo", "good", "model.onnx"), filepath.Join(ds, "input_0.pb")} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("KILN_CPU_ISA", "") // the uncapped engine runs without a cap
+	jsonPath := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	rc := realMain([]string{"--kiln", kiln, "--engines", "kiln,kiln@avx2,kiln@generic", "--zoo", filepath.Join(dir, "zoo"),
+		"--models", "good", "--threads", "1", "--rounds", "2", "--json", jsonPath}, &stdout, &stderr)
+	if rc != 0 {
+		t.Fatalf("rc = %d\nstdout:\n%s\nstderr:\n%s", rc, &stdout, &stderr)
+	}
+	for _, want := range []string{"kiln@avx2 p50 ms", "kiln@generic p50 ms", "4.000"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, &stdout)
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	m := rep.Models[0]
+	if m.ISACompileS["avx2"] <= 0 || m.ISACompileS["generic"] <= 0 {
+		t.Fatalf("compile times under the caps: %v", m.ISACompileS)
+	}
+	row := m.Rows[0]
+	for e, want := range map[string]float64{"kiln": 2.5, "kiln@avx2": 2.5, "kiln@generic": 4} {
+		er := row.Engines[e]
+		if er == nil || er.Err != "" || len(er.Runs) != 2 || er.MedianP50 != want {
+			t.Errorf("%s: %+v, want 2 runs at p50 %v", e, er, want)
+		}
+	}
+}
+
+func TestISAEngineNames(t *testing.T) {
+	if _, err := parseFlags([]string{"--engines", "kiln@avx9"}, t.TempDir(), io.Discard); err == nil || !strings.Contains(err.Error(), "avx512, avx2, sse4, generic") {
+		t.Errorf("kiln@avx9: %v, want an error listing the caps", err)
+	}
+	for _, isa := range isaLevels {
+		if got := levelISA(isaLevel(isa)); got != isa {
+			t.Errorf("levelISA(isaLevel(%s)) = %q", isa, got)
+		}
+	}
+	for _, l := range []int{3, 0, genericLevel, openclLevel} {
+		if got := levelISA(l); got != "" {
+			t.Errorf("levelISA(%d) = %q, want none", l, got)
+		}
 	}
 }
 

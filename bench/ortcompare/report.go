@@ -54,6 +54,8 @@ func printTable(w io.Writer, rep *Report) {
 	if opencl {
 		header = append(header, "opencl p50 ms", "opencl/kiln", "opencl/ORT", "opencl compile s")
 	}
+	isas := isaEnginesOf(rep.Config.Engines)
+	header = append(header, isaHeader(isas)...)
 	printRow(tw, append(header, "others", "notes"))
 	var geo geoMeans
 	for _, m := range rep.Models {
@@ -70,6 +72,7 @@ func printTable(w io.Writer, rep *Report) {
 			if opencl {
 				cells = append(cells, dashes(4)...)
 			}
+			cells = append(cells, dashes(2*len(isas))...)
 			printRow(tw, append(cells, "-", note(m.Err)))
 			continue
 		}
@@ -120,7 +123,8 @@ func printTable(w io.Writer, rep *Report) {
 				}
 				cells = append(cells, cell(c), ratioCell(ratio(c, k)), ratioCell(ratio(c, o)), cc)
 			}
-			notes := kilnNotes(m, levels, kl)
+			cells = append(cells, isaColumns(isas, row, &geo)...)
+			notes := append(kilnNotes(m, levels, kl), isaNotes(isas, row)...)
 			if g := row.Engines[engineGeneric]; generic && g != nil && g.Err != "" {
 				notes = append(notes, "generic: "+g.Err)
 			} else if generic && m.GenericErr != "" {

@@ -77,6 +77,8 @@ type ModelReport struct {
 	// GenericS and GenericErr: the generic executable's compile (kiln-generic engine).
 	GenericS   float64 `json:"kiln_generic_compile_s,omitempty"`
 	GenericErr string  `json:"kiln_generic_compile_error,omitempty"`
+	// ISACompileS: the compile time under each ISA engine's cap (kiln@ISA engines).
+	ISACompileS map[string]float64 `json:"kiln_isa_compile_s,omitempty"`
 	// OpenCLS and OpenCLErr: the OpenCL executable's compile (kiln-opencl engine).
 	OpenCLS   float64 `json:"kiln_opencl_compile_s,omitempty"`
 	OpenCLErr string  `json:"kiln_opencl_compile_error,omitempty"`

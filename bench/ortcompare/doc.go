@@ -38,7 +38,7 @@
 // instruction set capped (KILN_CPU_ISA=avx512, avx2, sse4 or generic) at the highest
 // level, alternating with the uncapped kiln and ORT in every round: the table gains each
 // cap's p50 and its ratio to ORT, the JSON engines["kiln@avx2"] and kiln_isa_compile_s.
-// A cap above the CPU's own fails that engine's compile, and the rows say so.
+// A cap above the CPU's own changes nothing (a cap never adds a feature).
 //
 //	cd bench/ort && npm install          # once: onnxruntime-node, CPU library included
 //	go run ./bench/ortcompare            # all zoo models, 1 and 2 threads, 5 rounds

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 380 files; see Identity.
-const sourceDigest = "bf303c2b7a6f600dbcd6afc0684936c2"
+const sourceDigest = "b3ff56d564953b11a62d0dc2e2fb850e"

@@ -53,9 +53,9 @@ func TestGemmTileFitsTheOutputChannels(t *testing.T) {
 
 // TestGemmTileCountsPaddedRows: where the default tile does not divide the columns,
 // the choice weighs the row tiles' padding too: a 7-wide output row costs 14×16 7
-// padded rows on AVX-512 (224 slots against 8×48's 384), one matmul row costs 4×24
+// padded rows on AVX-512 (224 slots against 7×48's 336), one matmul row costs 4×24
 // three (the classifier's 1000 columns: 4032 slots against 6048 for 6×16 and 8000 for
-// 8×8); where the default divides, the rows do not change it.
+// 8×8); where the default divides, the rows change only its row count (7 on narrow rows).
 func TestGemmTileCountsPaddedRows(t *testing.T) {
 	declared := map[string]bool{}
 	for _, in := range intrin.Table() {
@@ -66,7 +66,7 @@ func TestGemmTileCountsPaddedRows(t *testing.T) {
 		cols, rows int64
 		mr, nr     int64
 	}{
-		{avx512, 16, 7, 14, 16}, {avx512, 96, 7, 8, 48}, {avx512, 64, 7, 6, 64}, {avx512, 24, 56, 14, 32},
+		{avx512, 16, 7, 14, 16}, {avx512, 96, 7, 7, 48}, {avx512, 96, 28, 14, 32}, {avx512, 64, 7, 7, 64}, {avx512, 64, 56, 6, 64}, {avx512, 24, 56, 14, 32},
 		{avx2, 1000, 1, 4, 24}, {avx2, 40, 56, 8, 8}, {avx2, 24, 7, 4, 24}, {avx2, 16, 7, 7, 16}, {avx2, 1280, 1, 6, 16},
 	} {
 		tg := target.Target{Kind: target.CPU, Features: c.features}
@@ -80,8 +80,8 @@ func TestGemmTileCountsPaddedRows(t *testing.T) {
 	}
 }
 
-// TestGemmTileFitsNarrowRows: on AVX2 a 7-row tile takes the narrow widths it pads to
-// fewer slots than six rows do; the default serves unknown columns.
+// TestGemmTileFitsNarrowRows: on AVX2 and AVX-512 a 7-row tile takes the narrow widths
+// it pads to fewer slots than six rows do; the default serves unknown columns.
 func TestGemmTileFitsNarrowRows(t *testing.T) {
 	for _, c := range []struct {
 		features []target.Feature
@@ -92,7 +92,7 @@ func TestGemmTileFitsNarrowRows(t *testing.T) {
 		{avx2, 64, 6}, // 66 slots against 70
 		{avx2, 12, 6}, // 12 against 14
 		{avx2, 0, 6},  // unknown width: the default
-		{avx512, 7, 6},
+		{avx512, 7, 7}, {avx512, 14, 7}, {avx512, 28, 6}, {avx512, 15, 6},
 	} {
 		tg := target.Target{Kind: target.CPU, Features: c.features}
 		g := intrin.GemmTile(tg, 0, c.width)

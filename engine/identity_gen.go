@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 380 files; see Identity.
-const sourceDigest = "b3ff56d564953b11a62d0dc2e2fb850e"
+const sourceDigest = "1b798552cdaa757d32a3183c9c96e673"

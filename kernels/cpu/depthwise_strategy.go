@@ -117,8 +117,8 @@ func convWindowAttrs(n *graph.Node) (DepthwiseAttrs, error) {
 // a on t: the block its input is stored in when that block divides the channels (no
 // multiplier: the copy then moves whole blocks), else the width of the micro-kernel
 // the neighbouring tensorized convolutions take for these channels (convGemm), else
-// one vector of the target, the first of them that divides the output channels; 0 when
-// none does.
+// one vector of the target or a half or quarter of one, the first of them that divides
+// the output channels; 0 when none does.
 func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
 	m := int64(n.Inputs[1].Const.Shape[0])
 	if a.XBlock > 0 && a.Mult == 1 && m%a.XBlock == 0 {
@@ -127,8 +127,13 @@ func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
 	if nr := convGemm(t, n).NR; m%nr == 0 {
 		return nr
 	}
-	if lanes := int64(max(t.VectorBits, 128) / 32); m%lanes == 0 {
-		return lanes
+	// one vector of the target, else a half or a quarter of one (at least 4 floats):
+	// AVX-512's 16 lanes divide none of MobileNetV3's 72, 120, 184 and 200 channels,
+	// that 8 divides
+	for lanes := int64(max(t.VectorBits, 128) / 32); lanes >= 4; lanes /= 2 {
+		if m%lanes == 0 {
+			return lanes
+		}
 	}
 	return 0
 }

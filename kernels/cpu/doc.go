@@ -29,8 +29,8 @@
 // per input channel and any channel multiplier, constant weights repacked on the host to
 // [M/B, KH, KW, B], static padding (explicit, VALID, or SAME over static extents), any
 // kernel, strides and dilations; computed in blocks of B output channels, B the block the
-// input is stored in or else the tensorized convolutions' tile width (depthwiseBlock),
-// refused when neither divides the channels: per output row (batch·block·row, parallel)
+// input is stored in or else the tensorized convolutions' tile width, else a vector or
+// a half or quarter of one (depthwiseBlock), refused when none divides the channels: per output row (batch·block·row, parallel)
 // the padded input rows its window spans are copied into a row-sized buffer (for a
 // depthwise block, per band of up to the knob rows output rows, default 8, dividing the
 // height: each input row copied once per band), then the

@@ -149,7 +149,8 @@ var avx512Target = target.Target{Kind: target.CPU, Arch: "amd64", Cores: 2, Vect
 // takes a tensorized strategy on the tile GemmTile chooses, the output channel counts
 // that 64 does not divide but a narrower tile does (16, 96, 160) keep a blocked output
 // in that tile's width, and a 3×3 convolution with 96 output channels takes Winograd
-// (its products on whole 48-column tiles).
+// (its products on whole 48-column tiles); depthwise convolutions over channel counts
+// that 16 does not divide but 8 does run blocked in 8.
 func TestAVX512KeepsTheFastPathOnMobileNetChannels(t *testing.T) {
 	reg := kernels.Default()
 	l := Strategies(reg)
@@ -186,6 +187,20 @@ func TestAVX512KeepsTheFastPathOnMobileNetChannels(t *testing.T) {
 		impl := lower(n)
 		if impl.Strategy != "conv2d-nchwc-tensorized" || !strings.Contains(impl.Trace.String(), g.Update.Name) {
 			t.Errorf("%d channels: strategy %s, want the tensorized one on %s", m, impl.Strategy, g.Update.Name)
+		}
+	}
+	// MobileNetV3's depthwise convolutions over 72, 120, 184 and 200 channels, which 16
+	// does not divide: blocks of 8 (half a zmm), not the generic strategy
+	for _, c := range []int{72, 120, 184, 200} {
+		tc := dwCase{c, 1, 14, 14, 5, 5, []int64{1, 1}, []int64{1, 1}, []int64{2, 2, 2, 2}, "", true, 0}
+		mod, _ := nt.Build(t, graph.OpConv, tc.attrs(), 1, tc.args(uint64(c))...)
+		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		if _, out, ok := policy.Anchor(n); !ok || out != 8 {
+			t.Errorf("depthwise, %d channels: anchored %v in blocks of %d, want 8", c, ok, out)
+		}
+		n.Outputs[0].Type.Block = 8
+		if impl := lower(n); strings.TrimSuffix(impl.Strategy, "+epilogue") != "conv2d-depthwise-nchwc" {
+			t.Errorf("depthwise, %d channels: strategy %s", c, impl.Strategy)
 		}
 	}
 	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)

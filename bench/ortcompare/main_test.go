@@ -257,23 +257,7 @@ func TestDriverWithFakeKiln(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the fake kiln is a shell script")
 	}
-	dir := t.TempDir()
-	kiln := filepath.Join(dir, "kiln")
-	if err := os.WriteFile(kiln, []byte(fakeKiln), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	zoo := filepath.Join(dir, "zoo")
-	for _, name := range []string{"good", "broken"} {
-		ds := filepath.Join(zoo, name, "test_data_set_0")
-		if err := os.MkdirAll(ds, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{filepath.Join(zoo, name, "model.onnx"), filepath.Join(ds, "input_0.pb")} {
-			if err := os.WriteFile(f, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	dir, kiln, zoo := fakeSetup(t, "good", "broken")
 	jsonPath := filepath.Join(dir, "out.json")
 	var stdout, stderr bytes.Buffer
 	rc := realMain([]string{"--kiln", kiln, "--engines", "kiln", "--zoo", zoo, "--models", "broken,good,missing",
@@ -287,14 +271,7 @@ func TestDriverWithFakeKiln(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, jsonPath)
 	if len(rep.Models) != 3 {
 		t.Fatalf("%d models in the report, want 3", len(rep.Models))
 	}
@@ -316,6 +293,45 @@ func TestDriverWithFakeKiln(t *testing.T) {
 	}
 }
 
+// readReport decodes the JSON report at path.
+func readReport(t *testing.T, path string) Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// fakeSetup writes the fake kiln and a zoo of empty cases named models (a model file and
+// one input in test_data_set_0) into a temporary folder, and returns the folder, the
+// fake kiln's path and the zoo's.
+func fakeSetup(t *testing.T, models ...string) (dir, kiln, zoo string) {
+	t.Helper()
+	dir = t.TempDir()
+	kiln = filepath.Join(dir, "kiln")
+	if err := os.WriteFile(kiln, []byte(fakeKiln), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	zoo = filepath.Join(dir, "zoo")
+	for _, name := range models {
+		ds := filepath.Join(zoo, name, "test_data_set_0")
+		if err := os.MkdirAll(ds, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{filepath.Join(zoo, name, "model.onnx"), filepath.Join(ds, "input_0.pb")} {
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir, kiln, zoo
+}
+
 // TestDriverISAEngines runs kiln under two ISA caps beside the uncapped kiln: each
 // cap's executable is compiled and benchmarked with KILN_CPU_ISA set (the fake kiln
 // refuses an executable run under another cap) and reported in its own columns.
@@ -323,24 +339,11 @@ func TestDriverISAEngines(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the fake kiln is a shell script")
 	}
-	dir := t.TempDir()
-	kiln := filepath.Join(dir, "kiln")
-	if err := os.WriteFile(kiln, []byte(fakeKiln), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ds := filepath.Join(dir, "zoo", "good", "test_data_set_0")
-	if err := os.MkdirAll(ds, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{filepath.Join(dir, "zoo", "good", "model.onnx"), filepath.Join(ds, "input_0.pb")} {
-		if err := os.WriteFile(f, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, kiln, zoo := fakeSetup(t, "good")
 	t.Setenv("KILN_CPU_ISA", "") // the uncapped engine runs without a cap
 	jsonPath := filepath.Join(dir, "out.json")
 	var stdout, stderr bytes.Buffer
-	rc := realMain([]string{"--kiln", kiln, "--engines", "kiln,kiln@avx2,kiln@generic", "--zoo", filepath.Join(dir, "zoo"),
+	rc := realMain([]string{"--kiln", kiln, "--engines", "kiln,kiln@avx2,kiln@generic", "--zoo", zoo,
 		"--models", "good", "--threads", "1", "--rounds", "2", "--json", jsonPath}, &stdout, &stderr)
 	if rc != 0 {
 		t.Fatalf("rc = %d\nstdout:\n%s\nstderr:\n%s", rc, &stdout, &stderr)
@@ -350,14 +353,7 @@ func TestDriverISAEngines(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, &stdout)
 		}
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, jsonPath)
 	m := rep.Models[0]
 	if m.ISACompileS["avx2"] <= 0 || m.ISACompileS["generic"] <= 0 {
 		t.Fatalf("compile times under the caps: %v", m.ISACompileS)

@@ -270,7 +270,8 @@ func blockedPools(r *Registry) {
 }
 
 // BlockedPoolSupported reports whether a pooling node has a blocked kernel: 2-D
-// windows without dilation, explicit pads, no ceil mode, one output.
+// windows without dilation, explicit pads (or VALID; ceil mode too), one output; an
+// AveragePool only without count_include_pad.
 func BlockedPoolSupported(n *graph.Node) bool {
 	switch n.Op {
 	case graph.OpGlobalAveragePool, graph.OpGlobalMaxPool:
@@ -281,7 +282,7 @@ func BlockedPoolSupported(n *graph.Node) bool {
 			return false
 		}
 		w, err := graph.PoolWindow(a)
-		if err != nil || w.Ceil || w.Mode.Same() || w.Dilations[0] != 1 || w.Dilations[1] != 1 {
+		if err != nil || w.Mode.Same() || w.Dilations[0] != 1 || w.Dilations[1] != 1 {
 			return false
 		}
 		return n.Op == graph.OpMaxPool || a.CountIncludePad == 0
@@ -346,8 +347,10 @@ func computeBlockedPool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if isMax {
 		fill = loopir.Float(-1.0/zero, dt)
 	}
-	// a padded copy makes every window read unguarded and contiguous along the block
-	pad := te.Compute("pool_pad", Static(nb, cbs, h+p[0]+p[2], w+p[1]+p[3], b), func(i []loopir.Expr) loopir.Expr {
+	// a padded copy makes every window read unguarded and contiguous along the block; in
+	// ceil mode the last window may reach past the end pad, into more of the fill
+	ph, pwd := max(h+p[0]+p[2], (oh-1)*s[0]+k[0]), max(w+p[1]+p[3], (ow-1)*s[1]+k[1])
+	pad := te.Compute("pool_pad", Static(nb, cbs, ph, pwd, b), func(i []loopir.Expr) loopir.Expr {
 		y, xx := sub(i[2], i64(p[0])), sub(i[3], i64(p[1]))
 		ok := loopir.Bin(loopir.And, inside(y, i64(h)), inside(xx, i64(w)))
 		return te.Select(ok, x.At(i[0], i[1], clampIndex(y, h), clampIndex(xx, w), i[4]), fill)

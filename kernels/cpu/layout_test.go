@@ -199,3 +199,28 @@ func TestBlockedResizeMatchesReference(t *testing.T) {
 		t.Errorf("a Resize of the channels is accepted on blocked input")
 	}
 }
+
+// TestBlockedPoolInCeilModeMatchesReference: MaxPool and AveragePool (count_include_pad
+// 0) in ceil mode run on blocked storage, their last window reaching past the input and
+// its end pad (SqueezeNet's 3×3 stride-2 pools on 111- and 55-wide maps keep its
+// convolutions' outputs blocked): the layout policy accepts them, and the unpacked
+// result matches the reference, with blocks of 8 and 16.
+func TestBlockedPoolInCeilModeMatchesReference(t *testing.T) {
+	reg := kernels.Default()
+	for _, c := range []poolCase{
+		{kernel: []int64{3, 3}, strides: []int64{2, 2}, ceil: 1},
+		{kernel: []int64{3, 2}, strides: []int64{2, 3}, pads: []int64{1, 0, 0, 1}, ceil: 1},
+	} {
+		for _, op := range []graph.Op{graph.OpMaxPool, graph.OpAveragePool} {
+			for _, b := range []int{8, 16} {
+				a := poolAttrs(op, c)
+				what := fmt.Sprintf("%v %+v in blocks of %d", op, c, b)
+				m, _ := nt.Build(t, op, a, 1, nt.In(f32(61, 2, 32, 14, 15)))
+				if blk, ok := accepts(reg, m.Main.Nodes[len(m.Main.Nodes)-1], []int64{int64(b)}); !ok || blk != int64(b) {
+					t.Fatalf("%s: accepted %v in blocks of %d", what, ok, blk)
+				}
+				runBlocked(t, what, op, a, b, bl(f32(61, 2, 32, 14, 15), b))
+			}
+		}
+	}
+}

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 380 files; see Identity.
-const sourceDigest = "1eb2b2d6609036bb2b3f5475e9b1d279"
+const sourceDigest = "b0876730271c1a7871b7e00e50cc7a1a"

@@ -24,16 +24,16 @@ type family struct {
 // The families. AVX-512 (32 zmm): 6×64 is the default (24 accumulators; it measured ~8%
 // faster than 14×32 on Zen 5); 8×48 (24 accumulators + 3 B), 14×32 (28 + 2) and 14×16
 // (14 accumulators: enough independent chains to cover the FMA latency) serve channel
-// counts that 64 does not divide. 6×64 and 8×48 take 7 rows for narrow output rows
-// (gcc keeps 7×64's 28 accumulators in registers but one, spilled once per k step): on
-// an Emerald Rapids Xeon resnet50's 7- and 14-wide layers ran 7-25% faster per kernel
-// (a 3×3 512→512 conv at 7×7 1.60 against 1.78 ms, 1×1 256→1024 at 14×14 0.82-0.89
-// against 0.94-1.02, best of 100 runs, four rounds alternating). AVX2 (16 ymm): 6×16 is the default (12 of 16), with 7
-// rows for narrow output rows (14 accumulators; B is read as a memory operand, so no
-// register spills: resnet18's 7- and 14-wide layer-4 convs measured 12-14% faster on
-// Zen 3, wider rows within noise, so they keep 6); 4×24 (12 accumulators + 3 B: the
-// same loads per FMA as 6×16) and 8×8 serve multiples of 8 that 16 does not divide.
-// Otherwise 4×8 and 8×4 on 128-bit vectors.
+// counts that 64 does not divide. 6×64 and 8×48 take 7 rows for narrow output rows (gcc
+// keeps 7×64's 28 accumulators in registers but one, spilled once per k step): on an
+// Emerald Rapids Xeon resnet50's 7- and 14-wide layers ran 7-25% faster per kernel (a
+// 3×3 512→512 conv at 7×7 1.60 against 1.78 ms, 1×1 256→1024 at 14×14 0.82-0.89 against
+// 0.94-1.02, best of 100 runs, four rounds alternating). AVX2 (16 ymm): 6×16 is the
+// default (12 of 16), with 7 rows for narrow output rows (14 accumulators; B is read as
+// a memory operand, so no register spills: resnet18's 7- and 14-wide layer-4 convs
+// measured 12-14% faster on Zen 3, wider rows within noise, so they keep 6); 4×24 (12
+// accumulators + 3 B: the same loads per FMA as 6×16) and 8×8 serve multiples of 8 that
+// 16 does not divide. Otherwise 4×8 and 8×4 on 128-bit vectors.
 var (
 	familyAVX512  = family{"avx512", 16, []tile{{nv: 4, mr: 6, narrowMR: 7}, {nv: 3, mr: 8, narrowMR: 7}, {nv: 2, mr: 14}, {nv: 1, mr: 14}}}
 	familyAVX2    = family{"avx2", 8, []tile{{nv: 2, mr: 6, narrowMR: 7}, {nv: 3, mr: 4}, {nv: 1, mr: 8}}}

@@ -30,10 +30,11 @@
 // [M/B, KH, KW, B], static padding (explicit, VALID, or SAME over static extents), any
 // kernel, strides and dilations; computed in blocks of B output channels, B the block the
 // input is stored in or else the tensorized convolutions' tile width, else a vector or
-// a half or quarter of one (depthwiseBlock), refused when none divides the channels: per output row (batch·block·row, parallel)
-// the padded input rows its window spans are copied into a row-sized buffer (for a
-// depthwise block, per band of up to the knob rows output rows, default 8, dividing the
-// height: each input row copied once per band), then the
+// a half or quarter of one (depthwiseBlock), refused when none divides the channels:
+// per output row (batch·block·row, parallel) the padded input rows its window spans are
+// copied into a row-sized buffer (for a depthwise block, per band of up to the knob
+// rows output rows, default 8, dividing the height: each input row copied once per
+// band), then the
 // row's columns are computed in register tiles (depthwise_tile.go: tiles of the largest
 // width up to the knob tile_w, default 8, that divides the row, for kernels of at most
 // max_taps taps, default 25 (a 7×7 tile keeps too few weights in registers); the block's lanes an

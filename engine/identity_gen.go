@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 380 files; see Identity.
-const sourceDigest = "b0876730271c1a7871b7e00e50cc7a1a"
+const sourceDigest = "c9f7f9cbd6dd186918df3920795361f9"

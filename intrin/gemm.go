@@ -14,8 +14,9 @@ import (
 // C[i, j] = Σ_k A[i, k]·B[k, j] (the reduction's init included: its accumulators start
 // at zero and C is never read). B's and C's rows must be contiguous (stride 1 along j); A
 // may have any strides. Every extent may be partial at run time: rows beyond m are
-// computed on a repeated row and never stored, a partial n takes a scalar path, K is a
-// run-time count. Blocks is Init over a reduction in three loops, each with its own
+// computed on a repeated row and never stored, a partial n runs a tile of fewer vectors
+// (the last one masked on AVX-512 and AVX2, scalar columns after the whole vectors in
+// the generic family: gemmNarrow), K is a run-time count. Blocks is Init over a reduction in three loops, each with its own
 // strides in A and B: C[i, j] = Σ_kb Σ_ky Σ_k A[i, kb, ky, k]·B[kb, ky, k, j], so a
 // convolution's whole reduction over input channel blocks, kernel rows and the merged
 // kernel column·channel axis runs in one call, the accumulators in registers from their
@@ -43,7 +44,7 @@ func GemmF32(isa string, lanes, mr, nv int) Gemm {
 			Desc:    gemmDesc(name, int64(mr), int64(nr), zero),
 			Unit:    [][2]int{{0, 1}, {2, 1}}, // C and B contiguous along j
 			Partial: []bool{true, true, true},
-			Impl:    map[string]string{"c": gemmC(name, lanes, mr, nv, zero)},
+			Impl:    map[string]string{"c": gemmC(name, isa, lanes, mr, nv, zero)},
 		}
 		if zero {
 			g.Init = in
@@ -57,7 +58,7 @@ func GemmF32(isa string, lanes, mr, nv int) Gemm {
 		Desc:    gemmBlocksDesc(name, int64(mr), int64(nr)),
 		Unit:    [][2]int{{0, 1}, {2, 1}}, // C and B contiguous along j
 		Partial: []bool{true, true, false, false, true},
-		Impl:    map[string]string{"c": gemmBlocksC(name, lanes, mr, nv)},
+		Impl:    map[string]string{"c": gemmBlocksC(name, isa, lanes, mr, nv)},
 	}
 	return g
 }
@@ -103,7 +104,7 @@ func gemmBlocksDesc(name string, mr, nr int64) *loopir.PrimFunc {
 
 // gemmBlocksC prints the Blocks form: gemmC's zero-initializing tile with the k loop
 // inside the two block loops, A's and B's tile origins stepped by their block strides.
-func gemmBlocksC(name string, lanes, mr, nv int) string {
+func gemmBlocksC(name, isa string, lanes, mr, nv int) string {
 	nr := lanes * nv
 	vt := fmt.Sprintf("kiln_f32x%d", lanes)
 	var b strings.Builder
@@ -118,19 +119,22 @@ func gemmBlocksC(name string, lanes, mr, nv int) string {
 	w("  (void)c_sj; (void)c_skb; (void)c_sky; (void)c_sk; (void)a_sj; (void)b_si; (void)b_sj;\n")
 	w("  if (m <= 0 || n <= 0) return; /* an empty reduction still stores zeros */\n")
 	w("  if (m > %d) m = %d;\n  if (n > %d) n = %d;\n", mr, mr, nr, nr)
+	full := tileShape{vt: vt, lanes: lanes, mr: mr, nv: nv}
 	w("  if (n < %d) {\n", nr)
-	w("    for (i64 i = 0; i < m; ++i) for (i64 j = 0; j < n; ++j) {\n")
-	w("      float s = 0.0f;\n")
-	w("      for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) for (i64 k = 0; k < kk; ++k)\n")
-	w("        s += a[i * a_si + ib * a_skb + iy * a_sky + k * a_sk] * b[ib * b_skb + iy * b_sky + k * b_sk + j];\n")
-	w("      c[i * c_si + j] = s;\n    }\n    return;\n  }\n")
+	gemmNarrow(w, isa, full, func(ts tileShape) {
+		gemmBlocksTile(w, ts, func(i int) string { return fmt.Sprintf("(a%d + o)", i) }, true)
+	}, func() {
+		w("      float s = 0.0f;\n")
+		w("      for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) for (i64 k = 0; k < kk; ++k)\n")
+		w("        s += a[i * a_si + ib * a_skb + iy * a_sky + k * a_sk] * b[ib * b_skb + iy * b_sky + k * b_sk + j];\n")
+		w("      c[i * c_si + j] = s;\n")
+	})
+	w("    return;\n  }\n")
 	w("  if (m == %d) {\n", mr)
-	gemmBlocksTile(w, vt, lanes, mr, nv, func(i int) string { return fmt.Sprintf("(a + %d * a_si + o)", i) }, false)
+	gemmBlocksTile(w, full, func(i int) string { return fmt.Sprintf("(a + %d * a_si + o)", i) }, false)
 	w("  } else {\n")
-	for i := 0; i < mr; i++ {
-		w("    const float *a%d = a + (m > %d ? %d : m - 1) * a_si;\n", i, i, i)
-	}
-	gemmBlocksTile(w, vt, lanes, mr, nv, func(i int) string { return fmt.Sprintf("(a%d + o)", i) }, true)
+	gemmRowPointers(w, mr)
+	gemmBlocksTile(w, full, func(i int) string { return fmt.Sprintf("(a%d + o)", i) }, true)
 	w("  }\n")
 	w("}\n")
 	return b.String()
@@ -138,18 +142,18 @@ func gemmBlocksC(name string, lanes, mr, nv int) string {
 
 // gemmBlocksTile prints the register tile of the Blocks form: zero accumulators, per
 // block (ib, iy) the offsets o into A and ob into B, the k loop, then one store.
-func gemmBlocksTile(w func(string, ...any), vt string, lanes, mr, nv int, row func(int) string, partial bool) {
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			w("    %s c%d_%d = (%s){0};\n", vt, i, v, vt)
+func gemmBlocksTile(w func(string, ...any), ts tileShape, row func(int) string, partial bool) {
+	for i := 0; i < ts.mr; i++ {
+		for v := 0; v < ts.nv; v++ {
+			w("    %s c%d_%d = (%s){0};\n", ts.vt, i, v, ts.vt)
 		}
 	}
 	w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) {\n")
 	w("    const i64 o = ib * a_skb + iy * a_sky;\n")
 	w("    const float *restrict bb = b + ib * b_skb + iy * b_sky;\n")
-	gemmKLoop(w, vt, lanes, mr, nv, row, "bb")
+	gemmKLoop(w, ts, row, "bb")
 	w("    }\n")
-	gemmStore(w, vt, lanes, mr, nv, partial)
+	gemmStore(w, ts, partial)
 }
 
 // gemmDesc: C, A, B with loops i < mr, j < nr, k < K; with zero, the block initializes
@@ -192,7 +196,7 @@ func gemmDesc(name string, mr, nr int64, zero bool) *loopir.PrimFunc {
 // gemmC prints the implementation: straight-line C (no pragmas, so GCC and Clang both
 // keep the mr·nv accumulators in registers), inlined into its caller so that constant
 // strides fold into addressing.
-func gemmC(name string, lanes, mr, nv int, zero bool) string {
+func gemmC(name, isa string, lanes, mr, nv int, zero bool) string {
 	nr := lanes * nv
 	vt := fmt.Sprintf("kiln_f32x%d", lanes)
 	var b strings.Builder
@@ -211,60 +215,162 @@ func gemmC(name string, lanes, mr, nv int, zero bool) string {
 		w("  if (m <= 0 || n <= 0 || kk <= 0) return;\n")
 	}
 	w("  if (m > %d) m = %d;\n  if (n > %d) n = %d;\n", mr, mr, nr, nr)
-	// partial n: the plain loop nest of the description
+	// partial n: tiles of fewer vectors (gemmNarrow)
+	full := tileShape{vt: vt, lanes: lanes, mr: mr, nv: nv}
 	w("  if (n < %d) {\n", nr)
-	w("    for (i64 i = 0; i < m; ++i) for (i64 j = 0; j < n; ++j) {\n")
-	if zero {
-		w("      float s = 0.0f;\n")
-	} else {
-		w("      float s = c[i * c_si + j];\n")
-	}
-	w("      for (i64 k = 0; k < kk; ++k) s += a[i * a_si + k * a_sk] * b[k * b_sk + j];\n")
-	w("      c[i * c_si + j] = s;\n    }\n    return;\n  }\n")
+	gemmNarrow(w, isa, full, func(ts tileShape) {
+		gemmTile(w, ts, func(i int) string { return fmt.Sprintf("a%d", i) }, true, zero)
+	}, func() {
+		if zero {
+			w("      float s = 0.0f;\n")
+		} else {
+			w("      float s = c[i * c_si + j];\n")
+		}
+		w("      for (i64 k = 0; k < kk; ++k) s += a[i * a_si + k * a_sk] * b[k * b_sk + j];\n")
+		w("      c[i * c_si + j] = s;\n")
+	})
+	w("    return;\n  }\n")
 	// full tiles address A's rows from one pointer (constant strides fold into the
 	// addressing); partial tiles repeat the last valid row, never stored
 	w("  if (m == %d) {\n", mr)
-	gemmTile(w, vt, lanes, mr, nv, func(i int) string { return fmt.Sprintf("(a + %d * a_si)", i) }, false, zero)
+	gemmTile(w, full, func(i int) string { return fmt.Sprintf("(a + %d * a_si)", i) }, false, zero)
 	w("  } else {\n")
-	for i := 0; i < mr; i++ {
-		w("    const float *a%d = a + (m > %d ? %d : m - 1) * a_si;\n", i, i, i)
-	}
-	gemmTile(w, vt, lanes, mr, nv, func(i int) string { return fmt.Sprintf("a%d", i) }, true, zero)
+	gemmRowPointers(w, mr)
+	gemmTile(w, full, func(i int) string { return fmt.Sprintf("a%d", i) }, true, zero)
 	w("  }\n")
 	w("}\n")
 	return b.String()
 }
 
+// tileShape is one register tile to print: mr rows of nv vectors of lanes floats (C
+// vector type vt); with masked, the last vector of each row is loaded and stored under
+// the family's lane mask (maskOps), set up before the tile.
+type tileShape struct {
+	vt            string
+	lanes, mr, nv int
+	masked        *maskOps
+}
+
+// maskOps are an instruction set's masked loads and stores of the first kiln_rr lanes of
+// a vector (the rest read as zero and left unwritten): setup declares the mask from
+// kiln_rr (1..lanes), load and store print one access at a pointer expression. The
+// generic family has none.
+type maskOps struct {
+	setup       string
+	load, store func(ptr, v string) string
+}
+
+// familyMask is the masked access of an instruction set's vectors, nil where it has
+// none: AVX-512's zero-masking loads and masked stores under a 16-bit lane mask, AVX2's
+// vmaskmovps under a vector of lane masks (GCC's and Clang's builtins, header-free).
+func familyMask(isa, vt string, lanes int) *maskOps {
+	switch {
+	case isa == "avx512" && lanes == 16:
+		return &maskOps{
+			setup: "    const unsigned short kiln_mk = (unsigned short)((1u << kiln_rr) - 1u);\n",
+			load: func(p, _ string) string {
+				return fmt.Sprintf("__builtin_ia32_loadups512_mask((const float *)(%s), (%s){0}, kiln_mk)", p, vt)
+			},
+			store: func(p, v string) string {
+				return fmt.Sprintf("__builtin_ia32_storeups512_mask((float *)(%s), %s, kiln_mk);", p, v)
+			},
+		}
+	case isa == "avx2" && lanes == 8:
+		return &maskOps{
+			setup: "    typedef int kiln_i32x8 __attribute__((vector_size(32)));\n" +
+				"    const kiln_i32x8 kiln_mk = (kiln_i32x8){0, 1, 2, 3, 4, 5, 6, 7} < (kiln_i32x8){kiln_rr, kiln_rr, kiln_rr, kiln_rr, kiln_rr, kiln_rr, kiln_rr, kiln_rr};\n",
+			load: func(p, _ string) string {
+				return fmt.Sprintf("__builtin_ia32_maskloadps256((const %s *)(%s), kiln_mk)", vt, p)
+			},
+			store: func(p, v string) string {
+				return fmt.Sprintf("__builtin_ia32_maskstoreps256((%s *)(%s), kiln_mk, %s);", vt, p, v)
+			},
+		}
+	}
+	return nil
+}
+
+// gemmRowPointers declares A's row pointers a0..a(mr-1) of a tile with m valid rows:
+// rows at or beyond m repeat the last valid one (computed, never stored).
+func gemmRowPointers(w func(string, ...any), mr int) {
+	for i := 0; i < mr; i++ {
+		w("    const float *a%d = a + (m > %d ? %d : m - 1) * a_si;\n", i, i, i)
+	}
+}
+
+// gemmNarrow prints the path of a partial column count n < nr: n covers nf whole
+// vectors and rr more lanes. Where the family masks (AVX-512, AVX2), one tile of
+// nf + (rr > 0) vectors, the last under the mask of its first rr lanes (all lanes when
+// rr is 0): the same loop as the full tile, narrower. Without masks (the generic family),
+// a tile of the nf whole vectors, then the rr columns left by the scalar body (printed by
+// scalar inside loops over i < m and j). Partial rows as in every tile (gemmRowPointers).
+func gemmNarrow(w func(string, ...any), isa string, full tileShape, tile func(tileShape), scalar func()) {
+	mask := familyMask(isa, full.vt, full.lanes)
+	w("    const i64 nf = n / %d;\n", full.lanes)
+	gemmRowPointers(w, full.mr)
+	sel, lo, hi := "nf", 1, full.nv-1
+	if mask != nil {
+		w("    const int kiln_rr = (int)(n - nf * %d) > 0 ? (int)(n - nf * %d) : %d;\n", full.lanes, full.lanes, full.lanes)
+		w("%s", mask.setup)
+		sel, hi = fmt.Sprintf("nf + (nf * %d < n)", full.lanes), full.nv
+	}
+	if lo <= hi {
+		w("    switch (%s) {\n", sel)
+		for nv := lo; nv <= hi; nv++ {
+			ts := full
+			ts.nv, ts.masked = nv, mask
+			w("    case %d: {\n", nv)
+			tile(ts)
+			w("    } break;\n")
+		}
+		w("    }\n")
+	}
+	if mask == nil {
+		w("    for (i64 i = 0; i < m; ++i) for (i64 j = nf * %d; j < n; ++j) {\n", full.lanes)
+		scalar()
+		w("    }\n")
+	}
+}
+
+// vecLoad prints the load of vector v of a row at pointer expression p (of tile ts):
+// masked for the last vector of a masked tile.
+func (ts tileShape) vecLoad(p string, v int) string {
+	if ts.masked != nil && v == ts.nv-1 {
+		return ts.masked.load(p, "")
+	}
+	return fmt.Sprintf("*(const %su *)(%s)", ts.vt, p)
+}
+
 // gemmTile prints the register-tile loop: load the C tile (zero it with zero), then per
 // k load nv vectors of B, broadcast one A element per row and accumulate, then store the
 // tile. With partial, rows at or beyond m are neither loaded nor stored.
-func gemmTile(w func(string, ...any), vt string, lanes, mr, nv int, row func(int) string, partial, zero bool) {
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			ld := fmt.Sprintf("*(const %su *)(c + %d * c_si + %d)", vt, i, v*lanes)
+func gemmTile(w func(string, ...any), ts tileShape, row func(int) string, partial, zero bool) {
+	for i := 0; i < ts.mr; i++ {
+		for v := 0; v < ts.nv; v++ {
+			ld := ts.vecLoad(fmt.Sprintf("c + %d * c_si + %d", i, v*ts.lanes), v)
 			switch {
 			case zero:
-				ld = fmt.Sprintf("(%s){0}", vt)
+				ld = fmt.Sprintf("(%s){0}", ts.vt)
 			case partial:
-				ld = fmt.Sprintf("m > %d ? %s : (%s){0}", i, ld, vt)
+				ld = fmt.Sprintf("m > %d ? %s : (%s){0}", i, ld, ts.vt)
 			}
-			w("    %s c%d_%d = %s;\n", vt, i, v, ld)
+			w("    %s c%d_%d = %s;\n", ts.vt, i, v, ld)
 		}
 	}
-	gemmKLoop(w, vt, lanes, mr, nv, row, "b")
-	gemmStore(w, vt, lanes, mr, nv, partial)
+	gemmKLoop(w, ts, row, "b")
+	gemmStore(w, ts, partial)
 }
 
 // gemmKLoop prints the k loop over one reduction run: per k, nv vectors of B (from the
 // pointer named b) and one broadcast A element per row, accumulated into the tile.
-func gemmKLoop(w func(string, ...any), vt string, lanes, mr, nv int, row func(int) string, b string) {
+func gemmKLoop(w func(string, ...any), ts tileShape, row func(int) string, b string) {
 	w("    for (i64 k = 0; k < kk; ++k) {\n")
-	for v := 0; v < nv; v++ {
-		w("      const %s b%d = *(const %su *)(%s + k * b_sk + %d);\n", vt, v, vt, b, v*lanes)
+	for v := 0; v < ts.nv; v++ {
+		w("      const %s b%d = %s;\n", ts.vt, v, ts.vecLoad(fmt.Sprintf("%s + k * b_sk + %d", b, v*ts.lanes), v))
 	}
-	for i := 0; i < mr; i++ {
+	for i := 0; i < ts.mr; i++ {
 		w("      { const float x = %s[k * a_sk];", row(i))
-		for v := 0; v < nv; v++ {
+		for v := 0; v < ts.nv; v++ {
 			w(" c%d_%d += x * b%d;", i, v, v)
 		}
 		w(" }\n")
@@ -273,15 +379,20 @@ func gemmKLoop(w func(string, ...any), vt string, lanes, mr, nv int, row func(in
 }
 
 // gemmStore prints the tile's store; with partial, rows at or beyond m are not stored.
-func gemmStore(w func(string, ...any), vt string, lanes, mr, nv int, partial bool) {
-	for i := 0; i < mr; i++ {
+func gemmStore(w func(string, ...any), ts tileShape, partial bool) {
+	for i := 0; i < ts.mr; i++ {
 		if partial {
 			w("    if (m > %d) {", i)
 		} else {
 			w("    {")
 		}
-		for v := 0; v < nv; v++ {
-			w(" *(%su *)(c + %d * c_si + %d) = c%d_%d;", vt, i, v*lanes, i, v)
+		for v := 0; v < ts.nv; v++ {
+			p := fmt.Sprintf("c + %d * c_si + %d", i, v*ts.lanes)
+			if ts.masked != nil && v == ts.nv-1 {
+				w(" %s", ts.masked.store(p, fmt.Sprintf("c%d_%d", i, v)))
+				continue
+			}
+			w(" *(%su *)(%s) = c%d_%d;", ts.vt, p, i, v)
 		}
 		w(" }\n")
 	}

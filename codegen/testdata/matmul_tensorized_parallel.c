@@ -162,7 +162,31 @@ static inline __attribute__((always_inline)) void kiln_gemm_f32_generic_4x8(
   if (m > 4) m = 4;
   if (n > 8) n = 8;
   if (n < 8) {
-    for (i64 i = 0; i < m; ++i) for (i64 j = 0; j < n; ++j) {
+    const i64 nf = n / 4;
+    const float *a0 = a + (m > 0 ? 0 : m - 1) * a_si;
+    const float *a1 = a + (m > 1 ? 1 : m - 1) * a_si;
+    const float *a2 = a + (m > 2 ? 2 : m - 1) * a_si;
+    const float *a3 = a + (m > 3 ? 3 : m - 1) * a_si;
+    switch (nf) {
+    case 1: {
+    kiln_f32x4 c0_0 = m > 0 ? *(const kiln_f32x4u *)(c + 0 * c_si + 0) : (kiln_f32x4){0};
+    kiln_f32x4 c1_0 = m > 1 ? *(const kiln_f32x4u *)(c + 1 * c_si + 0) : (kiln_f32x4){0};
+    kiln_f32x4 c2_0 = m > 2 ? *(const kiln_f32x4u *)(c + 2 * c_si + 0) : (kiln_f32x4){0};
+    kiln_f32x4 c3_0 = m > 3 ? *(const kiln_f32x4u *)(c + 3 * c_si + 0) : (kiln_f32x4){0};
+    for (i64 k = 0; k < kk; ++k) {
+      const kiln_f32x4 b0 = *(const kiln_f32x4u *)(b + k * b_sk + 0);
+      { const float x = a0[k * a_sk]; c0_0 += x * b0; }
+      { const float x = a1[k * a_sk]; c1_0 += x * b0; }
+      { const float x = a2[k * a_sk]; c2_0 += x * b0; }
+      { const float x = a3[k * a_sk]; c3_0 += x * b0; }
+    }
+    if (m > 0) { *(kiln_f32x4u *)(c + 0 * c_si + 0) = c0_0; }
+    if (m > 1) { *(kiln_f32x4u *)(c + 1 * c_si + 0) = c1_0; }
+    if (m > 2) { *(kiln_f32x4u *)(c + 2 * c_si + 0) = c2_0; }
+    if (m > 3) { *(kiln_f32x4u *)(c + 3 * c_si + 0) = c3_0; }
+    } break;
+    }
+    for (i64 i = 0; i < m; ++i) for (i64 j = nf * 4; j < n; ++j) {
       float s = c[i * c_si + j];
       for (i64 k = 0; k < kk; ++k) s += a[i * a_si + k * a_sk] * b[k * b_sk + j];
       c[i * c_si + j] = s;

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,6 +70,50 @@ func TestMatMulPackedTensorized(t *testing.T) {
 				got := kerneltest.Run(t, s.Func(), dims, m*n, av, bv)
 				kerneltest.Close(t, "tensorized matmul", got, want)
 			})
+		}
+	}
+}
+
+// TestMicroKernelNarrowColumns runs each micro-kernel the host can run on products
+// narrower than its tile (one partial column tile of 1 to nv vectors, the last vector
+// whole or not; 13 rows, a partial row tile), in both forms, against the reference: the
+// narrow path's tiles of fewer vectors, masked last vector (AVX-512, AVX2) or scalar
+// columns (the generic family).
+func TestMicroKernelNarrowColumns(t *testing.T) {
+	const m, k = 13, 37
+	for _, g := range runnable(intrin.Gemms()) {
+		lanes := int64(4)
+		switch {
+		case strings.Contains(g.Update.Name, "_avx512_"):
+			lanes = 16
+		case strings.Contains(g.Update.Name, "_avx2_"):
+			lanes = 8
+		}
+		for nv := int64(1); nv*lanes <= g.NR; nv++ {
+			n := nv * lanes
+			if nv%2 == 1 {
+				n -= 3 // a partial last vector
+			}
+			if n >= g.NR {
+				continue // a whole tile
+			}
+			av, bv := kerneltest.Random(3, m*k), kerneltest.Random(4, k*int(n))
+			want := kerneltest.Ref(t, graph.OpMatMul, nil, []*tensor.Tensor{
+				tensor.MustFromSlice(tensor.Shape{m, k}, av), tensor.MustFromSlice(tensor.Shape{k, int(n)}, bv)})
+			for _, kc := range []int64{16, 64} { // accumulating calls, then one zero-initializing call
+				a := te.Placeholder("a", tensor.Float32, loopir.Int(m), loopir.Int(k))
+				b := te.Placeholder("b", tensor.Float32, loopir.Int(k), loopir.Int(n))
+				f, err := te.Lower("mm", []*te.Tensor{a, b}, []*te.Tensor{MatMulPacked(a, b, 0, g.NR)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := schedule.New(f)
+				if err := ScheduleMatMulPacked(s, g, GemmConfig{KC: kc, MC: 2}); err != nil {
+					t.Fatal(err)
+				}
+				got := kerneltest.Run(t, s.Func(), nil, m*int(n), av, bv)
+				kerneltest.Close(t, fmt.Sprintf("%s, %d columns, KC %d", g.Update.Name, n, kc), got, want)
+			}
 		}
 	}
 }

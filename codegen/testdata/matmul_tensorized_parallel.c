@@ -274,24 +274,18 @@ static void *v_matmul_packed_par1(void *envp) {
   float *restrict v_packed_b = (float *)env->locals[0];
   for (i64 v_matmul_l0_0_0 = env->lo; v_matmul_l0_0_0 < env->hi; ++v_matmul_l0_0_0) {
     for (i64 v_matmul_l1_0_init = 0LL; v_matmul_l1_0_init < 5LL; ++v_matmul_l1_0_init) {
-      for (i64 v_matmul_l0_0_1_init = 0LL; v_matmul_l0_0_1_init < 2LL; ++v_matmul_l0_0_1_init) {
-        if (((v_matmul_l0_0_0 * 2LL) + v_matmul_l0_0_1_init) < ((v_m + 3LL) / 4LL)) {
-          for (i64 v_matmul_l0_1_init = 0LL; v_matmul_l0_1_init < 4LL; ++v_matmul_l0_1_init) {
-            if ((((v_matmul_l0_0_0 * 8LL) + (v_matmul_l0_0_1_init * 4LL)) + v_matmul_l0_1_init) < v_m) {
-              for (i64 v_matmul_l1_1_init = 0LL; v_matmul_l1_1_init < 8LL; ++v_matmul_l1_1_init) {
-                v_matmul[(((((v_matmul_l0_0_0 * 320LL) + (v_matmul_l0_0_1_init * 160LL)) + (v_matmul_l0_1_init * 40LL)) + (v_matmul_l1_0_init * 8LL)) + v_matmul_l1_1_init)] = 0.0f;
-              }
-            }
+      for (i64 v_matmul_l0_0_1_init = 0LL; v_matmul_l0_0_1_init < kiln_min_i64(2LL, (((v_m + 3LL) / 4LL) - (v_matmul_l0_0_0 * 2LL))); ++v_matmul_l0_0_1_init) {
+        for (i64 v_matmul_l0_1_init = 0LL; v_matmul_l0_1_init < kiln_min_i64(4LL, (v_m - ((v_matmul_l0_0_0 * 8LL) + (v_matmul_l0_0_1_init * 4LL)))); ++v_matmul_l0_1_init) {
+          for (i64 v_matmul_l1_1_init = 0LL; v_matmul_l1_1_init < 8LL; ++v_matmul_l1_1_init) {
+            v_matmul[(((((v_matmul_l0_0_0 * 320LL) + (v_matmul_l0_0_1_init * 160LL)) + (v_matmul_l0_1_init * 40LL)) + (v_matmul_l1_0_init * 8LL)) + v_matmul_l1_1_init)] = 0.0f;
           }
         }
       }
     }
     for (i64 v_matmul_r0_0 = 0LL; v_matmul_r0_0 < 2LL; ++v_matmul_r0_0) {
       for (i64 v_matmul_l1_0 = 0LL; v_matmul_l1_0 < 5LL; ++v_matmul_l1_0) {
-        for (i64 v_matmul_l0_0_1 = 0LL; v_matmul_l0_0_1 < 2LL; ++v_matmul_l0_0_1) {
-          if (((v_matmul_l0_0_0 * 2LL) + v_matmul_l0_0_1) < ((v_m + 3LL) / 4LL)) {
-            kiln_gemm_f32_generic_4x8((v_matmul + (((v_matmul_l0_0_0 * 320LL) + (v_matmul_l0_0_1 * 160LL)) + (v_matmul_l1_0 * 8LL))), 40LL, 1LL, 0LL, (v_A + (((v_matmul_l0_0_0 * 512LL) + (v_matmul_l0_0_1 * 256LL)) + (v_matmul_r0_0 * 32LL))), 64LL, 0LL, 1LL, (v_packed_b + ((v_matmul_l1_0 * 512LL) + (v_matmul_r0_0 * 256LL))), 0LL, 1LL, 8LL, kiln_min_i64(4LL, ((v_m + (v_matmul_l0_0_0 * -8LL)) + (v_matmul_l0_0_1 * -4LL))), 8LL, 32LL);
-          }
+        for (i64 v_matmul_l0_0_1 = 0LL; v_matmul_l0_0_1 < kiln_min_i64(2LL, (((v_m + 3LL) / 4LL) - (v_matmul_l0_0_0 * 2LL))); ++v_matmul_l0_0_1) {
+          kiln_gemm_f32_generic_4x8((v_matmul + (((v_matmul_l0_0_0 * 320LL) + (v_matmul_l0_0_1 * 160LL)) + (v_matmul_l1_0 * 8LL))), 40LL, 1LL, 0LL, (v_A + (((v_matmul_l0_0_0 * 512LL) + (v_matmul_l0_0_1 * 256LL)) + (v_matmul_r0_0 * 32LL))), 64LL, 0LL, 1LL, (v_packed_b + ((v_matmul_l1_0 * 512LL) + (v_matmul_r0_0 * 256LL))), 0LL, 1LL, 8LL, kiln_min_i64(4LL, ((v_m + (v_matmul_l0_0_0 * -8LL)) + (v_matmul_l0_0_1 * -4LL))), 8LL, 32LL);
         }
       }
     }

@@ -17,6 +17,10 @@
 //   - HoistInvariantIf moves the loop-invariant conjuncts of a loop's guard above the
 //     loop (split tails then stop blocking vectorization of the loops below them).
 //
+//   - TightenLoopGuard (CPU only) turns a guard v + b < B on a serial or vectorized
+//     loop's own variable into the loop's extent, min(ext, B - b): a split tail's
+//     epilogue loop then vectorizes (gcc does not vectorize the guarded loop).
+//
 //   - ReuseLocalStorage lets local buffers with disjoint lifetimes (over the top-level
 //     statements) share one allocation of the larger size.
 //

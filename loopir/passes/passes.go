@@ -26,18 +26,26 @@ func CPUPipeline() Pipeline {
 		{Name: "reuse-local-storage", Run: ReuseLocalStorage},
 		{Name: "simplify", Run: Simplify},
 		{Name: "hoist-invariant-if", Run: HoistInvariantIf},
+		{Name: "tighten-loop-guard", Run: TightenLoopGuard},
 	}
 }
 
 // GPUPipeline is the lowering pipeline for the GPU dialects (CUDA C, OpenCL C): the C
-// dialect's passes, which know no target, with PrivatizeLocal after LowerBlocks (a
+// dialect's passes but tighten-loop-guard, which know no target, with PrivatizeLocal after LowerBlocks (a
 // local buffer becomes per-thread storage) and FlattenTextures before Flatten (texture
 // accesses become texel accesses, whole lane loops of the block's iterators), then the barriers shared buffers need
 // (InsertBarriers, last: no later pass moves a statement across one). The launch
 // geometry is derived from the result (DeriveLaunch): it is data for the kernel table
 // as well as a rewrite, so it is not a Pass.
 func GPUPipeline() Pipeline {
-	cpu := CPUPipeline()
+	var cpu Pipeline
+	for _, p := range CPUPipeline() {
+		// the GPU kernels keep their loop guards: tightening was measured on the CPU
+		// only, and a GPU thread loop's extent is its launch's
+		if p.Name != "tighten-loop-guard" {
+			cpu = append(cpu, p)
+		}
+	}
 	gpu := append(Pipeline{cpu[0], {Name: "privatize-local", Run: PrivatizeLocal}, {Name: "flatten-textures", Check: FlattenTextures}}, cpu[1:]...)
 	return append(gpu, Pass{Name: "insert-barriers", Run: InsertBarriers})
 }

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 380 files; see Identity.
-const sourceDigest = "b0876730271c1a7871b7e00e50cc7a1a"
+// sourceDigest covers 381 files; see Identity.
+const sourceDigest = "08b12e1025ce202451b683e6869b39cc"

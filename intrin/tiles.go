@@ -73,6 +73,7 @@ func Table() []*loopir.TensorIntrin {
 	for _, g := range Gemms() {
 		out = append(out, g.Update, g.Init, g.Blocks)
 	}
+	out = append(out, Depthwises()...)
 	for _, m := range MMAs() {
 		out = append(out, m.Intrin)
 	}

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 381 files; see Identity.
-const sourceDigest = "08b12e1025ce202451b683e6869b39cc"
+const sourceDigest = "4fe0b08fb14c166e7fd2f64ea17edc38"

@@ -34,7 +34,8 @@
 // per product from its column and row counts only (the default where its width divides
 // the columns, else the tile that computes the fewest padded slots, the wider on a tie;
 // on output rows of at most 16 a tile may take a narrow row count, 7 for 7- and 14-wide
-// rows), so that a layout decided before the strategy runs can repeat the choice. Each
+// rows; GemmTileMatMul on a packed matmul's rows up to 64, as ConvNeXt's 49), so that
+// a layout decided before the strategy runs can repeat the choice. Each
 // comes in three forms: Update (C += A·B), Init (C = A·B, the accumulators from zero) and Blocks
 // (Init over a reduction in three loops, each with its own strides in A and B: a
 // blocked convolution's input channel blocks, kernel rows and merged kernel

@@ -201,7 +201,7 @@ func sameFloat(a, b float32) bool {
 }
 
 // TestGoldenMath: a unit defines the math helpers its kernels call (each once, after those
-// it calls) and nothing else (exp's reduction once for erf, tanh and sigmoid); float64
+// it calls) and nothing else (exp's reduction once for tanh and sigmoid; erf calls none); float64
 // sigmoid keeps the C library's exp.
 func TestGoldenMath(t *testing.T) {
 	x := te.Placeholder("X", tensor.Float64, loopir.Int(8))

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 381 files; see Identity.
-const sourceDigest = "058fe9d62fe00e86760c6611b44e7da4"
+// sourceDigest covers 382 files; see Identity.
+const sourceDigest = "044720ba3cfa68ea1876d6bd9f17c554"

@@ -34,11 +34,21 @@
 // per product from its column and row counts only (the default where its width divides
 // the columns, else the tile that computes the fewest padded slots, the wider on a tie;
 // on output rows of at most 16 a tile may take a narrow row count, 7 for 7- and 14-wide
-// rows), so that a layout decided before the strategy runs can repeat the choice. Each
+// rows; GemmTileMatMul on a packed matmul's rows up to 64, as ConvNeXt's 49), so that
+// a layout decided before the strategy runs can repeat the choice. Each
 // comes in three forms: Update (C += A·B), Init (C = A·B, the accumulators from zero) and Blocks
 // (Init over a reduction in three loops, each with its own strides in A and B: a
 // blocked convolution's input channel blocks, kernel rows and merged kernel
 // column·channel axis in one call).
+//
+// The depthwise tile (depthwise.go: DepthwiseF32, chosen by DepthwiseTile, listed by
+// Depthwises) computes tw output columns of a depthwise convolution over a channel
+// block's lanes, C[t, l] = Σ_kh Σ_kw A[t, kh, kw, l]·B[kh, kw, l] from zero, A the padded
+// input row with overlapping strides along t and kw: per pass of one or two lane
+// vectors its tw·nb sums stay in registers across the taps, which are a run-time loop
+// (so any kernel size), in the reference's order. Declared for tw up to
+// MaxDepthwiseTile on each family's vectors; a target takes the widest vector that
+// divides the block.
 //
 // References: the outer-product micro-kernels of GotoBLAS/BLIS (Goto & van de Geijn,
 // "Anatomy of High-Performance Matrix Multiplication", 2008) and TVM's tensorize.

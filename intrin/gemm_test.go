@@ -101,3 +101,32 @@ func TestGemmTileFitsNarrowRows(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmTileMatMulTakesNarrowRowsUpTo64: a packed matmul's rows up to 64 take the
+// narrow row count where it pads less (ConvNeXt's 49 rows: 7×7 against 9×6), a
+// convolution's output rows past 16 keep the default's; more rows than 64, and rows the
+// default pads no more, keep the default too.
+func TestGemmTileMatMulTakesNarrowRowsUpTo64(t *testing.T) {
+	declared := map[string]bool{}
+	for _, in := range intrin.Table() {
+		declared[in.Name] = true
+	}
+	for _, c := range []struct {
+		features     []target.Feature
+		cols, rows   int64
+		matmul, conv int64 // MR of GemmTileMatMul and of GemmTile
+	}{
+		{avx512, 768, 49, 7, 6}, {avx512, 3072, 49, 7, 6}, {avx512, 64, 14, 7, 7}, {avx512, 64, 56, 7, 6},
+		{avx512, 64, 48, 6, 6}, {avx512, 64, 70, 6, 6}, {avx512, 64, 196, 6, 6}, {avx512, 64, 0, 6, 6},
+		{avx2, 64, 49, 7, 6}, {avx2, 64, 36, 6, 6},
+	} {
+		tg := target.Target{Kind: target.CPU, Features: c.features}
+		m, g := intrin.GemmTileMatMul(tg, c.cols, c.rows), intrin.GemmTile(tg, c.cols, c.rows)
+		if m.MR != c.matmul || g.MR != c.conv || m.NR != g.NR {
+			t.Errorf("%v, %d columns, %d rows: matmul %dx%d, conv %dx%d; want %d and %d rows of one width", c.features, c.cols, c.rows, m.MR, m.NR, g.MR, g.NR, c.matmul, c.conv)
+		}
+		if !declared[m.Init.Name] || !declared[m.Update.Name] {
+			t.Errorf("%s is not in intrin.Table", m.Init.Name)
+		}
+	}
+}

@@ -70,12 +70,12 @@ static inline __attribute__((always_inline)) float kiln_sigmoidf(float x) {
   kiln_f32u s = { .u = t.u << 23 };
   return 0x1p-64f / (s.f * w + (s.f + 0x1p-64f));
 }
-/* |x| < 1: x P(x^2) (minimax, relative); else sign(x) (1 - e^(Q(|x| - 2.5) - x^2)) with Q
-   a minimax fit of log(erfc a) + a^2 on [1, 4]; |x| is clamped to 4, where erf rounds
-   to 1 (NaN stays NaN). */
+/* |x| < 1: x P(x^2) (minimax, relative); else sign(x) Q(|x| - 2.5) with Q the degree-12
+   polynomial fitted to erf on [1, 3.92] (absolute; Lawson-weighted least squares in
+   float64, no exp), capped at 1; |x| is clamped to 3.92, and from there on the result is
+   1, where erf rounds to 1 (NaN stays NaN). */
 static inline __attribute__((always_inline)) float kiln_erff(float x) {
   float a = __builtin_fabsf(x), z = x * x;
-  a = a > 4.0f ? 4.0f : a;
   float p = 7.85386146e-05f;
   p = p * z - 0.000801019371f;
   p = p * z + 0.00518832775f;
@@ -83,18 +83,23 @@ static inline __attribute__((always_inline)) float kiln_erff(float x) {
   p = p * z + 0.112835854f;
   p = p * z - 0.37612626f;
   p = p * z + 1.12837911f;
-  float t = a - 2.5f;
-  float q = 1.5998155e-06f;
-  q = q * t - 1.33017065e-05f;
-  q = q * t + 7.74549335e-05f;
-  q = q * t - 0.000420173135f;
-  q = q * t + 0.00216508145f;
-  q = q * t - 0.0108584873f;
-  q = q * t + 0.0561063923f;
-  q = q * t - 0.352680683f;
-  q = q * t - 1.55681527f;
-  float big = __builtin_copysignf(1.0f - kiln_expf(q - a * a), x);
-  return a < 1.0f ? x * p : big;
+  float t = (a > 3.92f ? 3.92f : a) - 2.5f;
+  float q = -9.12469841e-06f;
+  q = q * t + 2.10406452e-05f;
+  q = q * t + 6.18880003e-05f;
+  q = q * t - 0.000278900232f;
+  q = q * t + 0.000286505383f;
+  q = q * t + 0.00057036971f;
+  q = q * t - 0.00281817303f;
+  q = q * t + 0.0061032474f;
+  q = q * t - 0.00861531869f;
+  q = q * t + 0.00835323613f;
+  q = q * t - 0.00544665242f;
+  q = q * t + 0.00217808038f;
+  q = q * t + 0.999593079f;
+  q = q > 1.0f ? 1.0f : q;
+  q = a >= 3.92f ? 1.0f : q;
+  return a < 1.0f ? x * p : __builtin_copysignf(q, x);
 }
 static inline double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
 

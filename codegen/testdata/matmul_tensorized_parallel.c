@@ -300,8 +300,9 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
   float *restrict v_matmul = (float *)bufs[2];
   const i64 v_m = dims[0];
   {
-    float *restrict v_packed_b = (float *)__builtin_malloc(sizeof(float) * (2560LL));
-    if (!v_packed_b) { return 2; }
+    void *v_packed_b_mem = __builtin_malloc(sizeof(float) * (2560LL) + 63);
+    if (!v_packed_b_mem) { return 2; }
+    float *restrict v_packed_b = (float *)__builtin_assume_aligned((void *)(((u64)v_packed_b_mem + 63) & ~63ULL), 64);
     {
       i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;
       if (nt < 1) nt = 1;
@@ -339,7 +340,7 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
       kiln_parallel(v_matmul_packed_par1, envs, (long)sizeof(envs[0]), (int)nc, (int)nt);
       for (i64 t = 0; t < nc; ++t) if (envs[t].rc) return envs[t].rc;
     }
-    __builtin_free(v_packed_b);
+    __builtin_free(v_packed_b_mem);
   }
   return 0;
 }

@@ -49,11 +49,13 @@ int v_softmax_rows(void *const *bufs, const i64 *dims, void *ctx) {
   const i64 v_rows = dims[0];
   const i64 v_cols = dims[1];
   {
-    float *restrict v_softmax_max = (float *)__builtin_malloc(sizeof(float) * (v_rows));
-    if (!v_softmax_max) { return 2; }
+    void *v_softmax_max_mem = __builtin_malloc(sizeof(float) * (v_rows) + 63);
+    if (!v_softmax_max_mem) { return 2; }
+    float *restrict v_softmax_max = (float *)__builtin_assume_aligned((void *)(((u64)v_softmax_max_mem + 63) & ~63ULL), 64);
     {
-      float *restrict v_softmax_sum = (float *)__builtin_malloc(sizeof(float) * (v_rows));
-      if (!v_softmax_sum) { return 2; }
+      void *v_softmax_sum_mem = __builtin_malloc(sizeof(float) * (v_rows) + 63);
+      if (!v_softmax_sum_mem) { return 2; }
+      float *restrict v_softmax_sum = (float *)__builtin_assume_aligned((void *)(((u64)v_softmax_sum_mem + 63) & ~63ULL), 64);
       for (i64 v_softmax_max_l0 = 0LL; v_softmax_max_l0 < v_rows; ++v_softmax_max_l0) {
         v_softmax_max[v_softmax_max_l0] = (-__builtin_inff());
         {
@@ -82,9 +84,9 @@ int v_softmax_rows(void *const *bufs, const i64 *dims, void *ctx) {
           v_softmax[((v_softmax_l0 * v_cols) + v_softmax_l1)] = (kiln_expf((v_X[((v_softmax_l0 * v_cols) + v_softmax_l1)] - v_softmax_max[v_softmax_l0])) / v_softmax_sum[v_softmax_l0]);
         }
       }
-      __builtin_free(v_softmax_sum);
+      __builtin_free(v_softmax_sum_mem);
     }
-    __builtin_free(v_softmax_max);
+    __builtin_free(v_softmax_max_mem);
   }
   return 0;
 }

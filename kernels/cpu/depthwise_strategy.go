@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/schedule"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/te"
@@ -198,7 +200,7 @@ func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi [
 	if !attrs.BlockedOut {
 		rowEpilogue = ""
 	}
-	if err := ScheduleDepthwiseWith(s, rowEpilogue, cfg); err != nil {
+	if err := ScheduleDepthwiseWith(s, t, rowEpilogue, cfg); err != nil {
 		return nil, err
 	}
 	if last != "" && rowEpilogue == "" {
@@ -216,14 +218,14 @@ func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi [
 // and the block's channel lanes, the lanes a unit-stride vector loop. An epilogue block (the bias, fused elementwise ops), when
 // named, owns the row loop: the convolution's row is computed under it into a row
 // buffer and the epilogue runs on it while it is in cache, vectorized along the lanes.
-func ScheduleDepthwise(s *schedule.Schedule, epilogue string) error {
-	return ScheduleDepthwiseWith(s, epilogue, DefaultDepthwise)
+func ScheduleDepthwise(s *schedule.Schedule, t target.Target, epilogue string) error {
+	return ScheduleDepthwiseWith(s, t, epilogue, DefaultDepthwise)
 }
 
 // ScheduleDepthwiseWith is ScheduleDepthwise under cfg: with a register tile
 // (cfg.tileWidth), a depthwise block's columns are computed in tiles
 // (scheduleDepthwiseTile), else tap by tap over the whole row.
-func ScheduleDepthwiseWith(s *schedule.Schedule, epilogue string, cfg DepthwiseConfig) error {
+func ScheduleDepthwiseWith(s *schedule.Schedule, t target.Target, epilogue string, cfg DepthwiseConfig) error {
 	c, err := s.GetBlock("dwconv")
 	if err != nil {
 		return err
@@ -274,11 +276,17 @@ func ScheduleDepthwiseWith(s *schedule.Schedule, epilogue string, cfg DepthwiseC
 		rows = band[:3]
 	}
 	ow, lane, rs := l[len(l)-red-2], l[len(l)-red-1], l[len(l)-red:]
-	if tw := cfg.tileWidth(s, ow, rs, red); tw > 0 {
-		if err := scheduleDepthwiseTile(s, c, ow, lane, rs, tw); err != nil {
-			return err
+	// a kernel of more taps than a written-out tile takes: the target's depthwise
+	// intrinsic, where a vector divides the block's lanes
+	block, static := s.Extent(lane)
+	taps, known := kernelTaps(s, rs)
+	intrinsic := static && known && red == 2 && taps > cfg.MaxTaps && intrin.DepthwiseTile(t, 1, block) != nil
+	if tw := cfg.tileWidth(s, ow, rs, red, intrinsic); tw > 0 {
+		var in *loopir.TensorIntrin
+		if intrinsic {
+			in = intrin.DepthwiseTile(t, tw, block)
 		}
-		return schedulePadRows(s, rows)
+		return scheduleDepthwiseTile(s, c, ow, lane, rs, tw, in, func() error { return schedulePadRows(s, rows) })
 	}
 	if err := s.Reorder(append(append([]schedule.LoopRV{}, rs...), ow, lane)...); err != nil {
 		return err

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
@@ -23,19 +24,28 @@ func (l choiceLowerer) Lower(n *graph.Node, in []kernels.Input, t target.Target)
 	return l.s.LowerChoice(n, in, nil, t, l.c)
 }
 
+// dwIntrinsicCases are depthwise cases of more than 9 taps beside dwCases': a dilated
+// 5×5 kernel with a channel multiplier, and a 7×7 one over lanes in blocks of 8.
+var dwIntrinsicCases = []dwCase{
+	{8, 2, 12, 13, 5, 5, []int64{1, 1}, []int64{2, 1}, []int64{4, 2, 4, 2}, "", true, 0},
+	{24, 1, 9, 14, 7, 7, []int64{1, 2}, []int64{1, 1}, []int64{3, 3, 3, 3}, "", false, 0},
+}
+
 // TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth builds the depthwise cases
 // (kernels 3, 5, 7 and 3×5, strides 1 and 2, dilation, asymmetric, VALID and SAME
 // pads, a channel multiplier, widths that no tile divides, heights that no band
-// divides) at tile_w 0 (no tile), 1, 6 and 16 and bands of 1, 2, 4 and 8 rows (the
+// divides) at tile_w 0 (no tile), 1, 6, 8 and 16 and bands of 1, 2, 4 and 8 rows (the
 // default's are every other depthwise test's), with the output blocked and in NCHW,
-// and compares each with the reference evaluator.
+// and compares each with the reference evaluator. max_taps 49 writes every tile out;
+// max_taps 9 computes the kernels of more taps on the depthwise intrinsic.
 func TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth(t *testing.T) {
 	reg := kernels.Default()
 	l := Strategies(reg)
 	policy := LayoutPolicy(target.Host(), reg)
-	for _, k := range []kernels.Knobs{{"tile_w": 0, "rows": 1}, {"tile_w": 1, "rows": 2, "max_taps": 49}, {"tile_w": 6, "rows": 8, "max_taps": 49}, {"tile_w": 16, "rows": 4, "max_taps": 49}} {
+	for _, k := range []kernels.Knobs{{"tile_w": 0, "rows": 1}, {"tile_w": 1, "rows": 2, "max_taps": 49}, {"tile_w": 6, "rows": 8, "max_taps": 49}, {"tile_w": 16, "rows": 4, "max_taps": 49},
+		{"tile_w": 1, "rows": 4, "max_taps": 9}, {"tile_w": 8, "rows": 8, "max_taps": 9}, {"tile_w": 16, "rows": 2, "max_taps": 9}} {
 		lw := choiceLowerer{l, kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: k}}
-		for i, tc := range dwCases {
+		for i, tc := range append(append([]dwCase{}, dwCases...), dwIntrinsicCases...) {
 			if tc.gin > 0 {
 				continue
 			}
@@ -158,6 +168,64 @@ func TestDepthwiseDefaultBandsSpanSevenRowsOfSmallMaps(t *testing.T) {
 		}
 		if rows, ok := pad.Shape[2].(*loopir.IntImm); !ok || rows.V != tc.padRows {
 			t.Errorf("%v: pad buffer of %v input rows, want %d", dc, pad.Shape[2], tc.padRows)
+		}
+	}
+}
+
+// TestDepthwiseIntrinsicTakesKernelsOfManyTaps: a depthwise kernel of more taps than
+// max_taps (ConvNeXt's 7×7 under the default rule) is computed by one call of the
+// target's depthwise intrinsic per register tile, as wide as the largest divisor of the
+// output row up to tile_w, with no written-out lane loop; a kernel within max_taps
+// keeps the written-out tile, and tile_w 0 the tap-by-tap row.
+func TestDepthwiseIntrinsicTakesKernelsOfManyTaps(t *testing.T) {
+	reg := kernels.Default()
+	l := Strategies(reg)
+	for _, tc := range []struct {
+		w, kw        int
+		knobs        kernels.Knobs
+		width, calls int64 // the intrinsic's tile width (0: none) and its call sites
+	}{
+		{28, 7, nil, 7, 1}, {56, 7, nil, 8, 1}, {14, 7, nil, 7, 1}, {7, 7, nil, 7, 1},
+		{24, 5, kernels.Knobs{"max_taps": 9}, 8, 1}, {24, 5, kernels.Knobs{"max_taps": 9, "tile_w": 1}, 1, 1},
+		{24, 3, nil, 0, 0}, {24, 5, nil, 0, 0}, {28, 7, kernels.Knobs{"tile_w": 0}, 0, 0},
+	} {
+		dc := dwCase{64, 1, 6, tc.w, tc.kw, tc.kw, []int64{1, 1}, []int64{1, 1}, nil, "SAME_UPPER", true, 0}
+		a, args := dc.attrs(), dc.args(13)
+		mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		in, err := nt.Placeholders(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, err := l.LowerChoice(n, in, nil, target.Host(), kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: tc.knobs})
+		if err != nil {
+			t.Fatalf("%v, %v: %v", dc, tc.knobs, err)
+		}
+		var calls []*loopir.IntrinCall
+		simd := 0
+		loopir.MapStmt(impl.Func.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+			switch s := s.(type) {
+			case *loopir.IntrinCall:
+				calls = append(calls, s)
+			case *loopir.For:
+				if s.Annotations["c.pragma"] == "omp simd" {
+					simd++
+				}
+			}
+			return nil
+		})
+		what := fmt.Sprintf("%dx%d over a row of %d, %v", tc.kw, tc.kw, tc.w, tc.knobs)
+		if int64(len(calls)) != tc.calls {
+			t.Fatalf("%s: %d intrinsic calls, want %d", what, len(calls), tc.calls)
+		}
+		if tc.width == 0 {
+			continue
+		}
+		if want := fmt.Sprintf("_%d", tc.width); !strings.HasPrefix(calls[0].Intrin.Name, "kiln_dwconv_f32_") || !strings.HasSuffix(calls[0].Intrin.Name, want) {
+			t.Errorf("%s: calls %s, want the depthwise intrinsic of %d columns", what, calls[0].Intrin.Name, tc.width)
+		}
+		if simd != 0 {
+			t.Errorf("%s: %d written-out lane loops beside the intrinsic", what, simd)
 		}
 	}
 }

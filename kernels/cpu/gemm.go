@@ -10,7 +10,7 @@ import (
 
 // GemmConfig is the search space of the matmul strategy.
 type GemmConfig struct {
-	KC       int64 // reduction block: one panel of packed B (KC × nr) stays in L1
+	KC       int64 // reduction block: one panel of packed B (KC × nr) stays in L1 (a static reduction of up to 1.5·KC runs whole: unsplitK)
 	MC       int64 // row block, in micro-kernel tiles: one block of A (MC·mr × KC) stays in L2
 	Parallel bool  // run row blocks on the device's threads
 	// FewRowBlocks: with static rows making at most this many row blocks, the parallel
@@ -30,10 +30,19 @@ type GemmConfig struct {
 // DefaultGemm was the fastest (or tied) of KC ∈ {128, 192, 256, 512, 1024} × MC ∈ {4, 8,
 // 16}, with and without packing A, for sgemm 1024³ on Zen 5 (48 KiB L1, 1 MiB L2),
 // measured side by side in one process: KC = 1024 (one zero-initializing call per tile)
-// fell to half speed in some runs, and packing A cost more than it saved. With K ≤ KC
-// the reduction is not split and the micro-kernel's zero-initializing form replaces the
-// separate init pass.
+// fell to half speed in some runs, and packing A cost more than it saved. With K ≤
+// unsplitK(KC) the reduction is not split and the micro-kernel's zero-initializing form
+// replaces the separate init pass.
 var DefaultGemm = GemmConfig{KC: 256, MC: 8, Parallel: true, FewRowBlocks: 8, SymbolicMC: 4}
+
+// unsplitK is the longest static reduction the matmul strategy runs whole under a
+// reduction block of kc: 1.5·kc, so that a reduction just above kc is not split into a
+// full block and a short one (each tile then a zero pass, two calls and a round trip of
+// its accumulators through memory) but makes one zero-initializing call per tile.
+// ConvNeXt-tiny's K = 384 products under KC 256, measured as their generated units in a
+// C harness (thread CPU time, min of 200, Emerald Rapids, three rounds alternating):
+// 3136x384->96 1.43-1.45 -> 1.38 ms, 196x384->1536 with its GELU 1.59-1.60 -> 1.54.
+func unsplitK(kc int64) int64 { return kc + kc/2 }
 
 // ScheduleMatMulPacked schedules MatMulPacked (blocks "packed_a" if A is packed,
 // "packed_b" and "matmul")
@@ -106,7 +115,7 @@ func ScheduleMatMulPackedEpilogue(s *schedule.Schedule, g intrin.Gemm, cfg GemmC
 	var anchor schedule.LoopRV
 	var ko schedule.LoopRV
 	kExt, kStatic := s.Extent(l[2])
-	split := !kStatic || kExt > cfg.KC
+	split := !kStatic || kExt > unsplitK(cfg.KC)
 	if split {
 		k, err := s.Split(l[2], []int64{-1, cfg.KC})
 		if err != nil {

@@ -383,7 +383,7 @@ func buildMatMulPackedWith(reg *kernels.Registry, n *graph.Node, in []kernels.In
 	if r, ok := rowsOf(lead).(*loopir.IntImm); ok {
 		rows = r.V
 	}
-	g := intrin.GemmTile(t, cols, rows)
+	g := intrin.GemmTileMatMul(t, cols, rows)
 	a2 := te.Placeholder("a", tensor.Float32, rowsOf(lead), loopir.Int(k))
 	bp := te.Placeholder("bp", tensor.Float32, kernels.Static((cols+g.NR-1)/g.NR, k, g.NR)...)
 	params := []*te.Tensor{a2, bp}

@@ -128,11 +128,9 @@ func depthwiseDesc(name string, tw int64) *loopir.PrimFunc {
 // a scalar tail; straight-line accumulations (no pragmas), inlined into the caller so
 // that constant strides and counts fold into addressing.
 func depthwiseC(name string, lanes, regs, tw int) string {
-	vt := fmt.Sprintf("kiln_f32x%d", lanes)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("typedef float %s __attribute__((vector_size(%d)));\n", vt, 4*lanes)
-	w("typedef float %su __attribute__((vector_size(%d), aligned(4)));\n", vt, 4*lanes)
+	vt := vectorTypes(w, lanes)
 	w("static inline __attribute__((always_inline)) void %s(\n", name)
 	w("    float *restrict c, i64 c_st, i64 c_sl, i64 c_skh, i64 c_skw,\n")
 	w("    const float *restrict a, i64 a_st, i64 a_sl, i64 a_skh, i64 a_skw,\n")

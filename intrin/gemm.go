@@ -106,11 +106,9 @@ func gemmBlocksDesc(name string, mr, nr int64) *loopir.PrimFunc {
 // inside the two block loops, A's and B's tile origins stepped by their block strides.
 func gemmBlocksC(name, isa string, lanes, mr, nv int) string {
 	nr := lanes * nv
-	vt := fmt.Sprintf("kiln_f32x%d", lanes)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("typedef float %s __attribute__((vector_size(%d)));\n", vt, 4*lanes)
-	w("typedef float %su __attribute__((vector_size(%d), aligned(4)));\n", vt, 4*lanes)
+	vt := vectorTypes(w, lanes)
 	w("static inline __attribute__((always_inline)) void %s(\n", name)
 	w("    float *restrict c, i64 c_si, i64 c_sj, i64 c_skb, i64 c_sky, i64 c_sk,\n")
 	w("    const float *restrict a, i64 a_si, i64 a_sj, i64 a_skb, i64 a_sky, i64 a_sk,\n")
@@ -198,11 +196,9 @@ func gemmDesc(name string, mr, nr int64, zero bool) *loopir.PrimFunc {
 // strides fold into addressing.
 func gemmC(name, isa string, lanes, mr, nv int, zero bool) string {
 	nr := lanes * nv
-	vt := fmt.Sprintf("kiln_f32x%d", lanes)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("typedef float %s __attribute__((vector_size(%d)));\n", vt, 4*lanes)
-	w("typedef float %su __attribute__((vector_size(%d), aligned(4)));\n", vt, 4*lanes)
+	vt := vectorTypes(w, lanes)
 	w("static inline __attribute__((always_inline)) void %s(\n", name)
 	w("    float *restrict c, i64 c_si, i64 c_sj, i64 c_sk,\n")
 	w("    const float *restrict a, i64 a_si, i64 a_sj, i64 a_sk,\n")
@@ -240,6 +236,15 @@ func gemmC(name, isa string, lanes, mr, nv int, zero bool) string {
 	w("  }\n")
 	w("}\n")
 	return b.String()
+}
+
+// vectorTypes prints the typedefs of a vector of lanes floats (aligned, and unaligned
+// for loads and stores at any float) and returns the aligned one's name.
+func vectorTypes(w func(string, ...any), lanes int) string {
+	vt := fmt.Sprintf("kiln_f32x%d", lanes)
+	w("typedef float %s __attribute__((vector_size(%d)));\n", vt, 4*lanes)
+	w("typedef float %su __attribute__((vector_size(%d), aligned(4)));\n", vt, 4*lanes)
+	return vt
 }
 
 // tileShape is one register tile to print: mr rows of nv vectors of lanes floats (C

@@ -9,16 +9,10 @@ import "github.com/kilnrt/kiln/loopir"
 // vectorizable).
 func HoistInvariantIf(f *loopir.PrimFunc) *loopir.PrimFunc {
 	body := loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
-		loop, ok := s.(*loopir.For)
+		loop, guard, bound, ok := guardedLoop(s)
 		if !ok {
 			return nil
 		}
-		guard, ok := loop.Body.(*loopir.IfThenElse)
-		if !ok || guard.Else != nil {
-			return nil
-		}
-		bound := boundInside(guard.Then)
-		bound[loop.Var] = true
 		var inv, rest []loopir.Expr
 		for _, c := range loopir.Conjuncts(guard.Cond) {
 			if mentions(c, bound) {
@@ -37,6 +31,20 @@ func HoistInvariantIf(f *loopir.PrimFunc) *loopir.PrimFunc {
 		return &loopir.IfThenElse{Cond: and(inv), Then: &loopir.For{Var: loop.Var, Min: loop.Min, Extent: loop.Extent, Kind: loop.Kind, Body: inner, Annotations: loop.Annotations}}
 	})
 	return &loopir.PrimFunc{Name: f.Name, Params: f.Params, Dims: f.Dims, Body: body, NoContract: f.NoContract}
+}
+
+// guardedLoop matches s as a loop whose whole body is one if without else; bound holds
+// the loop's variable and those of the loops inside the guarded statement.
+func guardedLoop(s loopir.Stmt) (loop *loopir.For, guard *loopir.IfThenElse, bound map[*loopir.Var]bool, ok bool) {
+	if loop, ok = s.(*loopir.For); !ok {
+		return nil, nil, nil, false
+	}
+	if guard, ok = loop.Body.(*loopir.IfThenElse); !ok || guard.Else != nil {
+		return nil, nil, nil, false
+	}
+	bound = boundInside(guard.Then)
+	bound[loop.Var] = true
+	return loop, guard, bound, true
 }
 
 func and(es []loopir.Expr) loopir.Expr {

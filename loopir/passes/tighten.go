@@ -13,16 +13,10 @@ import "github.com/kilnrt/kiln/loopir"
 // left are exactly those whose guard held; an extent that comes out negative runs none.
 func TightenLoopGuard(f *loopir.PrimFunc) *loopir.PrimFunc {
 	body := loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
-		loop, ok := s.(*loopir.For)
+		loop, guard, bound, ok := guardedLoop(s)
 		if !ok || (loop.Kind != loopir.Serial && loop.Kind != loopir.Vectorized) {
 			return nil
 		}
-		guard, ok := loop.Body.(*loopir.IfThenElse)
-		if !ok || guard.Else != nil {
-			return nil
-		}
-		bound := boundInside(guard.Then)
-		bound[loop.Var] = true
 		var limit loopir.Expr
 		var rest []loopir.Expr
 		for _, c := range loopir.Conjuncts(guard.Cond) {

@@ -32,12 +32,13 @@ type DepthwiseConfig struct {
 }
 
 // DefaultDepthwise is the default rule: tiles of up to 8 columns, written out for
-// kernels up to 5×5, on the intrinsic beyond, bands of up to 8 rows. A band of R rows of a 3×3 stride-1 kernel copies R+2
-// input rows, and the band is the largest divisor of the output height up to Rows:
-// 7×7 and 14×14 maps take bands of 7 rows, where bands of up to 4 would be of one
-// and two rows (three and two input rows copied per output row). Against bands of
-// up to 4, MobileNetV2's 14×14 and 7×7 depthwise layers measured 8 to 28% less CPU
-// time (AVX2, one thread), its larger ones 2 to 5% less or the same.
+// kernels up to 5×5, on the intrinsic beyond, bands of up to 8 rows. A band of R rows
+// of a 3×3 stride-1 kernel copies R+2 input rows, and the band is the largest
+// divisor of the output height up to Rows: 7×7 and 14×14 maps take bands of 7 rows,
+// where bands of up to 4 would be of one and two rows (three and two input rows
+// copied per output row). Against bands of up to 4, MobileNetV2's 14×14 and 7×7
+// depthwise layers measured 8 to 28% less CPU time (AVX2, one thread), its larger
+// ones 2 to 5% less or the same.
 var DefaultDepthwise = DepthwiseConfig{TileW: 8, MaxTaps: 25, Rows: 8}
 
 // depthwiseKnobs declare DepthwiseConfig as knobs around d: tile_w and rows.

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 382 files; see Identity.
-const sourceDigest = "5c61bb6a872d72e4f032daa90a64c478"
+const sourceDigest = "f46fb1b7a9ae90ae68e765dbffb66458"

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kilnrt/kiln/loopir"
 )
@@ -101,9 +102,20 @@ func coverRegion(an *loopir.Analyzer, accs []access, rank int) ([]dimRange, erro
 			vars[i] = l.Var
 		}
 		for d := 0; d < rank; d++ {
+			loops := acc.loops
 			base, coefs, ok := loopir.Affine(acc.index[d], vars)
 			if !ok {
-				return nil, fmt.Errorf("index %s is not affine in the loops", loopir.ExprString(acc.index[d]))
+				// a division or modulo of the loops' variables by a constant (a paired
+				// depthwise convolution's column v/B) is bounded by its interval
+				idx, extra := boundQuotients(acc.index[d], acc.loops)
+				loops = append(append([]*loopir.For{}, acc.loops...), extra...)
+				all := append([]*loopir.Var{}, vars...)
+				for _, l := range extra {
+					all = append(all, l.Var)
+				}
+				if base, coefs, ok = loopir.Affine(idx, all); !ok {
+					return nil, fmt.Errorf("index %s is not affine in the loops", loopir.ExprString(acc.index[d]))
+				}
 			}
 			l, h := base, base
 			for i, c := range coefs {
@@ -112,11 +124,11 @@ func coverRegion(an *loopir.Analyzer, accs []access, rank int) ([]dimRange, erro
 					continue
 				}
 				k, ok1 := c.(*loopir.IntImm)
-				ext, ok2 := an.Simplify(acc.loops[i].Extent).(*loopir.IntImm)
+				ext, ok2 := an.Simplify(loops[i].Extent).(*loopir.IntImm)
 				if !ok1 || !ok2 {
-					return nil, fmt.Errorf("index %s: loop %s has a symbolic coefficient or extent", loopir.ExprString(acc.index[d]), vars[i].Name)
+					return nil, fmt.Errorf("index %s: loop %s has a symbolic coefficient or extent", loopir.ExprString(acc.index[d]), loops[i].Var.Name)
 				}
-				start := loopir.Bin(loopir.Mul, acc.loops[i].Min, k)
+				start := loopir.Bin(loopir.Mul, loops[i].Min, k)
 				l, h = loopir.Bin(loopir.Add, l, start), loopir.Bin(loopir.Add, h, start)
 				span := loopir.Int(k.V * (ext.V - 1))
 				if k.V < 0 {
@@ -151,6 +163,55 @@ func coverRegion(an *loopir.Analyzer, accs []access, rank int) ([]dimRange, erro
 		out[d] = dimRange{Min: lo[d], Extent: ext.V}
 	}
 	return out, nil
+}
+
+// boundQuotients replaces in index each division or modulo by a positive constant of an
+// expression of the loops' variables alone (loops with constant bounds) by a variable of
+// a new loop over the quotient's interval, so that the index is affine in the loops and
+// those: the region it covers then holds every value the quotient takes (and perhaps
+// more, where the interval has holes).
+func boundQuotients(index loopir.Expr, loops []*loopir.For) (loopir.Expr, []*loopir.For) {
+	an := loopir.NewAnalyzer(nil)
+	inner := map[*loopir.Var]bool{}
+	for _, l := range loops {
+		lo, ok1 := l.Min.(*loopir.IntImm)
+		ext, ok2 := l.Extent.(*loopir.IntImm)
+		if !ok1 || !ok2 || ext.V <= 0 {
+			continue
+		}
+		an.Bind(l.Var, loopir.Bounds{Min: lo.V, Max: lo.V + ext.V - 1})
+		inner[l.Var] = true
+	}
+	var extra []*loopir.For
+	out := loopir.MapExpr(index, func(x loopir.Expr) loopir.Expr {
+		b, ok := x.(*loopir.Binary)
+		if !ok || b.Op != loopir.Div && b.Op != loopir.Mod {
+			return x
+		}
+		if c, ok := b.B.(*loopir.IntImm); !ok || c.V <= 0 || !onlyVars(b.A, inner) {
+			return x
+		}
+		r := an.Bound(b)
+		if r.Min < 0 || r.Max < r.Min || r.Max == math.MaxInt64 {
+			return x
+		}
+		v := &loopir.Var{Name: fmt.Sprintf("q%d", len(extra)), DT: b.DType()}
+		extra = append(extra, &loopir.For{Var: v, Min: loopir.Int(r.Min), Extent: loopir.Int(r.Max - r.Min + 1)})
+		return v
+	})
+	return out, extra
+}
+
+// onlyVars reports whether every variable of e is one of vars.
+func onlyVars(e loopir.Expr, vars map[*loopir.Var]bool) bool {
+	ok := true
+	loopir.MapExpr(e, func(x loopir.Expr) loopir.Expr {
+		if v, isVar := x.(*loopir.Var); isVar && !vars[v] {
+			ok = false
+		}
+		return x
+	})
+	return ok
 }
 
 // pick returns the smaller (or larger) of two bounds that differ by a constant.

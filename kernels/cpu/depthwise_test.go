@@ -79,6 +79,12 @@ var dwCases = []dwCase{
 	// grouped on vectors: horizontal dilation, groups narrower than a tile
 	{16, 8, 9, 11, 3, 3, []int64{1, 1}, []int64{1, 2}, []int64{1, 2, 1, 2}, "", true, 8},
 	{24, 4, 8, 8, 3, 3, []int64{2, 2}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", false, 2},
+	// rows of 28 columns and more over blocks narrower than a vector, computed paired
+	// (depthwisePair): blocks of 8 on AVX-512, of 4 on AVX-512 and AVX2; a vertical
+	// stride, a horizontal dilation and a channel multiplier
+	{24, 1, 5, 28, 3, 3, []int64{1, 1}, []int64{1, 1}, []int64{1, 1, 1, 1}, "", true, 0},
+	{12, 1, 4, 32, 5, 5, []int64{2, 1}, []int64{1, 1}, []int64{2, 2, 2, 2}, "", false, 0},
+	{4, 2, 5, 30, 3, 3, []int64{1, 1}, []int64{1, 2}, []int64{1, 2, 1, 2}, "", true, 0},
 }
 
 // TestDepthwiseConvMatchesReference runs the blocked depthwise and grouped strategies, under every

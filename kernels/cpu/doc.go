@@ -30,7 +30,11 @@
 // [M/B, KH, KW, B], static padding (explicit, VALID, or SAME over static extents), any
 // kernel, strides and dilations; computed in blocks of B output channels, B the block the
 // input is stored in or else the tensorized convolutions' tile width, else a vector or
-// a half or quarter of one (depthwiseBlock), refused when none divides the channels:
+// a half or quarter of one (depthwiseBlock), refused when none divides the channels;
+// a block narrower than the vector (AVX-512 over blocks of 8) at horizontal stride 1 on
+// rows of 28 columns or more computes several adjacent columns in one vector
+// (depthwisePair: their inputs are one contiguous run of the padded row, the weights
+// packed with the lanes repeated):
 // per output row (batch·block·row, parallel) the padded input rows its window spans are
 // copied into a row-sized buffer (for a depthwise block, per band of up to the knob
 // rows output rows, default 8, dividing the height: each input row copied once per

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 382 files; see Identity.
-const sourceDigest = "f46fb1b7a9ae90ae68e765dbffb66458"
+// sourceDigest covers 383 files; see Identity.
+const sourceDigest = "4b337c5d7503fdd1e4527a970256ebf4"

@@ -61,6 +61,13 @@
 //     the packed matrix product instead of a twiddle sum no schedule vectorizes (each
 //     constant it makes at most maxSTFTConstant elements, else the STFT stays);
 //   - dce: nodes and constants nobody reads are removed;
+//   - pad-channels (O2): with a Context.Layout policy's ChannelMultiple (the CPU's vector
+//     lanes), a region of M channels between convolutions (depthwise convs, channel-
+//     wise elementwise ops, global pools, squeeze-and-excitation) that the multiple
+//     does not divide is widened to the next multiple when that adds at most an eighth:
+//     zero filters and bias in the convolutions writing it, zero input channels in
+//     those reading it, so every value outside it is unchanged (MobileNetV3's 72, 120,
+//     184 and 200 channels compute in whole AVX-512 vectors, as ONNX Runtime pads them);
 //   - alter-layout (O2): with a Context.Layout policy, convolutions store their outputs
 //     in channel blocks (NCHW16c...) where a reader takes them so, and values stay
 //     blocked through the nodes the policy accepts (elementwise ops with broadcast

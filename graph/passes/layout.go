@@ -20,6 +20,9 @@ type LayoutPolicy struct {
 	// writes its output plain (a global pool): alter-layout keeps Accepts' block for the
 	// output only where a reader takes it so.
 	PlainOutput func(n *graph.Node, in []int64) bool
+	// ChannelMultiple (optional) is the channel count the blocked kernels compute in
+	// whole vectors: pad-channels widens regions of other counts to a multiple of it.
+	ChannelMultiple int64
 }
 
 // AlterLayout stores the outputs of anchor nodes (convolutions) in channel blocks and

@@ -44,7 +44,17 @@ func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 		PlainOutput: func(n *graph.Node, in []int64) bool {
 			return (n.Op == graph.OpGlobalAveragePool || n.Op == graph.OpGlobalMaxPool) && len(in) > 0 && in[0] != 0
 		},
+		ChannelMultiple: channelMultiple(t),
 	}
+}
+
+// channelMultiple is the channel count pad-channels rounds regions up to on t: one
+// vector of at least 8 lanes (AVX-512's 16, AVX2's 8), else none.
+func channelMultiple(t target.Target) int64 {
+	if lanes := int64(t.VectorBits / 32); lanes >= 8 {
+		return lanes
+	}
+	return 0
 }
 
 // anyBlock asks for every input of n as it is stored.

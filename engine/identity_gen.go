@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 383 files; see Identity.
-const sourceDigest = "4b337c5d7503fdd1e4527a970256ebf4"
+const sourceDigest = "30cbcc06e4f5490e844bd6d58086ff8c"

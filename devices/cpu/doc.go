@@ -2,7 +2,10 @@
 // so that kernels may keep pointers into it; MapHost (devices.HostMapper) lends host
 // memory to kernels in place, read-only, without copying or ever unmapping it; kernels are C compiled by a C compiler found
 // at run time ($CC, then gcc, then clang) into a shared object, loaded with purego
-// (dlopen, no cgo), and called with one foreign call per launch.
+// (dlopen, no cgo), and called with one foreign call per launch. A launch yields the
+// goroutine's processor every 2 ms (yieldNow), so that a long run of launches, which
+// the Go runtime counts as system calls, never outlives its time slice and has its
+// processor taken by the runtime's monitor in the middle of a kernel.
 //
 // The device's fingerprint is the host's instruction-set features (target.Host); the C
 // compiler's Identity (its version and flags) is the device's Toolchain, part of the

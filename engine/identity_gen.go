@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 383 files; see Identity.
-const sourceDigest = "30cbcc06e4f5490e844bd6d58086ff8c"
+const sourceDigest = "75a530424040c7a7753f6c731ef57d97"

@@ -43,8 +43,9 @@ type DepthwiseAttrs struct {
 //     w being the weights prepacked by PackDepthwiseWeights, [M/B, KH, KW, B]; with
 //     Pair P > 1, [N, M/B, OH, OW/P, P·B] (the same storage: P columns of B lanes per
 //     vector), w packed [M/B, KH, KW, P·B] with the lanes repeated;
-//   - with BlockedOut, "bias" (when bias is not nil) on the blocked result; else
-//     "unpack": the NCHW result, with the bias added when bias is not nil.
+//   - with BlockedOut, "bias" (when bias is not nil, and always when paired: the
+//     columns back to [N, M/B, OH, OW, B]) on the blocked result; else "unpack": the
+//     NCHW result, with the bias added when bias is not nil.
 //
 // The channel lanes of a block are the innermost axis of every stage, so a schedule
 // vectorizes them with unit stride; the pad stage is meant to be computed per output
@@ -172,7 +173,7 @@ func PackDepthwiseWeightsPaired(w *tensor.Tensor, bl, pair int64) (*tensor.Tenso
 	}
 	m, kh, kw := int64(w.Shape[0]), int64(w.Shape[2]), int64(w.Shape[3])
 	if bl <= 0 || m%bl != 0 || pair <= 0 {
-		return nil, fmt.Errorf("%d output channels are not a multiple of %d", m, bl)
+		return nil, fmt.Errorf("%d output channels in blocks of %d, %d columns a vector: not a whole number of blocks", m, bl, pair)
 	}
 	lanes := bl * pair
 	out := make([]float32, m*kh*kw*pair)

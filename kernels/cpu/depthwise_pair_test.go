@@ -39,13 +39,7 @@ func TestDepthwisePairsColumnsWhereTheBlockIsNarrowerThanAVX512(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", dc, err)
 		}
-		var lanes []*loopir.For
-		loopir.MapStmt(impl.Func.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
-			if f, ok := s.(*loopir.For); ok && f.Annotations["c.pragma"] == "omp simd" {
-				lanes = append(lanes, f)
-			}
-			return nil
-		})
+		lanes := simdLoops(impl.Func.Body)
 		if len(lanes) != 1 {
 			t.Fatalf("%v: %d register-tile lane loops, want 1", dc, len(lanes))
 		}

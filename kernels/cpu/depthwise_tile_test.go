@@ -73,6 +73,18 @@ func TestDepthwiseRegisterTileMatchesReferenceAtEveryWidth(t *testing.T) {
 	}
 }
 
+// simdLoops lists the loops of body annotated `omp simd` (a register tile's lanes).
+func simdLoops(body loopir.Stmt) []*loopir.For {
+	var lanes []*loopir.For
+	loopir.MapStmt(body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
+		if f, ok := s.(*loopir.For); ok && f.Annotations["c.pragma"] == "omp simd" {
+			lanes = append(lanes, f)
+		}
+		return nil
+	})
+	return lanes
+}
+
 // TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop: under the default rule, a
 // depthwise convolution's lanes are one vector loop (omp simd) around the tile's
 // columns and taps, all unrolled, so that each column's sum lives in a register from
@@ -99,13 +111,7 @@ func TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", dc, err)
 		}
-		var lanes []*loopir.For
-		loopir.MapStmt(impl.Func.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
-			if f, ok := s.(*loopir.For); ok && f.Annotations["c.pragma"] == "omp simd" {
-				lanes = append(lanes, f)
-			}
-			return nil
-		})
+		lanes := simdLoops(impl.Func.Body)
 		if tc.width == 0 {
 			if len(lanes) != 0 {
 				t.Errorf("%v, tile_w 0: %d register-tile lane loops", dc, len(lanes))

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 383 files; see Identity.
-const sourceDigest = "75a530424040c7a7753f6c731ef57d97"
+const sourceDigest = "ecf129e640b1738424350ace909d41ab"

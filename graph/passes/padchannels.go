@@ -180,17 +180,13 @@ func (p *padder) reader(n *graph.Node, x *graph.Value, r *padRegion, add func(*g
 		add(n.Outputs[0])
 		return true
 	case elementwiseChannelOps[n.Op]:
-		if len(n.Outputs) != 1 {
-			return false
-		}
-		add(n.Outputs[0])
 		return p.channelOperands(n, r, add)
 	}
 	return false
 }
 
-// channelOperands checks an elementwise op's inputs: values of the region's channels
-// join it, constants must be of one element or per channel (padded by apply); the
+// channelOperands checks an elementwise op (one output, which joins the region) and its
+// inputs: values of the region's channels join it, constants must be of one element or per channel (padded by apply); the
 // min and max of Clip are constants of one element.
 func (p *padder) channelOperands(n *graph.Node, r *padRegion, add func(*graph.Value)) bool {
 	if len(n.Outputs) != 1 {

@@ -76,6 +76,40 @@ func TestRunnerOnHandMadeCases(t *testing.T) {
 	}
 }
 
+// A zoo assembled from symlinks (to case folders, and to data-set folders) is found and
+// run like one of real folders.
+func TestRunnerFollowsSymlinkedCasesAndDataSets(t *testing.T) {
+	real, zoo := t.TempDir(), t.TempDir()
+	writeCase(t, filepath.Join(real, "good"), []float32{-1, 2}, []float32{0, 2})
+	linked := filepath.Join(real, "linked")
+	writeCase(t, filepath.Join(real, "sets"), []float32{3, -4}, []float32{3, 0})
+	if err := os.MkdirAll(linked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{
+		{filepath.Join(real, "good"), filepath.Join(zoo, "good")},
+		{filepath.Join(real, "sets", "model.onnx"), filepath.Join(linked, "model.onnx")},
+		{filepath.Join(real, "sets", "test_data_set_0"), filepath.Join(linked, "test_data_set_0")},
+		{linked, filepath.Join(zoo, "linked")},
+	} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases, err := FindCases([]string{zoo})
+	if err != nil || len(cases) != 2 {
+		t.Fatalf("FindCases = %v, %v; want the two linked cases", cases, err)
+	}
+	for _, c := range cases {
+		if r := RunCase(c, opts()); r.Status != Pass {
+			t.Errorf("%s: %+v", c, r)
+		}
+	}
+	if sets, err := dataSets(linked); err != nil || len(sets) != 1 {
+		t.Errorf("dataSets(%s) = %v, %v; want the linked test_data_set_0", linked, sets, err)
+	}
+}
+
 func TestCompareTensor(t *testing.T) {
 	tol := Tolerance{Atol: 1e-4, Rtol: 1e-3}
 	f := func(v ...float32) *tensor.Tensor { return tensor.MustFromSlice(tensor.Shape{len(v)}, v) }

@@ -57,7 +57,8 @@ type Options struct {
 }
 
 // FindCases expands each path into case folders: a folder holding model.onnx is a case;
-// otherwise its immediate subfolders that hold model.onnx are. Cases are sorted by name.
+// otherwise its immediate subfolders that hold model.onnx are (symlinks to folders
+// followed, as a zoo assembled from links is). Cases are sorted by name.
 func FindCases(paths []string) ([]string, error) {
 	var cases []string
 	for _, p := range paths {
@@ -71,7 +72,7 @@ func FindCases(paths []string) ([]string, error) {
 		}
 		found := 0
 		for _, e := range entries {
-			if sub := filepath.Join(p, e.Name()); e.IsDir() && isCase(sub) {
+			if sub := filepath.Join(p, e.Name()); isCase(sub) {
 				cases = append(cases, sub)
 				found++
 			}
@@ -172,7 +173,13 @@ func runCase(ctx context.Context, dir string, opts Options) Result {
 	return r
 }
 
-// dataSets lists test_data_set_N folders in numeric order.
+// isDir reports whether path is a folder, symlinks followed.
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// dataSets lists test_data_set_N folders (symlinks followed) in numeric order.
 func dataSets(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -184,9 +191,10 @@ func dataSets(dir string) ([]string, error) {
 	}
 	var sets []set
 	for _, e := range entries {
-		if s, ok := strings.CutPrefix(e.Name(), "test_data_set_"); ok && e.IsDir() {
+		path := filepath.Join(dir, e.Name())
+		if s, ok := strings.CutPrefix(e.Name(), "test_data_set_"); ok && isDir(path) {
 			if n, err := strconv.Atoi(s); err == nil {
-				sets = append(sets, set{n, filepath.Join(dir, e.Name())})
+				sets = append(sets, set{n, path})
 			}
 		}
 	}

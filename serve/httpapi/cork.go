@@ -16,23 +16,35 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// corked runs write, which writes a whole response, with the connection's TCP sends
-// held back until it returns (TCP_CORK on Linux), so that a response larger than
-// net/http's 4 KiB connection buffer — its header and the first bytes in one write
-// syscall, the rest in another — reaches the client as one send: the client wakes once
-// instead of twice. Alone it measured ~0.03 ms per 33 KB response on the VM of
-// BENCHMARKS.md (0.386 against 0.419 ms, means of 8 alternations of 1000 requests). Connections that are not plain TCP (TLS) just write.
-func corked(r *http.Request, write func()) {
+// corked runs write, which writes a whole response, and flushes it to the connection
+// with the connection's TCP sends held back until both are done (TCP_CORK on Linux), so
+// that a response larger than net/http's 4 KiB buffers — its header and the first bytes
+// in one write syscall, the middle in another, the tail left in the buffer until the
+// handler returns — reaches the client as one send: the client wakes once instead of
+// two or three times. The flush is inside the cork: left to net/http after the handler,
+// the tail (1 KiB of bert_tiny's 33 KB response) went out alone after the uncork.
+// Corking alone measured ~0.03 ms per 33 KB response on the VM of BENCHMARKS.md (0.386
+// against 0.419 ms, means of 8 alternations of 1000 requests). Connections that are not
+// plain TCP (TLS) just write and flush.
+func corked(r *http.Request, w http.ResponseWriter, write func()) {
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
 	sc, ok := r.Context().Value(connKey{}).(syscall.Conn)
 	if !ok {
 		write()
+		flush()
 		return
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil || !setCork(rc, true) {
 		write()
+		flush()
 		return
 	}
 	defer setCork(rc, false)
 	write()
+	flush()
 }

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,5 +57,45 @@ func TestLargeBinaryResponseCorked(t *testing.T) {
 		if d := time.Since(start); d > 150*time.Millisecond {
 			t.Errorf("round %d: a health request after it took %v: the connection stayed corked", round, d)
 		}
+	}
+}
+
+// TestCorkedFlushesTheWholeResponseBeforeItReturns: a response larger than net/http's
+// buffers reaches the client whole while its handler is still running after corked
+// returns: nothing of it (the tail net/http would otherwise flush after the handler)
+// goes out alone after the uncork.
+func TestCorkedFlushesTheWholeResponseBeforeItReturns(t *testing.T) {
+	const size = 33*1024 + 300 // header and first bytes in one write, a middle, a 1 KiB tail
+	received := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		corked(r, w, func() { // as infer writes: a small JSON header, then each output
+			w.WriteHeader(http.StatusOK)
+			body := bytes.Repeat([]byte{'k'}, size)
+			for _, part := range [][]byte{body[:300], body[300 : size-1024], body[size-1024:]} {
+				w.Write(part)
+			}
+		})
+		select { // the handler holds on until the client has every byte
+		case <-received:
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	srv.Config.ConnContext = ConnContext
+	srv.Start()
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	b, err := io.ReadAll(resp.Body)
+	close(received)
+	if err != nil || len(b) != size {
+		t.Fatalf("read %d of %d bytes: %v", len(b), size, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the body's last bytes came %v later, when the handler returned: corked did not flush them", d)
 	}
 }

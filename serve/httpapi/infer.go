@@ -375,7 +375,7 @@ func (s *Server) infer(c *gin.Context) {
 	h.Set(headerLength, strconv.Itoa(len(head)))
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.Itoa(len(head)+totalLen(blobs)))
-	corked(c.Request, func() {
+	corked(c.Request, c.Writer, func() {
 		c.Status(http.StatusOK)
 		if _, err := c.Writer.Write(head); err != nil {
 			return // the client went away; net/http closes the connection

@@ -55,6 +55,7 @@ var clientC []byte
 
 type config struct {
 	rounds, requests, requestBytes, responseBytes int
+	footprint                                     int
 	compute                                       time.Duration
 	cc                                            string
 	kiln, model                                   string // measure kiln serve on this zoo model too
@@ -74,6 +75,7 @@ func main() {
 	flag.DurationVar(&c.compute, "compute", 3*time.Millisecond, "busy time per request on two threads (bert_tiny s32 takes ~3.2 ms here)")
 	flag.IntVar(&c.requestBytes, "request-bytes", 1296, "request body size (bert_tiny s32's binary request is 1296 bytes with headers)")
 	flag.IntVar(&c.responseBytes, "response-bytes", 33792, "response body size (bert_tiny s32's two outputs: 33792 bytes)")
+	flag.IntVar(&c.footprint, "footprint", -1, "bytes the compute reads per request, as a model streams its weights (-1: with --kiln the model file's size, else 0: the compute only pauses and the server's code stays cached)")
 	flag.StringVar(&c.cc, "cc", "cc", "the C compiler")
 	flag.StringVar(&c.kiln, "kiln", "", "a kiln binary: measure kiln serve and kiln bench on --model in the same run")
 	flag.StringVar(&c.model, "model", "", "with --kiln, a zoo model folder (model.onnx, test_data_set_0)")
@@ -96,7 +98,7 @@ func main() {
 
 // serveGo is the child process of one Go server.
 func serveGo(role, addr, lib string, c config) error {
-	compute, err := computeFunc(lib, int(c.compute.Microseconds()))
+	compute, err := computeFunc(lib, int(c.compute.Microseconds()), max(c.footprint, 0))
 	if err != nil {
 		return err
 	}
@@ -182,11 +184,19 @@ func run(c config) error {
 				return err
 			}
 		}
-		fmt.Printf("kiln serve on %s, %d threads: %d-byte REST requests, %d-byte responses; floor servers at each round's in-process p50\n",
-			c.model, c.threads, c.requestBytes, c.responseBytes)
+		if c.footprint < 0 {
+			st, err := os.Stat(filepath.Join(c.model, "model.onnx"))
+			if err != nil {
+				return err
+			}
+			c.footprint = int(st.Size())
+		}
+		fmt.Printf("kiln serve on %s, %d threads: %d-byte REST requests, %d-byte responses; floor servers at each round's in-process p50, reading %d bytes a request\n",
+			c.model, c.threads, c.requestBytes, c.responseBytes, c.footprint)
 	} else {
-		fmt.Printf("compute %v per request on two threads, %d-byte requests, %d-byte responses, %d requests per server per round\n",
-			c.compute, c.requestBytes, c.responseBytes, c.requests)
+		c.footprint = max(c.footprint, 0)
+		fmt.Printf("compute %v per request on two threads, reading %d bytes, %d-byte requests, %d-byte responses, %d requests per server per round\n",
+			c.compute, c.footprint, c.requestBytes, c.responseBytes, c.requests)
 	}
 	over := map[string][]float64{} // per server, per round: p50 minus that round's compute
 	p50s := map[string][]float64{}
@@ -291,10 +301,10 @@ func measure(c config, dir, self, server string, k *kilnServer, n int) (p50, p90
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		var srv *exec.Cmd
 		if server == "c" {
-			srv = exec.Command(filepath.Join(dir, "server"), strconv.Itoa(port), strconv.FormatInt(c.compute.Microseconds(), 10), strconv.Itoa(c.responseBytes))
+			srv = exec.Command(filepath.Join(dir, "server"), strconv.Itoa(port), strconv.FormatInt(c.compute.Microseconds(), 10), strconv.Itoa(c.responseBytes), strconv.Itoa(max(c.footprint, 0)))
 		} else {
 			srv = exec.Command(self, "--serve", server, "--listen", addr, "--lib", filepath.Join(dir, "libfloor.so"),
-				"--compute", c.compute.String(), "--response-bytes", strconv.Itoa(c.responseBytes))
+				"--compute", c.compute.String(), "--response-bytes", strconv.Itoa(c.responseBytes), "--footprint", strconv.Itoa(max(c.footprint, 0)))
 		}
 		srv.Stderr = os.Stderr
 		if err := srv.Start(); err != nil {

@@ -19,7 +19,7 @@ import (
 
 // computeFunc binds kiln_floor_compute from the shared object built from csrc/compute.c and
 // calls it the way kiln's CPU device launches a kernel: purego.SyscallN, no cgo.
-func computeFunc(lib string, us int) (func(), error) {
+func computeFunc(lib string, us, footprint int) (func(), error) {
 	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return nil, fmt.Errorf("httpfloor: %s: %w", lib, err)
@@ -28,7 +28,7 @@ func computeFunc(lib string, us int) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpfloor: %s: %w", lib, err)
 	}
-	return func() { purego.SyscallN(fn, uintptr(us)) }, nil
+	return func() { purego.SyscallN(fn, uintptr(us), uintptr(footprint)) }, nil
 }
 
 // serveGoTCP answers requests on raw TCP from one goroutine per connection: headers

@@ -1,10 +1,15 @@
 /* compute.c: a stand-in for one inference, shared by every server of httpfloor.
-   kiln_floor_compute(us) keeps the calling thread and one helper thread busy for `us`
-   microseconds, the way a model's kernels keep kiln's two-thread pool busy. The helper
-   idles like kiln's pool worker (codegen's cPool): it spins about 2 ms, yielding the core
-   every 256 pauses, then sleeps on a futex. */
+   kiln_floor_compute(us, bytes) keeps the calling thread and one helper thread busy for
+   `us` microseconds, the way a model's kernels keep kiln's two-thread pool busy. With
+   bytes > 0 the two threads spend that time reading a buffer of that many bytes (each
+   its half, a cache line at a time, over and over), as a model streams its weights: the
+   caches the server's own code and data were in are then as cold after the compute as
+   after an inference. With 0 they only pause, and a server's code stays cached. The
+   helper idles like kiln's pool worker (codegen's cPool): it spins about 2 ms, yielding
+   the core every 256 pauses, then sleeps on a futex. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +24,9 @@
 
 static int gen, done, started;
 static long long end_ns; /* the current inference ends here, for both threads */
+static volatile const char *mem; /* the footprint, read by both threads */
+static long long mem_half;       /* bytes per thread */
+static volatile long sink;
 
 static long long now_ns(void) {
   struct timespec t;
@@ -26,8 +34,24 @@ static long long now_ns(void) {
   return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-static void busy_until(long long end) {
-  while (now_ns() < end) relax();
+/* busy_until spins until end: reading its half of the footprint (part 0 or 1), else
+   pausing */
+static void busy_until(long long end, int part) {
+  if (mem_half <= 0) {
+    while (now_ns() < end) relax();
+    return;
+  }
+  const volatile char *p = mem + part * mem_half;
+  long long i = 0;
+  long s = 0;
+  while (now_ns() < end) {
+    for (int k = 0; k < 64; k++) {
+      s += p[i];
+      i += 64;
+      if (i >= mem_half) i = 0;
+    }
+  }
+  sink = s;
 }
 
 static void *helper(void *arg) {
@@ -43,14 +67,21 @@ static void *helper(void *arg) {
       }
     }
     seen = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
-    busy_until(__atomic_load_n(&end_ns, __ATOMIC_ACQUIRE)); /* a late helper still ends on time */
+    busy_until(__atomic_load_n(&end_ns, __ATOMIC_ACQUIRE), 1); /* a late helper still ends on time */
     __atomic_store_n(&done, seen, __ATOMIC_RELEASE);
   }
   return 0;
 }
 
-int kiln_floor_compute(long long us) {
+int kiln_floor_compute(long long us, long long bytes) {
   if (!started) {
+    if (bytes > 0) {
+      char *m = calloc(1, bytes);
+      if (!m) return 1;
+      for (long long i = 0; i < bytes; i += 4096) m[i] = (char)i; /* touched: real pages */
+      mem = m;
+      mem_half = bytes / 2;
+    }
     pthread_t th;
     if (pthread_create(&th, 0, helper, 0) != 0) return 1;
     started = 1;
@@ -59,7 +90,7 @@ int kiln_floor_compute(long long us) {
   __atomic_store_n(&end_ns, end, __ATOMIC_RELEASE);
   int g = __atomic_add_fetch(&gen, 1, __ATOMIC_RELEASE);
   syscall(SYS_futex, &gen, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
-  busy_until(end);
+  busy_until(end, 0);
   while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) != g) relax();
   return 0;
 }

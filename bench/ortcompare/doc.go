@@ -4,8 +4,10 @@
 // For each model it converts test_data_set_0's inputs into the ORT runner's format,
 // measures kiln's cold compile (the wall time of `kiln compile -O L`, once per model and
 // level), and then, for each thread count, runs R rounds; a round runs `kiln bench` and
-// then the ORT runner (in the order of --engines), each in its own process, so that both
-// engines see the same machine conditions. The table gives, per model and thread count,
+// the ORT runner, each in its own process, so that both engines see the same machine
+// conditions: round 1 in the order of --engines, each later round in that order rotated
+// by one more (the second of two back-to-back runs measured 3-4% slower here, so no
+// engine always runs first). The table gives, per model and thread count,
 // the median over rounds of each round's p50 latency, the ratio kiln/ORT and the compile
 // time. An engine that fails on a model gets its error in the table row; the run goes on.
 //

@@ -82,7 +82,7 @@ func (d *driver) run(ctx context.Context, stdout io.Writer) *Report {
 	if d.uses(engineKiln) && !slices.Equal(d.cfg.Levels, []int{defaultLevel}) {
 		levels = "; kiln at levels " + levelNames(d.cfg.Levels, ",") + " (kiln compile -O, each round running all)"
 	}
-	fmt.Fprintf(stdout, "models:  %s; threads %v; %d rounds; engines %s (in this order each round)%s\n\n",
+	fmt.Fprintf(stdout, "models:  %s; threads %v; %d rounds; engines %s (in this order in round 1, rotated by one each round after)%s\n\n",
 		strings.Join(d.cfg.Models, ","), d.cfg.Threads, d.cfg.Rounds, strings.Join(d.cfg.Engines, ","), levels)
 	if d.kilnErr != nil {
 		d.logf("kiln: %v", d.kilnErr)
@@ -224,7 +224,7 @@ func (d *driver) runRow(ctx context.Context, mc *modelCase, threads int) *Row {
 	}
 	for r := 1; r <= d.cfg.Rounds && ctx.Err() == nil; r++ {
 		var line []string
-		for _, v := range vs {
+		for _, v := range roundOrder(vs, row, r) {
 			er := row.Engines[v.key]
 			if er.Err != "" {
 				continue
@@ -250,6 +250,25 @@ func (d *driver) runRow(ctx context.Context, mc *modelCase, threads int) *Row {
 	row.sumLevels(d.cfg.Levels)
 	row.OthersShare = othersShare(row, runtime.NumCPU())
 	return row
+}
+
+// roundOrder is the order round r (from 1) runs the variants that have not failed: the
+// listed order rotated by r-1, so that each variant runs first, second, ... in turn. On
+// the 2-vCPU VMs of BENCHMARKS.md the second of two back-to-back runs of one binary
+// measured 3-4% slower (resnet50's kernels, min of 3 rounds); a fixed order would give
+// that to the same engine every round.
+func roundOrder(vs []variant, row *Row, r int) []variant {
+	var active []variant
+	for _, v := range vs {
+		if row.Engines[v.key].Err == "" {
+			active = append(active, v)
+		}
+	}
+	if len(active) == 0 {
+		return nil
+	}
+	k := (r - 1) % len(active)
+	return append(active[k:len(active):len(active)], active[:k]...)
 }
 
 // othersShare is the median over the row's rounds of the fraction of the machine's CPU

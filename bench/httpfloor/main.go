@@ -4,7 +4,8 @@
 // machine before any inference server code runs: the floor under loadgen's "REST binary
 // p50 over in-process kiln bench" overhead. Every server does the same fixed work per
 // request — kiln_floor_compute (csrc/compute.c): --compute of busy time on the calling
-// thread and one helper thread that idles like kiln's pool worker — and returns a
+// thread and one helper thread that idles like kiln's pool worker, reading --footprint
+// bytes over and over as an inference streams its weights — and returns a
 // --response-bytes body; one C client (csrc/client.c) times round trips at concurrency 1
 // over a keep-alive connection. The servers:
 //

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"compress/gzip"
 	"compress/zlib"
 	"context"
@@ -12,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/gin-gonic/gin"
@@ -228,21 +228,11 @@ func (s *Server) parseRequest(c *gin.Context, body []byte) (*serve.InferRequest,
 			bin = append(make([]byte, 0, len(bin)), bin...)
 		}
 	}
-	var jr jsonRequest
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if err := dec.Decode(&jr); err != nil {
-		return nil, false, fmt.Errorf("%w: the request is not valid JSON: %v", serve.ErrInvalid, err)
+	jr, err := decodeHeader(head)
+	if err != nil {
+		return nil, false, err
 	}
 	req := &serve.InferRequest{Model: c.Param("model"), Version: c.Param("version"), ID: jr.ID, Params: jr.Parameters}
-	if _, ok := jr.Parameters[serve.ParamSequenceID].(float64); ok {
-		// a uint64 correlation ID loses its low bits as a float64: keep its digits
-		var exact struct {
-			Parameters map[string]json.RawMessage `json:"parameters"`
-		}
-		if json.Unmarshal(head, &exact) == nil {
-			req.Params[serve.ParamSequenceID] = json.Number(exact.Parameters[serve.ParamSequenceID])
-		}
-	}
 	for _, in := range jr.Inputs {
 		if in.Name == "" {
 			return nil, false, fmt.Errorf("%w: an input without a name", serve.ErrInvalid)
@@ -323,6 +313,7 @@ func (s *Server) infer(c *gin.Context) {
 	if resp.CompileWait > 0 {
 		c.Header(serve.CompileWaitHeader, serve.CompileWaitMillis(resp.CompileWait))
 	}
+	c.Header(serverTimingHeader, serverTiming(resp.ComputeTime()))
 	binary := map[string]bool{}
 	for _, o := range req.Outputs {
 		if v, ok := o.Params["binary_data"].(bool); ok {
@@ -386,6 +377,15 @@ func (s *Server) infer(c *gin.Context) {
 			}
 		}
 	})
+}
+
+// serverTimingHeader is the W3C Server-Timing response header: an inference response
+// carries its execution time as the metric "infer", in milliseconds, so a client can
+// tell the model's time from the network's and the server's.
+const serverTimingHeader = "Server-Timing"
+
+func serverTiming(compute time.Duration) string {
+	return "infer;dur=" + strconv.FormatFloat(float64(compute.Nanoseconds())/1e6, 'f', 3, 64)
 }
 
 func totalLen(bs [][]byte) int {

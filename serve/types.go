@@ -65,6 +65,10 @@ type InferResponse struct {
 	timing      requestTiming // for the statistics
 }
 
+// ComputeTime is how long the request's execution ran on its device: the same span
+// as the statistics' compute_infer (a batch's execution, for a batched request).
+func (r *InferResponse) ComputeTime() time.Duration { return r.timing.compute }
+
 // CompileWaitHeader is the response header (REST) or header metadata (gRPC) of a
 // request that waited for its model to compile: the wait in milliseconds
 // (CompileWaitMillis).

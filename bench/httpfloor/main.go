@@ -163,7 +163,7 @@ func run(c config) error {
 		// the response's size, from one request through the C client (after 50 untimed:
 		// the server specializes the shape it sees), then kiln bench once untimed, so
 		// that the rounds time the same journal entry, a hit
-		if _, _, body, err := measure(c, dir, self, "kiln", k, 1); err != nil {
+		if _, _, body, _, err := measure(c, dir, self, "kiln", k, 1); err != nil {
 			return err
 		} else {
 			c.responseBytes = body
@@ -181,7 +181,7 @@ func run(c config) error {
 				return err
 			}
 			defer kb.stop()
-			if _, _, _, err := measure(c, dir, self, "kiln", kb, 1); err != nil {
+			if _, _, _, _, err := measure(c, dir, self, "kiln", kb, 1); err != nil {
 				return err
 			}
 		}
@@ -200,6 +200,7 @@ func run(c config) error {
 			c.compute, c.footprint, c.requestBytes, c.responseBytes, c.requests)
 	}
 	over := map[string][]float64{} // per server, per round: p50 minus that round's compute
+	own := map[string][]float64{}  // kiln's REST, per round: p50 of each round trip less its Server-Timing
 	p50s := map[string][]float64{}
 	for r := range c.rounds {
 		var row []string
@@ -220,13 +221,16 @@ func run(c config) error {
 				}
 			}
 			for _, e := range rest {
-				p50, p90, _, err := measure(c, dir, self, "kiln", e.srv, c.requests)
+				p50, p90, _, o, err := measure(c, dir, self, "kiln", e.srv, c.requests)
 				if err != nil {
 					return fmt.Errorf("round %d, %s: %w", r+1, e.name, err)
 				}
 				over[e.name] = append(over[e.name], p50-us)
+				if o >= 0 {
+					own[e.name] = append(own[e.name], o)
+				}
 				p50s[e.name] = append(p50s[e.name], p50)
-				row = append(row, fmt.Sprintf("%s p50 %.3f p90 %.3f ms", e.name, p50/1e3, p90/1e3))
+				row = append(row, fmt.Sprintf("%s p50 %.3f p90 %.3f ms (less Server-Timing %.3f)", e.name, p50/1e3, p90/1e3, o/1e3))
 			}
 			g50, g90, err := k.grpcP50(c.requests)
 			if err != nil {
@@ -237,7 +241,7 @@ func run(c config) error {
 			row = append(row, fmt.Sprintf("kiln gRPC p50 %.3f p90 %.3f ms", g50/1e3, g90/1e3))
 		}
 		for _, s := range servers {
-			p50, p90, _, err := measure(c, dir, self, s, nil, c.requests)
+			p50, p90, _, _, err := measure(c, dir, self, s, nil, c.requests)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r+1, s, err)
 			}
@@ -266,14 +270,23 @@ func run(c config) error {
 			what = "in process"
 		}
 		fmt.Printf("%-9s median p50 %.3f ms: %+.3f ms over %s%s\n", s, m/1e3, o/1e3, what, pct)
+		if len(own[s]) == c.rounds {
+			fmt.Printf("%-9s per request, over its own inference (Server-Timing): median p50 %+.3f ms\n", s, median(own[s])/1e3)
+		}
 	}
 	if k != nil {
 		d := median(over["kiln REST"]) - median(over["net/http"])
 		fmt.Printf("kiln REST overhead minus net/http's: %+.3f ms\n", d/1e3)
+		if len(own["kiln REST"]) == c.rounds {
+			fmt.Printf("kiln REST overhead per request (round trip less Server-Timing) minus net/http's: %+.3f ms\n", (median(own["kiln REST"])-median(over["net/http"]))/1e3)
+		}
 	}
 	if kb != nil {
 		d := median(over[restBefore]) - median(over["net/http"])
 		fmt.Printf("%s overhead minus net/http's: %+.3f ms\n", restBefore, d/1e3)
+		if len(own[restBefore]) == c.rounds {
+			fmt.Printf("%s overhead per request (round trip less Server-Timing) minus net/http's: %+.3f ms\n", restBefore, (median(own[restBefore])-median(over["net/http"]))/1e3)
+		}
 	}
 	return nil
 }
@@ -289,15 +302,16 @@ const restBefore = "kiln REST (before)"
 
 // measure starts one server (none for "kiln": it is running), runs the C client against
 // it for n timed requests and stops the server. It returns the p50 and p90 in
-// microseconds and the response's body size.
-func measure(c config, dir, self, server string, k *kilnServer, n int) (p50, p90 float64, body int, err error) {
+// microseconds, the response's body size, and the p50 of each round trip less the
+// server's Server-Timing inference time (-1: the server sends none).
+func measure(c config, dir, self, server string, k *kilnServer, n int) (p50, p90 float64, body int, own float64, err error) {
 	reqFile := filepath.Join(dir, "floor-request")
 	port := 0
 	if server == "kiln" {
 		port, reqFile = k.httpPort, k.restFile
 	} else {
 		if port, err = freePort(); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, 0, err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		var srv *exec.Cmd
@@ -309,27 +323,27 @@ func measure(c config, dir, self, server string, k *kilnServer, n int) (p50, p90
 		}
 		srv.Stderr = os.Stderr
 		if err := srv.Start(); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, 0, err
 		}
 		defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
 		if err := waitListening(addr); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, 0, err
 		}
 		head := fmt.Sprintf("POST /v2/models/floor/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", c.requestBytes)
 		if err := os.WriteFile(reqFile, append([]byte(head), make([]byte, c.requestBytes)...), 0o644); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, 0, err
 		}
 	}
 	var out bytes.Buffer
 	cl := exec.Command(filepath.Join(dir, "client"), strconv.Itoa(port), strconv.Itoa(n), reqFile)
 	cl.Stdout, cl.Stderr = &out, os.Stderr
 	if err := cl.Run(); err != nil {
-		return 0, 0, 0, fmt.Errorf("client: %w", err)
+		return 0, 0, 0, 0, fmt.Errorf("client: %w", err)
 	}
-	if _, err := fmt.Sscan(out.String(), &p50, &p90, &body); err != nil {
-		return 0, 0, 0, fmt.Errorf("client printed %q: %w", out.String(), err)
+	if _, err := fmt.Sscan(out.String(), &p50, &p90, &body, &own); err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("client printed %q: %w", out.String(), err)
 	}
-	return p50, p90, body, nil
+	return p50, p90, body, own, nil
 }
 
 func freePort() (int, error) {

@@ -8,7 +8,10 @@
 // responses are encoded back the same way. Bodies may be gzip or deflate encoded; the
 // size limit applies after decompression. A response to an inference that waited for
 // its model to compile has the header Kiln-Compile-Wait-Ms (serve.CompileWaitHeader:
-// the wait in milliseconds). /v2/health/ready is 200 when svc.Ready() (strict: a model
+// the wait in milliseconds); every inference response has Server-Timing: infer;dur=MS
+// (W3C Server Timing: the execution's time, the statistics' compute_infer). The JSON
+// header of a request is decoded by reqjson.go: fastjson up to 16 KiB, encoding/json
+// beyond, to the same result (FuzzDecodeHeader). /v2/health/ready is 200 when svc.Ready() (strict: a model
 // that should serve and failed to load makes it 503), else 503.
 //
 // Invariants: every error is {"error": "..."} naming the model, tensor or field, with

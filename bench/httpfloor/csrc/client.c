@@ -1,8 +1,9 @@
 /* client.c: one HTTP/1.1 keep-alive connection, one request at a time, like a
    perf_analyzer client at concurrency 1. Usage: client PORT REQUESTS REQUEST_FILE, the
    file holding the whole request (head and body), sent as is each time. Prints the p50
-   and p90 round trip in microseconds after 50 untimed requests, and the last response's
-   body size. */
+   and p90 round trip in microseconds after 50 untimed requests, the last response's
+   body size, and the p50 of each round trip less the server's own time for it — its
+   Server-Timing header's "infer;dur=MS" — or -1 when a response had none. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -25,8 +26,9 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* roundtrip sends req and reads one whole response; 0 on success. */
-static int roundtrip(int fd, const char *req, int len, char *buf, int cap, int *body) {
+/* roundtrip sends req and reads one whole response; 0 on success. *infer_us is the
+   response's Server-Timing infer duration, -1 without one. */
+static int roundtrip(int fd, const char *req, int len, char *buf, int cap, int *body, double *infer_us) {
   if (send(fd, req, len, 0) != len) return -1;
   int got = 0, need = -1;
   while (need < 0 || got < need) {
@@ -41,6 +43,8 @@ static int roundtrip(int fd, const char *req, int len, char *buf, int cap, int *
       if (!cl) return -1;
       if (strncmp(buf, "HTTP/1.1 200", 12) != 0) { fprintf(stderr, "client: %.200s\n", buf); return -1; }
       *body = atoi(cl + 15);
+      char *st = strcasestr(buf, "\r\nServer-Timing:"), *dur = st ? strstr(st, "infer;dur=") : 0;
+      *infer_us = dur ? atof(dur + 10) * 1e3 : -1;
       need = (int)(end + 4 - buf) + *body;
       if (need > cap) return -1;
     }
@@ -65,15 +69,19 @@ int main(int argc, char **argv) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   int cap = 1 << 24;
   char *buf = malloc(cap);
-  double *ts = malloc(n * sizeof *ts);
+  double *ts = malloc(n * sizeof *ts), *over = malloc(n * sizeof *over), infer;
+  int timed = 1;
   for (int i = 0; i < 50; i++)
-    if (roundtrip(fd, req, (int)len, buf, cap, &body)) { fprintf(stderr, "client: bad response\n"); return 1; }
+    if (roundtrip(fd, req, (int)len, buf, cap, &body, &infer)) { fprintf(stderr, "client: bad response\n"); return 1; }
   for (int i = 0; i < n; i++) {
     double t = now_us();
-    if (roundtrip(fd, req, (int)len, buf, cap, &body)) { fprintf(stderr, "client: bad response\n"); return 1; }
+    if (roundtrip(fd, req, (int)len, buf, cap, &body, &infer)) { fprintf(stderr, "client: bad response\n"); return 1; }
     ts[i] = now_us() - t;
+    over[i] = ts[i] - infer;
+    timed = timed && infer >= 0;
   }
   qsort(ts, n, sizeof *ts, cmp);
-  printf("%.1f %.1f %d\n", ts[n / 2], ts[n * 9 / 10], body);
+  qsort(over, n, sizeof *over, cmp);
+  printf("%.1f %.1f %d %.1f\n", ts[n / 2], ts[n * 9 / 10], body, timed ? over[n / 2] : -1.0);
   return 0;
 }

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 383 files; see Identity.
-const sourceDigest = "ecf129e640b1738424350ace909d41ab"
+const sourceDigest = "baaaa5b296ec4218327bb06aa7863a3b"

@@ -19,9 +19,10 @@ type ConvBlockedAttrs struct {
 	// BlockedOut leaves the result in the conv stage's storage, [N, M/MB, OH, OW, MB]
 	// (M must be a multiple of MB), instead of unpacking it to NCHW.
 	BlockedOut bool
-	// SplitOut computes the NCHW result as [N, M/MB, MB, OH, OW] (its storage, M a
-	// multiple of MB): the unpacking then reads the conv stage at a permutation of its
-	// own iterators, so that it (and the epilogues) can run under the output row loop.
+	// SplitOut computes the NCHW result as [N, M/sb, sb, OH, OW] (its storage; sb is
+	// SplitBlock: MB where it divides M, M where M is less than MB): the unpacking then
+	// reads the conv stage at a permutation of its own iterators, so that it (and the
+	// epilogues) can run under the output row loop.
 	SplitOut bool
 }
 
@@ -136,10 +137,11 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 func convResult(conv, bias *te.Tensor, m, mb int64, a ConvBlockedAttrs) (*te.Tensor, error) {
 	n, oh, ow := conv.Shape[0], conv.Shape[2], conv.Shape[3]
 	if a.SplitOut {
-		if m%mb != 0 || a.BlockedOut {
+		sb := SplitBlock(m, mb)
+		if sb == 0 || a.BlockedOut {
 			return nil, fmt.Errorf("BUG: blocked conv2d output of %d channels split in blocks of %d (blocked %v)", m, mb, a.BlockedOut)
 		}
-		return te.Compute("unpack", []loopir.Expr{n, conv.Shape[1], i64(mb), oh, ow}, func(i []loopir.Expr) loopir.Expr {
+		return te.Compute("unpack", []loopir.Expr{n, i64(m / sb), i64(sb), oh, ow}, func(i []loopir.Expr) loopir.Expr {
 			v := conv.At(i[0], i[1], i[3], i[4], i[2])
 			if bias != nil {
 				v = te.Add(v, bias.At(add(mul(i[1], i64(mb)), i[2])))
@@ -165,6 +167,20 @@ func convResult(conv, bias *te.Tensor, m, mb int64, a ConvBlockedAttrs) (*te.Ten
 		}
 		return v
 	}), nil
+}
+
+// SplitBlock is the channel block of a split result ([N, M/sb, sb, OH, OW],
+// ConvBlockedAttrs.SplitOut) of m channels computed in blocks of mb: mb where it
+// divides m, m itself where m is less than one block (the conv stage's one block, its
+// padding channels never read), else 0 (no split).
+func SplitBlock(m, mb int64) int64 {
+	switch {
+	case m%mb == 0:
+		return mb
+	case m < mb:
+		return m
+	}
+	return 0
 }
 
 // PackConvWeights reorders float32 OIHW weights [M, C, KH, KW] into the blocked layout

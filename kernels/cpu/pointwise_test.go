@@ -233,18 +233,22 @@ func TestBlockedConvReadsItsInputInPlace(t *testing.T) {
 // TestBlockedConvEpiloguesUnderTheRow: the blocked convolution with a plain NCHW output
 // and fused activations (a 3×3 window, padded, strides 1 and 2; a 1×1 stride-2 one read
 // in place), with the unpacking and the epilogues under the output row loop, matches the
-// reference.
+// reference; so do 24 and 20 output channels, fewer than one block of the kernel (a
+// projection's residual add, under the row in a block of its own channel count).
 func TestBlockedConvEpiloguesUnderTheRow(t *testing.T) {
 	l := Strategies(kernels.Default())
 	f := tensor.Float32
 	silu := []nt.SymStage{{Op: graph.OpSigmoid, Attrs: graph.OpSigmoid.NewAttrs(), Args: []nt.SymArg{nt.SymNone}},
 		{Op: graph.OpMul, Attrs: graph.OpMul.NewAttrs(), Args: []nt.SymArg{nt.SymNone, nt.SymNone}, Anchor: []int{1}}}
 	hswish := []nt.SymStage{{Op: graph.OpHardSwish, Attrs: graph.OpHardSwish.NewAttrs(), Args: []nt.SymArg{nt.SymNone}}}
-	residual := []nt.SymStage{{Op: graph.OpAdd, Attrs: graph.OpAdd.NewAttrs(), At: 1, Args: []nt.SymArg{nt.Sym(f, "1", "32", "5", "6"), nt.SymNone}}}
+	residual := func(m string) []nt.SymStage {
+		return []nt.SymStage{{Op: graph.OpAdd, Attrs: graph.OpAdd.NewAttrs(), At: 1, Args: []nt.SymArg{nt.Sym(f, "1", m, "5", "6"), nt.SymNone}}}
+	}
 	for _, tc := range []struct {
-		k, stride int64
-		stages    []nt.SymStage
-	}{{3, 1, silu}, {3, 2, hswish}, {1, 2, silu}, {3, 2, residual}} {
+		k, stride, m int64
+		stages       []nt.SymStage
+	}{{3, 1, 32, silu}, {3, 2, 32, hswish}, {1, 2, 32, silu}, {3, 2, 32, residual("32")},
+		{1, 1, 24, residual("24")}, {3, 1, 20, residual("20")}, {3, 2, 24, hswish}} {
 		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
 		a.KernelShape, a.Strides = []int64{tc.k, tc.k}, []int64{tc.stride, tc.stride}
 		h, w := "9", "11"
@@ -254,10 +258,13 @@ func TestBlockedConvEpiloguesUnderTheRow(t *testing.T) {
 		if tc.stride == 1 {
 			h, w = "5", "6"
 		}
-		args := []nt.SymArg{nt.Sym(f, "1", "8", h, w), nt.SymC(f32(91, 32, 8, int(tc.k), int(tc.k))), nt.SymC(f32(92, 32))}
+		if tc.k == 1 && tc.stride == 1 {
+			h, w = "5", "6"
+		}
+		args := []nt.SymArg{nt.Sym(f, "1", "8", h, w), nt.SymC(f32(91, int(tc.m), 8, int(tc.k), int(tc.k))), nt.SymC(f32(92, int(tc.m)))}
 		got := nt.CheckSymbolicFused(t, l, graph.OpConv, a, args, tc.stages, map[string]int64{})
 		if got != "conv2d-nchwc-tensorized+epilogue" {
-			t.Fatalf("k%d s%d: strategy %s", tc.k, tc.stride, got)
+			t.Fatalf("k%d s%d →%d: strategy %s", tc.k, tc.stride, tc.m, got)
 		}
 	}
 }

@@ -295,7 +295,7 @@ func buildConvBlockedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Inp
 		return PackConvWeights(v, attrs.CB, attrs.MB)
 	}}})
 	oext, static := n.Outputs[0].Type.ConstShape()
-	attrs.SplitOut = !attrs.BlockedOut && static && m%g.NR == 0
+	attrs.SplitOut = !attrs.BlockedOut && static && SplitBlock(m, g.NR) != 0
 	out, err := ConvNCHWBlocked(xt, wp, bias, m, attrs)
 	if err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func buildConvBlockedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Inp
 		// the epilogues run on the result's [N, M/mb, mb, OH, OW] view of NCHW
 		ext := []int64{int64(oext[0]), int64(oext[1]), int64(oext[2]), int64(oext[3])}
 		last, eparams, efeeds, err := viewEpilogues(reg, out, epi, func(v *te.Tensor) (*te.Tensor, bool, error) {
-			return splitView(v, ext, g.NR)
+			return splitView(v, ext, SplitBlock(m, g.NR))
 		})
 		if err != nil {
 			return nil, err

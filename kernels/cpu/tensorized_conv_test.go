@@ -213,3 +213,51 @@ func TestConvWithRunTimeWeightsFallsBackAndMatchesTheReference(t *testing.T) {
 		t.Fatalf("strategy %s for run-time weights", got)
 	}
 }
+
+// TestConvOfFewerChannelsThanABlockUnpacksUnderTheRow: a blocked convolution whose
+// output channels are fewer than the micro-kernel's block (a projection to 24 or 20
+// channels, a 3×3 and a 1×1 window) unpacks each output row to NCHW right after its
+// tiles, in a row-sized buffer (reverse_compute_at and compact_at in its trace), not in
+// a pass of its own over a whole-output buffer, and matches the reference.
+func TestConvOfFewerChannelsThanABlockUnpacksUnderTheRow(t *testing.T) {
+	l := Strategies(kernels.Default())
+	tg := target.Host()
+	checked := 0
+	for _, tc := range []struct{ c, m, k int }{{8, 24, 3}, {40, 20, 1}} {
+		name := fmt.Sprintf("%d→%d k%d", tc.c, tc.m, tc.k)
+		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+		a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
+		if tc.k == 3 {
+			a.Pads = []int64{1, 1, 1, 1}
+		}
+		args := []nt.Arg{nt.In(f32(81, 1, tc.c, 5, 9)), nt.C(f32(82, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(83, tc.m))}
+		mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		if g := convGemm(tg, n); SplitBlock(int64(tc.m), g.NR) == 0 {
+			t.Logf("%s: blocks of %d channels here, neither dividing %d nor more: unpacked in a pass of its own", name, g.NR, tc.m)
+			continue
+		}
+		checked++
+		in, err := nt.Placeholders(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, err := l.Lower(n, in, tg)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		tr := impl.Trace.String()
+		if impl.Strategy != "conv2d-nchwc-tensorized" || !strings.Contains(tr, "reverse_compute_at") || !strings.Contains(tr, "compact_at") {
+			t.Fatalf("%s: strategy %s, want the unpacking under the row loop:\n%s", name, impl.Strategy, tr)
+		}
+		got, _, err := nt.RunNode(l, n, args)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T, args[2].T})
+		kerneltest.Close(t, name, got[0].Data.([]float32), want)
+	}
+	if checked == 0 {
+		t.Fatal("no case split its output on this host")
+	}
+}

@@ -48,7 +48,7 @@ func (a ConvBlockedAttrs) inPlace(kw int64) bool {
 //     kernel over plain data);
 //   - "conv": [N, ⌈M/mb⌉, OH, OW, mb] = Σ pad · w over (input block, kernel row, merged
 //     column·channel), w being the weights prepacked by PackConvWeights;
-//   - "unpack": the NCHW result (viewed as [N, M/mb, mb, OH, OW] with SplitOut), with
+//   - "unpack": the NCHW result (viewed as [N, M/sb, sb, OH, OW] with SplitOut), with
 //     the bias added when bias is not nil.
 //
 // C must be a multiple of cb; M need not be a multiple of mb (the weights' padding

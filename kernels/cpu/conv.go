@@ -31,7 +31,7 @@ func ScheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, parallel bool, epi
 }
 
 // scheduleConvBlocked is ScheduleConvBlocked; with split, the epilogue computes the
-// split NCHW result [N, M/mb, mb, OH, OW] (ConvBlockedAttrs.SplitOut): its loops under
+// split NCHW result [N, M/sb, sb, OH, OW] (ConvBlockedAttrs.SplitOut): its loops under
 // the row are reordered so that the channel within the block, along which the row
 // buffer is contiguous, is the inner, vectorized loop (the stores then a channel plane
 // apart, the activations' arithmetic in vectors). cfg chooses the parallel rows and

@@ -23,9 +23,10 @@
 // call per channel block and kernel row (ConvConfig.SplitK, the knob split_k);
 // ConvConfig is its knobs; the unpacking,
 // bias and epilogues run under the output row loop on a row-sized local buffer, for a
-// blocked output and for a plain one, computed as its [N, M/mb, mb, OH, OW] view so
-// that the unpacking reads the row at permuted iterators, vectorized along the
-// channels of a block), conv2d-depthwise-nchwc (depthwise.go: float32 2-D convolutions with one group
+// blocked output and for a plain one, computed as its [N, M/sb, sb, OH, OW] view (sb:
+// SplitBlock, the block where it divides M, else M itself when M is less than a block;
+// other channel counts unpack in a pass of their own) so that the unpacking reads the
+// row at permuted iterators, vectorized along the channels of a block), conv2d-depthwise-nchwc (depthwise.go: float32 2-D convolutions with one group
 // per input channel and any channel multiplier, constant weights repacked on the host to
 // [M/B, KH, KW, B], static padding (explicit, VALID, or SAME over static extents), any
 // kernel, strides and dilations; computed in blocks of B output channels, B the block the

@@ -302,7 +302,7 @@ func buildConvBlockedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Inp
 	}
 	var s *schedule.Schedule
 	if attrs.SplitOut {
-		// the epilogues run on the result's [N, M/mb, mb, OH, OW] view of NCHW
+		// the epilogues run on the result's [N, M/sb, sb, OH, OW] view of NCHW
 		ext := []int64{int64(oext[0]), int64(oext[1]), int64(oext[2]), int64(oext[3])}
 		last, eparams, efeeds, err := viewEpilogues(reg, out, epi, func(v *te.Tensor) (*te.Tensor, bool, error) {
 			return splitView(v, ext, SplitBlock(m, g.NR))
@@ -608,7 +608,7 @@ func broadcastExtents(v *te.Tensor, ext []int64) (off int, ve []int64, err error
 }
 
 // splitView reads v, an epilogue input broadcast against an NCHW output of extents ext,
-// as [N, M/mb, mb, OH, OW] (the blocked convolution's split result); ok is false where v
+// as [N, M/mb, mb, OH, OW] (the blocked convolution's split result, mb its SplitBlock); ok is false where v
 // needs no view (a scalar).
 func splitView(v *te.Tensor, ext []int64, mb int64) (*te.Tensor, bool, error) {
 	if len(v.Shape) == 0 {

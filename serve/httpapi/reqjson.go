@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -90,9 +91,29 @@ func decodeLargeHeader(head []byte) (jsonRequest, error) {
 func invalidJSON(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return notARequest(fmt.Errorf("%s: %s is %s", te.Field, te.Value, te.Type))
+		return notARequest(fmt.Errorf("%s: %s, not %s", te.Field, te.Value, jsonKind(te.Type)))
 	}
 	return fmt.Errorf("%w: the request is not valid JSON: %v", serve.ErrInvalid, err)
+}
+
+// jsonKind names what JSON value decodes into t, for an error about the client's JSON
+// (not Go's type names).
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a " + t.Kind().String()
 }
 
 // notARequest is a JSON header that does not have an inference request's form.

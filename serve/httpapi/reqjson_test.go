@@ -46,6 +46,8 @@ func TestDecodeHeaderNamesWhereTheFormIsWrong(t *testing.T) {
 		`{"outputs":[{},{"parameters":{"a":[1,2e999]}}]}`:    "outputs[1].parameters.a: the number 2e999 does not fit a float64",
 		`{"inputs":[{"name":"x","datatype":7}]}`:             "inputs[0].datatype: value doesn't contain string; it contains number",
 		`{"inputs":[{"name":"x","shape":[1]}]} {"inputs":3}`: "not valid JSON",
+		// past fastHeaderMax, through encoding/json: the same form of message
+		`{"inputs":[{"name":"x","shape":"3"}],"pad":"` + strings.Repeat("x", fastHeaderMax) + `"}`: "inputs.shape: string, not an array",
 	} {
 		_, err := decodeHeader([]byte(head))
 		if !errors.Is(err, serve.ErrInvalid) || !strings.Contains(err.Error(), want) {

@@ -53,7 +53,9 @@ func TestGemmTileFitsTheOutputChannels(t *testing.T) {
 
 // TestGemmTileCountsPaddedRows: where the default tile does not divide the columns,
 // the choice weighs the row tiles' padding too: a 7-wide output row costs 14×16 7
-// padded rows on AVX-512 (224 slots against 7×48's 336), one matmul row costs 4×24
+// padded rows on AVX-512 (224 slots against 7×48's 336; 7×32 computes 224 too but
+// pads the columns to 32), 160 columns take 7×32 (1120 slots against 1344 for 7×64
+// and 7×48), one matmul row costs 4×24
 // three (the classifier's 1000 columns: 4032 slots against 6048 for 6×16 and 8000 for
 // 8×8); where the default divides, the rows change only its row count (7 on narrow rows).
 func TestGemmTileCountsPaddedRows(t *testing.T) {
@@ -66,7 +68,7 @@ func TestGemmTileCountsPaddedRows(t *testing.T) {
 		cols, rows int64
 		mr, nr     int64
 	}{
-		{avx512, 16, 7, 14, 16}, {avx512, 96, 7, 7, 48}, {avx512, 96, 28, 14, 32}, {avx512, 64, 7, 7, 64}, {avx512, 64, 56, 6, 64}, {avx512, 24, 56, 14, 32},
+		{avx512, 16, 7, 14, 16}, {avx512, 160, 7, 7, 32}, {avx512, 160, 14, 14, 32}, {avx512, 96, 7, 7, 48}, {avx512, 96, 28, 14, 32}, {avx512, 64, 7, 7, 64}, {avx512, 64, 56, 6, 64}, {avx512, 24, 56, 14, 32},
 		{avx2, 1000, 1, 4, 24}, {avx2, 40, 56, 8, 8}, {avx2, 24, 7, 4, 24}, {avx2, 16, 7, 7, 16}, {avx2, 1280, 1, 6, 16},
 	} {
 		tg := target.Target{Kind: target.CPU, Features: c.features}

@@ -24,18 +24,21 @@ type family struct {
 // The families. AVX-512 (32 zmm): 6×64 is the default (24 accumulators; it measured ~8%
 // faster than 14×32 on Zen 5); 8×48 (24 accumulators + 3 B), 14×32 (28 + 2) and 14×16
 // (14 accumulators: enough independent chains to cover the FMA latency) serve channel
-// counts that 64 does not divide. 6×64 and 8×48 take 7 rows for narrow output rows (gcc
-// keeps 7×64's 28 accumulators in registers but one, spilled once per k step): on an
+// counts that 64 does not divide. 6×64, 8×48 and 14×32 take 7 rows for narrow output
+// rows (gcc keeps 7×64's 28 accumulators in registers but one, spilled once per k step): on an
 // Emerald Rapids Xeon resnet50's 7- and 14-wide layers ran 7-25% faster per kernel (a
 // 3×3 512→512 conv at 7×7 1.60 against 1.78 ms, 1×1 256→1024 at 14×14 0.82-0.89 against
-// 0.94-1.02, best of 100 runs, four rounds alternating). AVX2 (16 ymm): 6×16 is the
+// 0.94-1.02, best of 100 runs, four rounds alternating); 7×32 gives 160-channel layers
+// at 7×7 a tile that divides them (mobilenet_v2's 960→160 + residual and 576→160 ran
+// 0.68× and 0.71× the time of 7×64 over 192 padded channels, per kernel, alternating
+// binaries; the whole model's kernels 6.81 → 6.29 ms). AVX2 (16 ymm): 6×16 is the
 // default (12 of 16), with 7 rows for narrow output rows (14 accumulators; B is read as
 // a memory operand, so no register spills: resnet18's 7- and 14-wide layer-4 convs
 // measured 12-14% faster on Zen 3, wider rows within noise, so they keep 6); 4×24 (12
 // accumulators + 3 B: the same loads per FMA as 6×16) and 8×8 serve multiples of 8 that
 // 16 does not divide. Otherwise 4×8 and 8×4 on 128-bit vectors.
 var (
-	familyAVX512  = family{"avx512", 16, []tile{{nv: 4, mr: 6, narrowMR: 7}, {nv: 3, mr: 8, narrowMR: 7}, {nv: 2, mr: 14}, {nv: 1, mr: 14}}}
+	familyAVX512  = family{"avx512", 16, []tile{{nv: 4, mr: 6, narrowMR: 7}, {nv: 3, mr: 8, narrowMR: 7}, {nv: 2, mr: 14, narrowMR: 7}, {nv: 1, mr: 14}}}
 	familyAVX2    = family{"avx2", 8, []tile{{nv: 2, mr: 6, narrowMR: 7}, {nv: 3, mr: 4}, {nv: 1, mr: 8}}}
 	familyGeneric = family{"generic", 4, []tile{{nv: 2, mr: 4}, {nv: 1, mr: 8}}}
 )
@@ -97,7 +100,9 @@ func GemmFor(t target.Target) Gemm {
 //     times whole row tiles (columns alone when rows is unknown): so the widest tile
 //     that divides cols unless its row tiles pad rows more, and where none divides, the
 //     least padding (the strategies take a partial last tile: zero-padded weights, or
-//     the micro-kernel's partial paths). A tie goes to the wider tile;
+//     the micro-kernel's partial paths). A tie goes to the tile that pads the columns
+//     less (a blocked output's layout carries that padding to its consumers), then to
+//     the wider tile;
 //   - the rows MR: the tile's, or its narrow-row count when rows is at most 16 and that
 //     pads rows to fewer slots (a partial row tile costs a full one).
 //
@@ -135,7 +140,8 @@ func chooseGemmTile(t target.Target, cols, rows, narrowUpTo int64) Gemm {
 			if rows > 0 {
 				cost *= slots(rows, c.rowsFor(rows, narrowUpTo))
 			}
-			if best < 0 || cost < best || (cost == best && f.nr(c) > f.nr(tl)) {
+			if best < 0 || cost < best || (cost == best && slots(cols, f.nr(c)) < slots(cols, f.nr(tl))) ||
+				(cost == best && slots(cols, f.nr(c)) == slots(cols, f.nr(tl)) && f.nr(c) > f.nr(tl)) {
 				tl, best = c, cost
 			}
 		}

@@ -50,6 +50,13 @@ type emitter struct {
 
 	launches   int
 	copiesMade int // DeviceCopy instructions between devices
+
+	// inPlace are the Concat inputs written into their Concat's output (concat.go),
+	// by value, and inPlaceAs the fused bodies' results standing for such a value;
+	// subAllocs the AllocTensors of those inputs, patched by the plan.
+	inPlace   map[*graph.Value]*inPlaceConcat
+	inPlaceAs map[*graph.Value]*graph.Value
+	subAllocs []subAlloc
 }
 
 // root is one planned allocation: the AllocTensor at pc alloc, its size and last use.
@@ -288,6 +295,8 @@ func (e *emitter) node(n *graph.Node) error {
 		return e.lowerShapeExpr(n)
 	case isView(n):
 		return e.lowerView(n)
+	case n.Op == graph.OpConcat && e.lowerConcatInPlace(n):
+		return nil
 	}
 	if name := e.c.hostOpFor(n); name != "" {
 		return e.lowerHostOp(n, name)

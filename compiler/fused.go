@@ -19,6 +19,11 @@ func (e *emitter) lowerFused(n *graph.Node) error {
 	for i, p := range body.Params {
 		e.c.outer[p] = n.Inputs[i]
 	}
+	for i, r := range body.Results {
+		if e.inPlace[n.Outputs[i]] != nil {
+			e.inPlaceAs[r] = n.Outputs[i]
+		}
+	}
 	ok := false
 	if e.hostShapesReady(body.Nodes) {
 		for _, m := range body.Nodes {

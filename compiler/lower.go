@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/kilnrt/kiln/graph"
@@ -31,6 +32,7 @@ func (c *compile) lower(m *graph.Module) error {
 	}
 	e.bindSymbols(f.Params)
 	e.reserveMemPlan()
+	e.inPlace, e.inPlaceAs = concatPlan(f, slices.Max(c.aligns())), map[*graph.Value]*graph.Value{}
 	n := 0
 	f.Funcs(func(g *graph.Func) {
 		for _, nd := range g.Nodes {
@@ -160,6 +162,7 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 	last := nodes[len(nodes)-1]
 	for i, o := range last.Outputs {
 		var r vm.Reg
+		var placed bool // written into a Concat's output (concat.go)
 		if k.outShape[i] == nil {
 			if r, err = e.allocDynamic(k.outDT[i], o.Type.Shape, describe(last, o), k.dev); err != nil {
 				return false, fmt.Errorf("%v: output %q: %w", last, o.Name, err)
@@ -168,8 +171,12 @@ func (e *emitter) lowerKernel(n *graph.Node, chain []*graph.Node) (ok bool, err 
 			if r, err = e.allocImage(k.outDT[i], k.outShape[i], im, describe(last, o), k.dev); err != nil {
 				return false, err
 			}
-		} else if r, err = e.allocTensor(k.outDT[i], k.outShape[i], describe(last, o), k.dev); err != nil {
+		} else if r, placed, err = e.concatInput(o, k.outDT[i], k.outShape[i], describe(last, o), k.dev); err != nil {
 			return false, err
+		} else if !placed {
+			if r, err = e.allocTensor(k.outDT[i], k.outShape[i], describe(last, o), k.dev); err != nil {
+				return false, err
+			}
 		}
 		e.reg[o] = r
 		args = append(args, r)

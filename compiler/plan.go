@@ -26,8 +26,13 @@ func (c *compile) plan() error {
 	if total > c.limits.RequestBytes {
 		return c.limits.RequestError(fmt.Sprintf("the static memory plan (its largest tensor: %s)", e.largestRoot()), total)
 	}
+	at := map[*root]int64{}
 	for i, rt := range e.roots {
 		e.code[rt.alloc].Imm = p.Offsets[i]
+		at[rt] = p.Offsets[i]
+	}
+	for _, s := range e.subAllocs {
+		e.code[s.pc].Imm = at[s.root] + s.delta
 	}
 	for d, pc := range e.arenaPC {
 		e.code[pc].Imm = max(p.Sizes[d], vm.PlanAlign)

@@ -34,6 +34,10 @@ type Stats struct {
 	// the tensors they reorder (each read once and written once).
 	LayoutTransforms int
 	LayoutBytes      int64
+
+	// ConcatsInPlace are the Concats of the entry function that launch nothing: the
+	// kernels producing their inputs write into the output (compiler/concat.go).
+	ConcatsInPlace int `json:",omitempty"`
 }
 
 // TensorPlace is where one kernel output lives: a buffer (Scope "global") or an

@@ -150,6 +150,9 @@ func inspectPlan(out io.Writer, path string, s shapeFlags, tf targetFlags, cf ca
 	fmt.Fprintf(out, "peak arena: %s; planned tensors without reuse: %s (%.2f); constants: %s\n",
 		byteSize(st.ArenaBytes), byteSize(st.UnplannedSum), ratio, byteSize(st.ConstantBytes))
 	fmt.Fprintf(out, "layout transforms per inference: %d (%s reordered)\n", st.LayoutTransforms, byteSize(st.LayoutBytes))
+	if st.ConcatsInPlace > 0 {
+		fmt.Fprintf(out, "concatenations written in place by their inputs' kernels: %d\n", st.ConcatsInPlace)
+	}
 	if modelBytes > 0 {
 		fmt.Fprintf(out, "the model as loaded: %d nodes, intermediate tensors %s (peak arena / that: %.2f; kernel launches / nodes: 1/%.1f)\n",
 			onnxNodes, byteSize(modelBytes), float64(st.ArenaBytes)/float64(modelBytes), float64(onnxNodes)/float64(max(st.Launches, 1)))

@@ -261,3 +261,44 @@ func TestConvOfFewerChannelsThanABlockUnpacksUnderTheRow(t *testing.T) {
 		t.Fatal("no case split its output on this host")
 	}
 }
+
+// TestStemConvRunsEachTileReductionInOneCall: a convolution over at most stemChannels
+// input channels (an RGB stem: 3×3 stride 2, a 4×4 stride-4 patchify, a one-channel
+// 5×5) takes the micro-kernel's Blocks form whatever its window, one call per tile for
+// its whole reduction, and matches the reference; 16 input channels under a 3×3 window
+// keep a call per kernel row (the reduction decomposed into an init pass).
+func TestStemConvRunsEachTileReductionInOneCall(t *testing.T) {
+	l := Strategies(kernels.Default())
+	tg := target.Host()
+	for _, tc := range []struct{ c, m, k, s, p, h, w int }{
+		{3, 32, 3, 2, 1, 29, 31}, {3, 64, 4, 4, 0, 32, 28}, {1, 16, 5, 1, 2, 12, 17}, {16, 32, 3, 1, 1, 12, 17},
+	} {
+		name := fmt.Sprintf("%d→%d k%d s%d", tc.c, tc.m, tc.k, tc.s)
+		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+		a.KernelShape, a.Strides = []int64{int64(tc.k), int64(tc.k)}, []int64{int64(tc.s), int64(tc.s)}
+		p := int64(tc.p)
+		a.Pads = []int64{p, p, p, p}
+		args := []nt.Arg{nt.In(f32(91, 1, tc.c, tc.h, tc.w)), nt.C(f32(92, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(93, tc.m))}
+		mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		in, err := nt.Placeholders(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impl, err := l.Lower(n, in, tg)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		tr := impl.Trace.String()
+		blocks := strings.Contains(tr, convGemm(tg, n).Blocks.Name)
+		if impl.Strategy != "conv2d-nchwc-tensorized" || blocks != (tc.c <= stemChannels) || blocks == strings.Contains(tr, "decompose_reduction") {
+			t.Fatalf("%s: strategy %s, Blocks form %v (want %v):\n%s", name, impl.Strategy, blocks, tc.c <= stemChannels, tr)
+		}
+		got, _, err := nt.RunNode(l, n, args)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T, args[2].T})
+		kerneltest.Close(t, name, got[0].Data.([]float32), want)
+	}
+}

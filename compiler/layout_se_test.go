@@ -12,18 +12,25 @@ import (
 // seBlock builds conv → relu → squeeze-and-excitation (global average pool, 1×1 conv,
 // relu, 1×1 conv, sigmoid, the channel-wise Mul) → a plain per-channel scale → conv,
 // with batch 2; also returns the relu's value for tests that read it as a result.
+// sameConv adds a k×k convolution of in (cin → cout channels, stride 1, padded to keep
+// its extents) with random weights and bias from seed.
+func sameConv(t *testing.T, b *graph.Builder, in *graph.Value, cin, cout, k int, seed uint64) *graph.Value {
+	t.Helper()
+	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	p := int64(k / 2)
+	a.KernelShape, a.Pads = []int64{int64(k), int64(k)}, []int64{p, p, p, p}
+	y, err := b.Op1(graph.OpConv, a, in, b.Const("", f32(seed, cout, cin, k, k)), b.Const("", f32(seed+1, cout)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
 func seBlock(t *testing.T) (*graph.Builder, *graph.Value, *graph.Value) {
 	b := graph.NewBuilder("main")
 	x := b.Param("x", graph.TensorType(tensor.Float32, graph.StaticShape(2, 8, 9, 7)...))
 	conv := func(in *graph.Value, cin, cout, k int, seed uint64) *graph.Value {
-		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
-		p := int64(k / 2)
-		a.KernelShape, a.Pads = []int64{int64(k), int64(k)}, []int64{p, p, p, p}
-		y, err := b.Op1(graph.OpConv, a, in, b.Const("", f32(seed, cout, cin, k, k)), b.Const("", f32(seed+1, cout)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return y
+		return sameConv(t, b, in, cin, cout, k, seed)
 	}
 	op := func(o graph.Op, in ...*graph.Value) *graph.Value {
 		y, err := b.Op1(o, nil, in...)

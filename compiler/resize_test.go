@@ -28,14 +28,7 @@ func TestFeaturePyramidUpsamplingCompilesAtEveryLevel(t *testing.T) {
 		coarse := b.Param("coarse", graph.TensorType(tensor.Float32, batch, graph.Const(16), graph.Const(5), graph.Const(6)))
 		fine := b.Param("fine", graph.TensorType(tensor.Float32, batch, graph.Const(8), graph.Const(10), graph.Const(12)))
 		conv := func(in *graph.Value, cin, cout, k int, seed uint64) *graph.Value {
-			a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
-			p := int64(k / 2)
-			a.KernelShape, a.Pads = []int64{int64(k), int64(k)}, []int64{p, p, p, p}
-			y, err := b.Op1(graph.OpConv, a, in, b.Const("", f32(seed, cout, cin, k, k)), b.Const("", f32(seed+1, cout)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return y
+			return sameConv(t, b, in, cin, cout, k, seed)
 		}
 		ra := graph.OpResize.NewAttrs().(*graph.ResizeAttrs)
 		ra.Mode, ra.CoordinateTransformationMode = mode.mode, mode.coord

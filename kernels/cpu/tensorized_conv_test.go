@@ -43,16 +43,8 @@ func TestOneByOneConvOnOneChannelBlockRunsTheZeroInitializingKernel(t *testing.T
 					a.Pads = []int64{1, 1, 1, 1}
 				}
 				args := []nt.Arg{nt.In(f32(51, 1, tc.c, h, w)), nt.C(f32(52, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(53, tc.m))}
-				mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
-				n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
-				in, err := nt.Placeholders(n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				impl, err := l.Lower(n, in, tg)
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
+				n := convNode(t, a, args)
+				impl := lowerConv(t, l, tg, n, name)
 				if impl.Strategy != "conv2d-nchwc-tensorized" {
 					t.Fatalf("%s: strategy %s", name, impl.Strategy)
 				}
@@ -86,16 +78,8 @@ func TestConvOverALargeInputCallsTheMicroKernelPerChannelBlock(t *testing.T) {
 	a.KernelShape = []int64{1, 1}
 	a.Strides = []int64{2, 2} // as resnet's downsampling convolutions
 	args := []nt.Arg{nt.In(f32(71, 1, c, h, w)), nt.C(f32(72, m, c, 1, 1)), nt.C(f32(73, m))}
-	mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
-	n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
-	in, err := nt.Placeholders(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	impl, err := l.Lower(n, in, tg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := convNode(t, a, args)
+	impl := lowerConv(t, l, tg, n, "")
 	if impl.Strategy != "conv2d-nchwc-tensorized" {
 		t.Fatalf("strategy %s", impl.Strategy)
 	}
@@ -231,21 +215,13 @@ func TestConvOfFewerChannelsThanABlockUnpacksUnderTheRow(t *testing.T) {
 			a.Pads = []int64{1, 1, 1, 1}
 		}
 		args := []nt.Arg{nt.In(f32(81, 1, tc.c, 5, 9)), nt.C(f32(82, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(83, tc.m))}
-		mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
-		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
+		n := convNode(t, a, args)
 		if g := convGemm(tg, n); SplitBlock(int64(tc.m), g.NR) == 0 {
 			t.Logf("%s: blocks of %d channels here, neither dividing %d nor more: unpacked in a pass of its own", name, g.NR, tc.m)
 			continue
 		}
 		checked++
-		in, err := nt.Placeholders(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		impl, err := l.Lower(n, in, tg)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		impl := lowerConv(t, l, tg, n, name)
 		tr := impl.Trace.String()
 		if impl.Strategy != "conv2d-nchwc-tensorized" || !strings.Contains(tr, "reverse_compute_at") || !strings.Contains(tr, "compact_at") {
 			t.Fatalf("%s: strategy %s, want the unpacking under the row loop:\n%s", name, impl.Strategy, tr)
@@ -279,16 +255,8 @@ func TestStemConvRunsEachTileReductionInOneCall(t *testing.T) {
 		p := int64(tc.p)
 		a.Pads = []int64{p, p, p, p}
 		args := []nt.Arg{nt.In(f32(91, 1, tc.c, tc.h, tc.w)), nt.C(f32(92, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(93, tc.m))}
-		mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
-		n := mod.Main.Nodes[len(mod.Main.Nodes)-1]
-		in, err := nt.Placeholders(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		impl, err := l.Lower(n, in, tg)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		n := convNode(t, a, args)
+		impl := lowerConv(t, l, tg, n, name)
 		tr := impl.Trace.String()
 		blocks := strings.Contains(tr, convGemm(tg, n).Blocks.Name)
 		if impl.Strategy != "conv2d-nchwc-tensorized" || blocks != (tc.c <= stemChannels) || blocks == strings.Contains(tr, "decompose_reduction") {
@@ -301,4 +269,26 @@ func TestStemConvRunsEachTileReductionInOneCall(t *testing.T) {
 		want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T, args[2].T})
 		kerneltest.Close(t, name, got[0].Data.([]float32), want)
 	}
+}
+
+// convNode is the Conv node of a one-node graph over args (nt.Build).
+func convNode(t *testing.T, a *graph.ConvAttrs, args []nt.Arg) *graph.Node {
+	t.Helper()
+	mod, _ := nt.Build(t, graph.OpConv, a, 1, args...)
+	return mod.Main.Nodes[len(mod.Main.Nodes)-1]
+}
+
+// lowerConv lowers the convolution n through l's strategies for tg on placeholder
+// inputs; a failure names the case.
+func lowerConv(t *testing.T, l *kernels.Strategies, tg target.Target, n *graph.Node, name string) *kernels.Impl {
+	t.Helper()
+	in, err := nt.Placeholders(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	impl, err := l.Lower(n, in, tg)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return impl
 }

@@ -126,14 +126,11 @@ func (a *alterer) blockedUsefulWalk(v *graph.Value, b int64, depth int) bool {
 			}
 		}
 		out, ok := a.p.Accepts(r, in)
-		if join := joinBlock(r, in); !ok && join != 0 {
-			// as node() would: plain inputs of the output's shape join the block
-			for i, x := range r.Inputs {
-				if x != nil && in[i] == 0 && joins(r, x) {
-					in[i] = join
-				}
+		if !ok {
+			// as node() would: plain inputs join the block of the blocked ones
+			if joined, fits := joinedBlocks(r, in); fits {
+				out, ok = a.p.Accepts(r, joined)
 			}
-			out, ok = a.p.Accepts(r, in)
 		}
 		if !ok {
 			continue
@@ -175,6 +172,27 @@ func joinBlock(n *graph.Node, in []int64) int64 {
 	return 0
 }
 
+// joinedBlocks is in with n's plain inputs that may join the block of its blocked ones
+// (joinBlock, joins) stored in that block; fits is false when there is no such block,
+// or when it divides the channels of n's output or of one of those inputs not (a
+// concat of a 64-channel block and a plain 32-channel tensor stays plain).
+func joinedBlocks(n *graph.Node, in []int64) (joined []int64, fits bool) {
+	join := joinBlock(n, in)
+	if join == 0 || graph.CheckBlock(n.Outputs[0].Type, join) != nil {
+		return nil, false
+	}
+	joined = append([]int64{}, in...)
+	for i, v := range n.Inputs {
+		if v != nil && joined[i] == 0 && joins(n, v) {
+			if graph.CheckBlock(v.Type, join) != nil {
+				return nil, false
+			}
+			joined[i] = join
+		}
+	}
+	return joined, true
+}
+
 // accepted sets n's output block to out, accepted by the policy on inputs in; when the
 // kernel also writes plain and no reader takes the output blocked, it stays plain.
 func (a *alterer) accepted(n *graph.Node, in []int64, out int64) error {
@@ -211,14 +229,8 @@ func (a *alterer) node(n *graph.Node) error {
 	}
 	// bring plain inputs of the output's shape (a concat's inputs) into the block of
 	// the blocked ones of that shape, if that is a kernel
-	if join := joinBlock(n, in); join != 0 {
-		try := append([]int64{}, in...)
-		for i, v := range n.Inputs {
-			if v != nil && try[i] == 0 && joins(n, v) {
-				try[i] = join
-			}
-		}
-		if out, ok := a.p.Accepts(n, try); ok && graph.CheckBlock(n.Outputs[0].Type, join) == nil {
+	if try, fits := joinedBlocks(n, in); fits {
+		if out, ok := a.p.Accepts(n, try); ok {
 			for i := range try {
 				if try[i] != in[i] {
 					if err := a.restore(n, i, try[i]); err != nil {

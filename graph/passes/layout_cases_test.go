@@ -27,6 +27,13 @@ func broadcastPolicy() *passes.LayoutPolicy {
 			switch n.Op {
 			case graph.OpGlobalAveragePool:
 				return in[0], in[0] != 0
+			case graph.OpConcat:
+				for _, b := range in {
+					if b != in[0] {
+						return 0, false
+					}
+				}
+				return in[0], in[0] != 0
 			case graph.OpRelu, graph.OpSigmoid, graph.OpAdd, graph.OpMul:
 			default:
 				return 0, false
@@ -145,5 +152,30 @@ var layoutCases = []textCase{
   %s1 = Softmax(%"r@c0") : f32[1,8,5,5]
   %s2 = Exp(%"r@c0") : f32[1,8,5,5]
   return %c2, %s1, %s2
+}`},
+	{"a concat's plain inputs join the block of its blocked one where the block divides them",
+		`func @main(%x: f32[1,8,5,5], %y: f32[1,4,5,5], %w: f32[8,8,1,1], %w2: f32[8,12,1,1]) {
+  %c = Conv(%x, %w) : f32[1,8,5,5]
+  %k = Concat(%c, %y) {axis=1} : f32[1,12,5,5]
+  %c2 = Conv(%k, %w2) : f32[1,8,5,5]
+  return %c2
+}`, `func @main(%x: f32[1,8,5,5], %y: f32[1,4,5,5], %w: f32[8,8,1,1], %w2: f32[8,12,1,1]) {
+  %c = Conv(%x, %w) : f32[1,8,5,5]@c4
+  %"y@c4" = LayoutTransform(%y) {block=4} : f32[1,4,5,5]@c4
+  %k = Concat(%c, %"y@c4") {axis=1} : f32[1,12,5,5]@c4
+  %c2 = Conv(%k, %w2) : f32[1,8,5,5]
+  return %c2
+}`},
+	{"a concat whose plain input the block does not divide runs plain (DenseNet's 64 and 32 channels)",
+		`func @main(%x: f32[1,8,5,5], %y: f32[1,6,5,5], %z: f32[1,2,5,5], %w: f32[8,8,1,1], %w2: f32[8,16,1,1]) {
+  %c = Conv(%x, %w) : f32[1,8,5,5]
+  %k = Concat(%c, %y, %z) {axis=1} : f32[1,16,5,5]
+  %c2 = Conv(%k, %w2) : f32[1,8,5,5]
+  return %c2
+}`, `func @main(%x: f32[1,8,5,5], %y: f32[1,6,5,5], %z: f32[1,2,5,5], %w: f32[8,8,1,1], %w2: f32[8,16,1,1]) {
+  %c = Conv(%x, %w) : f32[1,8,5,5]
+  %k = Concat(%c, %y, %z) {axis=1} : f32[1,16,5,5]
+  %c2 = Conv(%k, %w2) : f32[1,8,5,5]
+  return %c2
 }`},
 }

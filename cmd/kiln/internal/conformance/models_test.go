@@ -80,6 +80,8 @@ var realModelsCompiled = map[string]bool{
 	"tv_regnet_y_400mf":      true,
 	"tv_convnext_tiny":       true,
 	"tv_vit_b_16":            true,
+	"tv_densenet121":         true,
+	"tv_googlenet":           true,
 	"tvq_mobilenet_v2":       true,
 	"kws_melspec_cnn_gru":    true,
 }

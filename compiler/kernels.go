@@ -163,7 +163,7 @@ func (c *compile) lowerKernelOn(p *place, n *graph.Node, chain []*graph.Node) (*
 		for k, e := range p.Shape {
 			ci, ok := e.(*loopir.IntImm)
 			if !ok {
-				return nil, fmt.Errorf("BUG: %v: output extent %v is not static", n, e)
+				return nil, fmt.Errorf("BUG: %v: output extent %s is not static", n, loopir.ExprString(e))
 			}
 			shape[k] = ci.V
 		}

@@ -168,6 +168,48 @@ func @main(%x: f32[s]) {
 	}
 }
 
+// TestSymbolicSliceToStaticEnd: a symbolic dim cut at a static end ([:4]) is min(s, 4)
+// long, shorter than the end when the input is (an NMS's selection truncated to its
+// first N); compiled once with nothing bound, the executable answers both.
+func TestSymbolicSliceToStaticEnd(t *testing.T) {
+	dev := openCPU(t)
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: f32[s]) {
+  const %zero: i64[1]{0} = [0]
+  const %four: i64[1]{4} = [4]
+  %y = Slice(%x, %zero, %four) : f32[_d1]
+  %z = Mul(%y, %y) : f32[_d1]
+  return %z
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := vm.Load(res.Exe, []devices.Device{dev}, vm.StdBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	for _, s := range []int{2, 4, 6} {
+		x := f32(uint64(s), s)
+		got, err := machine.Run(context.Background(), []*tensor.Tensor{x})
+		if err != nil {
+			t.Fatalf("s=%d: %v", s, err)
+		}
+		want, err := ref.Eval(m, map[string]ref.Value{"x": x}, ref.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := min(s, 4); len(got[0].Shape) != 1 || got[0].Shape[0] != n {
+			t.Fatalf("s=%d: shape %v, want [%d]", s, got[0].Shape, n)
+		}
+		nodetest.CloseTensor(t, "z", got[0], want[0].(*tensor.Tensor))
+	}
+}
+
 // TestSymbolicStoragesFreedAtLastUse: a chain of unfused elementwise kernels on a
 // symbolic tensor frees each storage after its last use (KillRegister), so the call
 // holds about two tensors at a time, not one per node.

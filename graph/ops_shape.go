@@ -410,9 +410,9 @@ func sliceExtent(ic *InferCtx, d Dim, start, end, step int64) Dim {
 	if step == 1 && start == 0 && end < 0 {
 		return d.Add(Const(end))
 	}
-	if step == 1 && start >= 0 && end >= 0 && end < math.MaxInt32 {
-		return Const(max(0, end-start)) // assumes the dim is at least end long
-	}
+	// a static end of a symbolic dim: min(d, end) - start, which no polynomial is (the
+	// dim may be shorter: an NMS's selection truncated to its first 150), so a symbol
+	// of its own, bound at run time or refused where nothing binds it
 	return ic.Fresh()
 }
 

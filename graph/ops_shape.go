@@ -433,7 +433,8 @@ func SymbolicSliceEnds(n *Node) []Dim {
 
 // symbolicSliceExtent is the extent of a unit-step slice from a constant start to a
 // symbolic end e: e - start, assuming start <= e <= the dim (the compiler checks e
-// against a static dim at run time, SliceEndBound); anything else is a fresh symbol.
+// against a static dim at run time: the compiler's checkSliceEnds); anything else is a
+// fresh symbol.
 func symbolicSliceExtent(ic *InferCtx, d Dim, start int64, e Dim, step int64) Dim {
 	if v, ok := e.Value(); ok {
 		return sliceExtent(ic, d, start, v, step)

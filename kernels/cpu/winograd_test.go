@@ -11,10 +11,11 @@ import (
 // TestWinogradConv compares the Winograd F(2×2, 3×3) convolution with the reference:
 // odd output extents (a last tile half outside), asymmetric pads, channel counts within
 // one reduction block of the micro-kernel and beyond it, two images, with and without
-// bias; a 3×3 convolution with too few tiles or input channels, a stride or output
-// channels that no declared micro-kernel tile divides takes the direct strategy. Output
-// channels are multiples of 64 or 48, whole tiles of a micro-kernel on every ISA (48:
-// AVX-512's 8×48 tile, AVX2's 16 and the 128-bit 8 columns), or 18, whole tiles of none.
+// bias; a 3×3 convolution with too few tiles, input or output channels (DenseNet's
+// 128→32), a stride or output channels that no declared micro-kernel tile divides takes
+// the direct strategy. Output channels are multiples of 64 or 48, whole tiles of a
+// micro-kernel on every ISA (48: AVX-512's 8×48 tile, AVX2's 16 and the 128-bit 8
+// columns), or 18, whole tiles of none.
 func TestWinogradConv(t *testing.T) {
 	l := Strategies(kernels.Default())
 	cases := []struct {
@@ -32,7 +33,8 @@ func TestWinogradConv(t *testing.T) {
 		{64, 64, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
 		{128, 64, 30, 30, []int64{2, 2}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
 		{128, 18, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
-		{128, 48, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-winograd-tensorized"},
+		{128, 96, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-winograd-tensorized"},
+		{128, 32, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
 	}
 	for _, tc := range cases {
 		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)

@@ -25,13 +25,14 @@ func CPUPipeline() Pipeline {
 		{Name: "unroll", Run: UnrollLoops},
 		{Name: "reuse-local-storage", Run: ReuseLocalStorage},
 		{Name: "simplify", Run: Simplify},
+		{Name: "unswitch-invariant-select", Run: UnswitchInvariantSelect},
 		{Name: "hoist-invariant-if", Run: HoistInvariantIf},
 		{Name: "tighten-loop-guard", Run: TightenLoopGuard},
 	}
 }
 
 // GPUPipeline is the lowering pipeline for the GPU dialects (CUDA C, OpenCL C): the C
-// dialect's passes but tighten-loop-guard, which know no target, with PrivatizeLocal after LowerBlocks (a
+// dialect's passes but tighten-loop-guard and unswitch-invariant-select, which know no target, with PrivatizeLocal after LowerBlocks (a
 // local buffer becomes per-thread storage) and FlattenTextures before Flatten (texture
 // accesses become texel accesses, whole lane loops of the block's iterators), then the barriers shared buffers need
 // (InsertBarriers, last: no later pass moves a statement across one). The launch
@@ -41,8 +42,8 @@ func GPUPipeline() Pipeline {
 	var cpu Pipeline
 	for _, p := range CPUPipeline() {
 		// the GPU kernels keep their loop guards: tightening was measured on the CPU
-		// only, and a GPU thread loop's extent is its launch's
-		if p.Name != "tighten-loop-guard" {
+		// only, and a GPU thread loop's extent is its launch's; unswitching was too
+		if p.Name != "tighten-loop-guard" && p.Name != "unswitch-invariant-select" {
 			cpu = append(cpu, p)
 		}
 	}

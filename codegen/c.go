@@ -488,6 +488,15 @@ func (e *cEmitter) expr(x loopir.Expr) string {
 			if s, ok := e.roundedMul(x, a, b); ok {
 				return s
 			}
+		case loopir.And, loopir.Or:
+			if readsMemory(x.A) || readsMemory(x.B) {
+				// logic on data (bool tensors, comparisons of loaded values): both sides
+				// as 0 or 1 under a bitwise operator, as loopir evaluates both anyway.
+				// GCC 12 at -O3 with AVX-512 vectorizes a short-circuit || of two byte
+				// loads into masked loads under the wrong lanes' mask (Or of two bool
+				// tensors of 3×4×6 answered false where an input held true).
+				return "((" + a + " != 0) " + map[loopir.BinOp]string{loopir.And: "&", loopir.Or: "|"}[x.Op] + " (" + b + " != 0))"
+			}
 		case loopir.Min, loopir.Max:
 			t := e.ctype(x.A.DType())
 			e.intrins.minmax[t] = true
@@ -752,4 +761,17 @@ func unwrap(x string) string {
 		}
 	}
 	return x[1 : len(x)-1]
+}
+
+// readsMemory reports whether e loads from a buffer or a texture.
+func readsMemory(e loopir.Expr) bool {
+	found := false
+	loopir.MapExpr(e, func(x loopir.Expr) loopir.Expr {
+		switch x.(type) {
+		case *loopir.Load, *loopir.TexRead:
+			found = true
+		}
+		return x
+	})
+	return found
 }

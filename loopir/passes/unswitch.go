@@ -2,16 +2,17 @@ package passes
 
 import "github.com/kilnrt/kiln/loopir"
 
-// maxUnswitch bounds the copies UnswitchInvariantSelect makes of one loop: a select
-// chain of n invariant conditions (a concatenation of n+1 inputs) becomes n+1 copies
-// of the loop. DenseNet-121's widest concatenation joins 25 inputs.
+// maxUnswitch bounds the copies UnswitchInvariantSelect makes in one function: a
+// select chain of n invariant conditions (a concatenation of n+1 inputs) makes n+1
+// copies of its loop. DenseNet-121's widest concatenation joins 25 inputs.
 const maxUnswitch = 32
 
 // UnswitchInvariantSelect moves the choice of a select whose condition does not change
 // inside a loop out of it: for v { ... select(c, a, b) ... } with c independent of v
-// and of the loops inside becomes if c { for v { ... a ... } } else { for v { ... b ...
-// } }, innermost loops first, again on each copy until no such select is left or
-// maxUnswitch copies are made. A concatenation along channels reads one input per
+// becomes if c { for v { ... a ... } } else { for v { ... b ... } }, on innermost loops
+// only (a loop with loops inside would copy them all, and splitting both levels
+// multiplies the copies), again on each copy until no such select is left or the
+// function has maxUnswitch more loops. A concatenation along channels reads one input per
 // vector of lanes then, where its select chain read every input at every element (a
 // select evaluates both sides) and hid the lanes' plain copy from the vectorizer; a
 // padded copy's bounds test leaves its lane loop the same way.
@@ -21,12 +22,12 @@ const maxUnswitch = 32
 // iteration reads nothing and cannot trap; loops that allocate are left alone (each
 // copy would allocate the buffer again).
 func UnswitchInvariantSelect(f *loopir.PrimFunc) *loopir.PrimFunc {
+	budget := maxUnswitch
 	body := loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
 		loop, ok := s.(*loopir.For)
-		if !ok || allocates(loop.Body) {
+		if !ok || allocates(loop.Body) || len(boundInside(loop.Body)) > 0 {
 			return nil
 		}
-		budget := maxUnswitch
 		out, changed := unswitch(loop, &budget)
 		if !changed {
 			return nil
@@ -39,7 +40,7 @@ func UnswitchInvariantSelect(f *loopir.PrimFunc) *loopir.PrimFunc {
 // unswitch splits loop on the first invariant select condition in its body, then
 // splits each copy the same way while budget lasts.
 func unswitch(loop *loopir.For, budget *int) (loopir.Stmt, bool) {
-	if *budget <= 1 {
+	if *budget <= 0 {
 		return loop, false
 	}
 	bound := boundInside(loop.Body)
@@ -55,14 +56,17 @@ func unswitch(loop *loopir.For, budget *int) (loopir.Stmt, bool) {
 	return &loopir.IfThenElse{Cond: c, Then: then, Else: els}, true
 }
 
-// invariantSelect returns the condition of a select in s whose condition mentions none
-// of bound and may be evaluated anywhere (movableCond), or nil: the last such in
+// invariantSelect returns the condition of a select in s that picks between reads and
+// constants (readOrConst: a concatenation's inputs, a padded copy's input or zero; not
+// Resize's or GridSample's arithmetic on coordinates and weights, whose kernels would
+// grow by as many copies for gcc to compile) whose condition mentions none of bound and
+// may be evaluated anywhere (movableCond), or nil: the last such in
 // post-order, the head of a select chain before the selects inside it, so that a chain
 // of n conditions splits into n+1 copies, each without the chain.
 func invariantSelect(s loopir.Stmt, bound map[*loopir.Var]bool) loopir.Expr {
 	var found loopir.Expr
 	loopir.MapStmt(s, func(e loopir.Expr) loopir.Expr {
-		if sel, ok := e.(*loopir.Select); ok && !mentions(sel.Cond, bound) && movableCond(sel.Cond) {
+		if sel, ok := e.(*loopir.Select); ok && readOrConst(sel.T) && readOrConst(sel.F) && !mentions(sel.Cond, bound) && movableCond(sel.Cond) {
 			found = sel.Cond
 		}
 		return e
@@ -104,4 +108,17 @@ func chooseSelect(loop *loopir.For, key string, taken bool) *loopir.For {
 		return e
 	}
 	return loopir.MapStmt(loop, pick, nil).(*loopir.For)
+}
+
+// readOrConst: e is a load, a constant, or a select of such (a chain), through casts.
+func readOrConst(e loopir.Expr) bool {
+	switch x := e.(type) {
+	case *loopir.Load, *loopir.FloatImm, *loopir.IntImm:
+		return true
+	case *loopir.Cast:
+		return readOrConst(x.X)
+	case *loopir.Select:
+		return readOrConst(x.T) && readOrConst(x.F)
+	}
+	return false
 }

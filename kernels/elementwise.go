@@ -72,36 +72,42 @@ func attrs[T any](n *graph.Node) *T {
 func unaryFuncs() map[graph.Op]unaryFunc {
 	exp, log := call(loopir.Exp), call(loopir.Log)
 	return map[graph.Op]unaryFunc{
-		graph.OpAbs:        anyType(absOf),
-		graph.OpNeg:        anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, lit(0, x), x) }),
-		graph.OpIdentity:   anyType(func(x loopir.Expr) loopir.Expr { return x }),
-		graph.OpRelu:       anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Max, x, lit(0, x)) }),
-		graph.OpNot:        anyType(func(x loopir.Expr) loopir.Expr { return &loopir.Not{X: x} }),
-		graph.OpExp:        floatOnly(exp),
-		graph.OpLog:        floatOnly(log),
-		graph.OpSqrt:       floatOnly(call(loopir.Sqrt)),
-		graph.OpTanh:       floatOnly(call(loopir.Tanh)),
-		graph.OpSigmoid:    floatOnly(call(loopir.Sigmoid)),
-		graph.OpErf:        floatOnly(call(loopir.Erf)),
-		graph.OpCeil:       floatOnly(call(loopir.Ceil)),
-		graph.OpFloor:      floatOnly(call(loopir.Floor)),
-		graph.OpRound:      floatOnly(call(loopir.Round)),
-		graph.OpSin:        floatOnly(call(loopir.Sin)),
-		graph.OpCos:        floatOnly(call(loopir.Cos)),
-		graph.OpTan:        floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(call(loopir.Sin)(x), call(loopir.Cos)(x)) }),
-		graph.OpAsin:       floatOnly(call(loopir.Asin)),
-		graph.OpAcos:       floatOnly(call(loopir.Acos)),
-		graph.OpAtan:       floatOnly(call(loopir.Atan)),
-		graph.OpAsinh:      floatOnly(call(loopir.Asinh)),
-		graph.OpAcosh:      floatOnly(call(loopir.Acosh)),
-		graph.OpAtanh:      floatOnly(call(loopir.Atanh)),
-		graph.OpSinh:       floatOnly(func(x loopir.Expr) loopir.Expr { return te.Mul(te.Sub(exp(x), exp(neg(x))), lit(0.5, x)) }),
-		graph.OpCosh:       floatOnly(func(x loopir.Expr) loopir.Expr { return te.Mul(te.Add(exp(x), exp(neg(x))), lit(0.5, x)) }),
+		graph.OpAbs:      anyType(absOf),
+		graph.OpNeg:      anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, lit(0, x), x) }),
+		graph.OpIdentity: anyType(func(x loopir.Expr) loopir.Expr { return x }),
+		graph.OpRelu:     anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Max, x, lit(0, x)) }),
+		graph.OpNot:      anyType(func(x loopir.Expr) loopir.Expr { return &loopir.Not{X: x} }),
+		graph.OpExp:      floatOnly(exp),
+		graph.OpLog:      floatOnly(log),
+		graph.OpSqrt:     floatOnly(call(loopir.Sqrt)),
+		graph.OpTanh:     floatOnly(call(loopir.Tanh)),
+		graph.OpSigmoid:  floatOnly(call(loopir.Sigmoid)),
+		graph.OpErf:      floatOnly(call(loopir.Erf)),
+		graph.OpCeil:     floatOnly(call(loopir.Ceil)),
+		graph.OpFloor:    floatOnly(call(loopir.Floor)),
+		graph.OpRound:    floatOnly(call(loopir.Round)),
+		graph.OpSin:      floatOnly(call(loopir.Sin)),
+		graph.OpCos:      floatOnly(call(loopir.Cos)),
+		graph.OpTan:      floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(call(loopir.Sin)(x), call(loopir.Cos)(x)) }),
+		graph.OpAsin:     floatOnly(call(loopir.Asin)),
+		graph.OpAcos:     floatOnly(call(loopir.Acos)),
+		graph.OpAtan:     floatOnly(call(loopir.Atan)),
+		graph.OpAsinh:    floatOnly(call(loopir.Asinh)),
+		graph.OpAcosh:    floatOnly(call(loopir.Acosh)),
+		graph.OpAtanh:    floatOnly(call(loopir.Atanh)),
+		// e^±x / 2 as e^(±x − ln 2): finite wherever the result is (to |x| ≈ 89.4 in
+		// float32, where e^x alone overflows past 88.7)
+		graph.OpSinh: floatOnly(func(x loopir.Expr) loopir.Expr {
+			return te.Sub(exp(te.Sub(x, lit(math.Ln2, x))), exp(te.Sub(neg(x), lit(math.Ln2, x))))
+		}),
+		graph.OpCosh: floatOnly(func(x loopir.Expr) loopir.Expr {
+			return te.Add(exp(te.Sub(x, lit(math.Ln2, x))), exp(te.Sub(neg(x), lit(math.Ln2, x))))
+		}),
 		graph.OpReciprocal: floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(lit(1, x), x) }),
-		graph.OpSoftplus:   floatOnly(func(x loopir.Expr) loopir.Expr { return log(te.Add(exp(x), lit(1, x))) }),
+		graph.OpSoftplus:   floatOnly(softplus),
 		graph.OpSoftsign:   floatOnly(func(x loopir.Expr) loopir.Expr { return te.Div(x, te.Add(lit(1, x), te.Abs(x))) }),
 		graph.OpMish: floatOnly(func(x loopir.Expr) loopir.Expr {
-			return te.Mul(x, te.Tanh(log(te.Add(exp(x), lit(1, x)))))
+			return te.Mul(x, te.Tanh(softplus(x)))
 		}),
 		graph.OpHardSwish: floatOnly(func(x loopir.Expr) loopir.Expr {
 			return te.Mul(x, clamp(te.Add(te.Mul(x, lit(1.0/6, x)), lit(0.5, x)), lit(0, x), lit(1, x)))
@@ -214,10 +220,17 @@ func viaFloat32(f func(x []loopir.Expr) loopir.Expr) func(x []loopir.Expr) loopi
 	}
 }
 
+// softplus is log(1 + e^x) as max(x, 0) + log(1 + e^−|x|): no overflow for large x
+// (e^x is +Inf past 88.7 in float32, where the answer is x), NaN stays NaN.
+func softplus(x loopir.Expr) loopir.Expr {
+	return te.Add(loopir.Bin(loopir.Max, lit(0, x), x), te.Log(te.Add(lit(1, x), te.Exp(neg(te.Abs(x))))))
+}
+
 func neg(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, lit(0, x), x) }
 
 func clamp(x, lo, hi loopir.Expr) loopir.Expr {
-	return loopir.Bin(loopir.Min, loopir.Bin(loopir.Max, x, lo), hi)
+	// x second: max and min answer their second operand when one is NaN, so NaN stays
+	return loopir.Bin(loopir.Min, hi, loopir.Bin(loopir.Max, lo, x))
 }
 
 // binaryFuncs are the broadcasting binary ops on equal input dtypes.
@@ -413,12 +426,14 @@ func computeClip(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	lo, hasLo := bound(1)
 	hi, hasHi := bound(2)
 	out, err := Map("clip", func(x []loopir.Expr) loopir.Expr {
+		// the bound first: max and min answer their second operand when one is NaN
+		// (a > b ? a : b), so a NaN input stays NaN as in ONNX Runtime
 		v := x[0]
 		if hasLo {
-			v = loopir.Bin(loopir.Max, v, lo())
+			v = loopir.Bin(loopir.Max, lo(), v)
 		}
 		if hasHi {
-			v = loopir.Bin(loopir.Min, v, hi())
+			v = loopir.Bin(loopir.Min, hi(), v)
 		}
 		return v
 	}, in[0].T)

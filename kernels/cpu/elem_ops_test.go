@@ -284,3 +284,15 @@ func TestLogicOnBoolTensors(t *testing.T) {
 		}
 	}
 }
+
+// TestActivationsPastExpOverflow: Softplus, Mish, Sinh and Cosh on float32 past where
+// e^x overflows (88.7) but their result does not, and at ±inf and NaN; Clip keeps NaN.
+func TestActivationsPastExpOverflow(t *testing.T) {
+	l := Strategies(kernels.Default())
+	edges := []float64{88, 88.8, 89.3, 97.5, 1000, 1e5, -88.8, -89.3, -1000, 0, nan, inf, -inf}
+	for _, op := range []graph.Op{graph.OpSoftplus, graph.OpMish, graph.OpSinh, graph.OpCosh} {
+		nt.CheckNode(t, l, op, nil, 1, nt.In(withEdges(tensor.Float32, uint64(op), 100, -20, 20, edges...)))
+	}
+	lo, hi := tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{-0.5}), tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{0.5})
+	nt.CheckNode(t, l, graph.OpClip, nil, 1, nt.In(withEdges(tensor.Float32, 5, 50, -2, 2, nan, inf, -inf)), nt.C(lo), nt.C(hi))
+}

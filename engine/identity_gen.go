@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 385 files; see Identity.
-const sourceDigest = "6856af15169b89dd3dca46b6005eed98"
+const sourceDigest = "6785a07f5bd3e301cd2ec8c2a1ed6ee0"

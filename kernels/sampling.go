@@ -77,7 +77,8 @@ func newGridAxis(n loopir.Expr, align bool, ct tensor.DType) gridAxis {
 }
 
 // coord is the pixel coordinate of grid value g on the axis, rounded for nearest, then
-// moved inside by border (clamped) or reflection padding as the reference does.
+// (but for cubic, whose taps are padded one by one) moved inside by border (clamped) or
+// reflection padding as the reference does.
 func (ax gridAxis) coord(g loopir.Expr, align bool, mode graph.GridMode, pad graph.GridPad, spatial int) loopir.Expr {
 	var c loopir.Expr
 	if align {
@@ -91,6 +92,11 @@ func (ax gridAxis) coord(g loopir.Expr, align bool, mode graph.GridMode, pad gra
 		} else {
 			c = roundHalfEven(c)
 		}
+	}
+	if mode == graph.GridCubic {
+		// as ONNX Runtime and PyTorch: the 4 taps around the coordinate as it is, each
+		// tap moved inside by the padding (tapIndex), not the coordinate first
+		return c
 	}
 	out := loopir.Bin(loopir.Or, cmpExpr(loopir.LT, c, ax.lo), cmpExpr(loopir.GT, c, ax.hi))
 	switch pad {

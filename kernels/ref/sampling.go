@@ -124,7 +124,9 @@ func samplingGridSample(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, e
 						c = math.RoundToEven(c)
 					}
 				}
-				if lo, hi := gridBounds(d, align); c < lo || c > hi {
+				// cubic pads each of its 4 taps (index), not the coordinate: ONNX
+				// Runtime and PyTorch do so
+				if lo, hi := gridBounds(d, align); mode != graph.GridCubic && (c < lo || c > hi) {
 					switch pad {
 					case graph.GridBorder:
 						c = math.Min(math.Max(c, 0), float64(d-1))

@@ -94,3 +94,16 @@ func TestGridSampleIdentityGridCopiesTheImage(t *testing.T) {
 	far := tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 1, 2, 2}, []float64{2, -1, 3, -1})
 	closeAll(t, "reflected", evalConstNode(t, graph.OpGridSample, a, x, far).Float64s(), []float64{2, 1})
 }
+
+// TestGridSampleCubicPadsEachTap: with border padding, cubic sampling past the last
+// pixel takes the 4 taps around the coordinate as it is and clamps each tap, as ONNX
+// Runtime and PyTorch do: at 3.75 on the row [1 2 4 8] (align_corners) the taps 2..5
+// read 4, 8, 8, 8 with the weights of t = 0.75 (−0.03515625, 0.26171875, 0.87890625,
+// −0.10546875), 8.140625; clamping the coordinate to 3 first gave 8.
+func TestGridSampleCubicPadsEachTap(t *testing.T) {
+	x := tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 1, 1, 4}, []float64{1, 2, 4, 8})
+	grid := tensor.FromFloat64s(tensor.Float64, tensor.Shape{1, 1, 1, 2}, []float64{1.5, 0})
+	a := graph.OpGridSample.NewAttrs().(*graph.GridSampleAttrs)
+	a.Mode, a.AlignCorners, a.PaddingMode = "cubic", 1, "border"
+	closeAll(t, "cubic border", evalConstNode(t, graph.OpGridSample, a, x, grid).Float64s(), []float64{8.140625})
+}

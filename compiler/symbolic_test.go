@@ -126,19 +126,13 @@ func checkSymbolic(t *testing.T, m *graph.Module, tg target.Target, opts Options
 	return machine, res
 }
 
-// TestSymbolicSliceGuard: a constant table sliced to a symbolic length (gpt2's causal
-// mask) compiles generically; a longer input than the table is ErrInput at run time.
-func TestSymbolicSliceGuard(t *testing.T) {
+// symbolicOneInput compiles the one-input module src with nothing bound and returns it
+// with a machine running the executable (closed at the test's end) and check, which
+// runs x on it and compares the result with the reference evaluator's.
+func symbolicOneInput(t *testing.T, src string) (*vm.VM, func(x *tensor.Tensor) *tensor.Tensor) {
+	t.Helper()
 	dev := openCPU(t)
-	m, err := graph.Parse(`module opsets(""=17)
-func @main(%x: f32[s]) {
-  const %table: f32[8] = [1, 2, 3, 4, 5, 6, 7, 8]
-  const %zero: i64[1]{0} = [0]
-  %shape = Shape(%x) : i64[1]{s}
-  %rows = Slice(%table, %zero, %shape) : f32[s]
-  %y = Add(%x, %rows) : f32[s]
-  return %y
-}`)
+	m, err := graph.Parse(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,18 +144,36 @@ func @main(%x: f32[s]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer machine.Close()
-	for _, s := range []int{1, 5, 8} {
-		x := f32(uint64(s), s)
+	t.Cleanup(func() { machine.Close() })
+	return machine, func(x *tensor.Tensor) *tensor.Tensor {
+		t.Helper()
 		got, err := machine.Run(context.Background(), []*tensor.Tensor{x})
 		if err != nil {
-			t.Fatalf("s=%d: %v", s, err)
+			t.Fatalf("x%v: %v", x.Shape, err)
 		}
 		want, err := ref.Eval(m, map[string]ref.Value{"x": x}, ref.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodetest.CloseTensor(t, "y", got[0], want[0].(*tensor.Tensor))
+		nodetest.CloseTensor(t, "output", got[0], want[0].(*tensor.Tensor))
+		return got[0]
+	}
+}
+
+// TestSymbolicSliceGuard: a constant table sliced to a symbolic length (gpt2's causal
+// mask) compiles generically; a longer input than the table is ErrInput at run time.
+func TestSymbolicSliceGuard(t *testing.T) {
+	machine, check := symbolicOneInput(t, `module opsets(""=17)
+func @main(%x: f32[s]) {
+  const %table: f32[8] = [1, 2, 3, 4, 5, 6, 7, 8]
+  const %zero: i64[1]{0} = [0]
+  %shape = Shape(%x) : i64[1]{s}
+  %rows = Slice(%table, %zero, %shape) : f32[s]
+  %y = Add(%x, %rows) : f32[s]
+  return %y
+}`)
+	for _, s := range []int{1, 5, 8} {
+		check(f32(uint64(s), s))
 	}
 	if _, err := machine.Run(context.Background(), []*tensor.Tensor{f32(9, 9)}); !errors.Is(err, vm.ErrInput) {
 		t.Fatalf("s=9 past the 8-row table: got %v, want ErrInput", err)
@@ -172,8 +184,7 @@ func @main(%x: f32[s]) {
 // long, shorter than the end when the input is (an NMS's selection truncated to its
 // first N); compiled once with nothing bound, the executable answers both.
 func TestSymbolicSliceToStaticEnd(t *testing.T) {
-	dev := openCPU(t)
-	m, err := graph.Parse(`module opsets(""=17)
+	_, check := symbolicOneInput(t, `module opsets(""=17)
 func @main(%x: f32[s]) {
   const %zero: i64[1]{0} = [0]
   const %four: i64[1]{4} = [4]
@@ -181,32 +192,10 @@ func @main(%x: f32[s]) {
   %z = Mul(%y, %y) : f32[_d1]
   return %z
 }`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Build(m, target.Host(), Options{CPU: dev, Check: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	machine, err := vm.Load(res.Exe, []devices.Device{dev}, vm.StdBuiltins())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer machine.Close()
 	for _, s := range []int{2, 4, 6} {
-		x := f32(uint64(s), s)
-		got, err := machine.Run(context.Background(), []*tensor.Tensor{x})
-		if err != nil {
-			t.Fatalf("s=%d: %v", s, err)
+		if got, n := check(f32(uint64(s), s)), min(s, 4); len(got.Shape) != 1 || got.Shape[0] != n {
+			t.Fatalf("s=%d: shape %v, want [%d]", s, got.Shape, n)
 		}
-		want, err := ref.Eval(m, map[string]ref.Value{"x": x}, ref.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := min(s, 4); len(got[0].Shape) != 1 || got[0].Shape[0] != n {
-			t.Fatalf("s=%d: shape %v, want [%d]", s, got[0].Shape, n)
-		}
-		nodetest.CloseTensor(t, "z", got[0], want[0].(*tensor.Tensor))
 	}
 }
 

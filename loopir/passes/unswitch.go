@@ -20,12 +20,15 @@ const maxUnswitch = 32
 // Only conditions of variables and constants move (no loads, calls, or division by
 // anything but a non-zero constant), so evaluating one before a loop that might run no
 // iteration reads nothing and cannot trap; loops that allocate are left alone (each
-// copy would allocate the buffer again).
+// copy would allocate the buffer again), and so are loops that check an index read from
+// data (a checked index whose argument a branch makes constant is hoisted to the
+// kernel's start by the C emitter: a copy of the loop for a branch that never runs would
+// fail the kernel on an index it never reads, as MaxUnpool's did).
 func UnswitchInvariantSelect(f *loopir.PrimFunc) *loopir.PrimFunc {
 	budget := maxUnswitch
 	body := loopir.MapStmt(f.Body, func(e loopir.Expr) loopir.Expr { return e }, func(s loopir.Stmt) loopir.Stmt {
 		loop, ok := s.(*loopir.For)
-		if !ok || allocates(loop.Body) || len(boundInside(loop.Body)) > 0 {
+		if !ok || allocates(loop.Body) || len(boundInside(loop.Body)) > 0 || checksIndex(loop.Body) {
 			return nil
 		}
 		out, changed := unswitch(loop, &budget)
@@ -110,10 +113,22 @@ func chooseSelect(loop *loopir.For, key string, taken bool) *loopir.For {
 	return loopir.MapStmt(loop, pick, nil).(*loopir.For)
 }
 
-// readOrConst: e is a load, a constant, or a select of such (a chain), through casts.
+// readOrConst: e is a load whose index calls nothing, a constant, or a select of such
+// (a chain), through casts.
 func readOrConst(e loopir.Expr) bool {
 	switch x := e.(type) {
-	case *loopir.Load, *loopir.FloatImm, *loopir.IntImm:
+	case *loopir.Load:
+		calls := false
+		for _, i := range x.Index {
+			loopir.MapExpr(i, func(y loopir.Expr) loopir.Expr {
+				if _, ok := y.(*loopir.Call); ok {
+					calls = true
+				}
+				return y
+			})
+		}
+		return !calls
+	case *loopir.FloatImm, *loopir.IntImm:
 		return true
 	case *loopir.Cast:
 		return readOrConst(x.X)
@@ -121,4 +136,16 @@ func readOrConst(e loopir.Expr) bool {
 		return readOrConst(x.T) && readOrConst(x.F)
 	}
 	return false
+}
+
+// checksIndex reports whether s checks an index read from data (loopir.IndexCheck).
+func checksIndex(s loopir.Stmt) bool {
+	found := false
+	loopir.MapStmt(s, func(e loopir.Expr) loopir.Expr {
+		if c, ok := e.(*loopir.Call); ok && c.Fn == loopir.IndexCheck {
+			found = true
+		}
+		return e
+	}, nil)
+	return found
 }

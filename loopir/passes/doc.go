@@ -14,11 +14,12 @@
 //     branches whose condition it decides (selects too: after UnrollLoops, a select over
 //     the unrolled variable picks its branch).
 //
-//   - UnswitchInvariantSelect (CPU only) splits a loop on a select whose condition does
-//     not change inside it (if c { loop with the true side } else { ... the false side
-//     }), a select chain's head first, at most 32 copies of a loop: a concatenation's
-//     chain over its inputs and a padded copy's bounds test leave the lane loop as a
-//     plain vectorizable copy.
+//   - UnswitchInvariantSelect (CPU only) splits an innermost loop on a select between
+//     loads and constants whose condition does not change inside it (if c { loop with
+//     the true side } else { ... the false side }), a select chain's head first, at most
+//     32 copies a function, never a loop that allocates or checks an index read from
+//     data: a concatenation's chain over its inputs and a padded copy's bounds test
+//     leave the lane loop as a plain vectorizable copy.
 //
 //   - HoistInvariantIf moves the loop-invariant conjuncts of a loop's guard above the
 //     loop (split tails then stop blocking vectorization of the loops below them).

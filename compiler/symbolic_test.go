@@ -199,6 +199,27 @@ func @main(%x: f32[s]) {
 	}
 }
 
+// TestSymbolicEmptyReduction: reductions over a symbolic axis, compiled once with
+// nothing bound, answer their identity (−inf, +inf, 1, NaN for a mean) for a 0-long
+// axis, also after a run with rows has left numbers in the output's storage.
+func TestSymbolicEmptyReduction(t *testing.T) {
+	_, check := symbolicOneInput(t, `module opsets(""=18)
+func @main(%x: f32[n,3]) {
+  const %ax: i64[1]{1} = [0]
+  %a = ReduceMax(%x, %ax) {keepdims=0} : f32[3]
+  %b = ReduceMin(%x, %ax) {keepdims=0} : f32[3]
+  %c = ReduceProd(%x, %ax) {keepdims=0} : f32[3]
+  %d = ReduceMean(%x, %ax) {keepdims=0} : f32[3]
+  %ab = Concat(%a, %b) {axis=0} : f32[6]
+  %cd = Concat(%c, %d) {axis=0} : f32[6]
+  %y = Concat(%ab, %cd) {axis=0} : f32[12]
+  return %y
+}`)
+	for _, n := range []int{2, 0, 5, 0} {
+		check(f32(uint64(n), n, 3))
+	}
+}
+
 // TestSymbolicStoragesFreedAtLastUse: a chain of unfused elementwise kernels on a
 // symbolic tensor frees each storage after its last use (KillRegister), so the call
 // holds about two tensors at a time, not one per node.

@@ -75,7 +75,7 @@ func unaryFuncs() map[graph.Op]unaryFunc {
 		graph.OpAbs:      anyType(absOf),
 		graph.OpNeg:      anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Sub, lit(0, x), x) }),
 		graph.OpIdentity: anyType(func(x loopir.Expr) loopir.Expr { return x }),
-		graph.OpRelu:     anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Max, x, lit(0, x)) }),
+		graph.OpRelu:     anyType(func(x loopir.Expr) loopir.Expr { return loopir.Bin(loopir.Max, lit(0, x), x) }), // x second: NaN stays NaN
 		graph.OpNot:      anyType(func(x loopir.Expr) loopir.Expr { return &loopir.Not{X: x} }),
 		graph.OpExp:      floatOnly(exp),
 		graph.OpLog:      floatOnly(log),

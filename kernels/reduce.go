@@ -155,6 +155,36 @@ func (r Reduction) Compute(name string, comb func(loopir.Expr, ...loopir.IterVar
 	})
 }
 
+// ComputeGuarded is Compute for a result that is non-empty where a group is empty (a
+// reduced extent of 0, the Reduce* ops): a block's init runs at a group's first element,
+// so an empty group would keep whatever the output buffer held. Its answer is the
+// combiner's identity (0, 1, −inf, +inf, as ONNX defines it): the whole output where the
+// count is 0 at compile time, a select on the count where it is symbolic. (Softmax or a
+// normalization reduces the same axis it writes: no group is empty unless its output is.)
+func (r Reduction) ComputeGuarded(name string, comb func(loopir.Expr, ...loopir.IterVar) loopir.Expr, f func(x, i []loopir.Expr) loopir.Expr) *te.Tensor {
+	var cmb loopir.Combiner
+	red := r.Compute(name, func(e loopir.Expr, rv ...loopir.IterVar) loopir.Expr {
+		c := comb(e, rv...)
+		rd, ok := c.(*loopir.Reduce)
+		if !ok {
+			panic("BUG: ComputeGuarded's combiner built no reduction")
+		}
+		cmb = rd.Comb
+		return c
+	}, f)
+	n := r.Count()
+	if c, ok := n.(*loopir.IntImm); ok && c.V > 0 {
+		return red
+	}
+	id := cmb.Identity(red.DT)
+	if c, ok := n.(*loopir.IntImm); ok && c.V == 0 {
+		return r.Apply(name+"_empty", func([]loopir.Expr) loopir.Expr { return id })
+	}
+	return r.Apply(name+"_or_identity", func(i []loopir.Expr) loopir.Expr {
+		return te.Select(loopir.Bin(loopir.EQ, n, loopir.Int(0)), id, red.At(i...))
+	})
+}
+
 // Apply declares an elementwise stage over the reduced shape.
 func (r Reduction) Apply(name string, f func(i []loopir.Expr) loopir.Expr) *te.Tensor {
 	return te.Compute(name, r.Shape(), f)
@@ -240,29 +270,29 @@ func ReduceOp(op graph.Op, r Reduction) (*te.Tensor, error) {
 	name := "reduce"
 	switch op {
 	case graph.OpReduceSum:
-		return r.Compute(name, te.Sum, at), nil
+		return r.ComputeGuarded(name, te.Sum, at), nil
 	case graph.OpReduceMax:
-		return r.Compute(name, te.Max, at), nil
+		return r.ComputeGuarded(name, te.Max, at), nil
 	case graph.OpReduceMin:
-		return r.Compute(name, te.Min, at), nil
+		return r.ComputeGuarded(name, te.Min, at), nil
 	case graph.OpReduceProd:
-		return r.Compute(name, te.Prod, at), nil
+		return r.ComputeGuarded(name, te.Prod, at), nil
 	case graph.OpReduceSumSquare:
-		return r.Compute(name, te.Sum, square), nil
+		return r.ComputeGuarded(name, te.Sum, square), nil
 	case graph.OpReduceL1:
-		return r.Compute(name, te.Sum, func(xi, _ []loopir.Expr) loopir.Expr { return absOf(x.At(xi...)) }), nil
+		return r.ComputeGuarded(name, te.Sum, func(xi, _ []loopir.Expr) loopir.Expr { return absOf(x.At(xi...)) }), nil
 	case graph.OpReduceMean:
-		s := r.Compute("reduce_sum", te.Sum, at)
+		s := r.ComputeGuarded("reduce_sum", te.Sum, at)
 		return r.Apply("reduce_mean", func(i []loopir.Expr) loopir.Expr { return te.Div(s.At(i...), countOf(r, dt)) }), nil
 	case graph.OpReduceL2:
-		s := r.Compute("reduce_sumsq", te.Sum, square)
+		s := r.ComputeGuarded("reduce_sumsq", te.Sum, square)
 		return r.Apply("reduce_l2", func(i []loopir.Expr) loopir.Expr { return te.Sqrt(s.At(i...)) }), nil
 	case graph.OpReduceLogSum:
-		s := r.Compute("reduce_sum", te.Sum, at)
+		s := r.ComputeGuarded("reduce_sum", te.Sum, at)
 		return r.Apply("reduce_logsum", func(i []loopir.Expr) loopir.Expr { return te.Log(s.At(i...)) }), nil
 	case graph.OpReduceLogSumExp:
-		mx := r.Compute("reduce_max", te.Max, at)
-		s := r.Compute("reduce_sumexp", te.Sum, func(xi, i []loopir.Expr) loopir.Expr {
+		mx := r.ComputeGuarded("reduce_max", te.Max, at)
+		s := r.ComputeGuarded("reduce_sumexp", te.Sum, func(xi, i []loopir.Expr) loopir.Expr {
 			return te.Exp(te.Sub(x.At(xi...), mx.At(i...)))
 		})
 		return r.Apply("reduce_logsumexp", func(i []loopir.Expr) loopir.Expr {

@@ -34,7 +34,9 @@ type FloatImm struct {
 // BinOp enumerates binary operators. Div on integers is floor division, Mod is floor
 // modulo (the forms index arithmetic needs); on floats Div is ordinary division. Shl and
 // Shr shift the bits of an integer (Shr is logical: it shifts the unsigned
-// representation); a shift count outside [0, bit width) gives 0.
+// representation); a shift count outside [0, bit width) gives 0. Min and Max
+// are a compare and a select (a < b ? a : b): on floats the second operand when one is
+// NaN, as min/max instructions answer.
 type BinOp uint8
 
 const (

@@ -22,6 +22,7 @@ type reduction struct {
 	indexInit loopir.Expr
 	cmp       loopir.BinOp
 	at        loopir.Expr // the index of the element operand
+	nan       bool        // a NaN is better than any number (a float arg-reduction)
 }
 
 // matchReduction checks that blk is a reduction by an associative and commutative
@@ -76,9 +77,10 @@ func (s *Schedule) matchReduction(prim string, blk *loopir.Block) (reduction, er
 //	index[i] = select(x > value[i], k, index[i])
 //	value[i] = select(x > value[i], x, value[i])
 //
-// (< for a minimum), x and k reading neither buffer. A thread's elements come in
-// increasing k, so "strictly better" keeps the first of equal ones, as the whole scan
-// does; the tree breaks ties by the smaller index.
+// (< for a minimum), x and k reading neither buffer; on floats the test is
+// x > value[i] || (x != x && value[i] == value[i]) (a NaN is better than any number).
+// A thread's elements come in increasing k, so "strictly better" keeps the first of
+// equal ones, as the whole scan does; the tree breaks ties by the smaller index.
 func matchArg(blk *loopir.Block) (reduction, bool) {
 	inits, ok1 := blk.Init.(loopir.Seq)
 	upds, ok2 := blk.Body.(loopir.Seq)
@@ -100,6 +102,24 @@ func matchArg(blk *loopir.Block) (reduction, bool) {
 		return reduction{}, false
 	}
 	cond, ok := si.Cond.(*loopir.Binary)
+	nan := false
+	if ok && cond.Op == loopir.Or {
+		// the float form: (x cmp v) || (x != x && v == v)
+		both, isAnd := cond.B.(*loopir.Binary)
+		var isNaN, notNaN *loopir.Binary
+		if isAnd && both.Op == loopir.And {
+			isNaN, _ = both.A.(*loopir.Binary)
+			notNaN, _ = both.B.(*loopir.Binary)
+		}
+		if isNaN == nil || notNaN == nil || isNaN.Op != loopir.NE || notNaN.Op != loopir.EQ {
+			return reduction{}, false
+		}
+		cond, ok = cond.A.(*loopir.Binary)
+		if !ok || !loopir.Equal(isNaN.A, cond.A) || !loopir.Equal(isNaN.B, cond.A) || !load(notNaN.A, val) || !load(notNaN.B, val) {
+			return reduction{}, false
+		}
+		nan = true
+	}
 	if !ok || (cond.Op != loopir.GT && cond.Op != loopir.LT) || !load(cond.B, val) || !loopir.Equal(cond.A, sv.T) {
 		return reduction{}, false
 	}
@@ -112,7 +132,7 @@ func matchArg(blk *loopir.Block) (reduction, bool) {
 	if cond.Op == loopir.LT {
 		comb = loopir.MinReduce
 	}
-	r := reduction{blk: blk, store: val, comb: comb, operand: cond.A, index: idx, cmp: cond.Op, at: si.T}
+	r := reduction{blk: blk, store: val, comb: comb, operand: cond.A, index: idx, cmp: cond.Op, at: si.T, nan: nan}
 	for _, st := range inits {
 		w, ok := st.(*loopir.Store)
 		if !ok || !slices.EqualFunc(w.Index, idx.Index, loopir.Equal) {

@@ -66,13 +66,19 @@ func (p parts) set(i, val, idx loopir.Expr) loopir.Stmt {
 // combineInto combines the element (x, k) into p's element i: p[i] ⊕ x; for an
 // arg-reduction, (x, k) replaces it where x is better, or equal at a smaller index (the
 // index first, and the test read again after it: a tie then no longer holds, and the
-// equal value stays).
+// equal value stays). Where a NaN is better than any number, two NaNs are a tie.
 func (r reduction) combineInto(p parts, i, x, k loopir.Expr) loopir.Stmt {
 	v, j := p.at(i)
 	if p.idx == nil {
 		return p.set(i, r.comb.Combine(v, x), nil)
 	}
-	take := loopir.Bin(loopir.Or, loopir.Bin(r.cmp, x, v), loopir.Bin(loopir.And, loopir.Bin(loopir.EQ, x, v), loopir.Bin(loopir.LT, k, j)))
+	better, equal := loopir.Bin(r.cmp, x, v), loopir.Bin(loopir.EQ, x, v)
+	if r.nan {
+		xNaN, vNaN := loopir.Bin(loopir.NE, x, x), loopir.Bin(loopir.NE, v, v)
+		better = loopir.Bin(loopir.Or, better, loopir.Bin(loopir.And, xNaN, loopir.Bin(loopir.EQ, v, v)))
+		equal = loopir.Bin(loopir.Or, equal, loopir.Bin(loopir.And, xNaN, vNaN))
+	}
+	take := loopir.Bin(loopir.Or, better, loopir.Bin(loopir.And, equal, loopir.Bin(loopir.LT, k, j)))
 	return p.set(i, &loopir.Select{Cond: take, T: x, F: v}, &loopir.Select{Cond: take, T: k, F: j})
 }
 

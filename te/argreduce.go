@@ -51,7 +51,7 @@ func argReduction(name string, shape []loopir.Expr, axis loopir.IterVar, f func(
 
 // lowerArg builds the pair block: init value = identity, index = 0; update both where
 // the new element is strictly better (the index first, while the old value is still
-// there).
+// there). A NaN is better than any number.
 func lowerArg(ar *argReduce) loopir.Stmt {
 	t := ar.index
 	src := t.body
@@ -75,6 +75,11 @@ func lowerArg(ar *argReduce) loopir.Stmt {
 	}
 	val := &loopir.Load{Buf: ar.value.buf, Index: idx}
 	better := loopir.Bin(op, src, val)
+	if src.DType().IsFloat() {
+		// NaN is the best of all (numpy's argmax and argmin): the first NaN is taken
+		// and kept
+		better = loopir.Bin(loopir.Or, better, loopir.Bin(loopir.And, loopir.Bin(loopir.NE, src, src), loopir.Bin(loopir.EQ, val, val)))
+	}
 	blk.Init = loopir.Seq{
 		&loopir.Store{Buf: ar.value.buf, Index: idx, Value: comb.Identity(ar.value.DT)},
 		&loopir.Store{Buf: t.buf, Index: idx, Value: loopir.Int(0)},

@@ -264,6 +264,8 @@ func TestMaxMinPropagateNaN(t *testing.T) {
 			nt.CheckNode(t, l, op, nil, 1, nt.In(x), nt.In(y))
 			nt.CheckNode(t, l, op, nil, 1, nt.In(y), nt.In(x))
 		}
+		// relu is max(0, x): NaN stays NaN (it answered 0)
+		nt.CheckNode(t, l, graph.OpRelu, nil, 1, nt.In(withEdges(dt, 3, 40, -1, 1, nan, inf, -inf, 0)))
 	}
 }
 

@@ -137,6 +137,31 @@ func TestReduceArgMaxArgMin(t *testing.T) {
 	}
 }
 
+// TestReduceNaNAndEmptyGroups: a NaN anywhere in a group is ArgMax's and ArgMin's
+// answer (numpy's rule: the first NaN, or the last with select_last_index); a group of
+// no element (a 0-long axis) answers the reduction's identity (−inf, +inf, 0, 1, and
+// what follows from them) instead of the output's old content.
+func TestReduceNaNAndEmptyGroups(t *testing.T) {
+	l := Strategies(kernels.Default())
+	x := f32(61, 4, 37)
+	v := x.Float64s()
+	v[0], v[37+20], v[2*37+36], v[3*37+4], v[3*37+30] = nan, nan, nan, nan, nan
+	x = tensor.FromFloat64s(tensor.Float32, x.Shape, v)
+	for _, op := range []graph.Op{graph.OpArgMax, graph.OpArgMin} {
+		for _, axis := range []int64{0, 1} {
+			for _, last := range []int64{0, 1} {
+				a := op.NewAttrs().(*graph.ArgAttrs)
+				a.Axis, a.SelectLastIndex = axis, last
+				nt.CheckNode(t, l, op, a, 1, nt.In(x))
+			}
+		}
+	}
+	empty := tensor.FromFloat64s(tensor.Float32, tensor.Shape{0, 3}, nil)
+	for _, op := range reduceOps {
+		nt.CheckNode(t, l, op, reduceAttrs(0, 0), 1, nt.In(empty), nt.C(axesT(0)))
+	}
+}
+
 // TestReduceSoftmaxFamily: Softmax, LogSoftmax and Hardmax along every axis.
 func TestReduceSoftmaxFamily(t *testing.T) {
 	l := Strategies(kernels.Default())

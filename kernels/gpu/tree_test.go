@@ -55,6 +55,21 @@ func treeCases(t testing.TB) []tcase {
 			in[name] = tensor.FromFloat64s(x.DType, x.Shape, f)
 		}
 	}
+	// integers with NaNs, several to a row: a NaN is ArgMax's and ArgMin's answer (the
+	// first, or the last with select_last_index)
+	nans := func(in map[string]ref.Value) {
+		integers(in)
+		for name, v := range in {
+			x := v.(*tensor.Tensor)
+			f := x.Float64s()
+			for i := range f {
+				if i%1237 == 5 || i%1237 == 400 {
+					f[i] = math.NaN()
+				}
+			}
+			in[name] = tensor.FromFloat64s(x.DType, x.Shape, f)
+		}
+	}
 	reduce := func(name string, op graph.Op, keep int64, arg graph.Type, binds []map[string]int64, consts map[int]*tensor.Tensor) tcase {
 		args := []graph.Type{arg}
 		if consts != nil {
@@ -88,6 +103,8 @@ func treeCases(t testing.TB) []tcase {
 		tcase{rcase{gcase: gcase{name: "argmin_long_axis_last_index", op: graph.OpArgMin, attrs: &graph.ArgAttrs{Axis: 0, KeepDims: 1, SelectLastIndex: 1}, args: []graph.Type{f32("3000", "3")}, binds: static}, strategy: "gpu-reduce", fix: integers}, true},
 		tcase{rcase{gcase: gcase{name: "argmax_int32_to_scalar", op: graph.OpArgMax, attrs: &graph.ArgAttrs{Axis: 0}, args: []graph.Type{ty(t, tensor.Int32, "n")},
 			binds: []map[string]int64{{"n": 1}, {"n": 31}, {"n": 4000}}}, strategy: "gpu-reduce"}, true},
+		tcase{rcase{gcase: gcase{name: "argmax_nan", op: graph.OpArgMax, attrs: &graph.ArgAttrs{Axis: 1}, args: []graph.Type{f32("3", "5000")}, binds: static}, strategy: "gpu-reduce", fix: nans}, true},
+		tcase{rcase{gcase: gcase{name: "argmin_nan_last_index", op: graph.OpArgMin, attrs: &graph.ArgAttrs{Axis: 1, SelectLastIndex: 1}, args: []graph.Type{f32("3", "5000")}, binds: static}, strategy: "gpu-reduce", fix: nans}, true},
 		// an arg-reduction and a stage reading it per row: the reduction rule's form
 		tcase{rcase{gcase: gcase{name: "hardmax_rows_of_300", op: graph.OpHardmax, attrs: softmax, args: []graph.Type{f32("4", "300")}, binds: static}, strategy: "gpu-reduce", fix: integers}, true},
 	)

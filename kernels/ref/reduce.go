@@ -196,8 +196,10 @@ func reduceArg(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	isMax := n.Op == graph.OpArgMax
 	for i, p := range pos {
 		k := int64((i / inner) % x.Shape[ax])
+		// NaN is the best of all, as in numpy's argmax and argmin
+		nan, bestNaN := math.IsNaN(v[i]), math.IsNaN(best[p])
 		better := !seen[p] || (isMax && v[i] > best[p]) || (!isMax && v[i] < best[p]) ||
-			(a.SelectLastIndex != 0 && v[i] == best[p])
+			(nan && !bestNaN) || (a.SelectLastIndex != 0 && (v[i] == best[p] || nan && bestNaN))
 		if better {
 			best[p], at[p], seen[p] = v[i], k, true
 		}

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 385 files; see Identity.
-const sourceDigest = "d279374ec3d6f78cfa12c845059f0f6e"
+const sourceDigest = "396677bbc798405f1e6e51361ab9d942"

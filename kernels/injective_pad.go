@@ -32,11 +32,12 @@ func injScalar(t *te.Tensor, dt tensor.DType) loopir.Expr {
 // computePad pads (or, with negative pads, crops) x by the pads input 1 over all axes
 // or the axes input 3 (constants here, else runtimePad). Modes: constant (the value is input 2, constant
 // or read at run time, else zero), edge (repeat the border), reflect (mirror without
-// repeating the border).
+// repeating the border), wrap (opset 19: repeat the axis, as if it were a ring; an axis
+// cropped at one end and padded at the other repeats what is left of it).
 func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	x := in[0].T
 	mode := attrs[graph.PadAttrs](n).Mode
-	if mode != "constant" && mode != "edge" && mode != "reflect" {
+	if mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap" {
 		return nil, Unsupported("Pad mode %q", mode)
 	}
 	from, err := Extents(x)
@@ -57,6 +58,9 @@ func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	}
 	pads, ok := ConstInts(in, 1)
 	if _, ok3 := ConstInts(in, 3); !ok || (len(in) > 3 && in[3].Present() && !ok3) {
+		if mode == "wrap" {
+			return nil, Unsupported("Pad mode wrap with pads or axes known only at run time")
+		}
 		return runtimePad(n, in, mode, fill)
 	}
 	axes := make([]int, r)
@@ -94,6 +98,9 @@ func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 				return nil, Unsupported("%s padding of an empty axis", mode)
 			}
 		}
+		if kept := from[a] - max(-begin[a], 0) - max(-end[a], 0); mode == "wrap" && kept <= 0 && shape[a] > 0 {
+			return nil, Unsupported("wrap padding of axis %d cropped to nothing", a)
+		}
 	}
 	out := te.Compute("pad", Static(shape...), func(i []loopir.Expr) loopir.Expr {
 		if empty { // no input element exists: all padding (or no element at all)
@@ -120,6 +127,12 @@ func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 				src[a] = injClamp(p, d)
 			case "reflect":
 				src[a] = injReflect(p, from[a])
+			case "wrap":
+				// the kept part [lo, lo+kept) repeats from the first kept element on
+				lo := max(-begin[a], 0)
+				kept := from[a] - lo - max(-end[a], 0)
+				q := loopir.Bin(loopir.Mod, sub(i[a], i64(max(begin[a], 0))), i64(kept)) // floor modulo
+				src[a] = loopir.Bin(loopir.Add, i64(lo), q)
 			}
 		}
 		v := x.At(src...)

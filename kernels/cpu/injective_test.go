@@ -166,13 +166,16 @@ func TestInjectivePad(t *testing.T) {
 	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(x), nt.C(pads))
 	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(x), nt.C(pads), nt.C(tensor.Scalar[float32](-2.5)))
 	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(x), nt.C(pads), nt.In(tensor.Scalar[float32](0.75)))
-	for _, m := range []string{"reflect", "edge"} {
+	for _, m := range []string{"reflect", "edge", "wrap"} {
 		nt.CheckNode(t, l, graph.OpPad, mode(m), 1, nt.In(x), nt.C(vec(0, 1, 4, 2, 0, 2, 3, 6)))
 	}
 	// negative pads crop; axes select which axes the pads apply to
 	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(x), nt.C(vec(-1, 2, 3, -2)), nt.None, nt.C(vec(-1, 2)))
 	nt.CheckNode(t, l, graph.OpPad, mode("reflect"), 1, nt.In(x), nt.C(vec(4, -1)), nt.None, nt.C(vec(-2)))
 	nt.CheckNode(t, l, graph.OpPad, mode("edge"), 1, nt.In(f32(29, 1, 3)), nt.C(vec(2, 1, 3, 2)))
+	// wrap: pads longer than the axis, an axis cropped at one end and padded at the other
+	nt.CheckNode(t, l, graph.OpPad, mode("wrap"), 1, nt.In(f32(31, 2, 3)), nt.C(vec(3, 7, 4, 5)))
+	nt.CheckNode(t, l, graph.OpPad, mode("wrap"), 1, nt.In(x), nt.C(vec(-1, 2, 3, -2)), nt.None, nt.C(vec(-1, 2)))
 	nt.CheckNode(t, l, graph.OpPad, mode("reflect"), 1, nt.In(f32(30, 1, 3)), nt.C(vec(2, 0, 3, 0)))
 	nt.CheckNode(t, l, graph.OpPad, mode("constant"), 1, nt.In(iota64(3, 4)), nt.C(vec(1, 2, 0, 1)), nt.C(tensor.Scalar[int64](-9)))
 }

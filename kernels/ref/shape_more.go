@@ -58,6 +58,9 @@ func shapePad(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if (mode == "reflect" || mode == "edge") && x.Shape[i] == 0 && out[i] > 0 {
 			return nil, Badf("%s padding of an empty axis", mode)
 		}
+		if mode == "wrap" && x.Shape[i]-max(-begin[i], 0)-max(-end[i], 0) <= 0 && out[i] > 0 {
+			return nil, Badf("wrap padding of axis %d cropped to nothing", i)
+		}
 	}
 	// constant value: input 2, else zero; build a 1-element source to point padding at
 	fill := tensor.New(x.DType, tensor.Shape{1})
@@ -76,6 +79,12 @@ func shapePad(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		for a, v := range ix {
 			p := v - begin[a]
 			d := x.Shape[a]
+			if mode == "wrap" {
+				// a ring of the part the negative pads keep, from its first element
+				lo := max(-begin[a], 0)
+				kept := d - lo - max(-end[a], 0)
+				p = lo + ((v-max(begin[a], 0))%kept+kept)%kept
+			}
 			if p < 0 || p >= d {
 				switch mode {
 				case "constant":

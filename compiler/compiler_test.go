@@ -337,3 +337,31 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestHalfPrecisionModelCompiles: a float16 model (a convolution, its bias and ReLU, a
+// global pool and a matrix product, float16 weights and input) compiles, computed in
+// float32 inside (widen-half), and answers what the reference evaluator answers, in
+// float16.
+func TestHalfPrecisionModelCompiles(t *testing.T) {
+	h := func(t *tensor.Tensor) *tensor.Tensor { return t.Cast(tensor.Float16) }
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float16, graph.StaticShape(1, 3, 9, 9)...))
+	conv := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	conv.Pads = []int64{1, 1, 1, 1}
+	c, err := b.Op1(graph.OpConv, conv, x, b.Const("w", h(f32(2, 8, 3, 3, 3))), b.Const("bias", h(f32(3, 8))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := b.Op1(graph.OpRelu, nil, c)
+	p, _ := b.Op1(graph.OpGlobalAveragePool, nil, r)
+	f, _ := b.Op1(graph.OpFlatten, nil, p)
+	y, err := b.Op1(graph.OpMatMul, nil, f, b.Const("fc", h(f32(4, 8, 5))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompiled(t, m, map[string]*tensor.Tensor{"x": h(f32(1, 1, 3, 9, 9))})
+}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 385 files; see Identity.
-const sourceDigest = "396677bbc798405f1e6e51361ab9d942"
+// sourceDigest covers 386 files; see Identity.
+const sourceDigest = "920a25316c41771787c3f3cc942b8f71"

@@ -10,6 +10,11 @@
 //   - bind-dims: symbolic dims become the values of the concrete input shapes, and every
 //     node's type is inferred again (subgraphs included), so shapes downstream become
 //     static;
+//   - widen-half: a module holding float16 or bfloat16 values computes them in float32
+//     (the kernels have no half arithmetic): values, constants, element-type attributes
+//     (Cast's to, the generators' dtype) and tensor attributes become float32, in
+//     subgraphs too; Main's half parameters and results keep their types, through a Cast
+//     after each parameter and before each result (which keeps the result's name);
 //   - fold-constants: a node whose inputs are all constants is evaluated on the host by
 //     Context.Eval (the compiler passes the reference evaluator; kernels are never
 //     JIT-compiled for constants) and replaced by its results; Shape and Size of

@@ -80,6 +80,7 @@ func Level(o int) Pipeline {
 		pass  Pass
 	}{
 		{0, Pass{Name: "bind-dims", Run: BindDims, Required: true}},
+		{0, Pass{Name: "widen-half", Run: WidenHalf, Required: true}},
 		{0, Pass{Name: "fold-constants", Run: FoldConstants, Required: true}},
 		{0, Pass{Name: "stub-branches", Run: StubBranches, Required: true}},
 		{0, Pass{Name: "split-to-slices", Run: SplitToSlices, Required: true}},
@@ -116,6 +117,7 @@ type Constraint struct {
 // Constraints are the ordering rules every pipeline obeys.
 var Constraints = []Constraint{
 	{"bind-dims", "fold-constants", "Shape and shape arithmetic fold only once dims are bound"},
+	{"widen-half", "fold-constants", "half-precision constants fold in float32, as the kernels compute them"},
 	{"fold-constants", "stub-branches", "a branch types for the bound shapes only once its pads and shape arithmetic are folded"},
 	{"stub-branches", "simplify", "the rewrites see the static types an If takes from its branch that runs"},
 	{"fold-constants", "fold-batchnorm", "batch-norm parameters and weights must be constants"},

@@ -132,7 +132,7 @@ func TestLevelsObeyConstraints(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	if got := names(passes.Level(0)); got != "bind-dims,fold-constants,stub-branches,split-to-slices,dce,annotate-scopes" {
+	if got := names(passes.Level(0)); got != "bind-dims,widen-half,fold-constants,stub-branches,split-to-slices,dce,annotate-scopes" {
 		t.Fatalf("O0 is %s", got)
 	}
 	o3 := names(passes.Level(3))

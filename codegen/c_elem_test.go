@@ -203,3 +203,74 @@ func TestHalfFloatArithmeticIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBitwiseOpsKeepTheirTypeUnderPromotion runs x & y, x | y, x ^ y and x ^ ones (ones
+// the type's all-ones value, as kernels writes BitwiseNot) on each integer width, each
+// result cast to int64 in the same expression, so that a value C promoted to int and
+// left out of the type's range (uint8 0xf0 ^ 0xff as -241) would show, against Go's
+// operators; and checks that CUDA and OpenCL print the operators.
+func TestBitwiseOpsKeepTheirTypeUnderPromotion(t *testing.T) {
+	const n = 19
+	ops := []loopir.BinOp{loopir.BitAnd, loopir.BitOr, loopir.BitXor}
+	for _, dt := range []tensor.DType{tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64,
+		tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64} {
+		ones := int64(-1)
+		if dt.IsUnsigned() && dt.Size() < 8 {
+			ones = int64(1)<<(8*dt.Size()) - 1
+		}
+		xs, ys := make([]int64, n), make([]int64, n)
+		for i := range xs {
+			xs[i] = int64(uint64(0xf0e1d2c3b4a59687) >> (3 * (i % 9)))
+			ys[i] = int64(uint64(0x0ff00ff0ff00ff00) << (i % 5))
+		}
+		xs[0], ys[0] = -0x0f0f0f0f0f0f0f10, -1 // 0xf0f0…f0 against all ones
+		in := []*tensor.Tensor{tensor.FromInt64s(dt, tensor.Shape{n}, xs), tensor.FromInt64s(dt, tensor.Shape{n}, ys)}
+		xv, yv := in[0].Int64s(), in[1].Int64s() // wrapped into dt
+		for k, op := range append(ops, loopir.BitXor) {
+			not := k == len(ops)
+			x := te.Placeholder("X", dt, loopir.Int(n))
+			y := te.Placeholder("Z", dt, loopir.Int(n))
+			out := te.Compute("Y", []loopir.Expr{loopir.Int(n)}, func(i []loopir.Expr) loopir.Expr {
+				b := y.At(i[0])
+				if not {
+					b = &loopir.IntImm{V: ones, DT: dt}
+				}
+				return te.Cast(tensor.Int64, loopir.Bin(op, x.At(i[0]), b))
+			})
+			params := []*te.Tensor{x, y}
+			args := in
+			if not {
+				params, args = params[:1], in[:1]
+			}
+			f, err := te.Lower("bits", params, []*te.Tensor{out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := kerneltest.RunTensors(t, f, args, tensor.Int64, tensor.Shape{n}).Int64s()
+			for i := range got {
+				b := yv[i]
+				if not {
+					b = ones
+				}
+				want := map[loopir.BinOp]int64{loopir.BitAnd: xv[i] & b, loopir.BitOr: xv[i] | b, loopir.BitXor: xv[i] ^ b}[op]
+				want = tensor.FromInt64s(dt, tensor.Shape{1}, []int64{want}).Int64s()[0]
+				if got[i] != want {
+					t.Errorf("%v: %#x %v %#x = %#x, want %#x", dt, xv[i], op, b, got[i], want)
+				}
+			}
+			if dt != tensor.Int32 || not {
+				continue
+			}
+			g, _ := bindFlat(t, f, "Y")
+			for _, d := range []*codegen.Dialect{codegen.CUDADialect(), codegen.OpenCLDialect()} {
+				src, err := codegen.Emit(d, codegen.COptions{}, g)
+				if err != nil {
+					t.Fatalf("%s: %v", d.Name, err)
+				}
+				if !strings.Contains(src.Code, " "+op.String()+" ") {
+					t.Errorf("%s: no %q:\n%s", d.Name, op, src.Code)
+				}
+			}
+		}
+	}
+}

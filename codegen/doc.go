@@ -110,7 +110,10 @@
 //
 // Shifts (loopir.Shl, Shr) work on the unsigned representation and are guarded by a
 // conditional expression, so a count outside [0, width) gives 0 without C's undefined
-// shift (c_shift.go). Half floats (HalfBits, the C dialect): float16 and bfloat16
+// shift (c_shift.go). Bitwise operators (loopir.BitAnd, BitOr, BitXor) print as C's &, |
+// and ^ in every dialect: on two operands of one integer type C's promotion keeps the
+// value within that type, so no cast follows (a complement is x ^ the type's all-ones
+// value, 255 for uint8, never -1). Half floats (HalfBits, the C dialect): float16 and bfloat16
 // elements are u16 bits that kernels load, store and select; a Cast between them and
 // float32 calls a conversion helper bit-exact with package tensor (round to nearest
 // even), and any other operation on them (arithmetic, a literal, a math call, another

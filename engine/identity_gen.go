@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 386 files; see Identity.
-const sourceDigest = "920a25316c41771787c3f3cc942b8f71"
+// sourceDigest covers 390 files; see Identity.
+const sourceDigest = "ac6295f65584cb139304cd5fca0bf2c7"

@@ -11,7 +11,10 @@
 // IR semantics are those of ONNX opset 17 with two normalizations: every Reduce* op takes
 // its axes as input 1, and DFT takes its axis as input 2 (DFT-20's form). The loader
 // upgrades older opsets into this form. GridSample accepts the mode names of opsets 16
-// (bilinear, bicubic) and 20 (linear, cubic) alike (ParseGridSample).
+// (bilinear, bicubic) and 20 (linear, cubic) alike (ParseGridSample). Ops newer than
+// opset 17 have their latest form: GroupNormalization is GroupNormalization-21's (a scale
+// and bias per channel, stash_type), into which the loader rewrites
+// GroupNormalization-18.
 //
 // Shape arithmetic stays symbolic: Type.Known carries the symbolic element values of small
 // integer tensors, so that Shape → Gather → Unsqueeze → Concat → Reshape keeps "[b,s,4,64]"

@@ -157,6 +157,7 @@ var opTable = buildOpTable(
 	trainingOps(),
 	stringOps(),
 	signalOps(),
+	imageOps(),
 )
 
 func buildOpTable(families ...[]OpInfo) [NumOps]OpInfo {

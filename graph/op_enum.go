@@ -94,6 +94,7 @@ const (
 	OpLRN
 	OpMeanVarianceNormalization
 	OpLpNormalization
+	OpGroupNormalization
 	OpGemm
 	OpMatMul
 	OpMatMulInteger
@@ -108,6 +109,8 @@ const (
 	OpQLinearConv
 	OpQLinearMatMul
 	OpGridSample
+	OpAffineGrid
+	OpCol2Im
 	OpRoiAlign
 	OpNonMaxSuppression
 	OpNegativeLogLikelihoodLoss
@@ -146,6 +149,7 @@ const (
 	OpExpand
 	OpTile
 	OpPad
+	OpCenterCropPad
 	OpShape
 	OpSize
 	OpConstantOfShape
@@ -238,11 +242,11 @@ var opNames = [NumOps]string{
 	OpBatchNormalization: "BatchNormalization", OpInstanceNormalization: "InstanceNormalization",
 	OpLayerNormalization: "LayerNormalization", OpLRN: "LRN",
 	OpMeanVarianceNormalization: "MeanVarianceNormalization", OpLpNormalization: "LpNormalization",
-	OpGemm: "Gemm", OpMatMul: "MatMul", OpMatMulInteger: "MatMulInteger", OpSoftmax: "Softmax",
+	OpGroupNormalization: "GroupNormalization", OpGemm: "Gemm", OpMatMul: "MatMul", OpMatMulInteger: "MatMulInteger", OpSoftmax: "Softmax",
 	OpLogSoftmax: "LogSoftmax", OpHardmax: "Hardmax", OpDropout: "Dropout", OpEinsum: "Einsum",
 	OpQuantizeLinear: "QuantizeLinear", OpDequantizeLinear: "DequantizeLinear",
 	OpDynamicQuantizeLinear: "DynamicQuantizeLinear", OpQLinearConv: "QLinearConv",
-	OpQLinearMatMul: "QLinearMatMul", OpGridSample: "GridSample", OpRoiAlign: "RoiAlign",
+	OpQLinearMatMul: "QLinearMatMul", OpGridSample: "GridSample", OpAffineGrid: "AffineGrid", OpCol2Im: "Col2Im", OpRoiAlign: "RoiAlign",
 	OpNonMaxSuppression: "NonMaxSuppression", OpNegativeLogLikelihoodLoss: "NegativeLogLikelihoodLoss",
 	OpSoftmaxCrossEntropyLoss: "SoftmaxCrossEntropyLoss", OpMaxRoiPool: "MaxRoiPool", OpLSTM: "LSTM", OpGRU: "GRU", OpRNN: "RNN",
 	OpReduceSum: "ReduceSum", OpReduceMean: "ReduceMean", OpReduceMax: "ReduceMax",
@@ -253,7 +257,7 @@ var opNames = [NumOps]string{
 	OpSlice: "Slice", OpGather: "Gather", OpGatherElements: "GatherElements",
 	OpGatherND: "GatherND", OpScatter: "Scatter", OpScatterElements: "ScatterElements",
 	OpScatterND: "ScatterND", OpSqueeze: "Squeeze", OpUnsqueeze: "Unsqueeze", OpExpand: "Expand",
-	OpTile: "Tile", OpPad: "Pad", OpShape: "Shape", OpSize: "Size",
+	OpTile: "Tile", OpPad: "Pad", OpCenterCropPad: "CenterCropPad", OpShape: "Shape", OpSize: "Size",
 	OpConstantOfShape: "ConstantOfShape", OpRange: "Range", OpFlatten: "Flatten",
 	OpDepthToSpace: "DepthToSpace", OpSpaceToDepth: "SpaceToDepth", OpOneHot: "OneHot",
 	OpNonZero: "NonZero", OpTopK: "TopK", OpCumSum: "CumSum", OpTrilu: "Trilu",

@@ -71,7 +71,7 @@ func elementwiseOps() []OpInfo {
 	}
 	for _, op := range []Op{OpAbs, OpAcos, OpAcosh, OpAsin, OpAsinh, OpAtan, OpAtanh, OpCeil, OpCos, OpCosh,
 		OpErf, OpExp, OpFloor, OpLog, OpReciprocal, OpRound, OpSigmoid, OpSign, OpSin, OpSinh,
-		OpSqrt, OpTan, OpTanh, OpRelu, OpHardSwish, OpSoftplus, OpSoftsign, OpMish, OpBitwiseNot} {
+		OpSqrt, OpTan, OpTanh, OpRelu, OpHardSwish, OpSoftplus, OpSoftsign, OpMish} {
 		unary(op, nil)
 	}
 	unary(OpLeakyRelu, reflect.TypeFor[LeakyReluAttrs]())
@@ -104,9 +104,10 @@ func elementwiseOps() []OpInfo {
 	binary(OpPow, 0, tensor.Undefined, nil)
 	binary(OpMod, 0, tensor.Undefined, reflect.TypeFor[ModAttrs]())
 	binary(OpBitShift, 0, tensor.Undefined, reflect.TypeFor[BitShiftAttrs]())
-	binary(OpBitwiseAnd, Commutative, tensor.Undefined, nil)
-	binary(OpBitwiseOr, Commutative, tensor.Undefined, nil)
-	binary(OpBitwiseXor, Commutative, tensor.Undefined, nil)
+	for _, op := range []Op{OpBitwiseAnd, OpBitwiseOr, OpBitwiseXor} {
+		rows = append(rows, OpInfo{Op: op, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Flags: Commutative, Infer: integersOnly(inferBroadcastAs(tensor.Undefined))})
+	}
+	rows = append(rows, OpInfo{Op: OpBitwiseNot, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Pattern: ElemWise, Infer: integersOnly(SameAs(0))})
 	binary(OpAnd, Commutative, tensor.Bool, nil)
 	binary(OpOr, Commutative, tensor.Bool, nil)
 	binary(OpXor, Commutative, tensor.Bool, nil)
@@ -132,6 +133,29 @@ func elementwiseOps() []OpInfo {
 		rows = append(rows, OpInfo{Op: op, MinIn: 1, MaxIn: -1, MinOut: 1, MaxOut: 1, Pattern: Broadcast, Flags: Commutative, Infer: inferBroadcastAs(tensor.Undefined)})
 	}
 	return rows
+}
+
+// integersOnly wraps the inference of the bitwise ops: every input is an integer
+// tensor, all of one type (a type not known yet is let through).
+func integersOnly(infer InferFunc) InferFunc {
+	return func(ic *InferCtx, n *Node) ([]Type, error) {
+		var first tensor.DType
+		for i := range n.Inputs {
+			t, ok := InType(n, i)
+			if !ok || t.DType == tensor.Undefined {
+				continue
+			}
+			if !t.DType.IsInt() {
+				return nil, Inferf(n, "input %d is %v; %v takes integers", i, t.DType, n.Op)
+			}
+			if first == tensor.Undefined {
+				first = t.DType
+			} else if t.DType != first {
+				return nil, Inferf(n, "inputs of types %v and %v; %v takes integers of one type", first, t.DType, n.Op)
+			}
+		}
+		return infer(ic, n)
+	}
 }
 
 func inferIdentity(_ *InferCtx, n *Node) ([]Type, error) {

@@ -32,6 +32,16 @@ type EpsilonAttrs struct {
 	Epsilon float32 `attr:"epsilon" default:"1e-05"`
 }
 
+// GroupNormAttrs as in ONNX GroupNormalization-21: scale and bias hold one value per
+// channel (the loader spreads GroupNormalization-18's per-group values over their
+// groups' channels), and the first stage (the statistics and the normalized values) is
+// computed in StashType, a tensor.DType number; the scale and bias apply in X's type.
+type GroupNormAttrs struct {
+	Epsilon   float32 `attr:"epsilon" default:"1e-05"`
+	NumGroups int64   `attr:"num_groups" required:"true" min:"1"`
+	StashType int64   `attr:"stash_type" default:"1"`
+}
+
 // LRNAttrs as in ONNX.
 type LRNAttrs struct {
 	Alpha float32 `attr:"alpha" default:"0.0001"`
@@ -65,6 +75,7 @@ func nnxOps() []OpInfo {
 		{Op: OpLayerNormalization, MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 3, Attrs: reflect.TypeFor[LayerNormAttrs](), Pattern: Opaque, Infer: inferLayerNorm},
 		{Op: OpBatchNormalization, MinIn: 5, MaxIn: 5, MinOut: 1, MaxOut: 3, Attrs: reflect.TypeFor[BatchNormAttrs](), Pattern: Opaque, Infer: inferBatchNorm},
 		{Op: OpInstanceNormalization, MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[EpsilonAttrs](), Pattern: Opaque, Infer: SameAs(0)},
+		{Op: OpGroupNormalization, MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[GroupNormAttrs](), Pattern: Opaque, Infer: inferGroupNorm},
 		{Op: OpLRN, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[LRNAttrs](), Pattern: Opaque, Infer: SameAs(0)},
 		{Op: OpMeanVarianceNormalization, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[MVNAttrs](), Pattern: Opaque, Infer: SameAs(0)},
 		{Op: OpLpNormalization, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: reflect.TypeFor[LpNormAttrs](), Pattern: Opaque, Infer: SameAs(0)},
@@ -93,6 +104,49 @@ func inferLayerNorm(_ *InferCtx, n *Node) ([]Type, error) {
 	out[1] = TensorType(tensor.Float32, stat...)
 	out[2] = out[1]
 	return out, nil
+}
+
+// inferGroupNorm checks X (N×C×D1…Dn, floating point, C divisible by num_groups where
+// it is static), the per-channel scale and bias, and stash_type.
+func inferGroupNorm(_ *InferCtx, n *Node) ([]Type, error) {
+	a := n.Attrs.(*GroupNormAttrs)
+	if st := tensor.DType(a.StashType); !st.Valid() || !st.IsFloat() {
+		return nil, Inferf(n, "stash_type %d is not a floating-point type", a.StashType)
+	}
+	x, ok, err := ranked(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	x.Known = nil
+	if x.DType != tensor.Undefined && !x.DType.IsFloat() {
+		return nil, Inferf(n, "X is %v, want a floating-point type", x.DType)
+	}
+	if !ok {
+		return []Type{x}, nil
+	}
+	if len(x.Shape) < 2 {
+		return nil, Inferf(n, "X %v: want N×C×D1…Dn", x)
+	}
+	c, static := x.Shape[1].Value()
+	if static && c%a.NumGroups != 0 {
+		return nil, Inferf(n, "%d channels are not divisible by num_groups=%d", c, a.NumGroups)
+	}
+	for i, what := range [...]string{"scale", "bias"} {
+		p, ok, err := ranked(n, 1+i)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if len(p.Shape) != 1 {
+			return nil, Inferf(n, "%s %v: want one value per channel", what, p)
+		}
+		if v, ok := p.Shape[0].Value(); ok && static && v != c {
+			return nil, Inferf(n, "%s has %d values for %d channels (one per channel)", what, v, c)
+		}
+	}
+	return []Type{x}, nil
 }
 
 func inferBatchNorm(_ *InferCtx, n *Node) ([]Type, error) {

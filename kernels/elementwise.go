@@ -117,6 +117,7 @@ func unaryFuncs() map[graph.Op]unaryFunc {
 			return te.Select(loopir.Bin(loopir.GT, x, lit(0, x)), lit(1, x),
 				te.Select(loopir.Bin(loopir.LT, x, lit(0, x)), lit(-1, x), lit(0, x)))
 		}),
+		graph.OpBitwiseNot: computeBitwiseNot,
 		graph.OpLeakyRelu: func(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
 			a := float64(attrs[graph.LeakyReluAttrs](n).Alpha)
 			return floatOnly(func(x loopir.Expr) loopir.Expr {
@@ -266,6 +267,9 @@ func binaryFuncs() map[graph.Op]func(n *graph.Node, a, b loopir.Expr) (loopir.Ex
 		graph.OpPRelu: func(_ *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
 			return te.Select(loopir.Bin(loopir.LT, a, lit(0, a)), te.Mul(a, b), a), nil
 		},
+		graph.OpBitwiseAnd: computeBitwise,
+		graph.OpBitwiseOr:  computeBitwise,
+		graph.OpBitwiseXor: computeBitwise,
 	}
 }
 

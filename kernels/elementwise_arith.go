@@ -100,3 +100,31 @@ func computeBitShift(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
 		return nil, Unsupported("BitShift with direction=%q", dir)
 	}
 }
+
+// bitwiseOps are ONNX's BitwiseAnd, BitwiseOr and BitwiseXor as loopir operators.
+var bitwiseOps = map[graph.Op]loopir.BinOp{
+	graph.OpBitwiseAnd: loopir.BitAnd, graph.OpBitwiseOr: loopir.BitOr, graph.OpBitwiseXor: loopir.BitXor,
+}
+
+// computeBitwise is BitwiseAnd, BitwiseOr or BitwiseXor of two integers of one type.
+func computeBitwise(n *graph.Node, a, b loopir.Expr) (loopir.Expr, error) {
+	if !a.DType().IsInt() || b.DType() != a.DType() {
+		return nil, Unsupported("%v on %v and %v (integers of one type only)", n.Op, a.DType(), b.DType())
+	}
+	return loopir.Bin(bitwiseOps[n.Op], a, b), nil
+}
+
+// computeBitwiseNot is BitwiseNot: x ^ all ones of x's type, the ones written as the
+// type's value (255 for uint8, -1 for the signed types and, as bits, for uint64), so
+// the result stays in the type where C promotes the operands.
+func computeBitwiseNot(n *graph.Node, x loopir.Expr) (loopir.Expr, error) {
+	dt := x.DType()
+	if !dt.IsInt() {
+		return nil, Unsupported("%v on %v (integers only)", n.Op, dt)
+	}
+	ones := int64(-1)
+	if dt.IsUnsigned() && dt.Size() < 8 {
+		ones = int64(1)<<(8*dt.Size()) - 1
+	}
+	return loopir.Bin(loopir.BitXor, x, &loopir.IntImm{V: ones, DT: dt}), nil
+}

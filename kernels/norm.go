@@ -16,6 +16,7 @@ func normComputes() map[graph.Op]ComputeFunc {
 		graph.OpLayerNormalization:        computeLayerNorm,
 		graph.OpBatchNormalization:        computeBatchNorm,
 		graph.OpInstanceNormalization:     computeInstanceNorm,
+		graph.OpGroupNormalization:        computeGroupNorm,
 		graph.OpLpNormalization:           computeLpNorm,
 		graph.OpMeanVarianceNormalization: computeMVN,
 	}

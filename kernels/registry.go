@@ -54,7 +54,7 @@ func NewRegistry(families ...map[graph.Op]ComputeFunc) *Registry {
 // GRU, RNN) have none: a te compute cannot express a recurrence (step t reads the state
 // of step t-1), so a target builds their loop nests directly (kernels/cpu).
 func Default() *Registry {
-	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), layoutComputes(), generateComputes(), resizeComputes(), quantComputes(), nnMiscComputes(), trainingComputes(), signalComputes(), samplingComputes())
+	r := NewRegistry(elementwiseComputes(), injectiveComputes(), reduceComputes(), nnComputes(), layoutComputes(), generateComputes(), resizeComputes(), quantComputes(), nnMiscComputes(), trainingComputes(), signalComputes(), samplingComputes(), imageComputes())
 	blockedPools(r)
 	blockedBroadcasts(r)
 	blockedResize(r)

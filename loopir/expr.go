@@ -36,7 +36,9 @@ type FloatImm struct {
 // Shr shift the bits of an integer (Shr is logical: it shifts the unsigned
 // representation); a shift count outside [0, bit width) gives 0. Min and Max
 // are a compare and a select (a < b ? a : b): on floats the second operand when one is
-// NaN, as min/max instructions answer.
+// NaN, as min/max instructions answer. BitAnd, BitOr and BitXor combine the bits of two
+// integers of one type (the complement of x is x BitXor all ones); And and Or are
+// logical (operands and result are truth values).
 type BinOp uint8
 
 const (
@@ -49,6 +51,9 @@ const (
 	Max
 	Shl
 	Shr
+	BitAnd
+	BitOr
+	BitXor
 	EQ
 	NE
 	LT
@@ -59,7 +64,7 @@ const (
 	Or
 )
 
-var binOpNames = [...]string{"+", "-", "*", "/", "%", "min", "max", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "&&", "||"}
+var binOpNames = [...]string{"+", "-", "*", "/", "%", "min", "max", "<<", ">>", "&", "|", "^", "==", "!=", "<", "<=", ">", ">=", "&&", "||"}
 
 func (o BinOp) String() string { return binOpNames[o] }
 
@@ -232,6 +237,12 @@ func foldInt(op BinOp, a, b int64) (int64, bool) {
 		return min(a, b), true
 	case Max:
 		return max(a, b), true
+	case BitAnd: // operands in one type's range (uint64 as its bits) give a result in it
+		return a & b, true
+	case BitOr:
+		return a | b, true
+	case BitXor:
+		return a ^ b, true
 	}
 	return 0, false
 }

@@ -71,6 +71,7 @@ var kernelTable = buildKernels(
 	stringKernels(),
 	signalKernels(),
 	samplingKernels(),
+	imageKernels(),
 	randomKernels(),
 )
 

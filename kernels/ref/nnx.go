@@ -18,6 +18,7 @@ func nnxKernels() map[graph.Op]Kernel {
 		graph.OpLayerNormalization:        T(nnxLayerNorm),
 		graph.OpBatchNormalization:        T(nnxBatchNorm),
 		graph.OpInstanceNormalization:     T(nnxInstanceNorm),
+		graph.OpGroupNormalization:        T(nnxGroupNorm),
 		graph.OpLRN:                       T(nnxLRN),
 		graph.OpMeanVarianceNormalization: T(nnxMVN),
 		graph.OpLpNormalization:           T(nnxLpNorm),
@@ -226,6 +227,42 @@ func nnxInstanceNorm(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, erro
 		k := ch % c
 		for j, e := range row {
 			out[ch*inner+j] = (e-mean)/math.Sqrt(vr+eps)*scale[k] + bias[k]
+		}
+	}
+	return one(tensor.FromFloat64s(x.DType, x.Shape, out)), nil
+}
+
+// nnxGroupNorm normalizes each instance's groups of C/num_groups consecutive channels
+// (with their spatial extent) by their own mean and variance, then applies the
+// per-channel scale and bias (GroupNormalization-21, the IR form).
+func nnxGroupNorm(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	a := attrs[graph.GroupNormAttrs](n)
+	x := in[0]
+	if len(x.Shape) < 2 {
+		return nil, Badf("input rank %d, want >= 2", len(x.Shape))
+	}
+	c, g := x.Shape[1], int(a.NumGroups)
+	if g < 1 || c%g != 0 {
+		return nil, Badf("%d channels are not divisible by num_groups=%d", c, a.NumGroups)
+	}
+	scale, err := perChannel(in[1], c, "scale")
+	if err != nil {
+		return nil, err
+	}
+	bias, err := perChannel(in[2], c, "bias")
+	if err != nil {
+		return nil, err
+	}
+	eps := float64(a.Epsilon)
+	inner := x.Shape[2:].NumElements()
+	size := c / g * inner // elements of one group of one instance
+	v := x.Float64s()
+	out := make([]float64, len(v))
+	for start := 0; start < len(v); start += size {
+		mean, vr := meanVar(v[start : start+size])
+		for j := start; j < start+size; j++ {
+			ch := (j / inner) % c
+			out[j] = (v[j]-mean)/math.Sqrt(vr+eps)*scale[ch] + bias[ch]
 		}
 	}
 	return one(tensor.FromFloat64s(x.DType, x.Shape, out)), nil

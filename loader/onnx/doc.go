@@ -30,7 +30,9 @@
 // Resize, Cast with a string `to`, legacy broadcast attributes, Scan 8 (batched: one
 // opset-9 Scan per row of a static batch, stacked; sequence_lens refused), DFT < 20 (the
 // axis attribute, default 1, → input 2: DFT-20's form), RoiAlign < 16 (no
-// coordinate_transformation_mode: output_half_pixel). Domains: the standard one and
+// coordinate_transformation_mode: output_half_pixel), GroupNormalization < 21 (a scale
+// and bias per group → per channel by a Gather of constant indices, stash_type X's type;
+// the channel count must be static). Domains: the standard one and
 // ai.onnx.preview.training at opset 1 (Adagrad, Adam, Momentum); unknown domains are
 // tolerated when no node uses them.
 //

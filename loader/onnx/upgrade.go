@@ -58,6 +58,7 @@ func upgradeRules() map[graph.Op]func(c *nodeConv) (bool, error) {
 			c.op = graph.OpScatterElements
 			return false, nil
 		},
+		graph.OpGroupNormalization: upGroupNorm,
 	}
 	for _, op := range legacyBroadcastOps {
 		rules[op] = upLegacyBroadcast
@@ -345,6 +346,53 @@ func upDFT(c *nodeConv) (bool, error) {
 func upRoiAlign(c *nodeConv) (bool, error) {
 	if _, ok := c.attrs["coordinate_transformation_mode"]; !ok && c.opset < 16 {
 		c.setStringAttr("coordinate_transformation_mode", "output_half_pixel")
+	}
+	return false, nil
+}
+
+// upGroupNorm gives GroupNormalization-18 GroupNormalization-21's form: its scale and
+// bias, one value per group, are spread over their groups' channels by a Gather of
+// constant indices (folded away where they are constants), and its first stage stays in
+// X's type (GroupNormalization-21 adds stash_type, float32 when absent). The channel
+// count must be known at load time.
+func upGroupNorm(c *nodeConv) (bool, error) {
+	a, ok := c.attrs["num_groups"]
+	if c.opset >= 21 || !ok || len(c.inputs) != 3 || c.inputs[0] == nil || c.inputs[1] == nil || c.inputs[2] == nil {
+		return false, nil // the IR form, or a node that emit reports as malformed
+	}
+	x := c.inputs[0].Type
+	if _, ok := c.attrs["stash_type"]; !ok && x.DType.IsFloat() {
+		c.setIntAttr("stash_type", int64(x.DType))
+	}
+	ch, ok := int64(0), false
+	if !x.UnknownRank && len(x.Shape) >= 2 {
+		ch, ok = x.Shape[1].Value()
+	}
+	if !ok {
+		return false, c.unsupported("a scale per group (opset %d) over a channel count not known at load time (%v)", c.opset, x)
+	}
+	g := a.GetI()
+	if g < 1 || ch%g != 0 {
+		return false, c.errorf("%w: %d channels are not divisible by num_groups=%d", ErrInvalid, ch, g)
+	}
+	idx := make([]int64, ch)
+	for i := range idx {
+		idx[i] = int64(i) / (ch / g)
+	}
+	perChannel := c.constInput(tensor.MustFromSlice(tensor.Shape{int(ch)}, idx))
+	for i, what := range [...]string{"scale", "bias"} {
+		p := c.inputs[1+i]
+		if p.Type.UnknownRank || len(p.Type.Shape) != 1 {
+			return false, c.errorf("%w: %s %v: want one value per group", ErrInvalid, what, p.Type)
+		}
+		if v, ok := p.Type.Shape[0].Value(); ok && v != g {
+			return false, c.errorf("%w: %s has %d values for num_groups=%d", ErrInvalid, what, v, g)
+		}
+		spread, err := c.emitWith(graph.OpGather, map[string]int64{"axis": 0}, []*graph.Value{p, perChannel}, c.fresh(what+"_per_channel"))
+		if err != nil {
+			return false, err
+		}
+		c.inputs[1+i] = spread
 	}
 	return false, nil
 }

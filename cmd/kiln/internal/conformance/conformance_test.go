@@ -36,24 +36,12 @@ func writeCase(t *testing.T, dir string, in, out []float32) {
 		Name: s("g"), Input: []*onnxpb.ValueInfoProto{vi("x")}, Output: []*onnxpb.ValueInfoProto{vi("y")},
 		Node: []*onnxpb.NodeProto{{OpType: s("Relu"), Input: []string{"x"}, Output: []string{"y"}}},
 	}}
-	write := func(path string, msg proto.Message) {
-		b, err := proto.Marshal(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	tp := func(v []float32) *onnxpb.TensorProto {
 		return &onnxpb.TensorProto{Dims: []int64{int64(len(v))}, DataType: &f32, FloatData: v}
 	}
-	write(filepath.Join(dir, "model.onnx"), m)
-	write(filepath.Join(dir, "test_data_set_0", "input_0.pb"), tp(in))
-	write(filepath.Join(dir, "test_data_set_0", "output_0.pb"), tp(out))
+	writeProto(t, filepath.Join(dir, "model.onnx"), m)
+	writeProto(t, filepath.Join(dir, "test_data_set_0", "input_0.pb"), tp(in))
+	writeProto(t, filepath.Join(dir, "test_data_set_0", "output_0.pb"), tp(out))
 }
 
 func TestRunnerOnHandMadeCases(t *testing.T) {
@@ -278,5 +266,20 @@ func TestNodeSuiteCompiled(t *testing.T) {
 	}
 	if s.Failed > 0 {
 		t.Errorf("%d node cases fail on the compiled engine, want none", s.Failed)
+	}
+}
+
+// writeProto writes msg's wire form to path, making its folder.
+func writeProto(t *testing.T, path string, msg proto.Message) {
+	t.Helper()
+	b, err := proto.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,11 +3,8 @@ package conformance
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
 )
@@ -35,19 +32,7 @@ func writeGroupNormCase(t *testing.T, dir string, opset int64, x, scale, bias, w
 		Node: []*onnxpb.NodeProto{{OpType: s("GroupNormalization"), Input: []string{"x", "scale", "bias"}, Output: []string{"y"},
 			Attribute: []*onnxpb.AttributeProto{{Name: s("num_groups"), Type: &it, I: &groups}, {Name: s("epsilon"), Type: &ft, F: &eps}}}},
 	}}
-	write := func(path string, msg proto.Message) {
-		b, err := proto.Marshal(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(dir, "model.onnx"), m)
+	writeProto(t, filepath.Join(dir, "model.onnx"), m)
 	for i, in := range []struct {
 		name string
 		v    []float32
@@ -56,7 +41,7 @@ func writeGroupNormCase(t *testing.T, dir string, opset int64, x, scale, bias, w
 		if in.name == "y" {
 			file = filepath.Join(dir, "test_data_set_0", "output_0.pb")
 		}
-		write(file, &onnxpb.TensorProto{Name: s(in.name), Dims: dims[in.name], DataType: &f32, FloatData: in.v})
+		writeProto(t, file, &onnxpb.TensorProto{Name: s(in.name), Dims: dims[in.name], DataType: &f32, FloatData: in.v})
 	}
 }
 

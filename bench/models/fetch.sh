@@ -7,8 +7,8 @@
 #
 # A model already in place with the right sha256 is not fetched again; reference data
 # is always rewritten. Needs npm, node, tar and sha256sum, and Debian's python3-torch,
-# python3-torchvision and python3-onnx for the exported cases (package torchvision, quantized
-# or melspec: exported by export_PACKAGE.py). KILN_ORT_NODE_MODULES names
+# python3-torchvision and python3-onnx for the exported cases (package torchvision, quantized,
+# half or melspec: exported by export_PACKAGE.py). KILN_ORT_NODE_MODULES names
 # a node_modules folder holding onnxruntime-node (default bench/ort/node_modules,
 # installed there with `npm ci` when absent).
 set -euo pipefail
@@ -32,7 +32,7 @@ python=/usr/bin/python3 # Debian's, which sees python3-torch
 while IFS=$'\t' read -r name pkg path sum bytes sets; do
 	[[ -z "$name" || "$name" == \#* ]] && continue
 	model=$dest/$name/model.onnx
-	if [ "$pkg" = torchvision ] || [ "$pkg" = quantized ] || [ "$pkg" = melspec ]; then
+	if [ "$pkg" = torchvision ] || [ "$pkg" = quantized ] || [ "$pkg" = melspec ] || [ "$pkg" = half ]; then
 		# exported here by export_$pkg.py (the quantized cases run export_torchvision.py
 		# first): re-exported when an exporter, PyTorch or onnx changes
 		needs='import torch, torchvision' debs='python3-torch python3-torchvision'

@@ -83,6 +83,7 @@ var realModelsCompiled = map[string]bool{
 	"tv_densenet121":         true,
 	"tv_googlenet":           true,
 	"tvq_mobilenet_v2":       true,
+	"tvh_mobilenet_v3_large": true,
 	"kws_melspec_cnn_gru":    true,
 }
 

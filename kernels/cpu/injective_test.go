@@ -304,8 +304,9 @@ func TestInjectiveUnsupported(t *testing.T) {
 	pad := graph.OpPad.NewAttrs().(*graph.PadAttrs)
 	pad.Mode = "wrap"
 	cases := map[string]error{
-		"pad mode wrap":        lowerErr(t, graph.OpPad, pad, nt.In(x), nt.C(vec(1, 1, 1, 1))),
-		"transpose of float16": lowerErr(t, graph.OpTranspose, nil, nt.In(tensor.New(tensor.Float16, tensor.Shape{2, 3}))),
+		"pad mode wrap, run-time pads": lowerErr(t, graph.OpPad, pad, nt.In(x), nt.In(vec(1, 1, 1, 1))),
+		"pad mode wrap, cropped away":  lowerErr(t, graph.OpPad, pad, nt.In(x), nt.C(vec(-4, 0, 1, 0))),
+		"transpose of float16":         lowerErr(t, graph.OpTranspose, nil, nt.In(tensor.New(tensor.Float16, tensor.Shape{2, 3}))),
 	}
 	for what, err := range cases {
 		if !errors.Is(err, kernels.ErrNoKernel) {

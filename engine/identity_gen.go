@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 390 files; see Identity.
-const sourceDigest = "ac6295f65584cb139304cd5fca0bf2c7"
+const sourceDigest = "5330e1c29f0e39c601bbd842143cd506"

@@ -16,13 +16,17 @@ type DepthwiseConfig struct {
 	TileW int64
 	// MaxTaps is the largest kernel (rows × columns) computed in written-out register
 	// tiles: a larger one's tile is the target's depthwise intrinsic (its taps a loop),
-	// or, where no vector divides the block, the row computed tap by tap. Written out,
-	// a 7×7 tile (343 statements) exceeds gcc's data-dependence limit in the lane loop
-	// and its sums go through memory; the intrinsic measured 0.82-0.84 against 1.41-1.92
-	// ms on ConvNeXt-tiny's 56×56×96 layer, 0.17-0.20 against 0.32-0.48 at 14×14×384
-	// (Emerald Rapids, one thread, two rounds alternating), while on MobileNetV3's 3×3
-	// and 5×5 layers the written-out tile stays as fast or faster (its 16-lane 112×112
-	// layer 0.11 against 0.16 ms with the intrinsic).
+	// or, where no vector divides the block, the row computed tap by tap. A written-out
+	// tile sums each column's taps in one chain of dependent multiply-adds, column after
+	// column: 9 taps keep the core busy, 25 do not (and a 7×7 tile's 343 statements
+	// exceed gcc's data-dependence limit, its sums going through memory), while the
+	// intrinsic's loop over taps advances every column's sum at each tap. On
+	// EfficientNet-B0's 5×5 layers (one thread, four rounds alternating, machine D) the
+	// intrinsic took 0.67-0.76 of the written-out tile's time at stride 1 and 0.85-0.99
+	// at stride 2 with AVX-512, 0.52-0.61 and 0.58-0.76 with AVX2; on MobileNetV3-Large's
+	// 0.65 at stride 1 and 0.75-0.87 at stride 2;
+	// on 3×3 layers the written-out tile stays faster (the intrinsic 1.07-1.14 of its time
+	// on EfficientNet-B0's 112×112 and 56×56 layers).
 	MaxTaps int64
 	// Rows is the most output rows one parallel iteration computes from one padded
 	// buffer of the input rows their windows span (the largest divisor of the output
@@ -32,14 +36,14 @@ type DepthwiseConfig struct {
 }
 
 // DefaultDepthwise is the default rule: tiles of up to 8 columns, written out for
-// kernels up to 5×5, on the intrinsic beyond, bands of up to 8 rows. A band of R rows
+// kernels up to 3×3, on the intrinsic beyond, bands of up to 8 rows. A band of R rows
 // of a 3×3 stride-1 kernel copies R+2 input rows, and the band is the largest
 // divisor of the output height up to Rows: 7×7 and 14×14 maps take bands of 7 rows,
 // where bands of up to 4 would be of one and two rows (three and two input rows
 // copied per output row). Against bands of up to 4, MobileNetV2's 14×14 and 7×7
 // depthwise layers measured 8 to 28% less CPU time (AVX2, one thread), its larger
 // ones 2 to 5% less or the same.
-var DefaultDepthwise = DepthwiseConfig{TileW: 8, MaxTaps: 25, Rows: 8}
+var DefaultDepthwise = DepthwiseConfig{TileW: 8, MaxTaps: 9, Rows: 8}
 
 // depthwiseKnobs declare DepthwiseConfig as knobs around d: tile_w and rows.
 func depthwiseKnobs(d DepthwiseConfig) []kernels.Knob {

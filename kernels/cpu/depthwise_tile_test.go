@@ -85,8 +85,8 @@ func simdLoops(body loopir.Stmt) []*loopir.For {
 	return lanes
 }
 
-// TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop: under the default rule, a
-// depthwise convolution's lanes are one vector loop (omp simd) around the tile's
+// TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop: with max_taps 25 (5×5 kernels
+// written out too), a depthwise convolution's lanes are one vector loop (omp simd) around the tile's
 // columns and taps, all unrolled, so that each column's sum lives in a register from
 // its zero to its one store; a tile as wide as the largest divisor of the output row
 // up to the knob. tile_w 0 schedules the tap-by-tap row instead (no such loop).
@@ -107,7 +107,7 @@ func TestDepthwiseRegisterTileKeepsTheSumsInOneVectorLoop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		impl, err := l.LowerChoice(n, in, nil, target.Host(), kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: kernels.Knobs{"tile_w": tc.knob}})
+		impl, err := l.LowerChoice(n, in, nil, target.Host(), kernels.Choice{Strategy: "conv2d-depthwise-nchwc", Knobs: kernels.Knobs{"tile_w": tc.knob, "max_taps": 25}})
 		if err != nil {
 			t.Fatalf("%v: %v", dc, err)
 		}
@@ -179,7 +179,7 @@ func TestDepthwiseDefaultBandsSpanSevenRowsOfSmallMaps(t *testing.T) {
 }
 
 // TestDepthwiseIntrinsicTakesKernelsOfManyTaps: a depthwise kernel of more taps than
-// max_taps (ConvNeXt's 7×7 under the default rule) is computed by one call of the
+// max_taps (5×5 and ConvNeXt's 7×7 under the default rule) is computed by one call of the
 // target's depthwise intrinsic per register tile, as wide as the largest divisor of the
 // output row up to tile_w, with no written-out lane loop; a kernel within max_taps
 // keeps the written-out tile, and tile_w 0 the tap-by-tap row.
@@ -192,8 +192,8 @@ func TestDepthwiseIntrinsicTakesKernelsOfManyTaps(t *testing.T) {
 		width, calls int64 // the intrinsic's tile width (0: none) and its call sites
 	}{
 		{28, 7, nil, 7, 1}, {56, 7, nil, 8, 1}, {14, 7, nil, 7, 1}, {7, 7, nil, 7, 1},
-		{24, 5, kernels.Knobs{"max_taps": 9}, 8, 1}, {24, 5, kernels.Knobs{"max_taps": 9, "tile_w": 1}, 1, 1},
-		{24, 3, nil, 0, 0}, {24, 5, nil, 0, 0}, {28, 7, kernels.Knobs{"tile_w": 0}, 0, 0},
+		{24, 5, nil, 8, 1}, {24, 5, kernels.Knobs{"tile_w": 1}, 1, 1},
+		{24, 3, nil, 0, 0}, {24, 5, kernels.Knobs{"max_taps": 25}, 0, 0}, {28, 7, kernels.Knobs{"tile_w": 0}, 0, 0},
 	} {
 		dc := dwCase{64, 1, 6, tc.w, tc.kw, tc.kw, []int64{1, 1}, []int64{1, 1}, nil, "SAME_UPPER", true, 0}
 		a, args := dc.attrs(), dc.args(13)

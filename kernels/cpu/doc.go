@@ -42,14 +42,15 @@
 // band), then the
 // row's columns are computed in register tiles (depthwise_tile.go: tiles of the largest
 // width up to the knob tile_w, default 8, that divides the row, for kernels of at most
-// max_taps taps, default 25, the block's lanes an
+// max_taps taps, default 9 (3×3), the block's lanes an
 // `omp simd` loop around the tile's columns and all the taps, written out, so each
 // column's sum stays in a vector register from its zero to its one store, and a tap's
 // weights and an input vector are loaded once per tile; a kernel of more taps, as
-// ConvNeXt's 7×7, one call per tile of the target's depthwise intrinsic
+// 5×5 and ConvNeXt's 7×7, one call per tile of the target's depthwise intrinsic
 // (intrin.DepthwiseTile, where a vector of 16, 8 or 4 lanes divides the block: the
-// sums in registers, the taps a loop; written out, 49 taps exceed gcc's dependence
-// analysis and the sums go through memory); tile_w 0 accumulates tap by
+// sums in registers, the taps a loop advancing every column's sum; written out, 25 taps
+// make each column one long chain of dependent multiply-adds, and 49 exceed gcc's
+// dependence analysis, the sums going through memory); tile_w 0 accumulates tap by
 // tap over the whole row through memory instead), and the bias and fused epilogues run
 // on the row buffer, written blocked or unpacked to NCHW; symbolic extents are left to
 // generic), conv2d-grouped-tensorized

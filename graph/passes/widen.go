@@ -15,9 +15,9 @@ func half(dt tensor.DType) bool { return dt == tensor.Float16 || dt == tensor.BF
 var dtypeAttrs = map[string]bool{"to": true, "dtype": true, "output_datatype": true}
 
 // WidenHalf computes every float16 and bfloat16 value in float32 (widen-half): the
-// kernels have no half-precision arithmetic, and exporters that write a half-precision
-// model expect the runtime to compute it in float32 where it lacks half arithmetic, as
-// ONNX Runtime's CPU kernels do. Main's parameters and results keep their types (the
+// kernels have no half-precision arithmetic (most CPUs have none), so a model stored in
+// half precision is computed in float32, its constants taking twice their stored bytes in
+// memory. Main's parameters and results keep their types (the
 // caller passes and receives half-precision tensors): a Cast to float32 follows each such
 // parameter and a Cast back precedes each such result. Inside, the values' types,
 // constants, the element type attributes (Cast's to, the generators' dtype) and tensor

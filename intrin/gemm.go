@@ -149,7 +149,7 @@ func gemmBlocksTile(w func(string, ...any), ts tileShape, row func(int) string, 
 	w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) {\n")
 	w("    const i64 o = ib * a_skb + iy * a_sky;\n")
 	w("    const float *restrict bb = b + ib * b_skb + iy * b_sky;\n")
-	gemmKLoop(w, ts, row, "bb")
+	gemmKLoop(w, ts, row, "bb", false)
 	w("    }\n")
 	gemmStore(w, ts, partial)
 }
@@ -362,14 +362,31 @@ func gemmTile(w func(string, ...any), ts tileShape, row func(int) string, partia
 			w("    %s c%d_%d = %s;\n", ts.vt, i, v, ld)
 		}
 	}
-	gemmKLoop(w, ts, row, "b")
+	gemmKLoop(w, ts, row, "b", !zero && ts.lanes >= prefetchLanes)
 	gemmStore(w, ts, partial)
 }
 
+// prefetchLanes: the Update form of tiles of vectors this wide (AVX-512) prefetches the
+// panel of B that follows its own.
+const prefetchLanes = 16
+
 // gemmKLoop prints the k loop over one reduction run: per k, nv vectors of B (from the
 // pointer named b) and one broadcast A element per row, accumulated into the tile.
-func gemmKLoop(w func(string, ...any), ts tileShape, row func(int) string, b string) {
+// With prefetch, each k also asks for the same row of the next panel of B (kk rows
+// on): a blocked convolution's weights are stored panel after panel in the order its
+// calls take them, so the next call's panel streams in from memory while this one
+// computes (the hardware prefetchers stop at each 4 KiB page). Measured on an AVX-512
+// Xeon on resnet50's 3×3 512→512 layer at 7×7 with its weights cold in memory (C
+// harness, thread CPU time, medians of 30): 2.2 against 2.6 ms under RowsInner.
+func gemmKLoop(w func(string, ...any), ts tileShape, row func(int) string, b string, prefetch bool) {
 	w("    for (i64 k = 0; k < kk; ++k) {\n")
+	if prefetch {
+		w("      { const float *pf = %s + (kk + k) * b_sk;", b)
+		for v := 0; v < ts.nv; v++ {
+			w(" __builtin_prefetch(pf + %d, 0, 1);", v*ts.lanes)
+		}
+		w(" }\n")
+	}
 	for v := 0; v < ts.nv; v++ {
 		w("      const %s b%d = %s;\n", ts.vt, v, ts.vecLoad(fmt.Sprintf("%s + k * b_sk + %d", b, v*ts.lanes), v))
 	}

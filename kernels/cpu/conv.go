@@ -81,7 +81,9 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, ep
 		}
 	} else {
 		order := []schedule.LoopRV{n, ocb, oh, icb, ry, w[0], w[1], oc, rr}
-		if cfg.TilesOuter {
+		if cfg.RowsInner {
+			order = []schedule.LoopRV{n, ocb, icb, ry, oh, w[0], w[1], oc, rr}
+		} else if cfg.TilesOuter {
 			order = []schedule.LoopRV{n, ocb, oh, w[0], icb, ry, w[1], oc, rr}
 		}
 		if err := s.Reorder(order...); err != nil {
@@ -96,11 +98,15 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, ep
 		if err != nil {
 			return err
 		}
-		if err := s.ReverseComputeAt(e, oh); err != nil {
+		at := oh
+		if cfg.RowsInner && cfg.SplitK && !whole {
+			at = ocb // after the block's rows: the block's map lives in a local buffer
+		}
+		if err := s.ReverseComputeAt(e, at); err != nil {
 			return err
 		}
 		// the row then lives in a row-sized local buffer, not a whole-output one
-		if err := s.CompactAt(c, oh); err != nil && !errors.Is(err, schedule.ErrSchedule) {
+		if err := s.CompactAt(c, at); err != nil && !errors.Is(err, schedule.ErrSchedule) {
 			return err
 		}
 		el, err := s.GetLoops(e)
@@ -129,7 +135,12 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, ep
 	if err := s.Tensorize(w[1], in); err != nil {
 		return err
 	}
-	row, err := s.Fuse(n, ocb, oh)
+	var row schedule.LoopRV
+	if cfg.RowsInner && cfg.SplitK && !whole {
+		row, err = s.Fuse(n, ocb)
+	} else {
+		row, err = s.Fuse(n, ocb, oh)
+	}
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,9 @@
 // blocks (blocksByDefault: an input of at most 1 MiB, rows of two tiles or more), with
 // the Blocks form (intrin.Gemm: the reduction over input channel blocks, kernel rows
 // and the merged kernel column·channel axis inside one call), while the others make a
-// call per channel block and kernel row (ConvConfig.SplitK, the knob split_k);
+// call per channel block and kernel row (ConvConfig.SplitK, the knob split_k), all of
+// a channel block's rows under each call's weight panel where the block's map is small
+// (rowsInnerByDefault, the knob rows_inner);
 // ConvConfig is its knobs; the unpacking,
 // bias and epilogues run under the output row loop on a row-sized local buffer, for a
 // blocked output and for a plain one, computed as its [N, M/sb, sb, OH, OW] view (sb:

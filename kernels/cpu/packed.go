@@ -194,7 +194,7 @@ func withKnobs(reg *kernels.Registry, table map[graph.Op][]kernels.Strategy) {
 			case st.Name == "conv2d-nchwc-tensorized":
 				st.Knobs = convKnobs(DefaultConv)
 				st.Tuned = func(n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target, k kernels.Knobs) (*kernels.Impl, error) {
-					return buildConvBlockedWith(reg, n, in, epi, t, ConvConfig{Parallel: k["parallel"] != 0, SplitK: k["split_k"] != 0, TilesOuter: k["tiles_outer"] != 0})
+					return buildConvBlockedWith(reg, n, in, epi, t, ConvConfig{Parallel: k["parallel"] != 0, SplitK: k["split_k"] != 0, TilesOuter: k["tiles_outer"] != 0, RowsInner: k["rows_inner"] != 0})
 				}
 			}
 		}

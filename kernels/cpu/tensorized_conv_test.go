@@ -143,10 +143,10 @@ func tunedConv(t *testing.T, name string, want ...string) kernels.Strategy {
 // matches the reference: a 3×3 window over several input channel blocks (the order the
 // knobs move), a strided one, and a 1×1 one.
 func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
-	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "split_k", "tiles_outer")
+	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "split_k", "tiles_outer", "rows_inner")
 	for _, tc := range []struct{ c, m, k, stride int }{{128, 32, 3, 1}, {40, 24, 3, 2}, {16, 48, 1, 1}} {
 		for _, par := range []int64{0, 1} {
-			for _, outer := range []int64{0, 1, 2} { // 2: the Blocks form (split_k 0)
+			for _, outer := range []int64{0, 1, 2, 3} { // 2: the Blocks form (split_k 0); 3: rows_inner
 				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
 				a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
 				a.Strides = []int64{int64(tc.stride), int64(tc.stride)}
@@ -155,8 +155,11 @@ func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
 				}
 				args := []nt.Arg{nt.In(f32(61, 1, tc.c, 6, 9)), nt.C(f32(62, tc.m, tc.c, tc.k, tc.k)), nt.C(f32(63, tc.m))}
 				knobs := kernels.Knobs{"parallel": par, "split_k": 1, "tiles_outer": outer}
-				if outer == 2 {
+				switch outer {
+				case 2:
 					knobs["split_k"], knobs["tiles_outer"] = 0, 0
+				case 3:
+					knobs["tiles_outer"], knobs["rows_inner"] = 0, 1
 				}
 				l := tunedLowerer{st: st, knobs: knobs}
 				if got := nt.CheckNode(t, l, graph.OpConv, a, 1, args...); got != st.Name {

@@ -79,10 +79,21 @@ extern int pthread_join(kiln_thread_t, void **);
 // then costs no system call at all; 2000 back-to-back regions made 0–1 wake-up calls
 // where there had been one a region).
 //
-// A region ends when its chunks are done, not when every worker has checked in: the
-// claim counter and the chunk count share one 64-bit word (with the region's number), so
-// a worker that wakes late — its core lent to another process — finds nothing left to
-// claim, or claims in a later region, and never holds the caller up.
+// Each thread of a region owns a contiguous home range of its chunks (thread t of nt:
+// chunks t·n/nt up to (t+1)·n/nt) and claims from it in order, then takes what is left
+// of the others' ranges. A kernel's parallel loop runs along its output, so thread t
+// writes about the same part of every tensor in every kernel and the next kernel finds
+// most of its input in t's own caches; claiming every chunk from one shared counter
+// scattered the parts between the threads from one kernel to the next. On a 2-vCPU
+// AVX-512 Xeon (2 MiB L2 per core) at 2 threads, p50 of alternating runs:
+// mobilenet_v2 0.92×, squeezenet1_1 0.91×, MobileNetV3-Large 0.90×, EfficientNet-B0
+// 0.89× of the time with one shared counter, and within 2% of splitting each loop into
+// exactly one chunk per thread, which leaves no chunk to take from a thread that is late.
+//
+// A region ends when its chunks are done, not when every worker has checked in: a home
+// range's next chunk and end share one word, so a worker that wakes late — its core lent
+// to another process — finds nothing left to claim, or claims in a later region (whose
+// function and environments it reads after its claim), and never holds the caller up.
 const cPool = `extern long syscall(long, ...);
 extern int sched_yield(void);
 #if defined(__x86_64__)
@@ -97,16 +108,17 @@ extern int sched_yield(void);
 #define KILN_POOL_MAX 64
 #define KILN_SPIN 8192
 #define KILN_IDLE_SPIN 65536
-/* work: region (bits 40..63) | chunks claimed (bits 20..39) | chunks (bits 0..19);
+/* home[t]: thread t's range of the region's chunks, end (bits 20..39) | next (bits 0..19),
+   one cache line each; homes: the region's thread count; n: its chunk count;
    sleepers: workers in (or about to enter) a futex wait on gen; wakes: wake-up calls made */
 static struct {
-  int busy, nworkers, stop, gen, done, waiting, sleepers;
+  int busy, nworkers, stop, gen, done, waiting, sleepers, homes, n;
   long wakes;
-  unsigned long long work;
   void *(*fn)(void *);
   char *envs;
   long size;
   kiln_thread_t th[KILN_POOL_MAX];
+  struct { unsigned long long w; char pad[56]; } home[KILN_POOL_MAX] __attribute__((aligned(64)));
 } kiln_pool;
 static void kiln_futex_wait(int *addr, int val) {
 #ifdef KILN_SYS_FUTEX
@@ -123,20 +135,33 @@ static void kiln_futex_wake(int *addr) {
   (void)addr;
 #endif
 }
-/* kiln_claim takes the next chunk of the current region, or returns -1. */
-static long kiln_claim(void) {
-  unsigned long long w = __atomic_load_n(&kiln_pool.work, __ATOMIC_ACQUIRE);
+/* kiln_claim_home takes the next chunk of home range t, or returns -1. */
+static long kiln_claim_home(int t) {
+  unsigned long long *p = &kiln_pool.home[t].w;
+  unsigned long long w = __atomic_load_n(p, __ATOMIC_ACQUIRE);
   for (;;) {
-    unsigned long long next = (w >> 20) & 0xfffff, n = w & 0xfffff;
-    if (next >= n) return -1;
-    if (__atomic_compare_exchange_n(&kiln_pool.work, &w, w + (1ULL << 20), 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    unsigned long long next = w & 0xfffff, end = (w >> 20) & 0xfffff;
+    if (next >= end) return -1;
+    if (__atomic_compare_exchange_n(p, &w, w + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       return (long)next;
   }
 }
-static void kiln_run_chunks(void) {
-  for (long i; (i = kiln_claim()) >= 0;) {
+/* kiln_claim takes thread self's next chunk: from its home range, then from the others'
+   in turn; -1 when none is left. */
+static long kiln_claim(int self) {
+  int homes = __atomic_load_n(&kiln_pool.homes, __ATOMIC_ACQUIRE);
+  if (homes < 1 || homes > KILN_POOL_MAX) return -1;
+  int first = self < homes ? self : 0;
+  for (int k = 0; k < homes; k++) {
+    long i = kiln_claim_home((first + k) % homes);
+    if (i >= 0) return i;
+  }
+  return -1;
+}
+static void kiln_run_chunks(int self) {
+  for (long i; (i = kiln_claim(self)) >= 0;) {
     kiln_pool.fn(kiln_pool.envs + i * kiln_pool.size);
-    int n = (int)(__atomic_load_n(&kiln_pool.work, __ATOMIC_RELAXED) & 0xfffff);
+    int n = __atomic_load_n(&kiln_pool.n, __ATOMIC_RELAXED);
     /* seq_cst pairs with the caller's store of waiting and load of done: one of the two
        sees the other, so the last chunk's wake-up is never lost */
     if (__atomic_add_fetch(&kiln_pool.done, 1, __ATOMIC_SEQ_CST) == n && __atomic_load_n(&kiln_pool.waiting, __ATOMIC_SEQ_CST))
@@ -160,12 +185,13 @@ static int kiln_await_gen(int old) {
     __atomic_sub_fetch(&kiln_pool.sleepers, 1, __ATOMIC_RELEASE);
   }
 }
+/* kiln_worker's arg: its thread number (bits 32..) and the gen it starts from. */
 static void *kiln_worker(void *arg) {
-  int seen = (int)(long)arg;
+  int self = (int)((unsigned long)arg >> 32), seen = (int)(unsigned)(unsigned long)arg;
   for (;;) {
     seen = kiln_await_gen(seen);
     if (__atomic_load_n(&kiln_pool.stop, __ATOMIC_ACQUIRE)) return 0;
-    kiln_run_chunks();
+    kiln_run_chunks(self);
   }
 }
 /* kiln_parallel runs fn on n envs (chunks of size bytes each) with up to nt threads: the
@@ -180,20 +206,28 @@ KILN_PARALLEL_LINKAGE void kiln_parallel(void *(*fn)(void *), void *envs, long s
   }
   while (kiln_pool.nworkers < nt - 1 && kiln_pool.nworkers < KILN_POOL_MAX - 1) {
     int id = kiln_pool.nworkers + 1;
-    if (pthread_create(&kiln_pool.th[id], 0, kiln_worker, (void *)(long)kiln_pool.gen) != 0) break;
+    unsigned long arg = ((unsigned long)id << 32) | (unsigned)kiln_pool.gen;
+    if (pthread_create(&kiln_pool.th[id], 0, kiln_worker, (void *)arg) != 0) break;
     kiln_pool.nworkers++;
   }
+  if (nt > kiln_pool.nworkers + 1) nt = kiln_pool.nworkers + 1;
   kiln_pool.fn = fn; kiln_pool.envs = e; kiln_pool.size = size;
   __atomic_store_n(&kiln_pool.done, 0, __ATOMIC_RELAXED);
-  unsigned long long region = (__atomic_load_n(&kiln_pool.work, __ATOMIC_RELAXED) >> 40) + 1;
-  __atomic_store_n(&kiln_pool.work, (region << 40) | (unsigned long long)n, __ATOMIC_RELEASE);
+  __atomic_store_n(&kiln_pool.n, n, __ATOMIC_RELAXED);
+  /* every range of the last region is used up (all its chunks ran), so no claim can
+     start here before the new ranges are in place; homes is published last */
+  for (int t = 0; t < nt; t++) {
+    unsigned long long lo = (unsigned long long)n * t / nt, hi = (unsigned long long)n * (t + 1) / nt;
+    __atomic_store_n(&kiln_pool.home[t].w, (hi << 20) | lo, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&kiln_pool.homes, nt, __ATOMIC_RELEASE);
   if (kiln_pool.nworkers > 0) {
     /* a spinning worker sees gen change by itself: the wake-up system call is made only
        when one sleeps */
     __atomic_add_fetch(&kiln_pool.gen, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&kiln_pool.sleepers, __ATOMIC_SEQ_CST) > 0) kiln_futex_wake(&kiln_pool.gen);
   }
-  kiln_run_chunks();
+  kiln_run_chunks(0);
   for (int d; (d = __atomic_load_n(&kiln_pool.done, __ATOMIC_ACQUIRE)) != n;) {
     int spun = 0;
     while (spun < KILN_SPIN && (d = __atomic_load_n(&kiln_pool.done, __ATOMIC_ACQUIRE)) != n) { kiln_relax(); spun++; }

@@ -102,3 +102,19 @@ func TestPoolWakesOnlySleepingWorkers(t *testing.T) {
 	}
 	t.Logf("%d regions: %d wake-up calls, %d of %d chunks run by the worker", regions, wakes, byWorkers, ran)
 }
+
+// TestPoolRunsEveryChunkOnceAtAnyThreadCount: each thread claims from its own range of
+// a region's chunks and then from the others'; with 8 chunks over 3 threads (ranges of
+// 2, 3 and 3), 8 threads (one chunk each) and 16 (more threads than chunks: the region
+// uses 8), on a machine with fewer cores than threads, every chunk of every region runs
+// exactly once (a chunk run twice or never leaves a wrong sum).
+func TestPoolRunsEveryChunkOnceAtAnyThreadCount(t *testing.T) {
+	const regions = 500
+	for _, threads := range []int{3, 8, 16} {
+		ran, _, byWorkers := runPool(t, regions, threads)
+		if ran != 8*regions {
+			t.Errorf("%d threads: %d chunks ran correctly, want %d", threads, ran, 8*regions)
+		}
+		t.Logf("%d threads: %d of %d chunks run by the workers", threads, byWorkers, ran)
+	}
+}

@@ -142,7 +142,8 @@
 // and called with element addresses, strides and extents. Parallel loops are outlined
 // into functions over chunks of the iteration space and run by a small thread pool
 // emitted into the unit (persistent workers that spin between regions and then sleep on a
-// futex, woken by a system call only when one sleeps; chunks claimed dynamically; a
+// futex, woken by a system call only when one sleeps; chunks claimed dynamically, each
+// thread from its own contiguous range of the loop first, then from the others'; a
 // busy pool means the caller runs its chunks itself; kiln_pool_shutdown stops the workers
 // before the object is unloaded) or, for comparison, OpenMP or a pthread fork-join
 // (COptions). A parallel loop whose whole work is known at compile time to be under

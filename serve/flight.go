@@ -21,16 +21,19 @@ type flights struct {
 var errGaveUp = errors.New("gave up waiting")
 
 type flight struct {
-	done    chan struct{}
-	val     *variant
-	err     error
-	waiters int  // callers still waiting
-	pinned  bool // a caller that never gives up (a background job) asked for it
-	cancel  context.CancelFunc
+	done      chan struct{}
+	val       *variant
+	err       error
+	waiters   int  // callers still waiting
+	pinned    bool // a caller that never gives up (a background job) asked for it
+	cancelled bool // every caller gave up: the build is being stopped
+	cancel    context.CancelFunc
 }
 
 // join returns the flight for key, starting fn under a context derived from parent
-// when none is running. pinned callers keep the build alive whatever the others do.
+// when none is running, or when the one running is being stopped because everyone
+// gave up: a caller that comes in that window gets a build of its own, not the stopped
+// one's cancellation. pinned callers keep the build alive whatever the others do.
 func (fs *flights) join(parent context.Context, key string, pinned bool, fn func(context.Context) (*variant, error)) *flight {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -38,7 +41,7 @@ func (fs *flights) join(parent context.Context, key string, pinned bool, fn func
 		fs.m = map[string]*flight{}
 	}
 	f := fs.m[key]
-	if f == nil {
+	if f == nil || f.cancelled {
 		ctx, cancel := context.WithCancel(parent)
 		f = &flight{done: make(chan struct{}), cancel: cancel}
 		fs.m[key] = f
@@ -46,7 +49,9 @@ func (fs *flights) join(parent context.Context, key string, pinned bool, fn func
 			v, err := fn(ctx)
 			fs.mu.Lock()
 			f.val, f.err = v, err
-			delete(fs.m, key)
+			if fs.m[key] == f { // a stopped flight may have been replaced
+				delete(fs.m, key)
+			}
 			fs.mu.Unlock()
 			cancel()
 			close(f.done)
@@ -69,6 +74,7 @@ func (fs *flights) do(ctx, parent context.Context, key string, fn func(context.C
 		fs.mu.Lock()
 		f.waiters--
 		if f.waiters == 0 && !f.pinned {
+			f.cancelled = true
 			f.cancel()
 		}
 		fs.mu.Unlock()

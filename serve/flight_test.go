@@ -95,3 +95,57 @@ func TestBackgroundCompileIsNeverCancelledByWaiters(t *testing.T) {
 		t.Fatalf("the background build was cancelled when a waiter gave up: %v", err)
 	}
 }
+
+// TestCallerAfterEveryoneGaveUpGetsItsOwnBuild: when the only waiter gives up, its build
+// is cancelled, but the build function may take a while to return; a caller that asks
+// in that window must not receive the stopped build's cancellation (a request without a
+// deadline failed with "compile cancelled" that way) but a build of its own.
+func TestCallerAfterEveryoneGaveUpGetsItsOwnBuild(t *testing.T) {
+	var fs flights
+	var started atomic.Int32
+	unwind := make(chan struct{}) // holds the cancelled build before it returns
+	build := func(ctx context.Context) (*variant, error) {
+		if started.Add(1) == 1 {
+			<-ctx.Done()
+			<-unwind
+			return nil, ctx.Err()
+		}
+		return &variant{}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := fs.do(ctx, context.Background(), "k", build); err != errGaveUp {
+		t.Fatalf("the only waiter gave up: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		v, err := fs.do(context.Background(), context.Background(), "k", build)
+		if err == nil && v == nil {
+			err = errors.New("no variant")
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("a caller after the cancellation: %v, want its own build's result", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a caller after the cancellation waits for the stopped build")
+	}
+	close(unwind)
+	if n := started.Load(); n != 2 {
+		t.Fatalf("%d builds started, want 2", n)
+	}
+	// the stopped build's return leaves the newer flight's entry alone
+	for i := 0; i < 100; i++ {
+		fs.mu.Lock()
+		n := len(fs.m)
+		fs.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("a finished flight is still registered")
+}

@@ -270,8 +270,8 @@ type ConvConfig struct {
 	SplitK bool
 	// RowsInner (with SplitK) runs every output row of a channel block under each input
 	// channel block and kernel row: the weights' panel of one call is read from memory
-	// once and serves the whole map while in L1, and the block's map is the local
-	// buffer. The parallel loop is then the channel blocks.
+	// once and serves the whole map while it is in cache, and the block's map is the
+	// local buffer. The parallel loop is then the channel blocks.
 	RowsInner bool
 }
 

@@ -195,8 +195,8 @@ static void *kiln_worker(void *arg) {
   }
 }
 /* kiln_parallel runs fn on n envs (chunks of size bytes each) with up to nt threads: the
-   caller and nt - 1 workers claim chunks in order until none is left; the caller returns
-   once all n are done. */
+   caller (thread 0) and nt - 1 workers each claim the chunks of their own home range,
+   then the others' rest, until none is left; the caller returns once all n are done. */
 KILN_PARALLEL_LINKAGE void kiln_parallel(void *(*fn)(void *), void *envs, long size, int n, int nt) {
   char *e = (char *)envs;
   if (nt > n) nt = n;

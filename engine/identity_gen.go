@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 390 files; see Identity.
-const sourceDigest = "793685f017d7fb96380734b0a22556fe"
+const sourceDigest = "53b94b948593f6ffcc69f2f44ef15428"

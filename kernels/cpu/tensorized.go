@@ -662,8 +662,9 @@ func splitView(v *te.Tensor, ext []int64, mb int64) (*te.Tensor, bool, error) {
 // 7×7 maps in blocks of 64 (12.25 KiB). Measured on an AVX-512 Xeon (Granite
 // Rapids class, 2 MiB L2), one thread: resnet50's 3×3 512→512 layer at 7×7, whose
 // 9.4 MB of weights come from memory at every inference, in a C harness (thread CPU
-// time, medians, caches flushed through 1 GiB) 2.2 ms against 2.6 with the panel
-// prefetch (intrin's Update form), 1.56 against 1.80 ms warm; whole models, p50 of
+// time, medians, caches flushed through 1 GiB) 2.2 ms with RowsInner and the panel
+// prefetch (intrin's Update form) against 2.6 with neither, and with RowsInner alone
+// 1.56 against 1.80 ms warm; whole models, p50 of
 // alternating runs: resnet50 0.93× at one thread and 0.89× at two, resnet18 0.89×,
 // EfficientNet-B0 0.95×, GoogLeNet, MobileNetV2 and SqueezeNet within noise.
 const rowsInnerMaxBytes = 16 << 10

@@ -378,19 +378,16 @@ func (e *cEmitter) loop(s *loopir.For, depth int) {
 			e.fail("vectorized loops of form %v", e.d.Vector)
 			return
 		}
-		acc, ok := loopir.MatchAccumulate(s.Body)
-		switch {
-		case ok && !slices.ContainsFunc(acc.Store.Index, func(x loopir.Expr) bool { return loopir.Uses(x, s.Var) }):
+		if acc, ok := loopir.MatchAccumulate(s.Body); ok && !slices.ContainsFunc(acc.Store.Index, func(x loopir.Expr) bool { return loopir.Uses(x, s.Var) }) {
 			e.vectorReduction(s, acc, depth)
 			return
-		case ok:
-			// lanes accumulating into their own elements (a global pool's channel lanes
-			// inside its spatial loops): with ivdep gcc unrolls the short lane loop
-			// completely and leaves it scalar; omp simd keeps it one vector loop
-			fmt.Fprintf(e.b, "%s#pragma omp simd\n", pad)
-		default:
-			fmt.Fprintf(e.b, "%s#pragma GCC ivdep\n", pad)
 		}
+		// omp simd, not ivdep: under ivdep gcc unrolls a short constant loop (a block's
+		// 16 or 32 channel lanes) completely before it vectorizes, then leaves the lanes
+		// scalar (a global pool's lanes accumulating into their own elements) or
+		// vectorizes the loop around them with permutes (a blocked convolution's bias
+		// pass: 0.15 against 0.09 ms on one kernel)
+		fmt.Fprintf(e.b, "%s#pragma omp simd\n", pad)
 	case loopir.Unrolled:
 		if e.d.UnrollPragma != "" {
 			fmt.Fprintf(e.b, "%s#pragma %s\n", pad, e.d.UnrollPragma)

@@ -116,7 +116,7 @@ type VectorForm uint8
 
 const (
 	// PragmaLoops: a scalar loop the C compiler vectorizes, told so by a pragma
-	// (`#pragma GCC ivdep`; a reduction into one element `#pragma omp simd reduction`).
+	// (`#pragma omp simd`; a reduction into one element `#pragma omp simd reduction`).
 	// A dialect with vector types (OpenCL's float4) prints them through a form of its
 	// own.
 	PragmaLoops VectorForm = iota

@@ -17,7 +17,7 @@ int v_add_rows(void *const *bufs, const i64 *dims, void *ctx) {
   float *restrict v_Y = (float *)bufs[2];
   const i64 v_rows = dims[0];
   for (i64 v_Y_l0 = 0LL; v_Y_l0 < v_rows; ++v_Y_l0) {
-    #pragma GCC ivdep
+    #pragma omp simd
     for (i64 v_Y_l1 = 0LL; v_Y_l1 < 64LL; ++v_Y_l1) {
       v_Y[((v_Y_l0 * 64LL) + v_Y_l1)] = (v_A[((v_Y_l0 * 64LL) + v_Y_l1)] + v_B[((v_Y_l0 * 64LL) + v_Y_l1)]);
     }

@@ -28,7 +28,7 @@ int v_add_rows(void *const *bufs, const i64 *dims, void *ctx) {
   const i64 v_rows = dims[0];
   for (i64 v_Y_l0 = 0LL; v_Y_l0 < v_rows; ++v_Y_l0) {
     if (kiln_bc_range((v_Y_l0 * 64LL), ((v_Y_l0 * 64LL) + 63LL), (v_rows * 64LL), 2, &kiln_bounds) && kiln_bc_range((v_Y_l0 * 64LL), ((v_Y_l0 * 64LL) + 63LL), (v_rows * 64LL), 0, &kiln_bounds) && kiln_bc_range((v_Y_l0 * 64LL), ((v_Y_l0 * 64LL) + 63LL), (v_rows * 64LL), 1, &kiln_bounds)) {
-      #pragma GCC ivdep
+      #pragma omp simd
       for (i64 v_Y_l1 = 0LL; v_Y_l1 < 64LL; ++v_Y_l1) {
         v_Y[((v_Y_l0 * 64LL) + v_Y_l1)] = (v_A[((v_Y_l0 * 64LL) + v_Y_l1)] + v_B[((v_Y_l0 * 64LL) + v_Y_l1)]);
       }

@@ -42,7 +42,7 @@ int v_gather(void *const *bufs, const i64 *dims, void *ctx) {
   for (i64 v_Y_l0 = 0LL; v_Y_l0 < v_n; ++v_Y_l0) {
     const i64 kiln_ix0 = kiln_index(kiln_ld_i64(v_I, v_Y_l0, v_n, 1, &kiln_bounds), v_rows, &kiln_oob);
     if (kiln_bc_range((v_Y_l0 * 64LL), ((v_Y_l0 * 64LL) + 63LL), (v_n * 64LL), 2, &kiln_bounds) && kiln_bc_range((kiln_ix0 * 64LL), (63LL + (kiln_ix0 * 64LL)), (v_rows * 64LL), 0, &kiln_bounds) && kiln_bc_range(v_Y_l0, v_Y_l0, v_n, 1, &kiln_bounds)) {
-      #pragma GCC ivdep
+      #pragma omp simd
       for (i64 v_Y_l1 = 0LL; v_Y_l1 < 64LL; ++v_Y_l1) {
         v_Y[((v_Y_l0 * 64LL) + v_Y_l1)] = v_X[(v_Y_l1 + (kiln_ix0 * 64LL))];
       }

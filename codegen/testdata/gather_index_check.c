@@ -29,7 +29,7 @@ int v_gather(void *const *bufs, const i64 *dims, void *ctx) {
   const i64 v_n = dims[1];
   for (i64 v_Y_l0 = 0LL; v_Y_l0 < v_n; ++v_Y_l0) {
     const i64 kiln_ix0 = kiln_index(v_I[v_Y_l0], v_rows, &kiln_oob);
-    #pragma GCC ivdep
+    #pragma omp simd
     for (i64 v_Y_l1 = 0LL; v_Y_l1 < 64LL; ++v_Y_l1) {
       v_Y[((v_Y_l0 * 64LL) + v_Y_l1)] = v_X[(v_Y_l1 + (kiln_ix0 * 64LL))];
     }

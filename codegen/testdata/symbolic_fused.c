@@ -25,7 +25,7 @@ static void *v_scale_par0(void *envp) {
   const i64 v_b = dims[0];
   const i64 v_s = dims[1];
   for (i64 v_Y_l0_fused = env->lo; v_Y_l0_fused < env->hi; ++v_Y_l0_fused) {
-    #pragma GCC ivdep
+    #pragma omp simd
     for (i64 v_Y_l2 = 0LL; v_Y_l2 < 8LL; ++v_Y_l2) {
       v_Y[(((((v_Y_l0_fused / v_s) * v_s) * 8LL) + ((v_Y_l0_fused % v_s) * 8LL)) + v_Y_l2)] = (v_X[(((((v_Y_l0_fused / v_s) * v_s) * 8LL) + ((v_Y_l0_fused % v_s) * 8LL)) + v_Y_l2)] * 2.0f);
     }

@@ -79,7 +79,7 @@ int v_softmax_rows(void *const *bufs, const i64 *dims, void *ctx) {
         }
       }
       for (i64 v_softmax_l0 = 0LL; v_softmax_l0 < v_rows; ++v_softmax_l0) {
-        #pragma GCC ivdep
+        #pragma omp simd
         for (i64 v_softmax_l1 = 0LL; v_softmax_l1 < v_cols; ++v_softmax_l1) {
           v_softmax[((v_softmax_l0 * v_cols) + v_softmax_l1)] = (kiln_expf((v_X[((v_softmax_l0 * v_cols) + v_softmax_l1)] - v_softmax_max[v_softmax_l0])) / v_softmax_sum[v_softmax_l0]);
         }

@@ -61,7 +61,12 @@ func FindCompiler() (*Compiler, error) {
 		native, ok := resolveNative(path)
 		flags := []string{"-O3"}
 		if ok {
-			flags = append(flags, "-march=native")
+			// vectorized loops as wide as the micro-kernels' vectors: gcc's tuning for
+			// AVX-512 Xeons prefers 256-bit ones (a choice for Skylake's clocks), and
+			// every kernel already runs 512-bit micro-kernels; on an AVX-512 Xeon
+			// (2026-11-28) bert_tiny 0.955, mobilenet_v2 0.963, EfficientNet-B0 0.971
+			// of the time at one thread. No effect on a machine without AVX-512.
+			flags = append(flags, "-march=native", "-mprefer-vector-width=512")
 		}
 		flags = append(append(flags, capFlags(level)...), "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd")
 		return &Compiler{Path: path, Version: strings.TrimSpace(version), Flags: flags, Native: native, work: &workState{}}, nil

@@ -39,7 +39,7 @@
 //     the thread index is a BUG.
 //
 // Vectorization and longer unrolled loops are loop kinds the C dialect turns into
-// compiler hints (ivdep, omp simd reduction, unroll pragmas), and tensor intrinsics carry
+// compiler hints (omp simd, omp simd reduction, unroll pragmas), and tensor intrinsics carry
 // their own vector code.
 //
 // GPU kernels (GPUPipeline, the same passes with PrivatizeLocal after LowerBlocks and

@@ -60,6 +60,11 @@
 //     becomes a 1×1 Conv to M·b·b channels and a CRD DepthToSpace of block b (just the
 //     Conv for b = 1): the same products and sums, taken by the matrix-product
 //     strategies instead of a gather;
+//   - conv1d-to-conv2d (O1): a 1-D Conv of a static float32 [N, C, L] input and
+//     a constant weight becomes Unsqueeze (axis 2), the 2-D Conv of the same kernel, strides,
+//     dilations and pads along the second axis of a one-row map, and Squeeze: the
+//     blocked convolution strategies instead of the generic rule (a speech model's
+//     40→192 conv over 100 steps ran at 3% of the FMA peak on the generic rule);
 //   - stft-to-matmul (O1): an STFT of a real float32 signal of known length with a
 //     constant frame step, window and frame length becomes Reshape, Gather (the frames,
 //     overlapping), MatMul by the constant windowed DFT matrix [N, 2·bins] and Reshape:

@@ -89,6 +89,7 @@ func Level(o int) Pipeline {
 		{1, Pass{Name: "cse", Run: CSE}},
 		{1, Pass{Name: "fold-batchnorm", Run: FoldBatchNorm}},
 		{1, Pass{Name: "convtranspose-to-conv", Run: ConvTransposeAsConv}},
+		{1, Pass{Name: "conv1d-to-conv2d", Run: Conv1DAsConv2D}},
 		{1, Pass{Name: "stft-to-matmul", Run: STFTAsMatMul}},
 		{0, Pass{Name: "dce", Run: DCE, Required: true}},
 		{2, Pass{Name: "pad-channels", Run: PadChannels}},
@@ -140,6 +141,9 @@ var Constraints = []Constraint{
 	{"fold-constants", "convtranspose-to-conv", "the transposed weights must be constants"},
 	{"convtranspose-to-conv", "dce", "the transposed weights are left for dce to remove"},
 	{"convtranspose-to-conv", "alter-layout", "the 1×1 Conv takes the blocked layout"},
+	{"fold-constants", "conv1d-to-conv2d", "the weights must be constants"},
+	{"conv1d-to-conv2d", "dce", "the 1-D weights are left for dce to remove"},
+	{"conv1d-to-conv2d", "alter-layout", "the 2-D Conv takes the blocked layout"},
 	{"fold-constants", "stft-to-matmul", "the frame step, window and frame length must be constants"},
 	{"stft-to-matmul", "fuse-ops", "the DFT's MatMul and Gather fuse as any others"},
 }

@@ -168,3 +168,36 @@ func TestReturnDueDuringARequestWaitsForItsEnd(t *testing.T) {
 		t.Fatalf("memory returned %v after the last request ended, want at once", took)
 	}
 }
+
+// TestRequestEndingDuringAReturnGetsItsOwn: a large request that ends while a return of
+// memory runs (the return was pending, so its end scheduled none) is returned after it,
+// within the interval, without another request to trigger it.
+func TestRequestEndingDuringAReturnGetsItsOwn(t *testing.T) {
+	var calls atomic.Int32
+	running, finish := make(chan struct{}, 1), make(chan struct{})
+	free := func() {
+		if calls.Add(1) == 1 {
+			running <- struct{}{}
+			<-finish
+		}
+	}
+	b := New(100, Options{LargeBytes: 10, ReleaseAfter: 20, ReleaseInterval: 100 * time.Millisecond, FreeOSMemory: free})
+	reserve := func() *Reservation {
+		r, err := b.Reserve(context.Background(), 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	reserve().Release()
+	<-running // the first return runs
+	reserve().Release()
+	close(finish)
+	deadline := time.Now().Add(2 * time.Second)
+	for calls.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("%d returns, want 2: the request that ended during the first was never returned", got)
+	}
+}

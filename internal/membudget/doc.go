@@ -23,8 +23,9 @@
 // more after Shrink) have been released and the budget is nearly idle again (less
 // than LargeBytes reserved), the budget runs two collections and
 // debug.FreeOSMemory on a goroutine of its own, at most once per
-// Options.ReleaseInterval (a release that comes too soon is done when the interval
-// has passed). Small requests never trigger it, so a steady load of them costs no
+// Options.ReleaseInterval (2 s by default; a release that comes too soon is done when
+// the interval has passed, and the bytes of requests that end while a release runs get
+// a release of their own after it). Small requests never trigger it, so a steady load of them costs no
 // forced collection.
 //
 // Invariants: the bytes reserved never exceed the budget's size; Release is

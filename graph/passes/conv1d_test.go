@@ -84,15 +84,6 @@ func TestConv1DBecomesConv2DOfOneRow(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", c.name, err, text)
 		}
-		g, w := got[0].(*tensor.Tensor), want[0].(*tensor.Tensor)
-		if g.Shape.String() != w.Shape.String() {
-			t.Fatalf("%s: shape %v after the rewrite, %v before", c.name, g.Shape, w.Shape)
-		}
-		gv, wv := g.Float64s(), w.Float64s()
-		for j := range wv {
-			if d := gv[j] - wv[j]; d > 1e-5 || d < -1e-5 {
-				t.Fatalf("%s: element %d: %v after the rewrite, %v before", c.name, j, gv[j], wv[j])
-			}
-		}
+		sameAfterRewrite(t, c.name, got[0], want[0])
 	}
 }

@@ -76,15 +76,22 @@ func TestNonOverlappingConvTransposeBecomesConvAndDepthToSpace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", c.name, err, text)
 		}
-		g, w := got[0].(*tensor.Tensor), want[0].(*tensor.Tensor)
-		if fmt.Sprint(g.Shape) != fmt.Sprint(w.Shape) {
-			t.Fatalf("%s: shape %v after the rewrite, %v before", c.name, g.Shape, w.Shape)
-		}
-		gv, wv := g.Float64s(), w.Float64s()
-		for j := range wv {
-			if d := gv[j] - wv[j]; d > 1e-5 || d < -1e-5 {
-				t.Fatalf("%s: element %d: %v after the rewrite, %v before", c.name, j, gv[j], wv[j])
-			}
+		sameAfterRewrite(t, c.name, got[0], want[0])
+	}
+}
+
+// sameAfterRewrite fails the test unless got (after a rewrite) has want's (before it)
+// shape and every element within 1e-5 of it.
+func sameAfterRewrite(t *testing.T, name string, got, want ref.Value) {
+	t.Helper()
+	g, w := got.(*tensor.Tensor), want.(*tensor.Tensor)
+	if fmt.Sprint(g.Shape) != fmt.Sprint(w.Shape) {
+		t.Fatalf("%s: shape %v after the rewrite, %v before", name, g.Shape, w.Shape)
+	}
+	gv, wv := g.Float64s(), w.Float64s()
+	for j := range wv {
+		if d := gv[j] - wv[j]; d > 1e-5 || d < -1e-5 {
+			t.Fatalf("%s: element %d: %v after the rewrite, %v before", name, j, gv[j], wv[j])
 		}
 	}
 }

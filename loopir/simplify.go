@@ -198,6 +198,33 @@ func (a *Analyzer) rule(e Expr) Expr {
 			}
 			return a.rule(Bin(Add, q.expr(b.DType()), rest))
 		}
+	case Min, Max:
+		// a clamp whose bounds are proven drops: min(x, y) = x when x <= y everywhere
+		x, y := a.Bound(b.A), a.Bound(b.B)
+		if x.Max <= y.Min {
+			if b.Op == Min {
+				return b.A
+			}
+			return b.B
+		}
+		if y.Max <= x.Min {
+			if b.Op == Min {
+				return b.B
+			}
+			return b.A
+		}
+	case And, Or:
+		// a decided operand (a bound proven by the loop's range) decides or drops
+		for _, p := range [][2]Expr{{b.A, b.B}, {b.B, b.A}} {
+			c, ok := p[0].(*IntImm)
+			if !ok || p[1].DType() != tensor.Bool {
+				continue // an integer operand's truth value is not its value
+			}
+			if (c.V != 0) == (b.Op == And) {
+				return p[1] // true && y, false || y
+			}
+			return &IntImm{V: boolInt(b.Op == Or), DT: tensor.Bool} // false && y, true || y
+		}
 	case LT, LE, GT, GE, EQ, NE:
 		x, y := a.Bound(b.A), a.Bound(b.B)
 		if v, ok := decide(b.Op, x, y); ok {
@@ -209,6 +236,14 @@ func (a *Analyzer) rule(e Expr) Expr {
 		}
 	}
 	return e
+}
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // joinDivMod rejoins one pair of terms that a fused loop's index splits a variable into,

@@ -28,6 +28,14 @@ func TestSimplify(t *testing.T) {
 		{Bin(LT, x, n), "(x < n)"},
 		{Bin(Div, Bin(Add, Bin(Mul, x, eight), n), eight), "((n / 8) + x)"}, // floor division splits exactly
 		{Bin(Mod, Bin(Add, Bin(Mul, x, Int(16)), Bin(Add, n, Int(3))), eight), "((n + 3) % 8)"},
+		// clamps and conjunctions the bounds decide
+		{Bin(Max, Bin(Min, y, Int(7)), Int(0)), "y"},
+		{Bin(Min, Int(100), x), "x"},
+		{Bin(Min, x, Int(7)), "min(x, 7)"},
+		{Bin(And, Bin(GE, y, Int(0)), Bin(LT, x, n)), "(x < n)"},
+		{Bin(And, Bin(LT, x, n), Bin(GT, y, Int(7))), "0"},
+		{Bin(Or, Bin(LT, x, n), Bin(LT, y, eight)), "1"},
+		{Bin(And, Bin(LT, y, eight), x), "(1 && x)"}, // an integer's truth is not its value
 	}
 	for _, c := range cases {
 		if got := ExprString(a.Simplify(c.in)); got != c.want {

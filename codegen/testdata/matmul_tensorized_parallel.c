@@ -278,7 +278,7 @@ static void *v_matmul_packed_par0(void *envp) {
   for (i64 v_packed_b_l0 = env->lo; v_packed_b_l0 < env->hi; ++v_packed_b_l0) {
     for (i64 v_packed_b_l1 = 0LL; v_packed_b_l1 < 64LL; ++v_packed_b_l1) {
       for (i64 v_packed_b_l2 = 0LL; v_packed_b_l2 < 8LL; ++v_packed_b_l2) {
-        v_packed_b[(((v_packed_b_l0 * 512LL) + (v_packed_b_l1 * 8LL)) + v_packed_b_l2)] = v_B[(kiln_min_i64(((v_packed_b_l0 * 8LL) + v_packed_b_l2), 39LL) + (v_packed_b_l1 * 40LL))];
+        v_packed_b[(((v_packed_b_l0 * 512LL) + (v_packed_b_l1 * 8LL)) + v_packed_b_l2)] = v_B[(((v_packed_b_l0 * 8LL) + (v_packed_b_l1 * 40LL)) + v_packed_b_l2)];
       }
     }
   }

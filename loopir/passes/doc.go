@@ -14,6 +14,13 @@
 //     branches whose condition it decides (selects too: after UnrollLoops, a select over
 //     the unrolled variable picks its branch).
 //
+//   - PartitionBoundaryLoops (CPU only) splits a serial loop of constant range whose
+//     body tests its own variable against a bound (a padding's zero test, a clamp's
+//     limits) into the ranges where every such test is decided, each simplified over
+//     its own range, at most 3 pieces a loop and 4096 copied stores a function: a
+//     convolution reading its input through the padding's select reads it plainly
+//     except at the borders.
+//
 //   - UnswitchInvariantSelect (CPU only) splits an innermost loop on a select between
 //     loads and constants whose condition does not change inside it (if c { loop with
 //     the true side } else { ... the false side }), a select chain's head first, at most

@@ -25,6 +25,7 @@ func CPUPipeline() Pipeline {
 		{Name: "unroll", Run: UnrollLoops},
 		{Name: "reuse-local-storage", Run: ReuseLocalStorage},
 		{Name: "simplify", Run: Simplify},
+		{Name: "partition-boundary-loops", Run: PartitionBoundaryLoops},
 		{Name: "unswitch-invariant-select", Run: UnswitchInvariantSelect},
 		{Name: "hoist-invariant-if", Run: HoistInvariantIf},
 		{Name: "tighten-loop-guard", Run: TightenLoopGuard},
@@ -32,7 +33,8 @@ func CPUPipeline() Pipeline {
 }
 
 // GPUPipeline is the lowering pipeline for the GPU dialects (CUDA C, OpenCL C): the C
-// dialect's passes but tighten-loop-guard and unswitch-invariant-select, which know no target, with PrivatizeLocal after LowerBlocks (a
+// dialect's passes but tighten-loop-guard, partition-boundary-loops and
+// unswitch-invariant-select, which know no target, with PrivatizeLocal after LowerBlocks (a
 // local buffer becomes per-thread storage) and FlattenTextures before Flatten (texture
 // accesses become texel accesses, whole lane loops of the block's iterators), then the barriers shared buffers need
 // (InsertBarriers, last: no later pass moves a statement across one). The launch
@@ -42,8 +44,9 @@ func GPUPipeline() Pipeline {
 	var cpu Pipeline
 	for _, p := range CPUPipeline() {
 		// the GPU kernels keep their loop guards: tightening was measured on the CPU
-		// only, and a GPU thread loop's extent is its launch's; unswitching was too
-		if p.Name != "tighten-loop-guard" && p.Name != "unswitch-invariant-select" {
+		// only, and a GPU thread loop's extent is its launch's; unswitching and
+		// partitioning were too
+		if p.Name != "tighten-loop-guard" && p.Name != "unswitch-invariant-select" && p.Name != "partition-boundary-loops" {
 			cpu = append(cpu, p)
 		}
 	}

@@ -41,7 +41,10 @@
 // per output row (batch·block·row, parallel) the padded input rows its window spans are
 // copied into a row-sized buffer (for a depthwise block, per band of up to the knob
 // rows output rows, default 8, dividing the height: each input row copied once per
-// band), then the
+// band) — except where a written-out tile reads an input stored in the block's own
+// channel blocks, one column a vector, without a multiplier (readsInPlace): the pad
+// is inlined and the tiles read the input where it is stored, the lowering's
+// partition-boundary-loops leaving the zero test to the border rows and tiles — then the
 // row's columns are computed in register tiles (depthwise_tile.go: tiles of the largest
 // width up to the knob tile_w, default 8, that divides the row, for kernels of at most
 // max_taps taps, default 9 (3×3), the block's lanes an

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 392 files; see Identity.
-const sourceDigest = "af4eaa8af6f56de5570bf5c0a4882ec8"
+const sourceDigest = "74b85127fab823ef2f156d20fd1f2bd9"

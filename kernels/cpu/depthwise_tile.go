@@ -31,7 +31,8 @@ type DepthwiseConfig struct {
 	// Rows is the most output rows one parallel iteration computes from one padded
 	// buffer of the input rows their windows span (the largest divisor of the output
 	// height up to Rows): overlapping windows copy each input row once per band
-	// instead of once per output row.
+	// instead of once per output row. A tile that reads its input in place
+	// (readsInPlace) copies nothing; its bands are then only the parallel grain.
 	Rows int64
 }
 

@@ -36,7 +36,15 @@ func extraNMS(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		return def
 	}
-	maxOut := int(scalar(2, 0))
+	// max_output_boxes_per_class is an int64 and read as one: through a float64, its
+	// usual "no limit" INT64_MAX rounds up past the int range
+	maxOut := int64(0)
+	if len(in) > 2 && in[2] != nil && in[2].Len() > 0 {
+		if !in[2].DType.IsInt() {
+			return nil, Badf("max_output_boxes_per_class is %v, want an integer", in[2].DType)
+		}
+		maxOut = in[2].Int64s()[0]
+	}
 	iouTh := scalar(3, 0)
 	hasScoreTh := len(in) > 4 && in[4] != nil && in[4].Len() > 0
 	scoreTh := scalar(4, 0)
@@ -75,7 +83,7 @@ func extraNMS(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			sort.SliceStable(cand, func(p, q int) bool { return sc[cand[p]] > sc[cand[q]] })
 			var kept []int
 			for _, i := range cand {
-				if len(kept) >= maxOut {
+				if int64(len(kept)) >= maxOut {
 					break
 				}
 				ok := true

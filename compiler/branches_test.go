@@ -88,3 +88,37 @@ func TestConstantConditionLowersOnlyTakenBranch(t *testing.T) {
 		}
 	}
 }
+
+// TestIfOfBranchShapesBindsItsExtent: an If whose branches return different lengths (an
+// empty constant, or NonZero's survivors, as torchvision's detection exports choose
+// between no boxes and the suppression's) has an output extent that nothing before it
+// binds; the extent is read from the taken branch's result, so a kernel after the If
+// runs on it. Both branches are taken, against the reference.
+func TestIfOfBranchShapesBindsItsExtent(t *testing.T) {
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: f32[6], %c: bool[]) {
+  const %one: i64[] = [1]
+  const %ax: i64[1] = [0]
+  %r = If(%c) name="maybe_none" : i64[p]
+    then_branch =
+      func @then_branch() {
+        const %none: i64[0] = []
+        return %none
+      }
+    else_branch =
+      func @else_branch() {
+        %nz = NonZero(%x) : i64[1,k]
+        %s = Squeeze(%nz, %ax) : i64[k]
+        return %s
+      }
+  %o = Add(%r, %one) : i64[p]
+  return %o
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := f32s(tensor.Shape{6}, 0, 2, 0, 3, 4, 0)
+	checkSymbolic(t, m, target.Host(), Options{}, [][]*tensor.Tensor{
+		{x, boolScalar(false)}, {x, boolScalar(true)}, {x, boolScalar(false)},
+	})
+}

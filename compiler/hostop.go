@@ -127,13 +127,8 @@ func (e *emitter) lowerHostOp(n *graph.Node, name string) error {
 		if o.Type.Kind != graph.KindTensor || o.Type.UnknownRank {
 			return fmt.Errorf("%v: output %d has type %v; a host op's outputs must have a known rank", n, k, o.Type)
 		}
-		shape := e.newReg()
-		e.emit(vm.Instr{Op: vm.ShapeOf, Dst: shape, Args: []vm.Reg{r}})
-		e.host[shape] = true
-		for axis, d := range o.Type.Shape {
-			if err := e.bindDim(n, shape, axis, d); err != nil {
-				return err
-			}
+		if err := e.bindResultShape(n, o, r); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -100,6 +100,23 @@ func (e *emitter) hasUnbound(n *graph.Node) bool {
 	return false
 }
 
+// bindResultShape binds the symbols of output o of n from the shape of r, the value
+// the node produced (a host op's result, the taken branch's result of an If): a
+// symbol not bound yet takes its extent, an extent over bound symbols is checked
+// (bindDim). o must have a known rank.
+func (e *emitter) bindResultShape(n *graph.Node, o *graph.Value, r vm.Reg) error {
+	e.use(r)
+	shape := e.newReg()
+	e.emit(vm.Instr{Op: vm.ShapeOf, Dst: shape, Args: []vm.Reg{r}})
+	e.host[shape] = true
+	for axis, d := range o.Type.Shape {
+		if err := e.bindDim(n, shape, axis, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // bindDim binds d to element k of the host shape in shape: a fresh symbol takes the
 // value, a dim over bound symbols (or a constant) is checked against it, and a compound
 // dim over unbound symbols is left (the code that needs it refuses it).

@@ -269,6 +269,23 @@ func (e *emitter) lowerIf(n *graph.Node) error {
 	for i, o := range n.Outputs {
 		e.reg[o] = outs[i]
 	}
+	return e.bindIfResults(n)
+}
+
+// bindIfResults binds the symbols of an If's outputs that no earlier code bound (the
+// branches' results differ in shape, so inference gave the output fresh extents, as
+// torchvision's detection models do: an empty list in one branch, a suppression's
+// survivors in the other) from the shape of the result the taken branch left.
+func (e *emitter) bindIfResults(n *graph.Node) error {
+	for _, o := range n.Outputs {
+		t := o.Type
+		if t.Kind != graph.KindTensor || t.UnknownRank || e.allBound(t.Shape) {
+			continue
+		}
+		if err := e.bindResultShape(n, o, e.reg[o]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

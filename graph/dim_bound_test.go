@@ -30,8 +30,15 @@ func TestDimPolynomialsStayBounded(t *testing.T) {
 	if d := sum(maxDimTerms + 1); !big(d) {
 		t.Fatalf("a sum of %d symbols: %v, want a symbol of its own", maxDimTerms+1, d)
 	}
-	if d := sum(9).Mul(sum(9)); !big(d) {
-		t.Fatalf("a product of two 9-term sums: %v, want a symbol of its own", d)
+	k := 1 // the fewest terms whose square is past maxDimTerms
+	for k*k <= maxDimTerms {
+		k++
+	}
+	if d := sum(k).Mul(sum(k)); !big(d) {
+		t.Fatalf("a product of two %d-term sums: %v, want a symbol of its own", k, d)
+	}
+	if d := sum(k - 1).Mul(sum(k - 1)); big(d) {
+		t.Fatalf("a product of two %d-term sums: %v, want a polynomial", k-1, d)
 	}
 	p := Sym("b")
 	for i := 1; i < maxTermSyms; i++ {

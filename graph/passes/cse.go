@@ -9,8 +9,9 @@ import (
 )
 
 // CSE merges nodes that compute the same thing: same op, equal attributes, the same
-// input values (nodes with subgraphs and random ops excluded). The later node's readers
-// read the earlier node's outputs; dce removes it. Results keep their own nodes.
+// input values, equal output types (sameTypes; nodes with subgraphs and random ops
+// excluded). The later node's readers read the earlier node's outputs; dce removes it.
+// Results keep their own nodes.
 //
 // Nodes are bucketed by op, printed attributes, output count and a hash of their input
 // values, and compared input by input within a bucket, so a node costs time linear in
@@ -38,7 +39,7 @@ func CSE(_ *Context, m *graph.Module) error {
 			for _, o := range n.Outputs {
 				keep = keep && !results[o]
 			}
-			if !keep || len(first.Outputs) != len(n.Outputs) {
+			if !keep || !sameTypes(first.Outputs, n.Outputs) {
 				continue
 			}
 			for i, o := range n.Outputs {
@@ -64,4 +65,15 @@ func newCSEKey(seed maphash.Seed, n *graph.Node) cseKey {
 		h = (h ^ maphash.Comparable(seed, v)) * 0x100000001b3
 	}
 	return cseKey{op: n.Op, attrs: fmt.Sprintf("%#v", n.Attrs), outs: len(n.Outputs), ins: len(n.Inputs), inHash: h}
+}
+
+// sameTypes reports whether two nodes' outputs have equal types and known values.
+// Nodes that compute the same thing can still differ in type where inference gave each
+// output a fresh symbol (NonZero's count, a Reshape to a run-time shape): merging them
+// would leave the later node's readers typed with a symbol nothing binds any more, so
+// such nodes stay apart.
+func sameTypes(a, b []*graph.Value) bool {
+	return slices.EqualFunc(a, b, func(x, y *graph.Value) bool {
+		return x.Type.Equal(y.Type) && slices.EqualFunc(x.Type.Known, y.Type.Known, graph.Dim.Equal)
+	})
 }

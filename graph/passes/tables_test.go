@@ -228,6 +228,25 @@ func TestCSECases(t *testing.T) {
   %e = Add(%c, %c) : f32[2,3]
   return %e
 }`},
+		{"outputs of fresh symbols stay apart (their readers are typed with them); equal types merge", `func @main(%x: f32[5]) {
+  %a = NonZero(%x) : i64[1,n1]
+  %b = NonZero(%x) : i64[1,n2]
+  %c = NonZero(%x) : i64[1,n1]
+  %d = Transpose(%a) {perm=[1,0]} : i64[n1,1]
+  %e = Transpose(%b) {perm=[1,0]} : i64[n2,1]
+  %f = Transpose(%c) {perm=[1,0]} : i64[n1,1]
+  %g = Concat(%d, %e, %f) {axis=0} : i64[2*n1+n2,1]
+  return %g
+}`, `func @main(%x: f32[5]) {
+  %a = NonZero(%x) : i64[1,n1]
+  %b = NonZero(%x) : i64[1,n2]
+  %c = NonZero(%x) : i64[1,n1]
+  %d = Transpose(%a) {perm=[1,0]} : i64[n1,1]
+  %e = Transpose(%b) {perm=[1,0]} : i64[n2,1]
+  %f = Transpose(%a) {perm=[1,0]} : i64[n1,1]
+  %g = Concat(%d, %e, %d) : i64[2*n1+n2,1]
+  return %g
+}`},
 		{"a duplicate that is a result keeps its node", `func @main(%x: f32[2,3]) {
   %a = Relu(%x) : f32[2,3]
   %b = Relu(%x) : f32[2,3]

@@ -7,8 +7,8 @@
 #
 # A model already in place with the right sha256 is not fetched again; reference data
 # is always rewritten. Needs npm, node, tar and sha256sum, and Debian's python3-torch,
-# python3-torchvision and python3-onnx for the exported cases (package torchvision, quantized,
-# half or melspec: exported by export_PACKAGE.py). KILN_ORT_NODE_MODULES names
+# python3-torchvision and python3-onnx for the exported cases (package torchvision, tvtask,
+# quantized, half or melspec: exported by export_PACKAGE.py). KILN_ORT_NODE_MODULES names
 # a node_modules folder holding onnxruntime-node (default bench/ort/node_modules,
 # installed there with `npm ci` when absent).
 set -euo pipefail
@@ -32,11 +32,11 @@ python=/usr/bin/python3 # Debian's, which sees python3-torch
 while IFS=$'\t' read -r name pkg path sum bytes sets; do
 	[[ -z "$name" || "$name" == \#* ]] && continue
 	model=$dest/$name/model.onnx
-	if [ "$pkg" = torchvision ] || [ "$pkg" = quantized ] || [ "$pkg" = melspec ] || [ "$pkg" = half ]; then
+	if [ "$pkg" = torchvision ] || [ "$pkg" = tvtask ] || [ "$pkg" = quantized ] || [ "$pkg" = melspec ] || [ "$pkg" = half ]; then
 		# exported here by export_$pkg.py (the quantized cases run export_torchvision.py
 		# first): re-exported when an exporter, PyTorch or onnx changes
 		needs='import torch, torchvision' debs='python3-torch python3-torchvision'
-		if [ "$pkg" != torchvision ]; then
+		if [ "$pkg" != torchvision ] && [ "$pkg" != tvtask ]; then
 			needs="$needs, onnx" debs="$debs python3-onnx"
 		fi
 		if ! "$python" -c "$needs" 2>/dev/null; then
@@ -45,7 +45,9 @@ while IFS=$'\t' read -r name pkg path sum bytes sets; do
 		fi
 		exporter=$here/export_$pkg.py
 		stamp=$("$python" -c 'import torch, torchvision; print(torch.__version__, torchvision.__version__)')" $(sha256sum "$here/export_torchvision.py" | cut -c1-64)"
-		if [ "$pkg" != torchvision ]; then
+		if [ "$pkg" = tvtask ]; then
+			stamp="$stamp $(sha256sum "$exporter" | cut -c1-64)"
+		elif [ "$pkg" != torchvision ]; then
 			stamp="$stamp $("$python" -c 'import onnx; print(onnx.__version__)') $(sha256sum "$exporter" | cut -c1-64)"
 		fi
 		if [ ! -f "$model" ] || [ "$(cat "$dest/$name/export.txt" 2>/dev/null)" != "$stamp" ]; then

@@ -272,6 +272,38 @@ func removeSyms(from, sub []string) ([]string, bool) {
 	return rest, true
 }
 
+// Subst replaces each symbol of d that s maps by its dim (the others stay): a symbol
+// found to equal another extent. Overflow gives the overflowed dim, as the arithmetic
+// does.
+func (d Dim) Subst(s map[string]Dim) Dim {
+	if d.ovf || len(s) == 0 {
+		return d
+	}
+	hit := false
+	for _, t := range d.terms {
+		for _, x := range t.syms {
+			_, ok := s[x]
+			hit = hit || ok
+		}
+	}
+	if !hit {
+		return d
+	}
+	out := Const(d.c)
+	for _, t := range d.terms {
+		p := Const(t.coef)
+		for _, x := range t.syms {
+			v, ok := s[x]
+			if !ok {
+				v = Sym(x)
+			}
+			p = p.Mul(v)
+		}
+		out = out.Add(p)
+	}
+	return out
+}
+
 // Eval substitutes symbol values; ok is false if a symbol is unbound, or if d or the
 // evaluation overflows int64.
 func (d Dim) Eval(env map[string]int64) (int64, bool) {

@@ -101,3 +101,19 @@ func TestDimPoly(t *testing.T) {
 		t.Errorf("Poly(7) = %d, %v", c, terms)
 	}
 }
+
+// TestDimSubst: Subst replaces mapped symbols by their dims inside products and sums,
+// leaves the others, and keeps a dim without mapped symbols as it is.
+func TestDimSubst(t *testing.T) {
+	d := Sym("a").Mul(Sym("b")).Scale(3).Add(Sym("b")).Add(Const(2)) // 3*a*b+b+2
+	s := map[string]Dim{"b": Sym("c").Add(Const(1)), "z": Const(7)}
+	if got, want := d.Subst(s).String(), "3*a*c+3*a+c+3"; got != want {
+		t.Errorf("(%v).Subst: %s, want %s", d, got, want)
+	}
+	if got := Sym("a").Subst(s); !got.Equal(Sym("a")) {
+		t.Errorf("a.Subst: %v", got)
+	}
+	if got := d.Subst(map[string]Dim{"a": Const(0), "b": Const(4)}); !got.Equal(Const(6)) {
+		t.Errorf("(%v).Subst(a=0, b=4): %v, want 6", d, got)
+	}
+}

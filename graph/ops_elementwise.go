@@ -278,7 +278,46 @@ func inferWhere(ic *InferCtx, n *Node) ([]Type, error) {
 	if !ranked {
 		return []Type{{Kind: KindTensor, DType: x.DType, UnknownRank: true}}, nil
 	}
-	return []Type{TensorType(x.DType, shape...)}, nil
+	t := TensorType(x.DType, shape...)
+	t.Known = whereKnown(n, t)
+	return []Type{t}, nil
+}
+
+// whereKnown is the known value of an integer Where of rank 0 or 1 whose condition
+// inference can decide element by element (staticBools) and whose operands' values are
+// known: each element the chosen operand's (one-element operands broadcast). nil
+// otherwise.
+func whereKnown(n *Node, t Type) []Dim {
+	if !t.DType.IsInt() || len(t.Shape) > 1 {
+		return nil
+	}
+	cond, ok := staticBools(n.Input(0), 0)
+	if !ok {
+		return nil
+	}
+	x, okX := knownElems(n, 1)
+	y, okY := knownElems(n, 2)
+	if !okX || !okY {
+		return nil
+	}
+	l := max(len(cond), len(x), len(y))
+	if shape, ok := t.ConstShape(); !ok || shape.NumElements() != l {
+		return nil
+	}
+	for _, k := range []int{len(cond), len(x), len(y)} {
+		if k != l && k != 1 {
+			return nil
+		}
+	}
+	out := make([]Dim, l)
+	for i := range out {
+		if cond[min(i, len(cond)-1)] {
+			out[i] = x[min(i, len(x)-1)]
+		} else {
+			out[i] = y[min(i, len(y)-1)]
+		}
+	}
+	return out
 }
 
 // inferArith broadcasts and, for integer tensors whose values are known symbolically

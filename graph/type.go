@@ -107,6 +107,30 @@ func (t Type) ConstShape() (tensor.Shape, bool) {
 	return s, true
 }
 
+// Subst is t with Dim.Subst applied to its extents and known values (an element type's
+// too).
+func (t Type) Subst(s map[string]Dim) Type {
+	if len(s) == 0 {
+		return t
+	}
+	if t.Elem != nil {
+		e := t.Elem.Subst(s)
+		t.Elem = &e
+	}
+	sub := func(ds []Dim) []Dim {
+		if ds == nil {
+			return nil
+		}
+		out := make([]Dim, len(ds))
+		for i, d := range ds {
+			out[i] = d.Subst(s)
+		}
+		return out
+	}
+	t.Shape, t.Known = sub(t.Shape), sub(t.Known)
+	return t
+}
+
 // Equal compares kind, dtype and shape (not Known).
 func (t Type) Equal(o Type) bool {
 	if t.Kind != o.Kind || t.DType != o.DType || t.UnknownRank != o.UnknownRank || len(t.Shape) != len(o.Shape) {

@@ -46,7 +46,19 @@ func FoldConstants(ctx *Context, m *graph.Module) error {
 		}
 	})
 	fo.grow = max(fo.grow, 1<<24)
-	return fo.fold(m.Main)
+	fo.subst, fo.inputSyms = map[string]graph.Dim{}, map[string]bool{}
+	for _, p := range m.Main.Params {
+		for _, d := range p.Type.Shape {
+			for _, s := range d.Symbols() {
+				fo.inputSyms[s] = true
+			}
+		}
+	}
+	if err := fo.fold(m.Main); err != nil {
+		return err
+	}
+	fo.substitute(m)
+	return nil
 }
 
 // defaultFoldBudget is Context.FoldBudget's default: some seconds of the reference
@@ -60,6 +72,11 @@ type folder struct {
 	limit int64   // FoldLimit
 	work  float64 // operations the run may still spend
 	grow  int64   // elements the run may still create
+	// subst maps each fresh symbol that refine found to equal another extent (an
+	// output's extent inferred again from folded inputs) to that extent; inputSyms are
+	// the symbols of the main function's parameters, which are never substituted
+	subst     map[string]graph.Dim
+	inputSyms map[string]bool
 }
 
 func (fo *folder) fold(f *graph.Func) error {
@@ -73,7 +90,7 @@ func (fo *folder) fold(f *graph.Func) error {
 				return err
 			}
 		}
-		refine(fo.ic, n)
+		fo.refine(n)
 		outs, err := fo.node(n)
 		if err != nil {
 			return err
@@ -267,21 +284,100 @@ func typeFits(t graph.Type, v *tensor.Tensor) bool {
 
 // refine infers n's output types again now that inputs may have become constants (a
 // Reshape whose shape was computed from Shape nodes): a result with fewer symbolic
-// extents replaces the old type. A node with subgraphs is refined after its subgraphs
-// have been folded (fold does them first): an If whose condition has become known (a
+// extents, or with known values where the old type had none, replaces the old type. A
+// node with subgraphs is refined after its subgraphs have been folded (fold does them
+// first): an If whose condition has become known (a
 // rank guard on an extent that a folded Pad or Reshape fixed) takes its branch's
 // types, and one whose condition is not known merges both branches' types.
-func refine(ic *graph.InferCtx, n *graph.Node) {
-	types, err := graph.InferNode(ic, n)
+//
+// Where an output's old extent was a symbol of its own (not an input's) and the new
+// type has another extent there, the two are the same run-time value: the symbol is
+// recorded for substitute, since values folded earlier (a ShapeExpr made from the old
+// extent, a Reshape to it) still name it.
+func (fo *folder) refine(n *graph.Node) {
+	types, err := graph.InferNode(fo.ic, n)
 	if err != nil {
 		return
 	}
 	for i, t := range types {
 		old := n.Outputs[i].Type
-		if t.Kind == old.Kind && t.DType == old.DType && symbolic(t) < symbolic(old) {
+		if t.Kind != old.Kind || t.DType != old.DType {
+			continue
+		}
+		// fewer symbolic extents, or the same shape with its values now known (a Where
+		// whose condition folding decided)
+		if symbolic(t) < symbolic(old) || (old.Known == nil && t.Known != nil && t.Equal(old)) {
 			n.Outputs[i].Type = t
+			fo.learn(old, t)
 		}
 	}
+}
+
+// learn records, per axis, an old extent that is a symbol of its own and differs in the
+// refined type t.
+func (fo *folder) learn(old, t graph.Type) {
+	if old.UnknownRank || t.UnknownRank || len(old.Shape) != len(t.Shape) {
+		return
+	}
+	for k, d := range old.Shape {
+		s, ok := d.IsSym()
+		if !ok || fo.inputSyms[s] || d.Equal(t.Shape[k]) || slices.Contains(t.Shape[k].Symbols(), s) {
+			continue
+		}
+		if _, seen := fo.subst[s]; !seen {
+			fo.subst[s] = t.Shape[k]
+		}
+	}
+}
+
+// maxSubstRounds bounds how often substitute resolves a learned extent that names
+// another learned symbol.
+const maxSubstRounds = 8
+
+// substitute rewrites every type of m (parameters, constants, node outputs, results of
+// every function, and ShapeExpr values) with the learned symbols replaced.
+func (fo *folder) substitute(m *graph.Module) {
+	if len(fo.subst) == 0 {
+		return
+	}
+	for range maxSubstRounds {
+		changed := false
+		for s, d := range fo.subst {
+			if e := d.Subst(fo.subst); !e.Equal(d) && !slices.Contains(e.Symbols(), s) {
+				fo.subst[s], changed = e, true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	seen := map[*graph.Value]bool{}
+	fix := func(v *graph.Value) {
+		if v != nil && !seen[v] {
+			seen[v] = true
+			v.Type = v.Type.Subst(fo.subst)
+		}
+	}
+	m.Main.Funcs(func(f *graph.Func) {
+		for _, v := range f.Params {
+			fix(v)
+		}
+		for _, v := range f.Consts {
+			fix(v)
+		}
+		for _, n := range f.Nodes {
+			for _, v := range n.Outputs {
+				fix(v)
+			}
+			if a, ok := n.Attrs.(*graph.ShapeExprAttrs); ok && a.Value != nil {
+				t := a.Value.Subst(fo.subst)
+				a.Value = &t
+			}
+		}
+		for _, v := range f.Results {
+			fix(v)
+		}
+	})
 }
 
 // symbolic counts a type's non-constant extents (an unknown rank counts as many).

@@ -122,3 +122,37 @@ func @main(%x: f32[6], %c: bool[]) {
 		{x, boolScalar(false)}, {x, boolScalar(true)}, {x, boolScalar(false)},
 	})
 }
+
+// TestLoopOfGrowingCarriedValue: a Loop whose carried value gains a row each
+// iteration (Keypoint R-CNN concatenates its per-detection results this way), declared
+// with a fresh extent: the extent is read from the carried value before the loop and at
+// the top of every iteration, and the loop's result from the value it left; zero, one
+// and four iterations, against the reference.
+func TestLoopOfGrowingCarriedValue(t *testing.T) {
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: f32[2,3], %steps: i64[]) {
+  const %yes: bool[] = [1]
+  %r = Loop(%steps, %yes, %x) name="grow" : f32[k,3]
+    body =
+      func @body(%i: i64[], %c: bool[], %h: f32[j,3]) {
+        const %ax: i64[1] = [0]
+        const %first: i64[1] = [0]
+        const %one: i64[1] = [1]
+        %row = Slice(%h, %first, %one, %ax) : f32[1,3]
+        %twice = Add(%row, %row) : f32[1,3]
+        %g = Concat(%h, %twice) {axis=0} : f32[j+1,3]
+        %n = Neg(%g) : f32[j+1,3]
+        return %c, %n
+      }
+  %o = Relu(%r) : f32[k,3]
+  return %o
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := f32s(tensor.Shape{2, 3}, 1, -2, 3, -4, 5, -6)
+	steps := func(n int64) *tensor.Tensor { return tensor.Scalar(n) }
+	checkSymbolic(t, m, target.Host(), Options{}, [][]*tensor.Tensor{
+		{x, steps(0)}, {x, steps(1)}, {x, steps(4)}, {x, steps(1)},
+	})
+}

@@ -269,14 +269,14 @@ func (e *emitter) lowerIf(n *graph.Node) error {
 	for i, o := range n.Outputs {
 		e.reg[o] = outs[i]
 	}
-	return e.bindIfResults(n)
+	return e.bindResults(n)
 }
 
-// bindIfResults binds the symbols of an If's outputs that no earlier code bound (the
-// branches' results differ in shape, so inference gave the output fresh extents, as
-// torchvision's detection models do: an empty list in one branch, a suppression's
-// survivors in the other) from the shape of the result the taken branch left.
-func (e *emitter) bindIfResults(n *graph.Node) error {
+// bindResults binds the symbols of an If's or a Loop's outputs that no earlier code
+// bound from the shapes of the values the node left: an If whose branches' results
+// differ in shape (torchvision's detection models: an empty list in one branch, a
+// suppression's survivors in the other), a Loop whose carried value grows.
+func (e *emitter) bindResults(n *graph.Node) error {
 	for _, o := range n.Outputs {
 		t := o.Type
 		if t.Kind != graph.KindTensor || t.UnknownRank || e.allBound(t.Shape) {
@@ -376,6 +376,10 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 	for k := range vals {
 		e.reg[body.Params[2+k]] = vals[k]
 	}
+	varying, err := e.bindCarried(n, body.Params[2:], vals)
+	if err != nil {
+		return err
+	}
 	top := e.pc()
 	test := e.newReg()
 	for _, r := range []vm.Reg{iter, maxTrip, cond} {
@@ -388,6 +392,7 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 	region := &loopRegion{start: top, extend: map[*root]bool{}}
 	e.loops = append(e.loops, region)
 	e.depth++
+	e.rebindCarried(n, varying, vals)
 	if err := e.function(body); err != nil {
 		return err
 	}
@@ -409,7 +414,63 @@ func (e *emitter) lowerLoop(n *graph.Node) error {
 	}
 	e.moveTo(cond, tc)
 	e.closeLoop(iter, top, pcIf, region, vals, temps, accs, n.Outputs)
-	return nil
+	return e.bindResults(n)
+}
+
+// carriedDim is an extent of a loop-carried value that changes from iteration to
+// iteration: the symbol's register and where its value is read (carried value k, axis).
+type carriedDim struct {
+	reg     vm.Reg
+	k, axis int
+}
+
+// bindCarried binds, before a Loop, the symbols of its carried parameters that nothing
+// bound yet (a value that grows each iteration, as Keypoint R-CNN's per-detection
+// results concatenated in a loop, is declared with fresh extents) from the initial
+// values' shapes, and returns them for rebindCarried. A compound extent over unbound
+// symbols is left (the code that needs it refuses it).
+func (e *emitter) bindCarried(n *graph.Node, params []*graph.Value, vals []vm.Reg) ([]carriedDim, error) {
+	var out []carriedDim
+	for k, p := range params {
+		t := p.Type
+		if k >= len(vals) || t.Kind != graph.KindTensor || t.UnknownRank || e.allBound(t.Shape) {
+			continue
+		}
+		var fresh []int
+		for axis, d := range t.Shape {
+			if name, ok := d.IsSym(); ok {
+				if _, bound := e.sym[name]; !bound {
+					fresh = append(fresh, axis)
+				}
+			}
+		}
+		if err := e.bindResultShape(n, p, vals[k]); err != nil {
+			return nil, err
+		}
+		for _, axis := range fresh {
+			name, _ := t.Shape[axis].IsSym()
+			out = append(out, carriedDim{reg: e.sym[name], k: k, axis: axis})
+		}
+	}
+	return out, nil
+}
+
+// rebindCarried sets, at the top of each iteration, the symbols bindCarried bound from
+// the carried values as they are now.
+func (e *emitter) rebindCarried(n *graph.Node, dims []carriedDim, vals []vm.Reg) {
+	shapes := map[int]vm.Reg{}
+	for _, d := range dims {
+		shape, ok := shapes[d.k]
+		if !ok {
+			e.use(vals[d.k])
+			shape = e.newReg()
+			e.emit(vm.Instr{Op: vm.ShapeOf, Dst: shape, Args: []vm.Reg{vals[d.k]}})
+			e.host[shape] = true
+			shapes[d.k] = shape
+		}
+		axis := e.constInt(int64(d.axis))
+		e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: d.reg, Args: []vm.Reg{shape, axis}, Imm: e.builtin(vm.BuiltinShapeDim), Str: n.String()})
+	}
 }
 
 // appendScans appends each iteration's scan values (results, in order) to their

@@ -41,10 +41,10 @@ func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		return nil, Unsupported("Pad mode %q", mode)
 	}
 	from, err := Extents(x)
-	if err != nil {
+	if err != nil && mode != "constant" {
 		return nil, err
 	}
-	r := len(from)
+	r := len(x.Shape)
 	var fill loopir.Expr
 	if mode == "constant" {
 		fill = lit(0, &loopir.IntImm{DT: x.DT})
@@ -57,7 +57,9 @@ func computePad(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		}
 	}
 	pads, ok := ConstInts(in, 1)
-	if _, ok3 := ConstInts(in, 3); !ok || (len(in) > 3 && in[3].Present() && !ok3) {
+	if _, ok3 := ConstInts(in, 3); !ok || (len(in) > 3 && in[3].Present() && !ok3) || from == nil {
+		// pads known at run time, or (mode constant) an input of symbolic extents:
+		// each output index's source is computed, checked to be inside
 		if mode == "wrap" {
 			return nil, Unsupported("Pad mode wrap with pads or axes known only at run time")
 		}

@@ -123,7 +123,8 @@ func runtimeSlice(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	return []*te.Tensor{out}, nil
 }
 
-// runtimePad pads x by pads (and axes) read at run time: the source index along each
+// runtimePad pads x by pads (and axes) read at run time, or x of run-time extents by
+// pads of any kind with zeros or a value (mode constant): the source index along each
 // axis is the output's minus the axis's begin pad, then, by mode, checked to be inside
 // (constant), clamped (edge) or mirrored (reflect).
 func runtimePad(n *graph.Node, in []Input, mode string, fill loopir.Expr) ([]*te.Tensor, error) {
@@ -133,11 +134,13 @@ func runtimePad(n *graph.Node, in []Input, mode string, fill loopir.Expr) ([]*te
 	if !ok || len(shape) != r {
 		return nil, Unsupported("Pad with run-time pads and no output type of the input's rank")
 	}
-	if !isStatic(x.Shape) {
-		return nil, Unsupported("Pad with run-time pads of an input of run-time extents")
+	if !isStatic(x.Shape) && mode != "constant" {
+		// an axis of run-time extent may be empty: edge and reflect would then read
+		// outside it
+		return nil, Unsupported("Pad mode %s of an input of run-time extents", mode)
 	}
 	for _, d := range x.Shape {
-		if d.(*loopir.IntImm).V == 0 {
+		if c, ok := d.(*loopir.IntImm); ok && c.V == 0 {
 			if mode != "constant" {
 				return nil, Unsupported("%s padding of an empty axis", mode)
 			}

@@ -99,7 +99,7 @@ func (fo *folder) fold(f *graph.Func) error {
 			outs = knownValue(n)
 		}
 		if outs == nil {
-			if t, ok := shapeExpr(n); ok {
+			if t, ok := shapeExpr(n, fo.inputSyms); ok {
 				n.Op, n.Inputs, n.Attrs = graph.OpShapeExpr, nil, &graph.ShapeExprAttrs{Value: &t}
 			}
 			kept = append(kept, n)
@@ -412,12 +412,27 @@ func knownValue(n *graph.Node) []*tensor.Tensor {
 }
 
 // shapeExpr returns the value type of a single-output node whose integer result is a
-// known expression over symbols.
-func shapeExpr(n *graph.Node) (graph.Type, bool) {
+// known expression over the inputs' symbols. A value naming a symbol some node binds at
+// run time (NonZero's count, a Slice's run-time bounds) stays a node: a ShapeExpr has
+// no operands, so nothing would keep it after that node once fuse-ops moves the node
+// to its group's place (Mask R-CNN's mask pasting read a Slice's extent before the
+// Slice ran).
+func shapeExpr(n *graph.Node, inputSyms map[string]bool) (graph.Type, bool) {
 	if len(n.Outputs) != 1 || n.Op == graph.OpShapeExpr || len(n.Subgraphs()) > 0 || !intTensor(n.Outputs[0].Type) || readsItem(n) {
 		return graph.Type{}, false
 	}
-	return graph.ShapeExprOf(n.Outputs[0].Type)
+	t, ok := graph.ShapeExprOf(n.Outputs[0].Type)
+	if !ok {
+		return graph.Type{}, false
+	}
+	for _, d := range t.Known {
+		for _, s := range d.Symbols() {
+			if !inputSyms[s] {
+				return graph.Type{}, false
+			}
+		}
+	}
+	return t, true
 }
 
 // readsItem reports whether n reads a tensor taken out of a sequence or an optional:

@@ -43,3 +43,25 @@ func TestFoldRefineLearnsFreshExtents(t *testing.T) {
 }`},
 	})
 }
+
+// TestShapeExprOnlyOverInputSymbols: a shape value over the inputs' symbols becomes a
+// ShapeExpr; one naming a symbol a node binds at run time (NonZero's count) stays a
+// node reading that node's output, so that no reordering can put it first.
+func TestShapeExprOnlyOverInputSymbols(t *testing.T) {
+	p := passes.Pipeline{pass(t, "fold-constants")}
+	runTable(t, p, passes.Context{Eval: evalNode}, []textCase{
+		{"NonZero's count stays read from NonZero", `func @main(%x: f32[n]) {
+  %nz = NonZero(%x) : i64[1,k]
+  %a = Shape(%x) : i64[1]{n}
+  %b = Shape(%nz) : i64[2]{1,k}
+  %c = Concat(%a, %b) {axis=0} : i64[3]{n,1,k}
+  return %c
+}`, `func @main(%x: f32[n]) {
+  %nz = NonZero(%x) : i64[1,k]
+  %a = ShapeExpr() {value=i64[1]{n}} : i64[1]{n}
+  %b = Shape(%nz) : i64[2]{1,k}
+  %c = Concat(%a, %b) : i64[3]{n,1,k}
+  return %c
+}`},
+	})
+}

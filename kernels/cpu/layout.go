@@ -8,7 +8,7 @@ import (
 )
 
 // LayoutPolicy is alter-layout's policy for the CPU, consistent with Strategies: a
-// convolution the tensorized strategy takes stores its output in blocks of the
+// convolution of static shapes the tensorized strategy takes stores its output in blocks of the
 // micro-kernel's width that convolution's strategy chooses (convGemm: when the output
 // channels are a multiple of it) and reads its input as it is stored; depthwise and
 // grouped convolutions store their output in the block their strategy computes in
@@ -20,7 +20,7 @@ import (
 func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 	return &passes.LayoutPolicy{
 		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
-			if n.Op != graph.OpConv {
+			if n.Op != graph.OpConv || !staticConv(n) {
 				return nil, 0, false
 			}
 			for _, grouped := range []bool{false, true} {
@@ -46,6 +46,13 @@ func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 		},
 		ChannelMultiple: channelMultiple(t),
 	}
+}
+
+// staticConv reports whether a convolution's data and result have static shapes: the
+// blocked strategies need them, and the plain definition takes a symbolic batch (Mask
+// R-CNN's heads convolve one map per region of interest).
+func staticConv(n *graph.Node) bool {
+	return len(n.Inputs) > 0 && n.Inputs[0] != nil && n.Inputs[0].Type.IsStatic() && n.Outputs[0].Type.IsStatic()
 }
 
 // channelMultiple is the channel count pad-channels rounds regions up to on t: one

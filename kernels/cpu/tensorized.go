@@ -123,8 +123,8 @@ func inputBlock(c int64) int64 {
 }
 
 // convBlocked returns the attributes of the blocked convolution for n, or an error
-// wrapping ErrNotApplicable: float32 2-D convolutions with one group, constant
-// weights, explicit or VALID padding and no horizontal dilation.
+// wrapping ErrNotApplicable: float32 2-D convolutions of static shapes with one group,
+// constant weights, explicit or VALID padding and no horizontal dilation.
 func convBlocked(n *graph.Node, g intrin.Gemm) (ConvBlockedAttrs, error) {
 	var attrs ConvBlockedAttrs
 	a, _ := n.Attrs.(*graph.ConvAttrs)
@@ -134,6 +134,9 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (ConvBlockedAttrs, error) {
 	x, w := n.Inputs[0].Type, n.Inputs[1]
 	if w.Const == nil || x.DType != tensor.Float32 || w.Const.DType != tensor.Float32 || len(x.Shape) != 4 || len(w.Const.Shape) != 4 {
 		return attrs, notApplicable("float32 2-D convolution with constant weights")
+	}
+	if !x.IsStatic() || !n.Outputs[0].Type.IsStatic() {
+		return attrs, notApplicable("symbolic extents %v", x.Shape)
 	}
 	win, err := staticPadWindow(a, w.Const.Shape)
 	if err != nil || a.Group != 1 {

@@ -6,7 +6,7 @@
 
 TASK is segmentation or detection, ARCH a constructor of torchvision.models.TASK
 (lraspp_mobilenet_v3_large, deeplabv3_mobilenet_v3_large, ssdlite320_mobilenet_v3_large,
-...). Weights are random from fixed seeds, as in export_torchvision.py, but every
+fasterrcnn_mobilenet_v3_large_320_fpn, ...). Weights are random from fixed seeds, as in export_torchvision.py, but every
 convolution's weights are drawn again with variance GAIN/fan_in: with torchvision's own
 initialization these networks' activations shrink layer by layer (SSDLite's deepest
 features near 1e-26, every class score 1/91), so the outputs compared with ONNX
@@ -15,7 +15,8 @@ export_torchvision.py.
 
 A segmentation network takes float32 [1, 3, 224, 224] named "input" and returns its
 "out" map as "output". A detection network takes the list of one image float32
-[3, 320, 320] (its transform resizes to 320×320) and returns torchvision's boxes,
+[3, 320, 320] (SSDLite's transform resizes it to 320×320, the 320 Faster R-CNN's to
+320 on its shorter side) and returns torchvision's boxes,
 scores and labels: the export keeps its post-processing (per-class score thresholds,
 top-k, NonMaxSuppression), so the graph has data-dependent extents throughout.
 Needs Debian's python3-torch and python3-torchvision.

@@ -51,9 +51,10 @@ func realModelCases(t *testing.T) []string {
 // voice-activity detectors with LSTMs in nested Ifs on values of unknown rank, OCR
 // networks, a wake-word head; torchvision networks exported with PyTorch:
 // EfficientNet-B0, MobileNetV3, ResNet-50, RegNet, ConvNeXt-tiny, ViT-B/16, two
-// segmentation networks (LR-ASPP, DeepLabV3 with dilated convolutions) and SSDLite, a
-// detector whose post-processing (91 classes of thresholds, top-k and
-// NonMaxSuppression) has data-dependent extents throughout; a
+// segmentation networks (LR-ASPP, DeepLabV3 with dilated convolutions), SSDLite and
+// Faster R-CNN, detectors whose post-processing (91 classes of thresholds, top-k and
+// NonMaxSuppression; RoiAlign per pyramid level) has data-dependent extents
+// throughout; a
 // MobileNetV2 quantized as ONNX Runtime's dynamic quantizer does it; a keyword spotter
 // with an STFT and mel-filterbank front end) answers on the reference evaluator as on
 // ONNX Runtime.
@@ -67,30 +68,31 @@ func TestRealModels(t *testing.T) {
 // answers; the others are refused at compile time (an op without a kernel, dims that
 // depend on data), which TestRealModelsCompiled logs.
 var realModelsCompiled = map[string]bool{
-	"oww_hello_deepa":             true,
-	"ppocr_mobile_v2_cls":         true,
-	"ppocr_v4_det":                true,
-	"ppocr_v4_rec":                true,
-	"silero_vad_16k_op15":         true,
-	"silero_vad_half":             true,
-	"silero_vad_legacy":           true,
-	"silero_vad_op18_ifless":      true,
-	"silero_vad_v5":               true,
-	"silero_vad_v6":               true,
-	"tv_efficientnet_b0":          true,
-	"tv_mobilenet_v3_large":       true,
-	"tv_resnet50":                 true,
-	"tv_regnet_y_400mf":           true,
-	"tv_convnext_tiny":            true,
-	"tv_vit_b_16":                 true,
-	"tv_densenet121":              true,
-	"tv_googlenet":                true,
-	"tvs_lraspp_mobilenet_v3":     true,
-	"tvs_deeplabv3_mobilenet_v3":  true,
-	"tvd_ssdlite320_mobilenet_v3": true,
-	"tvq_mobilenet_v2":            true,
-	"tvh_mobilenet_v3_large":      true,
-	"kws_melspec_cnn_gru":         true,
+	"oww_hello_deepa":                 true,
+	"ppocr_mobile_v2_cls":             true,
+	"ppocr_v4_det":                    true,
+	"ppocr_v4_rec":                    true,
+	"silero_vad_16k_op15":             true,
+	"silero_vad_half":                 true,
+	"silero_vad_legacy":               true,
+	"silero_vad_op18_ifless":          true,
+	"silero_vad_v5":                   true,
+	"silero_vad_v6":                   true,
+	"tv_efficientnet_b0":              true,
+	"tv_mobilenet_v3_large":           true,
+	"tv_resnet50":                     true,
+	"tv_regnet_y_400mf":               true,
+	"tv_convnext_tiny":                true,
+	"tv_vit_b_16":                     true,
+	"tv_densenet121":                  true,
+	"tv_googlenet":                    true,
+	"tvs_lraspp_mobilenet_v3":         true,
+	"tvs_deeplabv3_mobilenet_v3":      true,
+	"tvd_ssdlite320_mobilenet_v3":     true,
+	"tvd_fasterrcnn_mobilenet_v3_320": true,
+	"tvq_mobilenet_v2":                true,
+	"tvh_mobilenet_v3_large":          true,
+	"kws_melspec_cnn_gru":             true,
 }
 
 // TestRealModelsCompiled: the real models the compiled engine builds match ONNX

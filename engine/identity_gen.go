@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 392 files; see Identity.
-const sourceDigest = "759fcff8a8a11f3b499f74e5be8b3be8"
+const sourceDigest = "e8940de98be6da451a87d80c79d22edf"

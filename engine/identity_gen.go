@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 392 files; see Identity.
-const sourceDigest = "e8940de98be6da451a87d80c79d22edf"
+const sourceDigest = "12db696851d2cf697f6dff83a630670d"

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 392 files; see Identity.
-const sourceDigest = "12db696851d2cf697f6dff83a630670d"
+const sourceDigest = "e09da2307998ca790394f3ce5eb6bbaa"

@@ -75,6 +75,17 @@ func hostNMS(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, er
 	}
 	center := a.Int("center_point_box", 0) != 0
 	nb, nc, ns := scores.Shape[0], scores.Shape[1], scores.Shape[2]
+	// each box's rectangle and the kept ones
+	if err := h.Reserve(int64(ns) * 2 * nmsRectBytes); err != nil {
+		return nil, err
+	}
+	// the grid, one for every class in turn, holds each kept box once per cell it
+	// covers; where the limits refuse it, every class compares all pairs (the same
+	// answer, slower)
+	var grid *nmsGrid
+	if iouTh >= 0 && ns > nmsGridMin && h.Reserve(int64(ns)*(nmsGridSide*nmsGridSide+1)*4) == nil {
+		grid = &nmsGrid{}
+	}
 	var sel []int64
 	cand := make([]int, 0, ns)
 	rects := make([]nmsRect, ns)
@@ -93,16 +104,16 @@ func hostNMS(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, er
 			}
 			sort.SliceStable(cand, func(p, q int) bool { return sc[cand[p]] > sc[cand[q]] })
 			kept = kept[:0]
-			var grid *nmsGrid
-			if iouTh >= 0 && len(cand) > nmsGridMin {
-				grid = newNMSGrid(rects, cand)
+			indexed := grid != nil && len(cand) > nmsGridMin
+			if indexed {
+				grid.reset(rects, cand)
 			}
 			for _, i := range cand {
 				if int64(len(kept)) >= maxOut {
 					break
 				}
 				r, ok := rects[i], true
-				if grid != nil {
+				if indexed {
 					ok = !grid.suppressed(&r, kept, iouTh)
 				} else {
 					for k := range kept {
@@ -113,7 +124,7 @@ func hostNMS(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, er
 					}
 				}
 				if ok {
-					if grid != nil {
+					if indexed {
 						grid.add(&r, len(kept))
 					}
 					kept = append(kept, r)
@@ -134,6 +145,9 @@ func hostNMS(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, er
 // suppression loop compares each candidate with every box kept before it (SSDLite's
 // 27000 boxes against thousands kept), so nothing is recomputed per pair.
 type nmsRect struct{ y1, x1, y2, x2, area float64 }
+
+// nmsRectBytes is an nmsRect's size, for the host op's memory count.
+const nmsRectBytes = 40
 
 // newNMSRect reads a box as [y1, x1, y2, x2] (any two opposite corners) or, with
 // center, [x_center, y_center, width, height].
@@ -165,7 +179,8 @@ func (r *nmsRect) iou(o *nmsRect) float64 {
 	return inter / union
 }
 
-// nmsGridMin: above this many candidates a class's kept boxes are indexed by a grid.
+// nmsGridMin: above this many boxes a grid is reserved, and above this many candidates
+// a class's kept boxes are indexed by it.
 const nmsGridMin = 256
 
 // nmsGridSide is the grid's cells per side.
@@ -185,8 +200,13 @@ type nmsGrid struct {
 	looks          int32
 }
 
-func newNMSGrid(rects []nmsRect, cand []int) *nmsGrid {
-	g := &nmsGrid{y0: math.Inf(1), x0: math.Inf(1)}
+// reset empties the grid and lays it over the candidates' bounding rectangle.
+func (g *nmsGrid) reset(rects []nmsRect, cand []int) {
+	for i := range g.cells {
+		g.cells[i] = g.cells[i][:0]
+	}
+	g.seen, g.looks = g.seen[:0], 0
+	g.y0, g.x0 = math.Inf(1), math.Inf(1)
 	y1, x1 := math.Inf(-1), math.Inf(-1)
 	for _, i := range cand {
 		r := &rects[i]
@@ -199,7 +219,6 @@ func newNMSGrid(rects []nmsRect, cand []int) *nmsGrid {
 	if !(g.cx > 0) || math.IsInf(g.cx, 0) {
 		g.cx = 1
 	}
-	return g
 }
 
 // cell is the grid index of coordinate v from origin o in cells of size d, clamped.

@@ -65,6 +65,12 @@
 //     dilations and pads along the second axis of a one-row map, and Squeeze: the
 //     blocked convolution strategies instead of the generic rule (a speech model's
 //     40→192 conv over 100 steps ran at 3% of the FMA peak on the generic rule);
+//   - trim-conv-taps (O1): a Conv of a static input and constant float32 weights loses
+//     the kernel taps that read only padding (the weights sliced, the pads shrunk, the
+//     output unchanged: DeepLabV3's atrous 3×3 of dilation 24 and 36 over a 14×14 map
+//     become 1×1); a heavy one whose outputs read through different taps along an axis
+//     is split into bands (a Slice and a Conv of its taps each, a Concat), where they
+//     compute at most three quarters of its products;
 //   - stft-to-matmul (O1): an STFT of a real float32 signal of known length with a
 //     constant frame step, window and frame length becomes Reshape, Gather (the frames,
 //     overlapping), MatMul by the constant windowed DFT matrix [N, 2·bins] and Reshape:

@@ -31,11 +31,17 @@ type ConvBlockedAttrs struct {
 // copy's layout) or a 1×1 kernel over plain NCHW data (the merged reduction axis is
 // then the input channel, read a channel plane apart).
 func (a ConvBlockedAttrs) inPlace(kw int64) bool {
-	if a.Pads != [4]int64{} {
+	if a.Pads != [4]int64{} || a.columns(kw) {
 		return false
 	}
 	return a.XBlock == a.CB || (a.XBlock == 0 && kw == 1)
 }
+
+// columns reports whether the "pad" stage lays out each output column's kernel columns
+// side by side (a convolution of kw > 1 kernel columns dilated horizontally): the
+// merged column·channel reduction axis is then contiguous for every output column,
+// which dilated columns of the input are not.
+func (a ConvBlockedAttrs) columns(kw int64) bool { return kw > 1 && a.Dilations[1] != 1 }
 
 // ConvNCHWBlocked is a convolution that reads NCHW data (or blocked data, XBlock: x
 // [N, C/XBlock, H, W, XBlock], or when read in place its merged view [N, C/XBlock, H,
@@ -45,14 +51,16 @@ func (a ConvBlockedAttrs) inPlace(kw int64) bool {
 //   - "pad": x repacked into [N, C/cb, H+pt+pb, (W+pl+pr)·cb] with zero borders (the
 //     kernel column and input channel merge into one contiguous reduction axis); none
 //     when x is read in place (no padding, and x blocked in blocks of cb or a 1×1
-//     kernel over plain data);
+//     kernel over plain data); with horizontal dilation (columns), [N, C/cb, H+pt+pb,
+//     OW·KW·cb]: the KW input columns output column ox reads, side by side, so the
+//     conv stage reads them as a convolution of stride KW over that row;
 //   - "conv": [N, ⌈M/mb⌉, OH, OW, mb] = Σ pad · w over (input block, kernel row, merged
 //     column·channel), w being the weights prepacked by PackConvWeights;
 //   - "unpack": the NCHW result (viewed as [N, M/sb, sb, OH, OW] with SplitOut), with
 //     the bias added when bias is not nil.
 //
 // C must be a multiple of cb; M need not be a multiple of mb (the weights' padding
-// channels are zero and never unpacked). Horizontal dilation must be 1.
+// channels are zero and never unpacked).
 func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Tensor, error) {
 	ext, err := kernels.Extents(x)
 	if err != nil {
@@ -79,8 +87,8 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		return x.At(nn, div(ch, i64(a.XBlock)), y, xx, loopir.Bin(loopir.Mod, ch, i64(a.XBlock)))
 	}
 	cb, mb := a.CB, a.MB
-	if cb <= 0 || mb <= 0 || c%cb != 0 || a.Dilations[1] != 1 {
-		return nil, kernels.Unsupported("blocked conv2d: %d channels in blocks of %d, horizontal dilation %d", c, cb, a.Dilations[1])
+	if cb <= 0 || mb <= 0 || c%cb != 0 {
+		return nil, kernels.Unsupported("blocked conv2d: %d channels in blocks of %d", c, cb)
 	}
 	wext, err := kernels.Extents(w)
 	if err != nil {
@@ -92,7 +100,7 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 	kh, kw := wext[2], wext[3]/cb
 	pt, pl, pb, pr := a.Pads[0], a.Pads[1], a.Pads[2], a.Pads[3]
 	oh := (h+pt+pb-a.Dilations[0]*(kh-1)-1)/a.Strides[0] + 1
-	ow := (wd+pl+pr-(kw-1)-1)/a.Strides[1] + 1
+	ow := (wd+pl+pr-a.Dilations[1]*(kw-1)-1)/a.Strides[1] + 1
 	if oh <= 0 || ow <= 0 {
 		return nil, kernels.Unsupported("blocked conv2d: empty output %dx%d", oh, ow)
 	}
@@ -117,16 +125,26 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		})
 		return convResult(conv, bias, m, mb, a)
 	}
-	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, (wd+pl+pr)*cb), func(i []loopir.Expr) loopir.Expr {
+	cols, colStride := (wd+pl+pr)*cb, a.Strides[1]*cb
+	if a.columns(kw) {
+		cols, colStride = ow*kw*cb, kw*cb
+	}
+	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, cols), func(i []loopir.Expr) loopir.Expr {
 		yy := sub(i[2], i64(pt))
 		xx := sub(div(i[3], i64(cb)), i64(pl))
+		if a.columns(kw) {
+			// column q = ox·KW + kx of the row reads input column ox·s + kx·dx
+			q := div(i[3], i64(cb))
+			ox, kx := div(q, i64(kw)), loopir.Bin(loopir.Mod, q, i64(kw))
+			xx = sub(add(mul(ox, i64(a.Strides[1])), mul(kx, i64(a.Dilations[1]))), i64(pl))
+		}
 		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
 		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
 		return te.Select(cond, read(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)), loopir.Float(0, dt))
 	})
 	conv := te.Compute("conv", kernels.Static(n, wext[0], oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
 		row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
-		col := add(mul(i[3], i64(a.Strides[1]*cb)), rr.Var)
+		col := add(mul(i[3], i64(colStride)), rr.Var)
 		return te.Sum(te.Mul(pad.At(i[0], icb.Var, row, col), w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
 	})
 	return convResult(conv, bias, m, mb, a)

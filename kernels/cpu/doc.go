@@ -13,7 +13,9 @@
 // place, with no padded copy and no unpacking; bias and epilogues run on each tile right
 // after its one zero-initializing micro-kernel call, the tile in stack scratch),
 // conv2d-nchwc-tensorized (float32 2-D convolution with constant weights and one group:
-// pack, micro-kernel conv, unpack with bias in one kernel; unpadded blocked data, and
+// pack, micro-kernel conv, unpack with bias in one kernel; a kernel dilated along the
+// row packs each output column's input columns side by side, so the merged kernel
+// column·channel axis stays contiguous; unpadded blocked data, and
 // plain data under a 1×1 kernel, are read in place with no padded copy; a 1×1 kernel
 // over one input channel block calls the micro-kernel's zero-initializing form once
 // per tile, the whole reduction, with no init pass; so does a 1×1 one over several

@@ -124,7 +124,7 @@ func inputBlock(c int64) int64 {
 
 // convBlocked returns the attributes of the blocked convolution for n, or an error
 // wrapping ErrNotApplicable: float32 2-D convolutions of static shapes with one group,
-// constant weights, explicit or VALID padding and no horizontal dilation.
+// constant weights, explicit or VALID padding.
 func convBlocked(n *graph.Node, g intrin.Gemm) (ConvBlockedAttrs, error) {
 	var attrs ConvBlockedAttrs
 	a, _ := n.Attrs.(*graph.ConvAttrs)
@@ -147,9 +147,6 @@ func convBlocked(n *graph.Node, g intrin.Gemm) (ConvBlockedAttrs, error) {
 	copy(attrs.Dilations[:], win.Dilations)
 	attrs.Pads[0], attrs.Pads[2], _ = win.StaticPads(0)
 	attrs.Pads[1], attrs.Pads[3], _ = win.StaticPads(1)
-	if attrs.Dilations[1] != 1 {
-		return attrs, notApplicable("horizontal dilation %d", attrs.Dilations[1])
-	}
 	c, ok := x.Shape[1].Value()
 	if !ok {
 		return attrs, notApplicable("symbolic channels")

@@ -141,15 +141,16 @@ func tunedConv(t *testing.T, name string, want ...string) kernels.Strategy {
 // schedule's knobs (parallel rows, a call per channel block and kernel row, tiles
 // outside the reduction) for the tuner, and every assignment builds a kernel that
 // matches the reference: a 3×3 window over several input channel blocks (the order the
-// knobs move), a strided one, and a 1×1 one.
+// knobs move), a strided one, a 1×1 one and a dilated one.
 func TestBlockedConvKnobsAllMatchTheReference(t *testing.T) {
 	st := tunedConv(t, "conv2d-nchwc-tensorized", "parallel", "split_k", "tiles_outer", "rows_inner")
-	for _, tc := range []struct{ c, m, k, stride int }{{128, 32, 3, 1}, {40, 24, 3, 2}, {16, 48, 1, 1}} {
+	for _, tc := range []struct{ c, m, k, stride, dil int }{{128, 32, 3, 1, 1}, {40, 24, 3, 2, 1}, {16, 48, 1, 1, 1}, {72, 16, 3, 1, 2}} {
 		for _, par := range []int64{0, 1} {
 			for _, outer := range []int64{0, 1, 2, 3} { // 2: the Blocks form (split_k 0); 3: rows_inner
 				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
 				a.KernelShape = []int64{int64(tc.k), int64(tc.k)}
 				a.Strides = []int64{int64(tc.stride), int64(tc.stride)}
+				a.Dilations = []int64{int64(tc.dil), int64(tc.dil)}
 				if tc.k == 3 {
 					a.Pads = []int64{1, 1, 1, 1}
 				}
@@ -294,4 +295,46 @@ func lowerConv(t *testing.T, l *kernels.Strategies, tg target.Target, n *graph.N
 		t.Fatalf("%s: %v", name, err)
 	}
 	return impl
+}
+
+// TestDilatedConvRunsBlockedAndMatchesTheReference: under each ISA level the host has,
+// convolutions dilated along the row (the "pad" stage then lays out each output
+// column's kernel columns side by side) take the blocked strategy and match the
+// reference: DeepLabV3's atrous 3×3 over a 14×14 map (dilation and padding 12), one
+// dilated along the row only and strided, a 5×3 window over several channel blocks,
+// and a 1×3 window that does not fit without its padding.
+func TestDilatedConvRunsBlockedAndMatchesTheReference(t *testing.T) {
+	l := Strategies(kernels.Default())
+	for _, level := range capLevels(t) {
+		t.Run(string(level), func(t *testing.T) {
+			t.Setenv(target.ISAEnv, string(level))
+			tg := target.Host()
+			for _, tc := range []struct {
+				c, m, h, w         int
+				kh, kw             int
+				dil, strides, pads []int64
+			}{
+				{64, 32, 14, 14, 3, 3, []int64{12, 12}, nil, []int64{12, 12, 12, 12}},
+				{16, 24, 9, 17, 3, 3, []int64{1, 3}, []int64{2, 2}, []int64{1, 2, 0, 3}},
+				{96, 16, 11, 13, 5, 3, []int64{2, 2}, nil, []int64{4, 2, 4, 2}},
+				{8, 8, 4, 5, 1, 3, []int64{1, 4}, nil, []int64{0, 4, 0, 4}},
+			} {
+				name := fmt.Sprintf("%d→%d %dx%d k%dx%d dil %v", tc.c, tc.m, tc.h, tc.w, tc.kh, tc.kw, tc.dil)
+				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+				a.KernelShape = []int64{int64(tc.kh), int64(tc.kw)}
+				a.Dilations, a.Strides, a.Pads = tc.dil, tc.strides, tc.pads
+				args := []nt.Arg{nt.In(f32(91, 1, tc.c, tc.h, tc.w)), nt.C(f32(92, tc.m, tc.c, tc.kh, tc.kw)), nt.C(f32(93, tc.m))}
+				n := convNode(t, a, args)
+				if impl := lowerConv(t, l, tg, n, name); impl.Strategy != "conv2d-nchwc-tensorized" {
+					t.Fatalf("%s: strategy %s", name, impl.Strategy)
+				}
+				got, _, err := nt.RunNode(l, n, args)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T, args[2].T})
+				kerneltest.Close(t, name, got[0].Data.([]float32), want)
+			}
+		})
+	}
 }

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 393 files; see Identity.
-const sourceDigest = "c12c420dca920db6eb8018d2a78ed84d"
+// sourceDigest covers 394 files; see Identity.
+const sourceDigest = "80e634c8a8f4d1fdffdc4dde8187a2be"

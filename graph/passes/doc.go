@@ -89,7 +89,9 @@
 //     blocked through the nodes the policy accepts (elementwise ops with broadcast
 //     operands, pooling, global pools whose readers take blocks, Resize, channel
 //     concats), with LayoutTransform nodes where a consumer needs another order; a
-//     node whose only blocked inputs broadcast onto its output runs plain;
+//     node whose only blocked inputs broadcast onto its output runs plain; the main
+//     function's nodes only, and a subgraph (If, Loop, Scan) reads each value it
+//     captures through a plain copy made before the node that holds it;
 //   - fuse-ops (O1): TVM's FuseOps on each Func (fuse.go has the rules): a post-dominator
 //     tree, three phases, a group pattern; conv/matmul/pool absorb the elementwise and
 //     broadcast chains after them, elementwise and injective ops fuse into their

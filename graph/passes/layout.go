@@ -34,16 +34,12 @@ type LayoutPolicy struct {
 // (plain inputs of the output's shape beside blocked ones, consumers without a blocked
 // kernel, the function's results), one per value and block; a node whose only blocked
 // inputs broadcast onto its output (a small per-channel tensor) runs plain instead,
-// rather than reorder its large plain input. Modules with subgraphs are left alone (a
-// subgraph reads enclosing values as they are stored).
+// rather than reorder its large plain input. A subgraph (an If's branch, a Loop's body)
+// reads the values it captures from the main function plain: a captured value left
+// blocked is read through a plain copy made before the node that holds the subgraph.
 func AlterLayout(ctx *Context, m *graph.Module) error {
 	if ctx.Layout == nil || ctx.Layout.Anchor == nil || ctx.Layout.Accepts == nil {
 		return nil
-	}
-	for _, n := range m.Main.Nodes {
-		if len(n.Subgraphs()) > 0 {
-			return nil
-		}
 	}
 	a := &alterer{m: m, p: ctx.Layout, copies: map[copyKey]*graph.Value{}, readers: map[*graph.Value][]*graph.Node{}}
 	f := m.Main
@@ -206,6 +202,9 @@ func (a *alterer) accepted(n *graph.Node, in []int64, out int64) error {
 }
 
 func (a *alterer) node(n *graph.Node) error {
+	if err := a.plainCaptures(n); err != nil {
+		return err
+	}
 	in := blocks(n)
 	if want, out, ok := a.p.Anchor(n); ok {
 		a.useful = map[usefulKey]bool{}
@@ -316,4 +315,86 @@ func (a *alterer) stored(v *graph.Value, b int64) (*graph.Value, error) {
 	a.out = append(a.out, t)
 	a.copies[copyKey{v, b}] = out
 	return out, nil
+}
+
+// plainCaptures makes n's subgraphs read every value they capture plain: a captured
+// value stored in blocks is replaced, in the subgraphs, by its plain copy.
+func (a *alterer) plainCaptures(n *graph.Node) error {
+	subs := n.Subgraphs()
+	if len(subs) == 0 {
+		return nil
+	}
+	plain := map[*graph.Value]*graph.Value{}
+	for _, v := range captured(subs) {
+		if v.Type.Block != 0 {
+			p, err := a.stored(v, 0)
+			if err != nil {
+				return err
+			}
+			plain[v] = p
+		}
+	}
+	if len(plain) == 0 {
+		return nil
+	}
+	var rewrite func(f *graph.Func)
+	rewrite = func(f *graph.Func) {
+		for _, sn := range f.Nodes {
+			for i, v := range sn.Inputs {
+				if p, ok := plain[v]; ok {
+					sn.Inputs[i] = p
+				}
+			}
+			for _, g := range sn.Subgraphs() {
+				rewrite(g)
+			}
+		}
+		for i, v := range f.Results {
+			if p, ok := plain[v]; ok {
+				f.Results[i] = p
+			}
+		}
+	}
+	for _, f := range subs {
+		rewrite(f)
+	}
+	return nil
+}
+
+// captured lists the values the funcs (and the subgraphs inside them) read but do not
+// define, in order of first reading.
+func captured(funcs []*graph.Func) []*graph.Value {
+	defined := map[*graph.Value]bool{}
+	var reads []*graph.Value
+	var walk func(f *graph.Func)
+	walk = func(f *graph.Func) {
+		for _, v := range f.Params {
+			defined[v] = true
+		}
+		for _, v := range f.Consts {
+			defined[v] = true
+		}
+		for _, n := range f.Nodes {
+			reads = append(reads, n.Inputs...)
+			for _, g := range n.Subgraphs() {
+				walk(g)
+			}
+			for _, v := range n.Outputs {
+				defined[v] = true
+			}
+		}
+		reads = append(reads, f.Results...)
+	}
+	for _, f := range funcs {
+		walk(f)
+	}
+	seen := map[*graph.Value]bool{}
+	var out []*graph.Value
+	for _, v := range reads {
+		if v != nil && !defined[v] && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -81,3 +81,61 @@ func TestAlterLayoutNoPolicy(t *testing.T) {
 		t.Fatal("alter-layout without a policy changed the module")
 	}
 }
+
+// TestAlterLayoutAroundSubgraphs: a module with an If still gets blocked convolutions;
+// the branches read the values they capture plain — a blocked capture (%r, read
+// in a branch's Relu and as a nested If's result) through one plain copy made before
+// the If, while the Conv after it reads %r as it is stored.
+func TestAlterLayoutAroundSubgraphs(t *testing.T) {
+	src := `module opsets(""=17)
+func @main(%x: f32[1,8,5,5], %p: bool[]) {
+  const %w: f32[8,8,1,1] = <64 elements>
+  %c = Conv(%x, %w) : f32[1,8,5,5]
+  %r = Relu(%c) : f32[1,8,5,5]
+  %i = If(%p) : f32[1,8,5,5]
+    then_branch =
+      func @then_branch() {
+        %y = Relu(%r) : f32[1,8,5,5]
+        return %y
+      }
+    else_branch =
+      func @else_branch() {
+        %j = If(%p) : f32[1,8,5,5]
+          then_branch =
+            func @inner_then() {
+              return %r
+            }
+          else_branch =
+            func @inner_else() {
+              return %x
+            }
+        return %j
+      }
+  %c2 = Conv(%r, %w) : f32[1,8,5,5]
+  %s = Add(%c2, %i) : f32[1,8,5,5]
+  return %s
+}`
+	m, err := graph.Parse(strings.ReplaceAll(src, "<64 elements>", "["+strings.Repeat("0.5, ", 63)+"0.5]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (passes.Pipeline{{Name: "alter-layout", Run: passes.AlterLayout}}).Run(&passes.Context{Layout: stubPolicy(), Check: true}, m); err != nil {
+		t.Fatal(err)
+	}
+	got := graph.PrintFunc(m.Main)
+	for _, want := range []string{
+		`%c = Conv(%x, %w) : f32[1,8,5,5]@c4`,
+		`%r = Relu(%c) : f32[1,8,5,5]@c4`,
+		`%"r@c0" = LayoutTransform(%r) : f32[1,8,5,5]`,
+		`%y = Relu(%"r@c0") : f32[1,8,5,5]`,
+		`return %"r@c0"`,
+		`%c2 = Conv(%r, %w) : f32[1,8,5,5]`, // reads %r as stored (blocked)
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "LayoutTransform(%r)") != 1 || strings.Index(got, `%"r@c0" =`) > strings.Index(got, "= If(") {
+		t.Errorf("want one plain copy of %%r made before the If:\n%s", got)
+	}
+}

@@ -83,7 +83,8 @@
 // reference does: GridSample over 1 to 3 spatial axes in every mode (nearest rounding
 // ties to even, away from zero over volumes; Keys cubic with a = -0.75), padding mode
 // and align_corners, its coordinates a stage of their own; RoiAlign (avg and max,
-// half_pixel and output_half_pixel) with a fixed sampling_ratio. Refused with
+// half_pixel and output_half_pixel) with a fixed sampling_ratio, its samples' corners,
+// fractions and outside flags per region, bin and sample stages of their own. Refused with
 // ErrNoKernel: a run-time DFT axis, GridSample over 4 or more axes, RoiAlign's
 // adaptive sampling (sampling_ratio 0, a sample count that depends on each region).
 //

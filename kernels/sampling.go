@@ -247,7 +247,6 @@ func computeRoiAlign(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	ct := x.DT // the sampling arithmetic in the element type, as the reference's
 	fc := func(v float64) loopir.Expr { return loopir.Float(v, ct) }
 	h, w := x.Shape[2], x.Shape[3]
-	hf, wf := asType(ct, h), asType(ct, w)
 	g := a.SamplingRatio
 	ry, rx := te.RAxis("roi_iy", i64(g)), te.RAxis("roi_ix", i64(g))
 	scale := fc(float64(a.SpatialScale))
@@ -255,40 +254,65 @@ func computeRoiAlign(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if half {
 		offset = fc(0.5)
 	}
+	box := func(r loopir.Expr, k int64) loopir.Expr {
+		return te.Sub(te.Mul(asType(ct, rois.At(r, i64(k))), scale), offset)
+	}
+	// the samples along one axis (y: rois columns 1 and 3 over the output's rows; x: 0
+	// and 2 over its columns) are stages [R, bins, sampling_ratio] of their own — the
+	// low and high corners, the fraction past the low one, and whether the sample lies
+	// more than a pixel outside — so that a schedule can compute them once per region
+	// rather than once per channel (the generic rule inlines them back)
+	axis := func(name string, first, bins int64, n loopir.Expr) (lo, hi, frac, out *te.Tensor) {
+		nf := asType(ct, n)
+		at := func(i []loopir.Expr) loopir.Expr {
+			start := box(i[0], first)
+			ext := te.Sub(box(i[0], first+2), start)
+			if !half {
+				ext = te.MaxOf(ext, fc(1))
+			}
+			bin := te.Div(ext, fc(float64(bins)))
+			sub := te.Div(te.Mul(te.Add(asType(ct, i[2]), fc(0.5)), bin), fc(float64(g)))
+			return te.Add(te.Add(start, te.Mul(asType(ct, i[1]), bin)), sub)
+		}
+		// the bilinear read: a clamped low corner, the high one past it unless at the edge
+		clamped := func(i []loopir.Expr) (c, edge loopir.Expr) {
+			c = te.MaxOf(at(i), fc(0))
+			last := te.Sub(nf, fc(1))
+			edge = cmpExpr(loopir.GE, floorF(c), last)
+			return te.Select(edge, last, c), edge
+		}
+		ext := []loopir.Expr{rois.Shape[0], i64(bins), i64(g)}
+		lo = te.Compute(name+"_lo", ext, func(i []loopir.Expr) loopir.Expr {
+			c, _ := clamped(i)
+			return clampExpr(floatToInt(floorF(c), tensor.Int64), n)
+		})
+		hi = te.Compute(name+"_hi", ext, func(i []loopir.Expr) loopir.Expr {
+			_, edge := clamped(i)
+			return clampExpr(add(lo.At(i...), te.Select(edge, i64(0), i64(1))), n)
+		})
+		frac = te.Compute(name+"_frac", ext, func(i []loopir.Expr) loopir.Expr {
+			c, _ := clamped(i)
+			return te.Sub(c, floorF(c))
+		})
+		out = te.Compute(name+"_out", ext, func(i []loopir.Expr) loopir.Expr {
+			p := at(i)
+			return te.Select(loopir.Bin(loopir.Or, cmpExpr(loopir.LT, p, fc(-1)), cmpExpr(loopir.GT, p, nf)), i64(1), i64(0))
+		})
+		return lo, hi, frac, out
+	}
+	yl, yh, ly, yo := axis("roi_y", 1, a.OutputHeight, h)
+	xl, xh, lx, xo := axis("roi_x", 0, a.OutputWidth, w)
 	acc := te.Compute("roi_align_sum", shape, func(i []loopir.Expr) loopir.Expr {
 		r := i[0]
-		box := func(k int64) loopir.Expr { return te.Sub(te.Mul(asType(ct, rois.At(r, i64(k))), scale), offset) }
-		x0, y0 := box(0), box(1)
-		rw, rh := te.Sub(box(2), x0), te.Sub(box(3), y0)
-		if !half {
-			rw, rh = te.MaxOf(rw, fc(1)), te.MaxOf(rh, fc(1))
-		}
-		bh, bw := te.Div(rh, fc(float64(a.OutputHeight))), te.Div(rw, fc(float64(a.OutputWidth)))
-		pos := func(start, bin, o loopir.Expr, k loopir.IterVar) loopir.Expr {
-			sub := te.Div(te.Mul(te.Add(asType(ct, k.Var), fc(0.5)), bin), fc(float64(g)))
-			return te.Add(te.Add(start, te.Mul(asType(ct, o), bin)), sub)
-		}
-		y, xx := pos(y0, bh, i[2], ry), pos(x0, bw, i[3], rx)
 		b := asType(tensor.Int64, bi.At(r))
 		b = te.CheckedIndex(te.Select(cmpExpr(loopir.LT, b, i64(0)), x.Shape[0], b), x.Shape[0])
-		// the bilinear read: a clamped low corner, the high one past it unless at the edge
-		outside := loopir.Bin(loopir.Or, loopir.Bin(loopir.Or, cmpExpr(loopir.LT, y, fc(-1)), cmpExpr(loopir.GT, y, hf)),
-			loopir.Bin(loopir.Or, cmpExpr(loopir.LT, xx, fc(-1)), cmpExpr(loopir.GT, xx, wf)))
-		corner := func(c, n, nf loopir.Expr) (lo, hi, frac loopir.Expr) {
-			c = te.MaxOf(c, fc(0))
-			last := te.Sub(nf, fc(1))
-			edge := cmpExpr(loopir.GE, floorF(c), last)
-			c = te.Select(edge, last, c)
-			lo = clampExpr(floatToInt(floorF(c), tensor.Int64), n)
-			hi = clampExpr(add(lo, te.Select(edge, i64(0), i64(1))), n)
-			return lo, hi, te.Sub(c, floorF(c))
-		}
-		yl, yh, ly := corner(y, h, hf)
-		xl, xh, lx := corner(xx, w, wf)
-		hy, hx := te.Sub(fc(1), ly), te.Sub(fc(1), lx)
-		at := func(yy, xv loopir.Expr) loopir.Expr { return asType(ct, x.At(b, i[1], yy, xv)) }
-		c := []loopir.Expr{te.Mul(te.Mul(hy, hx), at(yl, xl)), te.Mul(te.Mul(hy, lx), at(yl, xh)),
-			te.Mul(te.Mul(ly, hx), at(yh, xl)), te.Mul(te.Mul(ly, lx), at(yh, xh))}
+		y, xx := []loopir.Expr{r, i[2], ry.Var}, []loopir.Expr{r, i[3], rx.Var}
+		outside := cmpExpr(loopir.NE, add(yo.At(y...), xo.At(xx...)), i64(0))
+		fy, fx := ly.At(y...), lx.At(xx...)
+		hy, hx := te.Sub(fc(1), fy), te.Sub(fc(1), fx)
+		read := func(yy, xv *te.Tensor) loopir.Expr { return asType(ct, x.At(b, i[1], yy.At(y...), xv.At(xx...))) }
+		c := []loopir.Expr{te.Mul(te.Mul(hy, hx), read(yl, xl)), te.Mul(te.Mul(hy, fx), read(yl, xh)),
+			te.Mul(te.Mul(fy, hx), read(yh, xl)), te.Mul(te.Mul(fy, fx), read(yh, xh))}
 		if a.Mode == "max" {
 			return te.Max(te.Select(outside, fc(0), te.MaxOf(te.MaxOf(c[0], c[1]), te.MaxOf(c[2], c[3]))), ry, rx)
 		}

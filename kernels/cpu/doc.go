@@ -81,9 +81,9 @@
 // attention's Q·Kᵀ and P·V: the micro-kernel reads B's rows in place, one parallel loop
 // over batch × row tile × column tile), rnn-loops for LSTM/GRU/RNN (sequence
 // length and batch static or symbolic), scatter-loops for ScatterElements and ScatterND,
-// topk-loops for TopK with a constant k, det-loops for Det, roialign-channels-inner for
-// RoiAlign (roialign.go: the definition's sample loops outside the channel loop, so each
-// sample's coordinates are computed once per bin, not per channel), conv-integer-padded for ConvInteger and
+// topk-loops for TopK with a constant k, det-loops for Det, roialign-samples-per-region
+// for RoiAlign (roialign.go: the definition's sample stages computed under the region
+// loop, once per region, not inlined into every channel), conv-integer-padded for ConvInteger and
 // QLinearConv (quant.go: the generic rule, but the zero-padded int32 input stays a
 // stage of its own, so the product reads rows unguarded and vectorizes along them,
 // along the whole flattened image at stride 1: squeezenet 1.1 with every Conv

@@ -7,26 +7,28 @@ import (
 	"github.com/kilnrt/kiln/target"
 )
 
-// roiAlignStrategies: RoiAlign with the channels innermost. The definition's samples
-// (their coordinates, corner indices and bilinear weights) depend on the region, the
-// bin and the sample, not on the channel; the generic rule runs the sample loops inside
-// the channel loop and recomputes them for each of the channels. Here the loop order
-// is region, bin row, bin column, sample row, sample column, then channel: the
-// compiler hoists the sample's arithmetic out of the channel loop (the buffers are
-// restrict-qualified), and a bin's sums over its channels live in a local buffer of
-// one channel row, divided into the output when its samples are done.
+// roiAlignStrategies: RoiAlign with its samples computed once per region. The
+// definition's sample stages (corners, fractions, outside flags per region, bin and
+// sample: kernels' computeRoiAlign) are inlined by the generic rule, which then
+// recomputes them for every channel. Here they are computed under the region loop, in
+// buffers of a few values, and the channel loop reads them: per channel, a bin's
+// samples are four reads of one channel plane each and their weights.
 func roiAlignStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 	return map[graph.Op][]kernels.Strategy{
-		graph.OpRoiAlign: {{Name: "roialign-channels-inner", Build: func(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
+		graph.OpRoiAlign: {{Name: "roialign-samples-per-region", Build: func(n *graph.Node, in []kernels.Input, _ target.Target) (*kernels.Impl, error) {
 			return kernels.Generic(reg, kernels.KernelName(n), n, in, scheduleRoiAlign)
 		}}},
 	}
 }
 
-// scheduleRoiAlign orders the "roi_align_sum" block's loops [region, channel, bin row,
-// bin column, sample row, sample column] as region, bins, samples, channel, its init
-// under the bin column; the "roi_align" division runs under the bin column too, and the
-// (region, bin row, bin column) loops run in parallel.
+// roiAlignStages are the sample stages of computeRoiAlign, each consumer before its
+// producers (the high corner reads the low one).
+var roiAlignStages = []string{"roi_y_hi", "roi_y_lo", "roi_y_frac", "roi_y_out", "roi_x_hi", "roi_x_lo", "roi_x_frac", "roi_x_out"}
+
+// scheduleRoiAlign computes the sample stages under the "roi_align_sum" block's region
+// loop (its loops: region, channel, bin row, bin column, sample row, sample column),
+// runs the "roi_align" division under the channel loop with a channel's sums in a
+// local buffer, and the regions in parallel.
 func scheduleRoiAlign(s *schedule.Schedule) error {
 	acc, err := s.GetBlock("roi_align_sum")
 	if err != nil {
@@ -37,28 +39,27 @@ func scheduleRoiAlign(s *schedule.Schedule) error {
 		return err
 	}
 	if len(l) != 6 {
-		return kernels.Unsupported("roialign-channels-inner: block roi_align_sum has %d loops, want 6", len(l))
+		return kernels.Unsupported("roialign-samples-per-region: block roi_align_sum has %d loops, want 6", len(l))
 	}
-	r, c, ph, pw, iy, ix := l[0], l[1], l[2], l[3], l[4], l[5]
-	if err := s.Reorder(r, ph, pw, iy, ix, c); err != nil {
-		return err
-	}
-	if _, err := s.DecomposeReduction(acc, iy); err != nil {
-		return err
+	r, c := l[0], l[1]
+	for _, name := range roiAlignStages {
+		b, err := s.GetBlock(name)
+		if err != nil {
+			return err
+		}
+		if err := s.ComputeAt(b, r); err != nil {
+			return err
+		}
 	}
 	out, err := s.GetBlock("roi_align")
 	if err != nil {
 		return err
 	}
-	if err := s.ReverseComputeAt(out, pw); err != nil {
+	if err := s.ReverseComputeAt(out, c); err != nil {
 		return err
 	}
-	if err := s.CompactAt(acc, pw); err != nil {
+	if err := s.CompactAt(acc, c); err != nil {
 		return err
 	}
-	bins, err := s.Fuse(r, ph, pw)
-	if err != nil {
-		return err
-	}
-	return s.Parallel(bins)
+	return s.Parallel(r)
 }

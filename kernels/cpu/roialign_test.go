@@ -33,7 +33,7 @@ func TestRoiAlignRunsChannelsInnerAndMatchesTheReference(t *testing.T) {
 					a.Mode, a.CoordinateTransformationMode, a.SamplingRatio = mode, coord, ratio
 					a.OutputHeight, a.OutputWidth = 3, 4
 					a.SpatialScale = 0.8
-					if got := nt.CheckNode(t, l, graph.OpRoiAlign, a, 1, nt.In(x), nt.In(rois), nt.In(batch)); got != "roialign-channels-inner" {
+					if got := nt.CheckNode(t, l, graph.OpRoiAlign, a, 1, nt.In(x), nt.In(rois), nt.In(batch)); got != "roialign-samples-per-region" {
 						t.Fatalf("strategy %s", got)
 					}
 				})

@@ -10,11 +10,11 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// TestRoiAlignRunsChannelsInnerAndMatchesTheReference: the CPU table's RoiAlign is the
+// TestRoiAlignComputesSamplesPerRegionAndMatchesTheReference: the CPU table's RoiAlign is the
 // channels-inner schedule, and it matches the reference evaluator: avg and max, both
 // coordinate modes, sampling ratios 1 and 2, regions partly and wholly outside the
 // image and a degenerate one, over two images.
-func TestRoiAlignRunsChannelsInnerAndMatchesTheReference(t *testing.T) {
+func TestRoiAlignComputesSamplesPerRegionAndMatchesTheReference(t *testing.T) {
 	l := Strategies(kernels.Default())
 	rois := tensor.MustFromSlice(tensor.Shape{5, 4}, []float32{
 		0, 0, 9, 9,

@@ -61,6 +61,11 @@ const (
 	bandMaxShare = 0.75
 	// maxBands: no Conv is split in more bands than this along an axis.
 	maxBands = 4
+	// maxBandWeights: along an axis, the bands' taps together (each band keeps its own
+	// slice of the weights) are at most this many halves of the kernel's, so that a
+	// model cannot make the split multiply its weights' memory by more than 2.5 an axis
+	// (DeepLabV3's atrous 3×3: 5/3 an axis).
+	maxBandWeights = 5
 	// maxConvRank: Convs of more spatial axes are left as they are.
 	maxConvRank = 3
 )
@@ -182,8 +187,9 @@ func (c *convTaps) macs() int64 {
 	return v
 }
 
-// bandAxis is the axis whose bands save the most products (within maxBands, every
-// band reading some input, at most bandMaxShare of them computed), or -1; with heavy,
+// bandAxis is the axis whose bands save the most products (within maxBands and
+// maxBandWeights, every band reading some input, at most bandMaxShare of them
+// computed), or -1; with heavy,
 // -1 for a Conv of fewer than bandMinMACs multiply-adds.
 func (c *convTaps) bandAxis(heavy bool) int {
 	if heavy && c.macs() < bandMinMACs {
@@ -194,15 +200,16 @@ func (c *convTaps) bandAxis(heavy bool) int {
 		if len(bands) < 2 || len(bands) > maxBands {
 			continue
 		}
-		var kept int64
+		var kept, taps int64
 		for _, b := range bands {
 			if b.Lo > b.Hi {
 				kept = -1
 				break
 			}
 			kept += (b.O1 - b.O0) * (b.Hi - b.Lo + 1)
+			taps += b.Hi - b.Lo + 1
 		}
-		if kept < 0 {
+		if kept < 0 || 2*taps > maxBandWeights*c.kernel[d] {
 			continue
 		}
 		if share := float64(kept) / float64(c.axes[d].Out*c.kernel[d]); share <= bestShare {

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 394 files; see Identity.
-const sourceDigest = "75184b0de090a0f6d35ac92b4ae80b3f"
+const sourceDigest = "64daa11871423f2ab7a8f665232bf9e2"

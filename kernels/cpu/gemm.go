@@ -25,6 +25,14 @@ type GemmConfig struct {
 	// more evenly between threads (generic bert_tiny s128 on 2 threads: 4 tiles measured
 	// ~12% faster than 8 over three alternations, 4×512 rows within noise).
 	SymbolicMC int64
+	// WideB: with symbolic rows and a B of at least this many bytes, the parallel loop
+	// runs over (column panel, row block) pairs as for FewRowBlocks (0: never). Such a
+	// product streams its weights from memory, and a few rows at run time make one row
+	// block, which ran on one thread: Faster R-CNN's box head (11 to 150 rows times
+	// 12544x1024 weights, 49 MiB) took 4.5-5.1 ms on two threads, 1.7-2.0 as pairs
+	// (one thread 5.3-5.5 -> 4.4-4.8), alternating builds on machine F. A's rows are
+	// then read once per panel, which costs little where B is this large.
+	WideB int64
 }
 
 // DefaultGemm was the fastest (or tied) of KC ∈ {128, 192, 256, 512, 1024} × MC ∈ {4, 8,
@@ -33,7 +41,7 @@ type GemmConfig struct {
 // fell to half speed in some runs, and packing A cost more than it saved. With K ≤
 // unsplitK(KC) the reduction is not split and the micro-kernel's zero-initializing form
 // replaces the separate init pass.
-var DefaultGemm = GemmConfig{KC: 256, MC: 8, Parallel: true, FewRowBlocks: 8, SymbolicMC: 4}
+var DefaultGemm = GemmConfig{KC: 256, MC: 8, Parallel: true, FewRowBlocks: 8, SymbolicMC: 4, WideB: 8 << 20}
 
 // unsplitK is the longest static reduction the matmul strategy runs whole under a
 // reduction block of kc: 1.5·kc, so that a reduction just above kc is not split into a
@@ -93,6 +101,11 @@ func ScheduleMatMulPackedEpilogue(s *schedule.Schedule, g intrin.Gemm, cfg GemmC
 	}
 	rows, static := s.Extent(l[0])
 	few := cfg.Parallel && static && (rows+mr*max(cfg.MC, 1)-1)/(mr*max(cfg.MC, 1)) <= cfg.FewRowBlocks
+	if cfg.Parallel && !static && cfg.WideB > 0 {
+		n, nStatic := s.Extent(l[1])
+		k, kStatic := s.Extent(l[2])
+		few = nStatic && kStatic && 4*n*k >= cfg.WideB
+	}
 	i, err := s.Split(l[0], []int64{-1, mr})
 	if err != nil {
 		return false, err

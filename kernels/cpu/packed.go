@@ -136,7 +136,8 @@ func UnpackNCHWc(v []float32, n, c, h, w, cb int) []float32 {
 // gemmKnobs declare the packed matmul's GemmConfig as knobs around d: KC (reduction
 // block), MC (row block in tiles), parallel (0 or 1), few_row_blocks (the row-block
 // count up to which pairs of panel and row block are the parallel loop) and
-// symbolic_mc (MC for a symbolic row count).
+// symbolic_mc (MC for a symbolic row count) and wide_b_mib (the size of B, in MiB, from
+// which a symbolic row count runs panel and row block pairs in parallel; 0: never).
 func gemmKnobs(d GemmConfig) []kernels.Knob {
 	b := map[bool]int64{false: 0, true: 1}
 	return []kernels.Knob{
@@ -145,12 +146,13 @@ func gemmKnobs(d GemmConfig) []kernels.Knob {
 		{Name: "parallel", Values: []int64{0, 1}, Default: b[d.Parallel]},
 		{Name: "few_row_blocks", Values: []int64{0, 2, 4, 8, 16}, Default: d.FewRowBlocks},
 		{Name: "symbolic_mc", Values: []int64{1, 2, 4, 8, 16}, Default: d.SymbolicMC},
+		{Name: "wide_b_mib", Values: []int64{0, 2, 8, 32}, Default: d.WideB >> 20},
 	}
 }
 
 // gemmConfig is the configuration a resolved assignment of gemmKnobs names.
 func gemmConfig(k kernels.Knobs) GemmConfig {
-	return GemmConfig{KC: k["KC"], MC: k["MC"], Parallel: k["parallel"] != 0, FewRowBlocks: k["few_row_blocks"], SymbolicMC: k["symbolic_mc"]}
+	return GemmConfig{KC: k["KC"], MC: k["MC"], Parallel: k["parallel"] != 0, FewRowBlocks: k["few_row_blocks"], SymbolicMC: k["symbolic_mc"], WideB: k["wide_b_mib"] << 20}
 }
 
 // batchedKnobs declare what a batched product's schedule reads of GemmConfig (the

@@ -70,3 +70,45 @@ func TestSymbolicPackedEpilogues(t *testing.T) {
 	nt.CheckSymbolic(t, l, graph.OpGemm, gemm, 1, args, m...)
 	wantPacked(t, nt.CheckSymbolicFused(t, l, graph.OpGemm, gemm, args, []nt.SymStage{gelu}, m...))
 }
+
+// TestSymbolicMatMulOverWideWeightsRunsPanelPairsInParallel: over symbolic rows, a B
+// of at least wide_b_mib MiB makes the parallel loop the fused (column panel, row
+// block) pairs, so that a few rows at run time still spread over the threads; under
+// it (or with the knob at 0) the row blocks stay the parallel loop. Both match the
+// reference at every row count.
+func TestSymbolicMatMulOverWideWeightsRunsPanelPairsInParallel(t *testing.T) {
+	f := tensor.Float32
+	st := tunedStrategy(t, graph.OpMatMul, "matmul-packed-tensorized", "wide_b_mib")
+	const k, n = 700, 750 // B: 2,100,000 bytes, just over 2 MiB
+	a := nt.Sym(f, "b", "s", strconv.Itoa(k))
+	w := nt.SymC(f32(91, k, n))
+	for _, tc := range []struct {
+		wide  int64
+		pairs bool
+	}{{2, true}, {0, false}, {8, false}} {
+		knobs := kernels.Knobs{}
+		for _, kn := range st.Knobs {
+			knobs[kn.Name] = kn.Default
+		}
+		knobs["wide_b_mib"] = tc.wide
+		l := &firstLowered{l: tunedLowerer{st: st, knobs: knobs}}
+		nt.CheckSymbolic(t, l, graph.OpMatMul, nil, 1, []nt.SymArg{a, w}, rowBinds()...)
+		if got := strings.Contains(l.impl.Trace.String(), "fuse"); got != tc.pairs {
+			t.Errorf("wide_b_mib %d: fused pairs %v, want %v:\n%s", tc.wide, got, tc.pairs, l.impl.Trace)
+		}
+	}
+}
+
+// firstLowered keeps the first kernel l lowers (CheckSymbolic's symbolic one).
+type firstLowered struct {
+	l    nt.Lowerer
+	impl *kernels.Impl
+}
+
+func (f *firstLowered) Lower(n *graph.Node, in []kernels.Input, t target.Target) (*kernels.Impl, error) {
+	impl, err := f.l.Lower(n, in, t)
+	if f.impl == nil {
+		f.impl = impl
+	}
+	return impl, err
+}

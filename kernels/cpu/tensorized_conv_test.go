@@ -115,10 +115,16 @@ func (l tunedLowerer) Lower(n *graph.Node, in []kernels.Input, t target.Target) 
 // test unless the strategy declares (at least) the knobs want and a tuned builder.
 func tunedConv(t *testing.T, name string, want ...string) kernels.Strategy {
 	t.Helper()
+	return tunedStrategy(t, graph.OpConv, name, want...)
+}
+
+// tunedStrategy is tunedConv for the strategies of op.
+func tunedStrategy(t *testing.T, op graph.Op, name string, want ...string) kernels.Strategy {
+	t.Helper()
 	reg := kernels.Default()
 	table := tensorizedStrategies(reg)
 	withKnobs(reg, table)
-	for _, st := range table[graph.OpConv] {
+	for _, st := range table[op] {
 		if st.Name != name {
 			continue
 		}

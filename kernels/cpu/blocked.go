@@ -19,6 +19,12 @@ type ConvBlockedAttrs struct {
 	// BlockedOut leaves the result in the conv stage's storage, [N, M/MB, OH, OW, MB]
 	// (M must be a multiple of MB), instead of unpacking it to NCHW.
 	BlockedOut bool
+	// OutBlock, with BlockedOut and when not 0 or MB, stores the result in blocks of
+	// OutBlock instead, [N, M/OutBlock, OH, OW, OutBlock] (a divisor of MB, and of M):
+	// the "unpack" stage repacks the conv stage's blocks into it. A layer whose output
+	// channels no tile width divides (RegNetX's 400, computed in tiles of 32) then still
+	// hands its readers blocked data.
+	OutBlock int64
 	// SplitOut computes the NCHW result as [N, M/sb, sb, OH, OW] (its storage; sb is
 	// SplitBlock: MB where it divides M, M where M is less than MB): the unpacking then
 	// reads the conv stage at a permutation of its own iterators, so that it (and the
@@ -163,6 +169,20 @@ func convResult(conv, bias *te.Tensor, m, mb int64, a ConvBlockedAttrs) (*te.Ten
 			v := conv.At(i[0], i[1], i[3], i[4], i[2])
 			if bias != nil {
 				v = te.Add(v, bias.At(add(mul(i[1], i64(mb)), i[2])))
+			}
+			return v
+		}), nil
+	}
+	if a.BlockedOut && a.OutBlock != 0 && a.OutBlock != mb {
+		ob := a.OutBlock
+		if m%ob != 0 || mb%ob != 0 {
+			return nil, fmt.Errorf("BUG: blocked conv2d output of %d channels computed in blocks of %d, stored in blocks of %d", m, mb, ob)
+		}
+		return te.Compute("unpack", []loopir.Expr{n, i64(m / ob), oh, ow, i64(ob)}, func(i []loopir.Expr) loopir.Expr {
+			ch := add(mul(i[1], i64(ob)), i[4])
+			v := conv.At(i[0], div(i[1], i64(mb/ob)), i[2], i[3], add(mul(loopir.Bin(loopir.Mod, i[1], i64(mb/ob)), i64(ob)), i[4]))
+			if bias != nil {
+				v = te.Add(v, bias.At(ch))
 			}
 			return v
 		}), nil

@@ -10,7 +10,8 @@ import (
 // LayoutPolicy is alter-layout's policy for the CPU, consistent with Strategies: a
 // convolution of static shapes the tensorized strategy takes stores its output in blocks of the
 // micro-kernel's width that convolution's strategy chooses (convGemm: when the output
-// channels are a multiple of it) and reads its input as it is stored; depthwise and
+// channels are a multiple of it; else, when they are a multiple of one vector, in blocks
+// of one vector, repacked from the tiles: ConvBlockedAttrs.OutBlock) and reads its input as it is stored; depthwise and
 // grouped convolutions store their output in the block their strategy computes in
 // (depthwiseBlock, groupedBlock: none, no anchor) and read their input as it is stored;
 // elementwise ops whose inputs of the output's shape share one block (their other inputs
@@ -33,8 +34,11 @@ func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 				return nil, 0, false
 			}
 			out := int64(0)
-			if m := n.Inputs[1].Const.Shape[0]; int64(m)%g.NR == 0 {
+			switch m, lanes := int64(n.Inputs[1].Const.Shape[0]), channelMultiple(t); {
+			case m%g.NR == 0:
 				out = g.NR
+			case lanes != 0 && m%lanes == 0 && g.NR%lanes == 0:
+				out = lanes
 			}
 			return anyBlock(n), out, true
 		},

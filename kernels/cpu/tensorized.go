@@ -298,13 +298,17 @@ func buildConvBlockedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Inp
 		return nil, err
 	}
 	x, w := in[0], in[1]
+	m := int64(w.Const.Shape[0])
 	if b := n.Outputs[0].Type.Block; b != 0 {
-		if b != g.NR {
+		switch {
+		case b == g.NR:
+		case g.NR%b == 0 && m%b == 0:
+			attrs.OutBlock = b // repacked from the tiles' blocks
+		default:
 			return nil, fmt.Errorf("BUG: %v: output stored in blocks of %d, the micro-kernel computes %d", n, b, g.NR)
 		}
 		attrs.BlockedOut = true
 	}
-	m := int64(w.Const.Shape[0])
 	packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Const.Shape[1]) / attrs.CB, int64(w.Const.Shape[2]), int64(w.Const.Shape[3]) * attrs.CB, g.NR}
 	wp := te.Placeholder("w", tensor.Float32, kernels.Static(packed...)...)
 	layout := fmt.Sprintf("OIHW→[O/%d,I/%d,H,W·%d,%d]", g.NR, attrs.CB, attrs.CB, g.NR)
@@ -354,8 +358,8 @@ func buildConvBlockedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Inp
 		last = ""
 	}
 	rowEpilogue := last
-	if !attrs.BlockedOut && !attrs.SplitOut {
-		rowEpilogue = ""
+	if !attrs.BlockedOut && !attrs.SplitOut || attrs.OutBlock != 0 {
+		rowEpilogue = "" // the repacking reads a block of rows the conv stage's row loop does not
 	}
 	if err := scheduleConvBlocked(s, g, cfg, rowEpilogue, attrs.CB, attrs.SplitOut); err != nil {
 		return nil, err

@@ -89,10 +89,12 @@ func TestConvOutputChannelsPickTheirTile(t *testing.T) {
 }
 
 // TestBlockedConvOutputMatchesItsTile: the layout policy stores a convolution's output
-// in blocks of the tile its strategy runs (whenever that tile divides the channels), and
-// the strategy writes exactly that blocked layout: unpacked, it matches the reference.
-// Under every ISA level the host has, for channel counts whose tile is not the level's
-// default.
+// in blocks of the tile its strategy runs (whenever that tile divides the channels),
+// else in blocks of one vector where those divide the channels and the tile (80 and
+// RegNetX's 400 channels in tiles of 48 and 32 on AVX-512: the strategy repacks its
+// tiles), and the strategy writes exactly that blocked layout: unpacked, it matches the
+// reference. Under every ISA level the host has, for channel counts whose tile is not
+// the level's default.
 func TestBlockedConvOutputMatchesItsTile(t *testing.T) {
 	reg := kernels.Default()
 	l := Strategies(reg)
@@ -101,8 +103,8 @@ func TestBlockedConvOutputMatchesItsTile(t *testing.T) {
 			t.Setenv(target.ISAEnv, string(level))
 			tg := target.Host()
 			policy := LayoutPolicy(tg, reg)
-			blocked := 0
-			for _, m := range tileChannels {
+			blocked, repacked := 0, 0
+			for _, m := range append(tileChannels, 80, 400) {
 				const c, h, w = 8, 5, 7
 				a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
 				a.KernelShape = []int64{1, 1}
@@ -114,8 +116,16 @@ func TestBlockedConvOutputMatchesItsTile(t *testing.T) {
 					t.Fatalf("%d channels: the layout policy does not anchor the convolution", m)
 				}
 				g := intrin.GemmTile(tg, int64(m), w)
-				if want := map[bool]int64{true: g.NR}[int64(m)%g.NR == 0]; out != want {
-					t.Fatalf("%d channels: output block %d, the strategy's tile is %dx%d", m, out, g.MR, g.NR)
+				want, lanes := int64(0), channelMultiple(tg)
+				switch {
+				case int64(m)%g.NR == 0:
+					want = g.NR
+				case lanes != 0 && int64(m)%lanes == 0 && g.NR%lanes == 0:
+					want = lanes
+					repacked++
+				}
+				if out != want {
+					t.Fatalf("%d channels: output block %d, want %d (the strategy's tile is %dx%d)", m, out, want, g.MR, g.NR)
 				}
 				if out == 0 {
 					continue
@@ -129,12 +139,15 @@ func TestBlockedConvOutputMatchesItsTile(t *testing.T) {
 				if strategy != "conv2d-nchwc-tensorized" {
 					t.Fatalf("%d channels: strategy %s", m, strategy)
 				}
-				want := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T})
+				ref := kerneltest.Ref(t, graph.OpConv, a, []*tensor.Tensor{args[0].T, args[1].T})
 				v, _ := got[0].Data.([]float32)
-				kerneltest.Close(t, fmt.Sprintf("%d channels in blocks of %d", m, out), UnpackNCHWc(v, 1, m, h, w, int(out)), want)
+				kerneltest.Close(t, fmt.Sprintf("%d channels in blocks of %d", m, out), UnpackNCHWc(v, 1, m, h, w, int(out)), ref)
 			}
 			if blocked == 0 {
 				t.Fatalf("no channel count was stored blocked")
+			}
+			if level == target.LevelAVX512 && repacked == 0 {
+				t.Fatalf("no channel count was stored in blocks of a vector narrower than its tile")
 			}
 		})
 	}

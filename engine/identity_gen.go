@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 394 files; see Identity.
-const sourceDigest = "cfb08679511a63c230f7f383b35828cc"
+const sourceDigest = "a9d21e59eb3be3a9701785d4e64d5153"

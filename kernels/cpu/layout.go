@@ -8,11 +8,11 @@ import (
 )
 
 // LayoutPolicy is alter-layout's policy for the CPU, consistent with Strategies: a
-// convolution of static shapes the tensorized strategy takes stores its output in blocks of the
-// micro-kernel's width that convolution's strategy chooses (convGemm: when the output
-// channels are a multiple of it; else, when they are a multiple of one vector, in blocks
-// of one vector, repacked from the tiles: ConvBlockedAttrs.OutBlock) and reads its input as it is stored; depthwise and
-// grouped convolutions store their output in the block their strategy computes in
+// convolution of static shapes the tensorized strategy takes stores its output in
+// blocks of the micro-kernel's width that convolution's strategy chooses (convGemm:
+// when the output channels are a multiple of it; else, when they are a multiple of one
+// vector, in blocks of one vector, repacked from the tiles: ConvBlockedAttrs.OutBlock)
+// and reads its input as it is stored; depthwise and grouped convolutions store their output in the block their strategy computes in
 // (depthwiseBlock, groupedBlock: none, no anchor) and read their input as it is stored;
 // elementwise ops whose inputs of the output's shape share one block (their other inputs
 // broadcasting onto it: scalars, per-channel scales), 2-D and global pooling (a global

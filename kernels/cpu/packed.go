@@ -135,9 +135,9 @@ func UnpackNCHWc(v []float32, n, c, h, w, cb int) []float32 {
 
 // gemmKnobs declare the packed matmul's GemmConfig as knobs around d: KC (reduction
 // block), MC (row block in tiles), parallel (0 or 1), few_row_blocks (the row-block
-// count up to which pairs of panel and row block are the parallel loop) and
-// symbolic_mc (MC for a symbolic row count) and wide_b_mib (the size of B, in MiB, from
-// which a symbolic row count runs panel and row block pairs in parallel; 0: never).
+// count up to which pairs of panel and row block are the parallel loop), symbolic_mc
+// (MC for a symbolic row count) and wide_b_mib (the size of B, in MiB, from which a
+// symbolic row count runs panel and row block pairs in parallel; 0: never).
 func gemmKnobs(d GemmConfig) []kernels.Knob {
 	b := map[bool]int64{false: 0, true: 1}
 	return []kernels.Knob{

@@ -11,15 +11,23 @@ const serialWork = 1 << 15
 // intrinWork is what one tensor-intrinsic call (a GEMM micro-kernel tile) counts as.
 const intrinWork = 1 << 12
 
+// callWork is what one math function call (an exp, a tanh, an erf) counts as.
+const callWork = 4
+
 // iterationWork estimates the element operations one iteration of a loop body runs:
-// stores and intrinsic calls, multiplied by the extents of the loops around them (a
-// vectorized loop counts each lane). ok is false when an extent is not a constant or
+// stores with the loads and math calls of their values, and intrinsic calls, multiplied
+// by the extents of the loops around them (a vectorized loop counts each lane). Loads
+// count because a store that gathers its operands from strided addresses (a layout
+// repack fused with a residual Add) costs several times a plain copy: counting the
+// store alone kept such 30k-element repacks on one thread. ok is false when an extent is not a constant or
 // the estimate reaches limit (the caller then never runs the loop serially).
 func iterationWork(s loopir.Stmt, limit int64) (work int64, ok bool) {
 	switch s := s.(type) {
 	case nil:
 		return 0, true
-	case *loopir.Store, *loopir.TexWrite:
+	case *loopir.Store:
+		return 1 + valueWork(s.Value), true
+	case *loopir.TexWrite:
 		return 1, true
 	case *loopir.IntrinCall:
 		return intrinWork, intrinWork < limit
@@ -61,4 +69,19 @@ func iterationWork(s loopir.Stmt, limit int64) (work int64, ok bool) {
 		return w + i, ok && w+i < limit
 	}
 	return 0, false
+}
+
+// valueWork counts the loads and math calls (callWork each) of a stored value.
+func valueWork(e loopir.Expr) int64 {
+	var w int64
+	loopir.MapExpr(e, func(x loopir.Expr) loopir.Expr {
+		switch x.(type) {
+		case *loopir.Load, *loopir.TexRead:
+			w++
+		case *loopir.Call:
+			w += callWork
+		}
+		return x
+	})
+	return w
 }

@@ -331,7 +331,7 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
       if (nt < 1) nt = 1;
       if (nt > 64) nt = 64;
       const i64 lo = 0LL, ext = 5LL;
-      if (ext * 512LL < 32768LL) nt = 1;
+      if (ext * 1024LL < 32768LL) nt = 1;
       i64 nc = nt * 16 < ext ? nt * 16 : ext;
       if (nc > 64) nc = 64;
       if (nc < 1) nc = 1;

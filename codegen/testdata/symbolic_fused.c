@@ -45,7 +45,7 @@ int v_scale(void *const *bufs, const i64 *dims, void *ctx) {
     if (nt < 1) nt = 1;
     if (nt > 64) nt = 64;
     const i64 lo = 0LL, ext = (v_b * v_s);
-    if (ext * 8LL < 32768LL) nt = 1;
+    if (ext * 16LL < 32768LL) nt = 1;
     i64 nc = nt * 16 < ext ? nt * 16 : ext;
     if (nc > 64) nc = 64;
     if (nc < 1) nc = 1;

@@ -80,7 +80,7 @@
 //   - pad-channels (O2): with a Context.Layout policy's ChannelMultiple (the CPU's vector
 //     lanes), a region of M channels between convolutions (depthwise convs, channel-
 //     wise elementwise ops, global pools, squeeze-and-excitation) that the multiple
-//     does not divide is widened to the next multiple when that adds at most an eighth:
+//     does not divide is widened to the next multiple when that adds at most a fifth:
 //     zero filters and bias in the convolutions writing it, zero input channels in
 //     those reading it, so every value outside it is unchanged (MobileNetV3's 72, 120,
 //     184 and 200 channels compute in whole AVX-512 vectors, as ONNX Runtime pads them);

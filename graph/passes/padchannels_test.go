@@ -100,11 +100,16 @@ func TestPadChannelsWidensAMobileBlockToWholeVectors(t *testing.T) {
 	if strings.Contains(text, ",72,") || strings.Contains(text, "group=72") {
 		t.Errorf("72 channels left after pad-channels:\n%s", text)
 	}
+	// a fifth more: 40 → 48 (MnasNet's and EfficientNet's 28×28 stage)
+	text = padRun(t, "a fifth more", mobileBlock(t, 24, 40, 40, func(_ *graph.Builder, y *graph.Value) *graph.Value { return y }))
+	if !strings.Contains(text, "group=48") || strings.Contains(text, ",40,") {
+		t.Errorf("40 channels not padded to 48:\n%s", text)
+	}
 }
 
 // TestPadChannelsLeavesRegionsItCannotPad: a region read by a Reshape, one that is a
 // result, one written by a grouped (not depthwise) convolution and one whose padding
-// would add more than an eighth (24 → 32) keep their channels.
+// would add more than a fifth (24 → 32) keep their channels.
 func TestPadChannelsLeavesRegionsItCannotPad(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -114,7 +119,7 @@ func TestPadChannelsLeavesRegionsItCannotPad(t *testing.T) {
 		keep   string
 	}{
 		{"grouped conv", 72, 9, func(_ *graph.Builder, y *graph.Value) *graph.Value { return y }, "[1,72,6,6]"},
-		{"an eighth more", 24, 24, func(_ *graph.Builder, y *graph.Value) *graph.Value { return y }, "[1,24,6,6]"},
+		{"a third more", 24, 24, func(_ *graph.Builder, y *graph.Value) *graph.Value { return y }, "[1,24,6,6]"},
 	}
 	for _, c := range cases {
 		text := padRun(t, c.name, mobileBlock(t, 16, c.mid, c.groups, c.tail))

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 395 files; see Identity.
-const sourceDigest = "365285a68fde08a01defc7f6948b2f07"
+const sourceDigest = "f98f51c87083ae4fbdef719d34cb0ee7"

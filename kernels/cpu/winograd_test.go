@@ -35,6 +35,8 @@ func TestWinogradConv(t *testing.T) {
 		{128, 18, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
 		{128, 96, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-winograd-tensorized"},
 		{128, 32, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
+		// two images of 46×46 tiles by 128 channels: 33 MiB transformed
+		{128, 64, 92, 92, []int64{1, 1}, []int64{1, 1, 1, 1}, false, "conv2d-nchwc-tensorized"},
 	}
 	for _, tc := range cases {
 		a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)

@@ -93,6 +93,7 @@ var realModelsCompiled = map[string]bool{
 	"tvs_deeplabv3_mobilenet_v3":      true,
 	"tvd_ssdlite320_mobilenet_v3":     true,
 	"tvd_fasterrcnn_mobilenet_v3_320": true,
+	"tvv_mc3_18":                      true,
 	"tvq_mobilenet_v2":                true,
 	"tvh_mobilenet_v3_large":          true,
 	"kws_melspec_cnn_gru":             true,

@@ -19,8 +19,9 @@ const callWork = 4
 // by the extents of the loops around them (a vectorized loop counts each lane). Loads
 // count because a store that gathers its operands from strided addresses (a layout
 // repack fused with a residual Add) costs several times a plain copy: counting the
-// store alone kept such 30k-element repacks on one thread. ok is false when an extent is not a constant or
-// the estimate reaches limit (the caller then never runs the loop serially).
+// store alone kept such 30k-element repacks on one thread. ok is false when an extent
+// is not a constant or the estimate reaches limit (the caller then never runs the loop
+// serially).
 func iterationWork(s loopir.Stmt, limit int64) (work int64, ok bool) {
 	switch s := s.(type) {
 	case nil:

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 395 files; see Identity.
-const sourceDigest = "f98f51c87083ae4fbdef719d34cb0ee7"
+const sourceDigest = "9b3ad078c8f9e209b92311edb7141924"

@@ -9,10 +9,10 @@ import (
 
 // maxPadWaste bounds pad-channels: a region's channels M pad to M' only when
 // M' ≤ M + M/maxPadWaste (a fifth more work at most: 40 → 48, 72 → 80, 120 → 128,
-// 184 → 192, 200 → 208 on AVX-512, not 24 → 32). 40 → 48 pays: MnasNet's 40-channel
-// projections (120 → 40 at 28×28) otherwise compute 48 channels in their tiles anyway
-// and unpack them to NCHW, and ran 27% (72 → 40) to 40% (120 → 40) slower per launch
-// at two threads than padded (AVX-512); EfficientNet-B0's two 40-channel projections 22–30%.
+// 184 → 192, 200 → 208 on AVX-512, not 24 → 32). 40 → 48 pays: a 40-channel
+// projection at 28×28 computes 48 channels in its tiles anyway and, unpadded, unpacks
+// them to NCHW. Padded, MnasNet's took 0.70× (120 → 40) and 0.59× (72 → 40) the time
+// per launch at two threads (AVX-512), EfficientNet-B0's 0.70× and 0.77×.
 const maxPadWaste = 5
 
 // PadChannels widens the channel axis of the values inside a convolution network that

@@ -35,8 +35,18 @@ func Conv3DAsConv2D(_ *Context, m *graph.Module) error {
 	return nil
 }
 
+// maxStackedTaps and maxStackedBytes bound the rewrite: it adds three nodes per
+// temporal tap and a stacked input kT times the input's size, so a Conv with a longer
+// temporal kernel (video networks use 3 to 7), or whose stacked input would exceed
+// 1 GiB, stays 3-D on the generic rule rather than let a small model file ask for
+// millions of nodes or a huge tensor.
+const (
+	maxStackedTaps  = 16
+	maxStackedBytes = 1 << 30
+)
+
 // conv3DAsConv2D returns the nodes replacing n, or nil when n is not a 3-D Conv of a
-// static float32 input with a constant float32 weight.
+// static float32 input with a constant float32 weight, or exceeds the bounds above.
 func conv3DAsConv2D(f *graph.Func, n *graph.Node, names *freshNames) []*graph.Node {
 	c := resolveConvTaps(n)
 	if c == nil || len(c.kernel) != 3 || c.x.Type.DType != tensor.Float32 {
@@ -54,12 +64,11 @@ func conv3DAsConv2D(f *graph.Func, n *graph.Node, names *freshNames) []*graph.No
 	if int64(ys[2]) != to || int64(ys[0]) != nb {
 		return nil
 	}
-	tag := cmp.Or(n.Name, out.Name)
-	ints := func(name string, v ...int64) *graph.Value {
-		k := graph.NewConst(names.fresh(name), tensor.MustFromSlice(tensor.Shape{len(v)}, v))
-		f.Consts = append(f.Consts, k)
-		return k
+	if kt > maxStackedTaps || float64(nb)*float64(to)*float64(ch)*float64(kt)*float64(h)*float64(wd)*4 > maxStackedBytes {
+		return nil
 	}
+	tag := cmp.Or(n.Name, out.Name)
+	ints := func(name string, v ...int64) *graph.Value { return int64Const(f, names.fresh(name), v...) }
 	value := func(name string, dims ...int64) *graph.Value {
 		return &graph.Value{Name: names.fresh(name), Type: graph.TensorType(tensor.Float32, shapeDims(dims)...)}
 	}

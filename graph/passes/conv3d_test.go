@@ -15,7 +15,8 @@ import (
 // channel axis) between layout ops, computing what the reference computes before the
 // rewrite: temporal and spatial pads, strides and dilations, SAME pads, groups, a
 // kernel of one frame (R(2+1)D's spatial convs) and of one pixel (its temporal ones),
-// with and without bias; one over a symbolic frame count stays 3-D.
+// with and without bias; one over a symbolic frame count, and one with a temporal kernel
+// longer than the rewrite stacks, stay 3-D.
 func TestConv3DBecomesConv2DOverStackedFrames(t *testing.T) {
 	cases := []struct {
 		name                     string
@@ -32,6 +33,7 @@ func TestConv3DBecomesConv2DOverStackedFrames(t *testing.T) {
 		{"dilated 2x3x3 SAME_UPPER", 2, 4, 1, [3]int{2, 3, 3}, nil, []int64{2, 1, 2}, nil, "SAME_UPPER", true, false, true},
 		{"two groups", 4, 6, 2, [3]int{3, 3, 3}, nil, nil, []int64{1, 1, 1, 1, 1, 1}, "", true, false, true},
 		{"symbolic frames", 4, 6, 1, [3]int{3, 3, 3}, nil, nil, []int64{1, 1, 1, 1, 1, 1}, "", true, true, false},
+		{"17 frames a tap", 2, 2, 1, [3]int{17, 1, 1}, nil, nil, []int64{8, 0, 0, 8, 0, 0}, "", false, false, false},
 	}
 	for i, c := range cases {
 		b := graph.NewBuilder("main")

@@ -70,7 +70,8 @@
 //     input the kT frames its temporal taps read stacked on the channel axis (Pad along
 //     T, Transpose, strided Slices, Concat, Reshape; the output reshaped and transposed
 //     back): the 2-D strategies instead of the generic rule (r3d_18 at two threads:
-//     3.9 s → 0.15 s);
+//     3.9 s → 0.15 s); temporal kernels over 16 frames, or stacked inputs over 1 GiB,
+//     stay 3-D;
 //   - trim-conv-taps (O1): a Conv of a static input and constant float32 weights loses
 //     the kernel taps that read only padding (the weights sliced, the pads shrunk, the
 //     output unchanged: DeepLabV3's atrous 3×3 of dilation 24 and 36 over a 14×14 map

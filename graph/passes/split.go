@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/kilnrt/kiln/graph"
-	"github.com/kilnrt/kiln/tensor"
 )
 
 // SplitToSlices rewrites each Split into one Slice per output (constant starts, ends
@@ -48,11 +47,7 @@ func splitParts(f *graph.Func, n *graph.Node) []*graph.Node {
 		}
 		extents[i] = e
 	}
-	ints := func(name string, v int64) *graph.Value {
-		c := graph.NewConst(name, tensor.MustFromSlice(tensor.Shape{1}, []int64{v}))
-		f.Consts = append(f.Consts, c)
-		return c
-	}
+	ints := func(name string, v int64) *graph.Value { return int64Const(f, name, v) }
 	base := n.Outputs[0].Name // unique, unlike node names
 	axes := ints(base+"/split_axis", axis)
 	var parts []*graph.Node

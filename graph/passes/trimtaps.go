@@ -230,11 +230,7 @@ func (c *convTaps) band(f *graph.Func, names *freshNames, heavy bool) []*graph.N
 	}
 	rank, axis := len(c.kernel), int64(2+d)
 	in, s, dl := int64(c.xs[axis]), c.win.Strides[d], c.win.Dilations[d]
-	ints := func(name string, v int64) *graph.Value {
-		k := graph.NewConst(names.fresh(name), tensor.MustFromSlice(tensor.Shape{1}, []int64{v}))
-		f.Consts = append(f.Consts, k)
-		return k
-	}
+	ints := func(name string, v int64) *graph.Value { return int64Const(f, names.fresh(name), v) }
 	out := c.n.Outputs[0]
 	var nodes []*graph.Node
 	var parts []*graph.Value

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 395 files; see Identity.
-const sourceDigest = "7356c07e5455919c079a9a2d7b6ff51a"
+const sourceDigest = "51f172f44fbd9fec30333e322733fc5f"

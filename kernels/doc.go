@@ -41,7 +41,8 @@
 // with an optional host Prepack of a constant input (weights in a blocked layout). Forms
 // for a strategy to schedule: MatMulReduction (a plain sum over k, for a micro-kernel to
 // tensorize) and ConvWinograd (Winograd F(2×2, 3×3): input transform, 16 products,
-// output transform; weights transformed by TransformWinogradWeights at compile time).
+// output transform; weights transformed by TransformWinogradWeights at compile time,
+// optionally in column panels, PackWinogradPanels).
 //
 // Channel-blocked storage (graph.Type.Block, [N, C/b, H, W, b], layout.go): placeholders
 // take that shape (PhysicalShape); LayoutTransform converts; pooling pools it in place;

@@ -34,6 +34,10 @@ type WinogradAttrs struct {
 	XBlock int64
 	// OutBlock is how the result is stored: 0 NCHW, else [N, K/OutBlock, OH, OW, OutBlock].
 	OutBlock int64
+	// NR is how the transformed weights are stored: 0 as U [16, C, K]; else in column
+	// panels [16, K/NR, C, NR] (PackWinogradPanels), each product's column tile of NR
+	// reading one contiguous panel.
+	NR int64
 }
 
 // TransformWinogradWeights turns float32 OIHW 3×3 weights [K, C, 3, 3] into
@@ -70,8 +74,30 @@ func TransformWinogradWeights(w *tensor.Tensor) (*tensor.Tensor, error) {
 	return tensor.FromSlice(tensor.Shape{16, c, k}, out)
 }
 
+// PackWinogradPanels reorders transformed weights U [16, C, K] into column panels
+// [16, K/nr, C, nr]: U[t, c, k] at [t, k/nr, c, k%nr]. K must be a multiple of nr. In
+// [16, C, K] a product's column tile reads nr floats a row of K apart, and K·4 bytes a
+// multiple of 2 KiB (512 output channels) maps the tile's rows to a few cache sets.
+func PackWinogradPanels(u *tensor.Tensor, nr int64) (*tensor.Tensor, error) {
+	v, ok := u.Data.([]float32)
+	if !ok || len(u.Shape) != 3 || u.Shape[0] != 16 || nr <= 0 || int64(u.Shape[2])%nr != 0 {
+		return nil, fmt.Errorf("transformed weights %v%v: want float32 [16, C, K], K a multiple of %d", u.DType, u.Shape, nr)
+	}
+	c, k := int64(u.Shape[1]), int64(u.Shape[2])
+	out := make([]float32, len(v))
+	for t := range int64(16) {
+		for i := range c {
+			for o := range k {
+				out[((t*(k/nr)+o/nr)*c+i)*nr+o%nr] = v[(t*c+i)*k+o]
+			}
+		}
+	}
+	return tensor.FromSlice(tensor.Shape{16, int(k / nr), int(c), int(nr)}, out)
+}
+
 // ConvWinograd is a 3×3, stride 1, undilated, ungrouped convolution of x (NCHW or
-// blocked, a.XBlock) with transformed weights u [16, C, K] (TransformWinogradWeights),
+// blocked, a.XBlock) with transformed weights u [16, C, K] (TransformWinogradWeights;
+// in panels [16, K/a.NR, C, a.NR] when a.NR is set, PackWinogradPanels),
 // plus bias [K] when given. Stages: "pad" (the input, zero-padded to whole tiles, as
 // [N, Hp, Wp, C] so that channels are contiguous), "wino_v" (the transformed input
 // tiles [16, P, C], P = N·TH·TW), "matmul" (M = V·U per t: batch t, rows P, columns K,
@@ -89,10 +115,17 @@ func ConvWinograd(x, u, bias *te.Tensor, a WinogradAttrs) (*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ext) != 4 || len(uext) != 3 || uext[0] != 16 || uext[1] != ext[1] {
-		return nil, Unsupported("Winograd conv2d: data %v, transformed weights %v", ext, uext)
+	uc, k := int64(-1), int64(0)
+	switch {
+	case a.NR == 0 && len(uext) == 3 && uext[0] == 16:
+		uc, k = uext[1], uext[2]
+	case a.NR > 0 && len(uext) == 4 && uext[0] == 16 && uext[3] == a.NR:
+		uc, k = uext[2], uext[1]*a.NR
 	}
-	n, c, h, w, k := ext[0], ext[1], ext[2], ext[3], uext[2]
+	if len(ext) != 4 || uc != ext[1] {
+		return nil, Unsupported("Winograd conv2d: data %v, transformed weights %v in panels of %d", ext, uext, a.NR)
+	}
+	n, c, h, w := ext[0], ext[1], ext[2], ext[3]
 	pt, pl, pb, pr := a.Pads[0], a.Pads[1], a.Pads[2], a.Pads[3]
 	oh, ow := h+pt+pb-2, w+pl+pr-2
 	if oh <= 0 || ow <= 0 {
@@ -141,7 +174,7 @@ func ConvWinograd(x, u, bias *te.Tensor, a WinogradAttrs) (*te.Tensor, error) {
 		second := te.Add(d(a2, b1), te.Mul(sign(tb), d(a2, b2)))
 		return te.Add(first, te.Mul(sign(ta), second))
 	})
-	m, err := MatMulReduction(v, u)
+	m, err := winogradProducts(v, u, k, a.NR)
 	if err != nil {
 		return nil, err
 	}
@@ -169,5 +202,18 @@ func ConvWinograd(x, u, bias *te.Tensor, a WinogradAttrs) (*te.Tensor, error) {
 			out = te.Add(out, bias.At(ch))
 		}
 		return out
+	}), nil
+}
+
+// winogradProducts is M[t] = V[t]·U[t] for the 16 planes t, the block "matmul" of
+// MatMulReduction's form (loops t, p, k, then the reduction over c); with nr, U is in
+// column panels [16, K/nr, C, nr].
+func winogradProducts(v, u *te.Tensor, k, nr int64) (*te.Tensor, error) {
+	if nr == 0 {
+		return MatMulReduction(v, u)
+	}
+	r := te.RAxis("k", v.Shape[2])
+	return te.Compute("matmul", []loopir.Expr{v.Shape[0], v.Shape[1], i64(k)}, func(i []loopir.Expr) loopir.Expr {
+		return te.Sum(te.Mul(v.At(i[0], i[1], r.Var), u.At(i[0], div(i[2], i64(nr)), r.Var, loopir.Bin(loopir.Mod, i[2], i64(nr)))), r)
 	}), nil
 }

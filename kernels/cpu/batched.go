@@ -69,7 +69,8 @@ func buildMatMulBatchedWith(reg *kernels.Registry, n *graph.Node, in []kernels.I
 // batch axes, i, j, k): row tiles of mr and column tiles of nr, the whole reduction
 // in one zero-initializing micro-kernel call (or KC-long blocks updating a zeroed tile
 // when a static K exceeds KC), and one parallel loop over (batch, row tile, column
-// tile).
+// tile) — or (batch, column tile, row tile) where one batch element's B is larger than
+// batchedPanelMajorBytes (panelMajor).
 func ScheduleMatMulBatched(s *schedule.Schedule, g intrin.Gemm, cfg GemmConfig) error {
 	c, err := s.GetBlock("matmul")
 	if err != nil {
@@ -83,6 +84,7 @@ func ScheduleMatMulBatched(s *schedule.Schedule, g intrin.Gemm, cfg GemmConfig) 
 		return fmt.Errorf("batched matmul strategy: block has %d loops, want at least 3", len(l))
 	}
 	nb := len(l) - 3
+	byPanel := panelMajor(s, l[nb+1], l[nb+2])
 	i, err := s.Split(l[nb], []int64{-1, g.MR})
 	if err != nil {
 		return err
@@ -92,6 +94,9 @@ func ScheduleMatMulBatched(s *schedule.Schedule, g intrin.Gemm, cfg GemmConfig) 
 		return err
 	}
 	outer := append(append([]schedule.LoopRV{}, l[:nb]...), i[0], j[0])
+	if byPanel {
+		outer = append(append([]schedule.LoopRV{}, l[:nb]...), j[0], i[0])
+	}
 	if kExt, ok := s.Extent(l[nb+2]); ok && kExt > cfg.KC {
 		k, err := s.Split(l[nb+2], []int64{-1, cfg.KC})
 		if err != nil {
@@ -122,4 +127,21 @@ func ScheduleMatMulBatched(s *schedule.Schedule, g intrin.Gemm, cfg GemmConfig) 
 		return err
 	}
 	return s.Parallel(fused)
+}
+
+// batchedPanelMajorBytes is the largest B of one batch element (K × N floats) that the
+// batched product reads whole for each row tile (row tiles outer, column tiles inner:
+// an attention's B of a few tens of KiB stays in L1 or L2 across them). Past it the
+// column tiles go outer, so consecutive row tiles share one column panel of B (K × nr)
+// while it is in L2, and B is read once instead of once per row tile. FCN-ResNet50's
+// head (a 3×3 2048→512 convolution at 28×28 on Winograd: 16 products of 196×2048 by
+// 2048×512, B 4 MiB each) read 2.1 GB of B per launch row-tile-major.
+const batchedPanelMajorBytes = 1 << 20
+
+// panelMajor reports whether the batched product with column loop j and reduction loop
+// k, both static, has a B per batch element larger than batchedPanelMajorBytes.
+func panelMajor(s *schedule.Schedule, j, k schedule.LoopRV) bool {
+	n, ok := s.Extent(j)
+	kk, ok2 := s.Extent(k)
+	return ok && ok2 && 4*n*kk > batchedPanelMajorBytes
 }

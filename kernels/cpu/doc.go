@@ -5,8 +5,9 @@
 //
 // Strategies(reg) is the CPU table: conv2d-winograd-tensorized (3×3, stride 1, at least
 // 128 input channels and 7 output tiles a side: Winograd F(2×2, 3×3), weights transformed
-// on the host, the 16 products on the micro-kernel, transforms with their selects
-// unrolled away), conv2d-pointwise-tensorized (pointwise.go: a 1×1, stride-1,
+// on the host and stored in column panels of the micro-kernel's width, the 16 products on
+// the micro-kernel (column tiles outermost where a plane's weights pass 1 MiB), transforms
+// with their selects unrolled away), conv2d-pointwise-tensorized (pointwise.go: a 1×1, stride-1,
 // unpadded convolution over plain NCHW data of at least minPointwisePixels pixels, as
 // the product w[M, C]·x[C, H·W]: the micro-kernel's rows are output channels and its
 // columns a channel's contiguous pixels, so x is read and the NCHW output written in

@@ -90,7 +90,7 @@ func buildConvWinogradWith(reg *kernels.Registry, n *graph.Node, in []kernels.In
 	if (oh+1)/2 < winogradMinTiles || (ow+1)/2 < winogradMinTiles {
 		return nil, notApplicable("output %dx%d: fewer than %d tiles a side", oh, ow, winogradMinTiles)
 	}
-	attrs := kernels.WinogradAttrs{XBlock: x.Block, OutBlock: ot.Block}
+	attrs := kernels.WinogradAttrs{XBlock: x.Block, OutBlock: ot.Block, NR: g.NR}
 	attrs.Pads[0], attrs.Pads[2], _ = win.StaticPads(0)
 	attrs.Pads[1], attrs.Pads[3], _ = win.StaticPads(1)
 	k, c := int64(w.Shape[0]), int64(w.Shape[1])
@@ -106,8 +106,16 @@ func buildConvWinogradWith(reg *kernels.Registry, n *graph.Node, in []kernels.In
 	if ot.Block != 0 && k%ot.Block != 0 {
 		return nil, notApplicable("%d output channels in blocks of %d", k, ot.Block)
 	}
-	u := te.Placeholder("u", tensor.Float32, kernels.Static(16, c, k)...)
-	bias, params, feeds := convBias(in, []*te.Tensor{in[0].T, u}, []kernels.Param{{Input: 0}, {Input: 1, Layout: "OIHW→Winograd F(2×2,3×3) [16,I,O]", Prepack: kernels.TransformWinogradWeights}})
+	u := te.Placeholder("u", tensor.Float32, kernels.Static(16, k/g.NR, c, g.NR)...)
+	prepack := func(w *tensor.Tensor) (*tensor.Tensor, error) {
+		u, err := kernels.TransformWinogradWeights(w)
+		if err != nil {
+			return nil, err
+		}
+		return kernels.PackWinogradPanels(u, g.NR)
+	}
+	layout := fmt.Sprintf("OIHW→Winograd F(2×2,3×3) [16,O/%d,I,%d]", g.NR, g.NR)
+	bias, params, feeds := convBias(in, []*te.Tensor{in[0].T, u}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: prepack}})
 	out, err := kernels.ConvWinograd(in[0].T, u, bias, attrs)
 	if err != nil {
 		return nil, err

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 395 files; see Identity.
-const sourceDigest = "51f172f44fbd9fec30333e322733fc5f"
+const sourceDigest = "0ada91638e5c5438ad4c1b1cad78ef1e"

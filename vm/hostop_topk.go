@@ -1,18 +1,21 @@
 package vm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/kilnrt/kiln/tensor"
 )
 
 // TopK on the host, for a k known only at run time (a constant k has a kernel): per row
-// along the axis, the positions sorted stably by value (decreasing for largest,
-// increasing otherwise; NaN ranks above every number, as in the kernel), the first k
-// kept. k must be a one-element integer tensor in [0, extent of the axis]: anything else
-// is an ErrInput.
+// along the axis, the k positions that rank first by value (decreasing for largest,
+// increasing otherwise; NaN ranks above every number, as in the kernel; equal values by
+// position), in that order. k must be a one-element integer tensor in [0, extent of the
+// axis]: anything else is an ErrInput. The k first come from a bounded heap (a row's
+// d values in O(d log k)), then are sorted: a detector's TopK of 1000 over a level's
+// eight million class scores (RetinaNet at 800×800) took a stable sort of the whole row.
 
 func hostTopK(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x, err := hostInput(in, 0)
@@ -54,22 +57,21 @@ func hostTopK(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, e
 	}
 	var at func(i int) float64
 	var cmpInt func(i, j int) int
-	if x.DType.IsInt() {
-		v := x.Int64s()
-		cmpInt = func(i, j int) int {
-			switch {
-			case v[i] < v[j]:
-				return -1
-			case v[i] > v[j]:
-				return 1
-			}
-			return 0
-		}
-	} else {
-		v := x.Float64s()
+	switch v := x.Data.(type) {
+	case []float32:
+		at = func(i int) float64 { return float64(v[i]) }
+	case []float64:
 		at = func(i int) float64 { return v[i] }
+	default:
+		if x.DType.IsInt() {
+			v := x.Int64s()
+			cmpInt = func(i, j int) int { return cmp.Compare(v[i], v[j]) }
+		} else {
+			v := x.Float64s()
+			at = func(i int) float64 { return v[i] }
+		}
 	}
-	// before reports whether element i ranks before element j
+	// before reports whether element i ranks before element j by value alone
 	before := func(i, j int) bool {
 		if cmpInt != nil {
 			c := cmpInt(i, j)
@@ -85,20 +87,23 @@ func hostTopK(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, e
 		}
 		return vi < vj
 	}
+	// ranks: the total order, equal values by position (a row's flat indices grow with it)
+	ranks := func(i, j int) bool { return before(i, j) || !before(j, i) && i < j }
 	iv := idx.Data.([]int64)
 	src := make([]int, len(iv))
-	order := make([]int, d)
+	row := make([]int, d)
+	top := make([]int, 0, k)
 	kk := int(k)
 	for o := 0; o < outer; o++ {
 		for i := 0; i < inner; i++ {
-			for j := range order {
-				order[j] = (o*d+j)*inner + i
+			for j := range row {
+				row[j] = (o*d+j)*inner + i
 			}
-			sort.SliceStable(order, func(p, q int) bool { return before(order[p], order[q]) })
-			for j := 0; j < kk; j++ {
+			top = firstK(top[:0], row, kk, ranks)
+			for j, p := range top {
 				pos := (o*kk+j)*inner + i
-				src[pos] = order[j]
-				iv[pos] = int64((order[j] / inner) % d)
+				src[pos] = p
+				iv[pos] = int64((p / inner) % d)
 			}
 		}
 	}
@@ -107,4 +112,62 @@ func hostTopK(h *HostCtx, a HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor, e
 		return nil, err
 	}
 	return []*tensor.Tensor{vals, idx}, nil
+}
+
+// firstK appends to dst the k elements of row that rank first under the strict total
+// order ranks, in that order. For k under half the row, a heap of the k best so far
+// whose root is the worst of them: an element enters only by ranking before the root.
+func firstK(dst, row []int, k int, ranks func(a, b int) bool) []int {
+	order := func(a, b int) int {
+		switch {
+		case ranks(a, b):
+			return -1
+		case ranks(b, a):
+			return 1
+		}
+		return 0
+	}
+	if k <= 0 {
+		return dst
+	}
+	if 2*k >= len(row) {
+		dst = append(dst, row...)
+		slices.SortFunc(dst, order)
+		return dst[:k]
+	}
+	h := dst
+	for _, c := range row {
+		if len(h) < k {
+			h = append(h, c)
+			for n := len(h) - 1; n > 0; { // up while the parent ranks before the new one
+				p := (n - 1) / 2
+				if !ranks(h[p], h[n]) {
+					break
+				}
+				h[p], h[n] = h[n], h[p]
+				n = p
+			}
+			continue
+		}
+		if !ranks(c, h[0]) {
+			continue
+		}
+		h[0] = c
+		for n := 0; ; { // down to where no child ranks after it
+			w, l, r := n, 2*n+1, 2*n+2
+			if l < len(h) && ranks(h[w], h[l]) {
+				w = l
+			}
+			if r < len(h) && ranks(h[w], h[r]) {
+				w = r
+			}
+			if w == n {
+				break
+			}
+			h[n], h[w] = h[w], h[n]
+			n = w
+		}
+	}
+	slices.SortFunc(h, order)
+	return h
 }

@@ -108,21 +108,16 @@ func hostNonZero(h *HostCtx, _ HostAttrs, in []*tensor.Tensor) ([]*tensor.Tensor
 		return nil, err
 	}
 	o := out.Data.([]int64)
-	ix := make([]int, r)
 	k := 0
-	for _, b := range nz {
-		if b {
-			for d := 0; d < r; d++ {
-				o[d*count+k] = int64(ix[d])
-			}
-			k++
+	for i, b := range nz { // coordinates of the nonzero elements only, from the flat index
+		if !b {
+			continue
 		}
-		for d := r - 1; d >= 0; d-- { // the next index, row-major
-			if ix[d]++; ix[d] < x.Shape[d] {
-				break
-			}
-			ix[d] = 0
+		for d, rest := r-1, i; d >= 0; d-- {
+			o[d*count+k] = int64(rest % x.Shape[d])
+			rest /= x.Shape[d]
 		}
+		k++
 	}
 	return []*tensor.Tensor{out}, nil
 }

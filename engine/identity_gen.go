@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 395 files; see Identity.
-const sourceDigest = "0ada91638e5c5438ad4c1b1cad78ef1e"
+// sourceDigest covers 396 files; see Identity.
+const sourceDigest = "2e71ccd80e069b9000e3deb1483cb7d1"

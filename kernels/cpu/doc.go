@@ -80,11 +80,15 @@
 // runs over row block × column panel pairs so that two threads split a 128-row
 // product evenly), matmul-batched-tensorized (both operands computed at run time, as
 // attention's Q·Kᵀ and P·V: the micro-kernel reads B's rows in place, one parallel loop
-// over batch × row tile × column tile), rnn-loops for LSTM/GRU/RNN (sequence
+// over batch × row tile × column tile, or column tile × row tile where one batch
+// element's B passes 1 MiB), rnn-loops for LSTM/GRU/RNN (sequence
 // length and batch static or symbolic), scatter-loops for ScatterElements and ScatterND,
 // topk-loops for TopK with a constant k, det-loops for Det, roialign-samples-per-region
 // for RoiAlign (roialign.go: the definition's sample stages computed under the region
-// loop, once per region, not inlined into every channel), conv-integer-padded for ConvInteger and
+// loop, once per region, not inlined into every channel), layout-unblock-tiled for a
+// LayoutTransform from channel blocks to plain NCHW (layout_unblock.go: a block's
+// channels inside each image row, so the row's tile is read from memory once, not once
+// per channel), conv-integer-padded for ConvInteger and
 // QLinearConv (quant.go: the generic rule, but the zero-padded int32 input stays a
 // stage of its own, so the product reads rows unguarded and vectorizes along them,
 // along the whole flattened image at stride 1: squeezenet 1.1 with every Conv

@@ -12,7 +12,7 @@ import (
 // every other op with a definition in reg.
 func Strategies(reg *kernels.Registry) *kernels.Strategies {
 	table := map[graph.Op][]kernels.Strategy{}
-	for _, fam := range []map[graph.Op][]kernels.Strategy{tensorizedStrategies(reg), depthwiseStrategies(reg), rnnStrategies(), scatterStrategies(), topKStrategies(), quantStrategies(reg), detStrategies(), roiAlignStrategies(reg)} {
+	for _, fam := range []map[graph.Op][]kernels.Strategy{tensorizedStrategies(reg), depthwiseStrategies(reg), rnnStrategies(), scatterStrategies(), topKStrategies(), quantStrategies(reg), detStrategies(), roiAlignStrategies(reg), layoutStrategies(reg)} {
 		for op, l := range fam {
 			table[op] = append(table[op], l...)
 		}

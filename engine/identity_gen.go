@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 396 files; see Identity.
-const sourceDigest = "2e71ccd80e069b9000e3deb1483cb7d1"
+const sourceDigest = "a305b424988c10c9de64c4f223fcea6e"

@@ -3,15 +3,24 @@
 // Command httpfloor measures what answering one request over loopback costs on this
 // machine before any inference server code runs: the floor under loadgen's "REST binary
 // p50 over in-process kiln bench" overhead. Every server does the same fixed work per
-// request — kiln_floor_compute (csrc/compute.c): --compute of busy time on the calling
-// thread and one helper thread that idles like kiln's pool worker, reading --footprint
-// bytes over and over as an inference streams its weights — and returns a
+// request — kiln_floor_compute (csrc/compute.c): the calling thread and one helper thread
+// that idles like kiln's pool worker read --footprint bytes over and over as an inference
+// streams its weights, for as many passes as take --compute back to back (calibrated at
+// the server's start; --compute-as time: for --compute by the clock) — and returns a
 // --response-bytes body; one C client (csrc/client.c) times round trips at concurrency 1
 // over a keep-alive connection. The servers:
 //
 //	c         csrc/server.c: blocking sockets, no Go runtime
 //	go-tcp    a goroutine per connection on raw TCP, one Write per response
 //	net/http  net/http with kiln's corked binary response (what gin runs on)
+//	net/http (by the clock)
+//	          the same server with its compute lasting --compute whatever the caches
+//	          hold (with --compute-as work, the default: the two floors side by side)
+//
+// Why fixed work: an inference served right after a request landed its body and the
+// server's code ran is slower than one of back-to-back inferences (caches and cores
+// left cold), and a compute by the clock cannot be: it ends on time whatever the
+// request left behind, so it under-states what serving over HTTP costs.
 //
 // Rounds alternate the servers; the report gives each one's p50 per round, the median
 // over rounds and the median overhead over the compute time.
@@ -62,9 +71,22 @@ type config struct {
 	kiln, model                                   string // measure kiln serve on this zoo model too
 	kilnBefore                                    string // and this kiln binary's REST beside it (a before/after comparison)
 	seq, threads                                  int
+	computeAs                                     string // "work" or "time"
 }
 
 var servers = []string{"c", "go-tcp", "net/http"}
+
+// clockFloor is net/http with its compute by the clock, measured beside the fixed-work
+// floors with --compute-as work.
+const clockFloor = "net/http (by the clock)"
+
+// floorServers are the floors a run measures.
+func floorServers(c config) []string {
+	if c.computeAs == "work" {
+		return append(slices.Clone(servers), clockFloor)
+	}
+	return servers
+}
 
 func main() {
 	var c config
@@ -74,6 +96,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds over the servers")
 	flag.IntVar(&c.requests, "requests", 1000, "timed requests per server per round (after 50 untimed)")
 	flag.DurationVar(&c.compute, "compute", 3*time.Millisecond, "busy time per request on two threads (bert_tiny s32 takes ~3.2 ms here)")
+	flag.StringVar(&c.computeAs, "compute-as", "work", "work: each request does the work that takes --compute back to back; time: each request's compute lasts --compute")
 	flag.IntVar(&c.requestBytes, "request-bytes", 1296, "request body size (bert_tiny s32's binary request is 1296 bytes with headers)")
 	flag.IntVar(&c.responseBytes, "response-bytes", 33792, "response body size (bert_tiny s32's two outputs: 33792 bytes)")
 	flag.IntVar(&c.footprint, "footprint", -1, "bytes the compute reads per request, as a model streams its weights (-1: with --kiln the model file's size, else 0: the compute only pauses and the server's code stays cached)")
@@ -84,6 +107,10 @@ func main() {
 	flag.IntVar(&c.seq, "seq", 32, "with --kiln, the length of int64 token inputs")
 	flag.IntVar(&c.threads, "threads", 2, "with --kiln, kiln's threads (in process and served)")
 	flag.Parse()
+	if c.computeAs != "work" && c.computeAs != "time" {
+		fmt.Fprintf(os.Stderr, "httpfloor: --compute-as %q: want work or time\n", c.computeAs)
+		os.Exit(2)
+	}
 	if *role != "" {
 		if err := serveGo(*role, *listen, *lib, c); err != nil {
 			fmt.Fprintln(os.Stderr, "httpfloor:", err)
@@ -99,7 +126,7 @@ func main() {
 
 // serveGo is the child process of one Go server.
 func serveGo(role, addr, lib string, c config) error {
-	compute, err := computeFunc(lib, int(c.compute.Microseconds()), max(c.footprint, 0))
+	compute, err := computeFunc(lib, int(c.compute.Microseconds()), max(c.footprint, 0), c.computeAs == "work")
 	if err != nil {
 		return err
 	}
@@ -240,7 +267,7 @@ func run(c config) error {
 			p50s["kiln gRPC"] = append(p50s["kiln gRPC"], g50)
 			row = append(row, fmt.Sprintf("kiln gRPC p50 %.3f p90 %.3f ms", g50/1e3, g90/1e3))
 		}
-		for _, s := range servers {
+		for _, s := range floorServers(c) {
 			p50, p90, _, _, err := measure(c, dir, self, s, nil, c.requests)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r+1, s, err)
@@ -251,9 +278,9 @@ func run(c config) error {
 		}
 		fmt.Printf("round %d: %s\n", r+1, strings.Join(row, ", "))
 	}
-	names := servers
+	names := floorServers(c)
 	if k != nil {
-		names = append([]string{"kiln REST", "kiln gRPC"}, servers...)
+		names = append([]string{"kiln REST", "kiln gRPC"}, names...)
 	}
 	if kb != nil {
 		names = append([]string{restBefore}, names...)
@@ -277,6 +304,9 @@ func run(c config) error {
 	if k != nil {
 		d := median(over["kiln REST"]) - median(over["net/http"])
 		fmt.Printf("kiln REST overhead minus net/http's: %+.3f ms\n", d/1e3)
+		if c.computeAs == "work" {
+			fmt.Printf("kiln REST overhead minus %s's: %+.3f ms\n", clockFloor, (median(over["kiln REST"])-median(over[clockFloor]))/1e3)
+		}
 		if len(own["kiln REST"]) == c.rounds {
 			fmt.Printf("kiln REST overhead per request (round trip less Server-Timing) minus net/http's: %+.3f ms\n", (median(own["kiln REST"])-median(over["net/http"]))/1e3)
 		}
@@ -315,11 +345,19 @@ func measure(c config, dir, self, server string, k *kilnServer, n int) (p50, p90
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		var srv *exec.Cmd
-		if server == "c" {
-			srv = exec.Command(filepath.Join(dir, "server"), strconv.Itoa(port), strconv.FormatInt(c.compute.Microseconds(), 10), strconv.Itoa(c.responseBytes), strconv.Itoa(max(c.footprint, 0)))
+		role, as := server, c.computeAs
+		if server == clockFloor {
+			role, as = "net/http", "time"
+		}
+		if role == "c" {
+			fixed := "0"
+			if as == "work" {
+				fixed = "1"
+			}
+			srv = exec.Command(filepath.Join(dir, "server"), strconv.Itoa(port), strconv.FormatInt(c.compute.Microseconds(), 10), strconv.Itoa(c.responseBytes), strconv.Itoa(max(c.footprint, 0)), fixed)
 		} else {
-			srv = exec.Command(self, "--serve", server, "--listen", addr, "--lib", filepath.Join(dir, "libfloor.so"),
-				"--compute", c.compute.String(), "--response-bytes", strconv.Itoa(c.responseBytes), "--footprint", strconv.Itoa(max(c.footprint, 0)))
+			srv = exec.Command(self, "--serve", role, "--listen", addr, "--lib", filepath.Join(dir, "libfloor.so"),
+				"--compute", c.compute.String(), "--compute-as", as, "--response-bytes", strconv.Itoa(c.responseBytes), "--footprint", strconv.Itoa(max(c.footprint, 0)))
 		}
 		srv.Stderr = os.Stderr
 		if err := srv.Start(); err != nil {

@@ -30,15 +30,20 @@ func TestFloorRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("httpfloor: %v\n%s", err, out)
 	}
-	for _, s := range servers {
+	for _, s := range floorServers(config{computeAs: "work"}) {
 		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(s) + ` +median p50 ([0-9.]+) ms`)
 		m := re.FindSubmatch(out)
 		if m == nil {
 			t.Fatalf("no median line for %s in:\n%s", s, out)
 		}
-		// a request cannot answer before its 1 ms of compute
-		if v, err := strconv.ParseFloat(string(m[1]), 64); err != nil || v < 1 {
-			t.Errorf("%s: median p50 %s ms, want at least the 1 ms compute", s, m[1])
+		// a request cannot answer before its 1 ms of compute by the clock; the fixed
+		// work calibrated to take 1 ms back to back may run a little faster later
+		least := 0.7
+		if s == clockFloor {
+			least = 1
+		}
+		if v, err := strconv.ParseFloat(string(m[1]), 64); err != nil || v < least {
+			t.Errorf("%s: median p50 %s ms, want at least %g ms for its 1 ms compute", s, m[1], least)
 		}
 	}
 	if testing.Verbose() {
@@ -71,7 +76,7 @@ func TestFloorMeasuresKilnBesideTheFloor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("httpfloor --kiln: %v\n%s", err, out)
 	}
-	for _, s := range append([]string{"kiln REST", "kiln gRPC"}, servers...) {
+	for _, s := range append([]string{"kiln REST", "kiln gRPC"}, floorServers(config{computeAs: "work"})...) {
 		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(s) + ` +median p50 ([0-9.]+) ms: [+-][0-9.]+ ms over in process`)
 		if re.Find(out) == nil {
 			t.Errorf("no median line for %s in:\n%s", s, out)

@@ -19,8 +19,9 @@ import (
 )
 
 // computeFunc binds kiln_floor_compute from the shared object built from csrc/compute.c and
-// calls it the way kiln's CPU device launches a kernel: purego.SyscallN, no cgo.
-func computeFunc(lib string, us, footprint int) (func(), error) {
+// calls it the way kiln's CPU device launches a kernel: purego.SyscallN, no cgo. With
+// fixed the compute does the work that takes us back to back, else it lasts us.
+func computeFunc(lib string, us, footprint int, fixed bool) (func(), error) {
 	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return nil, fmt.Errorf("httpfloor: %s: %w", lib, err)
@@ -29,7 +30,11 @@ func computeFunc(lib string, us, footprint int) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpfloor: %s: %w", lib, err)
 	}
-	return func() { purego.SyscallN(fn, uintptr(us), uintptr(footprint)) }, nil
+	f := uintptr(0)
+	if fixed {
+		f = 1
+	}
+	return func() { purego.SyscallN(fn, uintptr(us), uintptr(footprint), f) }, nil
 }
 
 // serveGoTCP answers requests on raw TCP from one goroutine per connection: headers

@@ -1,10 +1,16 @@
 /* compute.c: a stand-in for one inference, shared by every server of httpfloor.
-   kiln_floor_compute(us, bytes) keeps the calling thread and one helper thread busy for
-   `us` microseconds, the way a model's kernels keep kiln's two-thread pool busy. With
-   bytes > 0 the two threads spend that time reading a buffer of that many bytes (each
-   its half, a cache line at a time, over and over), as a model streams its weights: the
-   caches the server's own code and data were in are then as cold after the compute as
-   after an inference. With 0 they only pause, and a server's code stays cached. The
+   kiln_floor_compute(us, bytes, fixed) keeps the calling thread and one helper thread
+   busy, the way a model's kernels keep kiln's two-thread pool busy. With bytes > 0 the
+   two threads read a buffer of that many bytes (each its half, a cache line at a time,
+   over and over), as a model streams its weights: the caches the server's own code and
+   data were in are then as cold after the compute as after an inference. With 0 they
+   only pause (or, with fixed, multiply), and a server's code stays cached.
+
+   With fixed = 0 the compute lasts `us` microseconds, whatever the caches hold when it
+   starts. With fixed = 1 it does a fixed amount of work, calibrated at the first call
+   so that back-to-back calls take `us` (as `kiln bench` times inferences back to back):
+   a request that left the caches or the cores cold then makes it slower, as it makes an
+   inference slower. The
    helper idles like kiln's pool worker (codegen's cPool): it spins about 2 ms, yielding
    the core every 256 pauses, then sleeps on a futex. */
 #define _GNU_SOURCE
@@ -27,6 +33,7 @@ static long long end_ns; /* the current inference ends here, for both threads */
 static volatile const char *mem; /* the footprint, read by both threads */
 static long long mem_half;       /* bytes per thread */
 static volatile long sink;
+static long long units; /* with fixed work: units per thread per call (0: by the clock) */
 
 static long long now_ns(void) {
   struct timespec t;
@@ -54,6 +61,26 @@ static void busy_until(long long end, int part) {
   sink = s;
 }
 
+/* work does n units on its half of the footprint (part 0 or 1): 64 cache lines each, or
+   64 multiplies without a footprint */
+static void work(long long n, int part) {
+  const volatile char *p = mem + part * mem_half;
+  long long i = 0;
+  long s = 1;
+  for (long long u = 0; u < n; u++) {
+    for (int k = 0; k < 64; k++) {
+      if (mem_half > 0) {
+        s = s * 31 + p[i];
+        i += 64;
+        if (i >= mem_half) i = 0;
+      } else {
+        s = s * 31 + k;
+      }
+    }
+  }
+  sink = s;
+}
+
 static void *helper(void *arg) {
   int seen = 0;
   (void)arg;
@@ -67,13 +94,52 @@ static void *helper(void *arg) {
       }
     }
     seen = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
-    busy_until(__atomic_load_n(&end_ns, __ATOMIC_ACQUIRE), 1); /* a late helper still ends on time */
+    if (units > 0)
+      work(units, 1);
+    else
+      busy_until(__atomic_load_n(&end_ns, __ATOMIC_ACQUIRE), 1); /* a late helper still ends on time */
     __atomic_store_n(&done, seen, __ATOMIC_RELEASE);
   }
   return 0;
 }
 
-int kiln_floor_compute(long long us, long long bytes) {
+/* once runs one compute on both threads: by the clock for us, or units of work */
+static void once(long long us) {
+  long long end = now_ns() + us * 1000;
+  __atomic_store_n(&end_ns, end, __ATOMIC_RELEASE);
+  int g = __atomic_add_fetch(&gen, 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &gen, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+  if (units > 0)
+    work(units, 0);
+  else
+    busy_until(end, 0);
+  while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) != g) relax();
+}
+
+static int cmp_ll(const void *a, const void *b) {
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return (x > y) - (x < y);
+}
+
+/* calibrate sets units so that back-to-back calls take us microseconds (the median of 9
+   after 3 untimed), rescaling six times from a first guess */
+static void calibrate(long long us) {
+  units = 1000;
+  for (int step = 0; step < 6; step++) {
+    long long t[9];
+    for (int r = 0; r < 3; r++) once(us);
+    for (int r = 0; r < 9; r++) {
+      long long t0 = now_ns();
+      once(us);
+      t[r] = now_ns() - t0;
+    }
+    qsort(t, 9, sizeof t[0], cmp_ll);
+    long long n = (long long)((double)units * (double)(us * 1000) / (double)(t[4] > 0 ? t[4] : 1));
+    units = n > 0 ? n : 1;
+  }
+}
+
+int kiln_floor_compute(long long us, long long bytes, long long fixed) {
   if (!started) {
     if (bytes > 0) {
       char *m = calloc(1, bytes);
@@ -85,12 +151,8 @@ int kiln_floor_compute(long long us, long long bytes) {
     pthread_t th;
     if (pthread_create(&th, 0, helper, 0) != 0) return 1;
     started = 1;
+    if (fixed) calibrate(us);
   }
-  long long end = now_ns() + us * 1000;
-  __atomic_store_n(&end_ns, end, __ATOMIC_RELEASE);
-  int g = __atomic_add_fetch(&gen, 1, __ATOMIC_RELEASE);
-  syscall(SYS_futex, &gen, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
-  busy_until(end, 0);
-  while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) != g) relax();
+  once(us);
   return 0;
 }

@@ -11,12 +11,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int kiln_floor_compute(long long us, long long bytes);
+int kiln_floor_compute(long long us, long long bytes, long long fixed);
 
 int main(int argc, char **argv) {
-  if (argc != 5) { fprintf(stderr, "usage: server PORT COMPUTE_US RESPONSE_BYTES FOOTPRINT_BYTES\n"); return 2; }
+  if (argc != 6) { fprintf(stderr, "usage: server PORT COMPUTE_US RESPONSE_BYTES FOOTPRINT_BYTES FIXED_WORK\n"); return 2; }
   int port = atoi(argv[1]), body = atoi(argv[3]);
-  long long us = atoll(argv[2]), footprint = atoll(argv[4]);
+  long long us = atoll(argv[2]), footprint = atoll(argv[4]), fixed = atoll(argv[5]);
   int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(0x7f000001)};
@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
         if (r <= 0) goto next;
         got += r;
       }
-      if (kiln_floor_compute(us, footprint) != 0 || send(fd, resp, rlen, 0) != rlen) goto next;
+      if (kiln_floor_compute(us, footprint, fixed) != 0 || send(fd, resp, rlen, 0) != rlen) goto next;
       memmove(buf, buf + need, got - need);
       got -= need;
     }

@@ -146,6 +146,7 @@ func (d *driver) compileLevels(ctx context.Context, mc *modelCase, work string) 
 func (row *Row) sumLevels(levels []int) {
 	o := row.Engines[engineORT]
 	row.Ratio = ratio(row.Engines[engineKiln], o)
+	row.RatioByRound = roundRatio(row.Engines[engineKiln], o)
 	row.Levels = nil
 	for _, l := range levels {
 		key := kilnKey(l, levels)
@@ -167,6 +168,30 @@ func ratio(a, b *EngineRuns) float64 {
 		return 0
 	}
 	return a.MedianP50 / b.MedianP50
+}
+
+// roundRatio is the median over the rounds where both a and b succeeded of a's p50 over
+// b's in that round; 0 when there is no such round.
+func roundRatio(a, b *EngineRuns) float64 {
+	if a == nil || b == nil {
+		return 0
+	}
+	bp := map[int]float64{}
+	for _, r := range b.Runs {
+		if r.Result != nil && r.Err == "" && r.Result.P50 > 0 {
+			bp[r.Round] = r.Result.P50
+		}
+	}
+	var rs []float64
+	for _, r := range a.Runs {
+		if d, ok := bp[r.Round]; ok && r.Result != nil && r.Err == "" && r.Result.P50 > 0 {
+			rs = append(rs, r.Result.P50/d)
+		}
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	return median(rs)
 }
 
 // levelName is level l as the table and progress lines name it: "O3".

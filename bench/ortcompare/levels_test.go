@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -231,5 +232,43 @@ func TestSumLevels(t *testing.T) {
 	delete(row.Engines, "ort")
 	if row.sumLevels(levels); row.Ratio != 0 || row.Levels[0].Ratio != 0 || row.RatioHighLow != 0.25 {
 		t.Errorf("without ORT: %+v", row)
+	}
+}
+
+// TestRoundRatioPairsTheRounds: the ratio by round takes each round's kiln p50 over the
+// same round's ORT p50, leaves out rounds where either failed, and takes the median.
+// The rounds are tv_regnet_x_400mf's at two threads on machine G (BENCHMARKS.md), where
+// a slow spell from round 2 on moved kiln's median (4 slow rounds of 5) and not ORT's
+// (2 of 5): the medians' ratio is 1.22, the rounds' 1.08.
+func TestRoundRatioPairsTheRounds(t *testing.T) {
+	runs := func(p50s ...float64) *EngineRuns {
+		er := &EngineRuns{}
+		for i, p := range p50s {
+			r := &Run{Round: i + 1, Result: &Result{P50: p}}
+			if p < 0 {
+				r.Result, r.Err = nil, "exit status 1"
+			}
+			er.Runs = append(er.Runs, r)
+		}
+		er.summarize()
+		return er
+	}
+	kiln := runs(5.423, 7.333, 7.439, 7.653, 7.658)
+	ort := runs(6.065, 5.928, 6.083, 7.130, 7.103)
+	if r := ratio(kiln, ort); math.Abs(r-7.439/6.083) > 1e-9 {
+		t.Fatalf("ratio of medians %v", r)
+	}
+	if r := roundRatio(kiln, ort); math.Abs(r-7.658/7.103) > 1e-9 {
+		t.Errorf("by round %v, want the median of the rounds' ratios %v", r, 7.658/7.103)
+	}
+	// a failed round on either side is left out: the other four give an even count
+	if r, want := roundRatio(runs(5.423, -1, 7.439, 7.653, 7.658), ort), (7.653/7.130+7.658/7.103)/2; math.Abs(r-want) > 1e-9 {
+		t.Errorf("with kiln's round 2 failed: %v, want %v", r, want)
+	}
+	if r := roundRatio(runs(-1, -1), runs(1, 1)); r != 0 {
+		t.Errorf("no round with both: %v, want 0", r)
+	}
+	if r := roundRatio(nil, ort); r != 0 {
+		t.Errorf("no kiln runs: %v, want 0", r)
 	}
 }

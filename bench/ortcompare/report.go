@@ -31,12 +31,15 @@ func printTable(w io.Writer, rep *Report) {
 		fmt.Fprintln(w, "INTERRUPTED: the table holds what was measured before the stop")
 	}
 	fmt.Fprintln(w, "p50: median over rounds of each round's p50 latency (*: some rounds failed); spread: (max-min)/median of the round p50s;")
+	if !multi {
+		fmt.Fprintln(w, "by round: the median over rounds of kiln's p50 over ORT's in the same round;")
+	}
 	fmt.Fprintln(w, "others: median share of the machine's CPU that other processes took during the runs (above a few % the numbers are disturbed)")
 	if multi {
 		fmt.Fprintf(w, "On: kiln compiled with -O n; %s: the highest level's p50 over the lowest's\n", hiLo)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := []string{"model", "inputs", "threads", "kiln p50 ms", "ORT p50 ms", "kiln/ORT", "kiln compile s", "spread kiln/ORT"}
+	header := []string{"model", "inputs", "threads", "kiln p50 ms", "ORT p50 ms", "kiln/ORT", "by round", "kiln compile s", "spread kiln/ORT"}
 	if multi {
 		header = header[:3]
 		header = append(header, perLevel(levels, func(l int) string { return levelName(l) + " p50 ms" })...)
@@ -61,7 +64,7 @@ func printTable(w io.Writer, rep *Report) {
 	for _, m := range rep.Models {
 		compile := perLevel(levels, func(l int) string { return compileCell(m, l, multi) })
 		if m.Err != "" || len(m.Rows) == 0 {
-			cells := []string{m.Name, orDash(m.Label), "-", "-", "-", "-", compile[0], "-"}
+			cells := []string{m.Name, orDash(m.Label), "-", "-", "-", "-", "-", compile[0], "-"}
 			if multi {
 				cells = append(cells[:3], dashes(2*len(levels)+2)...)
 				cells = append(append(cells, compile...), "-")
@@ -86,8 +89,9 @@ func printTable(w io.Writer, rep *Report) {
 			var cells []string
 			if !multi {
 				geo.add("kiln/ORT", row.Threads, row.Ratio)
+				geo.add("kiln/ORT by round", row.Threads, row.RatioByRound)
 				cells = []string{m.Name, orDash(m.Label), strconv.Itoa(row.Threads), cell(k), cell(o),
-					ratioCell(row.Ratio), compile[0], spread(k) + "/" + spread(o)}
+					ratioCell(row.Ratio), ratioCell(row.RatioByRound), compile[0], spread(k) + "/" + spread(o)}
 			} else {
 				cells = []string{m.Name, orDash(m.Label), strconv.Itoa(row.Threads)}
 				var ratios, spreads []string

@@ -18,8 +18,8 @@ func sampleReport() *Report {
 		Config:  Config{Threads: []int{1, 2}, Engines: []string{engineKiln, engineORT}},
 		Models: []*ModelReport{
 			{Name: "resnet18", Label: "1x3x224x224", CompileS: 3.25, Rows: []*Row{
-				{Threads: 1, Engines: map[string]*EngineRuns{engineKiln: runs(10, 9, 11), engineORT: runs(20, 19, 20)}, Ratio: 0.5, OthersShare: 0.01},
-				{Threads: 2, Engines: map[string]*EngineRuns{engineKiln: runs(6, 6, 6), engineORT: runs(12, 12, 13)}, Ratio: 0.5, OthersShare: -1},
+				{Threads: 1, Engines: map[string]*EngineRuns{engineKiln: runs(10, 9, 11), engineORT: runs(20, 19, 20)}, Ratio: 0.5, RatioByRound: 0.48, OthersShare: 0.01},
+				{Threads: 2, Engines: map[string]*EngineRuns{engineKiln: runs(6, 6, 6), engineORT: runs(12, 12, 13)}, Ratio: 0.5, RatioByRound: 0.5, OthersShare: -1},
 			}},
 			{Name: "broken", CompileErr: "kiln compile: exit status 1: unsupported op Foo", Rows: []*Row{
 				{Threads: 1, Engines: map[string]*EngineRuns{engineKiln: {Err: "kiln compile: exit status 1: unsupported op Foo"}, engineORT: runs(4, 4, 4)}, OthersShare: 0},
@@ -30,7 +30,8 @@ func sampleReport() *Report {
 }
 
 // TestPrintTableOneLevel: with one level the table is the one printed before --levels
-// existed (testdata/table_one_level.txt was written by that code), whichever the level.
+// existed (testdata/table_one_level.txt was written by that code, and has since gained
+// the "by round" column), whichever the level.
 func TestPrintTableOneLevel(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "table_one_level.txt"))
 	if err != nil {

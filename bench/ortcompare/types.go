@@ -99,6 +99,12 @@ type Row struct {
 	// Ratio is kiln's median p50 (at the highest level) over ORT's (0 when either is
 	// missing).
 	Ratio float64 `json:"ratio_kiln_over_ort,omitempty"`
+	// RatioByRound is the median over rounds of kiln's round p50 (at the highest level)
+	// over ORT's in the same round (0 when no round has both): the two engines run back
+	// to back in each round, so a slow spell of the machine that spans a few rounds
+	// moves both sides of a round's ratio, where it can move one engine's median and not
+	// the other's.
+	RatioByRound float64 `json:"ratio_kiln_over_ort_by_round,omitempty"`
 	// Levels sums up kiln at each level, ascending.
 	Levels []*LevelResult `json:"kiln_levels,omitempty"`
 	// RatioHighLow is the highest level's median p50 over the lowest level's, with two

@@ -1,9 +1,12 @@
 package intrin_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kilnrt/kiln/intrin"
+	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
 )
 
@@ -129,6 +132,36 @@ func TestGemmTileMatMulTakesNarrowRowsUpTo64(t *testing.T) {
 		}
 		if !declared[m.Init.Name] || !declared[m.Update.Name] {
 			t.Errorf("%s is not in intrin.Table", m.Init.Name)
+		}
+	}
+}
+
+// TestPartialRowTilesComputeTheirRowsOnly: where the columns are whole, a tile of m < MR
+// rows is a tile of exactly m rows in every form (Update, Init, Blocks): its case of the
+// row-count switch declares m rows of accumulators and no more, so the last tile of a
+// 55-pixel row (one pixel) costs one row's multiply-adds, not six.
+func TestPartialRowTilesComputeTheirRowsOnly(t *testing.T) {
+	g := intrin.GemmF32("avx512", 16, 6, 4)
+	for _, in := range []*loopir.TensorIntrin{g.Update, g.Init, g.Blocks} {
+		src := in.Impl["c"]
+		at := strings.Index(src, "switch (m) {") // the whole-width tiles
+		if at < 0 {
+			t.Fatalf("%s: no tiles by row count:\n%s", in.Name, src)
+		}
+		full := src[at:]
+		for m := 1; m < 6; m++ {
+			start := strings.Index(full, fmt.Sprintf("case %d: {", m))
+			if start < 0 {
+				t.Fatalf("%s: no tile of %d rows", in.Name, m)
+			}
+			body := full[start:]
+			body = body[:strings.Index(body, "} break;")]
+			if !strings.Contains(body, fmt.Sprintf("c%d_3", m-1)) {
+				t.Errorf("%s: the %d-row tile does not compute its row %d", in.Name, m, m-1)
+			}
+			if strings.Contains(body, fmt.Sprintf("c%d_0", m)) {
+				t.Errorf("%s: the %d-row tile computes row %d, past its rows", in.Name, m, m)
+			}
 		}
 	}
 }

@@ -104,7 +104,7 @@ func GemmFor(t target.Target) Gemm {
 //     less (a blocked output's layout carries that padding to its consumers), then to
 //     the wider tile;
 //   - the rows MR: the tile's, or its narrow-row count when rows is at most 16 and that
-//     pads rows to fewer slots (a partial row tile costs a full one).
+//     pads rows to fewer slots (a partial row tile loads B's rows as a full one does).
 //
 // The choice depends on the target and the two extents only, so that a layout decided
 // before the strategy runs (the blocked convolution's output block) matches it.

@@ -8,8 +8,12 @@
 // conditions: round 1 in the order of --engines, each later round in that order rotated
 // by one more (the second of two back-to-back runs measured 3-4% slower here, so no
 // engine always runs first). The table gives, per model and thread count,
-// the median over rounds of each round's p50 latency, the ratio kiln/ORT and the compile
-// time. An engine that fails on a model gets its error in the table row; the run goes on.
+// the median over rounds of each round's p50 latency, the ratio kiln/ORT of those
+// medians, the ratio "by round" (the median over rounds of each round's kiln p50 over
+// that round's ORT p50: a slow spell of the machine spanning a few rounds moves both
+// sides of a round's ratio, where it can move one engine's median and not the other's;
+// JSON ratio_kiln_over_ort_by_round) and the compile time. An engine that fails on a
+// model gets its error in the table row; the run goes on.
 //
 // --levels 0,3 compiles and measures kiln at each of those graph optimization levels
 // (kiln compile -O, 0 to 3; default 3 alone): every level has its own compiled file and

@@ -216,7 +216,8 @@ static inline __attribute__((always_inline)) void kiln_gemm_f32_generic_4x8(
     }
     return;
   }
-  if (m == 4) {
+  switch (m) {
+  case 4: {
     kiln_f32x4 c0_0 = *(const kiln_f32x4u *)(c + 0 * c_si + 0);
     kiln_f32x4 c0_1 = *(const kiln_f32x4u *)(c + 0 * c_si + 4);
     kiln_f32x4 c1_0 = *(const kiln_f32x4u *)(c + 1 * c_si + 0);
@@ -237,31 +238,49 @@ static inline __attribute__((always_inline)) void kiln_gemm_f32_generic_4x8(
     { *(kiln_f32x4u *)(c + 1 * c_si + 0) = c1_0; *(kiln_f32x4u *)(c + 1 * c_si + 4) = c1_1; }
     { *(kiln_f32x4u *)(c + 2 * c_si + 0) = c2_0; *(kiln_f32x4u *)(c + 2 * c_si + 4) = c2_1; }
     { *(kiln_f32x4u *)(c + 3 * c_si + 0) = c3_0; *(kiln_f32x4u *)(c + 3 * c_si + 4) = c3_1; }
-  } else {
-    const float *a0 = a + (m > 0 ? 0 : m - 1) * a_si;
-    const float *a1 = a + (m > 1 ? 1 : m - 1) * a_si;
-    const float *a2 = a + (m > 2 ? 2 : m - 1) * a_si;
-    const float *a3 = a + (m > 3 ? 3 : m - 1) * a_si;
-    kiln_f32x4 c0_0 = m > 0 ? *(const kiln_f32x4u *)(c + 0 * c_si + 0) : (kiln_f32x4){0};
-    kiln_f32x4 c0_1 = m > 0 ? *(const kiln_f32x4u *)(c + 0 * c_si + 4) : (kiln_f32x4){0};
-    kiln_f32x4 c1_0 = m > 1 ? *(const kiln_f32x4u *)(c + 1 * c_si + 0) : (kiln_f32x4){0};
-    kiln_f32x4 c1_1 = m > 1 ? *(const kiln_f32x4u *)(c + 1 * c_si + 4) : (kiln_f32x4){0};
-    kiln_f32x4 c2_0 = m > 2 ? *(const kiln_f32x4u *)(c + 2 * c_si + 0) : (kiln_f32x4){0};
-    kiln_f32x4 c2_1 = m > 2 ? *(const kiln_f32x4u *)(c + 2 * c_si + 4) : (kiln_f32x4){0};
-    kiln_f32x4 c3_0 = m > 3 ? *(const kiln_f32x4u *)(c + 3 * c_si + 0) : (kiln_f32x4){0};
-    kiln_f32x4 c3_1 = m > 3 ? *(const kiln_f32x4u *)(c + 3 * c_si + 4) : (kiln_f32x4){0};
+  } break;
+  case 1: {
+    kiln_f32x4 c0_0 = *(const kiln_f32x4u *)(c + 0 * c_si + 0);
+    kiln_f32x4 c0_1 = *(const kiln_f32x4u *)(c + 0 * c_si + 4);
     for (i64 k = 0; k < kk; ++k) {
       const kiln_f32x4 b0 = *(const kiln_f32x4u *)(b + k * b_sk + 0);
       const kiln_f32x4 b1 = *(const kiln_f32x4u *)(b + k * b_sk + 4);
-      { const float x = a0[k * a_sk]; c0_0 += x * b0; c0_1 += x * b1; }
-      { const float x = a1[k * a_sk]; c1_0 += x * b0; c1_1 += x * b1; }
-      { const float x = a2[k * a_sk]; c2_0 += x * b0; c2_1 += x * b1; }
-      { const float x = a3[k * a_sk]; c3_0 += x * b0; c3_1 += x * b1; }
+      { const float x = (a + 0 * a_si)[k * a_sk]; c0_0 += x * b0; c0_1 += x * b1; }
     }
-    if (m > 0) { *(kiln_f32x4u *)(c + 0 * c_si + 0) = c0_0; *(kiln_f32x4u *)(c + 0 * c_si + 4) = c0_1; }
-    if (m > 1) { *(kiln_f32x4u *)(c + 1 * c_si + 0) = c1_0; *(kiln_f32x4u *)(c + 1 * c_si + 4) = c1_1; }
-    if (m > 2) { *(kiln_f32x4u *)(c + 2 * c_si + 0) = c2_0; *(kiln_f32x4u *)(c + 2 * c_si + 4) = c2_1; }
-    if (m > 3) { *(kiln_f32x4u *)(c + 3 * c_si + 0) = c3_0; *(kiln_f32x4u *)(c + 3 * c_si + 4) = c3_1; }
+    { *(kiln_f32x4u *)(c + 0 * c_si + 0) = c0_0; *(kiln_f32x4u *)(c + 0 * c_si + 4) = c0_1; }
+  } break;
+  case 2: {
+    kiln_f32x4 c0_0 = *(const kiln_f32x4u *)(c + 0 * c_si + 0);
+    kiln_f32x4 c0_1 = *(const kiln_f32x4u *)(c + 0 * c_si + 4);
+    kiln_f32x4 c1_0 = *(const kiln_f32x4u *)(c + 1 * c_si + 0);
+    kiln_f32x4 c1_1 = *(const kiln_f32x4u *)(c + 1 * c_si + 4);
+    for (i64 k = 0; k < kk; ++k) {
+      const kiln_f32x4 b0 = *(const kiln_f32x4u *)(b + k * b_sk + 0);
+      const kiln_f32x4 b1 = *(const kiln_f32x4u *)(b + k * b_sk + 4);
+      { const float x = (a + 0 * a_si)[k * a_sk]; c0_0 += x * b0; c0_1 += x * b1; }
+      { const float x = (a + 1 * a_si)[k * a_sk]; c1_0 += x * b0; c1_1 += x * b1; }
+    }
+    { *(kiln_f32x4u *)(c + 0 * c_si + 0) = c0_0; *(kiln_f32x4u *)(c + 0 * c_si + 4) = c0_1; }
+    { *(kiln_f32x4u *)(c + 1 * c_si + 0) = c1_0; *(kiln_f32x4u *)(c + 1 * c_si + 4) = c1_1; }
+  } break;
+  case 3: {
+    kiln_f32x4 c0_0 = *(const kiln_f32x4u *)(c + 0 * c_si + 0);
+    kiln_f32x4 c0_1 = *(const kiln_f32x4u *)(c + 0 * c_si + 4);
+    kiln_f32x4 c1_0 = *(const kiln_f32x4u *)(c + 1 * c_si + 0);
+    kiln_f32x4 c1_1 = *(const kiln_f32x4u *)(c + 1 * c_si + 4);
+    kiln_f32x4 c2_0 = *(const kiln_f32x4u *)(c + 2 * c_si + 0);
+    kiln_f32x4 c2_1 = *(const kiln_f32x4u *)(c + 2 * c_si + 4);
+    for (i64 k = 0; k < kk; ++k) {
+      const kiln_f32x4 b0 = *(const kiln_f32x4u *)(b + k * b_sk + 0);
+      const kiln_f32x4 b1 = *(const kiln_f32x4u *)(b + k * b_sk + 4);
+      { const float x = (a + 0 * a_si)[k * a_sk]; c0_0 += x * b0; c0_1 += x * b1; }
+      { const float x = (a + 1 * a_si)[k * a_sk]; c1_0 += x * b0; c1_1 += x * b1; }
+      { const float x = (a + 2 * a_si)[k * a_sk]; c2_0 += x * b0; c2_1 += x * b1; }
+    }
+    { *(kiln_f32x4u *)(c + 0 * c_si + 0) = c0_0; *(kiln_f32x4u *)(c + 0 * c_si + 4) = c0_1; }
+    { *(kiln_f32x4u *)(c + 1 * c_si + 0) = c1_0; *(kiln_f32x4u *)(c + 1 * c_si + 4) = c1_1; }
+    { *(kiln_f32x4u *)(c + 2 * c_si + 0) = c2_0; *(kiln_f32x4u *)(c + 2 * c_si + 4) = c2_1; }
+  } break;
   }
 }
 

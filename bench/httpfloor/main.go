@@ -5,8 +5,8 @@
 // p50 over in-process kiln bench" overhead. Every server does the same fixed work per
 // request — kiln_floor_compute (csrc/compute.c): the calling thread and one helper thread
 // that idles like kiln's pool worker read --footprint bytes over and over as an inference
-// streams its weights, for as many passes as take --compute back to back (calibrated at
-// the server's start; --compute-as time: for --compute by the clock) — and returns a
+// streams its weights, for as many passes as take --compute back to back (calibrated on
+// the server's first request; --compute-as time: for --compute by the clock) — and returns a
 // --response-bytes body; one C client (csrc/client.c) times round trips at concurrency 1
 // over a keep-alive connection. The servers:
 //

@@ -8,7 +8,7 @@
 
    With fixed = 0 the compute lasts `us` microseconds, whatever the caches hold when it
    starts. With fixed = 1 it does a fixed amount of work, calibrated at the first call
-   so that back-to-back calls take `us` (as `kiln bench` times inferences back to back):
+   so that a back-to-back call's work takes `us` (as `kiln bench` times inferences back to back):
    a request that left the caches or the cores cold then makes it slower, as it makes an
    inference slower. The
    helper idles like kiln's pool worker (codegen's cPool): it spins about 2 ms, yielding
@@ -103,38 +103,41 @@ static void *helper(void *arg) {
   return 0;
 }
 
-/* once runs one compute on both threads: by the clock for us, or units of work */
-static void once(long long us) {
-  long long end = now_ns() + us * 1000;
+/* once runs one compute on both threads: by the clock for us, or units of work. It
+   returns how long the calling thread's own part took, in ns: the helper's wake-up and
+   lateness are not in it. */
+static long long once(long long us) {
+  long long start = now_ns(), end = start + us * 1000;
   __atomic_store_n(&end_ns, end, __ATOMIC_RELEASE);
   int g = __atomic_add_fetch(&gen, 1, __ATOMIC_RELEASE);
   syscall(SYS_futex, &gen, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+  long long t0 = now_ns();
   if (units > 0)
     work(units, 0);
   else
     busy_until(end, 0);
+  long long span = now_ns() - t0;
   while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) != g) relax();
+  return span;
 }
 
-static int cmp_ll(const void *a, const void *b) {
-  long long x = *(const long long *)a, y = *(const long long *)b;
-  return (x > y) - (x < y);
-}
-
-/* calibrate sets units so that back-to-back calls take us microseconds (the median of 9
-   after 3 untimed), rescaling six times from a first guess */
+/* calibrate sets units so that the calling thread's part of a call takes us
+   microseconds, rescaling six times from a first guess by the fastest of 9 calls (after
+   3 untimed). Timing the caller's own work, and taking the fastest, keeps the estimate
+   from collapsing on a busy machine: a late helper or a preempted call adds time that
+   does not scale with the units, and rescaling by a time that included it would shrink
+   the work toward nothing (a loaded 2-core CI machine calibrated 1 ms down to 0.02 ms
+   that way). */
 static void calibrate(long long us) {
   units = 1000;
   for (int step = 0; step < 6; step++) {
-    long long t[9];
+    long long best = 0;
     for (int r = 0; r < 3; r++) once(us);
     for (int r = 0; r < 9; r++) {
-      long long t0 = now_ns();
-      once(us);
-      t[r] = now_ns() - t0;
+      long long t = once(us);
+      if (r == 0 || t < best) best = t;
     }
-    qsort(t, 9, sizeof t[0], cmp_ll);
-    long long n = (long long)((double)units * (double)(us * 1000) / (double)(t[4] > 0 ? t[4] : 1));
+    long long n = (long long)((double)units * (double)(us * 1000) / (double)(best > 0 ? best : 1));
     units = n > 0 ? n : 1;
   }
 }

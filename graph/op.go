@@ -41,6 +41,11 @@ const (
 	// nothing) changes, so it can share input 0's storage (Reshape, Flatten, Squeeze,
 	// Unsqueeze, Identity).
 	View
+	// Selects: every output element is one of the inputs' elements unchanged (or a
+	// constant), chosen by position or by comparison, with no arithmetic that rounds
+	// (Relu, MaxPool, Concat, Slice, Transpose, Max, ...). A value that reaches a
+	// rounding op through such ops reaches it bit for bit.
+	Selects
 )
 
 // InferFunc computes the output types of n from its input types (and constant inputs).
@@ -160,6 +165,13 @@ var opTable = buildOpTable(
 	imageOps(),
 )
 
+// selectingOps are the ops flagged Selects, set on their rows after the families are
+// assembled (the flag is a fact about the op, not about its family).
+var selectingOps = []Op{OpRelu, OpMaxPool, OpGlobalMaxPool, OpConcat, OpSplit, OpSlice,
+	OpTranspose, OpPad, OpClip, OpMax, OpMin, OpDepthToSpace, OpSpaceToDepth, OpTile,
+	OpExpand, OpGather, OpGatherElements, OpGatherND, OpNeg, OpAbs, OpReduceMax, OpReduceMin,
+	OpWhere, OpLayoutTransform, OpIdentity, OpReshape, OpFlatten, OpSqueeze, OpUnsqueeze}
+
 func buildOpTable(families ...[]OpInfo) [NumOps]OpInfo {
 	var t [NumOps]OpInfo
 	for _, fam := range families {
@@ -178,6 +190,12 @@ func buildOpTable(families ...[]OpInfo) [NumOps]OpInfo {
 			}
 			t[row.Op] = row
 		}
+	}
+	for _, op := range selectingOps {
+		if t[op].Op != op {
+			panic("BUG: Selects flag for an op without a table row: " + op.String())
+		}
+		t[op].Flags |= Selects
 	}
 	return t
 }

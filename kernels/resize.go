@@ -138,7 +138,12 @@ func computeResize(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 				norm = te.Mul(norm, sum)
 			}
 		}
-		v := resizeSum(x, tp, nil)
+		var v loopir.Expr
+		if a.Mode == "linear" && a.Antialias == 0 {
+			v = resizeCornerSum(x, tp)
+		} else {
+			v = resizeSum(x, tp, nil)
+		}
 		if norm != nil { // weights that sum to norm (not zero unless every tap is outside)
 			v = te.Select(loopir.Bin(loopir.NE, norm, lit(0, norm)), te.Div(v, norm), v)
 		}
@@ -203,6 +208,49 @@ func resizeSum(x *te.Tensor, taps [][]resizeTap, idx []loopir.Expr) loopir.Expr 
 	return sum
 }
 
+// resizeCornerSum is the linear interpolation's Σ over the corners of the taps' box of
+// (the product of their weights)·x at the corner: the corners in row-major order (the
+// last axis fastest), each corner's weight multiplied from the last axis's outward,
+// the terms added left to right. That is ONNX Runtime's bilinear and trilinear order
+// (dx·dy·X11 + dx·dy·X21 + ...), so that a kernel built without contraction (whose
+// result a quantizer rounds, compiler.noContract) rounds where it does: a one-ulp
+// difference in an upsampled map moves the next layer's quantization, and a
+// dynamically quantized segmentation network's outputs drifted by up to 0.09 that way.
+func resizeCornerSum(x *te.Tensor, taps [][]resizeTap) loopir.Expr {
+	var sum loopir.Expr
+	corner := make([]int, len(taps))
+	for {
+		idx := make([]loopir.Expr, len(taps))
+		var w loopir.Expr
+		for ax := len(taps) - 1; ax >= 0; ax-- {
+			t := taps[ax][corner[ax]]
+			idx[ax] = t.idx
+			if t.w != nil {
+				if w == nil {
+					w = t.w
+				} else {
+					w = te.Mul(w, t.w)
+				}
+			}
+		}
+		v := x.At(idx...)
+		if w != nil {
+			v = te.Mul(w, v)
+		}
+		sum = addOrFirst(sum, v)
+		ax := len(taps) - 1
+		for ; ax >= 0; ax-- {
+			if corner[ax]++; corner[ax] < len(taps[ax]) {
+				break
+			}
+			corner[ax] = 0
+		}
+		if ax < 0 {
+			return sum
+		}
+	}
+}
+
 // taps are the input indices and weights for the fixed-point source coordinate c, as
 // decideFixed derives them, and the sum the weights are to be divided by (nil: they sum
 // to 1).
@@ -234,9 +282,13 @@ func (ax *resizeAxis) taps(a *graph.ResizeAttrs, c loopir.Expr, dt tensor.DType)
 		xc := loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, c, i64((ax.in-1)*one)), i64(0))
 		lo := div(xc, i64(one))
 		f := frac(loopir.Bin(loopir.Mod, xc, i64(one)))
+		// at the last element both taps read it, with weights 1/2 each as in ONNX
+		// Runtime (the same value, rounded where its corner sum rounds)
+		atLast := loopir.Bin(loopir.GE, lo, last)
+		half := loopir.Float(0.5, dt)
 		return []resizeTap{
-			{idx: lo, w: te.Sub(loopir.Float(1, dt), f)},
-			{idx: loopir.Bin(loopir.Min, add(lo, i64(1)), last), w: f},
+			{idx: lo, w: te.Select(atLast, half, te.Sub(loopir.Float(1, dt), f))},
+			{idx: loopir.Bin(loopir.Min, add(lo, i64(1)), last), w: te.Select(atLast, half, f)},
 		}, nil
 	}
 	// cubic: Keys' kernel at distances 1+t, t, 1-t, 2-t

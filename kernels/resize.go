@@ -215,7 +215,7 @@ func resizeSum(x *te.Tensor, taps [][]resizeTap, idx []loopir.Expr) loopir.Expr 
 // (dx·dy·X11 + dx·dy·X21 + ...), so that a kernel built without contraction (whose
 // result a quantizer rounds, compiler.noContract) rounds where it does: a one-ulp
 // difference in an upsampled map moves the next layer's quantization, and a
-// dynamically quantized segmentation network's outputs drifted by up to 0.09 that way.
+// dynamically quantized segmentation network's outputs drifted by up to 0.06 that way.
 func resizeCornerSum(x *te.Tensor, taps [][]resizeTap) loopir.Expr {
 	var sum loopir.Expr
 	corner := make([]int, len(taps))

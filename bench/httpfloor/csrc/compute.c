@@ -8,11 +8,10 @@
 
    With fixed = 0 the compute lasts `us` microseconds, whatever the caches hold when it
    starts. With fixed = 1 it does a fixed amount of work, calibrated at the first call
-   so that a back-to-back call's work takes `us` (as `kiln bench` times inferences back to back):
-   a request that left the caches or the cores cold then makes it slower, as it makes an
-   inference slower. The
-   helper idles like kiln's pool worker (codegen's cPool): it spins about 2 ms, yielding
-   the core every 256 pauses, then sleeps on a futex. */
+   so that a back-to-back call's work takes `us` (as `kiln bench` times inferences back
+   to back): a request that left the caches or the cores cold then makes it slower, as it
+   makes an inference slower. The helper idles like kiln's pool worker (codegen's cPool):
+   it spins about 2 ms, yielding the core every 256 pauses, then sleeps on a futex. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>

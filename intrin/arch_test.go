@@ -9,7 +9,8 @@ import (
 )
 
 // TestArm64TakesTheGenericMicroKernels: an arm64 CPU, whatever extensions it lists,
-// runs the generic micro-kernels (128-bit vector extensions, no x86 intrinsic), as does
+// runs the generic micro-kernels (128-bit vector extensions, no x86 intrinsic; the
+// integer one in scalar C), as does
 // x86 under the generic cap.
 func TestArm64TakesTheGenericMicroKernels(t *testing.T) {
 	for _, features := range [][]target.Feature{{"neon"}, {"asimddp", "asimdhp", "neon", "sve"}} {
@@ -21,6 +22,10 @@ func TestArm64TakesTheGenericMicroKernels(t *testing.T) {
 			}
 			if c := g.Update.Impl["c"]; strings.Contains(c, "_mm") || strings.Contains(c, "immintrin") || strings.Contains(c, "__builtin_ia32") {
 				t.Errorf("%s: x86 intrinsics in its C", g.Update.Name)
+			}
+			gi := intrin.GemmIntTile(tg, cols)
+			if c := gi.Blocks.Impl["c"]; !strings.Contains(gi.Blocks.Name, "_generic_") || strings.Contains(c, "__builtin_ia32") {
+				t.Errorf("arm64 %v, %d columns: integer %s, want the generic one, without x86 builtins", features, cols, gi.Blocks.Name)
 			}
 		}
 	}

@@ -41,6 +41,15 @@
 // blocked convolution's input channel blocks, kernel rows and merged kernel
 // column·channel axis in one call).
 //
+// The integer micro-kernel (gemm_int.go: GemmInt, chosen by GemmIntTile, listed by
+// GemmInts) is the Blocks form over int16 operands taken in pairs, summed in int32: A's
+// pair broadcast as one 32-bit element, B's pairs side by side per column (a layout
+// the intrinsic fixes with Strides), one pairwise multiply-add per vector of B
+// (vpdpwssd on AVX-512 VNNI, vpmaddwd and an add on AVX-512BW and AVX2, scalar C in the
+// generic family). Quantized operands shifted by their zero points fit int16 and their
+// products and sums fit int32 exactly, whatever the zero points (8-bit weights with
+// an asymmetric zero point do not fit the 8-bit instructions).
+//
 // The depthwise tile (depthwise.go: DepthwiseF32, chosen by DepthwiseTile, listed by
 // Depthwises) computes tw output columns of a depthwise convolution over a channel
 // block's lanes, C[t, l] = Σ_kh Σ_kw A[t, kh, kw, l]·B[kh, kw, l] from zero, A the padded

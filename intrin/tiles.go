@@ -76,6 +76,9 @@ func Table() []*loopir.TensorIntrin {
 	for _, g := range Gemms() {
 		out = append(out, g.Update, g.Init, g.Blocks)
 	}
+	for _, g := range GemmInts() {
+		out = append(out, g.Blocks)
+	}
 	out = append(out, Depthwises()...)
 	for _, m := range MMAs() {
 		out = append(out, m.Intrin)

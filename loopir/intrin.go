@@ -17,6 +17,9 @@ type TensorIntrin struct {
 	Desc *PrimFunc
 	// Unit lists {parameter, loop} pairs whose stride must be exactly 1 (vector lanes).
 	Unit [][2]int
+	// Strides lists {parameter, loop, stride} triples whose stride must be exactly that
+	// constant (a layout the implementation assumes, as pairs side by side).
+	Strides [][3]int
 	// Partial marks loops whose extent may be smaller at run time than in Desc (tails).
 	Partial []bool
 	// Impl maps a dialect ("c") to source defining the function Name.

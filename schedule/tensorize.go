@@ -177,6 +177,12 @@ func (s *Schedule) matchIntrin(root *loopir.For, in *loopir.TensorIntrin) (loopi
 			return nil, fmt.Errorf("%s must be contiguous along loop %s (stride %s, the intrinsic needs 1)", m.bufs[p].Name, aVars[u[1]].Name, loopir.ExprString(tiles[p].strides[u[1]]))
 		}
 	}
+	for _, f := range in.Strides {
+		p := in.Desc.Params[f[0]]
+		if c, ok := tiles[p].strides[f[1]].(*loopir.IntImm); !ok || c.V != int64(f[2]) {
+			return nil, fmt.Errorf("%s must have stride %d along loop %s (stride %s)", m.bufs[p].Name, f[2], aVars[f[1]].Name, loopir.ExprString(tiles[p].strides[f[1]]))
+		}
+	}
 	guard, err := partialExtents(an, blk.Predicate, aVars, extents, in)
 	if err != nil {
 		return nil, err

@@ -140,6 +140,13 @@ func TestTensorizeRefuses(t *testing.T) {
 			_ = s.Reorder(i[0], j[0], k[0], i[1], j[1], k[1])
 			return i[1], generic4x8.Init
 		},
+		"a stride the intrinsic fixes": func(t *testing.T, s *Schedule) (LoopRV, *loopir.TensorIntrin) {
+			// B's columns are 1 apart; this intrinsic takes them 2 apart (pairs)
+			_, l := tileForGemm(t, s, true)
+			in := *generic4x8.Update
+			in.Strides = [][3]int{{2, 1, 2}}
+			return l, &in
+		},
 		"symbolic extent": func(t *testing.T, s *Schedule) (LoopRV, *loopir.TensorIntrin) {
 			b, _ := s.GetBlock("C")
 			l, _ := s.GetLoops(b)

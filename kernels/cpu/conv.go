@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kilnrt/kiln/graph"
+
 	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/schedule"
 )
@@ -94,34 +96,11 @@ func scheduleConvBlocked(s *schedule.Schedule, g intrin.Gemm, cfg ConvConfig, ep
 		}
 	}
 	if epilogue != "" {
-		e, err := s.GetBlock(epilogue)
-		if err != nil {
-			return err
-		}
 		at := oh
 		if cfg.RowsInner && cfg.SplitK && !whole {
 			at = ocb // after the block's rows: the block's map lives in a local buffer
 		}
-		if err := s.ReverseComputeAt(e, at); err != nil {
-			return err
-		}
-		// the row then lives in a row-sized local buffer, not a whole-output one
-		if err := s.CompactAt(c, at); err != nil && !errors.Is(err, schedule.ErrSchedule) {
-			return err
-		}
-		el, err := s.GetLoops(e)
-		if err != nil {
-			return err
-		}
-		inner := el[len(el)-1]
-		if split && len(el) >= 3 {
-			j, oh, ow := el[len(el)-3], el[len(el)-2], el[len(el)-1]
-			if err := s.Reorder(oh, ow, j); err != nil {
-				return err
-			}
-			inner = j
-		}
-		if err := s.Vectorize(inner); err != nil {
+		if err := scheduleRowEpilogue(s, c, at, epilogue, split); err != nil {
 			return err
 		}
 	}
@@ -189,4 +168,54 @@ func schedulePad(s *schedule.Schedule, parallel bool, cb int64) error {
 		return s.Parallel(prow)
 	}
 	return nil
+}
+
+// scheduleRowEpilogue moves the elementwise block epilogue under loop at of the
+// convolution's block c (ReverseComputeAt): the conv result then lives in a local
+// buffer of that loop's extent (compact_at), and the epilogue's inner loop is
+// vectorized; with split (a [N, M/sb, sb, OH, OW] result) its loops are reordered so
+// that the channel within the block, along which the buffer is contiguous, is inner.
+func scheduleRowEpilogue(s *schedule.Schedule, c schedule.BlockRV, at schedule.LoopRV, epilogue string, split bool) error {
+	e, err := s.GetBlock(epilogue)
+	if err != nil {
+		return err
+	}
+	if err := s.ReverseComputeAt(e, at); err != nil {
+		return err
+	}
+	// the row then lives in a row-sized local buffer, not a whole-output one
+	if err := s.CompactAt(c, at); err != nil && !errors.Is(err, schedule.ErrSchedule) {
+		return err
+	}
+	el, err := s.GetLoops(e)
+	if err != nil {
+		return err
+	}
+	inner := el[len(el)-1]
+	if split && len(el) >= 3 {
+		j, oh, ow := el[len(el)-3], el[len(el)-2], el[len(el)-1]
+		if err := s.Reorder(oh, ow, j); err != nil {
+			return err
+		}
+		inner = j
+	}
+	return s.Vectorize(inner)
+}
+
+// channelsInnerMaxBytes is the largest split result (ConvBlockedAttrs.SplitOut) whose
+// row epilogue runs with the channel inner (scheduleRowEpilogue's split): each column
+// then stores one value into each of the block's channel planes, a stream per channel,
+// which stays cheap while the result lives in cache; a larger result is written row
+// by row, contiguously, and reads the row buffer a block apart. Measured at one thread
+// on machine G (32 MiB L3): ISNet's quantized layers at 512×512 and 256×256 (16–64 MB
+// results) with the columns inner took the model's kernels from 3.34 to 2.37 s, while
+// resnet18, mobilenet_v2, squeezenet1_1 and EfficientNet-B0 (results up to 3.2 MB)
+// were unchanged or slower by a few percent.
+const channelsInnerMaxBytes = 2 << 20
+
+// channelsInner reports whether the split result of n (4 bytes an element) is small
+// enough for the channel-inner epilogue (channelsInnerMaxBytes).
+func channelsInner(n *graph.Node) bool {
+	ext, ok := n.Outputs[0].Type.ConstShape()
+	return ok && 4*ext.NumElements() <= channelsInnerMaxBytes
 }

@@ -324,44 +324,17 @@ func buildConvBlockedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Inp
 	bias, params, feeds := convBias(in, []*te.Tensor{xt, wp}, []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
 		return PackConvWeights(v, attrs.CB, attrs.MB)
 	}}})
-	oext, static := n.Outputs[0].Type.ConstShape()
+	_, static := n.Outputs[0].Type.ConstShape()
 	attrs.SplitOut = !attrs.BlockedOut && static && SplitBlock(m, g.NR) != 0
 	out, err := ConvNCHWBlocked(xt, wp, bias, m, attrs)
 	if err != nil {
 		return nil, err
 	}
-	var s *schedule.Schedule
-	if attrs.SplitOut {
-		// the epilogues run on the result's [N, M/sb, sb, OH, OW] view of NCHW
-		ext := []int64{int64(oext[0]), int64(oext[1]), int64(oext[2]), int64(oext[3])}
-		last, eparams, efeeds, err := viewEpilogues(reg, out, epi, func(v *te.Tensor) (*te.Tensor, bool, error) {
-			return splitView(v, ext, SplitBlock(m, g.NR))
-		})
-		if err != nil {
-			return nil, err
-		}
-		f, err := te.Lower(kernels.KernelName(n), append(params, eparams...), []*te.Tensor{last})
-		if err != nil {
-			return nil, err
-		}
-		s, feeds = schedule.New(f), append(feeds, efeeds...)
-	} else if s, feeds, err = withEpilogues(reg, n, out, params, feeds, epi); err != nil {
-		return nil, err
-	}
-	// unpacking, bias and epilogues become one elementwise nest: under the output rows
-	// when the result stays blocked or is split in blocks, a nest of its own otherwise
-	last, err := inlineChain(s, "pad", "conv")
+	s, feeds, last, rowEpilogue, err := lowerConvResult(reg, n, out, params, feeds, epi, attrs, m, g.NR)
 	if err != nil {
 		return nil, err
 	}
-	if last == "conv" {
-		last = ""
-	}
-	rowEpilogue := last
-	if !attrs.BlockedOut && !attrs.SplitOut || attrs.OutBlock != 0 {
-		rowEpilogue = "" // the repacking reads a block of rows the conv stage's row loop does not
-	}
-	if err := scheduleConvBlocked(s, g, cfg, rowEpilogue, attrs.CB, attrs.SplitOut); err != nil {
+	if err := scheduleConvBlocked(s, g, cfg, rowEpilogue, attrs.CB, attrs.SplitOut && channelsInner(n)); err != nil {
 		return nil, err
 	}
 	if last != "" && rowEpilogue == "" {
@@ -370,6 +343,49 @@ func buildConvBlockedWith(reg *kernels.Registry, n *graph.Node, in []kernels.Inp
 		}
 	}
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// lowerConvResult composes the epilogues onto a blocked convolution's result out (of
+// m channels computed in blocks of mb; ConvNCHWBlocked's stages) and lowers the kernel.
+// It returns the schedule, the params' feeds, the name of the elementwise nest after
+// the "conv" stage ("" for none) and, when that nest can run under the output row loop
+// (a blocked result in the conv stage's blocks, or a split one), its name again as the
+// row epilogue.
+func lowerConvResult(reg *kernels.Registry, n *graph.Node, out *te.Tensor, params []*te.Tensor, feeds []kernels.Param, epi []kernels.Epilogue, attrs ConvBlockedAttrs, m, mb int64) (*schedule.Schedule, []kernels.Param, string, string, error) {
+	var s *schedule.Schedule
+	var err error
+	if attrs.SplitOut {
+		// the epilogues run on the result's [N, M/sb, sb, OH, OW] view of NCHW
+		oext, _ := n.Outputs[0].Type.ConstShape()
+		ext := []int64{int64(oext[0]), int64(oext[1]), int64(oext[2]), int64(oext[3])}
+		last, eparams, efeeds, err := viewEpilogues(reg, out, epi, func(v *te.Tensor) (*te.Tensor, bool, error) {
+			return splitView(v, ext, SplitBlock(m, mb))
+		})
+		if err != nil {
+			return nil, nil, "", "", err
+		}
+		f, err := te.Lower(kernels.KernelName(n), append(params, eparams...), []*te.Tensor{last})
+		if err != nil {
+			return nil, nil, "", "", err
+		}
+		s, feeds = schedule.New(f), append(feeds, efeeds...)
+	} else if s, feeds, err = withEpilogues(reg, n, out, params, feeds, epi); err != nil {
+		return nil, nil, "", "", err
+	}
+	// unpacking, bias and epilogues become one elementwise nest: under the output rows
+	// when the result stays blocked or is split in blocks, a nest of its own otherwise
+	last, err := inlineChain(s, "pad", "conv")
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	if last == "conv" {
+		last = ""
+	}
+	rowEpilogue := last
+	if !attrs.BlockedOut && !attrs.SplitOut || attrs.OutBlock != 0 {
+		rowEpilogue = "" // the repacking reads a block of rows the conv stage's row loop does not
+	}
+	return s, feeds, last, rowEpilogue, nil
 }
 
 // buildMatMulPacked applies to MatMul and Gemm with a constant 2-D float32 B (weights)

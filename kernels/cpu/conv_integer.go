@@ -1,0 +1,335 @@
+package cpu
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/intrin"
+	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/schedule"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/te"
+	"github.com/kilnrt/kiln/tensor"
+)
+
+// The blocked integer convolution: ConvInteger as the float32 blocked convolution
+// computes (blocked.go), on int16 operands in pairs and the integer micro-kernel
+// (intrin.GemmInt). x − x_zero_point is copied into the padded, channel-blocked stage
+// as int16 (zeros in the borders: the padding is the zero point); the constant weights
+// minus their zero point are packed on the host as int16 pairs; each tile's whole
+// reduction runs in one call, its int32 sums exact. Epilogues (the Cast to float and
+// the scales' Mul that follow a dynamically quantized convolution) run on the result
+// as on the float convolution's.
+
+// convIntegerFits returns the blocked attributes of ConvInteger n with micro-kernel g,
+// or an error wrapping ErrNotApplicable: a 2-D convolution of static shapes and one
+// group over plain NCHW 8-bit data, constant 8-bit weights, a per-tensor data zero
+// point and a constant per-tensor or per-output-channel weight zero point, explicit or
+// VALID padding, and an even merged reduction (kernel columns × channel block).
+func convIntegerFits(n *graph.Node, in []kernels.Input, g intrin.GemmInt) (ConvBlockedAttrs, error) {
+	var attrs ConvBlockedAttrs
+	a, _ := n.Attrs.(*graph.ConvAttrs)
+	if a == nil || len(in) < 2 || in[0].T == nil || in[1].Const == nil {
+		return attrs, notApplicable("integer convolution without constant weights")
+	}
+	x, w := n.Inputs[0].Type, in[1].Const
+	if !eightBit(x.DType) || !eightBit(w.DType) || len(x.Shape) != 4 || len(w.Shape) != 4 {
+		return attrs, notApplicable("2-D 8-bit integer convolution")
+	}
+	if !x.IsStatic() || !n.Outputs[0].Type.IsStatic() || x.Block != 0 || n.Outputs[0].Type.Block != 0 {
+		return attrs, notApplicable("static plain NCHW data")
+	}
+	if len(in) > 2 && in[2].T != nil && numElements(in[2].T) != 1 {
+		return attrs, notApplicable("data zero point per channel")
+	}
+	if len(in) > 3 && in[3].T != nil {
+		if in[3].Const == nil {
+			return attrs, notApplicable("weight zero point computed at run time")
+		}
+		if k := in[3].Const.Shape.NumElements(); k != 1 && k != w.Shape[0] {
+			return attrs, notApplicable("weight zero point of %d values", k)
+		}
+	}
+	win, err := staticPadWindow(a, w.Shape)
+	if err != nil || a.Group != 1 {
+		return attrs, notApplicable("group %d, auto_pad %s", a.Group, a.AutoPad)
+	}
+	copy(attrs.Strides[:], win.Strides)
+	copy(attrs.Dilations[:], win.Dilations)
+	attrs.Pads[0], attrs.Pads[2], _ = win.StaticPads(0)
+	attrs.Pads[1], attrs.Pads[3], _ = win.StaticPads(1)
+	c, _ := x.Shape[1].Value()
+	attrs.CB, attrs.MB = inputBlock(c), g.NR
+	if int64(w.Shape[3])*attrs.CB%2 != 0 {
+		return attrs, notApplicable("odd reduction run of %d kernel columns × %d channels", w.Shape[3], attrs.CB)
+	}
+	_, static := n.Outputs[0].Type.ConstShape()
+	attrs.SplitOut = static && SplitBlock(int64(w.Shape[0]), g.NR) != 0
+	return attrs, nil
+}
+
+func eightBit(dt tensor.DType) bool { return dt == tensor.Uint8 || dt == tensor.Int8 }
+
+// numElements is a static tensor's element count (-1 when an extent is symbolic).
+func numElements(t *te.Tensor) int64 {
+	ext, err := kernels.Extents(t)
+	if err != nil {
+		return -1
+	}
+	k := int64(1)
+	for _, e := range ext {
+		k *= e
+	}
+	return k
+}
+
+// buildConvInteger lowers ConvInteger through ConvIntegerBlocked.
+func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
+	w := in[1].Const
+	if w == nil || len(w.Shape) != 4 {
+		return nil, notApplicable("integer convolution without constant 4-D weights")
+	}
+	m := int64(w.Shape[0])
+	g := intrin.GemmIntTile(t, m)
+	attrs, err := convIntegerFits(n, in, g)
+	if err != nil {
+		return nil, err
+	}
+	kh, kw := int64(w.Shape[2]), int64(w.Shape[3])
+	var zw *tensor.Tensor
+	if len(in) > 3 {
+		zw = in[3].Const
+	}
+	packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Shape[1]) / attrs.CB, kh, kw * attrs.CB / 2, g.NR, 2}
+	wp := te.Placeholder("w", tensor.Int16, kernels.Static(packed...)...)
+	layout := fmt.Sprintf("OIHW−%s→i16[O/%d,I/%d,H,W·%d/2,%d,2]", zeroPointText(zw), g.NR, attrs.CB, attrs.CB, g.NR)
+	params := []*te.Tensor{in[0].T, wp}
+	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+		return PackConvWeightsInt16(v, zw, attrs.CB, g.NR)
+	}}}
+	var zx *te.Tensor
+	if len(in) > 2 && in[2].T != nil && !allZero(in[2].Const) {
+		zx = in[2].T
+		params, feeds = append(params, zx), append(feeds, kernels.Param{Input: 2})
+	}
+	out, err := ConvIntegerBlocked(in[0].T, zx, wp, m, kh, kw, attrs)
+	if err != nil {
+		return nil, err
+	}
+	s, feeds, last, rowEpilogue, err := lowerConvResult(reg, n, out, params, feeds, epi, attrs, m, g.NR)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheduleConvInteger(s, g, rowEpilogue, attrs.CB, attrs.SplitOut && channelsInner(n)); err != nil {
+		return nil, err
+	}
+	if last != "" && rowEpilogue == "" {
+		if err := scheduleNest(s, last); err != nil {
+			return nil, err
+		}
+	}
+	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// allZero reports whether a constant holds zeros only (false for nil: not a constant).
+func allZero(c *tensor.Tensor) bool {
+	if c == nil {
+		return false
+	}
+	for _, v := range c.Float64s() {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// zeroPointText names a weight zero point in the packed layout's name, so that two
+// nodes share one packed copy only when their weights and zero points are the same.
+func zeroPointText(zw *tensor.Tensor) string {
+	if zw == nil {
+		return "0"
+	}
+	v := zw.Float64s()
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return "(" + strings.Join(parts, ",") + ")"
+}
+
+// ConvIntegerBlocked is the integer convolution of 8-bit NCHW data x (minus its zero
+// point zx, a one-element tensor, nil for none) with weights prepacked by
+// PackConvWeightsInt16 (wp: [⌈M/mb⌉, C/cb, KH, KW·cb/2, mb, 2] int16), in the stages
+// of ConvNCHWBlocked: "pad" the int16 padded copy (zero borders; laid out by output
+// column with horizontal dilation), "conv" [N, ⌈M/mb⌉, OH, OW, mb] int32 summed over
+// (input block, kernel row, merged column·channel pair, pair element), and the NCHW
+// result (convResult, no bias).
+func ConvIntegerBlocked(x, zx, wp *te.Tensor, m, kh, kw int64, a ConvBlockedAttrs) (*te.Tensor, error) {
+	ext, err := kernels.Extents(x)
+	if err != nil || len(ext) != 4 {
+		return nil, kernels.Unsupported("blocked integer conv2d: data %v", x.Shape)
+	}
+	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
+	cb, mb := a.CB, a.MB
+	if cb <= 0 || c%cb != 0 || kw*cb%2 != 0 {
+		return nil, fmt.Errorf("BUG: blocked integer conv2d: %d channels in blocks of %d, %d kernel columns", c, cb, kw)
+	}
+	pt, pl, pb, pr := a.Pads[0], a.Pads[1], a.Pads[2], a.Pads[3]
+	oh := (h+pt+pb-a.Dilations[0]*(kh-1)-1)/a.Strides[0] + 1
+	ow := (wd+pl+pr-a.Dilations[1]*(kw-1)-1)/a.Strides[1] + 1
+	if oh <= 0 || ow <= 0 {
+		return nil, kernels.Unsupported("blocked integer conv2d: empty output %dx%d", oh, ow)
+	}
+	cols, colStride := (wd+pl+pr)*cb, a.Strides[1]*cb
+	if a.columns(kw) {
+		cols, colStride = ow*kw*cb, kw*cb
+	}
+	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, cols), func(i []loopir.Expr) loopir.Expr {
+		yy := sub(i[2], i64(pt))
+		xx := sub(div(i[3], i64(cb)), i64(pl))
+		if a.columns(kw) {
+			// column q = ox·KW + kx of the row reads input column ox·s + kx·dx
+			q := div(i[3], i64(cb))
+			ox, kx := div(q, i64(kw)), loopir.Bin(loopir.Mod, q, i64(kw))
+			xx = sub(add(mul(ox, i64(a.Strides[1])), mul(kx, i64(a.Dilations[1]))), i64(pl))
+		}
+		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
+		v := te.Cast(tensor.Int32, x.At(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)))
+		if zx != nil {
+			zi := make([]loopir.Expr, len(zx.Shape))
+			for k := range zi {
+				zi[k] = i64(0)
+			}
+			v = te.Sub(v, te.Cast(tensor.Int32, zx.At(zi...)))
+		}
+		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
+		return te.Select(cond, te.Cast(tensor.Int16, v), &loopir.IntImm{V: 0, DT: tensor.Int16})
+	})
+	icb, ry := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh))
+	rr, re := te.RAxis("rr", i64(kw*cb/2)), te.RAxis("re", i64(2))
+	conv := te.Compute("conv", kernels.Static(n, (m+mb-1)/mb, oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
+		row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
+		col := add(add(mul(i[3], i64(colStride)), mul(rr.Var, i64(2))), re.Var)
+		return te.Sum(te.Mul(te.Cast(tensor.Int32, pad.At(i[0], icb.Var, row, col)),
+			te.Cast(tensor.Int32, wp.At(i[1], icb.Var, ry.Var, rr.Var, i[4], re.Var))), icb, ry, rr, re)
+	})
+	return convResult(conv, nil, m, mb, a)
+}
+
+// scheduleConvInteger schedules ConvIntegerBlocked: the padded copy as the float
+// convolution's (rows in parallel, a block's channels the vectorized inner loop);
+// each output row (batch, channel block, row: fused, parallel) one micro-kernel call
+// per tile of mr columns over the whole reduction; the epilogue under the row when
+// there is one (scheduleRowEpilogue).
+func scheduleConvInteger(s *schedule.Schedule, g intrin.GemmInt, epilogue string, cb int64, split bool) error {
+	if err := scheduleIntegerPad(s, cb); err != nil {
+		return err
+	}
+	c, err := s.GetBlock("conv")
+	if err != nil {
+		return err
+	}
+	l, err := s.GetLoops(c)
+	if err != nil {
+		return err
+	}
+	if len(l) != 9 {
+		return fmt.Errorf("integer conv2d strategy: block has %d loops, want 9", len(l))
+	}
+	n, ocb, oh, ow, oc, icb, ry, rr, re := l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7], l[8]
+	w, err := s.Split(ow, []int64{-1, g.MR})
+	if err != nil {
+		return err
+	}
+	if err := s.Reorder(n, ocb, oh, w[0], w[1], oc, icb, ry, rr, re); err != nil {
+		return err
+	}
+	if epilogue != "" {
+		if err := scheduleRowEpilogue(s, c, oh, epilogue, split); err != nil {
+			return err
+		}
+	}
+	if err := s.Tensorize(w[1], g.Blocks); err != nil {
+		return err
+	}
+	row, err := s.Fuse(n, ocb, oh)
+	if err != nil {
+		return err
+	}
+	return s.Parallel(row)
+}
+
+// PackConvWeightsInt16 reorders 8-bit OIHW weights [M, C, KH, KW] minus their zero
+// point zw (nil: none; one value, or one per output channel) into the int16 pairs
+// [⌈M/mb⌉, C/cb, KH, KW·cb/2, mb, 2] that ConvIntegerBlocked reads: the merged
+// (kernel column, channel) position r of PackConvWeights at [r/2, o%mb, r%2]; zero
+// past M.
+func PackConvWeightsInt16(w, zw *tensor.Tensor, cb, mb int64) (*tensor.Tensor, error) {
+	if !eightBit(w.DType) || len(w.Shape) != 4 {
+		return nil, fmt.Errorf("weights %v%v: want 8-bit OIHW", w.DType, w.Shape)
+	}
+	m, c, kh, kw := int64(w.Shape[0]), int64(w.Shape[1]), int64(w.Shape[2]), int64(w.Shape[3])
+	if c%cb != 0 || kw*cb%2 != 0 {
+		return nil, fmt.Errorf("%d input channels in blocks of %d over %d kernel columns", c, cb, kw)
+	}
+	v := w.Float64s()
+	var z []float64
+	if zw != nil {
+		if z = zw.Float64s(); len(z) != 1 && int64(len(z)) != m {
+			return nil, fmt.Errorf("weight zero point of %d values for %d output channels", len(z), m)
+		}
+	}
+	mbs, run := (m+mb-1)/mb, kw*cb
+	out := make([]int16, mbs*c*kh*kw*mb)
+	for o := int64(0); o < m; o++ {
+		zero := 0.0
+		switch len(z) {
+		case 1:
+			zero = z[0]
+		case 0:
+		default:
+			zero = z[o]
+		}
+		for i := int64(0); i < c; i++ {
+			for y := int64(0); y < kh; y++ {
+				for x := int64(0); x < kw; x++ {
+					r := x*cb + i%cb
+					at := ((((o/mb)*(c/cb)+i/cb)*kh+y)*(run/2)+r/2)*mb*2 + (o%mb)*2 + r%2
+					out[at] = int16(v[((o*c+i)*kh+y)*kw+x] - zero)
+				}
+			}
+		}
+	}
+	return tensor.FromSlice(tensor.Shape{int(mbs), int(c / cb), int(kh), int(run / 2), int(mb), 2}, out)
+}
+
+// scheduleIntegerPad schedules the padded copy of plain NCHW data: rows in parallel,
+// and per row the channels of a block outside the columns, so that each channel's
+// input row is read contiguously (one channel plane apart per channel, as a loop over
+// the block's channels inside the columns would read them) while the writes, a block
+// apart, stay within the block's padded row.
+func scheduleIntegerPad(s *schedule.Schedule, cb int64) error {
+	pb, err := s.GetBlock("pad")
+	if err != nil {
+		return err
+	}
+	pl, err := s.GetLoops(pb)
+	if err != nil {
+		return err
+	}
+	prow, err := s.Fuse(pl[0], pl[1], pl[2])
+	if err != nil {
+		return err
+	}
+	cols, err := s.Split(pl[3], []int64{-1, cb})
+	if err != nil {
+		return err
+	}
+	if err := s.Reorder(cols[1], cols[0]); err != nil {
+		return err
+	}
+	return s.Parallel(prow)
+}

@@ -118,14 +118,17 @@ func gemmIntC(name, isa string, lanes, mr, nv int) string {
 	w("  if (m <= 0) return;\n")
 	w("  if (m > %d) m = %d;\n", mr, mr)
 	if isa == "generic" {
-		w("  for (i64 i = 0; i < m; ++i) for (i64 j = 0; j < %d; ++j) {\n", nr)
-		w("    i32 s = 0;\n")
+		// per row, the nr sums in an array the compiler keeps in vector registers,
+		// the column loop innermost over B's interleaved pairs
+		w("  for (i64 i = 0; i < m; ++i) {\n")
+		w("    i32 s[%d] = {0};\n", nr)
 		w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) for (i64 k = 0; k < kk; ++k) {\n")
 		w("      const i16 *p = a + i * a_si + ib * a_skb + iy * a_sky + k * a_sk;\n")
-		w("      const i16 *q = b + ib * b_skb + iy * b_sky + k * b_sk + 2 * j;\n")
-		w("      s += (i32)p[0] * (i32)q[0] + (i32)p[1] * (i32)q[1];\n")
+		w("      const i16 *q = b + ib * b_skb + iy * b_sky + k * b_sk;\n")
+		w("      const i32 x0 = p[0], x1 = p[1];\n")
+		w("      for (int j = 0; j < %d; ++j) s[j] += x0 * (i32)q[2 * j] + x1 * (i32)q[2 * j + 1];\n", nr)
 		w("    }\n")
-		w("    c[i * c_si + j] = s;\n")
+		w("    for (int j = 0; j < %d; ++j) c[i * c_si + j] = s[j];\n", nr)
 		w("  }\n}\n")
 		return b.String()
 	}

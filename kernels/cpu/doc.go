@@ -93,7 +93,7 @@
 // zero point copied into the padded channel blocks channel by channel, the weights
 // minus theirs packed as int16 pairs, each tile's whole reduction one call of the
 // integer micro-kernel, intrin.GemmInt, exact in int32; the quantized ISNet's 3×3
-// layers ran 4.6 times as fast as on the padded strategy), conv-integer-padded for the
+// layers ran about six times as fast as on the padded strategy), conv-integer-padded for the
 // other ConvInteger and
 // QLinearConv (quant.go: the generic rule, but the zero-padded int32 input stays a
 // stage of its own, so the product reads rows unguarded and vectorizes along them,

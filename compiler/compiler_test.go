@@ -365,3 +365,31 @@ func TestHalfPrecisionModelCompiles(t *testing.T) {
 	}
 	checkCompiled(t, m, map[string]*tensor.Tensor{"x": h(f32(1, 1, 3, 9, 9))})
 }
+
+// TestOutputCastOfBlockedData: a model output that Casts a blocked map (a float16
+// model's outputs cast back to float32) is unblocked in the Cast's kernel with the
+// unblocking's loop order (cast-unblock-tiled) and matches the reference.
+func TestOutputCastOfBlockedData(t *testing.T) {
+	b := graph.NewBuilder("main")
+	x := b.Param("x", graph.TensorType(tensor.Float32, graph.StaticShape(1, 8, 12, 20)...))
+	a := graph.OpConv.NewAttrs().(*graph.ConvAttrs)
+	a.KernelShape, a.Pads = []int64{3, 3}, []int64{1, 1, 1, 1}
+	c1, err := b.Op1(graph.OpConv, a, x, b.Const("", f32(1, 64, 8, 3, 3)), b.Const("", f32(2, 64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := b.Op1(graph.OpRelu, nil, c1)
+	c2, _ := b.Op1(graph.OpConv, a, r1, b.Const("", f32(3, 64, 64, 3, 3)), b.Const("", f32(4, 64)))
+	out, err := b.Op1(graph.OpCast, &graph.CastAttrs{To: int64(tensor.Float32), Saturate: 1}, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Module(c2, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := checkCompiled(t, m, map[string]*tensor.Tensor{"x": f32(7, 1, 8, 12, 20)})
+	if res.Stats.Strategies["cast-unblock-tiled+epilogue"] != 1 {
+		t.Fatalf("strategies %v: want the output Cast unblocked by cast-unblock-tiled", res.Stats.Strategies)
+	}
+}

@@ -273,11 +273,43 @@ func computeQLinearConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if _, err := integerOperand(n.Op, "w", w, in[5].T, 0); err != nil {
 		return nil, err
 	}
-	sx, zx, err := quantParams(in[1].T, in[2].T, x.Shape, -1)
+	_, zx, err := quantParams(in[1].T, in[2].T, x.Shape, -1)
 	if err != nil {
 		return nil, err
 	}
-	sw, zw, err := quantParams(in[4].T, in[5].T, w.Shape, 0)
+	_, zw, err := quantParams(in[4].T, in[5].T, w.Shape, 0)
+	if err != nil {
+		return nil, err
+	}
+	zx, zw = withoutZero(zx, in, 2), withoutZero(zw, in, 5)
+	acc, err := integerConv(n, shifted("x_shifted", x, zx), shifted("w_shifted", w, zw))
+	if err != nil {
+		return nil, err
+	}
+	out, err := QLinearConvRequantize(n, in, acc, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []*te.Tensor{out}, nil
+}
+
+// QLinearConvRequantize is QLinearConv n's output from its int32 accumulator acc (the
+// product of the operands shifted by their zero points): the bias added, scaled by
+// x_scale · w_scale / y_scale, y_zero_point added and saturated to the output type. A
+// strategy that computes the accumulator its own way (kernels/cpu's integer micro-kernel)
+// requantizes with it; in are the node's inputs. channel gives the output channel of
+// an index of acc: nil for NCHW (i[1]); a strategy that computes the result in another
+// view of NCHW's storage gives its own.
+func QLinearConvRequantize(n *graph.Node, in []Input, acc *te.Tensor, channel func(i []loopir.Expr) loopir.Expr) (*te.Tensor, error) {
+	if channel == nil {
+		channel = func(i []loopir.Expr) loopir.Expr { return i[1] }
+	}
+	x, w := in[0].T, in[3].T
+	sx, _, err := quantParams(in[1].T, in[2].T, x.Shape, -1)
+	if err != nil {
+		return nil, err
+	}
+	sw, _, err := quantParams(in[4].T, in[5].T, w.Shape, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -294,18 +326,13 @@ func computeQLinearConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 		if b.DT != tensor.Int32 || len(be) != 1 || !sameStatic(w.Shape[0], be[0]) {
 			return nil, Unsupported("%v bias of type %v and shape %v", n.Op, b.DT, be)
 		}
-		bias = func(i []loopir.Expr) loopir.Expr { return b.At(i[1]) }
-	}
-	zx, zw = withoutZero(zx, in, 2), withoutZero(zw, in, 5)
-	acc, err := integerConv(n, shifted("x_shifted", x, zx), shifted("w_shifted", w, zw))
-	if err != nil {
-		return nil, err
+		bias = func(i []loopir.Expr) loopir.Expr { return b.At(channel(i)) }
 	}
 	f := tensor.Float64
 	scale := func(i []loopir.Expr) loopir.Expr {
-		return te.Mul(te.Cast(f, sx.atAxis(nil)), te.Cast(f, sw.atAxis(i[1])))
+		return te.Mul(te.Cast(f, sx.atAxis(nil)), te.Cast(f, sw.atAxis(channel(i))))
 	}
-	return []*te.Tensor{requantize(acc, scale, bias, ys, yz, dt)}, nil
+	return requantize(acc, scale, bias, ys, yz, dt), nil
 }
 
 // sameStatic reports whether extent e is the constant v.

@@ -14,8 +14,9 @@ import (
 	"github.com/kilnrt/kiln/tensor"
 )
 
-// The blocked integer convolution: ConvInteger as the float32 blocked convolution
-// computes (blocked.go), on int16 operands in pairs and the integer micro-kernel
+// The blocked integer convolution: ConvInteger (and QLinearConv, its requantization
+// after the accumulator) as the float32 blocked convolution computes (blocked.go), on
+// int16 operands in pairs and the integer micro-kernel
 // (intrin.GemmInt). x − x_zero_point is copied into the padded, channel-blocked stage
 // as int16 (zeros in the borders: the padding is the zero point); the constant weights
 // minus their zero point are packed on the host as int16 pairs; each tile's whole
@@ -23,32 +24,45 @@ import (
 // the scales' Mul that follow a dynamically quantized convolution) run on the result
 // as on the float convolution's.
 
-// convIntegerFits returns the blocked attributes of ConvInteger n with micro-kernel g,
-// or an error wrapping ErrNotApplicable: a 2-D convolution of static shapes and one
-// group over plain NCHW 8-bit data, constant 8-bit weights, a per-tensor data zero
-// point and a constant per-tensor or per-output-channel weight zero point, explicit or
-// VALID padding, and an even merged reduction (kernel columns × channel block).
-func convIntegerFits(n *graph.Node, in []kernels.Input, g intrin.GemmInt) (ConvBlockedAttrs, error) {
+// integerInputs are the positions of an integer convolution's weights and zero points
+// among its node's inputs (the data is input 0).
+type integerInputs struct{ w, zx, zw int }
+
+// integerInputsOf gives them for ConvInteger and QLinearConv.
+func integerInputsOf(op graph.Op) integerInputs {
+	if op == graph.OpQLinearConv {
+		return integerInputs{w: 3, zx: 2, zw: 5}
+	}
+	return integerInputs{w: 1, zx: 2, zw: 3}
+}
+
+// convIntegerFits returns the blocked attributes of integer convolution n (its operands
+// at idx) with micro-kernel g, or an error wrapping ErrNotApplicable: a 2-D convolution
+// of static shapes and one group over plain NCHW 8-bit data, constant 8-bit weights, a
+// per-tensor data zero point and a constant per-tensor or per-output-channel weight zero
+// point, explicit or VALID padding, and an even merged reduction (kernel columns ×
+// channel block).
+func convIntegerFits(n *graph.Node, in []kernels.Input, idx integerInputs, g intrin.GemmInt) (ConvBlockedAttrs, error) {
 	var attrs ConvBlockedAttrs
 	a, _ := n.Attrs.(*graph.ConvAttrs)
-	if a == nil || len(in) < 2 || in[0].T == nil || in[1].Const == nil {
+	if a == nil || len(in) <= idx.w || in[0].T == nil || in[idx.w].Const == nil {
 		return attrs, notApplicable("integer convolution without constant weights")
 	}
-	x, w := n.Inputs[0].Type, in[1].Const
+	x, w := n.Inputs[0].Type, in[idx.w].Const
 	if !eightBit(x.DType) || !eightBit(w.DType) || len(x.Shape) != 4 || len(w.Shape) != 4 {
 		return attrs, notApplicable("2-D 8-bit integer convolution")
 	}
 	if !x.IsStatic() || !n.Outputs[0].Type.IsStatic() || x.Block != 0 || n.Outputs[0].Type.Block != 0 {
 		return attrs, notApplicable("static plain NCHW data")
 	}
-	if len(in) > 2 && in[2].T != nil && numElements(in[2].T) != 1 {
+	if len(in) > idx.zx && in[idx.zx].T != nil && numElements(in[idx.zx].T) != 1 {
 		return attrs, notApplicable("data zero point per channel")
 	}
-	if len(in) > 3 && in[3].T != nil {
-		if in[3].Const == nil {
+	if len(in) > idx.zw && in[idx.zw].T != nil {
+		if in[idx.zw].Const == nil {
 			return attrs, notApplicable("weight zero point computed at run time")
 		}
-		if k := in[3].Const.Shape.NumElements(); k != 1 && k != w.Shape[0] {
+		if k := in[idx.zw].Const.Shape.NumElements(); k != 1 && k != w.Shape[0] {
 			return attrs, notApplicable("weight zero point of %d values", k)
 		}
 	}
@@ -85,38 +99,58 @@ func numElements(t *te.Tensor) int64 {
 	return k
 }
 
-// buildConvInteger lowers ConvInteger through ConvIntegerBlocked.
+// buildConvInteger lowers ConvInteger, and QLinearConv with its requantization
+// (kernels.QLinearConvRequantize) after it, through ConvIntegerBlocked.
 func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
-	w := in[1].Const
-	if w == nil || len(w.Shape) != 4 {
+	idx := integerInputsOf(n.Op)
+	if len(in) <= idx.w || in[idx.w].Const == nil || len(in[idx.w].Const.Shape) != 4 {
 		return nil, notApplicable("integer convolution without constant 4-D weights")
 	}
+	w := in[idx.w].Const
 	m := int64(w.Shape[0])
 	g := intrin.GemmIntTile(t, m)
-	attrs, err := convIntegerFits(n, in, g)
+	attrs, err := convIntegerFits(n, in, idx, g)
 	if err != nil {
 		return nil, err
 	}
 	kh, kw := int64(w.Shape[2]), int64(w.Shape[3])
 	var zw *tensor.Tensor
-	if len(in) > 3 {
-		zw = in[3].Const
+	if len(in) > idx.zw {
+		zw = in[idx.zw].Const
 	}
 	packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Shape[1]) / attrs.CB, kh, kw * attrs.CB / 2, g.NR, 2}
 	wp := te.Placeholder("w", tensor.Int16, kernels.Static(packed...)...)
 	layout := fmt.Sprintf("OIHW−%s→i16[O/%d,I/%d,H,W·%d/2,%d,2]", zeroPointText(zw), g.NR, attrs.CB, attrs.CB, g.NR)
 	params := []*te.Tensor{in[0].T, wp}
-	feeds := []kernels.Param{{Input: 0}, {Input: 1, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+	feeds := []kernels.Param{{Input: 0}, {Input: idx.w, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
 		return PackConvWeightsInt16(v, zw, attrs.CB, g.NR)
 	}}}
 	var zx *te.Tensor
-	if len(in) > 2 && in[2].T != nil && !allZero(in[2].Const) {
-		zx = in[2].T
-		params, feeds = append(params, zx), append(feeds, kernels.Param{Input: 2})
+	if len(in) > idx.zx && in[idx.zx].T != nil && !allZero(in[idx.zx].Const) {
+		zx = in[idx.zx].T
+		params, feeds = append(params, zx), append(feeds, kernels.Param{Input: idx.zx})
 	}
 	out, err := ConvIntegerBlocked(in[0].T, zx, wp, m, kh, kw, attrs)
 	if err != nil {
 		return nil, err
+	}
+	if n.Op == graph.OpQLinearConv {
+		// on the result's own view: a split one, [N, M/sb, sb, OH, OW], numbers its
+		// channels by block and lane
+		var channel func(i []loopir.Expr) loopir.Expr
+		if attrs.SplitOut {
+			sb := SplitBlock(m, g.NR)
+			channel = func(i []loopir.Expr) loopir.Expr { return add(mul(i[1], i64(sb)), i[2]) }
+		}
+		if out, err = kernels.QLinearConvRequantize(n, in, out, channel); err != nil {
+			return nil, err
+		}
+		// the scales, the output zero point and the bias
+		for _, i := range []int{1, 4, 6, 7, 8} {
+			if i < len(in) && in[i].T != nil {
+				params, feeds = append(params, in[i].T), append(feeds, kernels.Param{Input: i})
+			}
+		}
 	}
 	s, feeds, last, rowEpilogue, err := lowerConvResult(reg, n, out, params, feeds, epi, attrs, m, g.NR)
 	if err != nil {

@@ -169,3 +169,45 @@ func TestLargeSplitResultsStoreByColumns(t *testing.T) {
 		t.Errorf("integer: strategy %s, want conv-integer-blocked+epilogue", got)
 	}
 }
+
+// TestQLinearConvBlockedMatchesRef: QLinearConv with constant weights takes the blocked
+// integer strategy under each ISA level the host has (its requantization after the
+// accumulator) and equals the reference evaluator: per-tensor and per-output-channel
+// weight scales and zero points, an int32 bias, to uint8 and int8, power-of-two scales
+// (ties) and an output scale small enough to saturate, padding and a stride, output
+// channels a tile pads (the result unpacked by a nest of its own) and ones it divides
+// (the requantization on the split result, under the row loop).
+func TestQLinearConvBlockedMatchesRef(t *testing.T) {
+	l := Strategies(kernels.Default())
+	f := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{v}) }
+	u8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{v}) }
+	i8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Int8, tensor.Shape{}, []float64{v}) }
+	x := quantTensor(50, tensor.Uint8, 0, 255, 1, 16, 9, 14)
+	w := quantTensor(51, tensor.Int8, -128, 127, 20, 16, 3, 3)
+	bias := quantTensor(52, tensor.Int32, -20000, 20000, 20)
+	pads := &graph.ConvAttrs{AutoPad: "NOTSET", Group: 1, Pads: []int64{1, 1, 1, 1}}
+	strided := &graph.ConvAttrs{AutoPad: "NOTSET", Group: 1, Pads: []int64{0, 1, 1, 0}, Strides: []int64{2, 2}}
+	for _, level := range capLevels(t) {
+		t.Run(string(level), func(t *testing.T) {
+			t.Setenv(target.ISAEnv, string(level))
+			for _, c := range []struct {
+				name string
+				a    *graph.ConvAttrs
+				args []nt.Arg
+			}{
+				{"ties, to uint8", pads, []nt.Arg{nt.In(x), nt.In(f(1.0 / 16)), nt.In(u8(128)), nt.C(w), nt.C(f(1.0 / 8)), nt.C(i8(0)), nt.In(f(64)), nt.In(u8(120)), nt.C(bias)}},
+				{"saturating, to int8", strided, []nt.Arg{nt.In(x), nt.In(f(0.02)), nt.In(u8(3)), nt.C(w), nt.C(f(0.01)), nt.C(i8(2)), nt.In(f(0.001)), nt.In(i8(-1))}},
+				{"per channel", pads, []nt.Arg{nt.In(x), nt.In(f(0.031)), nt.In(u8(140)), nt.C(w), nt.C(quantTensor(53, tensor.Float32, 0.001, 0.02, 20)),
+					nt.C(quantTensor(54, tensor.Int8, -5, 5, 20)), nt.In(f(0.7)), nt.In(i8(4)), nt.C(bias)}},
+				// 64 channels: a tile width divides them, the result is split by block
+				{"per channel, split result", pads, []nt.Arg{nt.In(x), nt.In(f(0.031)), nt.In(u8(140)), nt.C(quantTensor(55, tensor.Int8, -128, 127, 64, 16, 3, 3)),
+					nt.C(quantTensor(56, tensor.Float32, 0.001, 0.02, 64)), nt.C(quantTensor(57, tensor.Int8, -5, 5, 64)), nt.In(f(0.7)), nt.In(u8(9)),
+					nt.C(quantTensor(58, tensor.Int32, -20000, 20000, 64))}},
+			} {
+				if got := nt.CheckNode(t, l, graph.OpQLinearConv, c.a, 1, c.args...); got != "conv-integer-blocked" {
+					t.Errorf("%s: strategy %s, want conv-integer-blocked", c.name, got)
+				}
+			}
+		})
+	}
+}

@@ -88,13 +88,14 @@
 // loop, once per region, not inlined into every channel), layout-unblock-tiled for a
 // LayoutTransform from channel blocks to plain NCHW (layout_unblock.go: a block's
 // channels inside each image row, so the row's tile is read from memory once, not once
-// per channel), conv-integer-blocked for ConvInteger with constant weights
-// (conv_integer.go: the blocked convolution's stages on int16 operands, x minus its
+// per channel), conv-integer-blocked for ConvInteger and QLinearConv with constant
+// weights (conv_integer.go: the blocked convolution's stages on int16 operands, x minus its
 // zero point copied into the padded channel blocks channel by channel, the weights
 // minus theirs packed as int16 pairs, each tile's whole reduction one call of the
 // integer micro-kernel, intrin.GemmInt, exact in int32; the quantized ISNet's 3×3
-// layers ran about six times as fast as on the padded strategy), conv-integer-padded for the
-// other ConvInteger and
+// layers ran about six times as fast as on the padded strategy; QLinearConv's
+// requantization runs on the result's row, kernels.QLinearConvRequantize),
+// conv-integer-padded for the other ConvInteger and
 // QLinearConv (quant.go: the generic rule, but the zero-padded int32 input stays a
 // stage of its own, so the product reads rows unguarded and vectorizes along them,
 // along the whole flattened image at stride 1: squeezenet 1.1 with every Conv

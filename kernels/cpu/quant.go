@@ -9,8 +9,8 @@ import (
 	"github.com/kilnrt/kiln/target"
 )
 
-// quantStrategies: ConvInteger on the integer micro-kernels where it fits
-// (conv_integer.go); otherwise ConvInteger and QLinearConv keep their padded input stage
+// quantStrategies: ConvInteger and QLinearConv on the integer micro-kernels where they
+// fit (conv_integer.go); otherwise they keep their padded input stage
 // ("x_padded", see kernels' quantization family) as a loop nest of its own, so the
 // product reads contiguous rows without padding guards and the generic rule vectorizes
 // it along the output columns; everything else is scheduled as ScheduleGeneric does.
@@ -26,7 +26,7 @@ func quantStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 	blocked := withRegistry(reg, buildConvInteger)
 	return map[graph.Op][]kernels.Strategy{
 		graph.OpConvInteger: {{Name: "conv-integer-blocked", Build: unfused(blocked), Fused: blocked}, padded},
-		graph.OpQLinearConv: {padded},
+		graph.OpQLinearConv: {{Name: "conv-integer-blocked", Build: unfused(blocked), Fused: blocked}, padded},
 	}
 }
 

@@ -324,7 +324,7 @@ func TestConvIntegerPaddedStageMatchesGeneric(t *testing.T) {
 		f := func(v float64) *tensor.Tensor {
 			return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{v})
 		}
-		qargs := []nt.Arg{nt.In(x), nt.In(f(0.02)), nt.In(zx), nt.C(w), nt.C(f(0.01)), nt.C(tensor.FromFloat64s(tensor.Int8, tensor.Shape{}, []float64{1})),
+		qargs := []nt.Arg{nt.In(x), nt.In(f(0.02)), nt.In(zx), nt.In(w), nt.C(f(0.01)), nt.C(tensor.FromFloat64s(tensor.Int8, tensor.Shape{}, []float64{1})),
 			nt.In(f(0.05)), nt.In(tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{128}))}
 		if got := nt.CheckNode(t, Strategies(kernels.Default()), graph.OpQLinearConv, a, 1, qargs...); got != "conv-integer-padded" {
 			t.Errorf("%s: QLinearConv took strategy %q, want conv-integer-padded", a.AutoPad, got)

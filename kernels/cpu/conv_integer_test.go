@@ -179,7 +179,9 @@ func TestLargeSplitResultsStoreByColumns(t *testing.T) {
 // (the requantization on the split result, under the row loop).
 func TestQLinearConvBlockedMatchesRef(t *testing.T) {
 	l := Strategies(kernels.Default())
-	f := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{v}) }
+	f := func(v float64) *tensor.Tensor {
+		return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{v})
+	}
 	u8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{v}) }
 	i8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Int8, tensor.Shape{}, []float64{v}) }
 	x := quantTensor(50, tensor.Uint8, 0, 255, 1, 16, 9, 14)

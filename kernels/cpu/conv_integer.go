@@ -55,10 +55,13 @@ func convIntegerFits(n *graph.Node, in []kernels.Input, idx integerInputs, g int
 	if !x.IsStatic() || !n.Outputs[0].Type.IsStatic() || x.Block != 0 || n.Outputs[0].Type.Block != 0 {
 		return attrs, notApplicable("static plain NCHW data")
 	}
-	if len(in) > idx.zx && in[idx.zx].T != nil && numElements(in[idx.zx].T) != 1 {
-		return attrs, notApplicable("data zero point per channel")
+	if len(in) > idx.zx && in[idx.zx].T != nil && (numElements(in[idx.zx].T) != 1 || in[idx.zx].T.DT != x.DType) {
+		return attrs, notApplicable("data zero point per channel or of another type")
 	}
 	if len(in) > idx.zw && in[idx.zw].T != nil {
+		if in[idx.zw].T.DT != w.DType {
+			return attrs, notApplicable("weight zero point of another type")
+		}
 		if in[idx.zw].Const == nil {
 			return attrs, notApplicable("weight zero point computed at run time")
 		}

@@ -256,9 +256,8 @@ func ConvIntegerBlocked(x, zx, wp *te.Tensor, m, kh, kw int64, a ConvBlockedAttr
 	return convResult(conv, nil, m, mb, a)
 }
 
-// scheduleConvInteger schedules ConvIntegerBlocked: the padded copy as the float
-// convolution's (rows in parallel, a block's channels the vectorized inner loop);
-// each output row (batch, channel block, row: fused, parallel) one micro-kernel call
+// scheduleConvInteger schedules ConvIntegerBlocked: the padded copy by
+// scheduleIntegerPad; each output row (batch, channel block, row: fused, parallel) one micro-kernel call
 // per tile of mr columns over the whole reduction; the epilogue under the row when
 // there is one (scheduleRowEpilogue).
 func scheduleConvInteger(s *schedule.Schedule, g intrin.GemmInt, epilogue string, cb int64, split bool) error {

@@ -78,6 +78,10 @@ func convIntegerFits(n *graph.Node, in []kernels.Input, idx integerInputs, g int
 	attrs.Pads[0], attrs.Pads[2], _ = win.StaticPads(0)
 	attrs.Pads[1], attrs.Pads[3], _ = win.StaticPads(1)
 	c, _ := x.Shape[1].Value()
+	if c <= 0 || w.Shape.NumElements() == 0 {
+		// an empty convolution (a hostile or degenerate model) is the padded strategy's
+		return attrs, notApplicable("empty weights %v over %d channels", w.Shape, c)
+	}
 	attrs.CB, attrs.MB = inputBlock(c), g.NR
 	if int64(w.Shape[3])*attrs.CB%2 != 0 {
 		return attrs, notApplicable("odd reduction run of %d kernel columns × %d channels", w.Shape[3], attrs.CB)

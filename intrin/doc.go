@@ -48,7 +48,11 @@
 // (vpdpwssd on AVX-512 VNNI, vpmaddwd and an add on AVX-512BW and AVX2, scalar C in the
 // generic family). Quantized operands shifted by their zero points fit int16 and their
 // products and sums fit int32 exactly, whatever the zero points (8-bit weights with
-// an asymmetric zero point do not fit the 8-bit instructions).
+// an asymmetric zero point do not fit the 8-bit instructions). Where they do fit
+// (uint8 data, weights minus their zero point within int8: symmetric int8 weights, as
+// static quantization writes them), GemmU8S8 (gemm_u8s8.go, AVX-512 VNNI only) takes
+// quads of bytes, uint8 A by signed B, one vpdpbusd per vector of B: twice the pairs'
+// rate; the caller accounts for the data's zero point, which the kernel does not see.
 //
 // The depthwise tile (depthwise.go: DepthwiseF32, chosen by DepthwiseTile, listed by
 // Depthwises) computes tw output columns of a depthwise convolution over a channel

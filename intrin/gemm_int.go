@@ -37,7 +37,7 @@ func GemmI16(isa string, lanes, mr, nv int) GemmInt {
 	name := fmt.Sprintf("kiln_gemm_i16_%s_%dx%d_blocks", isa, mr, nr)
 	return GemmInt{MR: int64(mr), NR: int64(nr), Blocks: &loopir.TensorIntrin{
 		Name: name,
-		Desc: gemmIntDesc(name, int64(mr), int64(nr)),
+		Desc: gemmGroupDesc(name, int64(mr), int64(nr), 2, tensor.Int16, tensor.Int16),
 		// C contiguous along j, A's and B's pairs along e
 		Unit:    [][2]int{{0, 1}, {1, 5}, {2, 5}},
 		Strides: [][3]int{{2, 1, 2}}, // B's columns are pairs apart
@@ -46,11 +46,11 @@ func GemmI16(isa string, lanes, mr, nv int) GemmInt {
 	}}
 }
 
-// gemmIntDesc: C [mr, nr] int32, A [mr, KB, KY, K, 2] and B [KB, KY, K, nr, 2] int16,
-// loops i < mr, j < nr, kb < KB, ky < KY, k < K, e < 2; C starts at 0.
-func gemmIntDesc(name string, mr, nr int64) *loopir.PrimFunc {
+// gemmGroupDesc: C [mr, nr] int32, A [mr, KB, KY, K, g] of adt and B [KB, KY, K, nr, g]
+// of bdt, loops i < mr, j < nr, kb < KB, ky < KY, k < K, e < g; C starts at 0.
+func gemmGroupDesc(name string, mr, nr, g int64, adt, bdt tensor.DType) *loopir.PrimFunc {
 	KB, KY, K := loopir.NewVar("KB"), loopir.NewVar("KY"), loopir.NewVar("K")
-	two, one := loopir.Int(2), loopir.Int(1)
+	two, one := loopir.Int(g), loopir.Int(1)
 	loops := []*loopir.Var{loopir.NewVar("i"), loopir.NewVar("j"), loopir.NewVar("kb"), loopir.NewVar("ky"), loopir.NewVar("k"), loopir.NewVar("e")}
 	vars := []*loopir.Var{loopir.NewVar("vi"), loopir.NewVar("vj"), loopir.NewVar("vkb"), loopir.NewVar("vky"), loopir.NewVar("vk"), loopir.NewVar("ve")}
 	extents := []loopir.Expr{loopir.Int(mr), loopir.Int(nr), KB, KY, K, two}
@@ -59,8 +59,8 @@ func gemmIntDesc(name string, mr, nr int64) *loopir.PrimFunc {
 	aShape, bShape := []loopir.Expr{loopir.Int(mr), KB, KY, K, two}, []loopir.Expr{KB, KY, K, loopir.Int(nr), two}
 	aIdx, bIdx := []loopir.Expr{vi, vkb, vky, vk, ve}, []loopir.Expr{vkb, vky, vk, vj, ve}
 	c := &loopir.Buffer{Name: "C", DT: tensor.Int32, Shape: []loopir.Expr{loopir.Int(mr), loopir.Int(nr)}, Scope: "global"}
-	a := &loopir.Buffer{Name: "A", DT: tensor.Int16, Shape: aShape, Scope: "global"}
-	b := &loopir.Buffer{Name: "B", DT: tensor.Int16, Shape: bShape, Scope: "global"}
+	a := &loopir.Buffer{Name: "A", DT: adt, Shape: aShape, Scope: "global"}
+	b := &loopir.Buffer{Name: "B", DT: bdt, Shape: bShape, Scope: "global"}
 	cij := []loopir.Expr{vi, vj}
 	ranges := func(idx []loopir.Expr) [][2]loopir.Expr {
 		r := make([][2]loopir.Expr, len(idx))
@@ -221,13 +221,16 @@ func GemmIntTile(t target.Target, cols int64) GemmInt {
 	return GemmI16(f.isa, f.lanes, pick.mr, pick.nv)
 }
 
-// GemmInts lists every declared integer micro-kernel.
+// GemmInts lists every declared integer micro-kernel, the 8-bit ones (GemmU8S8) last.
 func GemmInts() []GemmInt {
 	var out []GemmInt
 	for _, f := range []intFamily{intAVX512, intAVX2, intGeneric} {
 		for _, tl := range f.tiles {
 			out = append(out, GemmI16(f.isa, f.lanes, tl.mr, tl.nv))
 		}
+	}
+	for _, tl := range intAVX512.tiles {
+		out = append(out, GemmU8S8(intAVX512.lanes, tl.mr, tl.nv))
 	}
 	return out
 }

@@ -125,19 +125,29 @@ func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	if len(in) > idx.zw {
 		zw = in[idx.zw].Const
 	}
-	packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Shape[1]) / attrs.CB, kh, kw * attrs.CB / 2, g.NR, 2}
-	wp := te.Placeholder("w", tensor.Int16, kernels.Static(packed...)...)
-	layout := fmt.Sprintf("OIHW−%s→i16[O/%d,I/%d,H,W·%d/2,%d,2]", zeroPointText(zw), g.NR, attrs.CB, attrs.CB, g.NR)
-	params := []*te.Tensor{in[0].T, wp}
-	feeds := []kernels.Param{{Input: 0}, {Input: idx.w, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
-		return PackConvWeightsInt16(v, zw, attrs.CB, g.NR)
-	}}}
 	var zx *te.Tensor
 	if len(in) > idx.zx && in[idx.zx].T != nil && !allZero(in[idx.zx].Const) {
 		zx = in[idx.zx].T
-		params, feeds = append(params, zx), append(feeds, kernels.Param{Input: idx.zx})
 	}
-	out, err := ConvIntegerBlocked(in[0].T, zx, wp, m, kh, kw, attrs)
+	var out *te.Tensor
+	var params []*te.Tensor
+	var feeds []kernels.Param
+	if q, ok := intrin.GemmU8S8Tile(t, m); ok && in[0].T.DT == tensor.Uint8 && kw*attrs.CB%4 == 0 && fitsInt8(w, zw) {
+		g = q
+		out, params, feeds, err = convU8S8Stages(in, idx, zx, zw, m, kh, kw, attrs, q.NR)
+	} else {
+		packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Shape[1]) / attrs.CB, kh, kw * attrs.CB / 2, g.NR, 2}
+		wp := te.Placeholder("w", tensor.Int16, kernels.Static(packed...)...)
+		layout := fmt.Sprintf("OIHW−%s→i16[O/%d,I/%d,H,W·%d/2,%d,2]", zeroPointText(zw), g.NR, attrs.CB, attrs.CB, g.NR)
+		params = []*te.Tensor{in[0].T, wp}
+		feeds = []kernels.Param{{Input: 0}, {Input: idx.w, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+			return PackConvWeightsInt16(v, zw, attrs.CB, g.NR)
+		}}}
+		if zx != nil {
+			params, feeds = append(params, zx), append(feeds, kernels.Param{Input: idx.zx})
+		}
+		out, err = ConvIntegerBlocked(in[0].T, zx, wp, nil, m, kh, kw, 2, attrs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -202,21 +212,28 @@ func zeroPointText(zw *tensor.Tensor) string {
 }
 
 // ConvIntegerBlocked is the integer convolution of 8-bit NCHW data x (minus its zero
-// point zx, a one-element tensor, nil for none) with weights prepacked by
-// PackConvWeightsInt16 (wp: [⌈M/mb⌉, C/cb, KH, KW·cb/2, mb, 2] int16), in the stages
-// of ConvNCHWBlocked: "pad" the int16 padded copy (zero borders; laid out by output
-// column with horizontal dilation), "conv" [N, ⌈M/mb⌉, OH, OW, mb] int32 summed over
-// (input block, kernel row, merged column·channel pair, pair element), and the NCHW
-// result (convResult, no bias).
-func ConvIntegerBlocked(x, zx, wp *te.Tensor, m, kh, kw int64, a ConvBlockedAttrs) (*te.Tensor, error) {
+// point zx, a one-element tensor, nil for none) with prepacked weights wp, in the stages
+// of ConvNCHWBlocked, its reduction's innermost axis a group of g operands the
+// micro-kernel takes together:
+//
+//   - g = 2 (intrin.GemmI16): "pad" is x − zx as int16 with zero borders, wp the int16
+//     pairs of PackConvWeightsInt16 [⌈M/mb⌉, C/cb, KH, KW·cb/2, mb, 2];
+//   - g = 4 (intrin.GemmU8S8): "pad" is uint8 x as stored with zx in the borders, wp the
+//     int8 quads of PackConvWeightsInt8 [⌈M/mb⌉, C/cb, KH, KW·cb/4, mb, 4]; the caller
+//     passes bias = −zx·Σ(w − zw) per output channel, which makes the sum Σ (x − zx)·(w − zw).
+//
+// The padded copy is laid out by output column with horizontal dilation; "conv" is
+// [N, ⌈M/mb⌉, OH, OW, mb] int32 summed over (input block, kernel row, merged
+// column·channel group, group element); the result is convResult's, bias added.
+func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBlockedAttrs) (*te.Tensor, error) {
 	ext, err := kernels.Extents(x)
 	if err != nil || len(ext) != 4 {
 		return nil, kernels.Unsupported("blocked integer conv2d: data %v", x.Shape)
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	cb, mb := a.CB, a.MB
-	if cb <= 0 || c%cb != 0 || kw*cb%2 != 0 {
-		return nil, fmt.Errorf("BUG: blocked integer conv2d: %d channels in blocks of %d, %d kernel columns", c, cb, kw)
+	if cb <= 0 || c%cb != 0 || (g != 2 && g != 4) || kw*cb%g != 0 {
+		return nil, fmt.Errorf("BUG: blocked integer conv2d: %d channels in blocks of %d, %d kernel columns in groups of %d", c, cb, kw, g)
 	}
 	pt, pl, pb, pr := a.Pads[0], a.Pads[1], a.Pads[2], a.Pads[3]
 	oh := (h+pt+pb-a.Dilations[0]*(kh-1)-1)/a.Strides[0] + 1
@@ -228,6 +245,14 @@ func ConvIntegerBlocked(x, zx, wp *te.Tensor, m, kh, kw int64, a ConvBlockedAttr
 	if a.columns(kw) {
 		cols, colStride = ow*kw*cb, kw*cb
 	}
+	var zero loopir.Expr // the zero point's value (nil: none)
+	if zx != nil {
+		zi := make([]loopir.Expr, len(zx.Shape))
+		for k := range zi {
+			zi[k] = i64(0)
+		}
+		zero = zx.At(zi...)
+	}
 	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, cols), func(i []loopir.Expr) loopir.Expr {
 		yy := sub(i[2], i64(pt))
 		xx := sub(div(i[3], i64(cb)), i64(pl))
@@ -238,26 +263,30 @@ func ConvIntegerBlocked(x, zx, wp *te.Tensor, m, kh, kw int64, a ConvBlockedAttr
 			xx = sub(add(mul(ox, i64(a.Strides[1])), mul(kx, i64(a.Dilations[1]))), i64(pl))
 		}
 		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
-		v := te.Cast(tensor.Int32, x.At(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd)))
-		if zx != nil {
-			zi := make([]loopir.Expr, len(zx.Shape))
-			for k := range zi {
-				zi[k] = i64(0)
-			}
-			v = te.Sub(v, te.Cast(tensor.Int32, zx.At(zi...)))
-		}
 		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
-		return te.Select(cond, te.Cast(tensor.Int16, v), &loopir.IntImm{V: 0, DT: tensor.Int16})
+		v := x.At(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd))
+		if g == 4 { // as stored; the borders hold the zero point
+			border := loopir.Expr(&loopir.IntImm{V: 0, DT: x.DT})
+			if zero != nil {
+				border = zero
+			}
+			return te.Select(cond, v, border)
+		}
+		d := te.Cast(tensor.Int32, v)
+		if zero != nil {
+			d = te.Sub(d, te.Cast(tensor.Int32, zero))
+		}
+		return te.Select(cond, te.Cast(tensor.Int16, d), &loopir.IntImm{V: 0, DT: tensor.Int16})
 	})
 	icb, ry := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh))
-	rr, re := te.RAxis("rr", i64(kw*cb/2)), te.RAxis("re", i64(2))
+	rr, re := te.RAxis("rr", i64(kw*cb/g)), te.RAxis("re", i64(g))
 	conv := te.Compute("conv", kernels.Static(n, (m+mb-1)/mb, oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
 		row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
-		col := add(add(mul(i[3], i64(colStride)), mul(rr.Var, i64(2))), re.Var)
+		col := add(add(mul(i[3], i64(colStride)), mul(rr.Var, i64(g))), re.Var)
 		return te.Sum(te.Mul(te.Cast(tensor.Int32, pad.At(i[0], icb.Var, row, col)),
 			te.Cast(tensor.Int32, wp.At(i[1], icb.Var, ry.Var, rr.Var, i[4], re.Var))), icb, ry, rr, re)
 	})
-	return convResult(conv, nil, m, mb, a)
+	return convResult(conv, bias, m, mb, a)
 }
 
 // scheduleConvInteger schedules ConvIntegerBlocked: the padded copy by

@@ -173,9 +173,14 @@ func schedulePad(s *schedule.Schedule, parallel bool, cb int64) error {
 // scheduleRowEpilogue moves the elementwise block epilogue under loop at of the
 // convolution's block c (ReverseComputeAt): the conv result then lives in a local
 // buffer of that loop's extent (compact_at), and the epilogue's inner loop is
-// vectorized; with split (a [N, M/sb, sb, OH, OW] result) its loops are reordered so
-// that the channel within the block, along which the buffer is contiguous, is inner.
+// vectorized; with split (a [N, M/sb, sb, OH, OW] result unpacked alone) its loops are
+// reordered so that the channel within the block, along which the buffer is
+// contiguous, is inner. A split result with epilogues after its unpacking takes
+// scheduleStagedUnpack.
 func scheduleRowEpilogue(s *schedule.Schedule, c schedule.BlockRV, at schedule.LoopRV, epilogue string, split bool) error {
+	if epilogue != "unpack" && s.HasBlock("unpack") {
+		return scheduleStagedUnpack(s, c, at, epilogue)
+	}
 	e, err := s.GetBlock(epilogue)
 	if err != nil {
 		return err
@@ -202,20 +207,72 @@ func scheduleRowEpilogue(s *schedule.Schedule, c schedule.BlockRV, at schedule.L
 	return s.Vectorize(inner)
 }
 
-// channelsInnerMaxBytes is the largest split result (ConvBlockedAttrs.SplitOut) whose
-// row epilogue runs with the channel inner (scheduleRowEpilogue's split): each column
-// then stores one value into each of the block's channel planes, a stream per channel,
-// which stays cheap while the result lives in cache; a larger result is written row
-// by row, contiguously, and reads the row buffer a block apart. Measured at one thread
-// on machine G (32 MiB L3): ISNet's quantized layers at 512×512 and 256×256 (16–64 MB
-// results) with the columns inner took the model's kernels from 3.34 to 2.37 s, while
-// resnet18, mobilenet_v2, squeezenet1_1 and EfficientNet-B0 (results up to 3.2 MB)
-// were unchanged or slower by a few percent.
+// scheduleStagedUnpack: the split result's unpacking (kept as its own stage by
+// lowerConvResult) moves under loop at, reading the conv row buffer along its channels
+// into a row-local [sb, OW] buffer (a transpose, in scalar code), and the epilogue after
+// it runs along the columns, reading that buffer and writing each channel's row
+// contiguously, vectorized. In one nest the epilogue either stored a value into each of
+// the block's channel planes per column (64 planes a power of two apart: a store stream
+// each, conflicting in L1) or read the conv buffer a block apart, which gcc 12 does
+// not vectorize (a QLinearConv's requantization then ran in scalar code, a third of
+// its time). Measured at one thread on machine G, builds alternating: a synthetic
+// QLinearConv network 32.6–32.8 → 19.6–20.1 ms, quantized MobileNetV2 29.7 →
+// 26.5–27.3 ms, ISNet 2.50–2.65 → 2.43–2.44 s, SqueezeNet 1.1 and MobileNetV2 up to a
+// tenth faster, ResNet-18/50, EfficientNet-B0 and RegNetX-400MF within the spread.
+func scheduleStagedUnpack(s *schedule.Schedule, c schedule.BlockRV, at schedule.LoopRV, epilogue string) error {
+	u, err := s.GetBlock("unpack")
+	if err != nil {
+		return err
+	}
+	if err := s.ReverseComputeAt(u, at); err != nil {
+		return err
+	}
+	if err := s.CompactAt(c, at); err != nil && !errors.Is(err, schedule.ErrSchedule) {
+		return err
+	}
+	ul, err := s.GetLoops(u)
+	if err != nil {
+		return err
+	}
+	if len(ul) >= 3 {
+		j, oh, ow := ul[len(ul)-3], ul[len(ul)-2], ul[len(ul)-1]
+		if err := s.Reorder(oh, ow, j); err != nil {
+			return err
+		}
+	}
+	e, err := s.GetBlock(epilogue)
+	if err != nil {
+		return err
+	}
+	if err := s.ReverseComputeAt(e, at); err != nil {
+		return err
+	}
+	if err := s.CompactAt(u, at); err != nil && !errors.Is(err, schedule.ErrSchedule) {
+		return err
+	}
+	el, err := s.GetLoops(e)
+	if err != nil {
+		return err
+	}
+	return s.Vectorize(el[len(el)-1])
+}
+
+// channelsInnerMaxBytes is the largest split result (ConvBlockedAttrs.SplitOut)
+// unpacked alone whose unpacking runs with the channel inner (scheduleRowEpilogue's
+// split): each column then stores one value into each of the block's channel planes,
+// a stream per channel, which stays cheap while the result lives in cache; a larger
+// result is written row by row, contiguously, and reads the row buffer a block apart.
+// Measured at one thread on machine G (32 MiB L3), with the epilogues then in the same
+// nest: ISNet's quantized layers at 512×512 and 256×256 (16–64 MB results) with the
+// columns inner took the model's kernels from 3.34 to 2.37 s, while resnet18,
+// mobilenet_v2, squeezenet1_1 and EfficientNet-B0 (results up to 3.2 MB) were
+// unchanged or slower by a few percent.
 const channelsInnerMaxBytes = 2 << 20
 
-// channelsInner reports whether the split result of n (4 bytes an element) is small
-// enough for the channel-inner epilogue (channelsInnerMaxBytes).
+// channelsInner reports whether the split result of n, in its own element type (the
+// planes the stores stream into), is small enough for the channel-inner unpacking
+// (channelsInnerMaxBytes).
 func channelsInner(n *graph.Node) bool {
 	ext, ok := n.Outputs[0].Type.ConstShape()
-	return ok && 4*ext.NumElements() <= channelsInnerMaxBytes
+	return ok && n.Outputs[0].Type.DType.Size()*ext.NumElements() <= channelsInnerMaxBytes
 }

@@ -1,12 +1,14 @@
 package cpu
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/kilnrt/kiln/graph"
 	nt "github.com/kilnrt/kiln/internal/nodetest"
 	"github.com/kilnrt/kiln/intrin"
 	"github.com/kilnrt/kiln/kernels"
+	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -148,9 +150,9 @@ func TestGemmIntTileDividesChannels(t *testing.T) {
 }
 
 // TestLargeSplitResultsStoreByColumns: a split result larger than
-// channelsInnerMaxBytes has its row epilogue run along the columns (the other order
-// of scheduleRowEpilogue), for the float and the integer convolutions, with the
-// epilogues the models put there, and matches the reference.
+// channelsInnerMaxBytes, for the float and the integer convolutions, unpacked alone
+// (along the columns: the other order of scheduleRowEpilogue) and with the epilogues
+// the models put there (after the staged unpacking), matches the reference.
 func TestLargeSplitResultsStoreByColumns(t *testing.T) {
 	l := Strategies(kernels.Default())
 	const c, m, h, w = 8, 64, 48, 180
@@ -158,6 +160,9 @@ func TestLargeSplitResultsStoreByColumns(t *testing.T) {
 		t.Fatalf("a %d-channel %dx%d result fits channelsInnerMaxBytes", m, h, w)
 	}
 	pads := &graph.ConvAttrs{AutoPad: "NOTSET", Group: 1, Pads: []int64{1, 1, 1, 1}, KernelShape: []int64{3, 3}}
+	if got := nt.CheckNode(t, l, graph.OpConv, pads, 1, nt.In(f32(46, 1, c, h, w)), nt.C(f32(44, m, c, 3, 3)), nt.C(f32(45, m))); got != "conv2d-nchwc-tensorized" {
+		t.Errorf("float, unpacked alone: strategy %s, want conv2d-nchwc-tensorized", got)
+	}
 	relu := []nt.SymStage{{Op: graph.OpRelu, Args: []nt.SymArg{nt.SymNone}}}
 	fargs := []nt.SymArg{nt.Sym(tensor.Float32, "1", "8", "48", "180"), nt.SymC(f32(40, m, c, 3, 3)), nt.SymC(f32(41, m))}
 	if got := nt.CheckSymbolicFused(t, l, graph.OpConv, pads, fargs, relu, map[string]int64{}); got != "conv2d-nchwc-tensorized+epilogue" {
@@ -167,6 +172,45 @@ func TestLargeSplitResultsStoreByColumns(t *testing.T) {
 	iargs := []nt.SymArg{nt.Sym(tensor.Uint8, "1", "8", "48", "180"), nt.SymC(quantTensor(42, tensor.Uint8, 0, 255, m, c, 3, 3)), nt.Sym(tensor.Uint8), nt.SymC(quantTensor(43, tensor.Uint8, 0, 255))}
 	if got := nt.CheckSymbolicFused(t, l, graph.OpConvInteger, pads, iargs, cast, map[string]int64{}); got != "conv-integer-blocked+epilogue" {
 		t.Errorf("integer: strategy %s, want conv-integer-blocked+epilogue", got)
+	}
+}
+
+// TestSplitResultEpilogueReadsStagedUnpack: the requantization of a split QLinearConv
+// result reads the row's unpacked channels from a row-local [sb, OW] buffer
+// (scheduleStagedUnpack) along the columns, vectorized, and writes each channel's row
+// contiguously; the unpacking reads the conv row buffer along its channels.
+func TestSplitResultEpilogueReadsStagedUnpack(t *testing.T) {
+	l := Strategies(kernels.Default())
+	f := func(v float64) *tensor.Tensor {
+		return tensor.FromFloat64s(tensor.Float32, tensor.Shape{}, []float64{v})
+	}
+	u8 := func(v float64) *tensor.Tensor { return tensor.FromFloat64s(tensor.Uint8, tensor.Shape{}, []float64{v}) }
+	args := []nt.Arg{nt.In(quantTensor(50, tensor.Uint8, 0, 255, 1, 16, 9, 14)), nt.In(f(0.031)), nt.In(u8(140)),
+		nt.C(quantTensor(55, tensor.Int8, -128, 127, 64, 16, 3, 3)), nt.C(quantTensor(56, tensor.Float32, 0.001, 0.02, 64)),
+		nt.C(tensor.FromFloat64s(tensor.Int8, tensor.Shape{64}, make([]float64, 64))), nt.In(f(0.7)), nt.In(u8(9))}
+	pads := &graph.ConvAttrs{AutoPad: "NOTSET", Group: 1, Pads: []int64{1, 1, 1, 1}}
+	if got := nt.CheckNode(t, l, graph.OpQLinearConv, pads, 1, args...); got != "conv-integer-blocked" {
+		t.Fatalf("strategy %s, want conv-integer-blocked", got)
+	}
+	m, _ := nt.Build(t, graph.OpQLinearConv, pads, 1, args...)
+	n := m.Main.Nodes[len(m.Main.Nodes)-1]
+	in, err := nt.Placeholders(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	impl, err := l.Lower(n, in, target.Host())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := loopir.Print(impl.Func)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?s)parallel \{\s*alloc unpack: i32\[1, 1, 64, 1, \d+\] local`),
+		regexp.MustCompile(`for unpack_c4 in \[0, \d+\) \{\s*for unpack_c2 in \[0, 64\)`),
+		regexp.MustCompile(`for requantize_c4 in \[0, \d+\) vectorized \{\s*block requantize`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("lowered kernel lacks %s:\n%s", want, text)
+		}
 	}
 }
 

@@ -51,7 +51,7 @@ func unfused(b fusedBuild) func(*graph.Node, []kernels.Input, target.Target) (*k
 	}
 }
 
-// inlineChain inlines every block after the anchor stages (names in fixed) but the last
+// inlineChain inlines every block but the anchor stages (names in fixed) and the last
 // into its consumer, leaving one epilogue nest; it returns the last block's name.
 func inlineChain(s *schedule.Schedule, fixed ...string) (string, error) {
 	names := s.BlockNames()
@@ -59,9 +59,6 @@ func inlineChain(s *schedule.Schedule, fixed ...string) (string, error) {
 		return fixed[len(fixed)-1], nil
 	}
 	last := names[len(names)-1]
-	if slices.Contains(fixed, strings.TrimSuffix(last, "_init")) {
-		return strings.TrimSuffix(last, "_init"), nil // no stage after the anchor
-	}
 	for _, name := range names {
 		if name == last || slices.Contains(fixed, name) || slices.Contains(fixed, strings.TrimSuffix(name, "_init")) {
 			continue
@@ -77,6 +74,9 @@ func inlineChain(s *schedule.Schedule, fixed ...string) (string, error) {
 		} else if err != nil {
 			return "", err
 		}
+	}
+	if trimmed := strings.TrimSuffix(last, "_init"); slices.Contains(fixed, trimmed) {
+		return trimmed, nil // no stage after the anchor stages
 	}
 	return last, nil
 }
@@ -373,8 +373,14 @@ func lowerConvResult(reg *kernels.Registry, n *graph.Node, out *te.Tensor, param
 		return nil, nil, "", "", err
 	}
 	// unpacking, bias and epilogues become one elementwise nest: under the output rows
-	// when the result stays blocked or is split in blocks, a nest of its own otherwise
-	last, err := inlineChain(s, "pad", "conv")
+	// when the result stays blocked or is split in blocks, a nest of its own otherwise;
+	// a split result's unpacking stays a stage of its own, which the epilogues after it
+	// read along the columns (scheduleStagedUnpack)
+	fixed := []string{"pad", "conv"}
+	if attrs.SplitOut {
+		fixed = append(fixed, "unpack")
+	}
+	last, err := inlineChain(s, fixed...)
 	if err != nil {
 		return nil, nil, "", "", err
 	}

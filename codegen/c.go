@@ -78,6 +78,13 @@ func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) 
 		writeBoundsHelpers(&unit, intrins.bounds)
 	}
 	writeMathHelpers(&unit, intrins.math)
+	if intrins.scratch {
+		if opts.ExternRuntime {
+			unit.WriteString(cScratchDecl)
+		} else {
+			unit.WriteString(cScratch)
+		}
+	}
 	if usesThreads {
 		unit.WriteString(cThreads)
 		switch {
@@ -141,13 +148,14 @@ const maxStackScratch = 32 << 10
 
 // intrinSet collects the tensor intrinsics a translation unit calls, each defined once.
 type intrinSet struct {
-	seen   map[string]*loopir.TensorIntrin
-	order  []*loopir.TensorIntrin
-	minmax map[string]bool // C types whose min/max/select helpers the unit needs
-	math   map[string]bool // math helpers (c_math.go) the unit calls
-	index  bool            // the unit calls kiln_index (an IndexCheck)
-	lane   bool            // the unit calls kiln_lane (a texel lane known at run time)
-	bounds map[string]bool // C types whose checked load/store helpers the unit needs
+	seen    map[string]*loopir.TensorIntrin
+	order   []*loopir.TensorIntrin
+	minmax  map[string]bool // C types whose min/max/select helpers the unit needs
+	math    map[string]bool // math helpers (c_math.go) the unit calls
+	index   bool            // the unit calls kiln_index (an IndexCheck)
+	lane    bool            // the unit calls kiln_lane (a texel lane known at run time)
+	bounds  map[string]bool // C types whose checked load/store helpers the unit needs
+	scratch bool            // the unit allocates scratch buffers on the heap (cScratch)
 }
 
 func (e *cEmitter) fail(format string, args ...any) {
@@ -308,16 +316,18 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 			fmt.Fprintf(e.b, "%s}\n", pad)
 			return
 		}
-		// 64-byte aligned (a cache line, one zmm): malloc's 16 bytes would split every
-		// other 512-bit access of a vector loop across two lines
-		fmt.Fprintf(e.b, "%s{\n%s  void *%s_mem = __builtin_malloc(sizeof(%s) * (%s) + 63);\n", pad, pad, id, t, e.expr(n))
+		// from the runtime's scratch allocator (cScratch), 64-byte aligned (a cache line,
+		// one zmm): malloc's 16 bytes would split every other 512-bit access of a vector
+		// loop across two lines
+		e.intrins.scratch = true
+		fmt.Fprintf(e.b, "%s{\n%s  void *%s_mem = kiln_scratch_alloc((i64)sizeof(%s) * (%s));\n", pad, pad, id, t, e.expr(n))
 		fmt.Fprintf(e.b, "%s  if (!%s_mem) { %s }\n", pad, id, e.retErr)
-		fmt.Fprintf(e.b, "%s  %s *%s%s = (%s *)__builtin_assume_aligned((void *)(((u64)%s_mem + 63) & ~63ULL), 64);\n", pad, t, e.restrict(), id, t, id)
+		fmt.Fprintf(e.b, "%s  %s *%s%s = (%s *)__builtin_assume_aligned(%s_mem, 64);\n", pad, t, e.restrict(), id, t, id)
 		if e.opts.BoundsCheck {
 			e.bufferID(s.Buf) // numbered in order of appearance
 		}
 		e.stmt(s.Body, depth+1)
-		fmt.Fprintf(e.b, "%s  __builtin_free(%s_mem);\n%s}\n", pad, id, pad)
+		fmt.Fprintf(e.b, "%s  kiln_scratch_free(%s_mem);\n%s}\n", pad, id, pad)
 	case *loopir.IntrinCall:
 		in := s.Intrin
 		if _, ok := in.Impl[e.d.Name]; !ok {

@@ -21,10 +21,11 @@
 // compiling a kernel; EmitC and EmitCWith print through it. Every kernel follows the
 // calling convention of package devices: int kernel(void *const *bufs, const long long
 // *dims, void *ctx), buffers in parameter order and symbolic dims in PrimFunc.Dims
-// order, returning 0 or an error code. A local allocation comes from the heap
-// (__builtin_malloc of 63 bytes more, the buffer at the first 64-byte boundary, so that
-// no 512-bit access of a vector loop splits across cache lines; freed at the end of its
-// scope), except one of constant size up to
+// order, returning 0 or an error code. A local allocation comes from the heap through
+// the runtime's scratch allocator (cScratch: kiln_scratch_alloc, the buffer at a 64-byte
+// boundary, so that no 512-bit access of a vector loop splits across cache lines;
+// freed at the end of its scope, a block of 32 MiB or more kept for the next launch,
+// up to four and 256 MiB per shared object), except one of constant size up to
 // maxStackScratch inside a loop: a tile's or a row's scratch allocated per iteration
 // (compact_at), which is a 64-byte-aligned array on the stack.
 //

@@ -9,6 +9,72 @@ typedef signed char i8;
 typedef unsigned char u8;
 static inline i64 kiln_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 kiln_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+#ifndef KILN_SCRATCH_LINKAGE
+#define KILN_SCRATCH_LINKAGE static
+#endif
+#define KILN_SCRATCH_MIN (32LL << 20)
+#define KILN_SCRATCH_SLOTS 4
+#define KILN_SCRATCH_KEEP (256LL << 20)
+static struct { int lock; i64 bytes; void *raw[KILN_SCRATCH_SLOTS]; i64 size[KILN_SCRATCH_SLOTS]; } kiln_scratch;
+static void kiln_scratch_lock(void) {
+  while (__atomic_exchange_n(&kiln_scratch.lock, 1, __ATOMIC_ACQUIRE)) while (__atomic_load_n(&kiln_scratch.lock, __ATOMIC_RELAXED)) {}
+}
+static void kiln_scratch_unlock(void) { __atomic_store_n(&kiln_scratch.lock, 0, __ATOMIC_RELEASE); }
+static void *kiln_scratch_place(void *raw, i64 size) {
+  char *p = (char *)(((u64)raw + 16 + 63) & ~63ULL);
+  ((void **)p)[-2] = raw;
+  ((i64 *)p)[-1] = size;
+  return p;
+}
+KILN_SCRATCH_LINKAGE void *kiln_scratch_alloc(i64 n) {
+  if (n < 0) return 0;
+  i64 size = n + 16 + 63;
+  if (size >= KILN_SCRATCH_MIN) {
+    int best = -1;
+    kiln_scratch_lock();
+    for (int i = 0; i < KILN_SCRATCH_SLOTS; i++)
+      if (kiln_scratch.raw[i] && kiln_scratch.size[i] >= size && (best < 0 || kiln_scratch.size[i] < kiln_scratch.size[best])) best = i;
+    if (best >= 0) {
+      void *raw = kiln_scratch.raw[best];
+      i64 have = kiln_scratch.size[best];
+      kiln_scratch.raw[best] = 0;
+      kiln_scratch.bytes -= have;
+      kiln_scratch_unlock();
+      return kiln_scratch_place(raw, have);
+    }
+    kiln_scratch_unlock();
+  }
+  void *raw = __builtin_malloc(size);
+  return raw ? kiln_scratch_place(raw, size) : 0;
+}
+KILN_SCRATCH_LINKAGE void kiln_scratch_free(void *p) {
+  if (!p) return;
+  void *raw = ((void **)p)[-2];
+  i64 size = ((i64 *)p)[-1];
+  if (size >= KILN_SCRATCH_MIN) {
+    kiln_scratch_lock();
+    for (int i = 0; i < KILN_SCRATCH_SLOTS; i++)
+      if (!kiln_scratch.raw[i] && kiln_scratch.bytes + size <= KILN_SCRATCH_KEEP) {
+        kiln_scratch.raw[i] = raw;
+        kiln_scratch.size[i] = size;
+        kiln_scratch.bytes += size;
+        kiln_scratch_unlock();
+        return;
+      }
+    kiln_scratch_unlock();
+  }
+  __builtin_free(raw);
+}
+int kiln_scratch_release(void) {
+  kiln_scratch_lock();
+  for (int i = 0; i < KILN_SCRATCH_SLOTS; i++) {
+    if (kiln_scratch.raw[i]) __builtin_free(kiln_scratch.raw[i]);
+    kiln_scratch.raw[i] = 0;
+  }
+  kiln_scratch.bytes = 0;
+  kiln_scratch_unlock();
+  return 0;
+}
 typedef unsigned long kiln_thread_t;
 extern int pthread_create(kiln_thread_t *, const void *, void *(*)(void *), void *);
 extern int pthread_join(kiln_thread_t, void **);
@@ -342,9 +408,9 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
   float *restrict v_matmul = (float *)bufs[2];
   const i64 v_m = dims[0];
   {
-    void *v_packed_b_mem = __builtin_malloc(sizeof(float) * (2560LL) + 63);
+    void *v_packed_b_mem = kiln_scratch_alloc((i64)sizeof(float) * (2560LL));
     if (!v_packed_b_mem) { return 2; }
-    float *restrict v_packed_b = (float *)__builtin_assume_aligned((void *)(((u64)v_packed_b_mem + 63) & ~63ULL), 64);
+    float *restrict v_packed_b = (float *)__builtin_assume_aligned(v_packed_b_mem, 64);
     {
       i64 nt = ctx ? ((const i64 *)ctx)[0] : 1;
       if (nt < 1) nt = 1;
@@ -382,7 +448,7 @@ int v_matmul_packed(void *const *bufs, const i64 *dims, void *ctx) {
       kiln_parallel(v_matmul_packed_par1, envs, (long)sizeof(envs[0]), (int)nc, (int)nt);
       for (i64 t = 0; t < nc; ++t) if (envs[t].rc) return envs[t].rc;
     }
-    __builtin_free(v_packed_b_mem);
+    kiln_scratch_free(v_packed_b_mem);
   }
   return 0;
 }

@@ -38,6 +38,8 @@ static inline __attribute__((always_inline)) float kiln_expf(float x) {
   kiln_f32u s1 = { .u = (u32)(k1 + 127) << 23 }, s2 = { .u = (u32)(k - k1 + 127) << 23 };
   return (s1.f * w + s1.f) * s2.f;
 }
+extern void *kiln_scratch_alloc(i64);
+extern void kiln_scratch_free(void *);
 static inline float kiln_min_float(float a, float b) { return a < b ? a : b; }
 static inline float kiln_max_float(float a, float b) { return a > b ? a : b; }
 static inline float kiln_sel_float(int c, float a, float b) { return c ? a : b; }
@@ -49,13 +51,13 @@ int v_softmax_rows(void *const *bufs, const i64 *dims, void *ctx) {
   const i64 v_rows = dims[0];
   const i64 v_cols = dims[1];
   {
-    void *v_softmax_max_mem = __builtin_malloc(sizeof(float) * (v_rows) + 63);
+    void *v_softmax_max_mem = kiln_scratch_alloc((i64)sizeof(float) * (v_rows));
     if (!v_softmax_max_mem) { return 2; }
-    float *restrict v_softmax_max = (float *)__builtin_assume_aligned((void *)(((u64)v_softmax_max_mem + 63) & ~63ULL), 64);
+    float *restrict v_softmax_max = (float *)__builtin_assume_aligned(v_softmax_max_mem, 64);
     {
-      void *v_softmax_sum_mem = __builtin_malloc(sizeof(float) * (v_rows) + 63);
+      void *v_softmax_sum_mem = kiln_scratch_alloc((i64)sizeof(float) * (v_rows));
       if (!v_softmax_sum_mem) { return 2; }
-      float *restrict v_softmax_sum = (float *)__builtin_assume_aligned((void *)(((u64)v_softmax_sum_mem + 63) & ~63ULL), 64);
+      float *restrict v_softmax_sum = (float *)__builtin_assume_aligned(v_softmax_sum_mem, 64);
       for (i64 v_softmax_max_l0 = 0LL; v_softmax_max_l0 < v_rows; ++v_softmax_max_l0) {
         v_softmax_max[v_softmax_max_l0] = (-__builtin_inff());
         {
@@ -84,9 +86,9 @@ int v_softmax_rows(void *const *bufs, const i64 *dims, void *ctx) {
           v_softmax[((v_softmax_l0 * v_cols) + v_softmax_l1)] = (kiln_expf((v_X[((v_softmax_l0 * v_cols) + v_softmax_l1)] - v_softmax_max[v_softmax_l0])) / v_softmax_sum[v_softmax_l0]);
         }
       }
-      __builtin_free(v_softmax_sum_mem);
+      kiln_scratch_free(v_softmax_sum_mem);
     }
-    __builtin_free(v_softmax_max_mem);
+    kiln_scratch_free(v_softmax_max_mem);
   }
   return 0;
 }

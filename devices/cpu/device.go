@@ -157,6 +157,11 @@ func (m *module) Close() error {
 	if sym, err := purego.Dlsym(m.handle, "kiln_pool_shutdown"); err == nil && sym != 0 {
 		purego.SyscallN(sym)
 	}
+	// and hand back the large scratch blocks its runtime keeps between launches
+	// (codegen's cScratch): the heap they live in outlasts the object
+	if sym, err := purego.Dlsym(m.handle, "kiln_scratch_release"); err == nil && sym != 0 {
+		purego.SyscallN(sym)
+	}
 	return purego.Dlclose(m.handle)
 }
 

@@ -214,7 +214,7 @@ func scheduleRowEpilogue(s *schedule.Schedule, c schedule.BlockRV, at schedule.L
 // contiguously, vectorized. In one nest the epilogue either stored a value into each of
 // the block's channel planes per column (64 planes a power of two apart: a store stream
 // each, conflicting in L1) or read the conv buffer a block apart, which gcc 12 does
-// not vectorize (a QLinearConv's requantization then ran in scalar code, a third of
+// not vectorize (a QLinearConv's requantization then ran in scalar code, three fifths of
 // its time). Measured at one thread on machine G, builds alternating: a synthetic
 // QLinearConv network 32.6–32.8 → 19.6–20.1 ms, quantized MobileNetV2 29.7 →
 // 26.5–27.3 ms, ISNet 2.50–2.65 → 2.43–2.44 s, SqueezeNet 1.1 and MobileNetV2 up to a

@@ -44,9 +44,9 @@ int main(int argc, char **argv) {
 }
 `
 
-// runPool builds poolDriver with cc and runs it; it returns the chunks run, the
-// wake-up calls made and the chunks the workers ran.
-func runPool(t *testing.T, regions, threads int) (ran, wakes, byWorkers int64) {
+// buildDriver builds a C driver program that includes the runtime's source as
+// "runtime.c" with cc ($CC, else cc) and returns the executable's path.
+func buildDriver(t *testing.T, what, driver string) string {
 	t.Helper()
 	cc := os.Getenv("CC")
 	if cc == "" {
@@ -59,13 +59,21 @@ func runPool(t *testing.T, regions, threads int) (ran, wakes, byWorkers int64) {
 	if err := os.WriteFile(filepath.Join(dir, "runtime.c"), []byte(CRuntime()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(poolDriver), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(driver), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "driver")
 	if out, err := exec.Command(cc, "-O2", "-o", bin, filepath.Join(dir, "driver.c"), "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("building the pool driver: %v\n%s", err, out)
+		t.Fatalf("building the %s driver: %v\n%s", what, err, out)
 	}
+	return bin
+}
+
+// runPool builds poolDriver and runs it; it returns the chunks run, the wake-up calls
+// made and the chunks the workers ran.
+func runPool(t *testing.T, regions, threads int) (ran, wakes, byWorkers int64) {
+	t.Helper()
+	bin := buildDriver(t, "pool", poolDriver)
 	out, err := exec.Command(bin, strconv.Itoa(regions), strconv.Itoa(threads)).Output()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -2,13 +2,9 @@ package codegen
 
 import (
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/kilnrt/kiln/internal/testdata"
 )
 
 // scratchDriver exercises the runtime's scratch allocator (cScratch) from one caller and
@@ -87,24 +83,7 @@ int main(void) {
 // more than KILN_SCRATCH_KEEP bytes; kiln_scratch_release frees what it keeps; and four
 // threads allocating and freeing large blocks at once never share one.
 func TestScratchKeepsLargeBlocks(t *testing.T) {
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		testdata.NoCompiler(t, err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "runtime.c"), []byte(CRuntime()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(scratchDriver), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "driver")
-	if out, err := exec.Command(cc, "-O2", "-o", bin, filepath.Join(dir, "driver.c"), "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("building the scratch driver: %v\n%s", err, out)
-	}
+	bin := buildDriver(t, "scratch", scratchDriver)
 	out, err := exec.Command(bin).Output()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && len(out) == 0 {

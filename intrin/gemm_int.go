@@ -46,6 +46,67 @@ func GemmI16(isa string, lanes, mr, nv int) GemmInt {
 	}}
 }
 
+// writeGroupHeader prints the signature of a Blocks-form integer micro-kernel over
+// groups of A's element type at and B's bt, and its clamp of the tile's rows to mr.
+func writeGroupHeader(w func(string, ...any), name, at, bt string, mr int) {
+	w("static inline __attribute__((always_inline)) void %s(\n", name)
+	w("    i32 *restrict c, i64 c_si, i64 c_sj, i64 c_skb, i64 c_sky, i64 c_sk, i64 c_se,\n")
+	w("    const %s *restrict a, i64 a_si, i64 a_sj, i64 a_skb, i64 a_sky, i64 a_sk, i64 a_se,\n", at)
+	w("    const %s *restrict b, i64 b_si, i64 b_sj, i64 b_skb, i64 b_sky, i64 b_sk, i64 b_se,\n", bt)
+	w("    i64 m, i64 n, i64 nkb, i64 nky, i64 kk, i64 ne) {\n")
+	w("  (void)c_skb; (void)c_sky;\n")
+	w("  (void)c_sj; (void)c_sk; (void)c_se; (void)a_sj; (void)a_se;\n")
+	w("  (void)b_si; (void)b_sj; (void)b_se; (void)n; (void)ne;\n")
+	w("  if (m <= 0) return;\n")
+	w("  if (m > %d) m = %d;\n", mr, mr)
+}
+
+// groupTile describes the register tile of a vector integer micro-kernel: int32
+// vectors vt of lanes lanes, mr rows by nv vectors of sums; A's group of g elements of
+// type at broadcast to every lane through the unaligned int typedef aLoad, B's groups of
+// type bt side by side; madd prints the statement that adds x·y into acc.
+type groupTile struct {
+	vt, at, bt, aLoad string
+	g, lanes, mr, nv  int
+	madd              func(acc, x, y string) string
+}
+
+// writeGroupTiles prints the micro-kernel's body: one case per row count up to mr, its
+// sums in registers across the input blocks, kernel rows and groups, then stored.
+func writeGroupTiles(w func(string, ...any), t groupTile) {
+	w("  switch (m) {\n")
+	for rows := t.mr; rows >= 1; rows-- {
+		w("  case %d: {\n", rows)
+		for i := 0; i < rows; i++ {
+			for v := 0; v < t.nv; v++ {
+				w("    %s c%d_%d = (%s){0};\n", t.vt, i, v, t.vt)
+			}
+		}
+		w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) {\n")
+		w("      const %s *restrict aa = a + ib * a_skb + iy * a_sky;\n", t.at)
+		w("      const %s *restrict bb = b + ib * b_skb + iy * b_sky;\n", t.bt)
+		w("      for (i64 k = 0; k < kk; ++k) {\n")
+		for v := 0; v < t.nv; v++ {
+			w("        const %s b%d = *(const %su *)(bb + k * b_sk + %d);\n", t.vt, v, t.vt, t.g*v*t.lanes)
+		}
+		for i := 0; i < rows; i++ {
+			w("        { const %s x = (%s){0} + *(const %s *)(aa + %d * a_si + k * a_sk);\n", t.vt, t.vt, t.aLoad, i)
+			for v := 0; v < t.nv; v++ {
+				w("%s", t.madd(fmt.Sprintf("c%d_%d", i, v), "x", fmt.Sprintf("b%d", v)))
+			}
+			w("        }\n")
+		}
+		w("      }\n    }\n")
+		for i := 0; i < rows; i++ {
+			for v := 0; v < t.nv; v++ {
+				w("    *(%su *)(c + %d * c_si + %d) = c%d_%d;\n", t.vt, i, v*t.lanes, i, v)
+			}
+		}
+		w("  } break;\n")
+	}
+	w("  }\n}\n")
+}
+
 // gemmGroupDesc: C [mr, nr] int32, A [mr, KB, KY, K, g] of adt and B [KB, KY, K, nr, g]
 // of bdt, loops i < mr, j < nr, kb < KB, ky < KY, k < K, e < g; C starts at 0.
 func gemmGroupDesc(name string, mr, nr, g int64, adt, bdt tensor.DType) *loopir.PrimFunc {
@@ -107,16 +168,7 @@ func gemmIntC(name, isa string, lanes, mr, nv int) string {
 	nr := lanes * nv
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("static inline __attribute__((always_inline)) void %s(\n", name)
-	w("    i32 *restrict c, i64 c_si, i64 c_sj, i64 c_skb, i64 c_sky, i64 c_sk, i64 c_se,\n")
-	w("    const i16 *restrict a, i64 a_si, i64 a_sj, i64 a_skb, i64 a_sky, i64 a_sk, i64 a_se,\n")
-	w("    const i16 *restrict b, i64 b_si, i64 b_sj, i64 b_skb, i64 b_sky, i64 b_sk, i64 b_se,\n")
-	w("    i64 m, i64 n, i64 nkb, i64 nky, i64 kk, i64 ne) {\n")
-	w("  (void)c_skb; (void)c_sky;\n")
-	w("  (void)c_sj; (void)c_sk; (void)c_se; (void)a_sj; (void)a_se;\n")
-	w("  (void)b_si; (void)b_sj; (void)b_se; (void)n; (void)ne;\n")
-	w("  if (m <= 0) return;\n")
-	w("  if (m > %d) m = %d;\n", mr, mr)
+	writeGroupHeader(w, name, "i16", "i16", mr)
 	if isa == "generic" {
 		// per row, the nr sums in an array the compiler keeps in vector registers,
 		// the column loop innermost over B's interleaved pairs
@@ -143,37 +195,7 @@ func gemmIntC(name, isa string, lanes, mr, nv int) string {
 		}
 		return fmt.Sprintf("#if defined(__AVX512VNNI__) && defined(__AVX512VL__)\n        %[1]s = __builtin_ia32_vpdpwssd_v8si(%[1]s, %[2]s, %[3]s);\n#else\n        %[1]s += __builtin_ia32_pmaddwd256((%[4]s)%[2]s, (%[4]s)%[3]s);\n#endif\n", acc, x, y, ht)
 	}
-	w("  switch (m) {\n")
-	for rows := mr; rows >= 1; rows-- {
-		w("  case %d: {\n", rows)
-		for i := 0; i < rows; i++ {
-			for v := 0; v < nv; v++ {
-				w("    %s c%d_%d = (%s){0};\n", vt, i, v, vt)
-			}
-		}
-		w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) {\n")
-		w("      const i16 *restrict aa = a + ib * a_skb + iy * a_sky;\n")
-		w("      const i16 *restrict bb = b + ib * b_skb + iy * b_sky;\n")
-		w("      for (i64 k = 0; k < kk; ++k) {\n")
-		for v := 0; v < nv; v++ {
-			w("        const %s b%d = *(const %su *)(bb + k * b_sk + %d);\n", vt, v, vt, 2*v*lanes)
-		}
-		for i := 0; i < rows; i++ {
-			w("        { const %s x = (%s){0} + *(const kiln_i32a2 *)(aa + %d * a_si + k * a_sk);\n", vt, vt, i)
-			for v := 0; v < nv; v++ {
-				w("%s", madd(fmt.Sprintf("c%d_%d", i, v), "x", fmt.Sprintf("b%d", v)))
-			}
-			w("        }\n")
-		}
-		w("      }\n    }\n")
-		for i := 0; i < rows; i++ {
-			for v := 0; v < nv; v++ {
-				w("    *(%su *)(c + %d * c_si + %d) = c%d_%d;\n", vt, i, v*lanes, i, v)
-			}
-		}
-		w("  } break;\n")
-	}
-	w("  }\n}\n")
+	writeGroupTiles(w, groupTile{vt: vt, at: "i16", bt: "i16", aLoad: "kiln_i32a2", g: 2, lanes: lanes, mr: mr, nv: nv, madd: madd})
 	return b.String()
 }
 

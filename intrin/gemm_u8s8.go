@@ -49,54 +49,19 @@ func GemmU8S8Tile(t target.Target, cols int64) (GemmInt, bool) {
 	return GemmU8S8(f.lanes, pick.mr, pick.nv), true
 }
 
-// gemmU8S8C prints the implementation: gemmIntC's tile with quads and vpdpbusd (the
-// unsigned quad of A broadcast, the signed quads of B).
+// gemmU8S8C prints the implementation: the tile of gemmIntC (writeGroupTiles) over quads
+// with vpdpbusd (the unsigned quad of A broadcast, the signed quads of B).
 func gemmU8S8C(name string, lanes, mr, nv int) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("static inline __attribute__((always_inline)) void %s(\n", name)
-	w("    i32 *restrict c, i64 c_si, i64 c_sj, i64 c_skb, i64 c_sky, i64 c_sk, i64 c_se,\n")
-	w("    const u8 *restrict a, i64 a_si, i64 a_sj, i64 a_skb, i64 a_sky, i64 a_sk, i64 a_se,\n")
-	w("    const i8 *restrict b, i64 b_si, i64 b_sj, i64 b_skb, i64 b_sky, i64 b_sk, i64 b_se,\n")
-	w("    i64 m, i64 n, i64 nkb, i64 nky, i64 kk, i64 ne) {\n")
-	w("  (void)c_skb; (void)c_sky; (void)c_sj; (void)c_sk; (void)c_se; (void)a_sj; (void)a_se;\n")
-	w("  (void)b_si; (void)b_sj; (void)b_se; (void)n; (void)ne;\n")
-	w("  if (m <= 0) return;\n")
-	w("  if (m > %d) m = %d;\n", mr, mr)
+	writeGroupHeader(w, name, "u8", "i8", mr)
 	vt := fmt.Sprintf("kiln_i32x%d", lanes)
 	w("  typedef int %s __attribute__((vector_size(%d)));\n", vt, 4*lanes)
 	w("  typedef int %su __attribute__((vector_size(%d), aligned(1)));\n", vt, 4*lanes)
 	w("  typedef int kiln_i32a1 __attribute__((aligned(1), may_alias));\n")
-	w("  switch (m) {\n")
-	for rows := mr; rows >= 1; rows-- {
-		w("  case %d: {\n", rows)
-		for i := 0; i < rows; i++ {
-			for v := 0; v < nv; v++ {
-				w("    %s c%d_%d = (%s){0};\n", vt, i, v, vt)
-			}
-		}
-		w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) {\n")
-		w("      const u8 *restrict aa = a + ib * a_skb + iy * a_sky;\n")
-		w("      const i8 *restrict bb = b + ib * b_skb + iy * b_sky;\n")
-		w("      for (i64 k = 0; k < kk; ++k) {\n")
-		for v := 0; v < nv; v++ {
-			w("        const %s b%d = *(const %su *)(bb + k * b_sk + %d);\n", vt, v, vt, 4*v*lanes)
-		}
-		for i := 0; i < rows; i++ {
-			w("        { const %s x = (%s){0} + *(const kiln_i32a1 *)(aa + %d * a_si + k * a_sk);", vt, vt, i)
-			for v := 0; v < nv; v++ {
-				w(" c%d_%d = __builtin_ia32_vpdpbusd_v16si(c%d_%d, x, b%d);", i, v, i, v, v)
-			}
-			w(" }\n")
-		}
-		w("      }\n    }\n")
-		for i := 0; i < rows; i++ {
-			for v := 0; v < nv; v++ {
-				w("    *(%su *)(c + %d * c_si + %d) = c%d_%d;\n", vt, i, v*lanes, i, v)
-			}
-		}
-		w("  } break;\n")
+	madd := func(acc, x, y string) string {
+		return fmt.Sprintf("        %[1]s = __builtin_ia32_vpdpbusd_v16si(%[1]s, %[2]s, %[3]s);\n", acc, x, y)
 	}
-	w("  }\n}\n")
+	writeGroupTiles(w, groupTile{vt: vt, at: "u8", bt: "i8", aLoad: "kiln_i32a1", g: 4, lanes: lanes, mr: mr, nv: nv, madd: madd})
 	return b.String()
 }

@@ -46,5 +46,11 @@
 // with all five indices, never both read and written, and texel accesses name one.
 // The package knows no devices and no languages: codegen prints it.
 //
+// Simplification (Analyzer): integer index arithmetic from variable ranges (canonical
+// sums, floor division and modulo rules, comparisons and clamps the bounds decide), and
+// conversions of a float through a narrow integer that a clamp and a rounding prove to
+// be identities — a dequantization reading a quantization inline becomes float
+// arithmetic (simplify_cast.go; NaN aside, which C leaves undefined there).
+//
 // References: TVM TensorIR (blocks, iterator bindings, schedules as transformations).
 package loopir

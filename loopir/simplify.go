@@ -130,7 +130,8 @@ func (a *Analyzer) Bound(e Expr) Bounds {
 // Simplify rewrites an expression into a simpler equal one: constants folded, integer
 // sums in a canonical order with like terms combined, floor div/mod rules ((c*a + b)/c =
 // a + b/c and (c*a + b)%c = b%c always; x/c = 0 and x%c = x when the bounds prove
-// 0 <= x < c), and comparisons decided by bounds.
+// 0 <= x < c), comparisons decided by bounds, and round trips of a float through a
+// narrow integer removed where its proven range makes them identities (castRule).
 func (a *Analyzer) Simplify(e Expr) Expr {
 	return MapExpr(e, a.rule)
 }
@@ -145,6 +146,9 @@ func (a *Analyzer) rule(e Expr) Expr {
 			return sel.F
 		}
 		return e
+	}
+	if c, ok := e.(*Cast); ok {
+		return a.castRule(c)
 	}
 	b, ok := e.(*Binary)
 	if !ok || b.A.DType().IsFloat() {

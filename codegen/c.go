@@ -48,7 +48,7 @@ func EmitCWith(opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) {
 	var b strings.Builder
 	src := Source{Lang: d.Name}
-	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}, math: map[string]bool{}, bounds: map[string]bool{}}
+	intrins := &intrinSet{seen: map[string]*loopir.TensorIntrin{}, minmax: map[string]bool{}, math: map[string]bool{}, bounds: map[string]bool{}, contracted: map[string]string{}}
 	usesThreads := false
 	for _, f := range funcs {
 		e := &cEmitter{d: d, b: &b, names: map[any]string{}, used: map[string]bool{}, fn: f.Name, intrins: intrins, opts: opts, nonNeg: map[*loopir.Var]bool{}, hoisted: map[string]string{},
@@ -108,6 +108,9 @@ func Emit(d *Dialect, opts COptions, funcs ...*loopir.PrimFunc) (Source, error) 
 	}
 	for _, in := range intrins.order {
 		fmt.Fprintf(&unit, "\n/* tensor intrinsic %s */\n%s", in.Name, in.Impl[d.Name])
+		if w, ok := intrins.contracted[in.Name]; ok {
+			unit.WriteString(w)
+		}
 	}
 	unit.WriteString(b.String())
 	src.Code = unit.String()
@@ -156,6 +159,9 @@ type intrinSet struct {
 	lane    bool            // the unit calls kiln_lane (a texel lane known at run time)
 	bounds  map[string]bool // C types whose checked load/store helpers the unit needs
 	scratch bool            // the unit allocates scratch buffers on the heap (cScratch)
+	// contracted: the wrappers with contraction that NoContract functions call, by
+	// intrinsic (contract.go)
+	contracted map[string]string
 }
 
 func (e *cEmitter) fail(format string, args ...any) {
@@ -344,11 +350,12 @@ func (e *cEmitter) stmt(s loopir.Stmt, depth int) {
 		for i, a := range s.Args {
 			args[i] = e.expr(a)
 		}
+		name := e.intrinName(s)
 		if e.opts.BoundsCheck {
-			fmt.Fprintf(e.b, "%sif (%s) %s(%s);\n", pad, e.intrinBounds(s), in.Name, strings.Join(args, ", "))
+			fmt.Fprintf(e.b, "%sif (%s) %s(%s);\n", pad, e.intrinBounds(s), name, strings.Join(args, ", "))
 			return
 		}
-		fmt.Fprintf(e.b, "%s%s(%s);\n", pad, in.Name, strings.Join(args, ", "))
+		fmt.Fprintf(e.b, "%s%s(%s);\n", pad, name, strings.Join(args, ", "))
 	case *loopir.Barrier:
 		if e.d.Barrier == "" {
 			e.fail("barriers")

@@ -1,6 +1,9 @@
 package codegen
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/tensor"
 )
@@ -65,4 +68,74 @@ func (e *cEmitter) roundedMul(x *loopir.Binary, a, b string) (string, bool) {
 		return "", false // integers: nothing to contract
 	}
 	return fn + "(" + a + ", " + b + ")", true
+}
+
+// A tensor intrinsic keeps its contraction in a NoContract function: its multiply-adds
+// are a reduction's (a micro-kernel's), whose order differs between runtimes anyway and
+// which ONNX Runtime's GEMMs and convolutions contract too; what must round per
+// operation is the element-wise arithmetic around it (a dequantization's product, a
+// bias, the scale before a quantizer). gcc inlines an always-inline intrinsic under
+// the calling function's options, so a NoContract function calls the float intrinsic
+// through a wrapper that is defined with the unit's own options and not inlined into it
+// (a call per tile); clang's and OpenCL's pragmas are lexical and would not need it.
+
+// inlineHeader is how the C implementations of tensor intrinsics open their function.
+func inlineHeader(name string) string {
+	return "static inline __attribute__((always_inline)) void " + name + "("
+}
+
+// intrinName is the function a call to s's intrinsic names: the intrinsic's, or in a
+// NoContract function of a dialect with ContractedIntrinsics, for an intrinsic on
+// floats, its contracted wrapper (written once per unit).
+func (e *cEmitter) intrinName(s *loopir.IntrinCall) string {
+	in := s.Intrin
+	if e.f == nil || !e.f.NoContract || !e.d.ContractedIntrinsics || !floatOperands(s) {
+		return in.Name
+	}
+	name := in.Name + "_contracted"
+	if _, ok := e.intrins.contracted[in.Name]; ok {
+		return name
+	}
+	w, ok := contractedWrapper(in.Name, in.Impl[e.d.Name])
+	if !ok {
+		return in.Name // an implementation of another form: inlined without contraction
+	}
+	e.intrins.contracted[in.Name] = w
+	return name
+}
+
+// floatOperands reports whether a call passes an address of float elements.
+func floatOperands(s *loopir.IntrinCall) bool {
+	for _, a := range s.Args {
+		if ad, ok := a.(*loopir.Address); ok && ad.DType().IsFloat() {
+			return true
+		}
+	}
+	return false
+}
+
+// contractedWrapper writes NAME_contracted, a function that is never inlined and calls
+// NAME with its arguments, from NAME's implementation (its parameter list); ok is false
+// when the implementation does not open with inlineHeader.
+func contractedWrapper(name, impl string) (string, bool) {
+	head := inlineHeader(name)
+	i := strings.Index(impl, head)
+	if i < 0 {
+		return "", false
+	}
+	rest := impl[i+len(head):]
+	j := strings.Index(rest, ")")
+	if j < 0 {
+		return "", false
+	}
+	params := rest[:j]
+	var args []string
+	for _, p := range strings.Split(params, ",") {
+		f := strings.FieldsFunc(p, func(r rune) bool { return r == ' ' || r == '\n' || r == '\t' || r == '*' })
+		if len(f) < 2 {
+			return "", false
+		}
+		args = append(args, f[len(f)-1])
+	}
+	return fmt.Sprintf("static __attribute__((noinline)) void %s_contracted(%s) {\n  %s(%s);\n}\n", name, params, name, strings.Join(args, ", ")), true
 }

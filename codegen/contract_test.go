@@ -3,12 +3,15 @@ package codegen_test
 import (
 	"math"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kilnrt/kiln/codegen"
 	"github.com/kilnrt/kiln/internal/kerneltest"
 	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 )
 
@@ -71,5 +74,104 @@ func TestNoContractBracketsOnlyItsFunction(t *testing.T) {
 		if strings.Contains(fused, "__fmul_rn") || strings.Contains(fused, "FP_CONTRACT") || strings.Contains(fused, "fp-contract") {
 			t.Errorf("%s: the contracting function prints without contraction too:\n%s", tc.d.Name, fused)
 		}
+	}
+}
+
+// fmaIntrin is a tensor intrinsic Y[j] = A[j]·B[j] + C[j] (j < n) whose C
+// implementation the compiler contracts where the unit's options let it.
+func fmaIntrin() *loopir.TensorIntrin {
+	n, j := loopir.NewVar("n"), loopir.NewVar("j")
+	buf := func(name string) *loopir.Buffer {
+		return &loopir.Buffer{Name: name, DT: tensor.Float32, Shape: []loopir.Expr{n}, Scope: "global"}
+	}
+	y, a, b, c := buf("Y"), buf("A"), buf("B"), buf("C")
+	at := func(x *loopir.Buffer) loopir.Expr { return &loopir.Load{Buf: x, Index: []loopir.Expr{j}} }
+	desc := &loopir.PrimFunc{Name: "fma_desc", Params: []*loopir.Buffer{y, a, b, c}, Dims: []*loopir.Var{n},
+		Body: &loopir.For{Var: j, Min: loopir.Int(0), Extent: n, Body: &loopir.Block{Name: "fma",
+			Body: &loopir.Store{Buf: y, Index: []loopir.Expr{j}, Value: loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, at(a), at(b)), at(c))}}}}
+	impl := `static inline __attribute__((always_inline)) void test_fma(
+    float *restrict y, i64 y_s, const float *restrict a, i64 a_s, const float *restrict b, i64 b_s,
+    const float *restrict c, i64 c_s, i64 n) {
+  for (i64 j = 0; j < n; ++j) y[j * y_s] = a[j * a_s] * b[j * b_s] + c[j * c_s];
+}
+`
+	return &loopir.TensorIntrin{Name: "test_fma", Desc: desc, Impl: map[string]string{"c": impl}}
+}
+
+// TestNoContractKeepsIntrinsicsContracted: a function without contraction that calls a
+// float tensor intrinsic (a micro-kernel's reduction) and then multiplies and adds
+// element-wise: the intrinsic runs through its wrapper with the unit's contraction
+// (a·b + c rounded once where the target fuses multiply-adds), the function's own
+// arithmetic still rounds the product before the add. The inputs are those of
+// TestNoContractProductsRoundBeforeTheAdd: fused 2⁻²⁴, separate 0.
+func TestNoContractKeepsIntrinsicsContracted(t *testing.T) {
+	const n = 19
+	in := fmaIntrin()
+	nv, i := loopir.NewVar("n"), loopir.NewVar("i")
+	buf := func(name string, ext loopir.Expr) *loopir.Buffer {
+		return &loopir.Buffer{Name: name, DT: tensor.Float32, Shape: []loopir.Expr{ext}, Scope: "global"}
+	}
+	a, b, c := buf("A", nv), buf("B", nv), buf("C", nv)
+	y := buf("Y", loopir.Bin(loopir.Mul, nv, loopir.Int(2)))
+	addr := func(x *loopir.Buffer, at loopir.Expr) loopir.Expr {
+		return &loopir.Address{Buf: x, Index: []loopir.Expr{at}}
+	}
+	one := loopir.Int(1)
+	call := &loopir.IntrinCall{Intrin: in, Args: []loopir.Expr{addr(y, loopir.Int(0)), one, addr(a, loopir.Int(0)), one,
+		addr(b, loopir.Int(0)), one, addr(c, loopir.Int(0)), one, nv}}
+	load := func(x *loopir.Buffer) loopir.Expr { return &loopir.Load{Buf: x, Index: []loopir.Expr{i}} }
+	elementwise := &loopir.For{Var: i, Min: loopir.Int(0), Extent: nv,
+		Body: &loopir.Store{Buf: y, Index: []loopir.Expr{loopir.Bin(loopir.Add, i, nv)},
+			Value: loopir.Bin(loopir.Add, loopir.Bin(loopir.Mul, load(a), load(b)), load(c))}}
+	f := &loopir.PrimFunc{Name: "exact_around", Params: []*loopir.Buffer{a, b, c, y}, Dims: []*loopir.Var{nv},
+		Body: loopir.Seq{call, elementwise}, NoContract: true}
+
+	src, err := codegen.EmitC(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?s)static __attribute__\(\(noinline\)\) void test_fma_contracted\(.*\) \{\n  test_fma\(y, y_s, a, a_s, b, b_s, c, c_s, n\);\n\}\n.*#pragma GCC optimize \("fp-contract=off"\).*test_fma_contracted\(`).MatchString(src.Code) {
+		t.Fatalf("the intrinsic is not called through a contracted wrapper defined before the function:\n%s", src.Code)
+	}
+
+	x := float32(1 + math.Ldexp(1, -12))
+	av, bv, cv := make([]float32, n), make([]float32, n), make([]float32, n)
+	for k := range n {
+		av[k], bv[k], cv[k] = x, x, -float32(1+math.Ldexp(1, -11))
+	}
+	got := kerneltest.Run(t, f, []int64{n}, 2*n, av, bv, cv)
+	fused := slices.Contains(target.Host().Features, "fma") || runtime.GOARCH == "arm64"
+	for k := range n {
+		if fused && got[k] != float32(math.Ldexp(1, -24)) {
+			t.Fatalf("intrinsic, element %d: got %g, want 2⁻²⁴ (one rounding: the target fuses multiply-adds)", k, got[k])
+		}
+		if got[n+k] != 0 {
+			t.Fatalf("element-wise, element %d: got %g, want 0 (the product rounded before the add)", k, got[n+k])
+		}
+	}
+}
+
+// TestContractedWrapperNeedsTheInlineHeader: an implementation that does not open as
+// the intrinsics' C implementations do gets no wrapper (its call inlines as before).
+func TestContractedWrapperNeedsTheInlineHeader(t *testing.T) {
+	in := fmaIntrin()
+	in.Impl["c"] = strings.Replace(in.Impl["c"], "static inline __attribute__((always_inline)) void", "static void", 1)
+	nv := loopir.NewVar("n")
+	buf := func(name string) *loopir.Buffer {
+		return &loopir.Buffer{Name: name, DT: tensor.Float32, Shape: []loopir.Expr{nv}, Scope: "global"}
+	}
+	y, a, b, c := buf("Y"), buf("A"), buf("B"), buf("C")
+	addr := func(x *loopir.Buffer) loopir.Expr {
+		return &loopir.Address{Buf: x, Index: []loopir.Expr{loopir.Int(0)}}
+	}
+	one := loopir.Int(1)
+	f := &loopir.PrimFunc{Name: "exact_call", Params: []*loopir.Buffer{a, b, c, y}, Dims: []*loopir.Var{nv}, NoContract: true,
+		Body: &loopir.IntrinCall{Intrin: in, Args: []loopir.Expr{addr(y), one, addr(a), one, addr(b), one, addr(c), one, nv}}}
+	src, err := codegen.EmitC(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(src.Code, "_contracted") || !strings.Contains(src.Code, "  test_fma(") {
+		t.Fatalf("want a direct call and no wrapper:\n%s", src.Code)
 	}
 }

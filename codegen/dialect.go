@@ -80,6 +80,11 @@ type Dialect struct {
 	// NoContract is set: it turns off the compiler's contraction of a multiply and an
 	// add into a fused multiply-add for that function (contract.go). Empty: RoundedMul.
 	NoContract [2]string
+	// ContractedIntrinsics: a NoContract function calls a float tensor intrinsic
+	// through an out-of-line wrapper compiled with contraction (contract.go): the C
+	// compiler applies a function's options to what it inlines into it, which would
+	// take the fused multiply-adds out of the micro-kernels.
+	ContractedIntrinsics bool
 	// RoundedMul names the function multiplying two floats of dt with the product
 	// rounded on its own, which the compiler never contracts (CUDA's __fmul_rn); a
 	// dialect with neither fails a NoContract function.
@@ -159,6 +164,8 @@ func CDialect() *Dialect {
 		Int64Suffix:     "LL",
 		IndexHelper:     cIndexCheck,
 		NoContract:      cNoContract,
+
+		ContractedIntrinsics: true,
 	}
 }
 

@@ -14,7 +14,9 @@
 // uses it (contract.go): between the dialect's NoContract texts (C: gcc's push_options
 // and optimize("fp-contract=off") around the function and its outlined bodies, clang's
 // fp contract pragma; OpenCL C: FP_CONTRACT OFF and ON), or with products through its
-// RoundedMul (CUDA's __fmul_rn). Other functions of the unit keep contraction.
+// RoundedMul (CUDA's __fmul_rn). Other functions of the unit keep contraction, and so
+// do the float tensor intrinsics such a function calls (C: through a wrapper that is not
+// inlined into it, NAME_contracted, since gcc inlines under the caller's options).
 //
 // CDialect is header-free C (compiler builtins instead of <math.h>,
 // typedefs instead of <stdint.h>), because parsing system headers costs more than

@@ -32,6 +32,9 @@ type Backend struct {
 	// Layout is alter-layout's policy for t, consistent with Strategies (nil: every
 	// tensor keeps its plain layout). Options.Recipe.PlainLayout turns it off.
 	Layout func(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy
+	// IntegerQDQ picks the convolutions in the QDQ form that run as QLinearConv
+	// (passes.Context.IntegerQDQ); nil: none (they run as the float operators).
+	IntegerQDQ func(conv *graph.Node) bool
 	// Lowering is the loop-IR pipeline run on every scheduled kernel before emission.
 	Lowering func() lpasses.Pipeline
 	// Launches: kernels run on a grid of thread blocks, whose geometry is derived from

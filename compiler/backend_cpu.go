@@ -22,6 +22,7 @@ func CPUBackend() *Backend {
 		Name:        "cpu",
 		Strategies:  kcpu.Strategies,
 		Layout:      kcpu.LayoutPolicy,
+		IntegerQDQ:  kcpu.IntegerQDQ,
 		Lowering:    lpasses.CPUPipeline,
 		Dialect:     codegen.CDialect(),
 		Emit:        codegen.COptions{ExternRuntime: true}, // the pool comes from the C runtime's object

@@ -249,6 +249,7 @@ func (c *compile) stage(name string, run func() error) (err error) {
 func (c *compile) passes(m *graph.Module) error {
 	ctx := &passes.Context{Dims: c.opts.Dims, Eval: ref.EvalNode, Check: c.opts.Check, DumpPass: c.opts.DumpPass, Dump: c.opts.Dump, Ctx: c.opts.Context}
 	ctx.SplitsAsSlices = c.be.Launches // GPU kernels write one output each
+	ctx.IntegerQDQ = c.be.IntegerQDQ
 	if !c.opts.Recipe.PlainLayout && c.be.Layout != nil {
 		ctx.Layout = c.be.Layout(c.t, c.registry)
 	}

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 401 files; see Identity.
-const sourceDigest = "90b46927c230b3dd2e9e457d724e9672"
+// sourceDigest covers 402 files; see Identity.
+const sourceDigest = "8c47e85425e0b3dbbf5f67c99c423275"

@@ -15,6 +15,12 @@
 //     (Cast's to, the generators' dtype) and tensor attributes become float32, in
 //     subgraphs too; Main's half parameters and results keep their types, through a Cast
 //     after each parameter and before each result (which keeps the result's name);
+//   - qdq-conv (O1, before fold-constants, which would dequantize the weights): a
+//     convolution in ONNX's QDQ form (DequantizeLinear on its data, weights and bias,
+//     QuantizeLinear after it, a Relu between where the quantizer's clamp makes it)
+//     becomes QLinearConv where Context.IntegerQDQ (the backend) picks it and the
+//     integer operator computes the same real numbers (qdq.go): the two may then round
+//     a value within float32 rounding of a half-step to either side;
 //   - fold-constants: a node whose inputs are all constants is evaluated on the host by
 //     Context.Eval (the compiler passes the reference evaluator; kernels are never
 //     JIT-compiled for constants) and replaced by its results; Shape and Size of

@@ -31,6 +31,9 @@ type Context struct {
 	// Layout says which nodes have blocked-layout kernels (alter-layout); nil: every
 	// value stays plain.
 	Layout *LayoutPolicy
+	// IntegerQDQ says which convolutions in the QDQ form run as QLinearConv (qdq-conv:
+	// where the backend's integer kernels are faster than its float ones); nil: none.
+	IntegerQDQ func(conv *graph.Node) bool
 	// Fuse limits the groups of fuse-ops (zero fields: the defaults).
 	Fuse FuseLimits
 	// Scopes says which kernels take textures (annotate-scopes); nil: every tensor
@@ -81,6 +84,7 @@ func Level(o int) Pipeline {
 	}{
 		{0, Pass{Name: "bind-dims", Run: BindDims, Required: true}},
 		{0, Pass{Name: "widen-half", Run: WidenHalf, Required: true}},
+		{1, Pass{Name: "qdq-conv", Run: QDQConv}},
 		{0, Pass{Name: "fold-constants", Run: FoldConstants, Required: true}},
 		{0, Pass{Name: "stub-branches", Run: StubBranches, Required: true}},
 		{0, Pass{Name: "split-to-slices", Run: SplitToSlices, Required: true}},

@@ -402,3 +402,24 @@ func scheduleIntegerPad(s *schedule.Schedule, cb int64) error {
 	}
 	return s.Parallel(prow)
 }
+
+// IntegerQDQ is the CPU's choice of the convolutions in ONNX's QDQ form that run as
+// QLinearConv (passes.QDQConv): the ungrouped 2-D ones with a window wider than 1×1 over
+// 16 input channels or more, which the blocked integer convolution runs in about half
+// the float one's time (8-bit VNNI where the weights fit int8; ResNet-50's 3×3 layers
+// 0.34–0.66 of their float time on a Zen 4 host). The others stay float, faster there
+// today: 1×1 convolutions (their tiles' unpacking and the double-precision
+// requantization before a residual Add cost more than the products save: up to 2.6 times
+// the float time), a stem over 3 channels (64-channel blocks of 3: six times), grouped and
+// depthwise ones (the integer path's padded generic strategy).
+func IntegerQDQ(conv *graph.Node) bool {
+	a, _ := conv.Attrs.(*graph.ConvAttrs)
+	if a == nil || a.Group != 1 || len(conv.Inputs) < 2 || len(conv.Inputs[1].Type.Shape) != 4 {
+		return false
+	}
+	w := conv.Inputs[1].Type.Shape
+	c, okC := w[1].Value()
+	kh, okH := w[2].Value()
+	kw, okW := w[3].Value()
+	return okC && okH && okW && c >= 16 && kh*kw > 1
+}

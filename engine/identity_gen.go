@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 402 files; see Identity.
-const sourceDigest = "8c47e85425e0b3dbbf5f67c99c423275"
+const sourceDigest = "848f48a252abf182b9713912b53a7137"

@@ -129,15 +129,16 @@ func matchQDQConv(st *matchState, q *graph.Node) *rewrite {
 }
 
 // qdqScalarParams returns a (de)quantizer's scale and zero point (nil when absent) when
-// both are float32 / 8-bit constants of one element.
+// both are float32 / 8-bit constants of one element, scalars or of shape [1] (the
+// shapes QLinearConv takes).
 func qdqScalarParams(n *graph.Node) (s, z *graph.Value, ok bool) {
 	s = n.Inputs[1]
-	if s == nil || s.Const == nil || s.Const.DType != tensor.Float32 || s.Const.Shape.NumElements() != 1 {
+	if s == nil || s.Const == nil || s.Const.DType != tensor.Float32 || s.Const.Shape.NumElements() != 1 || len(s.Const.Shape) > 1 {
 		return nil, nil, false
 	}
 	if len(n.Inputs) > 2 && n.Inputs[2] != nil {
 		z = n.Inputs[2]
-		if z.Const == nil || z.Const.Shape.NumElements() != 1 {
+		if z.Const == nil || z.Const.Shape.NumElements() != 1 || len(z.Const.Shape) > 1 {
 			return nil, nil, false
 		}
 	}

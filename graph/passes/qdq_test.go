@@ -79,6 +79,8 @@ func TestQDQConv(t *testing.T) {
 		{"a float bias stays",
 			"  const %bf: f32[2] = [1, 2]\n  %c = Conv(%x, %w, %bf) {kernel_shape=[1,1]} : f32[1,2,4,4]\n" +
 				"  %y = QuantizeLinear(%c, %sy, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},
+		{"a scale of shape [1,1] stays (QLinearConv takes scalars and [1])",
+			"  const %sy2: f32[1,1] = [0.75]\n" + conv + "  %y = QuantizeLinear(%c, %sy2, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},
 		{"weights per channel along another axis stay",
 			"  %w1 = DequantizeLinear(%wq, %sw, %zw) {axis=1} : f32[2,2,1,1]\n  %c = Conv(%x, %w1, %b) {kernel_shape=[1,1]} : f32[1,2,4,4]\n" +
 				"  %y = QuantizeLinear(%c, %sy, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},

@@ -411,11 +411,15 @@ func scheduleIntegerPad(s *schedule.Schedule, cb int64) error {
 // today: 1×1 convolutions (their tiles' unpacking and the double-precision
 // requantization before a residual Add cost more than the products save: up to 2.6 times
 // the float time), a stem over 3 channels (64-channel blocks of 3: six times), grouped and
-// depthwise ones (the integer path's padded generic strategy).
+// depthwise ones (the integer path's padded generic strategy), and those of symbolic
+// shapes or automatic padding, which the blocked integer convolution does not take.
 func IntegerQDQ(conv *graph.Node) bool {
 	a, _ := conv.Attrs.(*graph.ConvAttrs)
 	if a == nil || a.Group != 1 || len(conv.Inputs) < 2 || len(conv.Inputs[1].Type.Shape) != 4 {
 		return false
+	}
+	if !conv.Inputs[0].Type.IsStatic() || !conv.Outputs[0].Type.IsStatic() || (a.AutoPad != "NOTSET" && a.AutoPad != "VALID" && a.AutoPad != "") {
+		return false // the blocked integer convolution's conditions (convIntegerFits)
 	}
 	w := conv.Inputs[1].Type.Shape
 	c, okC := w[1].Value()

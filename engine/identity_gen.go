@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 402 files; see Identity.
-const sourceDigest = "848f48a252abf182b9713912b53a7137"
+const sourceDigest = "7005334dcdd1b62e9eb7fb52b64536a3"

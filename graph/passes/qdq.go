@@ -40,20 +40,12 @@ func QDQConv(ctx *Context, m *graph.Module) error {
 	if !found {
 		return nil
 	}
-	st := newMatchState(m)
-	var err error
-	m.Main.Funcs(func(f *graph.Func) {
-		for i := 0; i < len(f.Nodes) && err == nil; i++ {
-			n := f.Nodes[i]
-			if !st.live[n] {
-				continue
-			}
-			if r := matchQDQConv(st, n); r != nil && ctx.IntegerQDQ(r.nodes[len(r.nodes)-1]) && st.closed(r) {
-				err = st.apply(r)
-			}
+	return newMatchState(m).rewriteAll(m, func(st *matchState, n *graph.Node) *rewrite {
+		if r := matchQDQConv(st, n); r != nil && ctx.IntegerQDQ(r.nodes[len(r.nodes)-1]) {
+			return r
 		}
+		return nil
 	})
-	return err
 }
 
 // matchQDQConv anchors at the QuantizeLinear.

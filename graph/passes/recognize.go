@@ -40,7 +40,15 @@ func Recognize(_ *Context, m *graph.Module) error {
 	if !hasAnchors(m) {
 		return nil
 	}
-	st := newMatchState(m)
+	return newMatchState(m).rewriteAll(m, matchLayerNorm, matchGelu, matchSoftmax, matchAttentionMask, matchHardSwish)
+}
+
+// matcher proposes the rewrite of a pattern ending at a node, or nil.
+type matcher func(*matchState, *graph.Node) *rewrite
+
+// rewriteAll visits every live node of every Func in order and applies the first
+// matcher's rewrite whose pattern is closed.
+func (st *matchState) rewriteAll(m *graph.Module, matchers ...matcher) error {
 	var err error
 	m.Main.Funcs(func(f *graph.Func) {
 		for i := 0; i < len(f.Nodes) && err == nil; i++ {
@@ -48,7 +56,7 @@ func Recognize(_ *Context, m *graph.Module) error {
 			if !st.live[n] {
 				continue
 			}
-			for _, match := range []func(*matchState, *graph.Node) *rewrite{matchLayerNorm, matchGelu, matchSoftmax, matchAttentionMask, matchHardSwish} {
+			for _, match := range matchers {
 				if r := match(st, n); r != nil && st.closed(r) {
 					err = st.apply(r)
 					break

@@ -46,35 +46,14 @@ func usesIndexCheck(s loopir.Stmt) bool {
 // row of a gather stays out of the row's vector loop. It returns a function that
 // forgets the names when the loop has been printed.
 func (e *cEmitter) hoistIndexChecks(s *loopir.For, pad string) func() {
-	bound := map[*loopir.Var]bool{s.Var: true}
-	local := map[*loopir.Buffer]bool{}
-	loopir.MapStmt(s.Body, func(x loopir.Expr) loopir.Expr { return x }, func(x loopir.Stmt) loopir.Stmt {
-		switch x := x.(type) {
-		case *loopir.For:
-			bound[x.Var] = true
-		case *loopir.Allocate:
-			local[x.Buf] = true
-		case *loopir.Store:
-			local[x.Buf] = true
-		}
-		return nil
-	})
+	inv := loopInvariance(s)
 	invariant := func(c *loopir.Call) bool {
-		ok := true
 		for _, a := range c.Args {
-			loopir.MapExpr(a, func(x loopir.Expr) loopir.Expr {
-				switch x := x.(type) {
-				case *loopir.Var:
-					ok = ok && !bound[x]
-				case *loopir.Load:
-					ok = ok && !local[x.Buf]
-				case *loopir.Call:
-					ok = ok && x.Fn != loopir.IndexCheck
-				}
-				return x
-			})
+			if !inv(a) {
+				return false
+			}
 		}
-		return ok
+		return true
 	}
 	var keys []string
 	loopir.MapStmt(s.Body, func(x loopir.Expr) loopir.Expr {

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 402 files; see Identity.
-const sourceDigest = "7005334dcdd1b62e9eb7fb52b64536a3"
+// sourceDigest covers 403 files; see Identity.
+const sourceDigest = "0fdb66facbab6b1df103121ad5dda9d1"

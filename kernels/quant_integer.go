@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"fmt"
+
 	"github.com/kilnrt/kiln/graph"
 	"github.com/kilnrt/kiln/loopir"
 	"github.com/kilnrt/kiln/te"
@@ -286,7 +288,7 @@ func computeQLinearConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := QLinearConvRequantize(n, in, acc, nil)
+	out, err := QLinearConvRequantize(n, in, acc, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -299,8 +301,10 @@ func computeQLinearConv(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 // strategy that computes the accumulator its own way (kernels/cpu's integer micro-kernel)
 // requantizes with it; in are the node's inputs. channel gives the output channel of
 // an index of acc: nil for NCHW (i[1]); a strategy that computes the result in another
-// view of NCHW's storage gives its own.
-func QLinearConvRequantize(n *graph.Node, in []Input, acc *te.Tensor, channel func(i []loopir.Expr) loopir.Expr) (*te.Tensor, error) {
+// view of NCHW's storage gives its own. mult, when not nil, is that scale per output
+// channel, float64 [M] (RequantizeMultipliers, computed once from constant scales):
+// one product per element instead of two and a division.
+func QLinearConvRequantize(n *graph.Node, in []Input, acc *te.Tensor, channel func(i []loopir.Expr) loopir.Expr, mult *te.Tensor) (*te.Tensor, error) {
 	if channel == nil {
 		channel = func(i []loopir.Expr) loopir.Expr { return i[1] }
 	}
@@ -329,10 +333,44 @@ func QLinearConvRequantize(n *graph.Node, in []Input, acc *te.Tensor, channel fu
 		bias = func(i []loopir.Expr) loopir.Expr { return b.At(channel(i)) }
 	}
 	f := tensor.Float64
+	if mult != nil {
+		return requantizeBy(acc, func(i []loopir.Expr) loopir.Expr { return mult.At(channel(i)) }, bias, yz, dt), nil
+	}
 	scale := func(i []loopir.Expr) loopir.Expr {
 		return te.Mul(te.Cast(f, sx.atAxis(nil)), te.Cast(f, sw.atAxis(channel(i))))
 	}
 	return requantize(acc, scale, bias, ys, yz, dt), nil
+}
+
+// RequantizeMultipliers is QLinearConv's scale x_scale · w_scale / y_scale per output
+// channel as float64 [m], from constant scales (w_scale of one value or m), computed in
+// the order requantize computes it.
+func RequantizeMultipliers(xScale, wScale, yScale *tensor.Tensor, m int) (*tensor.Tensor, error) {
+	if xScale == nil || wScale == nil || yScale == nil || xScale.Shape.NumElements() != 1 || yScale.Shape.NumElements() != 1 {
+		return nil, fmt.Errorf("requantization multipliers need constant per-tensor x and y scales")
+	}
+	ws := wScale.Float64s()
+	if len(ws) != 1 && len(ws) != m {
+		return nil, fmt.Errorf("weight scale of %d values for %d output channels", len(ws), m)
+	}
+	sx, sy := xScale.Float64s()[0], yScale.Float64s()[0]
+	out := make([]float64, m)
+	for c := range out {
+		out[c] = sx * ws[min(c, len(ws)-1)] / sy
+	}
+	return tensor.FromFloat64s(tensor.Float64, tensor.Shape{m}, out), nil
+}
+
+// requantizeBy is requantize with the whole scale per element given (mult).
+func requantizeBy(acc *te.Tensor, mult, bias func(i []loopir.Expr) loopir.Expr, yz quantParam, dt tensor.DType) *te.Tensor {
+	f := tensor.Float64
+	return te.Compute("requantize", acc.Shape, func(i []loopir.Expr) loopir.Expr {
+		v := te.Cast(f, acc.At(i...))
+		if bias != nil {
+			v = te.Add(v, te.Cast(f, bias(i)))
+		}
+		return quantizeValue(te.Mul(v, mult(i)), zeroAt(yz, i, f), dt)
+	})
 }
 
 // sameStatic reports whether extent e is the constant v.

@@ -38,34 +38,46 @@ func integerInputsOf(op graph.Op) integerInputs {
 
 // convIntegerFits returns the blocked attributes of integer convolution n (its operands
 // at idx) with micro-kernel g, or an error wrapping ErrNotApplicable: a 2-D convolution
-// of static shapes and one group over plain NCHW 8-bit data, constant 8-bit weights, a
-// per-tensor data zero point and a constant per-tensor or per-output-channel weight zero
-// point, explicit or VALID padding, and an even merged reduction (kernel columns ×
-// channel block).
-func convIntegerFits(n *graph.Node, in []kernels.Input, idx integerInputs, g intrin.GemmInt) (ConvBlockedAttrs, error) {
+// of static shapes and one group over 8-bit data (plain NCHW, or stored in channel
+// blocks: XBlock, read in blocks of that size), constant 8-bit weights, a per-tensor
+// data zero point and a constant per-tensor or per-output-channel weight zero point,
+// explicit or VALID padding, and a merged reduction (kernel columns × channel block)
+// in whole groups of the micro-kernel. The result is left in blocks where the graph
+// stores it so (BlockedOut, OutBlock). The layout policy asks it of graph nodes
+// (integerAnchor), the strategy of the node it lowers: both read n's values only.
+func convIntegerFits(n *graph.Node, idx integerInputs, g intrin.GemmInt, group int64) (ConvBlockedAttrs, error) {
 	var attrs ConvBlockedAttrs
 	a, _ := n.Attrs.(*graph.ConvAttrs)
-	if a == nil || len(in) <= idx.w || in[0].T == nil || in[idx.w].Const == nil {
+	input := func(i int) *graph.Value {
+		if i < len(n.Inputs) {
+			return n.Inputs[i]
+		}
+		return nil
+	}
+	xv, wv := input(0), input(idx.w)
+	if a == nil || xv == nil || wv == nil || wv.Const == nil || len(n.Outputs) != 1 {
 		return attrs, notApplicable("integer convolution without constant weights")
 	}
-	x, w := n.Inputs[0].Type, in[idx.w].Const
+	x, w, y := xv.Type, wv.Const, n.Outputs[0].Type
 	if !eightBit(x.DType) || !eightBit(w.DType) || len(x.Shape) != 4 || len(w.Shape) != 4 {
 		return attrs, notApplicable("2-D 8-bit integer convolution")
 	}
-	if !x.IsStatic() || !n.Outputs[0].Type.IsStatic() || x.Block != 0 || n.Outputs[0].Type.Block != 0 {
-		return attrs, notApplicable("static plain NCHW data")
+	if !x.IsStatic() || !y.IsStatic() {
+		return attrs, notApplicable("static data and result")
 	}
-	if len(in) > idx.zx && in[idx.zx].T != nil && (numElements(in[idx.zx].T) != 1 || in[idx.zx].T.DT != x.DType) {
-		return attrs, notApplicable("data zero point per channel or of another type")
+	if zx := input(idx.zx); zx != nil {
+		if s, ok := zx.Type.ConstShape(); !ok || s.NumElements() != 1 || zx.Type.DType != x.DType {
+			return attrs, notApplicable("data zero point per channel or of another type")
+		}
 	}
-	if len(in) > idx.zw && in[idx.zw].T != nil {
-		if in[idx.zw].T.DT != w.DType {
+	if zw := input(idx.zw); zw != nil {
+		if zw.Type.DType != w.DType {
 			return attrs, notApplicable("weight zero point of another type")
 		}
-		if in[idx.zw].Const == nil {
+		if zw.Const == nil {
 			return attrs, notApplicable("weight zero point computed at run time")
 		}
-		if k := in[idx.zw].Const.Shape.NumElements(); k != 1 && k != w.Shape[0] {
+		if k := zw.Const.Shape.NumElements(); k != 1 && k != w.Shape[0] {
 			return attrs, notApplicable("weight zero point of %d values", k)
 		}
 	}
@@ -82,13 +94,79 @@ func convIntegerFits(n *graph.Node, in []kernels.Input, idx integerInputs, g int
 		// an empty convolution (a hostile or degenerate model) is the padded strategy's
 		return attrs, notApplicable("empty weights %v over %d channels", w.Shape, c)
 	}
-	attrs.CB, attrs.MB = inputBlock(c), g.NR
-	if int64(w.Shape[3])*attrs.CB%2 != 0 {
-		return attrs, notApplicable("odd reduction run of %d kernel columns × %d channels", w.Shape[3], attrs.CB)
+	attrs.CB, attrs.MB, attrs.XBlock = inputBlock(c), g.NR, x.Block
+	if x.Block != 0 {
+		attrs.CB = x.Block // the padded copy copies whole blocks, or x is read in place
 	}
-	_, static := n.Outputs[0].Type.ConstShape()
-	attrs.SplitOut = static && SplitBlock(int64(w.Shape[0]), g.NR) != 0
+	if int64(w.Shape[3])*attrs.CB%group != 0 {
+		return attrs, notApplicable("reduction run of %d kernel columns × %d channels in groups of %d", w.Shape[3], attrs.CB, group)
+	}
+	m := int64(w.Shape[0])
+	if b := y.Block; b != 0 {
+		switch {
+		case b == g.NR:
+		case g.NR%b == 0 && m%b == 0:
+			attrs.OutBlock = b // repacked from the tiles' blocks
+		default:
+			return attrs, fmt.Errorf("BUG: %v: output stored in blocks of %d, the micro-kernel computes %d", n, b, g.NR)
+		}
+		attrs.BlockedOut = true
+	}
+	attrs.SplitOut = !attrs.BlockedOut && SplitBlock(m, g.NR) != 0
 	return attrs, nil
+}
+
+// integerConv picks the micro-kernel of integer convolution n on t (its operands at
+// idx) and its blocked attributes: the 8-bit one (intrin.GemmU8S8, group 4) where the
+// target has it, the data is uint8, the weights minus their zero point fit int8 and the
+// reduction runs in quads, else the int16 pairs' (group 2); an error wrapping
+// ErrNotApplicable when neither takes n.
+func integerConv(t target.Target, n *graph.Node, idx integerInputs) (intrin.GemmInt, int64, ConvBlockedAttrs, error) {
+	var w, zw *tensor.Tensor
+	if idx.w < len(n.Inputs) && n.Inputs[idx.w] != nil {
+		w = n.Inputs[idx.w].Const
+	}
+	if idx.zw < len(n.Inputs) && n.Inputs[idx.zw] != nil {
+		zw = n.Inputs[idx.zw].Const
+	}
+	if w == nil || len(w.Shape) != 4 || len(n.Inputs) == 0 || n.Inputs[0] == nil {
+		return intrin.GemmInt{}, 0, ConvBlockedAttrs{}, notApplicable("integer convolution without constant 4-D weights")
+	}
+	m := int64(w.Shape[0])
+	if q, ok := intrin.GemmU8S8Tile(t, m); ok && n.Inputs[0].Type.DType == tensor.Uint8 && fitsInt8(w, zw) {
+		if attrs, err := convIntegerFits(n, idx, q, 4); err == nil {
+			return q, 4, attrs, nil
+		}
+	}
+	g := intrin.GemmIntTile(t, m)
+	attrs, err := convIntegerFits(n, idx, g, 2)
+	return g, 2, attrs, err
+}
+
+// integerAnchor is the layout policy's answer for an integer convolution: its data read
+// as it is stored and its result in blocks of the micro-kernel's width (or of one
+// vector, repacked, where the width divides the output channels not), when the blocked
+// integer convolution takes it.
+func integerAnchor(t target.Target, n *graph.Node) (out int64, ok bool) {
+	if n.Op != graph.OpQLinearConv {
+		return 0, false
+	}
+	idx := integerInputsOf(n.Op)
+	probe := *n // the question is asked before the output's block is chosen
+	probe.Outputs = []*graph.Value{{Type: n.Outputs[0].Type}}
+	probe.Outputs[0].Type.Block = 0
+	g, _, _, err := integerConv(t, &probe, idx)
+	if err != nil {
+		return 0, false
+	}
+	m := int64(n.Inputs[idx.w].Const.Shape[0])
+	switch lanes := channelMultiple(t); {
+	case m%g.NR == 0:
+		return g.NR, true
+	case lanes != 0 && m%lanes == 0 && g.NR%lanes == 0:
+		return lanes, true
+	}
+	return 0, true
 }
 
 func eightBit(dt tensor.DType) bool { return dt == tensor.Uint8 || dt == tensor.Int8 }
@@ -110,17 +188,12 @@ func numElements(t *te.Tensor) int64 {
 // (kernels.QLinearConvRequantize) after it, through ConvIntegerBlocked.
 func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi []kernels.Epilogue, t target.Target) (*kernels.Impl, error) {
 	idx := integerInputsOf(n.Op)
-	if len(in) <= idx.w || in[idx.w].Const == nil || len(in[idx.w].Const.Shape) != 4 {
-		return nil, notApplicable("integer convolution without constant 4-D weights")
-	}
-	w := in[idx.w].Const
-	m := int64(w.Shape[0])
-	g := intrin.GemmIntTile(t, m)
-	attrs, err := convIntegerFits(n, in, idx, g)
+	g, group, attrs, err := integerConv(t, n, idx)
 	if err != nil {
 		return nil, err
 	}
-	kh, kw := int64(w.Shape[2]), int64(w.Shape[3])
+	w := in[idx.w].Const
+	m, kh, kw := int64(w.Shape[0]), int64(w.Shape[2]), int64(w.Shape[3])
 	var zw *tensor.Tensor
 	if len(in) > idx.zw {
 		zw = in[idx.zw].Const
@@ -129,24 +202,32 @@ func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	if len(in) > idx.zx && in[idx.zx].T != nil && !allZero(in[idx.zx].Const) {
 		zx = in[idx.zx].T
 	}
+	xt := in[0].T
+	if group == 4 && attrs.XBlock != 0 && attrs.inPlace(kw) {
+		// read in place: the blocks' storage viewed as rows of W·cb
+		ext, err := kernels.Extents(xt)
+		if err != nil || len(ext) != 5 {
+			return nil, notApplicable("blocked data %v", xt.Shape)
+		}
+		xt = te.Placeholder("x", xt.DT, kernels.Static(ext[0], ext[1], ext[2], ext[3]*ext[4])...)
+	}
 	var out *te.Tensor
 	var params []*te.Tensor
 	var feeds []kernels.Param
-	if q, ok := intrin.GemmU8S8Tile(t, m); ok && in[0].T.DT == tensor.Uint8 && kw*attrs.CB%4 == 0 && fitsInt8(w, zw) {
-		g = q
-		out, params, feeds, err = convU8S8Stages(in, idx, zx, zw, m, kh, kw, attrs, q.NR)
+	if group == 4 {
+		out, params, feeds, err = convU8S8Stages(xt, in, idx, zx, zw, m, kh, kw, attrs, g.NR)
 	} else {
 		packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Shape[1]) / attrs.CB, kh, kw * attrs.CB / 2, g.NR, 2}
 		wp := te.Placeholder("w", tensor.Int16, kernels.Static(packed...)...)
 		layout := fmt.Sprintf("OIHW−%s→i16[O/%d,I/%d,H,W·%d/2,%d,2]", zeroPointText(zw), g.NR, attrs.CB, attrs.CB, g.NR)
-		params = []*te.Tensor{in[0].T, wp}
+		params = []*te.Tensor{xt, wp}
 		feeds = []kernels.Param{{Input: 0}, {Input: idx.w, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
 			return PackConvWeightsInt16(v, zw, attrs.CB, g.NR)
 		}}}
 		if zx != nil {
 			params, feeds = append(params, zx), append(feeds, kernels.Param{Input: idx.zx})
 		}
-		out, err = ConvIntegerBlocked(in[0].T, zx, wp, nil, m, kh, kw, 2, attrs)
+		out, err = ConvIntegerBlocked(xt, zx, wp, nil, m, kh, kw, 2, attrs)
 	}
 	if err != nil {
 		return nil, err
@@ -155,11 +236,27 @@ func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 		// on the result's own view: a split one, [N, M/sb, sb, OH, OW], numbers its
 		// channels by block and lane
 		var channel func(i []loopir.Expr) loopir.Expr
-		if attrs.SplitOut {
+		switch {
+		case attrs.SplitOut:
 			sb := SplitBlock(m, g.NR)
 			channel = func(i []loopir.Expr) loopir.Expr { return add(mul(i[1], i64(sb)), i[2]) }
+		case attrs.BlockedOut:
+			// [N, M/b, OH, OW, b]: the stored block, or the tiles' own
+			b := attrs.OutBlock
+			if b == 0 {
+				b = g.NR
+			}
+			channel = func(i []loopir.Expr) loopir.Expr { return add(mul(i[1], i64(b)), i[4]) }
 		}
-		if out, err = kernels.QLinearConvRequantize(n, in, out, channel); err != nil {
+		var mult *te.Tensor
+		if sx, sy := in[1].Const, in[6].Const; sx != nil && in[4].Const != nil && sy != nil && sx.Shape.NumElements() == 1 && sy.Shape.NumElements() == 1 {
+			// constant scales (a QDQ network's): their quotient per channel, once
+			mult = te.Placeholder("requant_scale", tensor.Float64, kernels.Static(m)...)
+			params = append(params, mult)
+			feeds = append(feeds, kernels.Param{Input: 4, Layout: fmt.Sprintf("%v·w_scale/%v→f64[O]", sx.Float64s()[0], sy.Float64s()[0]),
+				Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) { return kernels.RequantizeMultipliers(sx, v, sy, int(m)) }})
+		}
+		if out, err = kernels.QLinearConvRequantize(n, in, out, channel, mult); err != nil {
 			return nil, err
 		}
 		// the scales, the output zero point and the bias
@@ -173,7 +270,7 @@ func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	if err != nil {
 		return nil, err
 	}
-	if err := scheduleConvInteger(s, g, rowEpilogue, attrs.CB, attrs.SplitOut && channelsInner(n)); err != nil {
+	if err := scheduleConvInteger(s, g, rowEpilogue, attrs, attrs.SplitOut && channelsInner(n)); err != nil {
 		return nil, err
 	}
 	if last != "" && rowEpilogue == "" {
@@ -211,10 +308,11 @@ func zeroPointText(zw *tensor.Tensor) string {
 	return "(" + strings.Join(parts, ",") + ")"
 }
 
-// ConvIntegerBlocked is the integer convolution of 8-bit NCHW data x (minus its zero
-// point zx, a one-element tensor, nil for none) with prepacked weights wp, in the stages
-// of ConvNCHWBlocked, its reduction's innermost axis a group of g operands the
-// micro-kernel takes together:
+// ConvIntegerBlocked is the integer convolution of 8-bit data x (NCHW, or stored in
+// blocks of a.XBlock = a.CB, or read in place: the merged view [N, C/cb, H, W·cb] of
+// those blocks, with g = 4 and no padding) minus its zero point zx (a one-element
+// tensor, nil for none) with prepacked weights wp, in the stages of ConvNCHWBlocked,
+// its reduction's innermost axis a group of g operands the micro-kernel takes together:
 //
 //   - g = 2 (intrin.GemmI16): "pad" is x − zx as int16 with zero borders, wp the int16
 //     pairs of PackConvWeightsInt16 [⌈M/mb⌉, C/cb, KH, KW·cb/2, mb, 2];
@@ -222,24 +320,59 @@ func zeroPointText(zw *tensor.Tensor) string {
 //     int8 quads of PackConvWeightsInt8 [⌈M/mb⌉, C/cb, KH, KW·cb/4, mb, 4]; the caller
 //     passes bias = −zx·Σ(w − zw) per output channel, which makes the sum Σ (x − zx)·(w − zw).
 //
-// The padded copy is laid out by output column with horizontal dilation; "conv" is
-// [N, ⌈M/mb⌉, OH, OW, mb] int32 summed over (input block, kernel row, merged
+// The padded copy (none when x is read in place) is laid out by output column with
+// horizontal dilation; "conv" is [N, ⌈M/mb⌉, OH, OW, mb] int32 summed over (input block, kernel row, merged
 // column·channel group, group element); the result is convResult's, bias added.
 func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBlockedAttrs) (*te.Tensor, error) {
 	ext, err := kernels.Extents(x)
-	if err != nil || len(ext) != 4 {
+	if err != nil {
+		return nil, err
+	}
+	merged := false
+	switch {
+	case len(ext) == 5 && a.XBlock == ext[4]:
+		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
+	case len(ext) == 4 && a.XBlock != 0: // blocked data viewed as [N, C/XBlock, H, W·XBlock]
+		if ext[3]%a.XBlock != 0 {
+			return nil, fmt.Errorf("BUG: blocked integer conv2d: merged data %v in blocks of %d", ext, a.XBlock)
+		}
+		ext, merged = []int64{ext[0], ext[1] * a.XBlock, ext[2], ext[3] / a.XBlock}, true
+	}
+	if len(ext) != 4 {
 		return nil, kernels.Unsupported("blocked integer conv2d: data %v", x.Shape)
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	cb, mb := a.CB, a.MB
-	if cb <= 0 || c%cb != 0 || (g != 2 && g != 4) || kw*cb%g != 0 {
-		return nil, fmt.Errorf("BUG: blocked integer conv2d: %d channels in blocks of %d, %d kernel columns in groups of %d", c, cb, kw, g)
+	if cb <= 0 || c%cb != 0 || (g != 2 && g != 4) || kw*cb%g != 0 || a.XBlock != 0 && a.XBlock != cb {
+		return nil, fmt.Errorf("BUG: blocked integer conv2d: %d channels (stored in blocks of %d) in blocks of %d, %d kernel columns in groups of %d", c, a.XBlock, cb, kw, g)
 	}
 	pt, pl, pb, pr := a.Pads[0], a.Pads[1], a.Pads[2], a.Pads[3]
 	oh := (h+pt+pb-a.Dilations[0]*(kh-1)-1)/a.Strides[0] + 1
 	ow := (wd+pl+pr-a.Dilations[1]*(kw-1)-1)/a.Strides[1] + 1
 	if oh <= 0 || ow <= 0 {
 		return nil, kernels.Unsupported("blocked integer conv2d: empty output %dx%d", oh, ow)
+	}
+	icb, ry := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh))
+	rr, re := te.RAxis("rr", i64(kw*cb/g)), te.RAxis("re", i64(g))
+	if inPlace := g == 4 && a.XBlock != 0 && a.inPlace(kw); merged != inPlace {
+		return nil, fmt.Errorf("BUG: blocked integer conv2d: data %v read in place %v, merged %v", x.Shape, inPlace, merged)
+	}
+	if merged {
+		// the 8-bit micro-kernel reads x itself: blocked uint8 data [N, C/cb, H, W, cb]
+		// is the padded copy's [N, C/cb, H, W·cb] (no padding: nothing to fill)
+		conv := te.Compute("conv", kernels.Static(n, (m+mb-1)/mb, oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
+			row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
+			col := add(add(mul(i[3], i64(a.Strides[1]*cb)), mul(rr.Var, i64(g))), re.Var)
+			return te.Sum(te.Mul(te.Cast(tensor.Int32, x.At(i[0], icb.Var, row, col)),
+				te.Cast(tensor.Int32, wp.At(i[1], icb.Var, ry.Var, rr.Var, i[4], re.Var))), icb, ry, rr, re)
+		})
+		return convResult(conv, bias, m, mb, a)
+	}
+	read := func(nn, ch, y, xx loopir.Expr) loopir.Expr {
+		if a.XBlock == 0 {
+			return x.At(nn, ch, y, xx)
+		}
+		return x.At(nn, div(ch, i64(a.XBlock)), y, xx, loopir.Bin(loopir.Mod, ch, i64(a.XBlock)))
 	}
 	cols, colStride := (wd+pl+pr)*cb, a.Strides[1]*cb
 	if a.columns(kw) {
@@ -264,7 +397,7 @@ func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBl
 		}
 		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
 		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
-		v := x.At(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd))
+		v := read(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd))
 		if g == 4 { // as stored; the borders hold the zero point
 			border := loopir.Expr(&loopir.IntImm{V: 0, DT: x.DT})
 			if zero != nil {
@@ -278,8 +411,6 @@ func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBl
 		}
 		return te.Select(cond, te.Cast(tensor.Int16, d), &loopir.IntImm{V: 0, DT: tensor.Int16})
 	})
-	icb, ry := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh))
-	rr, re := te.RAxis("rr", i64(kw*cb/g)), te.RAxis("re", i64(g))
 	conv := te.Compute("conv", kernels.Static(n, (m+mb-1)/mb, oh, ow, mb), func(i []loopir.Expr) loopir.Expr {
 		row := add(mul(i[2], i64(a.Strides[0])), mul(ry.Var, i64(a.Dilations[0])))
 		col := add(add(mul(i[3], i64(colStride)), mul(rr.Var, i64(g))), re.Var)
@@ -289,13 +420,22 @@ func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBl
 	return convResult(conv, bias, m, mb, a)
 }
 
-// scheduleConvInteger schedules ConvIntegerBlocked: the padded copy by
-// scheduleIntegerPad; each output row (batch, channel block, row: fused, parallel) one micro-kernel call
-// per tile of mr columns over the whole reduction; the epilogue under the row when
-// there is one (scheduleRowEpilogue).
-func scheduleConvInteger(s *schedule.Schedule, g intrin.GemmInt, epilogue string, cb int64, split bool) error {
-	if err := scheduleIntegerPad(s, cb); err != nil {
-		return err
+// scheduleConvInteger schedules ConvIntegerBlocked: the padded copy of plain data by
+// scheduleIntegerPad, of blocked data as the float convolution's (whole blocks,
+// vectorized), none when the data is read in place; each output row (batch, channel
+// block, row: fused, parallel) one micro-kernel call per tile of mr columns over the
+// whole reduction; the epilogue under the row when there is one (scheduleRowEpilogue).
+func scheduleConvInteger(s *schedule.Schedule, g intrin.GemmInt, epilogue string, a ConvBlockedAttrs, split bool) error {
+	switch {
+	case !s.HasBlock("pad"):
+	case a.XBlock != 0:
+		if err := schedulePad(s, true, a.CB); err != nil {
+			return err
+		}
+	default:
+		if err := scheduleIntegerPad(s, a.CB); err != nil {
+			return err
+		}
 	}
 	c, err := s.GetBlock("conv")
 	if err != nil {
@@ -404,15 +544,14 @@ func scheduleIntegerPad(s *schedule.Schedule, cb int64) error {
 }
 
 // IntegerQDQ is the CPU's choice of the convolutions in ONNX's QDQ form that run as
-// QLinearConv (passes.QDQConv): the ungrouped 2-D ones with a window wider than 1×1 over
-// 16 input channels or more, which the blocked integer convolution runs in about half
-// the float one's time (8-bit VNNI where the weights fit int8; ResNet-50's 3×3 layers
-// 0.34–0.66 of their float time on a Zen 4 host). The others stay float, faster there
-// today: 1×1 convolutions (their tiles' unpacking and the double-precision
-// requantization before a residual Add cost more than the products save: up to 2.6 times
-// the float time), a stem over 3 channels (64-channel blocks of 3: six times), grouped and
-// depthwise ones (the integer path's padded generic strategy), and those of symbolic
-// shapes or automatic padding, which the blocked integer convolution does not take.
+// QLinearConv (passes.QDQConv): the ungrouped 2-D ones over 16 input channels or more,
+// which the blocked integer convolution runs with its data and result in channel blocks
+// (the layout policy's integerAnchor) in a fraction of the float one's time (8-bit VNNI
+// where the weights fit int8: ResNet-50's whole network 0.45 of its float time on a
+// Zen 4 host). The others stay float, faster there today: a stem over 3 channels
+// (64-channel blocks of 3: six times the float time), grouped and depthwise ones (the
+// integer path's padded generic strategy), and those of symbolic shapes or automatic
+// padding, which the blocked integer convolution does not take.
 func IntegerQDQ(conv *graph.Node) bool {
 	a, _ := conv.Attrs.(*graph.ConvAttrs)
 	if a == nil || a.Group != 1 || len(conv.Inputs) < 2 || len(conv.Inputs[1].Type.Shape) != 4 {
@@ -421,9 +560,6 @@ func IntegerQDQ(conv *graph.Node) bool {
 	if !conv.Inputs[0].Type.IsStatic() || !conv.Outputs[0].Type.IsStatic() || (a.AutoPad != "NOTSET" && a.AutoPad != "VALID" && a.AutoPad != "") {
 		return false // the blocked integer convolution's conditions (convIntegerFits)
 	}
-	w := conv.Inputs[1].Type.Shape
-	c, okC := w[1].Value()
-	kh, okH := w[2].Value()
-	kw, okW := w[3].Value()
-	return okC && okH && okW && c >= 16 && kh*kw > 1
+	c, ok := conv.Inputs[1].Type.Shape[1].Value()
+	return ok && c >= 16
 }

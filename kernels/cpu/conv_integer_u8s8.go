@@ -41,15 +41,15 @@ func fitsInt8(w, zw *tensor.Tensor) bool {
 	return true
 }
 
-// convU8S8Stages builds ConvIntegerBlocked's 8-bit form of integer convolution n
-// (operands at idx among in; zx the data's zero point, nil for none; zw the weights'
+// convU8S8Stages builds ConvIntegerBlocked's 8-bit form of integer convolution n on
+// data x (in[0]'s tensor, or its in-place view; the other operands at idx among in; zx the data's zero point, nil for none; zw the weights'
 // constant one) in tiles nr wide: the stages, their params and feeds.
-func convU8S8Stages(in []kernels.Input, idx integerInputs, zx *te.Tensor, zw *tensor.Tensor, m, kh, kw int64, attrs ConvBlockedAttrs, nr int64) (*te.Tensor, []*te.Tensor, []kernels.Param, error) {
+func convU8S8Stages(x *te.Tensor, in []kernels.Input, idx integerInputs, zx *te.Tensor, zw *tensor.Tensor, m, kh, kw int64, attrs ConvBlockedAttrs, nr int64) (*te.Tensor, []*te.Tensor, []kernels.Param, error) {
 	w := in[idx.w].Const
 	packed := []int64{(m + nr - 1) / nr, int64(w.Shape[1]) / attrs.CB, kh, kw * attrs.CB / 4, nr, 4}
 	wp := te.Placeholder("w", tensor.Int8, kernels.Static(packed...)...)
 	layout := fmt.Sprintf("OIHW−%s→i8[O/%d,I/%d,H,W·%d/4,%d,4]", zeroPointText(zw), nr, attrs.CB, attrs.CB, nr)
-	params := []*te.Tensor{in[0].T, wp}
+	params := []*te.Tensor{x, wp}
 	feeds := []kernels.Param{{Input: 0}, {Input: idx.w, Layout: layout, Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
 		return PackConvWeightsInt8(v, zw, attrs.CB, nr)
 	}}}
@@ -67,7 +67,7 @@ func convU8S8Stages(in []kernels.Input, idx integerInputs, zx *te.Tensor, zw *te
 			return te.Mul(te.Cast(tensor.Int32, zx.At(zi...)), sums.At(i[0]))
 		})
 	}
-	out, err := ConvIntegerBlocked(in[0].T, zx, wp, bias, m, kh, kw, 4, attrs)
+	out, err := ConvIntegerBlocked(x, zx, wp, bias, m, kh, kw, 4, attrs)
 	return out, params, feeds, err
 }
 

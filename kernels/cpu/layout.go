@@ -12,7 +12,8 @@ import (
 // blocks of the micro-kernel's width that convolution's strategy chooses (convGemm:
 // when the output channels are a multiple of it; else, when they are a multiple of one
 // vector, in blocks of one vector, repacked from the tiles: ConvBlockedAttrs.OutBlock)
-// and reads its input as it is stored; depthwise and grouped convolutions store their output in the block their strategy computes in
+// and reads its input as it is stored (a QLinearConv the blocked integer convolution
+// takes likewise, in blocks of its integer micro-kernel: integerAnchor); depthwise and grouped convolutions store their output in the block their strategy computes in
 // (depthwiseBlock, groupedBlock: none, no anchor) and read their input as it is stored;
 // elementwise ops whose inputs of the output's shape share one block (their other inputs
 // broadcasting onto it: scalars, per-channel scales), 2-D and global pooling (a global
@@ -21,6 +22,9 @@ import (
 func LayoutPolicy(t target.Target, reg *kernels.Registry) *passes.LayoutPolicy {
 	return &passes.LayoutPolicy{
 		Anchor: func(n *graph.Node) ([]int64, int64, bool) {
+			if out, ok := integerAnchor(t, n); ok {
+				return anyBlock(n), out, true
+			}
 			if n.Op != graph.OpConv || !staticConv(n) {
 				return nil, 0, false
 			}

@@ -1,0 +1,135 @@
+package compiler_test
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kilnrt/kiln/compiler"
+	"github.com/kilnrt/kiln/devices"
+	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/kernels/ref"
+	"github.com/kilnrt/kiln/loader/onnx"
+	onnxpb "github.com/kilnrt/kiln/loader/onnx/onnxpb"
+	"github.com/kilnrt/kiln/loopir"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// qlinearConvChain is x [1, 16, 9, 11] → QuantizeLinear → QLinearConv 3×3 16→32 (pad
+// 1) → QLinearConv 1×1 32→48 → QLinearConv 1×1 48→16 (stride 2) → DequantizeLinear,
+// uint8 data, int8 weights per output channel, int32 biases, constant scales: the
+// integer convolutions hand each other their uint8 results in channel blocks (48
+// channels: blocks of one vector, repacked from the tiles on AVX-512), the 1×1 ones
+// reading them in place.
+func qlinearConvChain() []byte {
+	q := &qmodel{r: rand.New(rand.NewPCG(41, 42))}
+	i8, u8 := onnxpb.TensorProto_INT8, onnxpb.TensorProto_UINT8
+	f32, i32 := onnxpb.TensorProto_FLOAT, onnxpb.TensorProto_INT32
+	q.node("QuantizeLinear", []string{"x", q.floats("xs", 0.02, 0.02), q.init("xz", u8, nil, []byte{128})}, []string{"q0"})
+	in, scale, zero := "q0", "xs", "xz"
+	layers := []struct {
+		c, m, k, stride int64
+		pads            []int64
+	}{{16, 32, 3, 1, []int64{1, 1, 1, 1}}, {32, 48, 1, 1, nil}, {48, 16, 1, 2, nil}}
+	for i, l := range layers {
+		p := string(rune('a' + i))
+		sw, bq := make([]byte, 4*l.m), make([]byte, 4*l.m)
+		for k := range l.m {
+			binary.LittleEndian.PutUint32(sw[4*k:], math.Float32bits(float32(0.001+0.002*q.r.Float64())))
+			binary.LittleEndian.PutUint32(bq[4*k:], uint32(int32(q.r.IntN(4001)-2000)))
+		}
+		attrs := []*onnxpb.AttributeProto{attrInts("strides", []int64{l.stride, l.stride})}
+		if l.pads != nil {
+			attrs = append(attrs, attrInts("pads", l.pads))
+		}
+		out := p + "_q"
+		q.node("QLinearConv", []string{in, scale, zero, q.bytes(p+"_w", i8, l.m, l.c, l.k, l.k), q.init(p+"_ws", f32, []int64{l.m}, sw),
+			q.init(p+"_wz", i8, []int64{l.m}, make([]byte, l.m)), q.floats(p+"_ys", 0.04, 0.06), q.init(p+"_yz", u8, nil, []byte{byte(3 + 40*i)}),
+			q.init(p+"_b", i32, []int64{l.m}, bq)}, []string{out}, attrs...)
+		in, scale, zero = out, p+"_ys", p+"_yz"
+	}
+	q.node("DequantizeLinear", []string{in, scale, zero}, []string{"out"})
+	return q.model("1", []int64{16, 9, 11}, "qlinearconv_chain")
+}
+
+// TestQLinearConvChainStaysBlocked: at O3, on each ISA level of the host, every
+// QLinearConv of the chain is a blocked integer kernel, the 1×1 ones read their data
+// in place (no padded copy) and the chain's results equal the reference evaluator's.
+func TestQLinearConvChainStaysBlocked(t *testing.T) {
+	dev := openDevice(t)
+	m, err := onnx.LoadBytes(qlinearConvChain(), "", onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensor.New(tensor.Float32, tensor.Shape{1, 16, 9, 11})
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range x.Data.([]float32) {
+		x.Data.([]float32)[i] = float32(2.5 * (2*r.Float64() - 1))
+	}
+	want, err := ref.Eval(m, map[string]ref.Value{"x": x}, ref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []target.Level{"", target.LevelAVX2} {
+		t.Run("isa="+string(level), func(t *testing.T) {
+			if level != "" {
+				t.Setenv(target.ISAEnv, string(level))
+			}
+			vnni := target.Host().Has("avx512vnni")
+			var kernels []string
+			inPlace, blockedOut := 0, 0
+			var transforms []string
+			lowered := func(workload string, f *loopir.PrimFunc) {
+				if strings.Contains(workload, "layouttransform") {
+					transforms = append(transforms, workload)
+				}
+				if !strings.Contains(workload, "qlinearconv") {
+					return
+				}
+				kernels = append(kernels, workload)
+				if !strings.Contains(loopir.Print(f), "alloc pad") {
+					inPlace++
+				}
+				// [1, M/b, 9, 11, b], not the last one's NCHW (or its split view)
+				if out := f.Params[len(f.Params)-1].Shape; len(out) == 5 && loopir.ExprString(out[3]) == "11" {
+					blockedOut++
+				}
+			}
+			res, err := compiler.Build(m, target.Host(), compiler.Options{CPU: dev, Jobs: 2, Recipe: engine.Recipe{Level: engine.O3}, Lowered: lowered})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(kernels) != 3 {
+				t.Fatalf("QLinearConv kernels %v, want 3", kernels)
+			}
+			// the 8-bit micro-kernel reads blocked data in place; the int16 one copies it
+			if want := map[bool]int{true: 2, false: 0}[vnni]; inPlace != want {
+				t.Errorf("QLinearConv kernels reading their data in place: %d, want %d", inPlace, want)
+			}
+			// the last one's result is dequantized plain (the model's output)
+			if blockedOut != 2 {
+				t.Errorf("QLinearConv kernels writing their result in channel blocks: %d, want 2", blockedOut)
+			}
+			if len(transforms) != 0 {
+				t.Errorf("layout transforms between the integer convolutions: %v", transforms)
+			}
+			machine, err := vm.Load(res.Exe, []devices.Device{dev}, vm.StdBuiltins())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer machine.Close()
+			got, err := machine.Run(context.Background(), []*tensor.Tensor{x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := differ(got[0], want[0].(*tensor.Tensor)); msg != "" {
+				t.Fatal(msg)
+			}
+		})
+	}
+}

@@ -61,7 +61,7 @@ func (e *cEmitter) hoistIndexChecks(s *loopir.For, pad string) func() {
 		if !isCall || c.Fn != loopir.IndexCheck || !invariant(c) {
 			return x
 		}
-		key := loopir.ExprString(c)
+		key := e.hoistKey(c)
 		if _, done := e.hoisted[key]; done {
 			return x
 		}

@@ -101,7 +101,8 @@ func matchQDQConv(st *matchState, q *graph.Node) *rewrite {
 		}
 		bq = bd.Inputs[0]
 	}
-	r := &rewrite{nodes: nodes, final: q, op: graph.OpQLinearConv, attrs: conv.Attrs}
+	// named for the convolution it computes (plans and profiles name kernels by it)
+	r := &rewrite{nodes: nodes, final: q, op: graph.OpQLinearConv, attrs: conv.Attrs, name: conv.Name}
 	zero := func(v *graph.Value, dt tensor.DType, shape tensor.Shape, base string) *graph.Value {
 		if v != nil {
 			return v

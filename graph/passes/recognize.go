@@ -88,6 +88,7 @@ type rewrite struct {
 	attrs  any
 	inputs []*graph.Value
 	consts []*graph.Value // new constants the inputs read
+	name   string         // the new node's name when not final's (the operator it stands for)
 }
 
 // matchState holds the facts matching needs, kept current as rewrites are applied.
@@ -172,7 +173,7 @@ func (st *matchState) closed(r *rewrite) bool {
 	return true
 }
 
-// apply replaces r.final in its Func by the new node (same name, same output Values)
+// apply replaces r.final in its Func by the new node (final's name unless the rewrite gives one, same output Values)
 // and forgets the pattern's other nodes, which nobody reads any more.
 func (st *matchState) apply(r *rewrite) error {
 	f := st.fn[r.final]
@@ -180,7 +181,11 @@ func (st *matchState) apply(r *rewrite) error {
 	if !ok || i >= len(f.Nodes) || f.Nodes[i] != r.final {
 		return fmt.Errorf("BUG: recognized %v is not a node of @%s", r.final, f.Name)
 	}
-	n := &graph.Node{Op: r.op, Name: r.final.Name, Inputs: r.inputs, Outputs: r.final.Outputs, Attrs: r.attrs}
+	name := r.final.Name
+	if r.name != "" {
+		name = r.name
+	}
+	n := &graph.Node{Op: r.op, Name: name, Inputs: r.inputs, Outputs: r.final.Outputs, Attrs: r.attrs}
 	for _, o := range n.Outputs {
 		o.Def = n
 	}

@@ -21,11 +21,11 @@ import (
 )
 
 // qlinearConvChain is x [1, 16, 9, 11] → QuantizeLinear → QLinearConv 3×3 16→32 (pad
-// 1) → QLinearConv 1×1 32→48 → QLinearConv 1×1 48→16 (stride 2) → DequantizeLinear,
-// uint8 data, int8 weights per output channel, int32 biases, constant scales: the
-// integer convolutions hand each other their uint8 results in channel blocks (48
-// channels: blocks of one vector, repacked from the tiles on AVX-512), the 1×1 ones
-// reading them in place.
+// 1) → QLinearConv 1×1 32→48 → QLinearConv 1×1 48→16 (stride 2) → QLinearConv 3×3
+// depthwise (pad 1) → DequantizeLinear, uint8 data, int8 weights per output channel,
+// int32 biases, constant scales: the integer convolutions hand each other their uint8
+// results in channel blocks (48 channels: blocks of one vector, repacked from the tiles
+// on AVX-512), the 1×1 ones reading them in place.
 func qlinearConvChain() []byte {
 	q := &qmodel{r: rand.New(rand.NewPCG(41, 42))}
 	i8, u8 := onnxpb.TensorProto_INT8, onnxpb.TensorProto_UINT8
@@ -33,9 +33,9 @@ func qlinearConvChain() []byte {
 	q.node("QuantizeLinear", []string{"x", q.floats("xs", 0.02, 0.02), q.init("xz", u8, nil, []byte{128})}, []string{"q0"})
 	in, scale, zero := "q0", "xs", "xz"
 	layers := []struct {
-		c, m, k, stride int64
-		pads            []int64
-	}{{16, 32, 3, 1, []int64{1, 1, 1, 1}}, {32, 48, 1, 1, nil}, {48, 16, 1, 2, nil}}
+		c, m, k, stride, group int64
+		pads                   []int64
+	}{{16, 32, 3, 1, 1, []int64{1, 1, 1, 1}}, {32, 48, 1, 1, 1, nil}, {48, 16, 1, 2, 1, nil}, {16, 16, 3, 1, 16, []int64{1, 1, 1, 1}}}
 	for i, l := range layers {
 		p := string(rune('a' + i))
 		sw, bq := make([]byte, 4*l.m), make([]byte, 4*l.m)
@@ -43,12 +43,12 @@ func qlinearConvChain() []byte {
 			binary.LittleEndian.PutUint32(sw[4*k:], math.Float32bits(float32(0.001+0.002*q.r.Float64())))
 			binary.LittleEndian.PutUint32(bq[4*k:], uint32(int32(q.r.IntN(4001)-2000)))
 		}
-		attrs := []*onnxpb.AttributeProto{attrInts("strides", []int64{l.stride, l.stride})}
+		attrs := []*onnxpb.AttributeProto{attrInts("strides", []int64{l.stride, l.stride}), attrInt("group", l.group)}
 		if l.pads != nil {
 			attrs = append(attrs, attrInts("pads", l.pads))
 		}
 		out := p + "_q"
-		q.node("QLinearConv", []string{in, scale, zero, q.bytes(p+"_w", i8, l.m, l.c, l.k, l.k), q.init(p+"_ws", f32, []int64{l.m}, sw),
+		q.node("QLinearConv", []string{in, scale, zero, q.bytes(p+"_w", i8, l.m, l.c/l.group, l.k, l.k), q.init(p+"_ws", f32, []int64{l.m}, sw),
 			q.init(p+"_wz", i8, []int64{l.m}, make([]byte, l.m)), q.floats(p+"_ys", 0.04, 0.06), q.init(p+"_yz", u8, nil, []byte{byte(3 + 40*i)}),
 			q.init(p+"_b", i32, []int64{l.m}, bq)}, []string{out}, attrs...)
 		in, scale, zero = out, p+"_ys", p+"_yz"
@@ -58,8 +58,9 @@ func qlinearConvChain() []byte {
 }
 
 // TestQLinearConvChainStaysBlocked: at O3, on each ISA level of the host, every
-// QLinearConv of the chain is a blocked integer kernel, the 1×1 ones read their data
-// in place (no padded copy) and the chain's results equal the reference evaluator's.
+// QLinearConv of the chain is an integer kernel that writes channel blocks for the next
+// (the depthwise one's result, the model's, is plain), the 1×1 ones read their data in
+// place (no padded copy) and the chain's results equal the reference evaluator's.
 func TestQLinearConvChainStaysBlocked(t *testing.T) {
 	dev := openDevice(t)
 	m, err := onnx.LoadBytes(qlinearConvChain(), "", onnx.Options{})
@@ -82,7 +83,7 @@ func TestQLinearConvChainStaysBlocked(t *testing.T) {
 			}
 			vnni := target.Host().Has("avx512vnni")
 			var kernels []string
-			inPlace, blockedOut := 0, 0
+			inPlace, blockedOut, depthwise := 0, 0, 0
 			var transforms []string
 			lowered := func(workload string, f *loopir.PrimFunc) {
 				if strings.Contains(workload, "layouttransform") {
@@ -92,11 +93,15 @@ func TestQLinearConvChainStaysBlocked(t *testing.T) {
 					return
 				}
 				kernels = append(kernels, workload)
-				if !strings.Contains(loopir.Print(f), "alloc pad") {
+				text := loopir.Print(f)
+				if !strings.Contains(text, "alloc pad") {
 					inPlace++
 				}
-				// [1, M/b, 9, 11, b], not the last one's NCHW (or its split view)
-				if out := f.Params[len(f.Params)-1].Shape; len(out) == 5 && loopir.ExprString(out[3]) == "11" {
+				if strings.Contains(text, "dwconv") {
+					depthwise++ // the integer depthwise strategy's stage
+				}
+				// [1, M/b, OH, OW, b], not NCHW or its split view [1, M/b, b, OH, OW]
+				if out := f.Params[len(f.Params)-1].Shape; len(out) == 5 && strings.Contains(" 8 16 32 64 ", " "+loopir.ExprString(out[4])+" ") {
 					blockedOut++
 				}
 			}
@@ -104,16 +109,19 @@ func TestQLinearConvChainStaysBlocked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(kernels) != 3 {
-				t.Fatalf("QLinearConv kernels %v, want 3", kernels)
+			if len(kernels) != 4 {
+				t.Fatalf("QLinearConv kernels %v, want 4", kernels)
 			}
 			// the 8-bit micro-kernel reads blocked data in place; the int16 one copies it
 			if want := map[bool]int{true: 2, false: 0}[vnni]; inPlace != want {
 				t.Errorf("QLinearConv kernels reading their data in place: %d, want %d", inPlace, want)
 			}
+			if depthwise != 1 {
+				t.Errorf("kernels on the integer depthwise stages: %d, want 1", depthwise)
+			}
 			// the last one's result is dequantized plain (the model's output)
-			if blockedOut != 2 {
-				t.Errorf("QLinearConv kernels writing their result in channel blocks: %d, want 2", blockedOut)
+			if blockedOut != 3 {
+				t.Errorf("QLinearConv kernels writing their result in channel blocks: %d, want 3", blockedOut)
 			}
 			if len(transforms) != 0 {
 				t.Errorf("layout transforms between the integer convolutions: %v", transforms)

@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 403 files; see Identity.
-const sourceDigest = "0fdb66facbab6b1df103121ad5dda9d1"
+// sourceDigest covers 404 files; see Identity.
+const sourceDigest = "fea03a41d26cae14dc18554f4ad51b1e"

@@ -97,6 +97,8 @@ func convIntegerFits(n *graph.Node, idx integerInputs, g intrin.GemmInt, group i
 	attrs.CB, attrs.MB, attrs.XBlock = inputBlock(c), g.NR, x.Block
 	if x.Block != 0 {
 		attrs.CB = x.Block // the padded copy copies whole blocks, or x is read in place
+	} else if int64(w.Shape[3])*attrs.CB%group != 0 && attrs.CB == c {
+		attrs.CB = (c + group - 1) / group * group // one block padded past c (a stem's 3 channels in 4)
 	}
 	if int64(w.Shape[3])*attrs.CB%group != 0 {
 		return attrs, notApplicable("reduction run of %d kernel columns × %d channels in groups of %d", w.Shape[3], attrs.CB, group)
@@ -150,6 +152,12 @@ func integerConv(t target.Target, n *graph.Node, idx integerInputs) (intrin.Gemm
 func integerAnchor(t target.Target, n *graph.Node) (out int64, ok bool) {
 	if n.Op != graph.OpQLinearConv {
 		return 0, false
+	}
+	if probe, err := integerDepthwiseProbe(n); err == nil {
+		// the depthwise one computes and stores in the float depthwise's block
+		if _, b, err := groupsBlock(t, probe, false); err == nil {
+			return b, true
+		}
 	}
 	idx := integerInputsOf(n.Op)
 	probe := *n // the question is asked before the output's block is chosen
@@ -217,7 +225,7 @@ func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 	if group == 4 {
 		out, params, feeds, err = convU8S8Stages(xt, in, idx, zx, zw, m, kh, kw, attrs, g.NR)
 	} else {
-		packed := []int64{(m + g.NR - 1) / g.NR, int64(w.Shape[1]) / attrs.CB, kh, kw * attrs.CB / 2, g.NR, 2}
+		packed := []int64{(m + g.NR - 1) / g.NR, (int64(w.Shape[1]) + attrs.CB - 1) / attrs.CB, kh, kw * attrs.CB / 2, g.NR, 2}
 		wp := te.Placeholder("w", tensor.Int16, kernels.Static(packed...)...)
 		layout := fmt.Sprintf("OIHW−%s→i16[O/%d,I/%d,H,W·%d/2,%d,2]", zeroPointText(zw), g.NR, attrs.CB, attrs.CB, g.NR)
 		params = []*te.Tensor{xt, wp}
@@ -248,22 +256,8 @@ func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 			}
 			channel = func(i []loopir.Expr) loopir.Expr { return add(mul(i[1], i64(b)), i[4]) }
 		}
-		var mult *te.Tensor
-		if sx, sy := in[1].Const, in[6].Const; sx != nil && in[4].Const != nil && sy != nil && sx.Shape.NumElements() == 1 && sy.Shape.NumElements() == 1 {
-			// constant scales (a QDQ network's): their quotient per channel, once
-			mult = te.Placeholder("requant_scale", tensor.Float64, kernels.Static(m)...)
-			params = append(params, mult)
-			feeds = append(feeds, kernels.Param{Input: 4, Layout: fmt.Sprintf("%v·w_scale/%v→f64[O]", sx.Float64s()[0], sy.Float64s()[0]),
-				Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) { return kernels.RequantizeMultipliers(sx, v, sy, int(m)) }})
-		}
-		if out, err = kernels.QLinearConvRequantize(n, in, out, channel, mult); err != nil {
+		if out, params, feeds, err = requantizeQLinearConv(n, in, out, channel, m, params, feeds); err != nil {
 			return nil, err
-		}
-		// the scales, the output zero point and the bias
-		for _, i := range []int{1, 4, 6, 7, 8} {
-			if i < len(in) && in[i].T != nil {
-				params, feeds = append(params, in[i].T), append(feeds, kernels.Param{Input: i})
-			}
 		}
 	}
 	s, feeds, last, rowEpilogue, err := lowerConvResult(reg, n, out, params, feeds, epi, attrs, m, g.NR)
@@ -279,6 +273,33 @@ func buildConvInteger(reg *kernels.Registry, n *graph.Node, in []kernels.Input, 
 		}
 	}
 	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+}
+
+// requantizeQLinearConv applies QLinearConv n's requantization to its accumulator acc
+// of m output channels (kernels.QLinearConvRequantize; channel numbers acc's channels,
+// nil for NCHW) and adds what it reads to params and feeds: with constant scales (a
+// QDQ network's), their quotient per channel, prepacked once; the scales, the output
+// zero point and the bias.
+func requantizeQLinearConv(n *graph.Node, in []kernels.Input, acc *te.Tensor, channel func(i []loopir.Expr) loopir.Expr, m int64, params []*te.Tensor, feeds []kernels.Param) (*te.Tensor, []*te.Tensor, []kernels.Param, error) {
+	var mult *te.Tensor
+	if sx, sy := in[1].Const, in[6].Const; sx != nil && in[4].Const != nil && sy != nil && sx.Shape.NumElements() == 1 && sy.Shape.NumElements() == 1 {
+		mult = te.Placeholder("requant_scale", tensor.Float64, kernels.Static(m)...)
+		params = append(params, mult)
+		feeds = append(feeds, kernels.Param{Input: 4, Layout: fmt.Sprintf("%v·w_scale/%v→f64[O]", sx.Float64s()[0], sy.Float64s()[0]),
+			Prepack: func(v *tensor.Tensor) (*tensor.Tensor, error) {
+				return kernels.RequantizeMultipliers(sx, v, sy, int(m))
+			}})
+	}
+	out, err := kernels.QLinearConvRequantize(n, in, acc, channel, mult)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, i := range []int{1, 4, 6, 7, 8} {
+		if i < len(in) && in[i].T != nil {
+			params, feeds = append(params, in[i].T), append(feeds, kernels.Param{Input: i})
+		}
+	}
+	return out, params, feeds, nil
 }
 
 // allZero reports whether a constant holds zeros only (false for nil: not a constant).
@@ -343,7 +364,7 @@ func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBl
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	cb, mb := a.CB, a.MB
-	if cb <= 0 || c%cb != 0 || (g != 2 && g != 4) || kw*cb%g != 0 || a.XBlock != 0 && a.XBlock != cb {
+	if cb <= 0 || c%cb != 0 && (c > cb || a.XBlock != 0) || (g != 2 && g != 4) || kw*cb%g != 0 || a.XBlock != 0 && a.XBlock != cb {
 		return nil, fmt.Errorf("BUG: blocked integer conv2d: %d channels (stored in blocks of %d) in blocks of %d, %d kernel columns in groups of %d", c, a.XBlock, cb, kw, g)
 	}
 	pt, pl, pb, pr := a.Pads[0], a.Pads[1], a.Pads[2], a.Pads[3]
@@ -352,7 +373,10 @@ func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBl
 	if oh <= 0 || ow <= 0 {
 		return nil, kernels.Unsupported("blocked integer conv2d: empty output %dx%d", oh, ow)
 	}
-	icb, ry := te.RAxis("icb", i64(c/cb)), te.RAxis("ry", i64(kh))
+	// plain data of fewer channels than a group needs (a stem's 3) computes in one block
+	// padded past c: the padded channels' weights are zero
+	blocks := (c + cb - 1) / cb
+	icb, ry := te.RAxis("icb", i64(blocks)), te.RAxis("ry", i64(kh))
 	rr, re := te.RAxis("rr", i64(kw*cb/g)), te.RAxis("re", i64(g))
 	if inPlace := g == 4 && a.XBlock != 0 && a.inPlace(kw); merged != inPlace {
 		return nil, fmt.Errorf("BUG: blocked integer conv2d: data %v read in place %v, merged %v", x.Shape, inPlace, merged)
@@ -386,7 +410,7 @@ func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBl
 		}
 		zero = zx.At(zi...)
 	}
-	pad := te.Compute("pad", kernels.Static(n, c/cb, h+pt+pb, cols), func(i []loopir.Expr) loopir.Expr {
+	pad := te.Compute("pad", kernels.Static(n, blocks, h+pt+pb, cols), func(i []loopir.Expr) loopir.Expr {
 		yy := sub(i[2], i64(pt))
 		xx := sub(div(i[3], i64(cb)), i64(pl))
 		if a.columns(kw) {
@@ -397,6 +421,10 @@ func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBl
 		}
 		ch := add(mul(i[1], i64(cb)), loopir.Bin(loopir.Mod, i[3], i64(cb)))
 		cond := loopir.Bin(loopir.And, inside(yy, i64(h)), inside(xx, i64(wd)))
+		if c%cb != 0 {
+			cond = loopir.Bin(loopir.And, cond, loopir.Bin(loopir.LT, ch, i64(c)))
+			ch = clampIndex(ch, c)
+		}
 		v := read(i[0], ch, clampIndex(yy, h), clampIndex(xx, wd))
 		if g == 4 { // as stored; the borders hold the zero point
 			border := loopir.Expr(&loopir.IntImm{V: 0, DT: x.DT})
@@ -481,7 +509,7 @@ func PackConvWeightsInt16(w, zw *tensor.Tensor, cb, mb int64) (*tensor.Tensor, e
 		return nil, fmt.Errorf("weights %v%v: want 8-bit OIHW", w.DType, w.Shape)
 	}
 	m, c, kh, kw := int64(w.Shape[0]), int64(w.Shape[1]), int64(w.Shape[2]), int64(w.Shape[3])
-	if c%cb != 0 || kw*cb%2 != 0 {
+	if c%cb != 0 && c > cb || kw*cb%2 != 0 {
 		return nil, fmt.Errorf("%d input channels in blocks of %d over %d kernel columns", c, cb, kw)
 	}
 	v := w.Float64s()
@@ -491,8 +519,8 @@ func PackConvWeightsInt16(w, zw *tensor.Tensor, cb, mb int64) (*tensor.Tensor, e
 			return nil, fmt.Errorf("weight zero point of %d values for %d output channels", len(z), m)
 		}
 	}
-	mbs, run := (m+mb-1)/mb, kw*cb
-	out := make([]int16, mbs*c*kh*kw*mb)
+	mbs, run, blocks := (m+mb-1)/mb, kw*cb, (c+cb-1)/cb // channels past c pack as zeros
+	out := make([]int16, mbs*blocks*cb*kh*kw*mb)
 	for o := int64(0); o < m; o++ {
 		zero := 0.0
 		switch len(z) {
@@ -506,13 +534,13 @@ func PackConvWeightsInt16(w, zw *tensor.Tensor, cb, mb int64) (*tensor.Tensor, e
 			for y := int64(0); y < kh; y++ {
 				for x := int64(0); x < kw; x++ {
 					r := x*cb + i%cb
-					at := ((((o/mb)*(c/cb)+i/cb)*kh+y)*(run/2)+r/2)*mb*2 + (o%mb)*2 + r%2
+					at := ((((o/mb)*blocks+i/cb)*kh+y)*(run/2)+r/2)*mb*2 + (o%mb)*2 + r%2
 					out[at] = int16(v[((o*c+i)*kh+y)*kw+x] - zero)
 				}
 			}
 		}
 	}
-	return tensor.FromSlice(tensor.Shape{int(mbs), int(c / cb), int(kh), int(run / 2), int(mb), 2}, out)
+	return tensor.FromSlice(tensor.Shape{int(mbs), int(blocks), int(kh), int(run / 2), int(mb), 2}, out)
 }
 
 // scheduleIntegerPad schedules the padded copy of plain NCHW data: rows in parallel,
@@ -548,10 +576,14 @@ func scheduleIntegerPad(s *schedule.Schedule, cb int64) error {
 // which the blocked integer convolution runs with its data and result in channel blocks
 // (the layout policy's integerAnchor) in a fraction of the float one's time (8-bit VNNI
 // where the weights fit int8: ResNet-50's whole network 0.45 of its float time on a
-// Zen 4 host). The others stay float, faster there today: a stem over 3 channels
-// (64-channel blocks of 3: six times the float time), grouped and depthwise ones (the
-// integer path's padded generic strategy), and those of symbolic shapes or automatic
-// padding, which the blocked integer convolution does not take.
+// Zen 4 host), and a stem's window over fewer channels (ResNet-50's 7×7 over 3,
+// computed in one block of 4: half its float time). The others stay float, faster
+// there today: 1×1 ones over fewer than 16 channels; depthwise ones (the integer
+// depthwise strategy, on uint8 maps, measured 1.05–2.7 times the float depthwise
+// convolution's time per layer in MobileNetV2, and its uint8 maps made the expansions
+// before it slower too: the whole network 1.2 times); other grouped ones (the integer
+// path's padded generic strategy); and those of symbolic shapes or automatic padding,
+// which the blocked integer convolution does not take.
 func IntegerQDQ(conv *graph.Node) bool {
 	a, _ := conv.Attrs.(*graph.ConvAttrs)
 	if a == nil || a.Group != 1 || len(conv.Inputs) < 2 || len(conv.Inputs[1].Type.Shape) != 4 {
@@ -560,6 +592,9 @@ func IntegerQDQ(conv *graph.Node) bool {
 	if !conv.Inputs[0].Type.IsStatic() || !conv.Outputs[0].Type.IsStatic() || (a.AutoPad != "NOTSET" && a.AutoPad != "VALID" && a.AutoPad != "") {
 		return false // the blocked integer convolution's conditions (convIntegerFits)
 	}
-	c, ok := conv.Inputs[1].Type.Shape[1].Value()
-	return ok && c >= 16
+	w := conv.Inputs[1].Type.Shape
+	c, okC := w[1].Value()
+	kh, okH := w[2].Value()
+	kw, okW := w[3].Value()
+	return okC && okH && okW && (c >= 16 || kh*kw > 1)
 }

@@ -109,8 +109,8 @@ func TestConvIntegerBlockedEpilogues(t *testing.T) {
 }
 
 // TestConvIntegerBlockedLeavesTheRest: the blocked integer strategy declines what it
-// does not compute (groups, a per-channel data zero point, weights at run time, an odd
-// merged reduction) and the padded strategy computes those.
+// does not compute (groups, a per-channel data zero point, weights at run time) and the
+// padded strategy computes those; an odd merged reduction it takes in a padded block.
 func TestConvIntegerBlockedLeavesTheRest(t *testing.T) {
 	l := Strategies(kernels.Default())
 	x := quantTensor(30, tensor.Uint8, 0, 255, 1, 4, 6, 7)
@@ -125,11 +125,16 @@ func TestConvIntegerBlockedLeavesTheRest(t *testing.T) {
 		{"2 groups", &graph.ConvAttrs{AutoPad: "NOTSET", Group: 2}, []nt.Arg{nt.In(x), nt.C(quantTensor(32, tensor.Uint8, 0, 255, 4, 2, 3, 3))}},
 		{"per-channel data zero point", one, []nt.Arg{nt.In(x), nt.C(w), nt.In(quantTensor(33, tensor.Uint8, 0, 255, 4))}},
 		{"weights at run time", one, []nt.Arg{nt.In(x), nt.In(w), nt.In(zx)}},
-		{"3 channels × 3 columns", one, []nt.Arg{nt.In(quantTensor(34, tensor.Uint8, 0, 255, 1, 3, 6, 7)), nt.C(quantTensor(35, tensor.Uint8, 0, 255, 4, 3, 3, 3))}},
 	} {
 		if got := nt.CheckNode(t, l, graph.OpConvInteger, c.a, 1, c.args...); got != "conv-integer-padded" {
 			t.Errorf("%s: strategy %s, want conv-integer-padded", c.name, got)
 		}
+	}
+	// an odd merged reduction over a single block is computed in one block padded by a
+	// channel (whose weights are zero)
+	odd := []nt.Arg{nt.In(quantTensor(34, tensor.Uint8, 0, 255, 1, 3, 6, 7)), nt.C(quantTensor(35, tensor.Uint8, 0, 255, 4, 3, 3, 3))}
+	if got := nt.CheckNode(t, l, graph.OpConvInteger, one, 1, odd...); got != "conv-integer-blocked" {
+		t.Errorf("3 channels × 3 columns: strategy %s, want conv-integer-blocked", got)
 	}
 }
 
@@ -218,7 +223,8 @@ func TestSplitResultEpilogueReadsStagedUnpack(t *testing.T) {
 // integer strategy under each ISA level the host has (its requantization after the
 // accumulator) and equals the reference evaluator: per-tensor and per-output-channel
 // weight scales and zero points, an int32 bias, to uint8 and int8, power-of-two scales
-// (ties) and an output scale small enough to saturate, padding and a stride, output
+// (ties) and an output scale small enough to saturate, padding and a stride, a stem's
+// 3 input channels in one padded block, constant scales (one multiplier per channel), output
 // channels a tile pads (the result unpacked by a nest of its own) and ones it divides
 // (the requantization on the split result, under the row loop).
 func TestQLinearConvBlockedMatchesRef(t *testing.T) {
@@ -245,6 +251,10 @@ func TestQLinearConvBlockedMatchesRef(t *testing.T) {
 				{"saturating, to int8", strided, []nt.Arg{nt.In(x), nt.In(f(0.02)), nt.In(u8(3)), nt.C(w), nt.C(f(0.01)), nt.C(i8(2)), nt.In(f(0.001)), nt.In(i8(-1))}},
 				{"per channel", pads, []nt.Arg{nt.In(x), nt.In(f(0.031)), nt.In(u8(140)), nt.C(w), nt.C(quantTensor(53, tensor.Float32, 0.001, 0.02, 20)),
 					nt.C(quantTensor(54, tensor.Int8, -5, 5, 20)), nt.In(f(0.7)), nt.In(i8(4)), nt.C(bias)}},
+				// a stem's 3 channels: one block of 4 (2 on the int16 pairs' levels), padded
+				{"3 channels, a padded block", strided, []nt.Arg{nt.In(quantTensor(59, tensor.Uint8, 0, 255, 1, 3, 9, 14)), nt.In(f(0.02)), nt.In(u8(3)),
+					nt.C(quantTensor(60, tensor.Int8, -128, 127, 20, 3, 3, 3)), nt.C(quantTensor(61, tensor.Float32, 0.001, 0.02, 20)),
+					nt.C(tensor.FromFloat64s(tensor.Int8, tensor.Shape{20}, make([]float64, 20))), nt.C(f(0.3)), nt.C(u8(100)), nt.C(bias)}},
 				// 64 channels: a tile width divides them, the result is split by block
 				{"per channel, split result", pads, []nt.Arg{nt.In(x), nt.In(f(0.031)), nt.In(u8(140)), nt.C(quantTensor(55, tensor.Int8, -128, 127, 64, 16, 3, 3)),
 					nt.C(quantTensor(56, tensor.Float32, 0.001, 0.02, 64)), nt.C(quantTensor(57, tensor.Int8, -5, 5, 64)), nt.In(f(0.7)), nt.In(u8(9)),

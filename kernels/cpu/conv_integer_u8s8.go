@@ -42,11 +42,12 @@ func fitsInt8(w, zw *tensor.Tensor) bool {
 }
 
 // convU8S8Stages builds ConvIntegerBlocked's 8-bit form of integer convolution n on
-// data x (in[0]'s tensor, or its in-place view; the other operands at idx among in; zx the data's zero point, nil for none; zw the weights'
-// constant one) in tiles nr wide: the stages, their params and feeds.
+// data x (in[0]'s tensor, or its in-place view; the other operands at idx among in; zx
+// the data's zero point, nil for none; zw the weights' constant one) in tiles nr wide:
+// the stages, their params and feeds.
 func convU8S8Stages(x *te.Tensor, in []kernels.Input, idx integerInputs, zx *te.Tensor, zw *tensor.Tensor, m, kh, kw int64, attrs ConvBlockedAttrs, nr int64) (*te.Tensor, []*te.Tensor, []kernels.Param, error) {
 	w := in[idx.w].Const
-	packed := []int64{(m + nr - 1) / nr, int64(w.Shape[1]) / attrs.CB, kh, kw * attrs.CB / 4, nr, 4}
+	packed := []int64{(m + nr - 1) / nr, (int64(w.Shape[1]) + attrs.CB - 1) / attrs.CB, kh, kw * attrs.CB / 4, nr, 4}
 	wp := te.Placeholder("w", tensor.Int8, kernels.Static(packed...)...)
 	layout := fmt.Sprintf("OIHW−%s→i8[O/%d,I/%d,H,W·%d/4,%d,4]", zeroPointText(zw), nr, attrs.CB, attrs.CB, nr)
 	params := []*te.Tensor{x, wp}
@@ -71,7 +72,7 @@ func convU8S8Stages(x *te.Tensor, in []kernels.Input, idx integerInputs, zx *te.
 	return out, params, feeds, err
 }
 
-// PackConvWeightsInt8 is PackConvWeightsInt16 in quads of int8: [⌈M/mb⌉, C/cb, KH,
+// PackConvWeightsInt8 is PackConvWeightsInt16 in quads of int8: [⌈M/mb⌉, ⌈C/cb⌉, KH,
 // KW·cb/4, mb, 4], the merged position r at [r/4, o%mb, r%4]. The weights minus their
 // zero point must fit int8 (fitsInt8).
 func PackConvWeightsInt8(w, zw *tensor.Tensor, cb, mb int64) (*tensor.Tensor, error) {
@@ -80,8 +81,8 @@ func PackConvWeightsInt8(w, zw *tensor.Tensor, cb, mb int64) (*tensor.Tensor, er
 		return nil, err
 	}
 	v := w.Float64s()
-	mbs, run := (m+mb-1)/mb, kw*cb
-	out := make([]int8, mbs*c*kh*kw*mb)
+	mbs, run, blocks := (m+mb-1)/mb, kw*cb, (c+cb-1)/cb // channels past c pack as zeros
+	out := make([]int8, mbs*blocks*cb*kh*kw*mb)
 	for o := int64(0); o < m; o++ {
 		for i := int64(0); i < c; i++ {
 			for y := int64(0); y < kh; y++ {
@@ -91,12 +92,12 @@ func PackConvWeightsInt8(w, zw *tensor.Tensor, cb, mb int64) (*tensor.Tensor, er
 					if d < -128 || d > 127 {
 						return nil, fmt.Errorf("weight %v minus its zero point outside int8", d+z(o))
 					}
-					out[((((o/mb)*(c/cb)+i/cb)*kh+y)*(run/4)+r/4)*mb*4+(o%mb)*4+r%4] = int8(d)
+					out[((((o/mb)*blocks+i/cb)*kh+y)*(run/4)+r/4)*mb*4+(o%mb)*4+r%4] = int8(d)
 				}
 			}
 		}
 	}
-	return tensor.FromSlice(tensor.Shape{int(mbs), int(c / cb), int(kh), int(run / 4), int(mb), 4}, out)
+	return tensor.FromSlice(tensor.Shape{int(mbs), int(blocks), int(kh), int(run / 4), int(mb), 4}, out)
 }
 
 // NegatedWeightSums is −Σ (w − zw) over each output channel's window, as int32 [M].
@@ -118,15 +119,16 @@ func NegatedWeightSums(w, zw *tensor.Tensor) (*tensor.Tensor, error) {
 	return tensor.FromSlice(tensor.Shape{int(m)}, out)
 }
 
-// convWeightsShape checks 8-bit OIHW weights for blocks of cb channels whose merged
-// (kernel column, channel) run is a multiple of group, and returns their extents and
+// convWeightsShape checks 8-bit OIHW weights for blocks of cb channels (or one block
+// wider than the channels, padded) whose merged (kernel column, channel) run is a
+// multiple of group, and returns their extents and
 // the zero point of each output channel (zw: nil, one value or one per channel).
 func convWeightsShape(w, zw *tensor.Tensor, cb, group int64) (m, c, kh, kw int64, z func(int64) float64, err error) {
 	if !eightBit(w.DType) || len(w.Shape) != 4 {
 		return 0, 0, 0, 0, nil, fmt.Errorf("weights %v%v: want 8-bit OIHW", w.DType, w.Shape)
 	}
 	m, c, kh, kw = int64(w.Shape[0]), int64(w.Shape[1]), int64(w.Shape[2]), int64(w.Shape[3])
-	if c%cb != 0 || kw*cb%group != 0 {
+	if c%cb != 0 && c > cb || kw*cb%group != 0 {
 		return 0, 0, 0, 0, nil, fmt.Errorf("%d input channels in blocks of %d over %d kernel columns", c, cb, kw)
 	}
 	var zs []float64

@@ -94,8 +94,11 @@
 // minus theirs packed as int16 pairs, each tile's whole reduction one call of the
 // integer micro-kernel, intrin.GemmInt, exact in int32; the quantized ISNet's 3×3
 // layers ran about six times as fast as on the padded strategy; QLinearConv's
-// requantization runs on the result's row, kernels.QLinearConvRequantize),
-// conv-integer-padded for the other ConvInteger and
+// requantization runs on the result's row, kernels.QLinearConvRequantize; a QLinearConv
+// is a layout anchor, integerAnchor, its uint8 maps stored in channel blocks and read in
+// place by the 8-bit form), conv-integer-depthwise for a depthwise QLinearConv
+// (conv_integer_depthwise.go: DepthwiseNCHWc on x − zx and w − zw as float32, exact
+// integers, then the requantization), conv-integer-padded for the other ConvInteger and
 // QLinearConv (quant.go: the generic rule, but the zero-padded int32 input stays a
 // stage of its own, so the product reads rows unguarded and vectorizes along them,
 // along the whole flattened image at stride 1: squeezenet 1.1 with every Conv

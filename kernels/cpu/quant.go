@@ -10,7 +10,8 @@ import (
 )
 
 // quantStrategies: ConvInteger and QLinearConv on the integer micro-kernels where they
-// fit (conv_integer.go); otherwise they keep their padded input stage
+// fit (conv_integer.go), a depthwise QLinearConv on the float depthwise stages over its
+// exact integer differences (conv_integer_depthwise.go); otherwise they keep their padded input stage
 // ("x_padded", see kernels' quantization family) as a loop nest of its own, so the
 // product reads contiguous rows without padding guards and the generic rule vectorizes
 // it along the output columns; everything else is scheduled as ScheduleGeneric does.
@@ -24,9 +25,11 @@ func quantStrategies(reg *kernels.Registry) map[graph.Op][]kernels.Strategy {
 		},
 	}
 	blocked := withRegistry(reg, buildConvInteger)
+	depthwise := withRegistry(reg, buildIntegerDepthwise)
 	return map[graph.Op][]kernels.Strategy{
 		graph.OpConvInteger: {{Name: "conv-integer-blocked", Build: unfused(blocked), Fused: blocked}, padded},
-		graph.OpQLinearConv: {{Name: "conv-integer-blocked", Build: unfused(blocked), Fused: blocked}, padded},
+		graph.OpQLinearConv: {{Name: "conv-integer-blocked", Build: unfused(blocked), Fused: blocked},
+			{Name: "conv-integer-depthwise", Build: unfused(depthwise), Fused: depthwise}, padded},
 	}
 }
 

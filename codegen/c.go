@@ -137,6 +137,7 @@ type cEmitter struct {
 	checks     bool                 // the function has loopir.IndexCheck calls
 	oob        string               // where an IndexCheck records a bad index here ("&kiln_oob" in the kernel)
 	hoisted    map[string]string    // IndexChecks printed before an enclosing loop, by text: their constant
+	nHoisted   int                  // constants printed before loops so far: their names' numbers (unique in the function)
 	// bounds checks (COptions.BoundsCheck)
 	bc         string                 // where a failed check is recorded here ("&kiln_bounds" in the kernel)
 	localIDs   map[*loopir.Buffer]int // the numbers checks report for local allocations

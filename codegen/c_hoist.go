@@ -41,7 +41,8 @@ func (e *cEmitter) hoistNarrowLoads(s *loopir.For, pad string) func() {
 			return x
 		}
 		text := e.expr(c)
-		name := fmt.Sprintf("kiln_hv%d", len(e.hoisted))
+		name := fmt.Sprintf("kiln_hv%d", e.nHoisted) // sibling loops print theirs in one scope
+		e.nHoisted++
 		fmt.Fprintf(e.b, "%sconst %s %s = %s;\n", pad, e.ctype(c.To), name, text)
 		e.hoisted[key] = name
 		keys = append(keys, key)

@@ -157,3 +157,30 @@ func TestHoistedLoadsOfSameNamedBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestSiblingLoopsHoistIntoOneScope: two vectorized loops side by side each hoist a
+// zero point before themselves, into the same C scope: the constants get distinct
+// names, and the kernel compiles and computes what the loops say.
+func TestSiblingLoopsHoistIntoOneScope(t *testing.T) {
+	const n = 16
+	a, b := loopir.NewVar("a"), loopir.NewVar("b")
+	z := &loopir.Buffer{Name: "Z", DT: tensor.Uint8, Shape: []loopir.Expr{loopir.Int(2)}, Scope: "global"}
+	y := &loopir.Buffer{Name: "Y", DT: tensor.Float32, Shape: []loopir.Expr{loopir.Int(2 * n)}, Scope: "global"}
+	f32 := func(e loopir.Expr) loopir.Expr { return &loopir.Cast{To: tensor.Float32, X: e} }
+	zAt := func(i int64) loopir.Expr { return f32(&loopir.Load{Buf: z, Index: []loopir.Expr{loopir.Int(i)}}) }
+	first := &loopir.For{Var: a, Min: loopir.Int(0), Extent: loopir.Int(n), Kind: loopir.Vectorized,
+		Body: &loopir.Store{Buf: y, Index: []loopir.Expr{a}, Value: loopir.Bin(loopir.Add, f32(a), zAt(0))}}
+	second := &loopir.For{Var: b, Min: loopir.Int(0), Extent: loopir.Int(n), Kind: loopir.Vectorized,
+		Body: &loopir.Store{Buf: y, Index: []loopir.Expr{loopir.Bin(loopir.Add, b, loopir.Int(n))}, Value: loopir.Bin(loopir.Sub, f32(b), zAt(1))}}
+	f := &loopir.PrimFunc{Name: "siblings", Params: []*loopir.Buffer{z, y}, Body: loopir.Seq{first, second}}
+	got := kerneltest.RunTensors(t, f, []*tensor.Tensor{tensor.MustFromSlice(tensor.Shape{2}, []uint8{5, 7})}, tensor.Float32, tensor.Shape{2 * n})
+	for i, g := range got.Data.([]float32) {
+		want := float32(i) + 5
+		if i >= n {
+			want = float32(i-n) - 7
+		}
+		if g != want {
+			t.Fatalf("Y[%d] = %g, want %g", i, g, want)
+		}
+	}
+}

@@ -66,7 +66,8 @@ func (e *cEmitter) hoistIndexChecks(s *loopir.For, pad string) func() {
 			return x
 		}
 		text := e.expr(c)
-		name := fmt.Sprintf("kiln_ix%d", len(e.hoisted))
+		name := fmt.Sprintf("kiln_ix%d", e.nHoisted) // sibling loops print theirs in one scope
+		e.nHoisted++
 		fmt.Fprintf(e.b, "%sconst i64 %s = %s;\n", pad, name, text)
 		e.hoisted[key] = name
 		keys = append(keys, key)

@@ -35,6 +35,11 @@ func integerDepthwiseProbe(n *graph.Node) (*graph.Node, error) {
 	if x == nil || w == nil || w.Const == nil || len(w.Const.Shape) != 4 || !eightBit(x.Type.DType) || !eightBit(w.Const.DType) {
 		return nil, notApplicable("8-bit data and constant 4-D 8-bit weights")
 	}
+	if a, _ := n.Attrs.(*graph.ConvAttrs); a == nil || a.Group <= 1 || w.Const.Shape[1] != 1 {
+		// not depthwise: asked of every QLinearConv (the layout policy), answered before
+		// the weights are converted
+		return nil, notApplicable("not a depthwise convolution")
+	}
 	if zx := n.Inputs[idx.zx]; zx != nil {
 		if s, ok := zx.Type.ConstShape(); !ok || s.NumElements() != 1 || zx.Type.DType != x.Type.DType {
 			return nil, notApplicable("data zero point per channel or of another type")

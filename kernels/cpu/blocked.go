@@ -68,22 +68,9 @@ func (a ConvBlockedAttrs) columns(kw int64) bool { return kw > 1 && a.Dilations[
 // C must be a multiple of cb; M need not be a multiple of mb (the weights' padding
 // channels are zero and never unpacked).
 func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Tensor, error) {
-	ext, err := kernels.Extents(x)
+	ext, merged, err := blockedDataExtents(x, a.XBlock, "blocked conv2d")
 	if err != nil {
 		return nil, err
-	}
-	merged := false
-	switch {
-	case len(ext) == 5 && a.XBlock == ext[4]:
-		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
-	case len(ext) == 4 && a.XBlock != 0: // blocked data viewed as [N, C/XBlock, H, W·XBlock]
-		if ext[3]%a.XBlock != 0 {
-			return nil, fmt.Errorf("BUG: blocked conv2d: merged data %v in blocks of %d", ext, a.XBlock)
-		}
-		ext, merged = []int64{ext[0], ext[1] * a.XBlock, ext[2], ext[3] / a.XBlock}, true
-	}
-	if len(ext) != 4 {
-		return nil, kernels.Unsupported("blocked conv2d: data of rank %d", len(ext))
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	read := func(nn, ch, y, xx loopir.Expr) loopir.Expr {
@@ -154,6 +141,28 @@ func ConvNCHWBlocked(x, w, bias *te.Tensor, m int64, a ConvBlockedAttrs) (*te.Te
 		return te.Sum(te.Mul(pad.At(i[0], icb.Var, row, col), w.At(i[1], icb.Var, ry.Var, rr.Var, i[4])), icb, ry, rr)
 	})
 	return convResult(conv, bias, m, mb, a)
+}
+
+// blockedDataExtents is the NCHW extents of a blocked convolution's data x stored as
+// xblock says (0 plain; [N, C/xblock, H, W, xblock]; or, read in place, the merged view
+// [N, C/xblock, H, W·xblock], merged true).
+func blockedDataExtents(x *te.Tensor, xblock int64, what string) (ext []int64, merged bool, err error) {
+	if ext, err = kernels.Extents(x); err != nil {
+		return nil, false, err
+	}
+	switch {
+	case len(ext) == 5 && xblock == ext[4]:
+		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
+	case len(ext) == 4 && xblock != 0: // blocked data viewed as [N, C/xblock, H, W·xblock]
+		if ext[3]%xblock != 0 {
+			return nil, false, fmt.Errorf("BUG: %s: merged data %v in blocks of %d", what, ext, xblock)
+		}
+		ext, merged = []int64{ext[0], ext[1] * xblock, ext[2], ext[3] / xblock}, true
+	}
+	if len(ext) != 4 {
+		return nil, false, kernels.Unsupported("%s: data %v", what, x.Shape)
+	}
+	return ext, merged, nil
 }
 
 // convResult is the blocked convolution's result from its "conv" stage: left blocked

@@ -345,22 +345,9 @@ func zeroPointText(zw *tensor.Tensor) string {
 // horizontal dilation; "conv" is [N, ⌈M/mb⌉, OH, OW, mb] int32 summed over (input block, kernel row, merged
 // column·channel group, group element); the result is convResult's, bias added.
 func ConvIntegerBlocked(x, zx, wp, bias *te.Tensor, m, kh, kw, g int64, a ConvBlockedAttrs) (*te.Tensor, error) {
-	ext, err := kernels.Extents(x)
+	ext, merged, err := blockedDataExtents(x, a.XBlock, "blocked integer conv2d")
 	if err != nil {
 		return nil, err
-	}
-	merged := false
-	switch {
-	case len(ext) == 5 && a.XBlock == ext[4]:
-		ext = []int64{ext[0], ext[1] * ext[4], ext[2], ext[3]}
-	case len(ext) == 4 && a.XBlock != 0: // blocked data viewed as [N, C/XBlock, H, W·XBlock]
-		if ext[3]%a.XBlock != 0 {
-			return nil, fmt.Errorf("BUG: blocked integer conv2d: merged data %v in blocks of %d", ext, a.XBlock)
-		}
-		ext, merged = []int64{ext[0], ext[1] * a.XBlock, ext[2], ext[3] / a.XBlock}, true
-	}
-	if len(ext) != 4 {
-		return nil, kernels.Unsupported("blocked integer conv2d: data %v", x.Shape)
 	}
 	n, c, h, wd := ext[0], ext[1], ext[2], ext[3]
 	cb, mb := a.CB, a.MB

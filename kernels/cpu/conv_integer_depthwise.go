@@ -154,30 +154,7 @@ func buildIntegerDepthwise(reg *kernels.Registry, n *graph.Node, in []kernels.In
 	if out, params, feeds, err = requantizeQLinearConv(n, in, out, channel, m, params, feeds); err != nil {
 		return nil, err
 	}
-	s, feeds, err := withEpilogues(reg, n, out, params, feeds, epi)
-	if err != nil {
-		return nil, err
-	}
-	last, err := inlineChain(s, "pad", "dwconv")
-	if err != nil {
-		return nil, err
-	}
-	if last == "dwconv" {
-		last = ""
-	}
-	rowEpilogue := last
-	if !attrs.BlockedOut {
-		rowEpilogue = ""
-	}
-	if err := scheduleDepthwise(s, t, rowEpilogue, DefaultDepthwise, false); err != nil {
-		return nil, err
-	}
-	if last != "" && rowEpilogue == "" {
-		if err := scheduleNest(s, last); err != nil {
-			return nil, err
-		}
-	}
-	return &kernels.Impl{Func: s.Func(), Trace: s.Trace(), Params: feeds}, nil
+	return lowerDepthwise(reg, n, out, params, feeds, epi, t, attrs.BlockedOut, DefaultDepthwise, false)
 }
 
 // shapeInts is a shape's extents as int64.

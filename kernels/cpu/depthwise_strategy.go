@@ -220,6 +220,14 @@ func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi [
 	if err != nil {
 		return nil, err
 	}
+	return lowerDepthwise(reg, n, out, params, feeds, epi, t, attrs.BlockedOut, cfg, readsInPlace(attrs, grouped))
+}
+
+// lowerDepthwise composes the epilogues onto a depthwise or grouped convolution's result
+// out (DepthwiseNCHWc's or GroupedNCHWc's stages) and lowers and schedules the kernel:
+// the epilogues under the output row loop when the result stays blocked, a nest of
+// their own after the unpacking otherwise.
+func lowerDepthwise(reg *kernels.Registry, n *graph.Node, out *te.Tensor, params []*te.Tensor, feeds []kernels.Param, epi []kernels.Epilogue, t target.Target, blockedOut bool, cfg DepthwiseConfig, inPlace bool) (*kernels.Impl, error) {
 	s, feeds, err := withEpilogues(reg, n, out, params, feeds, epi)
 	if err != nil {
 		return nil, err
@@ -232,10 +240,10 @@ func buildGroups(reg *kernels.Registry, n *graph.Node, in []kernels.Input, epi [
 		last = ""
 	}
 	rowEpilogue := last
-	if !attrs.BlockedOut {
+	if !blockedOut {
 		rowEpilogue = ""
 	}
-	if err := scheduleDepthwise(s, t, rowEpilogue, cfg, readsInPlace(attrs, grouped)); err != nil {
+	if err := scheduleDepthwise(s, t, rowEpilogue, cfg, inPlace); err != nil {
 		return nil, err
 	}
 	if last != "" && rowEpilogue == "" {

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 404 files; see Identity.
-const sourceDigest = "a86e74487aca18b98681e3c6bd3d0b66"
+const sourceDigest = "b8f88121d99b446b4269854c2b9feeff"

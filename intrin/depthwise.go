@@ -130,7 +130,8 @@ func depthwiseDesc(name string, tw int64) *loopir.PrimFunc {
 func depthwiseC(name string, lanes, regs, tw int) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	vt := vectorTypes(w, lanes)
+	(tileShape{lanes: lanes}).vectorTypes(w)
+	vt := vectorType(lanes)
 	w("static inline __attribute__((always_inline)) void %s(\n", name)
 	w("    float *restrict c, i64 c_st, i64 c_sl, i64 c_skh, i64 c_skw,\n")
 	w("    const float *restrict a, i64 a_st, i64 a_sl, i64 a_skh, i64 a_skw,\n")

@@ -35,7 +35,9 @@
 // the columns, else the tile that computes the fewest padded slots, the wider on a tie;
 // on output rows of at most 16 a tile may take a narrow row count, 7 for 7- and 14-wide
 // rows; GemmTileMatMul on a packed matmul's rows up to 64, as ConvNeXt's 49), so that
-// a layout decided before the strategy runs can repeat the choice. Each
+// a layout decided before the strategy runs can repeat the choice. A tile's last vector
+// may be half a vector (GemmF32Half: AVX-512's 14×24, a zmm and a ymm per row, for
+// 24-channel layers; AVX512VL's masked ymm accesses), counted as its lanes. Each
 // comes in three forms: Update (C += A·B), Init (C = A·B, the accumulators from zero) and Blocks
 // (Init over a reduction in three loops, each with its own strides in A and B: a
 // blocked convolution's input channel blocks, kernel rows and merged kernel

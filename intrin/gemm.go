@@ -29,11 +29,29 @@ type Gemm struct {
 
 // GemmF32 declares the micro-kernel for vectors of lanes floats, mr rows and nv vectors
 // per row.
-func GemmF32(isa string, lanes, mr, nv int) Gemm {
-	if lanes <= 0 || mr <= 0 || nv <= 0 {
-		panic(fmt.Sprintf("BUG: GemmF32(%d, %d, %d)", lanes, mr, nv))
+func GemmF32(isa string, lanes, mr, nv int) Gemm { return gemmF32(isa, lanes, mr, nv, false) }
+
+// GemmF32Half declares the micro-kernel of mr rows of nv vectors whose last one is half
+// a vector (nv·lanes − lanes/2 columns): AVX-512's 14×24 computes each row's 24
+// columns in a zmm and a ymm register. Where the columns are 24 (MobileNetV2's and
+// EfficientNet-B0's 24-channel projections), a tile of two whole vectors computes 8
+// zero columns in its second zmm; a ymm multiply-add takes half the FMA units' time
+// of a zmm one on Zen 4 (its 512-bit operations run on two 256-bit pipes) and on
+// AVX-512 cores with one 512-bit FMA unit, and never more (isa "avx512" only: the
+// half vector's masked accesses need AVX512VL).
+func GemmF32Half(isa string, lanes, mr, nv int) Gemm {
+	if isa != "avx512" {
+		panic(fmt.Sprintf("BUG: GemmF32Half(%q): half vectors are AVX-512's", isa))
 	}
-	nr := nv * lanes
+	return gemmF32(isa, lanes, mr, nv, true)
+}
+
+func gemmF32(isa string, lanes, mr, nv int, half bool) Gemm {
+	if lanes <= 0 || mr <= 0 || nv <= 0 || half && lanes%2 != 0 {
+		panic(fmt.Sprintf("BUG: GemmF32(%d, %d, %d, half %v)", lanes, mr, nv, half))
+	}
+	full := tileShape{lanes: lanes, mr: mr, nv: nv, half: half}
+	nr := full.nr()
 	g := Gemm{MR: int64(mr), NR: int64(nr)}
 	for _, zero := range []bool{false, true} {
 		name := fmt.Sprintf("kiln_gemm_f32_%s_%dx%d", isa, mr, nr)
@@ -45,7 +63,7 @@ func GemmF32(isa string, lanes, mr, nv int) Gemm {
 			Desc:    gemmDesc(name, int64(mr), int64(nr), zero),
 			Unit:    [][2]int{{0, 1}, {2, 1}}, // C and B contiguous along j
 			Partial: []bool{true, true, true},
-			Impl:    map[string]string{"c": gemmC(name, isa, lanes, mr, nv, zero)},
+			Impl:    map[string]string{"c": gemmC(name, isa, full, zero)},
 		}
 		if zero {
 			g.Init = in
@@ -59,7 +77,7 @@ func GemmF32(isa string, lanes, mr, nv int) Gemm {
 		Desc:    gemmBlocksDesc(name, int64(mr), int64(nr)),
 		Unit:    [][2]int{{0, 1}, {2, 1}}, // C and B contiguous along j
 		Partial: []bool{true, true, false, false, true},
-		Impl:    map[string]string{"c": gemmBlocksC(name, isa, lanes, mr, nv)},
+		Impl:    map[string]string{"c": gemmBlocksC(name, isa, full)},
 	}
 	return g
 }
@@ -105,11 +123,11 @@ func gemmBlocksDesc(name string, mr, nr int64) *loopir.PrimFunc {
 
 // gemmBlocksC prints the Blocks form: gemmC's zero-initializing tile with the k loop
 // inside the two block loops, A's and B's tile origins stepped by their block strides.
-func gemmBlocksC(name, isa string, lanes, mr, nv int) string {
-	nr := lanes * nv
+func gemmBlocksC(name, isa string, full tileShape) string {
+	nr, mr := full.nr(), full.mr
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	vt := vectorTypes(w, lanes)
+	full.vectorTypes(w)
 	w("static inline __attribute__((always_inline)) void %s(\n", name)
 	w("    float *restrict c, i64 c_si, i64 c_sj, i64 c_skb, i64 c_sky, i64 c_sk,\n")
 	w("    const float *restrict a, i64 a_si, i64 a_sj, i64 a_skb, i64 a_sky, i64 a_sk,\n")
@@ -118,7 +136,6 @@ func gemmBlocksC(name, isa string, lanes, mr, nv int) string {
 	w("  (void)c_sj; (void)c_skb; (void)c_sky; (void)c_sk; (void)a_sj; (void)b_si; (void)b_sj;\n")
 	w("  if (m <= 0 || n <= 0) return; /* an empty reduction still stores zeros */\n")
 	w("  if (m > %d) m = %d;\n  if (n > %d) n = %d;\n", mr, mr, nr, nr)
-	full := tileShape{vt: vt, lanes: lanes, mr: mr, nv: nv}
 	w("  if (n < %d) {\n", nr)
 	gemmNarrow(w, isa, full, func(ts tileShape) {
 		gemmBlocksTile(w, ts, func(i int) string { return fmt.Sprintf("(a%d + o)", i) }, true)
@@ -141,7 +158,7 @@ func gemmBlocksC(name, isa string, lanes, mr, nv int) string {
 func gemmBlocksTile(w func(string, ...any), ts tileShape, row func(int) string, partial bool) {
 	for i := 0; i < ts.mr; i++ {
 		for v := 0; v < ts.nv; v++ {
-			w("    %s c%d_%d = (%s){0};\n", ts.vt, i, v, ts.vt)
+			w("    %s c%d_%d = (%s){0};\n", ts.typ(v), i, v, ts.typ(v))
 		}
 	}
 	w("    for (i64 ib = 0; ib < nkb; ++ib) for (i64 iy = 0; iy < nky; ++iy) {\n")
@@ -192,11 +209,11 @@ func gemmDesc(name string, mr, nr int64, zero bool) *loopir.PrimFunc {
 // gemmC prints the implementation: straight-line C (no pragmas, so GCC and Clang both
 // keep the mr·nv accumulators in registers), inlined into its caller so that constant
 // strides fold into addressing.
-func gemmC(name, isa string, lanes, mr, nv int, zero bool) string {
-	nr := lanes * nv
+func gemmC(name, isa string, full tileShape, zero bool) string {
+	nr, mr := full.nr(), full.mr
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	vt := vectorTypes(w, lanes)
+	full.vectorTypes(w)
 	w("static inline __attribute__((always_inline)) void %s(\n", name)
 	w("    float *restrict c, i64 c_si, i64 c_sj, i64 c_sk,\n")
 	w("    const float *restrict a, i64 a_si, i64 a_sj, i64 a_sk,\n")
@@ -210,7 +227,6 @@ func gemmC(name, isa string, lanes, mr, nv int, zero bool) string {
 	}
 	w("  if (m > %d) m = %d;\n  if (n > %d) n = %d;\n", mr, mr, nr, nr)
 	// partial n: tiles of fewer vectors (gemmNarrow)
-	full := tileShape{vt: vt, lanes: lanes, mr: mr, nv: nv}
 	w("  if (n < %d) {\n", nr)
 	gemmNarrow(w, isa, full, func(ts tileShape) {
 		gemmTile(w, ts, func(i int) string { return fmt.Sprintf("a%d", i) }, true, zero)
@@ -255,31 +271,59 @@ func gemmRowCases(w func(string, ...any), full tileShape, tile func(tileShape)) 
 	w("  }\n")
 }
 
-// vectorTypes prints the typedefs of a vector of lanes floats (aligned, and unaligned
-// for loads and stores at any float) and returns the aligned one's name.
-func vectorTypes(w func(string, ...any), lanes int) string {
-	vt := fmt.Sprintf("kiln_f32x%d", lanes)
-	w("typedef float %s __attribute__((vector_size(%d)));\n", vt, 4*lanes)
-	w("typedef float %su __attribute__((vector_size(%d), aligned(4)));\n", vt, 4*lanes)
-	return vt
+// vectorType is the C type of a vector of lanes floats, aligned (with suffix "u": for
+// loads and stores at any float).
+func vectorType(lanes int) string { return fmt.Sprintf("kiln_f32x%d", lanes) }
+
+// vectorTypes prints the typedefs of the tile's vectors, aligned and unaligned (for
+// loads and stores at any float): a whole vector's, and a half vector's in a tile that
+// has one.
+func (ts tileShape) vectorTypes(w func(string, ...any)) {
+	for _, lanes := range []int{ts.lanes, ts.lanes / 2} {
+		if lanes == ts.lanes/2 && !ts.half {
+			break
+		}
+		vt := vectorType(lanes)
+		w("typedef float %s __attribute__((vector_size(%d)));\n", vt, 4*lanes)
+		w("typedef float %su __attribute__((vector_size(%d), aligned(4)));\n", vt, 4*lanes)
+	}
 }
 
-// tileShape is one register tile to print: mr rows of nv vectors of lanes floats (C
-// vector type vt); with masked, the last vector of each row is loaded and stored under
-// the family's lane mask (maskOps), set up before the tile.
+// tileShape is one register tile to print: mr rows of nv vectors of lanes floats, the
+// last one half a vector with half (typ); with masked, the last vector of each row is
+// loaded and stored under the family's lane mask (maskOps, of the half vector with
+// half), set up before the tile.
 type tileShape struct {
-	vt            string
 	lanes, mr, nv int
+	half          bool
 	masked        *maskOps
+}
+
+// nr is the tile's columns.
+func (ts tileShape) nr() int {
+	if ts.half {
+		return ts.nv*ts.lanes - ts.lanes/2
+	}
+	return ts.nv * ts.lanes
+}
+
+// typ is the C vector type of a row's vector v.
+func (ts tileShape) typ(v int) string {
+	if ts.half && v == ts.nv-1 {
+		return vectorType(ts.lanes / 2)
+	}
+	return vectorType(ts.lanes)
 }
 
 // maskOps are an instruction set's masked loads and stores of the first kiln_rr lanes of
 // a vector (the rest read as zero and left unwritten): setup declares the mask from
-// kiln_rr (1..lanes), load and store print one access at a pointer expression. The
-// generic family has none.
+// kiln_rr (1..lanes), load and store print one access at a pointer expression;
+// halfLoad and halfStore those of a half vector (AVX-512's ymm under the low 8 bits of
+// the mask; kiln_rr ≤ lanes/2 there). The generic family has none.
 type maskOps struct {
-	setup       string
-	load, store func(ptr, v string) string
+	setup               string
+	load, store         func(ptr, v string) string
+	halfLoad, halfStore func(ptr, v string) string
 }
 
 // familyMask is the masked access of an instruction set's vectors, nil where it has
@@ -295,6 +339,12 @@ func familyMask(isa, vt string, lanes int) *maskOps {
 			},
 			store: func(p, v string) string {
 				return fmt.Sprintf("__builtin_ia32_storeups512_mask((float *)(%s), %s, kiln_mk);", p, v)
+			},
+			halfLoad: func(p, _ string) string {
+				return fmt.Sprintf("__builtin_ia32_loadups256_mask((const float *)(%s), (%s){0}, (unsigned char)kiln_mk)", p, vectorType(8))
+			},
+			halfStore: func(p, v string) string {
+				return fmt.Sprintf("__builtin_ia32_storeups256_mask((float *)(%s), %s, (unsigned char)kiln_mk);", p, v)
 			},
 		}
 	case isa == "avx2" && lanes == 8:
@@ -327,7 +377,10 @@ func gemmRowPointers(w func(string, ...any), mr int) {
 // a tile of the nf whole vectors, then the rr columns left by the scalar body (printed by
 // scalar inside loops over i < m and j). Partial rows as in every tile (gemmRowPointers).
 func gemmNarrow(w func(string, ...any), isa string, full tileShape, tile func(tileShape), scalar func()) {
-	mask := familyMask(isa, full.vt, full.lanes)
+	mask := familyMask(isa, vectorType(full.lanes), full.lanes)
+	if full.half && (mask == nil || mask.halfLoad == nil) {
+		panic(fmt.Sprintf("BUG: a %s tile with a half vector and no masked half accesses", isa))
+	}
 	w("    const i64 nf = n / %d;\n", full.lanes)
 	gemmRowPointers(w, full.mr)
 	sel, lo, hi := "nf", 1, full.nv-1
@@ -341,6 +394,7 @@ func gemmNarrow(w func(string, ...any), isa string, full tileShape, tile func(ti
 		for nv := lo; nv <= hi; nv++ {
 			ts := full
 			ts.nv, ts.masked = nv, mask
+			ts.half = full.half && nv == full.nv // n < nr: at most lanes/2 − 1 lanes in it
 			w("    case %d: {\n", nv)
 			tile(ts)
 			w("    } break;\n")
@@ -358,9 +412,12 @@ func gemmNarrow(w func(string, ...any), isa string, full tileShape, tile func(ti
 // masked for the last vector of a masked tile.
 func (ts tileShape) vecLoad(p string, v int) string {
 	if ts.masked != nil && v == ts.nv-1 {
+		if ts.half {
+			return ts.masked.halfLoad(p, "")
+		}
 		return ts.masked.load(p, "")
 	}
-	return fmt.Sprintf("*(const %su *)(%s)", ts.vt, p)
+	return fmt.Sprintf("*(const %su *)(%s)", ts.typ(v), p)
 }
 
 // gemmTile prints the register-tile loop: load the C tile (zero it with zero), then per
@@ -372,11 +429,11 @@ func gemmTile(w func(string, ...any), ts tileShape, row func(int) string, partia
 			ld := ts.vecLoad(fmt.Sprintf("c + %d * c_si + %d", i, v*ts.lanes), v)
 			switch {
 			case zero:
-				ld = fmt.Sprintf("(%s){0}", ts.vt)
+				ld = fmt.Sprintf("(%s){0}", ts.typ(v))
 			case partial:
-				ld = fmt.Sprintf("m > %d ? %s : (%s){0}", i, ld, ts.vt)
+				ld = fmt.Sprintf("m > %d ? %s : (%s){0}", i, ld, ts.typ(v))
 			}
-			w("    %s c%d_%d = %s;\n", ts.vt, i, v, ld)
+			w("    %s c%d_%d = %s;\n", ts.typ(v), i, v, ld)
 		}
 	}
 	gemmKLoop(w, ts, row, "b", !zero && ts.lanes >= prefetchLanes)
@@ -406,7 +463,7 @@ func gemmKLoop(w func(string, ...any), ts tileShape, row func(int) string, b str
 		w(" }\n")
 	}
 	for v := 0; v < ts.nv; v++ {
-		w("      const %s b%d = %s;\n", ts.vt, v, ts.vecLoad(fmt.Sprintf("%s + k * b_sk + %d", b, v*ts.lanes), v))
+		w("      const %s b%d = %s;\n", ts.typ(v), v, ts.vecLoad(fmt.Sprintf("%s + k * b_sk + %d", b, v*ts.lanes), v))
 	}
 	for i := 0; i < ts.mr; i++ {
 		w("      { const float x = %s[k * a_sk];", row(i))
@@ -429,10 +486,14 @@ func gemmStore(w func(string, ...any), ts tileShape, partial bool) {
 		for v := 0; v < ts.nv; v++ {
 			p := fmt.Sprintf("c + %d * c_si + %d", i, v*ts.lanes)
 			if ts.masked != nil && v == ts.nv-1 {
-				w(" %s", ts.masked.store(p, fmt.Sprintf("c%d_%d", i, v)))
+				store := ts.masked.store
+				if ts.half {
+					store = ts.masked.halfStore
+				}
+				w(" %s", store(p, fmt.Sprintf("c%d_%d", i, v)))
 				continue
 			}
-			w(" *(%su *)(%s) = c%d_%d;", ts.vt, p, i, v)
+			w(" *(%su *)(%s) = c%d_%d;", ts.typ(v), p, i, v)
 		}
 		w(" }\n")
 	}

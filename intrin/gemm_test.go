@@ -11,8 +11,9 @@ import (
 )
 
 var (
-	avx512 = []target.Feature{"avx512f", "avx2", "fma"}
-	avx2   = []target.Feature{"avx2", "fma"}
+	avx512   = []target.Feature{"avx512f", "avx2", "fma"}
+	avx512vl = []target.Feature{"avx512f", "avx512vl", "avx2", "fma"}
+	avx2     = []target.Feature{"avx2", "fma"}
 )
 
 // TestGemmTileFitsTheOutputChannels: the tile width is the default's where it divides
@@ -33,7 +34,11 @@ func TestGemmTileFitsTheOutputChannels(t *testing.T) {
 		{avx512, 96, 8, 48}, {avx512, 144, 8, 48},
 		{avx512, 160, 14, 32}, {avx512, 32, 14, 32},
 		{avx512, 16, 14, 16}, {avx512, 80, 14, 16}, {avx512, 112, 14, 16},
-		{avx512, 24, 14, 32},  // none divides: 32 columns with 32 or 16, the wider
+		{avx512, 24, 14, 32},                           // none divides: 32 columns with 32 or 16, the wider
+		{avx512vl, 24, 14, 24}, {avx512vl, 72, 14, 24}, // a zmm and a ymm per row
+		{avx512vl, 64, 6, 64}, {avx512vl, 96, 8, 48}, {avx512vl, 160, 14, 32}, {avx512vl, 16, 14, 16},
+		{avx512vl, 8, 14, 16}, // 16 columns against 24
+		{avx512vl, 48, 8, 48}, // 48 slots with 48, 24 or 16: the widest
 		{avx512, 40, 8, 48},   // 48 with 48 or 16
 		{avx512, 1000, 8, 48}, // 1008 columns against 1024
 		{avx2, 0, 6, 16}, {avx2, 64, 6, 16}, {avx2, 48, 6, 16}, {avx2, 16, 6, 16}, {avx2, 1280, 6, 16},
@@ -71,6 +76,7 @@ func TestGemmTileCountsPaddedRows(t *testing.T) {
 		cols, rows int64
 		mr, nr     int64
 	}{
+		{avx512vl, 24, 56, 14, 24}, {avx512vl, 24, 7, 7, 24},
 		{avx512, 16, 7, 14, 16}, {avx512, 160, 7, 7, 32}, {avx512, 160, 14, 14, 32}, {avx512, 96, 7, 7, 48}, {avx512, 96, 28, 14, 32}, {avx512, 64, 7, 7, 64}, {avx512, 64, 56, 6, 64}, {avx512, 24, 56, 14, 32},
 		{avx2, 1000, 1, 4, 24}, {avx2, 40, 56, 8, 8}, {avx2, 24, 7, 4, 24}, {avx2, 16, 7, 7, 16}, {avx2, 1280, 1, 6, 16},
 	} {

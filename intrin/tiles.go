@@ -6,10 +6,12 @@ import (
 )
 
 // tile is one declared micro-kernel shape of a family: nv vectors per row of the tile,
-// mr rows; narrowMR, when set, is a row count that serves output rows of at most 16
-// columns when it pads them to fewer slots than mr does.
+// the last one half a vector with half (GemmF32Half), mr rows; narrowMR, when set, is a
+// row count that serves output rows of at most 16 columns when it pads them to fewer
+// slots than mr does.
 type tile struct {
 	nv, mr, narrowMR int
+	half             bool
 }
 
 // family is the micro-kernels of one instruction set: vectors of lanes floats, the
@@ -31,39 +33,49 @@ type family struct {
 // 0.94-1.02, best of 100 runs, four rounds alternating); 7×32 gives 160-channel layers
 // at 7×7 a tile that divides them (mobilenet_v2's 960→160 + residual and 576→160 ran
 // 0.68× and 0.71× the time of 7×64 over 192 padded channels, per kernel, alternating
-// binaries; the whole model's kernels 6.81 → 6.29 ms). AVX2 (16 ymm): 6×16 is the
+// binaries; the whole model's kernels 6.81 → 6.29 ms); 14×24 (a zmm and a ymm per row,
+// GemmF32Half; with AVX512VL only: familyAVX512NoVL lacks it) gives 24-channel layers a
+// tile of no zero columns. AVX2 (16 ymm): 6×16 is the
 // default (12 of 16), with 7 rows for narrow output rows (14 accumulators; B is read as
 // a memory operand, so no register spills: resnet18's 7- and 14-wide layer-4 convs
 // measured 12-14% faster on Zen 3, wider rows within noise, so they keep 6); 4×24 (12
 // accumulators + 3 B: the same loads per FMA as 6×16) and 8×8 serve multiples of 8 that
 // 16 does not divide. Otherwise 4×8 and 8×4 on 128-bit vectors.
 var (
-	familyAVX512  = family{"avx512", 16, []tile{{nv: 4, mr: 6, narrowMR: 7}, {nv: 3, mr: 8, narrowMR: 7}, {nv: 2, mr: 14, narrowMR: 7}, {nv: 1, mr: 14}}}
-	familyAVX2    = family{"avx2", 8, []tile{{nv: 2, mr: 6, narrowMR: 7}, {nv: 3, mr: 4}, {nv: 1, mr: 8}}}
-	familyGeneric = family{"generic", 4, []tile{{nv: 2, mr: 4}, {nv: 1, mr: 8}}}
+	familyAVX512     = family{"avx512", 16, []tile{{nv: 4, mr: 6, narrowMR: 7}, {nv: 3, mr: 8, narrowMR: 7}, {nv: 2, mr: 14, narrowMR: 7}, {nv: 2, mr: 14, narrowMR: 7, half: true}, {nv: 1, mr: 14}}}
+	familyAVX512NoVL = family{"avx512", 16, []tile{{nv: 4, mr: 6, narrowMR: 7}, {nv: 3, mr: 8, narrowMR: 7}, {nv: 2, mr: 14, narrowMR: 7}, {nv: 1, mr: 14}}}
+	familyAVX2       = family{"avx2", 8, []tile{{nv: 2, mr: 6, narrowMR: 7}, {nv: 3, mr: 4}, {nv: 1, mr: 8}}}
+	familyGeneric    = family{"generic", 4, []tile{{nv: 2, mr: 4}, {nv: 1, mr: 8}}}
 )
 
 // familyFor is the micro-kernel family a CPU target runs.
 func familyFor(t target.Target) family {
 	switch {
-	case t.Has("avx512f"):
+	case t.Has("avx512f") && t.Has("avx512vl"):
 		return familyAVX512
+	case t.Has("avx512f"):
+		return familyAVX512NoVL
 	case t.Has("avx2") && t.Has("fma"):
 		return familyAVX2
 	}
 	return familyGeneric
 }
 
-func (f family) kernel(mr, nv int) Gemm { return GemmF32(f.isa, f.lanes, mr, nv) }
+func (f family) kernel(mr int, tl tile) Gemm {
+	if tl.half {
+		return GemmF32Half(f.isa, f.lanes, mr, tl.nv)
+	}
+	return GemmF32(f.isa, f.lanes, mr, tl.nv)
+}
 
 // Gemms lists every declared GEMM micro-kernel.
 func Gemms() []Gemm {
 	var out []Gemm
 	for _, f := range []family{familyAVX512, familyAVX2, familyGeneric} {
 		for _, tl := range f.tiles {
-			out = append(out, f.kernel(tl.mr, tl.nv))
+			out = append(out, f.kernel(tl.mr, tl))
 			if tl.narrowMR != 0 {
-				out = append(out, f.kernel(tl.narrowMR, tl.nv))
+				out = append(out, f.kernel(tl.narrowMR, tl))
 			}
 		}
 	}
@@ -90,7 +102,7 @@ func Table() []*loopir.TensorIntrin {
 // 6×16 on AVX2, 4×8 on 128-bit vectors. GemmTile chooses per product.
 func GemmFor(t target.Target) Gemm {
 	f := familyFor(t)
-	return f.kernel(f.tiles[0].mr, f.tiles[0].nv)
+	return f.kernel(f.tiles[0].mr, f.tiles[0])
 }
 
 // GemmTile chooses the float32 micro-kernel of a CPU target for a product with cols
@@ -149,10 +161,12 @@ func chooseGemmTile(t target.Target, cols, rows, narrowUpTo int64) Gemm {
 			}
 		}
 	}
-	return f.kernel(int(tl.rowsFor(rows, narrowUpTo)), tl.nv)
+	return f.kernel(int(tl.rowsFor(rows, narrowUpTo)), tl)
 }
 
-func (f family) nr(tl tile) int64 { return int64(tl.nv * f.lanes) }
+func (f family) nr(tl tile) int64 {
+	return int64((tileShape{lanes: f.lanes, nv: tl.nv, half: tl.half}).nr())
+}
 
 // rowsFor is the tile's row count for row tiles along rows rows (0: unknown), the
 // narrow count serving up to narrowUpTo rows.

@@ -118,7 +118,8 @@ func convWindowAttrs(n *graph.Node) (DepthwiseAttrs, error) {
 // depthwiseBlock is the channel block of the depthwise convolution n with attributes
 // a on t: the block its input is stored in when that block divides the channels (no
 // multiplier: the copy then moves whole blocks), else the width of the micro-kernel
-// the neighbouring tensorized convolutions take for these channels (convGemm), else
+// the neighbouring tensorized convolutions take for these channels (convGemm) where it
+// is whole vectors, else
 // one vector of the target or a half or quarter of one, the first of them that divides
 // the output channels; 0 when none does.
 func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
@@ -126,8 +127,8 @@ func depthwiseBlock(t target.Target, n *graph.Node, a DepthwiseAttrs) int64 {
 	if a.XBlock > 0 && a.Mult == 1 && m%a.XBlock == 0 {
 		return a.XBlock
 	}
-	if nr := convGemm(t, n).NR; m%nr == 0 {
-		return nr
+	if nr, lanes := convGemm(t, n).NR, int64(max(t.VectorBits, 128)/32); m%nr == 0 && nr%lanes == 0 {
+		return nr // not a tile with half a vector (AVX-512's 24): whole vectors below
 	}
 	// one vector of the target, else a half or a quarter of one (at least 4 floats):
 	// AVX-512's 16 lanes divide none of MobileNetV3's 72, 120, 184 and 200 channels,

@@ -76,9 +76,9 @@ func TestMatMulPackedTensorized(t *testing.T) {
 
 // TestMicroKernelNarrowColumns runs each micro-kernel the host can run on products
 // narrower than its tile (one partial column tile of 1 to nv vectors, the last vector
-// whole or not; 13 rows, a partial row tile), in both forms, against the reference: the
-// narrow path's tiles of fewer vectors, masked last vector (AVX-512, AVX2) or scalar
-// columns (the generic family).
+// whole or not, or a partial half vector; 13 rows, a partial row tile), in both forms,
+// against the reference: the narrow path's tiles of fewer vectors, masked last vector
+// (AVX-512, AVX2) or scalar columns (the generic family).
 func TestMicroKernelNarrowColumns(t *testing.T) {
 	const m, k = 13, 37
 	for _, g := range runnable(intrin.Gemms()) {
@@ -89,14 +89,20 @@ func TestMicroKernelNarrowColumns(t *testing.T) {
 		case strings.Contains(g.Update.Name, "_avx2_"):
 			lanes = 8
 		}
+		var widths []int64
 		for nv := int64(1); nv*lanes <= g.NR; nv++ {
 			n := nv * lanes
 			if nv%2 == 1 {
 				n -= 3 // a partial last vector
 			}
-			if n >= g.NR {
-				continue // a whole tile
+			if n < g.NR { // not a whole tile
+				widths = append(widths, n)
 			}
+		}
+		if g.NR%lanes != 0 {
+			widths = append(widths, g.NR-3) // a partial half vector (AVX-512's 14×24)
+		}
+		for _, n := range widths {
 			av, bv := kerneltest.Random(3, m*k), kerneltest.Random(4, k*int(n))
 			want := kerneltest.Ref(t, graph.OpMatMul, nil, []*tensor.Tensor{
 				tensor.MustFromSlice(tensor.Shape{m, k}, av), tensor.MustFromSlice(tensor.Shape{k, int(n)}, bv)})

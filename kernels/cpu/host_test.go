@@ -15,6 +15,7 @@ func runnable(all []intrin.Gemm) []intrin.Gemm {
 	for _, g := range all {
 		switch {
 		case strings.Contains(g.Update.Name, "_avx512_") && !h.Has("avx512f"):
+		case strings.Contains(g.Update.Name, "_avx512_") && g.NR%16 != 0 && !h.Has("avx512vl"): // a half vector
 		case strings.Contains(g.Update.Name, "_avx2_") && !h.Has("avx2"):
 		default:
 			out = append(out, g)

@@ -13,9 +13,9 @@ import (
 // one reduction block of the micro-kernel and beyond it, two images, with and without
 // bias; a 3×3 convolution with too few tiles, input or output channels (DenseNet's
 // 128→32), a stride or output channels that no declared micro-kernel tile divides takes
-// the direct strategy. Output channels are multiples of 64 or 48, whole tiles of a
+// the direct strategy. Output channels are multiples of 64, 48 or 24, whole tiles of a
 // micro-kernel on every ISA (48: AVX-512's 8×48 tile, AVX2's 16 and the 128-bit 8
-// columns), or 18, whole tiles of none.
+// columns; 72: AVX-512's 14×24 with AVX512VL), or 18, whole tiles of none.
 func TestWinogradConv(t *testing.T) {
 	l := Strategies(kernels.Default())
 	cases := []struct {
@@ -34,6 +34,8 @@ func TestWinogradConv(t *testing.T) {
 		{128, 64, 30, 30, []int64{2, 2}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
 		{128, 18, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
 		{128, 96, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-winograd-tensorized"},
+		// 72: AVX-512's 14×24 (a zmm and a ymm per row), AVX2's 4×24, the 128-bit 8
+		{128, 72, 15, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-winograd-tensorized"},
 		{128, 32, 16, 16, []int64{1, 1}, []int64{1, 1, 1, 1}, true, "conv2d-nchwc-tensorized"},
 		// two images of 46×46 tiles by 128 channels: 33 MiB transformed
 		{128, 64, 92, 92, []int64{1, 1}, []int64{1, 1, 1, 1}, false, "conv2d-nchwc-tensorized"},

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 404 files; see Identity.
-const sourceDigest = "b8f88121d99b446b4269854c2b9feeff"
+const sourceDigest = "1ef4387c07f2c961cfa7a1b7de8bf996"

@@ -19,8 +19,10 @@ import (
 // points are constants of one element, the weights and their scales and zero points are
 // constants (per tensor, or per output channel with axis 0), the bias is absent or int32
 // constants with a zero zero point and a scale equal, in float32 and bit for bit, to
-// sx·sw (what quantizers write), and every intermediate value is read by the pattern
-// alone. The integer operator sums exactly and rounds once; the float operators round
+// sx·sw (what quantizers write), every scale is positive and finite, and every
+// intermediate value is read by the pattern alone. (A negative y scale reverses the
+// quantizer: its clamp at zy then cuts the other side, so it is not the Relu; zero,
+// infinite and NaN scales are left to the float operators' definitions.) The integer operator sums exactly and rounds once; the float operators round
 // every dequantized value and every partial sum, so the two can put a value that lies
 // within float32 rounding of a half-step on either side of it: the result differs from
 // the float form's by at most one quantization step there, and ONNX Runtime's integer
@@ -126,7 +128,7 @@ func matchQDQConv(st *matchState, q *graph.Node) *rewrite {
 // shapes QLinearConv takes).
 func qdqScalarParams(n *graph.Node) (s, z *graph.Value, ok bool) {
 	s = n.Inputs[1]
-	if s == nil || s.Const == nil || s.Const.DType != tensor.Float32 || s.Const.Shape.NumElements() != 1 || len(s.Const.Shape) > 1 {
+	if s == nil || s.Const == nil || s.Const.DType != tensor.Float32 || s.Const.Shape.NumElements() != 1 || len(s.Const.Shape) > 1 || !positiveFinite(s.Const) {
 		return nil, nil, false
 	}
 	if len(n.Inputs) > 2 && n.Inputs[2] != nil {
@@ -143,7 +145,7 @@ func qdqScalarParams(n *graph.Node) (s, z *graph.Value, ok bool) {
 func qdqWeightParams(n *graph.Node) (s, z *graph.Value, ok bool) {
 	s = n.Inputs[1]
 	w := n.Inputs[0].Type
-	if s == nil || s.Const == nil || s.Const.DType != tensor.Float32 || len(w.Shape) < 3 {
+	if s == nil || s.Const == nil || s.Const.DType != tensor.Float32 || len(w.Shape) < 3 || !positiveFinite(s.Const) {
 		return nil, nil, false
 	}
 	k, known := w.Shape[0].Value()
@@ -198,6 +200,17 @@ func qdqBiasMatches(n *graph.Node, sx, sw *graph.Value) bool {
 	for i := range k {
 		want := x * ws[min(i, len(ws)-1)]
 		if math.Float32bits(bs[min(i, len(bs)-1)]) != math.Float32bits(want) {
+			return false
+		}
+	}
+	return true
+}
+
+// positiveFinite reports whether every element of a float constant is positive and
+// finite (a scale QLinearConv's rewrite takes).
+func positiveFinite(t *tensor.Tensor) bool {
+	for _, v := range t.Float64s() {
+		if !(v > 0) || math.IsInf(v, 1) {
 			return false
 		}
 	}

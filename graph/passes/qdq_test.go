@@ -81,6 +81,16 @@ func TestQDQConv(t *testing.T) {
 				"  %y = QuantizeLinear(%c, %sy, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},
 		{"a scale of shape [1,1] stays (QLinearConv takes scalars and [1])",
 			"  const %sy2: f32[1,1] = [0.75]\n" + conv + "  %y = QuantizeLinear(%c, %sy2, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},
+		{"a negative y scale stays (its clamp is not the Relu)",
+			"  const %sy3: f32[] = [-0.75]\n" + conv + "  %r = Relu(%c) : f32[1,2,4,4]\n  %y = QuantizeLinear(%r, %sy3, %zero) : u8[1,2,4,4]\n  return %y\n", true, ""},
+		{"a zero y scale stays",
+			"  const %sy4: f32[] = [0]\n" + conv + "  %y = QuantizeLinear(%c, %sy4, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},
+		{"a NaN x scale stays",
+			"  const %sx5: f32[] = [NaN]\n  %x5 = DequantizeLinear(%xq, %sx5, %zx) : f32[1,2,4,4]\n  %c = Conv(%x5, %w) {kernel_shape=[1,1]} : f32[1,2,4,4]\n" +
+				"  %y = QuantizeLinear(%c, %sy, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},
+		{"an infinite weight scale stays",
+			"  const %sw6: f32[2] = [0.25, inf]\n  %w6 = DequantizeLinear(%wq, %sw6, %zw) {axis=0} : f32[2,2,1,1]\n  %c = Conv(%x, %w6) {kernel_shape=[1,1]} : f32[1,2,4,4]\n" +
+				"  %y = QuantizeLinear(%c, %sy, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},
 		{"weights per channel along another axis stay",
 			"  %w1 = DequantizeLinear(%wq, %sw, %zw) {axis=1} : f32[2,2,1,1]\n  %c = Conv(%x, %w1, %b) {kernel_shape=[1,1]} : f32[1,2,4,4]\n" +
 				"  %y = QuantizeLinear(%c, %sy, %zy) : u8[1,2,4,4]\n  return %y\n", true, ""},

@@ -143,9 +143,9 @@ var unranked = map[string]string{
 }
 
 // TestCostModelRanksHeldOutCandidatesWithSpearmanAtLeast0_4: on measurements kiln tune
-// --record-measurements recorded on the zoo's models (testdata/measurements, machine B
-// of BENCHMARKS.md under the load of the other users; one-thread runs timed by the
-// thread CPU clock), a cost model trained on two thirds of a run's candidates ranks
+// --record-measurements recorded on the zoo's models (testdata/measurements: machine B
+// of BENCHMARKS.md under the load of the other users, *_f on machine F idle, *_g on
+// machine G idle; one-thread runs timed by the thread CPU clock), a cost model trained on two thirds of a run's candidates ranks
 // the other third of its convolution and matrix product tasks, pooled, with a Spearman
 // correlation of at least minRankCorrelation (each run with 30 held-out candidates or
 // more). The correlations, by run and by task, and those of a split by task are logged

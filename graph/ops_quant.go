@@ -93,6 +93,9 @@ func inferQLinearMatMul(ic *InferCtx, n *Node) ([]Type, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := qlinearZeroPoints(n); err != nil { // per-row and per-column parameters may be N-D
+		return nil, err
+	}
 	m := &Node{Op: OpMatMul, Name: n.Name, Inputs: []*Value{n.Inputs[0], n.Inputs[3]}}
 	ts, err := inferMatMul(zp.DType)(ic, m)
 	if err != nil {
@@ -106,8 +109,71 @@ func inferQLinearConv(ic *InferCtx, n *Node) ([]Type, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := qlinearConvParams(n); err != nil {
+		return nil, err
+	}
 	c := &Node{Op: OpConv, Name: n.Name, Inputs: []*Value{n.Inputs[0], n.Inputs[3]}, Attrs: n.Attrs}
 	return inferConv(zp.DType)(ic, c)
+}
+
+// qlinearZeroPoints checks that QLinearConv's and QLinearMatMul's zero points (inputs
+// 2, 5 and 7) are of their data's element type (x, w, and the result's, which y's zero
+// point sets), as ONNX types them.
+func qlinearZeroPoints(n *Node) error {
+	for _, p := range [][2]int{{0, 2}, {3, 5}} {
+		d, ok1 := InType(n, p[0])
+		z, ok2 := InType(n, p[1])
+		if ok1 && ok2 && d.Kind == KindTensor && z.Kind == KindTensor && d.DType != z.DType {
+			return Inferf(n, "zero point (input %d) of type %v for data of type %v", p[1], z.DType, d.DType)
+		}
+	}
+	return nil
+}
+
+// qlinearConvParams checks QLinearConv's quantization parameters: zero points of their
+// data's type; x's and y's scale and zero point (inputs 1, 2, 6, 7) of one element; w's
+// (4, 5) of one element or 1-D, one per filter where the weights' first extent is known.
+// Kernels index them by output channel, so a model that gives 5 scales for 8 filters is
+// refused here, naming the node.
+func qlinearConvParams(n *Node) error {
+	if err := qlinearZeroPoints(n); err != nil {
+		return err
+	}
+	channels := int64(0)
+	if w, ok := InType(n, 3); ok && w.Kind == KindTensor && !w.UnknownRank && len(w.Shape) > 0 {
+		if v, known := w.Shape[0].Value(); known {
+			channels = v
+		}
+	}
+	for _, i := range []int{1, 2, 4, 5, 6, 7} {
+		t, ok := InType(n, i)
+		if !ok || t.Kind != KindTensor || t.UnknownRank {
+			continue
+		}
+		k, known := elements(t)
+		switch perChannel := i == 4 || i == 5; {
+		case perChannel && len(t.Shape) > 1:
+			return Inferf(n, "input %d is %v: want a scalar or 1-D", i, t)
+		case !perChannel && (len(t.Shape) > 1 || known && k != 1):
+			return Inferf(n, "input %d is %v: want a scalar or one element", i, t)
+		case perChannel && known && k != 1 && channels > 0 && k != channels:
+			return Inferf(n, "input %d holds %d values for %d output channels", i, k, channels)
+		}
+	}
+	return nil
+}
+
+// elements is the number of elements of a ranked tensor type, when its extents are known.
+func elements(t Type) (int64, bool) {
+	k := int64(1)
+	for _, d := range t.Shape {
+		v, ok := d.Value()
+		if !ok {
+			return 0, false
+		}
+		k *= v
+	}
+	return k, true
 }
 
 // EinsumTerms splits an equation into input terms and the output term (explicit, or the

@@ -63,6 +63,9 @@ func inferQuantize(_ *InferCtx, n *Node) ([]Type, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := quantAxis(n, x); err != nil {
+		return nil, err
+	}
 	x.Known, x.DType = nil, tensor.Uint8
 	if zp, ok := InType(n, 2); ok {
 		x.DType = zp.DType
@@ -75,8 +78,37 @@ func inferDequantize(_ *InferCtx, n *Node) ([]Type, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := quantAxis(n, x); err != nil {
+		return nil, err
+	}
 	x.Known, x.DType = nil, tensor.Float32
 	return []Type{x}, nil
+}
+
+// quantAxis checks a (de)quantizer's 1-D scale of more than one value against its
+// data x: the axis within x's rank, and as many values as x has along it where known.
+func quantAxis(n *Node, x Type) error {
+	s, ok := InType(n, 1)
+	a, _ := n.Attrs.(*QuantAttrs)
+	if !ok || a == nil || s.Kind != KindTensor || s.UnknownRank || len(s.Shape) != 1 || x.UnknownRank {
+		return nil
+	}
+	k, known := s.Shape[0].Value()
+	if !known || k == 1 {
+		return nil
+	}
+	r := int64(len(x.Shape))
+	ax := a.Axis
+	if ax < 0 {
+		ax += r
+	}
+	if ax < 0 || ax >= r {
+		return Inferf(n, "axis %d out of range for data of rank %d", a.Axis, r)
+	}
+	if e, ok := x.Shape[ax].Value(); ok && e != k {
+		return Inferf(n, "%d scales for axis %d of extent %d", k, a.Axis, e)
+	}
+	return nil
 }
 
 func inferDynamicQuantize(_ *InferCtx, n *Node) ([]Type, error) {

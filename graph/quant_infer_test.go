@@ -60,3 +60,34 @@ func TestQLinearParamsAreChecked(t *testing.T) {
 		t.Errorf("QLinearMatMul with an int8 zero point of uint8 data: %v", err)
 	}
 }
+
+// TestQuantizerAxisIsChecked: a (de)quantizer's scale per element of an axis is refused
+// where the axis is past the data's rank or the scale's length is not that axis's
+// extent; one per channel along axis 1 (the default) passes.
+func TestQuantizerAxisIsChecked(t *testing.T) {
+	for _, c := range []struct {
+		op   Op
+		axis int64
+		k    int
+		want string
+	}{
+		{OpDequantizeLinear, 1, 4, ""}, {OpQuantizeLinear, -3, 4, ""},
+		{OpDequantizeLinear, 7, 4, "axis 7 out of range for data of rank 4"},
+		{OpQuantizeLinear, 1, 5, "5 scales for axis 1 of extent 4"},
+	} {
+		b := NewBuilder("main")
+		dt := tensor.Uint8
+		if c.op == OpQuantizeLinear {
+			dt = tensor.Float32
+		}
+		x := b.Param("x", TensorType(dt, Const(1), Const(4), Const(5), Const(5)))
+		s := b.Const("s", tensor.New(tensor.Float32, tensor.Shape{c.k}))
+		_, err := b.Op1(c.op, &QuantAttrs{Axis: c.axis}, x, s)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v axis %d, %d scales: %v", c.op, c.axis, c.k, err)
+		case c.want != "" && (err == nil || !errors.Is(err, ErrInfer) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v axis %d, %d scales: error %v, want %q", c.op, c.axis, c.k, err, c.want)
+		}
+	}
+}

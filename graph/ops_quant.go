@@ -148,9 +148,9 @@ func inferQLinearConv(ic *InferCtx, n *Node) ([]Type, error) {
 	return inferConv(zp.DType)(ic, c)
 }
 
-// qlinearZeroPoints checks that QLinearConv's and QLinearMatMul's zero points (inputs
-// 2, 5 and 7) are of their data's element type (x, w, and the result's, which y's zero
-// point sets), as ONNX types them.
+// qlinearZeroPoints checks that QLinearConv's and QLinearMatMul's zero points of x and w
+// (inputs 2 and 5) are of their data's element type, as ONNX types them (y's, input 7,
+// sets the result's).
 func qlinearZeroPoints(n *Node) error {
 	for _, p := range [][2]int{{0, 2}, {3, 5}} {
 		d, ok1 := InType(n, p[0])

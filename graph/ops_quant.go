@@ -182,7 +182,8 @@ func qlinearConvParams(n *Node) error {
 		if !ok || t.Kind != KindTensor || t.UnknownRank {
 			continue
 		}
-		k, known := elements(t)
+		shape, known := t.ConstShape()
+		k := int64(shape.NumElements())
 		switch perChannel := i == 4 || i == 5; {
 		case perChannel && len(t.Shape) > 1:
 			return Inferf(n, "input %d is %v: want a scalar or 1-D", i, t)
@@ -193,19 +194,6 @@ func qlinearConvParams(n *Node) error {
 		}
 	}
 	return nil
-}
-
-// elements is the number of elements of a ranked tensor type, when its extents are known.
-func elements(t Type) (int64, bool) {
-	k := int64(1)
-	for _, d := range t.Shape {
-		v, ok := d.Value()
-		if !ok {
-			return 0, false
-		}
-		k *= v
-	}
-	return k, true
 }
 
 // EinsumTerms splits an equation into input terms and the output term (explicit, or the

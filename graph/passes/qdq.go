@@ -22,8 +22,9 @@ import (
 // sx·sw (what quantizers write), every scale is positive and finite, and every
 // intermediate value is read by the pattern alone. (A negative y scale reverses the
 // quantizer: its clamp at zy then cuts the other side, so it is not the Relu; zero,
-// infinite and NaN scales are left to the float operators' definitions.) The integer operator sums exactly and rounds once; the float operators round
-// every dequantized value and every partial sum, so the two can put a value that lies
+// infinite and NaN scales are left to the float operators' definitions.) The integer
+// operator sums exactly and rounds once; the float operators round every dequantized
+// value and every partial sum, so the two can put a value that lies
 // within float32 rounding of a half-step on either side of it: the result differs from
 // the float form's by at most one quantization step there, and ONNX Runtime's integer
 // kernels make the same choice. Context.IntegerQDQ picks the convolutions (the

@@ -37,10 +37,10 @@ func GemmF32(isa string, lanes, mr, nv int) Gemm { return gemmF32(isa, lanes, mr
 // EfficientNet-B0's 24-channel projections), a tile of two whole vectors computes 8
 // zero columns in its second zmm; a ymm multiply-add takes half the FMA units' time
 // of a zmm one on Zen 4 (its 512-bit operations run on two 256-bit pipes: measured,
-// EfficientNet-B0's 24-channel projections 0.67–0.69× the time on 14×32), and by the vendors' instruction
-// tables (not measured here) half on cores with one 512-bit FMA unit and the same
-// issue slot on those with two (isa "avx512" only: the half vector's masked accesses
-// need AVX512VL).
+// EfficientNet-B0's 24-channel projections take 0.67–0.69× the time on 14×32), and by
+// the vendors' instruction tables (not measured here) half on cores with one 512-bit
+// FMA unit and the same issue slot on those with two (isa "avx512" only: the half
+// vector's masked accesses need AVX512VL).
 func GemmF32Half(isa string, lanes, mr, nv int) Gemm {
 	if isa != "avx512" {
 		panic(fmt.Sprintf("BUG: GemmF32Half(%q): half vectors are AVX-512's", isa))

@@ -31,6 +31,9 @@ func (c *compile) lower(m *graph.Module) error {
 		e.dev[r] = p.dev
 	}
 	e.bindSymbols(f.Params)
+	if err := e.bindDerived(m); err != nil {
+		return err
+	}
 	e.reserveMemPlan()
 	e.inPlace, e.inPlaceAs = concatPlan(f, slices.Max(c.aligns())), map[*graph.Value]*graph.Value{}
 	n := 0

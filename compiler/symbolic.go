@@ -59,6 +59,81 @@ func (e *emitter) bindSymbols(params []*graph.Value) {
 	}
 }
 
+// bindDerived computes the derived symbols (graph.SymbolDef) that m's types use, and
+// those their definitions name, once the input symbols are bound: shape.eval of the
+// numerator, then shape.derive. A definition naming a symbol no input binds stays
+// unbound (a kernel that needs it then fails to lower, naming it). Unused definitions
+// (left by passes that rewrote the nodes) are not computed: their windows may not fit
+// inputs the model takes.
+func (e *emitter) bindDerived(m *graph.Module) error {
+	defs := m.SymbolDefs()
+	if len(defs) == 0 {
+		return nil
+	}
+	needed := map[string]bool{}
+	m.Main.Funcs(func(f *graph.Func) {
+		note := func(v *graph.Value) {
+			if v != nil {
+				typeSymbols(v.Type, needed)
+			}
+		}
+		for _, v := range f.Params {
+			note(v)
+		}
+		for _, n := range f.Nodes {
+			for _, v := range n.Outputs {
+				note(v)
+			}
+			if a, ok := n.Attrs.(*graph.ShapeExprAttrs); ok && a.Value != nil {
+				typeSymbols(*a.Value, needed)
+			}
+		}
+	})
+	for i := len(defs) - 1; i >= 0; i-- {
+		if needed[defs[i].Name] {
+			for _, s := range defs[i].Num.Symbols() {
+				needed[s] = true
+			}
+		}
+	}
+	for _, d := range defs {
+		if _, bound := e.sym[d.Name]; bound || !needed[d.Name] {
+			continue
+		}
+		if !e.allBound([]graph.Dim{d.Num}) {
+			continue
+		}
+		num, err := e.shapeEval(tensor.Int64, nil, []graph.Dim{d.Num})
+		if err != nil {
+			return err
+		}
+		div, add := e.constInt(d.Div), e.constInt(d.Add)
+		for _, a := range []vm.Reg{num, div, add} {
+			e.use(a)
+		}
+		v := e.newReg()
+		e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: v, Args: []vm.Reg{num, div, add}, Imm: e.builtin(vm.BuiltinShapeDerive)})
+		e.host[v] = true
+		e.sym[d.Name] = v
+	}
+	return nil
+}
+
+// typeSymbols adds the symbols of t's extents and known values (its element type's
+// too) to into.
+func typeSymbols(t graph.Type, into map[string]bool) {
+	if t.Elem != nil {
+		typeSymbols(*t.Elem, into)
+	}
+	for _, ds := range [][]graph.Dim{t.Shape, t.Known} {
+		for _, d := range ds {
+			for _, s := range d.Symbols() {
+				into[s] = true
+			}
+		}
+	}
+}
+
 // symbolic reports whether a type has an extent that is not a constant.
 func symbolicType(t graph.Type) bool {
 	if t.Kind != graph.KindTensor || t.UnknownRank {

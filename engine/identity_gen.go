@@ -2,5 +2,5 @@
 
 package engine
 
-// sourceDigest covers 404 files; see Identity.
-const sourceDigest = "58a1c91fe18c57519aad48a5dbff4cd2"
+// sourceDigest covers 405 files; see Identity.
+const sourceDigest = "aee31d6899141115b4dc30c736a5832e"

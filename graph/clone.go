@@ -12,6 +12,7 @@ import (
 func Clone(m *Module) *Module {
 	c := &cloner{vals: map[*Value]*Value{}, funcs: map[*Func]*Func{}}
 	out := &Module{Opsets: maps.Clone(m.Opsets), Producer: m.Producer, Symbols: slices.Clone(m.Symbols), Defaults: maps.Clone(m.Defaults), fresh: m.fresh}
+	m.cloneDefs(out)
 	out.Main = c.fn(m.Main, nil)
 	return out
 }

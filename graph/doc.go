@@ -60,7 +60,9 @@
 // pads with ONNX's defaults, the padding mode (PadMode, auto_pad) and ceil_mode;
 // Window.Axis gives an axis's output extent and the padding its windows see over a
 // static input extent, Window.OutDim the output extent over a symbolic one (an
-// expression where the stride divides evenly, else a fresh symbol), and
+// expression where the stride divides evenly, else a derived symbol, SymbolDef: a
+// floor division of an expression by the stride, which the generic executable computes
+// when a call starts; a fresh symbol for ceil_mode's partial windows), and
 // TransposedWindow adds ConvTranspose's output_padding and output_shape. Shape
 // inference, the kernel definitions and the strategies all read the geometry from
 // there, so a node's type and its kernel never disagree; an unknown auto_pad or a

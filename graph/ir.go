@@ -23,6 +23,10 @@ type Module struct {
 	Defaults map[string]*tensor.Tensor
 
 	fresh int
+	// defs are the derived symbols (Derive) in the order made; derived indexes them by
+	// their expression
+	defs    []SymbolDef
+	derived map[string]string
 	// symbolSet indexes Symbols for AddSymbol; rebuilt when Symbols was set from outside
 	symbolSet map[string]bool
 }

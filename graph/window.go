@@ -166,10 +166,11 @@ func (w Window) Axis(d int, in int64) WindowAxis {
 	return a
 }
 
-// OutDim is the output extent of axis d over an input extent that may be symbolic; a
-// fresh symbol where it is not an expression of the input's (an unknown kernel extent,
-// SAME or a stride that does not divide evenly over a symbolic extent). A symbolic
-// extent is taken to fit the window.
+// OutDim is the output extent of axis d over an input extent that may be symbolic: an
+// expression of the input's where the stride divides evenly, a derived symbol
+// (InferCtx.Derived: floor division by the stride) for SAME and for other strides, and
+// a fresh symbol where it is neither (an unknown kernel extent, ceil_mode's partial
+// windows). A symbolic extent is taken to fit the window.
 func (w Window) OutDim(ic *InferCtx, d int, in Dim) Dim {
 	if w.Kernel[d] < 0 {
 		return ic.Fresh()
@@ -183,7 +184,7 @@ func (w Window) OutDim(ic *InferCtx, d int, in Dim) Dim {
 		if s == 1 {
 			return in
 		}
-		return ic.Fresh()
+		return ic.Derived(in.Add(Const(s-1)), s, 0)
 	}
 	num := in.Add(Const(pb + pe - w.Span(d)))
 	q, ok := num, true
@@ -191,7 +192,10 @@ func (w Window) OutDim(ic *InferCtx, d int, in Dim) Dim {
 		q, ok = num.Div(Const(s))
 	}
 	if !ok {
-		return ic.Fresh()
+		if w.Ceil {
+			return ic.Fresh()
+		}
+		return ic.Derived(num, s, 1)
 	}
 	out := q.Add(Const(1))
 	// the division is exact, so ceil_mode keeps no partial window; the last one starts

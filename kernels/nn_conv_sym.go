@@ -13,11 +13,14 @@ import (
 // input is guarded against both ends and clamped into it.
 
 // ResolveConvSym is ResolveConv over input extents that may be symbolic, with explicit
-// (NOTSET) or VALID padding: a symbolic axis gets Out -1 and its output extent
-// max(0, floor((in + pads - span) / stride) + 1) in OutExpr.
+// (NOTSET) or VALID padding, or SAME with stride 1 on the symbolic axes (its padding
+// is then span - 1, whatever the extent): a symbolic axis gets Out -1 and its output
+// extent max(0, floor((in + pads - span) / stride) + 1) in OutExpr (SAME: in).
 func ResolveConvSym(in []loopir.Expr, w graph.Window, group int64) (ConvGeometry, error) {
-	if w.Mode.Same() {
-		return ConvGeometry{}, Unsupported("Conv with auto_pad %s over symbolic extents", w.Mode)
+	for d, e := range in {
+		if _, static := e.(*loopir.IntImm); !static && w.Mode.Same() && w.Strides[d] != 1 {
+			return ConvGeometry{}, Unsupported("Conv with auto_pad %s and stride %d over a symbolic extent", w.Mode, w.Strides[d])
+		}
 	}
 	sp := len(in)
 	static := make([]int64, sp)
@@ -37,9 +40,13 @@ func ResolveConvSym(in []loopir.Expr, w graph.Window, group int64) (ConvGeometry
 		if _, ok := e.(*loopir.IntImm); ok {
 			continue
 		}
+		g.Out[d] = -1
+		if w.Mode.Same() {
+			g.OutExpr[d] = e
+			continue
+		}
 		pb, pe, _ := w.StaticPads(d)
 		num := add(e, i64(pb+pe-w.Span(d)))
-		g.Out[d] = -1
 		g.OutExpr[d] = loopir.Bin(loopir.Max, add(div(num, i64(g.Strides[d])), i64(1)), i64(0))
 	}
 	return g, nil

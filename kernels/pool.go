@@ -25,6 +25,9 @@ type PoolWindow struct {
 	Stride, Dilation []int64
 	PadBegin, PadEnd []int64 // the padding the windows see
 	CountEnd         []int64 // the end padding that count_include_pad counts
+	// InExpr and OutExpr are the extents of the symbolic axes (nil entries on static
+	// ones; In and Out hold a window's span and 1 there): newPoolWindowSym.
+	InExpr, OutExpr []loopir.Expr
 }
 
 // NewPoolWindow is the geometry of the pooling window w over spatial extents in;
@@ -46,9 +49,64 @@ func NewPoolWindow(in []int64, w graph.Window) (PoolWindow, error) {
 	return p, nil
 }
 
-// Guarded reports whether some window along spatial axis d reaches outside the input.
+// newPoolWindowSym is NewPoolWindow over spatial extents that may be symbolic: on a
+// symbolic axis, explicit or VALID padding without ceil_mode, or SAME or ceil_mode with
+// stride 1 (and an end pad shorter than the window), pad as over any extent and give
+// max(0, floor((in + pads - span) / stride) + 1) outputs; every read there is guarded.
+func newPoolWindowSym(in []loopir.Expr, gw graph.Window) (PoolWindow, error) {
+	for d, e := range in {
+		_, static := e.(*loopir.IntImm)
+		s := gw.Strides[d]
+		if !static && (gw.Mode.Same() && s != 1 || gw.Ceil && (s != 1 || gw.PadEnd[d] >= gw.Span(d))) {
+			return PoolWindow{}, Unsupported("pooling with auto_pad %s, ceil_mode %v and stride %d over a symbolic extent", gw.Mode, gw.Ceil, s)
+		}
+	}
+	static := make([]int64, len(in))
+	for d, e := range in {
+		if c, ok := e.(*loopir.IntImm); ok {
+			static[d] = c.V
+		} else { // any extent: the padding of this axis does not depend on it
+			static[d] = gw.Span(d)
+		}
+	}
+	w, err := NewPoolWindow(static, gw)
+	if err != nil {
+		return PoolWindow{}, err
+	}
+	w.InExpr, w.OutExpr = make([]loopir.Expr, len(in)), make([]loopir.Expr, len(in))
+	for d, e := range in {
+		if _, ok := e.(*loopir.IntImm); ok {
+			continue
+		}
+		num := add(e, i64(w.PadBegin[d]+w.PadEnd[d]-gw.Span(d)))
+		w.InExpr[d] = e
+		w.OutExpr[d] = loopir.Bin(loopir.Max, add(div(num, i64(w.Stride[d])), i64(1)), i64(0))
+	}
+	return w, nil
+}
+
+// symbolic reports a spatial axis whose extent is symbolic.
+func (w PoolWindow) symbolic(d int) bool { return d < len(w.InExpr) && w.InExpr[d] != nil }
+
+// inExt and outExt are axis d's input and output extents.
+func (w PoolWindow) inExt(d int) loopir.Expr {
+	if w.symbolic(d) {
+		return w.InExpr[d]
+	}
+	return i64(w.In[d])
+}
+
+func (w PoolWindow) outExt(d int) loopir.Expr {
+	if w.symbolic(d) {
+		return w.OutExpr[d]
+	}
+	return i64(w.Out[d])
+}
+
+// Guarded reports whether some window along spatial axis d reaches outside the input
+// (on a symbolic axis: may reach).
 func (w PoolWindow) Guarded(d int) bool {
-	return w.PadBegin[d] > 0 || (w.Out[d]-1)*w.Stride[d]+(w.Kernel[d]-1)*w.Dilation[d] >= w.In[d]
+	return w.symbolic(d) || w.PadBegin[d] > 0 || (w.Out[d]-1)*w.Stride[d]+(w.Kernel[d]-1)*w.Dilation[d] >= w.In[d]
 }
 
 // start is where output position o's window begins along axis d (in input coordinates).
@@ -63,10 +121,10 @@ func (w PoolWindow) Pos(d int, o, k loopir.Expr) loopir.Expr {
 
 // Taps counts the taps of output position o along axis d whose input coordinate lies in
 // [lo, hi), in closed form.
-func (w PoolWindow) Taps(d int, o loopir.Expr, lo, hi int64) loopir.Expr {
+func (w PoolWindow) Taps(d int, o, lo, hi loopir.Expr) loopir.Expr {
 	st, dil, k := w.start(d, o), i64(w.Dilation[d]), w.Kernel[d]
-	first := loopir.Bin(loopir.Max, i64(0), div(add(sub(i64(lo), st), i64(w.Dilation[d]-1)), dil))
-	last := loopir.Bin(loopir.Min, i64(k-1), div(sub(i64(hi-1), st), dil))
+	first := loopir.Bin(loopir.Max, i64(0), div(add(sub(lo, st), i64(w.Dilation[d]-1)), dil))
+	last := loopir.Bin(loopir.Min, i64(k-1), div(sub(sub(hi, i64(1)), st), dil))
 	return loopir.Bin(loopir.Max, i64(0), add(sub(last, first), i64(1)))
 }
 
@@ -78,13 +136,13 @@ func (w PoolWindow) read(x *te.Tensor, i []loopir.Expr, rk []loopir.Expr) (loopi
 	for d := range w.In {
 		p := w.Pos(d, i[2+d], rk[d])
 		if w.Guarded(d) {
-			c := inside(p, i64(w.In[d]))
+			c := inside(p, w.inExt(d))
 			if ok == nil {
 				ok = c
 			} else {
 				ok = loopir.Bin(loopir.And, ok, c)
 			}
-			p = loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, p, i64(w.In[d]-1)), i64(0))
+			p = loopir.Bin(loopir.Max, loopir.Bin(loopir.Min, p, sub(w.inExt(d), i64(1))), i64(0))
 		}
 		idx = append(idx, p)
 	}
@@ -103,26 +161,29 @@ func computePool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 	if len(x.Shape) < 3 || len(a.KernelShape) != len(x.Shape)-2 {
 		return nil, Unsupported("%v with kernel_shape %v on rank %d", n.Op, a.KernelShape, len(x.Shape))
 	}
-	ext, err := Extents(x)
-	if err != nil {
-		return nil, err
-	}
 	gw, err := graph.PoolWindow(a)
 	if err != nil {
 		return nil, Unsupported("%v", err)
 	}
-	w, err := NewPoolWindow(ext[2:], gw)
-	if err != nil {
-		return nil, err
-	}
-	if shape, ok := n.Outputs[0].Type.ConstShape(); ok && len(shape) == len(ext) {
-		for d, o := range w.Out {
-			if int64(shape[2+d]) != o {
-				return nil, Unsupported("%v: the graph infers output extent %d on spatial axis %d, the window gives %d", n.Op, shape[2+d], d, o)
+	var w PoolWindow
+	if ext, err := staticFrom(x, 2); err == nil {
+		if w, err = NewPoolWindow(ext, gw); err != nil {
+			return nil, err
+		}
+		if shape, ok := n.Outputs[0].Type.ConstShape(); ok && len(shape) == len(x.Shape) {
+			for d, o := range w.Out {
+				if int64(shape[2+d]) != o {
+					return nil, Unsupported("%v: the graph infers output extent %d on spatial axis %d, the window gives %d", n.Op, shape[2+d], d, o)
+				}
 			}
 		}
+	} else if w, err = newPoolWindowSym(x.Shape[2:], gw); err != nil {
+		return nil, err
 	}
-	outShape := append([]loopir.Expr{x.Shape[0], x.Shape[1]}, Static(w.Out...)...)
+	outShape := []loopir.Expr{x.Shape[0], x.Shape[1]}
+	for d := range w.Out {
+		outShape = append(outShape, w.outExt(d))
+	}
 	if n.Op == graph.OpMaxPool && len(n.Outputs) > 1 {
 		y, idx, err := maxPoolIndices(x, w, outShape, a.StorageOrder != 0)
 		return []*te.Tensor{y, idx}, err
@@ -195,9 +256,9 @@ func computePool(n *graph.Node, in []Input) ([]*te.Tensor, error) {
 			c := i64(w.Kernel[d])
 			if w.Guarded(d) {
 				if include {
-					c = w.Taps(d, i[2+d], -w.PadBegin[d], w.In[d]+w.CountEnd[d])
+					c = w.Taps(d, i[2+d], i64(-w.PadBegin[d]), add(w.inExt(d), i64(w.CountEnd[d])))
 				} else {
-					c = w.Taps(d, i[2+d], 0, w.In[d])
+					c = w.Taps(d, i[2+d], i64(0), w.inExt(d))
 				}
 			}
 			cnt = mul(cnt, c)

@@ -28,6 +28,7 @@ func StdBuiltins() map[string]Builtin {
 		BuiltinShapeExpect:  shapeExpect,
 		BuiltinShapeEval:    shapeEval,
 		BuiltinShapeAtMost:  shapeAtMost,
+		BuiltinShapeDerive:  shapeDerive,
 		BuiltinScanAppend:   scanAppend,
 		BuiltinScanFinish:   scanFinish,
 		BuiltinScanSlice:    scanSlice,

@@ -22,6 +22,11 @@ const (
 	// error: an extent the input shapes imply that the model cannot hold (a causal mask
 	// sliced to a sequence longer than the mask).
 	BuiltinShapeAtMost = "shape.at_most"
+	// BuiltinShapeDerive(num, div, add) is the int64 scalar floor(num / div) + add: a
+	// derived symbol (graph.SymbolDef), as a strided window's output count. num below 0
+	// (an input smaller than the window) is an ErrInput error; div below 1, a malformed
+	// executable.
+	BuiltinShapeDerive = "shape.derive"
 )
 
 // maxExtent bounds every computed element: a larger value is a bad input, not an
@@ -110,6 +115,29 @@ func shapeAtMost(args []*tensor.Tensor) (*tensor.Tensor, error) {
 		return nil, fmt.Errorf("%w: the input shapes make an extent of %d where the model holds at most %d", ErrInput, got, limit)
 	}
 	return args[0], nil
+}
+
+func shapeDerive(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	var v [3]int64
+	for i := range v {
+		x, err := int64Scalar(BuiltinShapeDerive, args, i)
+		if err != nil {
+			return nil, err
+		}
+		v[i] = x
+	}
+	num, div, add := v[0], v[1], v[2]
+	if len(args) != 3 || div < 1 {
+		return nil, fmt.Errorf("%s takes a numerator, a divisor above 0 and an addend", BuiltinShapeDerive)
+	}
+	if num < 0 {
+		return nil, fmt.Errorf("%w: an input extent is smaller than a window (a convolution's or pooling's kernel) must cover: %d short", ErrInput, -num)
+	}
+	r, ok := tensor.SignedAdd(num/div, add)
+	if !ok || r > maxExtent {
+		return nil, fmt.Errorf("%w: a computed extent is out of range", ErrInput)
+	}
+	return tensor.Scalar(r), nil
 }
 
 // shapeEval runs a shape program (EncodeShapeProgram). A malformed program is an error,

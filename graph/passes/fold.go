@@ -351,6 +351,7 @@ func (fo *folder) substitute(m *graph.Module) {
 			break
 		}
 	}
+	m.SubstSymbolDefs(fo.subst)
 	seen := map[*graph.Value]bool{}
 	fix := func(v *graph.Value) {
 		if v != nil && !seen[v] {

@@ -1,0 +1,91 @@
+package compiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kilnrt/kiln/engine"
+	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/target"
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
+)
+
+// stridedWindowModule: strided windows over a symbolic height and width, whose output
+// counts are no polynomials of them (floor((h - 1) / 2) + 1): two branches striding
+// alike and added, a padded MaxPool, a padded AveragePool counting the taps inside,
+// and a Conv without padding that needs 3 input rows; and stride 1 with SAME padding (a
+// 2×2 Conv, a MaxPool), whose padding does not depend on the extent.
+func stridedWindowModule(t *testing.T) *graph.Module {
+	t.Helper()
+	w3 := make([]string, 36)
+	for i := range w3 {
+		w3[i] = fmt.Sprint(float32(i%7)*0.25 - 0.7)
+	}
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: f32[1,2,h,w]) {
+  const %w3: f32[2,2,3,3] = [` + strings.Join(w3, ", ") + `]
+  const %w1: f32[2,2,1,1] = [0.5, -1, 2, 0.25]
+  const %w2: f32[2,2,2,2] = [1, -0.5, 0.25, 2, -1, 0.75, 0.5, -2, 1.5, 0.125, -0.25, 1, 0.5, 0.5, -1, 2]
+  %a = Conv(%x, %w3) {kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]} : f32[1,2,_p,_q]
+  %b = Conv(%x, %w1) {kernel_shape=[1,1], strides=[2,2]} : f32[1,2,_p,_q]
+  %s = Add(%a, %b) : f32[1,2,_p,_q]
+  %r = Relu(%s) : f32[1,2,_p,_q]
+  %m = MaxPool(%r) {kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]} : f32[1,2,_u,_v]
+  %g = AveragePool(%m) {kernel_shape=[2,3], pads=[1,0,1,2], strides=[3,2]} : f32[1,2,_i,_j]
+  %c = Conv(%x, %w3) {kernel_shape=[3,3], strides=[2,3]} : f32[1,2,_k,_l]
+  %e = Conv(%x, %w2) {auto_pad="SAME_UPPER", kernel_shape=[2,2]} : f32[1,2,h,w]
+  %f = MaxPool(%e) {auto_pad="SAME_LOWER", kernel_shape=[3,2]} : f32[1,2,h,w]
+  return %g, %c, %f
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestSymbolicStridedWindows: compiled once with h and w free (at -O0 and -O3), the
+// executable computes the strided windows' output counts from the input's shape (odd
+// and even extents, windows that only just fit) and matches the reference at each; an
+// input too small for the unpadded Conv is ErrInput, not a crash or a wrong shape.
+func TestSymbolicStridedWindows(t *testing.T) {
+	for _, level := range []engine.Level{engine.O0, engine.LevelDefault} {
+		t.Run(level.String(), func(t *testing.T) {
+			m := stridedWindowModule(t)
+			var runs [][]*tensor.Tensor
+			for i, hw := range [][2]int{{9, 13}, {16, 16}, {3, 3}, {4, 7}, {33, 20}, {9, 13}} {
+				runs = append(runs, []*tensor.Tensor{f32(uint64(i+1), 1, 2, hw[0], hw[1])})
+			}
+			machine, res := checkSymbolic(t, m, target.Host(), Options{Recipe: engine.Recipe{Level: level}}, runs)
+			if got := res.Exe.Inputs[0].Shape; got[2] != -1 || got[3] != -1 {
+				t.Fatalf("input shape %v: want h and w dynamic", got)
+			}
+			_, err := machine.Run(context.Background(), []*tensor.Tensor{f32(9, 1, 2, 2, 8)})
+			if !errors.Is(err, vm.ErrInput) || !strings.Contains(err.Error(), "smaller than a window") {
+				t.Fatalf("2 rows into a 3-row window: got %v, want ErrInput naming the window", err)
+			}
+		})
+	}
+}
+
+// TestSymbolicSAMEStride2CompilesPerShape: SAME padding with stride 2 over a symbolic
+// extent pads by the extent's parity, which no kernel definition takes yet: the generic
+// build is refused naming it (a server then compiles per shape), never a wrong kernel.
+func TestSymbolicSAMEStride2CompilesPerShape(t *testing.T) {
+	m, err := graph.Parse(`module opsets(""=17)
+func @main(%x: f32[1,1,h,w]) {
+  const %w: f32[1,1,3,3] = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+  %c = Conv(%x, %w) {auto_pad="SAME_UPPER", kernel_shape=[3,3], strides=[2,2]} : f32[1,1,_a,_b]
+  return %c
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(m, target.Host(), Options{CPU: openCPU(t)})
+	if err == nil || !strings.Contains(err.Error(), "auto_pad SAME_UPPER and stride 2") {
+		t.Fatalf("got %v, want a refusal naming SAME with stride 2", err)
+	}
+}

@@ -275,6 +275,9 @@ func (e *emitter) node(n *graph.Node) error {
 	if err := e.bindRuntimeShapes(n); err != nil {
 		return err
 	}
+	if err := e.checkBroadcasts(n); err != nil {
+		return err
+	}
 	if k := e.keptReduction(n); k != nil {
 		return e.lowerKeptReduction(n, k)
 	}

@@ -119,6 +119,133 @@ func (e *emitter) bindDerived(m *graph.Module) error {
 	return nil
 }
 
+// checkBroadcasts guards what shape inference took on trust: where an operand's free
+// extent meets a different extent that it must equal or broadcast to (graph.
+// BroadcastDims keeps one of them; Concat's other axes and a product's reduced extent
+// keep the first operand's), the kernel reads the operand as if they were equal, so
+// before it runs shape.agree fails the call when they differ (vm.ErrGenericShape; a
+// free extent of 1 broadcast included) instead of a wrong answer or a read past the
+// operand. The nodes: the Broadcast pattern's (inside a fused node too), MatMul's batch
+// axes and reduced extent, Gemm's reduced extent and C, Concat's axes other than its
+// own. (Expand over a free extent broadcasts at run time: expandIndex.)
+func (e *emitter) checkBroadcasts(n *graph.Node) error {
+	nodes := []*graph.Node{n}
+	if a, ok := n.Attrs.(*graph.FusedAttrs); ok {
+		nodes = a.Body.Nodes
+	}
+	for _, m := range nodes {
+		if len(m.Outputs) == 0 || !ranked(m.Outputs[0]) {
+			continue
+		}
+		out := m.Outputs[0].Type.Shape
+		var err error
+		switch a := m.Attrs.(type) {
+		case *graph.GemmAttrs:
+			if len(m.Inputs) >= 2 && ranked(m.Inputs[0]) && ranked(m.Inputs[1]) && len(m.Inputs[0].Type.Shape) == 2 && len(m.Inputs[1].Type.Shape) == 2 {
+				ka, kb := m.Inputs[0].Type.Shape[1-min(a.TransA, 1)], m.Inputs[1].Type.Shape[min(a.TransB, 1)]
+				err = e.agreeDim(m, m.Inputs[1], kb, ka, false)
+			}
+			if err == nil && len(m.Inputs) == 3 {
+				err = e.agreeAligned(m, m.Inputs[2], out, 0)
+			}
+		case *graph.AxisAttrs:
+			if m.Op != graph.OpConcat {
+				continue
+			}
+			for _, v := range m.Inputs {
+				if err != nil || !ranked(v) || len(v.Type.Shape) != len(out) {
+					continue
+				}
+				ax := int(a.Axis)
+				if ax < 0 {
+					ax += len(out)
+				}
+				for k, d := range v.Type.Shape {
+					if k != ax && err == nil {
+						err = e.agreeDim(m, v, d, out[k], false)
+					}
+				}
+			}
+		default:
+			switch {
+			case m.Op == graph.OpExpand: // over a free extent it broadcasts at run time
+			case m.Op == graph.OpMatMul && len(m.Inputs) == 2:
+				x, y := m.Inputs[0], m.Inputs[1]
+				for _, v := range m.Inputs {
+					if err == nil {
+						err = e.agreeAligned(m, v, out, 2)
+					}
+				}
+				if err == nil && ranked(x) && ranked(y) && len(y.Type.Shape) >= 2 && len(x.Type.Shape) >= 1 {
+					err = e.agreeDim(m, y, y.Type.Shape[len(y.Type.Shape)-2], x.Type.Shape[len(x.Type.Shape)-1], false)
+				}
+			case m.Op.Info() != nil && m.Op.Info().Pattern == graph.Broadcast:
+				for _, v := range m.Inputs {
+					if err == nil {
+						err = e.agreeAligned(m, v, out, 0)
+					}
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ranked reports a present tensor value of known rank.
+func ranked(v *graph.Value) bool {
+	return v != nil && v.Type.Kind == graph.KindTensor && !v.Type.UnknownRank
+}
+
+// agreeAligned checks v's extents, all but its last tail, against out's aligned to the
+// right (numpy broadcasting: an extent of 1 that is static broadcasts).
+func (e *emitter) agreeAligned(n *graph.Node, v *graph.Value, out []graph.Dim, tail int) error {
+	if !ranked(v) || len(v.Type.Shape) > len(out) || len(v.Type.Shape) < tail {
+		return nil
+	}
+	in := v.Type.Shape
+	off := len(out) - len(in)
+	for k, d := range in[:len(in)-tail] {
+		if err := e.agreeDim(n, v, d, out[off+k], true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// agreeDim emits shape.agree(got, want) before node n, naming n and its operand v,
+// unless the two are the same expression, both static, got a static 1 that
+// broadcasts, or not computable here (a symbol bound later).
+func (e *emitter) agreeDim(n *graph.Node, v *graph.Value, got, want graph.Dim, broadcasts bool) error {
+	if got.Equal(want) || got.IsConst() && want.IsConst() || !e.allBound([]graph.Dim{got, want}) {
+		return nil
+	}
+	if c, ok := got.Value(); ok && c == 1 && broadcasts {
+		return nil
+	}
+	return e.agree(n, v, got, want)
+}
+
+// agree emits shape.agree(got, want) before node n, naming n and its operand v.
+func (e *emitter) agree(n *graph.Node, v *graph.Value, got, want graph.Dim) error {
+	g, err := e.shapeEval(tensor.Int64, nil, []graph.Dim{got})
+	if err != nil {
+		return err
+	}
+	w, err := e.shapeEval(tensor.Int64, nil, []graph.Dim{want})
+	if err != nil {
+		return err
+	}
+	e.use(g)
+	e.use(w)
+	r := e.newReg()
+	e.emit(vm.Instr{Op: vm.CallBuiltin, Dst: r, Args: []vm.Reg{g, w}, Imm: e.builtin(vm.BuiltinShapeAgree), Str: fmt.Sprintf("%v: operand %q", n, v.Name)})
+	e.host[r] = true
+	return nil
+}
+
 // typeSymbols adds the symbols of t's extents and known values (its element type's
 // too) to into.
 func typeSymbols(t graph.Type, into map[string]bool) {

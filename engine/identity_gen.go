@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 405 files; see Identity.
-const sourceDigest = "aee31d6899141115b4dc30c736a5832e"
+const sourceDigest = "1233770fa141395360b65b3c6cad1a1a"

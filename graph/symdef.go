@@ -6,12 +6,12 @@ import (
 	"slices"
 )
 
-// SymbolDef defines a symbol by the others: floor(Num / Div) + Add, with Num a polynomial
-// over symbols defined before it (input symbols or earlier definitions) and Div > 0. It
-// names an extent that is no polynomial of the inputs' symbols, as a strided window's
-// output count floor((H + pads - span) / stride) + 1 over a symbolic H: the generic
-// executable computes it from the bound symbols when a call starts, and a Num below zero
-// (an input smaller than the window) fails that call.
+// SymbolDef defines a symbol by the others: max(0, floor(Num / Div) + Add), with Num a
+// polynomial over symbols defined before it (input symbols or earlier definitions) and
+// Div > 0. It names an extent that is no polynomial of the inputs' symbols, as a strided
+// window's output count floor((H + pads - span) / stride) + 1 over a symbolic H (0 where
+// the input is smaller than the window, as Window.Axis has it): the generic executable
+// computes it from the bound symbols when a call starts.
 type SymbolDef struct {
 	Name string
 	Num  Dim
@@ -20,21 +20,22 @@ type SymbolDef struct {
 }
 
 func (d SymbolDef) String() string {
-	return fmt.Sprintf("%s = floor((%v) / %d) + %d", d.Name, d.Num, d.Div, d.Add)
+	return fmt.Sprintf("%s = max(0, floor((%v) / %d) + %d)", d.Name, d.Num, d.Div, d.Add)
 }
 
 // Eval computes the symbol from the values in env; ok is false when env lacks one of
-// Num's symbols or Num is negative.
+// Num's symbols.
 func (d SymbolDef) Eval(env map[string]int64) (int64, bool) {
 	n, ok := d.Num.Eval(env)
-	if !ok || n < 0 {
+	if !ok {
 		return 0, false
 	}
-	return n/d.Div + d.Add, true
+	return constDerived(n, d.Div, d.Add), true
 }
 
-// Derive returns the extent floor(num / div) + add: a constant when num is one, an
-// exact quotient where div divides num, else a symbol defined by a SymbolDef. The same
+// Derive returns the extent max(0, floor(num / div) + add): a constant when num is one,
+// an exact quotient where div divides num (taken to be at least 0, as a polynomial
+// extent over symbols is), else a symbol defined by a SymbolDef. The same
 // expression gives the same symbol (two branches that stride an extent alike agree).
 // It panics on div < 1 (a window's stride is checked positive before).
 func (m *Module) Derive(num Dim, div, add int64) Dim {
@@ -90,7 +91,7 @@ func (ic *InferCtx) Derived(num Dim, div, add int64) Dim {
 	return ic.M.Derive(num, div, add)
 }
 
-// constDerived is floor(v / div) + add, at least 0 (no window fits: no output).
+// constDerived is max(0, floor(v / div) + add) (no window fits: no output).
 func constDerived(v, div, add int64) int64 {
 	q := v / div
 	if v%div != 0 && v < 0 {

@@ -17,14 +17,16 @@ func TestDeriveSharesSymbolsAndFoldsWhatItCan(t *testing.T) {
 		t.Fatalf("another stride gave the same symbol %v", c)
 	}
 	defs := m.SymbolDefs()
-	if len(defs) != 2 || defs[0].String() != "_d1 = floor((h-1) / 2) + 1" {
+	if len(defs) != 2 || defs[0].String() != "_d1 = max(0, floor((h-1) / 2) + 1)" {
 		t.Fatalf("definitions %v", defs)
 	}
 	if v, ok := defs[0].Eval(map[string]int64{"h": 8}); !ok || v != 4 {
 		t.Fatalf("h = 8: %d, %v; want 4", v, ok)
 	}
-	if _, ok := defs[0].Eval(map[string]int64{"h": 0}); ok {
-		t.Fatal("h = 0 leaves a window no input row: want no value")
+	for h, want := range map[int64]int64{0: 0, -2: 0, 1: 1} { // h-1 = -1: floor(-1/2) + 1 = 0
+		if v, ok := defs[0].Eval(map[string]int64{"h": h}); !ok || v != want {
+			t.Fatalf("h = %d: %d, %v; want %d", h, v, ok, want)
+		}
 	}
 	if d := m.Derive(h.Scale(2), 2, 1); !d.Equal(h.Add(Const(1))) {
 		t.Fatalf("2h / 2 + 1 = %v; want h + 1", d)

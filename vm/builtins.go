@@ -29,6 +29,7 @@ func StdBuiltins() map[string]Builtin {
 		BuiltinShapeEval:    shapeEval,
 		BuiltinShapeAtMost:  shapeAtMost,
 		BuiltinShapeDerive:  shapeDerive,
+		BuiltinShapeAgree:   shapeAgree,
 		BuiltinScanAppend:   scanAppend,
 		BuiltinScanFinish:   scanFinish,
 		BuiltinScanSlice:    scanSlice,

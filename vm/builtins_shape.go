@@ -22,12 +22,22 @@ const (
 	// error: an extent the input shapes imply that the model cannot hold (a causal mask
 	// sliced to a sequence longer than the mask).
 	BuiltinShapeAtMost = "shape.at_most"
-	// BuiltinShapeDerive(num, div, add) is the int64 scalar floor(num / div) + add: a
-	// derived symbol (graph.SymbolDef), as a strided window's output count. num below 0
-	// (an input smaller than the window) is an ErrInput error; div below 1, a malformed
-	// executable.
+	// BuiltinShapeDerive(num, div, add) is the int64 scalar max(0, floor(num / div) +
+	// add): a derived symbol (graph.SymbolDef), as a strided window's output count (0
+	// where the input is smaller than the window, as ONNX has it). div below 1 is a
+	// malformed executable.
 	BuiltinShapeDerive = "shape.derive"
+	// BuiltinShapeAgree(got, want) is got when it equals want, else an ErrGenericShape
+	// error: an operand's free extent that meets another in a node (a broadcast, Concat's
+	// other axes, a product's reduced extent), which the graph took to be equal and the
+	// kernel reads as equal.
+	BuiltinShapeAgree = "shape.agree"
 )
+
+// ErrGenericShape (wrapping ErrInput) fails a call of a generic executable whose input
+// shapes it cannot serve although the model may: free extents that meet in a broadcast
+// and differ (one of them 1, say). An executable built for the call's shapes serves them.
+var ErrGenericShape = fmt.Errorf("%w: shapes the generic executable does not serve", ErrInput)
 
 // maxExtent bounds every computed element: a larger value is a bad input, not an
 // allocation attempt.
@@ -117,6 +127,21 @@ func shapeAtMost(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	return args[0], nil
 }
 
+func shapeAgree(args []*tensor.Tensor) (*tensor.Tensor, error) {
+	got, err := int64Scalar(BuiltinShapeAgree, args, 0)
+	if err != nil {
+		return nil, err
+	}
+	want, err := int64Scalar(BuiltinShapeAgree, args, 1)
+	if err != nil {
+		return nil, err
+	}
+	if got != want {
+		return nil, fmt.Errorf("%w: an operand's extent %d meets %d (the generic executable takes free dims that meet in a node to be equal; an executable built for these shapes broadcasts or refuses them)", ErrGenericShape, got, want)
+	}
+	return args[0], nil
+}
+
 func shapeDerive(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	var v [3]int64
 	for i := range v {
@@ -130,14 +155,15 @@ func shapeDerive(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	if len(args) != 3 || div < 1 {
 		return nil, fmt.Errorf("%s takes a numerator, a divisor above 0 and an addend", BuiltinShapeDerive)
 	}
-	if num < 0 {
-		return nil, fmt.Errorf("%w: an input extent is smaller than a window (a convolution's or pooling's kernel) must cover: %d short", ErrInput, -num)
+	q := num / div
+	if num%div != 0 && num < 0 {
+		q--
 	}
-	r, ok := tensor.SignedAdd(num/div, add)
+	r, ok := tensor.SignedAdd(q, add)
 	if !ok || r > maxExtent {
 		return nil, fmt.Errorf("%w: a computed extent is out of range", ErrInput)
 	}
-	return tensor.Scalar(r), nil
+	return tensor.Scalar(max(r, 0)), nil
 }
 
 // shapeEval runs a shape program (EncodeShapeProgram). A malformed program is an error,

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
 )
 
 // BatchSpec configures dynamic batching of a model version (Triton's dynamic_batching
@@ -234,10 +236,18 @@ func (b *batcher) run(p *placement, batch []*pending, rows int) {
 	}
 	b.warm(p, batch[0].key, shapes)
 	start := time.Now()
-	outs, err := v.machine.Run(b.m.svc.ctx, joined)
-	compute := time.Since(start)
+	outs, v, rewait, err := b.m.runVariant(b.m.svc.ctx, p, v, shapes, joined)
+	compute := time.Since(start) - rewait
+	wait += rewait
 	p.runs.Add(1)
-	if err != nil {
+	switch {
+	case classified(err):
+		fail(err)
+		return
+	case errors.Is(err, vm.ErrInput):
+		fail(fmt.Errorf("%w: %v", ErrInvalid, err))
+		return
+	case err != nil:
 		fail(fmt.Errorf("%w: model %q%s: %v", ErrInternal, b.m.name, p.dev.on, err))
 		return
 	}

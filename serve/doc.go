@@ -49,15 +49,18 @@
 // compiled with the symbolic dims left free, so a new shape compiles nothing); a shape
 // signature requested that many times gets an executable of its own, built in the
 // background (static shapes, full memory plan) and used from then on, while the
-// requests before it run generically. A model whose generic executable cannot be built
-// (a kernel without run-time extents, a dim that depends on data) compiles per
-// signature, as it always does with SpecializeAfter 0: each new signature compiles
-// before its first answer. Lifecycle: UNAVAILABLE (unreadable model, failed compile: the
-// reason is kept) / LOADING (compiling, with progress) / READY. Readiness (Ready) is
-// strict, as Triton's: the server is unready while draining, while a load at start
-// that readiness waits for runs (LoadEager, warm-up), and while a model that should
-// serve has failed (Options.LenientReadiness ignores those); a compile for a request
-// or in the background never makes it unready.
+// requests before it run generically; a request the generic executable refuses
+// (vm.ErrGenericShape: free dims that meet and differ) waits for the executable of its
+// shapes (runVariant). Shapes under which a node does not type (graph.ErrInfer when
+// they are bound) are an invalid request: the model's state stays. A model whose
+// generic executable cannot be built (a kernel without run-time extents, a dim that
+// depends on data) compiles per signature, as it always does with SpecializeAfter 0:
+// each new signature compiles before its first answer. Lifecycle: UNAVAILABLE
+// (unreadable model, failed compile: the reason is kept) / LOADING (compiling, with
+// progress) / READY. Readiness (Ready) is strict, as Triton's: the server is unready
+// while draining, while a load at start that readiness waits for runs (LoadEager,
+// warm-up), and while a model that should serve has failed (Options.LenientReadiness
+// ignores those); a compile for a request or in the background never makes it unready.
 //
 // Invariants: every error returned wraps one of ErrInvalid, ErrNotFound,
 // ErrUnavailable, ErrInternal, ErrDisabled or ErrDeadline and names the model, input or

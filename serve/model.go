@@ -292,7 +292,8 @@ var errChanged = fmt.Errorf("%w: the model's files changed on disk", ErrUnavaila
 // (onnx.LoadVerified): files replaced since then are errChanged, never compiled under
 // the old key. A failed first compile on a device makes the model UNAVAILABLE (the
 // reason names the device unless it is the CPU), unless it was the generic attempt (the
-// model then compiles per shape), it was cancelled, or the files changed.
+// model then compiles per shape), it was cancelled, the files changed, or the shapes of
+// a request of a model with free dims do not type (ErrInvalid: that request's fault).
 func (m *model) buildVariant(ctx context.Context, p *placement, shapes map[string][]int64, key string) (*variant, error) {
 	svc := m.svc
 	generic := shapes == nil
@@ -350,6 +351,12 @@ func (m *model) buildVariant(ctx context.Context, p *placement, shapes map[strin
 		case ctx.Err() != nil:
 			undo()
 			return nil, fmt.Errorf("%w: model %q: compile cancelled: %v", ErrDeadline, m.name, ctx.Err())
+		}
+		if !generic && errors.Is(err, graph.ErrInfer) && m.hasSymbolicInputs() {
+			// the request's shapes bound the free dims and a node does not type with
+			// them (operands that cannot broadcast): the request is wrong, not the model
+			undo()
+			return nil, fmt.Errorf("%w: model %q: the input shapes %v do not fit the model: %v", ErrInvalid, m.name, shapes, err)
 		}
 		if !generic && errors.Is(err, engine.ErrNotPrebuilt) {
 			m.mu.Lock()
@@ -439,11 +446,15 @@ func (m *model) infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 		return nil, err
 	}
 	run := time.Now()
-	res, err := v.machine.Run(ctx, args)
+	res, v, rewait, err := m.runVariant(ctx, p, v, shapes, args)
 	m.slots <- p
-	compute := time.Since(run)
+	compute := time.Since(run) - rewait
+	wait += rewait
 	p.runs.Add(1)
 	if err != nil {
+		if classified(err) {
+			return nil, err
+		}
 		if errors.Is(err, vm.ErrInput) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}

@@ -29,11 +29,14 @@ func (b *seqBatcher) run(p *placement, rows []seqRow) {
 		v, res.compileWait, err = m.variantWaiting(m.svc.ctx, p, shapes)
 		if err == nil {
 			start := time.Now()
-			outs, err = v.machine.Run(m.svc.ctx, args)
-			res.compute = time.Since(start)
+			var rewait time.Duration
+			outs, v, rewait, err = m.runVariant(m.svc.ctx, p, v, shapes, args)
+			res.compute = time.Since(start) - rewait
+			res.compileWait += rewait
 			p.runs.Add(1)
 			res.outIdx, res.batch, res.device = v.outIdx, size, p.dev.name
 			switch {
+			case classified(err):
 			case errors.Is(err, vm.ErrInput):
 				err = fmt.Errorf("%w: %v", ErrInvalid, err)
 			case err != nil:

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/kilnrt/kiln/tensor"
+	"github.com/kilnrt/kiln/vm"
 )
 
 // genericKey is the singleflight key of a model's generic executable (shape keys print
@@ -100,4 +104,41 @@ func (m *model) buildGeneric(ctx context.Context, p *placement) (*variant, error
 	}
 	p.generic = v
 	return v, nil
+}
+
+// classified reports an error that already says how the request failed (a compile's
+// outcome in runVariant): it reaches the client as it is.
+func classified(err error) bool {
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrDeadline)
+}
+
+// runVariant runs v on args. When v is p's generic executable and refuses the shapes
+// (vm.ErrGenericShape: free dims that meet in a broadcast and differ, one of them 1
+// say, which the model may well broadcast), it compiles the executable for these
+// shapes, as a new shape compiles with SpecializeAfter 0, and runs that instead: the
+// request waits for the compile (wait) and gets the model's answer. The variant that
+// answered is returned, for its outputs' order.
+func (m *model) runVariant(ctx context.Context, p *placement, v *variant, shapes map[string][]int64, args []*tensor.Tensor) (outs []*tensor.Tensor, ran *variant, wait time.Duration, err error) {
+	outs, err = v.machine.Run(ctx, args)
+	if !errors.Is(err, vm.ErrGenericShape) {
+		return outs, v, 0, err
+	}
+	m.mu.Lock()
+	generic := v == p.generic
+	m.mu.Unlock()
+	if !generic {
+		return outs, v, 0, err
+	}
+	start := time.Now()
+	key := shapesKey(shapes)
+	s, err := p.flights.do(ctx, m.svc.ctx, key, func(bctx context.Context) (*variant, error) { return m.build(bctx, p, shapes, key) })
+	wait = time.Since(start)
+	if err == errGaveUp {
+		return nil, v, wait, fmt.Errorf("%w: waiting for model %q to compile: %v", ErrDeadline, m.name, ctx.Err())
+	}
+	if err != nil {
+		return nil, v, wait, err
+	}
+	outs, err = s.machine.Run(ctx, args)
+	return outs, s, wait, err
 }

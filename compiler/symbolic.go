@@ -142,7 +142,14 @@ func (e *emitter) checkBroadcasts(n *graph.Node) error {
 		switch a := m.Attrs.(type) {
 		case *graph.GemmAttrs:
 			if len(m.Inputs) >= 2 && ranked(m.Inputs[0]) && ranked(m.Inputs[1]) && len(m.Inputs[0].Type.Shape) == 2 && len(m.Inputs[1].Type.Shape) == 2 {
-				ka, kb := m.Inputs[0].Type.Shape[1-min(a.TransA, 1)], m.Inputs[1].Type.Shape[min(a.TransB, 1)]
+				ta, tb := 0, 0 // the attributes' truth, as ONNX reads them
+				if a.TransA != 0 {
+					ta = 1
+				}
+				if a.TransB != 0 {
+					tb = 1
+				}
+				ka, kb := m.Inputs[0].Type.Shape[1-ta], m.Inputs[1].Type.Shape[tb]
 				err = e.agreeDim(m, m.Inputs[1], kb, ka, false)
 			}
 			if err == nil && len(m.Inputs) == 3 {

@@ -3,4 +3,4 @@
 package engine
 
 // sourceDigest covers 405 files; see Identity.
-const sourceDigest = "1233770fa141395360b65b3c6cad1a1a"
+const sourceDigest = "ef76617aab59a26a7d911800d9c5db2c"

@@ -26,7 +26,8 @@ type PoolWindow struct {
 	PadBegin, PadEnd []int64 // the padding the windows see
 	CountEnd         []int64 // the end padding that count_include_pad counts
 	// InExpr and OutExpr are the extents of the symbolic axes (nil entries on static
-	// ones; In and Out hold a window's span and 1 there): newPoolWindowSym.
+	// ones; In, Out and the pads there are the resolution over one window's span, whose
+	// pads any extent shares): newPoolWindowSym.
 	InExpr, OutExpr []loopir.Expr
 }
 

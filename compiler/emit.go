@@ -18,6 +18,8 @@ type emitter struct {
 	reg   map[*graph.Value]vm.Reg
 	host  map[vm.Reg]bool   // the register holds a host value (builtin results, counters)
 	sym   map[string]vm.Reg // each symbolic dim's value (host int64 scalar), see symbolic.go
+	// defs are the derived symbols the function's types use (bindDerived), in order
+	defs []graph.SymbolDef
 	// dev is the device of each device tensor's register (absent: 0, the CPU); a
 	// constant's register (anyDev) is read on any device (the VM places a copy at load)
 	dev    map[vm.Reg]int

@@ -172,6 +172,7 @@ func (e *emitter) lowerSequenceMap(n *graph.Node) error {
 		e.sym[name] = r
 	}
 	var params []*graph.Value
+	rebound := map[string]bool{}
 	for i, p := range body.Params {
 		if n.Inputs[i].Type.Kind != graph.KindSequence {
 			e.reg[p] = ins[i]
@@ -187,12 +188,17 @@ func (e *emitter) lowerSequenceMap(n *graph.Node) error {
 			for _, d := range p.Type.Shape {
 				if name, ok := d.IsSym(); ok {
 					delete(e.sym, name)
+					rebound[name] = true
 				}
 			}
 			params = append(params, p)
 		}
 	}
+	e.unbindDerivedOf(rebound)
 	e.bindSymbols(params)
+	if err := e.bindDefs(); err != nil {
+		return err
+	}
 	if err := e.function(body); err != nil {
 		return err
 	}

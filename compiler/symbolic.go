@@ -63,8 +63,7 @@ func (e *emitter) bindSymbols(params []*graph.Value) {
 // those their definitions name, once the input symbols are bound: shape.eval of the
 // numerator, then shape.derive. A definition naming a symbol no input binds stays
 // unbound (a kernel that needs it then fails to lower, naming it). Unused definitions
-// (left by passes that rewrote the nodes) are not computed: their windows may not fit
-// inputs the model takes.
+// (left by passes that rewrote the nodes) are not computed.
 func (e *emitter) bindDerived(m *graph.Module) error {
 	defs := m.SymbolDefs()
 	if len(defs) == 0 {
@@ -96,11 +95,20 @@ func (e *emitter) bindDerived(m *graph.Module) error {
 			}
 		}
 	}
+	e.defs = nil
 	for _, d := range defs {
-		if _, bound := e.sym[d.Name]; bound || !needed[d.Name] {
-			continue
+		if needed[d.Name] {
+			e.defs = append(e.defs, d)
 		}
-		if !e.allBound([]graph.Dim{d.Num}) {
+	}
+	return e.bindDefs()
+}
+
+// bindDefs computes each derived symbol of e.defs not bound yet whose numerator's
+// symbols are.
+func (e *emitter) bindDefs() error {
+	for _, d := range e.defs {
+		if _, bound := e.sym[d.Name]; bound || !e.allBound([]graph.Dim{d.Num}) {
 			continue
 		}
 		num, err := e.shapeEval(tensor.Int64, nil, []graph.Dim{d.Num})
@@ -117,6 +125,20 @@ func (e *emitter) bindDerived(m *graph.Module) error {
 		e.sym[d.Name] = v
 	}
 	return nil
+}
+
+// unbindDerivedOf forgets the derived symbols computed from any of names (rebound for a
+// sequence item), and those computed from them, so that bindDefs computes them anew.
+func (e *emitter) unbindDerivedOf(names map[string]bool) {
+	for _, d := range e.defs {
+		for _, s := range d.Num.Symbols() {
+			if names[s] {
+				names[d.Name] = true
+				delete(e.sym, d.Name)
+				break
+			}
+		}
+	}
 }
 
 // checkBroadcasts guards what shape inference took on trust: where an operand's free

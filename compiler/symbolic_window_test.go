@@ -7,8 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kilnrt/kiln/engine"
 	"github.com/kilnrt/kiln/graph"
+	"github.com/kilnrt/kiln/loader/onnx"
+	"github.com/kilnrt/kiln/loader/onnx/onnxpb"
 	"github.com/kilnrt/kiln/target"
 	"github.com/kilnrt/kiln/tensor"
 	"github.com/kilnrt/kiln/vm"
@@ -128,4 +132,60 @@ func @main(%x: f32[n], %z: f32[m], %a: f32[r,k], %b: f32[j,4], %c: f32[q]) {
 			t.Fatalf("%s: got %v, want ErrGenericShape naming %s", c.name, err, c.node)
 		}
 	}
+}
+
+// TestSymbolicStridedWindowPerSequenceItem: a SequenceMap whose body strides a Conv
+// over each item's own width (x split into pieces of run-time widths) recomputes the
+// body's derived extents from every item's shape, as the reference does, at two splits.
+func TestSymbolicStridedWindowPerSequenceItem(t *testing.T) {
+	info := func(name string, et onnxpb.TensorProto_DataType, dims ...any) *onnxpb.ValueInfoProto {
+		var ds []*onnxpb.TensorShapeProto_Dimension
+		for _, d := range dims {
+			switch d := d.(type) {
+			case int:
+				ds = append(ds, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(d)}})
+			case string:
+				ds = append(ds, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: d}})
+			}
+		}
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(et)), Shape: &onnxpb.TensorShapeProto{Dim: ds}}}}}
+	}
+	ints := func(name string, v ...int64) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
+	}
+	node := func(op string, in, out []string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
+		return &onnxpb.NodeProto{OpType: proto.String(op), Input: in, Output: out, Attribute: attrs}
+	}
+	w := make([]float32, 3*2*3*3)
+	for i := range w {
+		w[i] = float32(i%5)*0.5 - 1
+	}
+	f, i64 := onnxpb.TensorProto_FLOAT, onnxpb.TensorProto_INT64
+	body := &onnxpb.GraphProto{Name: proto.String("body"),
+		Node:   []*onnxpb.NodeProto{node("Conv", []string{"item", "w"}, []string{"out"}, ints("pads", 1, 1, 1, 1), ints("strides", 2, 2))},
+		Input:  []*onnxpb.ValueInfoProto{info("item", f, 1, 2, "bh", "bw")},
+		Output: []*onnxpb.ValueInfoProto{{Name: proto.String("out")}}}
+	g := &onnxpb.GraphProto{Name: proto.String("g"),
+		Node: []*onnxpb.NodeProto{
+			node("SplitToSequence", []string{"x", "split"}, []string{"seq"}, &onnxpb.AttributeProto{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(3)}),
+			node("SequenceMap", []string{"seq"}, []string{"mapped"}, &onnxpb.AttributeProto{Name: proto.String("body"), Type: onnxpb.AttributeProto_GRAPH.Enum(), G: body}),
+			node("ConcatFromSequence", []string{"mapped"}, []string{"y"}, &onnxpb.AttributeProto{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(3)}),
+		},
+		Initializer: []*onnxpb.TensorProto{{Name: proto.String("w"), DataType: proto.Int32(int32(f)), Dims: []int64{3, 2, 3, 3}, FloatData: w}},
+		Input:       []*onnxpb.ValueInfoProto{info("x", f, 1, 2, "h", "w"), info("split", i64, 2)},
+		Output:      []*onnxpb.ValueInfoProto{{Name: proto.String("y")}}}
+	b, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}}, Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := onnx.LoadBytes(b, "", onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := func(v ...int64) *tensor.Tensor { return tensor.MustFromSlice(tensor.Shape{len(v)}, v) }
+	checkSymbolic(t, m, target.Host(), Options{}, [][]*tensor.Tensor{
+		{f32(1, 1, 2, 7, 9), split(4, 5)},
+		{f32(2, 1, 2, 5, 12), split(3, 9)},
+	})
 }

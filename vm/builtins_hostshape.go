@@ -336,13 +336,9 @@ func shapeRange(args []*tensor.Tensor) (*tensor.Tensor, error) {
 	}
 	var n int64
 	if args[0] != nil && args[0].DType.IsInt() {
-		var v [3]int64
-		for i := range v {
-			x, err := int64Scalar(name, args, i)
-			if err != nil {
-				return nil, err
-			}
-			v[i] = x
+		v, err := int64Scalars(name, args, 3)
+		if err != nil {
+			return nil, err
 		}
 		s, l, d := v[0], v[1], v[2]
 		if d == 0 {

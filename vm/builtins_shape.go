@@ -75,6 +75,22 @@ func EncodeShapeProgram(dt tensor.DType, shape []int64, elems []ShapePoly) *tens
 	return tensor.MustFromSlice(tensor.Shape{len(p)}, p)
 }
 
+// int64Scalars reads the n integer scalar arguments of a builtin that takes exactly n.
+func int64Scalars(name string, args []*tensor.Tensor, n int) ([]int64, error) {
+	if len(args) != n {
+		return nil, fmt.Errorf("%s takes %d integer scalars, got %d arguments", name, n, len(args))
+	}
+	v := make([]int64, n)
+	for i := range v {
+		x, err := int64Scalar(name, args, i)
+		if err != nil {
+			return nil, err
+		}
+		v[i] = x
+	}
+	return v, nil
+}
+
 func int64Scalar(name string, args []*tensor.Tensor, i int) (int64, error) {
 	if i >= len(args) || args[i] == nil || args[i].Len() != 1 || !args[i].DType.IsInt() {
 		return 0, fmt.Errorf("%s: argument %d is not an integer scalar", name, i)
@@ -98,61 +114,45 @@ func shapeDim(args []*tensor.Tensor) (*tensor.Tensor, error) {
 }
 
 func shapeExpect(args []*tensor.Tensor) (*tensor.Tensor, error) {
-	got, err := int64Scalar(BuiltinShapeExpect, args, 0)
+	v, err := int64Scalars(BuiltinShapeExpect, args, 2)
 	if err != nil {
 		return nil, err
 	}
-	want, err := int64Scalar(BuiltinShapeExpect, args, 1)
-	if err != nil {
-		return nil, err
-	}
-	if got != want {
+	if got, want := v[0], v[1]; got != want {
 		return nil, fmt.Errorf("%w: a symbolic dim is %d here and %d where it was bound (inputs, or a computed shape, disagree)", ErrInput, got, want)
 	}
 	return args[0], nil
 }
 
 func shapeAtMost(args []*tensor.Tensor) (*tensor.Tensor, error) {
-	got, err := int64Scalar(BuiltinShapeAtMost, args, 0)
+	v, err := int64Scalars(BuiltinShapeAtMost, args, 2)
 	if err != nil {
 		return nil, err
 	}
-	limit, err := int64Scalar(BuiltinShapeAtMost, args, 1)
-	if err != nil {
-		return nil, err
-	}
-	if got > limit {
+	if got, limit := v[0], v[1]; got > limit {
 		return nil, fmt.Errorf("%w: the input shapes make an extent of %d where the model holds at most %d", ErrInput, got, limit)
 	}
 	return args[0], nil
 }
 
 func shapeAgree(args []*tensor.Tensor) (*tensor.Tensor, error) {
-	got, err := int64Scalar(BuiltinShapeAgree, args, 0)
+	v, err := int64Scalars(BuiltinShapeAgree, args, 2)
 	if err != nil {
 		return nil, err
 	}
-	want, err := int64Scalar(BuiltinShapeAgree, args, 1)
-	if err != nil {
-		return nil, err
-	}
-	if got != want {
+	if got, want := v[0], v[1]; got != want {
 		return nil, fmt.Errorf("%w: an operand's extent %d meets %d (the generic executable takes free dims that meet in a node to be equal; an executable built for these shapes broadcasts or refuses them)", ErrGenericShape, got, want)
 	}
 	return args[0], nil
 }
 
 func shapeDerive(args []*tensor.Tensor) (*tensor.Tensor, error) {
-	var v [3]int64
-	for i := range v {
-		x, err := int64Scalar(BuiltinShapeDerive, args, i)
-		if err != nil {
-			return nil, err
-		}
-		v[i] = x
+	v, err := int64Scalars(BuiltinShapeDerive, args, 3)
+	if err != nil {
+		return nil, err
 	}
 	num, div, add := v[0], v[1], v[2]
-	if len(args) != 3 || div < 1 {
+	if div < 1 {
 		return nil, fmt.Errorf("%s takes a numerator, a divisor above 0 and an addend", BuiltinShapeDerive)
 	}
 	q := num / div
